@@ -1,0 +1,23 @@
+export type {
+  ConfChange,
+  ConfChangeItem,
+  ConfState,
+  Entry,
+  HardState,
+  MemberId,
+  ProposeRefusal,
+  ProposeResult,
+  RaftApi,
+  RaftBugs,
+  RaftConfig,
+  RaftMessage,
+  RaftMessageType,
+  RaftStatus,
+  ReadState,
+  Ready,
+  RecoveredState,
+  Snapshot,
+  SnapshotMeta,
+  SoftState,
+} from './types.js';
+export { EntryType, Role, defaultRaftConfig, noMember } from './types.js';

@@ -1,0 +1,266 @@
+// The Raft core's vocabulary. The core is a pure, synchronous state machine: the caller feeds it
+// ticks, messages and proposals, and collects a Ready batch of I/O to perform, in order.
+
+/** A member id: a positive integer, unique within the cell and never reused. */
+export type MemberId = number;
+/** 0 means "no member" (no vote, no known leader). */
+export const noMember: MemberId = 0;
+
+export const EntryType = { normal: 0, config: 1 } as const;
+export type EntryType = (typeof EntryType)[keyof typeof EntryType];
+
+/** One log entry. A normal entry with empty data is the leader's no-op at the start of its term. */
+export interface Entry {
+  readonly index: number;
+  readonly term: number;
+  readonly type: EntryType;
+  /** Opaque command bytes for normal entries; an encoded ConfChange for config entries. */
+  readonly data: Uint8Array;
+}
+
+/** What must be durable before a vote or an append acknowledgement leaves the node. */
+export interface HardState {
+  readonly term: number;
+  readonly vote: MemberId;
+  readonly commit: number;
+}
+
+/**
+ * Membership. While `votersOutgoing` is non-empty the cell is in joint consensus: every decision
+ * (election, commit) needs a majority of `voters` AND a majority of `votersOutgoing`.
+ */
+export interface ConfState {
+  readonly voters: readonly MemberId[];
+  readonly votersOutgoing: readonly MemberId[];
+  readonly learners: readonly MemberId[];
+}
+
+export interface SnapshotMeta {
+  readonly index: number;
+  readonly term: number;
+  readonly confState: ConfState;
+}
+
+/** A state-machine snapshot at `meta.index`. `data` is opaque to the core. */
+export interface Snapshot {
+  readonly meta: SnapshotMeta;
+  readonly data: Uint8Array;
+}
+
+/**
+ * A membership change. `changes` enters joint consensus (C_old,new); the leader then proposes
+ * the matching `leaveJoint` entry (C_new) by itself once the first is committed.
+ */
+export type ConfChange =
+  | { readonly type: 'enterJoint'; readonly changes: readonly ConfChangeItem[] }
+  | { readonly type: 'leaveJoint' };
+
+export interface ConfChangeItem {
+  readonly type: 'addVoter' | 'addLearner' | 'remove';
+  readonly id: MemberId;
+}
+
+export const Role = {
+  follower: 'follower',
+  preCandidate: 'preCandidate',
+  candidate: 'candidate',
+  leader: 'leader',
+} as const;
+export type Role = (typeof Role)[keyof typeof Role];
+
+interface MessageBase {
+  readonly from: MemberId;
+  readonly to: MemberId;
+  readonly term: number;
+}
+
+export type RaftMessage =
+  | (MessageBase & {
+      readonly type: 'append';
+      readonly prevIndex: number;
+      readonly prevTerm: number;
+      readonly entries: readonly Entry[];
+      readonly commit: number;
+    })
+  | (MessageBase & {
+      readonly type: 'appendResponse';
+      /** On success: the highest index now matching the leader. On reject: the rejected prevIndex. */
+      readonly index: number;
+      readonly reject: boolean;
+      /** On reject: where the leader should probe next, and that entry's term (fast backtracking). */
+      readonly rejectHint: number;
+      readonly hintTerm: number;
+    })
+  | (MessageBase & {
+      readonly type: 'heartbeat';
+      readonly commit: number;
+      /** ReadIndex round this heartbeat confirms leadership for (0 = none). */
+      readonly readRound: number;
+    })
+  | (MessageBase & { readonly type: 'heartbeatResponse'; readonly readRound: number })
+  | (MessageBase & {
+      readonly type: 'vote' | 'preVote';
+      readonly lastIndex: number;
+      readonly lastTerm: number;
+      /** Set when campaigning because of a leader transfer: voters ignore their leader lease. */
+      readonly transfer: boolean;
+    })
+  | (MessageBase & { readonly type: 'voteResponse' | 'preVoteResponse'; readonly reject: boolean })
+  | (MessageBase & { readonly type: 'snapshot'; readonly snapshot: Snapshot })
+  | (MessageBase & { readonly type: 'timeoutNow' })
+  | (MessageBase & { readonly type: 'readIndex'; readonly contexts: readonly number[] })
+  | (MessageBase & {
+      readonly type: 'readIndexResponse';
+      readonly contexts: readonly number[];
+      /** The read index, or -1 when the leader refused (it lost leadership). */
+      readonly index: number;
+    });
+
+export type RaftMessageType = RaftMessage['type'];
+
+/** A linearizable read may be served once the local applied index reaches `index`. */
+export interface ReadState {
+  readonly context: number;
+  readonly index: number;
+}
+
+export interface SoftState {
+  readonly leader: MemberId;
+  readonly role: Role;
+}
+
+/**
+ * One batch of work for the caller. Contract, in order:
+ * 1. `appendMessages` may be sent at once, in parallel with the disk write (they are the leader's
+ *    appends to followers; thesis §10.2.1).
+ * 2. Persist `snapshot` (if any), then `entries` (an entry at an index already persisted replaces
+ *    that index and every later one), then `hardState`.
+ * 3. Only then send `messages` (votes and append acknowledgements promise durability).
+ * 4. Apply `committed` in order (always already durable), deliver `readStates` and `droppedReads`.
+ * 5. Call `advance(ready)`.
+ */
+export interface Ready {
+  readonly softState: SoftState | null;
+  readonly hardState: HardState | null;
+  readonly snapshot: Snapshot | null;
+  readonly entries: readonly Entry[];
+  readonly appendMessages: readonly RaftMessage[];
+  readonly messages: readonly RaftMessage[];
+  readonly committed: readonly Entry[];
+  readonly readStates: readonly ReadState[];
+  /** Read contexts that will never complete here (leadership lost, no leader): fail them fast. */
+  readonly droppedReads: readonly number[];
+}
+
+export interface RaftConfig {
+  readonly id: MemberId;
+  /** Ticks without hearing from a leader before a follower campaigns (randomized up to 2x). */
+  readonly electionTicks: number;
+  readonly heartbeatTicks: number;
+  /** In-flight append messages per follower in the replicate state (pipelining window). */
+  readonly inflightMessagesMax: number;
+  /** Bytes of entry data per append message (batching). */
+  readonly appendBytesMax: number;
+  /** Bytes of committed entries handed out per Ready. */
+  readonly applyBytesMax: number;
+  /** Proposed but uncommitted bytes the leader accepts before refusing proposals. */
+  readonly uncommittedBytesMax: number;
+  readonly preVote: boolean;
+  readonly checkQuorum: boolean;
+  /** Test-only: deliberately broken behaviours that prove the simulator catches them. */
+  readonly bugs?: RaftBugs;
+}
+
+export interface RaftBugs {
+  /** Count replicas of previous-term entries toward commit (Figure 8 violation). */
+  readonly commitOldTermEntries?: boolean;
+  /** Grant a vote even when one was already given to someone else this term. */
+  readonly doubleVote?: boolean;
+  /** Hand out entries for apply before they are committed. */
+  readonly applyUncommitted?: boolean;
+}
+
+export const defaultRaftConfig: Omit<RaftConfig, 'id'> = {
+  electionTicks: 10,
+  heartbeatTicks: 1,
+  inflightMessagesMax: 256,
+  appendBytesMax: 1024 * 1024,
+  applyBytesMax: 4 * 1024 * 1024,
+  uncommittedBytesMax: 64 * 1024 * 1024,
+  preVote: true,
+  checkQuorum: true,
+};
+
+/** What a node recovered from its disk (empty on first boot). */
+export interface RecoveredState {
+  readonly hardState: HardState;
+  /** The latest snapshot; its meta gives the log's starting point and membership. */
+  readonly snapshot: Snapshot | null;
+  /** Entries after the snapshot, contiguous. */
+  readonly entries: readonly Entry[];
+  /** Membership on first boot when there is no snapshot (ignored otherwise). */
+  readonly initialConfState: ConfState;
+  /** The state machine's applied index (entries up to it are not handed out again). */
+  readonly appliedIndex: number;
+}
+
+export type ProposeResult =
+  | { readonly ok: true; readonly index: number; readonly term: number }
+  | { readonly ok: false; readonly reason: ProposeRefusal; readonly leader: MemberId };
+
+export type ProposeRefusal =
+  | 'notLeader'
+  | 'transferring'
+  | 'tooLarge'
+  | 'confChangePending'
+  | 'invalidConfChange';
+
+export interface RaftStatus {
+  readonly id: MemberId;
+  readonly term: number;
+  readonly vote: MemberId;
+  readonly role: Role;
+  readonly leader: MemberId;
+  readonly commitIndex: number;
+  readonly appliedIndex: number;
+  readonly lastIndex: number;
+  readonly firstIndex: number;
+  readonly confState: ConfState;
+  readonly progress: ReadonlyMap<MemberId, { match: number; next: number; state: string }>;
+}
+
+/**
+ * The Raft core's API. Every method is synchronous and deterministic; all I/O leaves through
+ * `ready()`. Create one with `createRaftNode` (src/raft/index.ts).
+ */
+export interface RaftApi {
+  /** Advance logical time by one tick (elections, heartbeats, check-quorum, transfer timeout). */
+  tick(): void;
+  /** Handle a message from a peer. Messages from stale terms or unknown members are ignored. */
+  step(message: RaftMessage): void;
+  /** Leader only: append a command. The caller learns the outcome when `index` is applied with
+   *  the same `term` (a different term at that index means the proposal was lost). */
+  propose(data: Uint8Array): ProposeResult;
+  /** Leader only: start a membership change (joint consensus); refused while one is pending. */
+  proposeConfChange(change: ConfChange): ProposeResult;
+  /** Ask for a linearizable read point; answered through Ready.readStates or droppedReads. */
+  readIndex(context: number): void;
+  /** Leader only: hand leadership to `to` once its log is caught up (TimeoutNow). */
+  transferLeadership(to: MemberId): void;
+  /** Start an election now (tests, operator tools). */
+  campaign(): void;
+  /** The transport could not reach `to`: fall back to probing it. */
+  reportUnreachable(to: MemberId): void;
+  /** The transport finished (ok) or gave up on (failed) sending a snapshot to `to`. */
+  reportSnapshot(to: MemberId, ok: boolean): void;
+  hasReady(): boolean;
+  ready(): Ready;
+  advance(ready: Ready): void;
+  /**
+   * The state machine captured `data` at `index` (≤ applied index): keep it as the snapshot for
+   * lagging followers and drop log entries up to `index`. Returns the snapshot, which the caller
+   * persists (the core never touches disk).
+   */
+  compact(index: number, data: Uint8Array): Snapshot;
+  status(): RaftStatus;
+}
