@@ -1,0 +1,121 @@
+// The leader's view of one follower's log: how far it matches, what to send next, and how much
+// may be in flight. Probe sends one append at a time until the follower's position is known;
+// replicate pipelines up to a bounded window; snapshot waits for a snapshot to be installed.
+import { assert } from '../base/assert.js';
+
+export const ProgressState = { probe: 'probe', replicate: 'replicate', snapshot: 'snapshot' } as const;
+export type ProgressState = (typeof ProgressState)[keyof typeof ProgressState];
+
+export class Progress {
+  // Invariant: match < next.
+  match = 0;
+  next: number;
+  state: ProgressState = ProgressState.probe;
+  /** Probe: an append is outstanding; wait for its answer (or a heartbeat answer). */
+  probeSent = false;
+  /** Snapshot: the index of the snapshot being installed. */
+  pendingSnapshot = 0;
+  /** Heard from within the current check-quorum period. */
+  recentActive = false;
+  /** Last index of each in-flight append, oldest first (replicate state only). */
+  private inflights: number[] = [];
+
+  constructor(
+    next: number,
+    private readonly inflightMax: number,
+  ) {
+    assert(next >= 1, 'next index is positive');
+    this.next = next;
+  }
+
+  isPaused(): boolean {
+    switch (this.state) {
+      case ProgressState.probe:
+        return this.probeSent;
+      case ProgressState.replicate:
+        return this.inflights.length >= this.inflightMax;
+      case ProgressState.snapshot:
+        return true;
+    }
+  }
+
+  inflightFull(): boolean {
+    return this.inflights.length >= this.inflightMax;
+  }
+
+  freeFirstInflight(): void {
+    this.inflights.shift();
+  }
+
+  becomeProbe(): void {
+    // After a snapshot, resume right after it; otherwise right after the known match.
+    const next =
+      this.state === ProgressState.snapshot
+        ? Math.max(this.match + 1, this.pendingSnapshot + 1)
+        : this.match + 1;
+    this.reset(ProgressState.probe);
+    this.next = next;
+  }
+
+  becomeReplicate(): void {
+    this.reset(ProgressState.replicate);
+    this.next = this.match + 1;
+  }
+
+  becomeSnapshot(snapshotIndex: number): void {
+    this.reset(ProgressState.snapshot);
+    this.pendingSnapshot = snapshotIndex;
+  }
+
+  private reset(state: ProgressState): void {
+    this.state = state;
+    this.probeSent = false;
+    this.pendingSnapshot = 0;
+    this.inflights = [];
+  }
+
+  /** An append ending at `lastIndex` was sent. */
+  sentAppend(lastIndex: number, entryCount: number): void {
+    if (this.state === ProgressState.replicate) {
+      if (entryCount > 0) {
+        this.next = lastIndex + 1;
+        this.inflights.push(lastIndex);
+      }
+    } else if (this.state === ProgressState.probe) {
+      this.probeSent = true;
+    }
+  }
+
+  /** The follower matches through `index`. Returns false when the answer is stale. */
+  maybeUpdate(index: number): boolean {
+    let updated = false;
+    if (index > this.match) {
+      this.match = index;
+      updated = true;
+      this.probeSent = false;
+    }
+    this.next = Math.max(this.next, index + 1);
+    while (this.inflights.length > 0 && (this.inflights[0] as number) <= index) this.inflights.shift();
+    return updated;
+  }
+
+  /**
+   * The follower rejected an append at `rejected`; `hint` is the highest index that may match.
+   * Returns false when the rejection is stale (answers an older append).
+   */
+  maybeDecrease(rejected: number, hint: number): boolean {
+    if (this.state === ProgressState.replicate) {
+      if (rejected <= this.match) return false;
+      this.next = this.match + 1;
+      return true;
+    }
+    if (this.next - 1 !== rejected) return false;
+    this.next = Math.max(Math.min(rejected, hint + 1), this.match + 1, 1);
+    this.probeSent = false;
+    return true;
+  }
+
+  describe(): { match: number; next: number; state: string } {
+    return { match: this.match, next: this.next, state: this.state };
+  }
+}

@@ -1,0 +1,150 @@
+// Scenario tests of the Raft core on a small synchronous network: elections with PreVote and
+// CheckQuorum, replication, batched ReadIndex, leader transfer, membership and snapshots. They
+// check what users see (who leads, what every member applied), not internal calls.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { TestCluster, encode } from './harness.js';
+
+test('three members elect one leader and apply the same entries', () => {
+  const cluster = new TestCluster([1, 2, 3]);
+  cluster.electLeader(1);
+  assert.equal(cluster.leader(), 1);
+  for (let i = 0; i < 10; i++) assert.ok(cluster.member(1).raft.propose(encode(`v${i}`)).ok);
+  cluster.stabilize();
+  cluster.tickAll(2); // heartbeats carry the final commit index to followers
+  const expected = Array.from({ length: 10 }, (_, i) => `v${i}`);
+  for (const id of [1, 2, 3]) assert.deepEqual(cluster.appliedData(id), expected);
+});
+
+test('followers refuse proposals and name the leader', () => {
+  const cluster = new TestCluster([1, 2, 3]);
+  cluster.electLeader(2);
+  const result = cluster.member(1).raft.propose(encode('x'));
+  assert.deepEqual(result, { ok: false, reason: 'notLeader', leader: 2 });
+});
+
+test('elections happen by timeout alone', () => {
+  const cluster = new TestCluster([1, 2, 3], { seed: 7n });
+  cluster.tickAll(40);
+  const leaders = [1, 2, 3].filter((id) => cluster.member(id).raft.status().role === 'leader');
+  assert.equal(leaders.length, 1);
+});
+
+test('an isolated leader steps down (CheckQuorum) and does not disrupt on return (PreVote)', () => {
+  const cluster = new TestCluster([1, 2, 3]);
+  cluster.electLeader(1);
+  cluster.isolate(1);
+  cluster.tickAll(40);
+  assert.notEqual(cluster.member(1).raft.status().role, 'leader');
+  const newLeader = cluster.leader();
+  assert.ok(newLeader === 2 || newLeader === 3);
+  const term = cluster.member(newLeader).raft.status().term;
+  // The old leader, cut off, keeps timing out; pre-votes keep its term from rising.
+  const isolatedTerm = cluster.member(1).raft.status().term;
+  cluster.tickAll(60);
+  assert.equal(cluster.member(1).raft.status().term, isolatedTerm);
+  cluster.heal();
+  cluster.tickAll(5);
+  assert.equal(cluster.leader(), newLeader);
+  assert.equal(cluster.member(newLeader).raft.status().term, term);
+});
+
+test('ReadIndex: many reads share one quorum round', () => {
+  const cluster = new TestCluster([1, 2, 3]);
+  cluster.electLeader(1);
+  cluster.member(1).raft.propose(encode('a'));
+  cluster.stabilize();
+  const before = cluster.sent.filter((m) => m.type === 'heartbeat').length;
+  for (let context = 1; context <= 100; context++) cluster.member(1).raft.readIndex(context);
+  cluster.stabilize();
+  const heartbeats = cluster.sent.filter((m) => m.type === 'heartbeat').length - before;
+  assert.equal(cluster.member(1).readStates.length, 100);
+  assert.ok(heartbeats <= 4, `one or two rounds to two followers, saw ${heartbeats} heartbeats`);
+  const commit = cluster.member(1).raft.status().commitIndex;
+  for (const read of cluster.member(1).readStates) assert.equal(read.index, commit);
+});
+
+test('ReadIndex from a follower is answered by the leader', () => {
+  const cluster = new TestCluster([1, 2, 3]);
+  cluster.electLeader(1);
+  cluster.member(1).raft.propose(encode('a'));
+  cluster.stabilize();
+  cluster.member(3).raft.readIndex(42);
+  cluster.stabilize();
+  assert.deepEqual(cluster.member(3).readStates, [{ context: 42, index: cluster.member(1).raft.status().commitIndex }]);
+});
+
+test('an isolated leader cannot answer a linearizable read', () => {
+  const cluster = new TestCluster([1, 2, 3]);
+  cluster.electLeader(1);
+  cluster.isolate(1);
+  cluster.member(1).raft.readIndex(9);
+  cluster.tickAll(30);
+  assert.deepEqual(cluster.member(1).readStates, []);
+  assert.deepEqual(cluster.member(1).droppedReads, [9]);
+});
+
+test('leader transfer hands leadership to the target', () => {
+  const cluster = new TestCluster([1, 2, 3]);
+  cluster.electLeader(1);
+  cluster.member(1).raft.propose(encode('a'));
+  cluster.stabilize();
+  cluster.member(1).raft.transferLeadership(3);
+  cluster.stabilize();
+  assert.equal(cluster.leader(), 3);
+  assert.ok(cluster.member(3).raft.propose(encode('b')).ok);
+});
+
+test('membership: add a learner, promote it, remove an old voter', () => {
+  const cluster = new TestCluster([1, 2, 3], { extra: [4] });
+  cluster.electLeader(1);
+  const leader = cluster.member(1).raft;
+  assert.ok(leader.proposeConfChange({ type: 'enterJoint', changes: [{ type: 'addLearner', id: 4 }] }).ok);
+  cluster.stabilize();
+  cluster.tickAll(3);
+  assert.deepEqual(leader.status().confState, { voters: [1, 2, 3], votersOutgoing: [], learners: [4] });
+  assert.ok(leader.propose(encode('x')).ok);
+  cluster.stabilize();
+  cluster.tickAll(2);
+  assert.deepEqual(cluster.appliedData(4), ['x']);
+  assert.ok(
+    leader.proposeConfChange({ type: 'enterJoint', changes: [{ type: 'addVoter', id: 4 }, { type: 'remove', id: 2 }] }).ok,
+  );
+  // A second change is refused while the first is in flight.
+  assert.deepEqual(
+    leader.proposeConfChange({ type: 'enterJoint', changes: [{ type: 'remove', id: 3 }] }),
+    { ok: false, reason: 'confChangePending', leader: 1 },
+  );
+  cluster.stabilize();
+  cluster.tickAll(3);
+  for (const id of [1, 3, 4]) {
+    assert.deepEqual(cluster.member(id).raft.status().confState, { voters: [1, 3, 4], votersOutgoing: [], learners: [] });
+  }
+  cluster.isolate(2);
+  assert.ok(leader.propose(encode('y')).ok);
+  cluster.stabilize();
+  cluster.tickAll(2);
+  assert.deepEqual(cluster.appliedData(4), ['x', 'y']);
+});
+
+test('a member behind the compacted log catches up by snapshot', () => {
+  const cluster = new TestCluster([1, 2, 3]);
+  cluster.electLeader(1);
+  cluster.isolate(3);
+  for (let i = 0; i < 20; i++) cluster.member(1).raft.propose(encode(`v${i}`));
+  cluster.stabilize();
+  cluster.tickAll(2);
+  const leader = cluster.member(1).raft;
+  const snapshot = leader.compact(leader.status().appliedIndex, encode('state'));
+  assert.equal(leader.status().firstIndex, snapshot.meta.index + 1);
+  cluster.heal();
+  cluster.tickAll(3);
+  const snapshotsSent = cluster.sent.filter((m) => m.type === 'snapshot' && m.to === 3);
+  assert.equal(snapshotsSent.length, 1);
+  cluster.member(1).raft.reportSnapshot(3, true);
+  leader.propose(encode('after'));
+  cluster.stabilize();
+  cluster.tickAll(2);
+  assert.equal(cluster.member(3).raft.status().appliedIndex, leader.status().appliedIndex);
+  assert.deepEqual(cluster.appliedData(3), ['after']);
+});
