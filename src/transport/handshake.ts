@@ -1,0 +1,105 @@
+// The first frame of every connection says who is calling, for which cluster and whom: the
+// listener refuses a foreign cluster, an unknown member, a wrong addressee or another protocol
+// version, so a misconfigured peer list can never splice two cells together.
+import { assert } from '../base/assert.js';
+import type { MemberId } from '../raft/index.js';
+import { TransportError, TransportErrorReason } from './errors.js';
+import { FrameKind, encodeFrame, expectEnd, type Frame } from './frame.js';
+
+export const protocolVersion = 1;
+const magic = 0x4e544142; // "BATN" in little-endian bytes
+const clusterIdBytesMax = 255;
+const reasonBytesMax = 1024;
+
+export const Channel = { raft: 1, snapshot: 2 } as const;
+export type Channel = (typeof Channel)[keyof typeof Channel];
+
+export interface Handshake {
+  readonly version: number;
+  readonly channel: Channel;
+  readonly clusterId: string;
+  readonly from: MemberId;
+  readonly to: MemberId;
+}
+
+export interface HandshakeReply {
+  readonly accepted: boolean;
+  readonly reason: string;
+}
+
+export function encodeHandshake(handshake: Handshake): Buffer {
+  const clusterIdBytes = Buffer.byteLength(handshake.clusterId);
+  assert(clusterIdBytes > 0 && clusterIdBytes <= clusterIdBytesMax, 'clusterId length');
+  return encodeFrame(FrameKind.handshake, 4 + 2 + 1 + 2 + clusterIdBytes + 16, (w) => {
+    w.u32(magic);
+    w.u16(handshake.version);
+    w.u8(handshake.channel);
+    w.text(handshake.clusterId, clusterIdBytes);
+    w.u64(handshake.from);
+    w.u64(handshake.to);
+  });
+}
+
+export function decodeHandshake(frame: Frame): Handshake {
+  if (frame.kind !== FrameKind.handshake) {
+    throw new TransportError(TransportErrorReason.unexpectedFrame,
+      `expected a handshake, got frame kind ${frame.kind}`);
+  }
+  const r = frame.body;
+  if (r.u32('magic') !== magic) {
+    throw new TransportError(TransportErrorReason.invalidValue, 'not a Baton peer (bad magic)');
+  }
+  const version = r.u16('version');
+  const channel = r.u8('channel');
+  const clusterId = r.text('clusterId');
+  const from = r.u64('from');
+  const to = r.u64('to');
+  expectEnd(r);
+  if (channel !== Channel.raft && channel !== Channel.snapshot) {
+    throw new TransportError(TransportErrorReason.invalidValue, `unknown channel ${channel}`);
+  }
+  return { version, channel, clusterId, from, to };
+}
+
+/** Why the listener refuses `handshake`, or null to accept it. */
+export function checkHandshake(
+  handshake: Handshake,
+  local: { memberId: MemberId; clusterId: string; isMember: (id: MemberId) => boolean },
+): string | null {
+  if (handshake.version !== protocolVersion) {
+    return `protocol version ${handshake.version}, expected ${protocolVersion}`;
+  }
+  if (handshake.clusterId !== local.clusterId) {
+    return `cluster ${handshake.clusterId}, this member belongs to ${local.clusterId}`;
+  }
+  if (handshake.to !== local.memberId) {
+    return `addressed to member ${handshake.to}, this is member ${local.memberId}`;
+  }
+  if (handshake.from === local.memberId || !local.isMember(handshake.from)) {
+    return `member ${handshake.from} is not a known peer`;
+  }
+  return null;
+}
+
+/** Encodes a reply frame; its reason is cut to a bounded length (it is only for logs). */
+export function encodeReply(kind: 2 | 7, reply: HandshakeReply): Buffer {
+  let reason = reply.reason;
+  while (Buffer.byteLength(reason) > reasonBytesMax) reason = reason.slice(0, reason.length >> 1);
+  const reasonBytes = Buffer.byteLength(reason);
+  return encodeFrame(kind, 1 + 2 + reasonBytes, (w) => {
+    w.bool(reply.accepted);
+    w.text(reason, reasonBytes);
+  });
+}
+
+/** Decodes a handshakeReply or snapshotAck frame (the same body: bool + reason). */
+export function decodeReply(frame: Frame, kind: 2 | 7): HandshakeReply {
+  if (frame.kind !== kind) {
+    throw new TransportError(TransportErrorReason.unexpectedFrame,
+      `expected frame kind ${kind}, got ${frame.kind}`);
+  }
+  const accepted = frame.body.bool('accepted');
+  const reason = frame.body.text('reason');
+  expectEnd(frame.body);
+  return { accepted, reason };
+}

@@ -1,0 +1,134 @@
+// One accepted connection: it must open with a valid handshake (else it is refused and logged),
+// then carries either Raft message frames or a single snapshot stream. Any malformed frame ends
+// the connection: after a bad length nothing later in the stream can be trusted to line up.
+import type { Socket } from 'node:net';
+import type { MemberId, RaftMessage } from '../raft/index.js';
+import { TransportError, TransportErrorReason } from './errors.js';
+import { FrameKind, FrameReader, readMessagesBody, type Frame } from './frame.js';
+import {
+  Channel, checkHandshake, decodeHandshake, encodeReply, type Handshake,
+} from './handshake.js';
+import { SnapshotReceiver } from './snapshot-receiver.js';
+import type { IncomingSnapshot, TransportLimits, TransportLogger } from './types.js';
+
+export interface InboundCounters {
+  receivedMessages: number;
+  receivedFrames: number;
+  rejectedConnections: number;
+  corruptFrames: number;
+}
+
+export interface InboundContext {
+  readonly memberId: MemberId;
+  readonly clusterId: string;
+  readonly limits: TransportLimits;
+  readonly logger: TransportLogger;
+  readonly counters: InboundCounters;
+  readonly isMember: (id: MemberId) => boolean;
+  readonly onMessages: (batch: readonly RaftMessage[]) => void;
+  readonly onSnapshot: (snapshot: IncomingSnapshot) => Promise<void>;
+  /** A member's newer raft connection replaces its older one (a restarted peer). */
+  readonly registerRaftConnection: (from: MemberId, socket: Socket) => void;
+}
+
+interface Connection {
+  handshake: Handshake | null;
+  // Set once the handshake is refused: later frames are ignored until the socket closes.
+  refused: boolean;
+  snapshot: SnapshotReceiver | null;
+}
+
+export function acceptConnection(socket: Socket, context: InboundContext): void {
+  const reader = new FrameReader(context.limits.frameBytesMax);
+  const remote = `${socket.remoteAddress}:${socket.remotePort}`;
+  const connection: Connection = { handshake: null, refused: false, snapshot: null };
+  socket.setNoDelay(true);
+  // A silent connection may not hold resources forever before saying who it is.
+  socket.setTimeout(context.limits.handshakeTimeoutMs, () => {
+    context.logger.warn({ remote }, 'peer connection without handshake: closed');
+    socket.destroy();
+  });
+  socket.on('data', (chunk: Buffer) => {
+    try {
+      reader.push(chunk);
+      for (let frame = reader.next(); frame !== null; frame = reader.next()) {
+        if (socket.destroyed || connection.refused) return;
+        onFrame(socket, connection, frame, context, remote);
+      }
+    } catch (error) {
+      if (!(error instanceof TransportError)) throw error; // a bug: let it stop the node
+      context.counters.corruptFrames++;
+      context.logger.warn({ remote, from: connection.handshake?.from ?? null,
+        error: error.message }, 'bad frame from peer: connection closed');
+      connection.snapshot?.fail(error);
+      socket.destroy();
+    }
+  });
+  socket.on('error', () => {}); // 'close' follows
+  socket.on('close', () => {
+    connection.snapshot?.fail(
+      new TransportError(TransportErrorReason.disconnected, 'snapshot stream closed early'));
+  });
+}
+
+function onFrame(
+  socket: Socket,
+  connection: Connection,
+  frame: Frame,
+  context: InboundContext,
+  remote: string,
+): void {
+  if (connection.handshake === null) {
+    const handshake = decodeHandshake(frame);
+    connection.handshake = handshake;
+    socket.setTimeout(0);
+    const refusal = checkHandshake(handshake, context);
+    if (refusal !== null) {
+      connection.refused = true;
+      context.counters.rejectedConnections++;
+      context.logger.warn({ remote, from: handshake.from, clusterId: handshake.clusterId,
+        refusal }, 'peer connection refused');
+      socket.end(encodeReply(FrameKind.handshakeReply, { accepted: false, reason: refusal }));
+      return;
+    }
+    connection.snapshot = admit(socket, handshake, context);
+  } else if (connection.snapshot !== null) {
+    connection.snapshot.onFrame(frame);
+  } else {
+    context.counters.receivedFrames++;
+    const batch = readRaftFrame(frame, connection.handshake, context);
+    context.counters.receivedMessages += batch.length;
+    if (batch.length > 0) context.onMessages(batch);
+  }
+}
+
+/** Accepts the handshake; returns the snapshot receiver for a snapshot channel, else null. */
+function admit(
+  socket: Socket,
+  handshake: Handshake,
+  context: InboundContext,
+): SnapshotReceiver | null {
+  socket.write(encodeReply(FrameKind.handshakeReply, { accepted: true, reason: '' }));
+  if (handshake.channel === Channel.raft) {
+    socket.setKeepAlive(true, 5000);
+    context.registerRaftConnection(handshake.from, socket);
+    return null;
+  }
+  return new SnapshotReceiver(socket, handshake, context);
+}
+
+function readRaftFrame(frame: Frame, handshake: Handshake, context: InboundContext): RaftMessage[] {
+  if (frame.kind !== FrameKind.messages) {
+    throw new TransportError(TransportErrorReason.unexpectedFrame,
+      `frame kind ${frame.kind} on a raft channel`);
+  }
+  const batch = readMessagesBody(frame.body, context.limits);
+  for (const message of batch) {
+    // The handshake authenticated the connection's member; its messages may not claim another.
+    if (message.from !== handshake.from || message.to !== context.memberId) {
+      throw new TransportError(TransportErrorReason.invalidValue,
+        `message ${message.from} -> ${message.to} on ${handshake.from}'s connection`);
+    }
+  }
+  return batch;
+}

@@ -1,0 +1,206 @@
+// One peer's outbound Raft channel: a bounded queue, one TCP connection, one socket write per
+// flush, and reconnects with jittered exponential backoff. Raft tolerates lost messages but not
+// unbounded memory, so whatever cannot be queued or delivered is dropped, counted and reported
+// (the leader then probes the follower instead of streaming to it blindly).
+import { connect, type Socket } from 'node:net';
+import { assert } from '../base/assert.js';
+import type { MemberId, RaftMessage } from '../raft/index.js';
+import { reconnectDelayMs } from './backoff.js';
+import { TransportError } from './errors.js';
+import { FrameKind, FrameReader, encodeMessageFrames, messagesFrameBytes } from './frame.js';
+import { Channel, decodeReply, encodeHandshake, protocolVersion } from './handshake.js';
+import type { PeerAddress, PeerStats, TransportLimits, TransportLogger } from './types.js';
+
+export interface OutboundContext {
+  readonly memberId: MemberId;
+  readonly clusterId: string;
+  readonly limits: TransportLimits;
+  readonly logger: TransportLogger;
+  readonly random: { uint32(): number };
+  /** Asks the owner to run flush() soon (after a connect, a drain or a failure). */
+  readonly scheduleFlush: () => void;
+}
+
+type State = 'idle' | 'connecting' | 'connected' | 'backoff' | 'closed';
+
+export class OutboundPeer {
+  private state: State = 'idle';
+  private socket: Socket | null = null;
+  private backoffTimer: NodeJS.Timeout | null = null;
+  // Failed connection attempts since the last accepted handshake.
+  private failures = 0;
+  private waitingForDrain = false;
+  // Invariant: queue.length === sizes.length; queuedBytes === sum(sizes).
+  private queue: RaftMessage[] = [];
+  private sizes: number[] = [];
+  private queuedBytes = 0;
+  // Set when messages were lost since the last takeUnreachable(); reported outside send().
+  private unreachable = false;
+  private counters = {
+    sentMessages: 0, sentFrames: 0, sentBytes: 0, droppedMessages: 0,
+    connectAttempts: 0, connectFailures: 0,
+  };
+
+  constructor(
+    readonly id: MemberId,
+    private peerAddress: PeerAddress,
+    private readonly context: OutboundContext,
+  ) {
+    assert(id !== context.memberId, 'no connection to oneself');
+  }
+
+  /** Queues a message of `size` encoded bytes, or drops it (counted) when it cannot go. */
+  enqueue(message: RaftMessage, size: number): void {
+    assert(message.to === this.id, 'message queued for its addressee');
+    const limits = this.context.limits;
+    if (this.state === 'closed' || this.state === 'backoff') return this.drop(1);
+    if (messagesFrameBytes(size) > limits.frameBytesMax) {
+      this.context.logger.warn({ peer: this.id, type: message.type, bytes: size },
+        'message larger than a frame: dropped');
+      return this.drop(1);
+    }
+    const full = this.queue.length >= limits.queueMessagesMax ||
+      this.queuedBytes + size > limits.queueBytesMax;
+    if (full) return this.drop(1);
+    this.queue.push(message);
+    this.sizes.push(size);
+    this.queuedBytes += size;
+    if (this.state === 'idle') this.connect();
+  }
+
+  /** Writes everything queued as one buffer, unless not connected or the socket is backed up. */
+  flush(): void {
+    const socket = this.socket;
+    if (this.state !== 'connected' || socket === null || this.queue.length === 0) return;
+    if (this.waitingForDrain) return;
+    if (socket.writableLength > this.context.limits.socketBufferedBytesMax) {
+      // A slow peer: stop writing so memory stays bounded; the queue's bound takes over.
+      this.waitingForDrain = true;
+      return;
+    }
+    const buffer = encodeMessageFrames(this.queue, this.sizes, this.context.limits);
+    this.counters.sentMessages += this.queue.length;
+    this.counters.sentBytes += buffer.length;
+    this.counters.sentFrames += countFrames(buffer);
+    this.queue = [];
+    this.sizes = [];
+    this.queuedBytes = 0;
+    socket.write(buffer);
+  }
+
+  /** True once per loss episode: the owner then calls reportUnreachable(id). */
+  takeUnreachable(): boolean {
+    const was = this.unreachable;
+    this.unreachable = false;
+    return was;
+  }
+
+  address(): PeerAddress {
+    return this.peerAddress;
+  }
+
+  setAddress(address: PeerAddress): void {
+    const previous = this.peerAddress;
+    const changed = address.host !== previous.host || address.port !== previous.port;
+    this.peerAddress = address;
+    if (changed && this.socket !== null) this.socket.destroy(); // reconnect to the new address
+  }
+
+  stats(): PeerStats {
+    return {
+      connected: this.state === 'connected',
+      queuedMessages: this.queue.length,
+      queuedBytes: this.queuedBytes,
+      ...this.counters,
+    };
+  }
+
+  close(): void {
+    this.state = 'closed';
+    if (this.backoffTimer !== null) clearTimeout(this.backoffTimer);
+    this.backoffTimer = null;
+    this.socket?.destroy();
+    this.socket = null;
+    this.queue = [];
+    this.sizes = [];
+    this.queuedBytes = 0;
+  }
+
+  private drop(count: number): void {
+    this.counters.droppedMessages += count;
+    this.unreachable = true;
+    this.context.scheduleFlush();
+  }
+
+  private connect(): void {
+    assert(this.state === 'idle' && this.socket === null, 'one connection at a time');
+    this.state = 'connecting';
+    this.counters.connectAttempts++;
+    const socket = connect({ ...this.peerAddress, noDelay: true });
+    this.socket = socket;
+    const reader = new FrameReader(this.context.limits.frameBytesMax);
+    let accepted = false;
+    socket.on('connect', () => {
+      // Messages follow the handshake at once: waiting a round trip for the reply would delay
+      // the first heartbeat; if the listener refuses, it discards them and Raft resends.
+      socket.write(encodeHandshake({
+        version: protocolVersion, channel: Channel.raft, clusterId: this.context.clusterId,
+        from: this.context.memberId, to: this.id,
+      }));
+      this.state = 'connected';
+      this.context.scheduleFlush();
+    });
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        reader.push(chunk);
+        for (let frame = reader.next(); frame !== null; frame = reader.next()) {
+          // The listener answers once and then only reads: anything more is a protocol error.
+          if (accepted) throw new TransportError('unexpectedFrame', 'data after the reply');
+          const reply = decodeReply(frame, FrameKind.handshakeReply);
+          if (!reply.accepted) throw new TransportError('rejected', reply.reason);
+          accepted = true;
+          this.failures = 0;
+        }
+      } catch (error) {
+        this.context.logger.warn({ peer: this.id, error: String(error) }, 'peer refused us');
+        socket.destroy();
+      }
+    });
+    socket.on('drain', () => {
+      this.waitingForDrain = false;
+      this.context.scheduleFlush();
+    });
+    socket.on('error', () => {}); // 'close' follows and handles every failure the same way
+    socket.on('close', () => this.onClose(socket, accepted));
+  }
+
+  private onClose(socket: Socket, accepted: boolean): void {
+    if (this.socket !== socket) return;
+    this.socket = null;
+    this.waitingForDrain = false;
+    if (this.state === 'closed') return;
+    // Whatever was queued or in the socket's buffer is lost; tell Raft so it probes again.
+    this.drop(this.queue.length);
+    this.queue = [];
+    this.sizes = [];
+    this.queuedBytes = 0;
+    if (!accepted) {
+      this.failures++;
+      this.counters.connectFailures++;
+    }
+    const delay = reconnectDelayMs(Math.max(1, this.failures), this.context.limits,
+      this.context.random);
+    this.state = 'backoff';
+    this.backoffTimer = setTimeout(() => {
+      this.backoffTimer = null;
+      if (this.state === 'backoff') this.state = 'idle';
+    }, delay);
+    this.backoffTimer.unref();
+  }
+}
+
+function countFrames(buffer: Buffer): number {
+  let frames = 0;
+  for (let offset = 0; offset < buffer.length; frames++) offset += 8 + buffer.readUInt32LE(offset);
+  return frames;
+}

@@ -1,0 +1,120 @@
+// The receiving end of a snapshot stream: checks the header against the handshake, hands the
+// chunks to the onSnapshot handler as an async iterable (pausing the socket while the handler
+// is behind), and acknowledges only once the handler has stored the whole snapshot.
+import type { Socket } from 'node:net';
+import type { MemberId, RaftMessage } from '../raft/index.js';
+import { ChunkQueue } from './chunk-queue.js';
+import { TransportError, TransportErrorReason } from './errors.js';
+import { FrameKind, type Frame } from './frame.js';
+import { encodeReply, type Handshake } from './handshake.js';
+import {
+  decodeSnapshotHeader, snapshotChunkData, type SnapshotHeader,
+} from './snapshot-frames.js';
+import type { IncomingSnapshot, TransportLimits, TransportLogger } from './types.js';
+
+export interface SnapshotReceiverContext {
+  readonly memberId: MemberId;
+  readonly limits: TransportLimits;
+  readonly logger: TransportLogger;
+  readonly onSnapshot: (snapshot: IncomingSnapshot) => Promise<void>;
+}
+
+export class SnapshotReceiver {
+  private header: SnapshotHeader | null = null;
+  private queue: ChunkQueue | null = null;
+  // Invariant: receivedBytes <= header.totalBytes.
+  private receivedBytes = 0;
+  private ended = false;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly handshake: Handshake,
+    private readonly context: SnapshotReceiverContext,
+  ) {
+    socket.setTimeout(context.limits.snapshotIdleTimeoutMs, () => {
+      this.fail(new TransportError(TransportErrorReason.disconnected, 'snapshot stream idle'));
+      socket.destroy();
+    });
+  }
+
+  /** Throws TransportError on a frame out of place; the caller then closes the connection. */
+  onFrame(frame: Frame): void {
+    if (this.header === null) return this.onHeader(frame);
+    if (this.ended || this.queue === null) {
+      throw new TransportError(TransportErrorReason.unexpectedFrame, 'frame after snapshot end');
+    }
+    if (frame.kind === FrameKind.snapshotEnd) {
+      if (this.receivedBytes !== this.header.totalBytes) {
+        throw new TransportError(TransportErrorReason.truncated,
+          `snapshot ended at ${this.receivedBytes} of ${this.header.totalBytes} bytes`);
+      }
+      this.ended = true;
+      this.queue.end();
+      return;
+    }
+    const data = snapshotChunkData(frame);
+    if (data.length === 0 || this.receivedBytes + data.length > this.header.totalBytes) {
+      throw new TransportError(TransportErrorReason.invalidValue,
+        `chunk of ${data.length} bytes after ${this.receivedBytes} of ${this.header.totalBytes}`);
+    }
+    this.receivedBytes += data.length;
+    this.queue.push(data);
+  }
+
+  fail(error: Error): void {
+    this.queue?.fail(error);
+  }
+
+  private onHeader(frame: Frame): void {
+    const header = decodeSnapshotHeader(frame, this.context.limits);
+    if (header.from !== this.handshake.from || header.to !== this.context.memberId) {
+      throw new TransportError(TransportErrorReason.invalidValue,
+        `snapshot ${header.from} -> ${header.to} on ${this.handshake.from}'s connection`);
+    }
+    this.header = header;
+    const socket = this.socket;
+    const queue = new ChunkQueue(2 * this.context.limits.snapshotChunkBytes,
+      () => socket.pause(), () => socket.resume());
+    this.queue = queue;
+    const incoming: IncomingSnapshot = { ...header, chunks: queue };
+    this.context.onSnapshot(incoming).then(
+      () => this.acknowledge(this.ended ? null : 'handler returned before the stream ended'),
+      (error: unknown) => this.acknowledge(String(error)),
+    );
+  }
+
+  private acknowledge(failure: string | null): void {
+    if (this.socket.destroyed) return;
+    this.socket.setTimeout(0);
+    if (failure !== null) {
+      this.context.logger.warn({ from: this.handshake.from, error: failure },
+        'snapshot from peer not stored');
+    }
+    const accepted = failure === null;
+    this.socket.end(encodeReply(FrameKind.snapshotAck, { accepted, reason: failure ?? '' }));
+  }
+}
+
+/**
+ * The onSnapshot handler used when the owner gives none: gathers the data in memory (bounded)
+ * and delivers an ordinary snapshot message through onMessages.
+ */
+export function collectSnapshotInMemory(
+  limits: Pick<TransportLimits, 'snapshotInMemoryBytesMax'>,
+  onMessages: (batch: readonly RaftMessage[]) => void,
+): (snapshot: IncomingSnapshot) => Promise<void> {
+  return async (snapshot) => {
+    if (snapshot.totalBytes > limits.snapshotInMemoryBytesMax) {
+      throw new TransportError(TransportErrorReason.tooLarge,
+        `snapshot of ${snapshot.totalBytes} bytes > ${limits.snapshotInMemoryBytesMax} in memory`);
+    }
+    const data = new Uint8Array(snapshot.totalBytes);
+    let offset = 0;
+    for await (const chunk of snapshot.chunks) {
+      data.set(chunk, offset);
+      offset += chunk.length;
+    }
+    const { from, to, term, meta } = snapshot;
+    onMessages([{ type: 'snapshot', from, to, term, snapshot: { meta, data } }]);
+  };
+}

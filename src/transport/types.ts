@@ -1,0 +1,104 @@
+// The peer transport's vocabulary: options, limits, callbacks and counters. The transport carries
+// Raft messages between the members of one cluster over TCP; it never interprets them beyond
+// checking that they come from the member that connected and are addressed to this one.
+import type { MemberId, RaftMessage, SnapshotMeta } from '../raft/index.js';
+
+export type SnapshotMessage = Extract<RaftMessage, { type: 'snapshot' }>;
+
+/** Where a peer listens for Raft traffic. */
+export interface PeerAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** A pino-compatible logger subset (fields first, message second), so pino can be passed as is. */
+export interface TransportLogger {
+  info(fields: Readonly<Record<string, unknown>>, message: string): void;
+  warn(fields: Readonly<Record<string, unknown>>, message: string): void;
+}
+
+/** Every bound the transport keeps, in one place; see limits.ts for the defaults and reasons. */
+export interface TransportLimits {
+  /** Largest frame (header excluded) a receiver accepts; bigger lengths are garbage or abuse. */
+  readonly frameBytesMax: number;
+  /** A flush packs messages into frames of about this size (one oversized message is alone). */
+  readonly frameBytesTarget: number;
+  /** Messages in one frame, checked before any per-message allocation on decode. */
+  readonly frameMessagesMax: number;
+  /** Entries in one append, and contexts in one readIndex message. */
+  readonly messageItemsMax: number;
+  /** Outbound queue per peer: past either bound new messages are dropped and counted. */
+  readonly queueMessagesMax: number;
+  readonly queueBytesMax: number;
+  /** Bytes buffered in a socket before flushing pauses until 'drain' (a slow peer). */
+  readonly socketBufferedBytesMax: number;
+  /** Snapshot data travels in chunks of at most this size on its own connection. */
+  readonly snapshotChunkBytes: number;
+  /** Largest snapshot held in memory when no onSnapshot streaming handler is given. */
+  readonly snapshotInMemoryBytesMax: number;
+  /** Reconnect backoff: base delay doubling per failed attempt up to the max, with jitter. */
+  readonly reconnectDelayMsBase: number;
+  readonly reconnectDelayMsMax: number;
+  /** Time a new connection has to complete its handshake before it is closed. */
+  readonly handshakeTimeoutMs: number;
+  /** Time a snapshot stream may sit idle (no chunk, no ack) before it is abandoned. */
+  readonly snapshotIdleTimeoutMs: number;
+}
+
+/** A snapshot arriving on its own stream; the handler consumes `chunks` at its own pace. */
+export interface IncomingSnapshot {
+  readonly from: MemberId;
+  readonly to: MemberId;
+  readonly term: number;
+  readonly meta: SnapshotMeta;
+  readonly totalBytes: number;
+  /** Read once, in order. Ends early with a TransportError if the stream breaks or is corrupt. */
+  readonly chunks: AsyncIterable<Uint8Array>;
+}
+
+export interface PeerTransportOptions {
+  readonly memberId: MemberId;
+  /** Connections carrying another clusterId are refused (a node never joins a foreign cell). */
+  readonly clusterId: string;
+  /** Where to accept peer connections; port 0 picks an ephemeral port (tests). */
+  readonly listen: PeerAddress;
+  /** Known members and their addresses (this member may be included; it is ignored). */
+  readonly peers: ReadonlyMap<MemberId, PeerAddress>;
+  /** Received messages, one call per decoded frame, in the order the peer sent them. */
+  readonly onMessages: (batch: readonly RaftMessage[]) => void;
+  /**
+   * Streams an incoming snapshot (e.g. into a file); resolve once it is stored, reject to refuse.
+   * The caller then steps a snapshot message itself. Without a handler the data is gathered in
+   * memory (up to snapshotInMemoryBytesMax) and delivered through onMessages.
+   */
+  readonly onSnapshot?: (snapshot: IncomingSnapshot) => Promise<void>;
+  /** Messages to `to` were dropped (queue full, connection failed): Raft should probe it. */
+  readonly reportUnreachable?: (to: MemberId) => void;
+  /** A snapshot stream to `to` finished (ok) or failed. */
+  readonly reportSnapshot?: (to: MemberId, ok: boolean) => void;
+  readonly logger?: TransportLogger;
+  readonly limits?: Partial<TransportLimits>;
+  /** Jitter source for reconnect delays; a seeded one makes tests repeatable. */
+  readonly random?: { uint32(): number };
+}
+
+/** Counters for /metrics and tests; monotonic except `queued*` and `connected`. */
+export interface PeerStats {
+  readonly connected: boolean;
+  readonly queuedMessages: number;
+  readonly queuedBytes: number;
+  readonly sentMessages: number;
+  readonly sentFrames: number;
+  readonly sentBytes: number;
+  readonly droppedMessages: number;
+  readonly connectAttempts: number;
+  readonly connectFailures: number;
+}
+
+export interface TransportStats {
+  readonly peers: ReadonlyMap<MemberId, PeerStats>;
+  readonly receivedMessages: number;
+  readonly receivedFrames: number;
+  readonly rejectedConnections: number;
+  readonly corruptFrames: number;
+}
