@@ -76,6 +76,8 @@ export class RaftNode implements RaftApi {
   private readonly reads = new ReadIndexTracker();
   /** Reads that arrived before this leader committed an entry of its own term. */
   private readsAwaitingCommit: { context: number; from: MemberId }[] = [];
+  /** Follower side: commands to forward to the leader with the next batch. */
+  private proposalsToForward: Uint8Array[] = [];
   /** Follower side: reads to forward to the leader with the next batch. */
   private readsToForward: number[] = [];
   /** Leader: new entries or a new commit index to send to followers with the next batch. */
@@ -147,6 +149,13 @@ export class RaftNode implements RaftApi {
     return this.appendProposal(EntryType.normal, data);
   }
 
+  forwardProposal(data: Uint8Array): boolean {
+    if (this.role === Role.leader) return this.propose(data).ok;
+    if (this.role !== Role.follower || this.leader === noMember) return false;
+    this.proposalsToForward.push(data);
+    return true;
+  }
+
   proposeConfChange(change: ConfChange): ProposeResult {
     if (this.role !== Role.leader) return this.refuse('notLeader');
     if (this.pendingConfIndex > this.log.appliedIndex || this.confState.votersOutgoing.length > 0) {
@@ -208,6 +217,7 @@ export class RaftNode implements RaftApi {
       this.messages.length > 0 ||
       this.broadcastPending ||
       this.readsToForward.length > 0 ||
+      this.proposalsToForward.length > 0 ||
       this.log.hasUnstable() ||
       this.snapshotToPersist !== null ||
       this.hasCommittedToApply() ||
@@ -224,6 +234,7 @@ export class RaftNode implements RaftApi {
     const committed = this.takeCommitted();
     this.flushBroadcast();
     this.flushForwardedReads();
+    this.flushForwardedProposals();
     const hardState = this.hardState();
     const softState = this.softState();
     const hardChanged = !sameHardState(hardState, this.lastHardState);
@@ -561,6 +572,10 @@ export class RaftNode implements RaftApi {
       case 'snapshot':
         assert(false, `two leaders in term ${this.term}: ${this.id} and ${m.from}`);
         return;
+      case 'propose':
+        if (!this.progress.has(m.from)) return;
+        for (const command of m.commands) this.propose(command);
+        return;
       case 'readIndex':
         if (!this.progress.has(m.from)) return;
         for (const context of m.contexts) this.leaderRead(context, m.from);
@@ -629,6 +644,15 @@ export class RaftNode implements RaftApi {
       if (m.index < 0) this.droppedReads.push(context);
       else this.readStates.push({ context, index: m.index });
     }
+  }
+
+  private flushForwardedProposals(): void {
+    if (this.proposalsToForward.length === 0) return;
+    if (this.role === Role.follower && this.leader !== noMember) {
+      this.send({ type: 'propose', to: this.leader, commands: this.proposalsToForward });
+    }
+    // Otherwise they are dropped: the proposer's wait times out and the client retries.
+    this.proposalsToForward = [];
   }
 
   private flushForwardedReads(): void {

@@ -109,6 +109,8 @@ export type RaftMessage =
   | (MessageBase & { readonly type: 'snapshot'; readonly snapshot: Snapshot })
   | (MessageBase & { readonly type: 'timeoutNow' })
   | (MessageBase & { readonly type: 'readIndex'; readonly contexts: readonly number[] })
+  /** Follower to leader: commands proposed on a follower, appended by the leader as-is. */
+  | (MessageBase & { readonly type: 'propose'; readonly commands: readonly Uint8Array[] })
   | (MessageBase & {
       readonly type: 'readIndexResponse';
       readonly contexts: readonly number[];
@@ -241,6 +243,12 @@ export interface RaftApi {
   /** Leader only: append a command. The caller learns the outcome when `index` is applied with
    *  the same `term` (a different term at that index means the proposal was lost). */
   propose(data: Uint8Array): ProposeResult;
+  /**
+   * Follower side: send a command to the leader for proposal (the caller recognizes its command
+   * when it is applied, by an id inside the command). False when no leader is known. The leader
+   * may drop it (it lost leadership, or is transferring): the caller's wait then times out.
+   */
+  forwardProposal(data: Uint8Array): boolean;
   /** Leader only: start a membership change (joint consensus); refused while one is pending. */
   proposeConfChange(change: ConfChange): ProposeResult;
   /** Ask for a linearizable read point; answered through Ready.readStates or droppedReads. */

@@ -148,3 +148,12 @@ test('a member behind the compacted log catches up by snapshot', () => {
   assert.equal(cluster.member(3).raft.status().appliedIndex, leader.status().appliedIndex);
   assert.deepEqual(cluster.appliedData(3), ['after']);
 });
+
+test('a follower forwards proposals to the leader', () => {
+  const cluster = new TestCluster([1, 2, 3]);
+  cluster.electLeader(1);
+  assert.equal(cluster.member(2).raft.forwardProposal(encode('from-2')), true);
+  cluster.stabilize();
+  cluster.tickAll(2);
+  for (const id of [1, 2, 3]) assert.deepEqual(cluster.appliedData(id), ['from-2']);
+});
