@@ -1,0 +1,12 @@
+export { Wal } from './wal.js';
+export type { WalStats } from './wal.js';
+export { InlineExecutor, WorkerExecutor, WalIoError } from './executor.js';
+export { realFileIo } from './io-ops.js';
+export type { FileIo } from './io-ops.js';
+export { RecordType, walDefaults } from './types.js';
+export type { RecoveredWal, WalExecutor, WalLogger, WalOp, WalOptions } from './types.js';
+export { segmentFileName, parseSegmentFileName } from './segment-name.js';
+export { scanSegment } from './scan.js';
+export type { ScannedSegment, ScannedRecord } from './scan.js';
+export { replaySegments } from './replay.js';
+export { readFrame, writeFrame, frameHeaderBytes } from './record.js';

@@ -1,0 +1,150 @@
+// Turning queued records into disk operations for one group commit. Pure: the planner decides
+// the layout (offsets, CRC chain, rollovers, restated state); the executor only performs it.
+// Invariant: a plan writes at most writeBytesMax bytes into any one segment (a lone larger record
+// excepted) and syncs a segment before the next one is created, so a crash can only tear the
+// last write of the last segment: recovery's torn-tail window depends on it.
+import { join } from 'node:path';
+import { assert } from '../base/assert.js';
+import type { HardState, SnapshotMeta } from '../raft/index.js';
+import { encodeHardState, encodeSegmentHeader, encodeSnapshotMeta } from './codec.js';
+import { frameBytes, writeFrame } from './record.js';
+import { segmentFileName, tmpSuffix } from './segment-name.js';
+import { RecordType } from './types.js';
+import type { PendingRecord, WalOp } from './types.js';
+
+export interface SegmentCursor {
+  readonly seq: number;
+  readonly path: string;
+  readonly firstIndex: number;
+  /** Where the next record goes. Invariant: offset <= sizeBytes. */
+  readonly offset: number;
+  readonly sizeBytes: number;
+  /** CRC of the last record written (the chain seed). */
+  readonly crc: number;
+}
+
+export interface LogState {
+  readonly lastIndex: number;
+  readonly hardState: HardState;
+  readonly snapshot: SnapshotMeta | null;
+}
+
+export interface PlanConfig {
+  readonly walDir: string;
+  readonly segmentBytes: number;
+  readonly writeBytesMax: number;
+}
+
+export interface FlushPlan {
+  readonly ops: WalOp[];
+  /** How many of the queued records this plan writes (a prefix; at least one). */
+  readonly taken: number;
+  readonly cursor: SegmentCursor;
+  /** Segments this plan creates, oldest first. */
+  readonly created: readonly SegmentCursor[];
+}
+
+interface Frame {
+  readonly type: RecordType;
+  readonly payload: Uint8Array;
+}
+
+export function planFlush(
+  start: SegmentCursor,
+  records: readonly PendingRecord[],
+  before: LogState,
+  config: PlanConfig,
+): FlushPlan {
+  assert(records.length > 0, 'a flush has records');
+  const ops: WalOp[] = [];
+  const created: SegmentCursor[] = [];
+  let cursor = start;
+  let state = before;
+  let part: Frame[] = [];
+  let partBytes = 0;
+  let totalBytes = 0;
+  let taken = 0;
+  for (const record of records) {
+    const size = frameBytes(record.payload.length);
+    if (taken > 0 && totalBytes + size > config.writeBytesMax) break;
+    if (cursor.offset + partBytes + size > cursor.sizeBytes) {
+      if (part.length > 0) cursor = emitWrite(ops, cursor, part);
+      ops.push({ type: 'close', seq: cursor.seq });
+      const next = createSegment(cursor, state, config, size);
+      ops.push(next.op);
+      cursor = next.cursor;
+      created.push(cursor);
+      part = [];
+      partBytes = 0;
+    }
+    part.push({ type: record.frameType, payload: record.payload });
+    partBytes += size;
+    totalBytes += size;
+    taken++;
+    state = { lastIndex: record.lastIndexAfter, hardState: record.hardStateAfter, snapshot: record.snapshotAfter };
+  }
+  cursor = emitWrite(ops, cursor, part);
+  assert(taken > 0 && cursor.offset <= cursor.sizeBytes);
+  return { ops, taken, cursor, created };
+}
+
+/** One write plus its fdatasync; the buffer owns its memory so it can move to the worker. */
+function emitWrite(ops: WalOp[], cursor: SegmentCursor, frames: readonly Frame[]): SegmentCursor {
+  const encoded = encodeFrames(frames, cursor.crc);
+  assert(cursor.offset + encoded.data.length <= cursor.sizeBytes, 'write stays inside its segment');
+  ops.push({ type: 'write', seq: cursor.seq, offset: cursor.offset, data: encoded.data });
+  ops.push({ type: 'sync', seq: cursor.seq });
+  return { ...cursor, offset: cursor.offset + encoded.data.length, crc: encoded.crc };
+}
+
+function encodeFrames(frames: readonly Frame[], seed: number): { data: Buffer; crc: number } {
+  let bytes = 0;
+  for (const frame of frames) bytes += frameBytes(frame.payload.length);
+  const data = Buffer.allocUnsafeSlow(bytes);
+  let offset = 0;
+  let crc = seed;
+  for (const frame of frames) {
+    crc = writeFrame(data, offset, { type: frame.type, payload: frame.payload, seed: crc });
+    offset += frameBytes(frame.payload.length);
+  }
+  assert(offset === bytes);
+  return { data, crc };
+}
+
+/**
+ * The next segment: a header chained to the previous segment's last CRC, then the hard state and
+ * snapshot marker restated, so older segments can be released without losing either.
+ */
+export function createSegment(
+  previous: Pick<SegmentCursor, 'seq' | 'crc'>,
+  state: LogState,
+  config: PlanConfig,
+  firstRecordBytes: number,
+): { op: WalOp; cursor: SegmentCursor } {
+  const seq = previous.seq + 1;
+  const firstIndex = state.lastIndex + 1;
+  const header = encodeSegmentHeader({
+    seq,
+    firstIndex,
+    chainSeed: previous.crc,
+    writeBytesMax: config.writeBytesMax,
+  });
+  const frames: Frame[] = [
+    { type: RecordType.segmentHeader, payload: header },
+    { type: RecordType.hardState, payload: encodeHardState(state.hardState) },
+  ];
+  if (state.snapshot !== null) {
+    frames.push({ type: RecordType.snapshot, payload: encodeSnapshotMeta(state.snapshot) });
+  }
+  // The header's own CRC starts the chain from zero; it carries the previous CRC as data.
+  const headerFrame = encodeFrames(frames.slice(0, 1), 0);
+  const rest = encodeFrames(frames.slice(1), headerFrame.crc);
+  const prefix = Buffer.concat([headerFrame.data, rest.data]);
+  const needed = prefix.length + firstRecordBytes;
+  const sizeBytes = Math.max(config.segmentBytes, Math.ceil(needed / 4096) * 4096);
+  const path = join(config.walDir, segmentFileName(seq, firstIndex));
+  const tmpPath = join(config.walDir, segmentFileName(seq, firstIndex) + tmpSuffix);
+  const op: WalOp = { type: 'create', seq, path, tmpPath, sizeBytes, prefix };
+  const cursor = { seq, path, firstIndex, offset: prefix.length, sizeBytes, crc: rest.crc };
+  return { op, cursor };
+}

@@ -1,0 +1,135 @@
+// Folding scanned segments into the recovered state. Pure. Every inconsistency between files
+// (a missing segment, a chain that does not continue, an index gap, entries released without a
+// snapshot to cover them) is damage: it throws CorruptFileError naming the file and offset.
+import { assert } from '../base/assert.js';
+import { CorruptFileError } from '../base/errors.js';
+import type { Entry, HardState, SnapshotMeta } from '../raft/index.js';
+import { decodeEntry, decodeHardState, decodeSnapshotMeta } from './codec.js';
+import { LogView } from './log-view.js';
+import type { ScannedRecord, ScannedSegment } from './scan.js';
+import { RecordType } from './types.js';
+
+export interface ReplayResult {
+  readonly hardState: HardState;
+  readonly snapshotMeta: SnapshotMeta | null;
+  readonly entries: readonly Entry[];
+  /** The log shape the writer continues from. */
+  readonly view: LogView;
+}
+
+const emptyHardState: HardState = { term: 0, vote: 0, commit: 0 };
+
+export function replaySegments(segments: readonly ScannedSegment[]): ReplayResult {
+  const first = segments[0];
+  if (first === undefined) {
+    return { hardState: emptyHardState, snapshotMeta: null, entries: [], view: new LogView(0) };
+  }
+  checkSegmentChain(segments);
+  const state = new ReplayState(first.header.firstIndex - 1);
+  for (const segment of segments) {
+    for (const record of segment.records) state.apply(segment.path, record);
+  }
+  const covered = state.snapshotMeta?.index ?? 0;
+  if (state.releasedBelow > covered) {
+    const reason =
+      `entries ${covered + 1}..${state.releasedBelow} are missing: ` +
+      `the log starts after ${state.releasedBelow} but the latest snapshot marker is at ${covered}`;
+    throw new CorruptFileError(first.path, 0, reason);
+  }
+  assert(state.view.startIndex >= covered, 'entries start after the snapshot');
+  return {
+    hardState: state.hardState,
+    snapshotMeta: state.snapshotMeta,
+    entries: state.entries,
+    view: state.view,
+  };
+}
+
+function checkSegmentChain(segments: readonly ScannedSegment[]): void {
+  for (let k = 1; k < segments.length; k++) {
+    const previous = segments[k - 1];
+    const current = segments[k];
+    assert(previous !== undefined && current !== undefined);
+    if (current.header.seq !== previous.header.seq + 1) {
+      const reason = `segment ${previous.header.seq + 1} is missing (next is ${current.header.seq})`;
+      throw new CorruptFileError(current.path, 0, reason);
+    }
+    if (current.header.chainSeed !== previous.lastCrc) {
+      // The next segment was created only after this one was synced, so records are missing.
+      const reason = 'records are missing at the end of this segment (the checksum chain breaks)';
+      throw new CorruptFileError(previous.path, previous.endOffset, reason);
+    }
+  }
+}
+
+class ReplayState {
+  hardState: HardState = emptyHardState;
+  snapshotMeta: SnapshotMeta | null = null;
+  entries: Entry[] = [];
+  readonly view: LogView;
+
+  // Entries up to here were in released segments: a snapshot marker must cover them.
+  constructor(readonly releasedBelow: number) {
+    this.view = new LogView(releasedBelow);
+  }
+
+  apply(path: string, record: ScannedRecord): void {
+    const decoded = decodeRecord(record);
+    if (typeof decoded === 'string') throw new CorruptFileError(path, record.offset, decoded);
+    if (decoded.type === 'entry') this.applyEntry(path, record.offset, decoded.entry);
+    else if (decoded.type === 'hardState') this.hardState = decoded.hardState;
+    else this.applySnapshot(path, record.offset, decoded.meta);
+  }
+
+  private applyEntry(path: string, offset: number, entry: Entry): void {
+    if (entry.index <= this.view.startIndex) {
+      const reason = `entry ${entry.index} rewrites the log below its start ${this.view.startIndex}`;
+      throw new CorruptFileError(path, offset, reason);
+    }
+    if (entry.index > this.view.lastIndex + 1) {
+      const reason = `index gap: entry ${entry.index} follows entry ${this.view.lastIndex}`;
+      throw new CorruptFileError(path, offset, reason);
+    }
+    this.entries.length = entry.index - this.view.startIndex - 1;
+    this.entries.push(entry);
+    this.view.append(entry.index, entry.term);
+  }
+
+  private applySnapshot(path: string, offset: number, meta: SnapshotMeta): void {
+    const previous = this.snapshotMeta?.index ?? 0;
+    if (meta.index < previous) {
+      const reason = `snapshot marker ${meta.index} goes back from ${previous}`;
+      throw new CorruptFileError(path, offset, reason);
+    }
+    this.snapshotMeta = meta;
+    const startBefore = this.view.startIndex;
+    const outcome = this.view.applySnapshot(meta);
+    if (outcome === 'replaced') this.entries = [];
+    if (outcome === 'compacted') this.entries = this.entries.slice(meta.index - startBefore);
+    assert(this.entries.length === this.view.lastIndex - this.view.startIndex);
+  }
+}
+
+type DecodedRecord =
+  | { readonly type: 'entry'; readonly entry: Entry }
+  | { readonly type: 'hardState'; readonly hardState: HardState }
+  | { readonly type: 'snapshot'; readonly meta: SnapshotMeta };
+
+function decodeRecord(record: ScannedRecord): DecodedRecord | string {
+  switch (record.type) {
+    case RecordType.entry: {
+      const entry = decodeEntry(record.payload);
+      return typeof entry === 'string' ? entry : { type: 'entry', entry };
+    }
+    case RecordType.hardState: {
+      const hardState = decodeHardState(record.payload);
+      return typeof hardState === 'string' ? hardState : { type: 'hardState', hardState };
+    }
+    case RecordType.snapshot: {
+      const meta = decodeSnapshotMeta(record.payload);
+      return typeof meta === 'string' ? meta : { type: 'snapshot', meta };
+    }
+    default:
+      return `unexpected record type ${record.type}`;
+  }
+}

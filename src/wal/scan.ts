@@ -1,0 +1,67 @@
+// Scanning one segment file's bytes into records. Pure: recover.ts does the reading. The hard
+// question is what a bad record means. Group commit keeps one write+fdatasync in flight and caps
+// it at the segment header's writeBytesMax, so a crash can only tear the last write of the last
+// segment, and bytes it never reached are still zero (segments are preallocated with zeros).
+// A bad record is therefore a torn tail only when it is in the last segment and nothing non-zero
+// lies further than one write from it; anything else is damage and stops the node.
+import { CorruptFileError } from '../base/errors.js';
+import { decodeSegmentHeader } from './codec.js';
+import { lastNonZero, readFrame } from './record.js';
+import { RecordType } from './types.js';
+import type { SegmentHeader } from './types.js';
+
+export interface ScannedRecord {
+  readonly type: RecordType;
+  readonly payload: Buffer;
+  readonly offset: number;
+}
+
+export interface ScannedSegment {
+  readonly path: string;
+  readonly header: SegmentHeader;
+  /** Records after the segment header, in file order. */
+  readonly records: readonly ScannedRecord[];
+  /** Where the next record goes: the end of the last valid record. */
+  readonly endOffset: number;
+  /** CRC of the last valid record (the seed of the next one). */
+  readonly lastCrc: number;
+  /** A torn tail found at `endOffset` (only ever in the last segment). */
+  readonly torn: { readonly reason: string; readonly lastNonZero: number } | null;
+}
+
+export function scanSegment(bytes: Buffer, path: string, isLast: boolean): ScannedSegment {
+  const first = readFrame(bytes, 0, 0);
+  if (first.kind !== 'record' || first.type !== RecordType.segmentHeader) {
+    const reason = bytes.length === 0 ? 'empty segment file' : 'missing or damaged segment header';
+    throw new CorruptFileError(path, 0, reason);
+  }
+  const header = decodeSegmentHeader(first.payload);
+  if (typeof header === 'string') throw new CorruptFileError(path, 0, header);
+  const records: ScannedRecord[] = [];
+  let offset = first.end;
+  let crc = first.crc;
+  for (;;) {
+    const frame = readFrame(bytes, offset, crc);
+    if (frame.kind === 'record') {
+      if (frame.type === RecordType.segmentHeader) {
+        throw new CorruptFileError(path, offset, 'segment header in the middle of a segment');
+      }
+      records.push({ type: frame.type, payload: frame.payload, offset });
+      offset = frame.end;
+      crc = frame.crc;
+      continue;
+    }
+    const nonZero = lastNonZero(bytes, offset);
+    const base = { path, header, records, endOffset: offset, lastCrc: crc };
+    if (nonZero < 0) return { ...base, torn: null }; // clean end: only preallocated zeros follow
+    const reason = frame.kind === 'zero' ? 'zero-filled gap before more data' : frame.reason;
+    if (!isLast) throw new CorruptFileError(path, offset, `${reason} (not the last segment)`);
+    const declared = frame.kind === 'bad' && frame.declaredEnd !== null ? frame.declaredEnd : 0;
+    const windowEnd = Math.max(offset + header.writeBytesMax, declared);
+    if (nonZero >= windowEnd) {
+      const where = `data at byte ${nonZero} lies beyond the last write's reach`;
+      throw new CorruptFileError(path, offset, `${reason}; ${where}`);
+    }
+    return { ...base, torn: { reason, lastNonZero: nonZero } };
+  }
+}
