@@ -34,6 +34,7 @@
 //   10 timeoutNow        (empty)
 //   11 readIndex         u32 count | u64 context * count
 //   12 readIndexResponse u32 count | u64 context * count | u64 (index + 1)   (-1 encodes as 0)
+//   13 propose           u32 count | command * count;  command = u32 dataBytes | data
 // snapshotMeta = u64 index | u64 term | memberList voters | memberList votersOutgoing |
 //                memberList learners;   memberList = u32 count | u64 memberId * count
 //
@@ -60,6 +61,7 @@ export const messageTag = {
   timeoutNow: 10,
   readIndex: 11,
   readIndexResponse: 12,
+  propose: 13,
 } as const satisfies Record<RaftMessage['type'], number>;
 
 const headerBytes = 1 + 8 * 3;
@@ -108,6 +110,11 @@ export function messageBytes(message: RaftMessage): number {
       return headerBytes + 4 + 8 * message.contexts.length;
     case 'readIndexResponse':
       return headerBytes + 4 + 8 * message.contexts.length + 8;
+    case 'propose': {
+      let bytes = headerBytes + 4;
+      for (const command of message.commands) bytes += 4 + command.length;
+      return bytes;
+    }
     default:
       return unreachable(message, 'message type');
   }
@@ -188,6 +195,13 @@ export function writeMessage(w: WireWriter, message: RaftMessage): void {
     case 'readIndexResponse':
       writeMemberList(w, message.contexts);
       w.u64(message.index + 1);
+      return;
+    case 'propose':
+      w.u32(message.commands.length);
+      for (const command of message.commands) {
+        w.u32(command.length);
+        w.bytes(command);
+      }
       return;
     default:
       unreachable(message, 'message type');
@@ -294,6 +308,12 @@ export function readMessage(r: WireReader, limits: DecodeLimits): RaftMessage {
       const contexts = readIdList(r, limits, 'contexts');
       const index = r.u64('read index') - 1;
       return { type: 'readIndexResponse', from, to, term, contexts, index };
+    }
+    case messageTag.propose: {
+      const count = r.count(limits.messageItemsMax, 4, 'command count');
+      const commands: Uint8Array[] = new Array<Uint8Array>(count);
+      for (let i = 0; i < count; i++) commands[i] = r.bytes(r.u32('command length'), 'command');
+      return { type: 'propose', from, to, term, commands };
     }
     default:
       throw invalid(r, `unknown message type ${tag}`);

@@ -126,10 +126,18 @@ export function expectEnd(body: WireReader): void {
 
 export { messageBytes };
 
+/** A frame whose payload stays in the pieces it arrived in (large snapshot chunks). */
+export interface FramePieces {
+  readonly kind: number;
+  /** The body (the payload after its kind byte) as views of the received chunks, in order. */
+  readonly pieces: readonly Buffer[];
+}
+
 /**
  * Splits a byte stream into frames. Chunks are kept as received; a frame inside one chunk is a
- * view of it (no copy), only a frame spanning chunks is copied once into a buffer of its own.
- * A length over frameBytesMax fails before anything is allocated for it.
+ * view of it (no copy), only a frame spanning chunks is copied once into a buffer of its own
+ * (or not at all, through nextPieces). A length over frameBytesMax fails before anything is
+ * allocated for it, and a frame is returned only once its CRC matched.
  */
 export class FrameReader {
   private chunks: Buffer[] = [];
@@ -151,58 +159,67 @@ export class FrameReader {
 
   /** The next complete frame, or null until more bytes arrive. Throws on a bad length or CRC. */
   next(): Frame | null {
+    const views = this.nextPayload();
+    if (views === null) return null;
+    const payload = views.length === 1 ? (views[0] as Buffer) : Buffer.concat(views);
+    const body = new WireReader(payload, 1, payload.length);
+    return { kind: payload[0] as number, body };
+  }
+
+  /** Like next(), but leaves the body in the pieces it arrived in: no copy however large. */
+  nextPieces(): FramePieces | null {
+    const views = this.nextPayload();
+    if (views === null) return null;
+    const first = views[0] as Buffer;
+    const pieces = first.length > 1 ? [first.subarray(1), ...views.slice(1)] : views.slice(1);
+    return { kind: first[0] as number, pieces };
+  }
+
+  /** The next frame's payload as views of the chunks, CRC checked; null if incomplete. */
+  private nextPayload(): Buffer[] | null {
     if (this.buffered < frameHeaderBytes) return null;
-    const header = this.peek(frameHeaderBytes);
-    const payloadBytes = header.readUInt32LE(0);
+    const header = this.takeViews(frameHeaderBytes, false);
+    const headerBytes = header.length === 1 ? (header[0] as Buffer) : Buffer.concat(header);
+    const payloadBytes = headerBytes.readUInt32LE(0);
     if (payloadBytes === 0 || payloadBytes > this.frameBytesMax) {
       throw new TransportError(TransportErrorReason.tooLarge,
         `frame length ${payloadBytes} outside 1..${this.frameBytesMax}`);
     }
     if (this.buffered < frameHeaderBytes + payloadBytes) return null;
-    const frame = this.take(frameHeaderBytes + payloadBytes);
-    const payload = frame.subarray(frameHeaderBytes);
-    if (crc32(payload) !== header.readUInt32LE(4)) {
+    this.takeViews(frameHeaderBytes, true);
+    const views = this.takeViews(payloadBytes, true);
+    let crc = 0;
+    for (const view of views) crc = crc32(view, crc);
+    if (crc !== headerBytes.readUInt32LE(4)) {
       throw new TransportError(TransportErrorReason.checksum, `frame of ${payloadBytes} bytes`);
     }
-    const body = new WireReader(frame, frameHeaderBytes + 1, frame.length);
-    return { kind: frame[frameHeaderBytes] as number, body };
+    return views;
   }
 
-  /** The first `bytes` buffered bytes, copied only if they span chunks. */
-  private peek(bytes: number): Buffer {
-    const first = this.chunks[0] as Buffer;
-    if (first.length - this.headOffset >= bytes) {
-      return first.subarray(this.headOffset, this.headOffset + bytes);
-    }
-    const out = Buffer.allocUnsafe(bytes);
-    let copied = 0;
-    let offset = this.headOffset;
-    for (const chunk of this.chunks) {
-      copied += chunk.copy(out, copied, offset, Math.min(chunk.length, offset + bytes - copied));
-      offset = 0;
-      if (copied === bytes) break;
-    }
-    assert(copied === bytes, 'peek within buffered bytes');
-    return out;
-  }
-
-  private take(bytes: number): Buffer {
-    assert(bytes <= this.buffered, 'take within buffered bytes');
-    const out = this.peek(bytes);
+  /** The first `bytes` buffered bytes as views of the chunks; `consume` removes them. */
+  private takeViews(bytes: number, consume: boolean): Buffer[] {
+    assert(bytes > 0 && bytes <= this.buffered, 'take within buffered bytes');
+    const views: Buffer[] = [];
     let left = bytes;
+    let index = 0;
+    let offset = this.headOffset;
     while (left > 0) {
-      const first = this.chunks[0] as Buffer;
-      const available = first.length - this.headOffset;
-      if (available > left) {
-        this.headOffset += left;
-        left = 0;
+      const chunk = this.chunks[index] as Buffer;
+      const end = Math.min(chunk.length, offset + left);
+      views.push(chunk.subarray(offset, end));
+      left -= end - offset;
+      if (end === chunk.length) {
+        index++;
+        offset = 0;
       } else {
-        left -= available;
-        this.chunks.shift();
-        this.headOffset = 0;
+        offset = end;
       }
     }
-    this.buffered -= bytes;
-    return out;
+    if (consume) {
+      this.chunks.splice(0, index);
+      this.headOffset = offset;
+      this.buffered -= bytes;
+    }
+    return views;
   }
 }

@@ -51,9 +51,17 @@ export function acceptConnection(socket: Socket, context: InboundContext): void 
   socket.on('data', (chunk: Buffer) => {
     try {
       reader.push(chunk);
-      for (let frame = reader.next(); frame !== null; frame = reader.next()) {
-        if (socket.destroyed || connection.refused) return;
-        onFrame(socket, connection, frame, context, remote);
+      while (!socket.destroyed && !connection.refused) {
+        if (connection.snapshot?.streaming() === true) {
+          // Snapshot data stays in the pieces it arrived in: megabytes are never re-copied.
+          const pieces = reader.nextPieces();
+          if (pieces === null) break;
+          connection.snapshot.onDataFrame(pieces);
+        } else {
+          const frame = reader.next();
+          if (frame === null) break;
+          onFrame(socket, connection, frame, context, remote);
+        }
       }
     } catch (error) {
       if (!(error instanceof TransportError)) throw error; // a bug: let it stop the node

@@ -19,6 +19,7 @@ export {
   frameHeaderBytes,
   readMessagesBody,
   type Frame,
+  type FramePieces,
 } from './frame.js';
 export { Channel, protocolVersion, type Handshake } from './handshake.js';
 export { reconnectDelayMs } from './backoff.js';

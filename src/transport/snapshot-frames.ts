@@ -38,16 +38,6 @@ export function decodeSnapshotHeader(
   return { from, to, term, meta, totalBytes };
 }
 
-/** A chunk frame's data, as a view of the frame (no copy). */
-export function snapshotChunkData(frame: Frame): Uint8Array {
-  expectKind(frame, FrameKind.snapshotChunk);
-  return frame.body.bytes(frame.body.remaining(), 'chunk');
-}
-
-export function encodeSnapshotChunk(data: Uint8Array): Buffer {
-  return encodeFrame(FrameKind.snapshotChunk, data.length, (w) => w.bytes(data));
-}
-
 export function encodeSnapshotEnd(): Buffer {
   return encodeFrame(FrameKind.snapshotEnd, 0, () => {});
 }

@@ -2,14 +2,13 @@
 // chunks to the onSnapshot handler as an async iterable (pausing the socket while the handler
 // is behind), and acknowledges only once the handler has stored the whole snapshot.
 import type { Socket } from 'node:net';
+import { assert } from '../base/assert.js';
 import type { MemberId, RaftMessage } from '../raft/index.js';
 import { ChunkQueue } from './chunk-queue.js';
 import { TransportError, TransportErrorReason } from './errors.js';
-import { FrameKind, type Frame } from './frame.js';
+import { FrameKind, type Frame, type FramePieces } from './frame.js';
 import { encodeReply, type Handshake } from './handshake.js';
-import {
-  decodeSnapshotHeader, snapshotChunkData, type SnapshotHeader,
-} from './snapshot-frames.js';
+import { decodeSnapshotHeader, type SnapshotHeader } from './snapshot-frames.js';
 import type { IncomingSnapshot, TransportLimits, TransportLogger } from './types.js';
 
 export interface SnapshotReceiverContext {
@@ -37,28 +36,44 @@ export class SnapshotReceiver {
     });
   }
 
-  /** Throws TransportError on a frame out of place; the caller then closes the connection. */
+  /** After the header, frames are read as pieces (no copy) and go to onDataFrame. */
+  streaming(): boolean {
+    return this.header !== null && !this.ended;
+  }
+
+  /** The header frame. Throws TransportError on a frame out of place (connection closes). */
   onFrame(frame: Frame): void {
-    if (this.header === null) return this.onHeader(frame);
-    if (this.ended || this.queue === null) {
+    if (this.header !== null) {
       throw new TransportError(TransportErrorReason.unexpectedFrame, 'frame after snapshot end');
     }
-    if (frame.kind === FrameKind.snapshotEnd) {
-      if (this.receivedBytes !== this.header.totalBytes) {
+    this.onHeader(frame);
+  }
+
+  /** A chunk or the end marker, with the chunk's bytes still in the pieces they arrived in. */
+  onDataFrame(frame: FramePieces): void {
+    const header = this.header;
+    assert(header !== null && this.queue !== null && !this.ended, 'streaming');
+    let bytes = 0;
+    for (const piece of frame.pieces) bytes += piece.length;
+    if (frame.kind === FrameKind.snapshotEnd && bytes === 0) {
+      if (this.receivedBytes !== header.totalBytes) {
         throw new TransportError(TransportErrorReason.truncated,
-          `snapshot ended at ${this.receivedBytes} of ${this.header.totalBytes} bytes`);
+          `snapshot ended at ${this.receivedBytes} of ${header.totalBytes} bytes`);
       }
       this.ended = true;
       this.queue.end();
       return;
     }
-    const data = snapshotChunkData(frame);
-    if (data.length === 0 || this.receivedBytes + data.length > this.header.totalBytes) {
-      throw new TransportError(TransportErrorReason.invalidValue,
-        `chunk of ${data.length} bytes after ${this.receivedBytes} of ${this.header.totalBytes}`);
+    if (frame.kind !== FrameKind.snapshotChunk) {
+      throw new TransportError(TransportErrorReason.unexpectedFrame,
+        `frame kind ${frame.kind} in a snapshot stream`);
     }
-    this.receivedBytes += data.length;
-    this.queue.push(data);
+    if (bytes === 0 || this.receivedBytes + bytes > header.totalBytes) {
+      throw new TransportError(TransportErrorReason.invalidValue,
+        `chunk of ${bytes} bytes after ${this.receivedBytes} of ${header.totalBytes}`);
+    }
+    this.receivedBytes += bytes;
+    for (const piece of frame.pieces) this.queue.push(piece);
   }
 
   fail(error: Error): void {

@@ -51,6 +51,9 @@ export async function sendSnapshotStream(send: SnapshotSend): Promise<void> {
         if (sentBytes > header.totalBytes) break;
         writeChunkFrame(socket, piece);
         await inbox.drained();
+        // A drained socket resolves at once, and a chain of resolved awaits never lets timers
+        // or other sockets run: yield a turn per chunk so heartbeats interleave with the stream.
+        await new Promise((resolve) => setImmediate(resolve));
       }
       if (sentBytes > header.totalBytes) break;
     }

@@ -83,6 +83,9 @@ export function randomMessage(
     case 'readIndexResponse':
       return { ...base, type, contexts: randomIds(random, 8),
         index: chance(random, 0.2) ? -1 : Math.min(randomU64(random), Number.MAX_SAFE_INTEGER - 1) };
+    case 'propose':
+      return { ...base, type, commands: Array.from({ length: randomInt(random, 0, 6) },
+        () => randomBytes(random, 200)) };
   }
 }
 
