@@ -1,0 +1,73 @@
+// `baton sim`: run seeds through the simulator and report each violation with the command that
+// replays it. Wall-clock time is read here, at the edge, never inside src/sim.
+import { parseArgs } from 'node:util';
+import { parseSeed, simulate } from '../sim/index.js';
+import type { RaftBugs } from '../raft/index.js';
+import type { SimResult } from '../sim/index.js';
+
+const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace]
+                 [--profile calm|mixed|chaos] [--bug commitOldTermEntries|doubleVote|applyUncommitted]`;
+
+export function simCommand(args: readonly string[]): number {
+  const { values } = parseArgs({
+    args: [...args],
+    options: {
+      seeds: { type: 'string' },
+      'seed-start': { type: 'string' },
+      seed: { type: 'string' },
+      trace: { type: 'boolean', default: false },
+      profile: { type: 'string' },
+      bug: { type: 'string', multiple: true },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(usage);
+    return 0;
+  }
+  const profile = values.profile;
+  if (profile !== undefined && profile !== 'calm' && profile !== 'mixed' && profile !== 'chaos') {
+    console.error(usage);
+    return 2;
+  }
+  const bugs: Record<string, boolean> = {};
+  for (const bug of values.bug ?? []) bugs[bug] = true;
+  const seeds = values.seed !== undefined
+    ? [parseSeed(values.seed)]
+    : Array.from({ length: Number(values.seeds ?? '100') }, (_, i) => parseSeed(values['seed-start'] ?? '1') + BigInt(i));
+  const extra = [
+    ...(profile === undefined ? [] : [`--profile ${profile}`]),
+    ...(values.bug ?? []).map((bug) => `--bug ${bug}`),
+  ].join(' ');
+  const started = performance.now();
+  let failed = 0;
+  let steps = 0;
+  for (const seed of seeds) {
+    const result: SimResult = simulate({
+      seed,
+      ...(profile === undefined ? {} : { profile }),
+      ...(values.bug === undefined ? {} : { bugs: bugs as RaftBugs }),
+      ...(values.trace ? { trace: (line: string) => console.log(line) } : {}),
+    });
+    steps += result.steps;
+    if (result.violations.length === 0) continue;
+    failed++;
+    for (const violation of result.violations) {
+      console.log(
+        `seed ${seed}: ${violation.invariant} at step ${violation.step} (${violation.timeMs} ms): ${firstLine(violation.detail)}`,
+      );
+    }
+    console.log(`  replay: npm run sim -- --seed ${seed} --trace${extra === '' ? '' : ` ${extra}`}`);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  console.log(`${seeds.length} seeds, ${failed} violations`);
+  console.log(
+    `${(seeds.length / seconds).toFixed(1)} seeds/s, ${Math.round(steps / seconds)} steps/s, ${seconds.toFixed(1)} s`,
+  );
+  return failed === 0 ? 0 : 1;
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0] ?? text;
+}

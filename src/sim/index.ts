@@ -1,0 +1,17 @@
+export type {
+  Applier,
+  ApplierFactory,
+  FaultWeights,
+  Scenario,
+  ScriptedFault,
+  SimEvent,
+  SimOptions,
+  SimResult,
+  SimStats,
+  SimTimeMs,
+  Violation,
+} from './types.js';
+export { simulate, livenessBudgetMsDefault } from './simulate.js';
+export { seedsToRun, parseSeed } from './seeds.js';
+export { RegisterMachine, encodeWrite, decodeWrite } from './register.js';
+export type { CoreFactory } from './world.js';

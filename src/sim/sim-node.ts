@@ -1,0 +1,266 @@
+// One simulated member and its driver. The driver follows the core's Ready contract exactly, as
+// the real server will: append messages leave at once; the snapshot, entries and hard state go to
+// the (slow) disk; only when the disk says durable do the other messages leave, committed
+// entries get applied and read states get served; then advance. One Ready is in flight at a
+// time; whatever the core does meanwhile waits for the next one (that is the batching).
+import { assert } from '../base/assert.js';
+import type {
+  Entry,
+  HardState,
+  MemberId,
+  RaftApi,
+  RaftMessage,
+  ReadState,
+  Ready,
+  RecoveredState,
+  Role,
+} from '../raft/index.js';
+import type { SafetyChecker } from './checker.js';
+import type { DiskWrite, SimDisk } from './disk.js';
+import { emptyHardState } from './disk.js';
+import { MirrorLog } from './mirror-log.js';
+import type { Applier } from './types.js';
+
+/** What a member needs from the world around it. */
+export interface NodeWorld {
+  readonly nowMs: number;
+  readonly tracing: boolean;
+  readonly checker: SafetyChecker;
+  traceNode(node: SimNode, text: string): void;
+  send(node: SimNode, messages: readonly RaftMessage[]): void;
+  scheduleDiskDone(node: SimNode, writeId: number, atMs: number): void;
+  onBecameLeader(node: SimNode, term: number): void;
+  /** An entry was applied on `node` (client acknowledgements hang off this). */
+  onApplied(node: SimNode, entry: Entry, chain: number): void;
+  onReadServed(node: SimNode, context: number): void;
+  onReadDropped(node: SimNode, context: number): void;
+  report(invariant: string, detail: string): void;
+}
+
+export type NodeState = 'running' | 'paused' | 'crashed' | 'removed';
+
+export interface PendingProposal {
+  readonly term: number;
+  readonly commandId: number;
+  readonly key: string;
+}
+
+export class SimNode {
+  state: NodeState = 'crashed';
+  incarnation = 0;
+  core: RaftApi | null = null;
+  role: Role = 'follower';
+  leader: MemberId = 0;
+  /** The last hard state seen in this lifetime (the durable one right after a restart). */
+  hard: HardState = emptyHardState;
+  readonly log = new MirrorLog();
+  /** Proposals this member accepted as leader, by index, until applied or lost. */
+  readonly proposals = new Map<number, PendingProposal>();
+  /** Command ids this member forwarded to its leader, until it applies them. */
+  readonly forwarded = new Set<number>();
+  private inFlight: { readonly ready: Ready; readonly writeId: number } | null = null;
+  private readsWaiting: ReadState[] = [];
+  private compactedIndex = 0;
+
+  constructor(
+    readonly id: MemberId,
+    readonly disk: SimDisk,
+    private applier: Applier,
+    private readonly world: NodeWorld,
+    private readonly compactEveryEntries: number,
+  ) {}
+
+  get appliedIndex(): number {
+    return this.applier.appliedIndex();
+  }
+
+  get commitIndex(): number {
+    return this.hard.commit;
+  }
+
+  readVersion(key: string): number {
+    return this.applier.readVersion(key);
+  }
+
+  /** Start (or restart) from what the disk kept, with a fresh core and state machine. */
+  boot(recovered: RecoveredState, core: RaftApi, applier: Applier): void {
+    this.incarnation++;
+    this.state = 'running';
+    this.core = core;
+    this.applier = applier;
+    this.role = 'follower';
+    this.leader = 0;
+    this.hard = recovered.hardState;
+    this.inFlight = null;
+    this.readsWaiting = [];
+    this.proposals.clear();
+    this.forwarded.clear();
+    const snapshot = recovered.snapshot;
+    if (snapshot !== null) {
+      applier.restore(snapshot.data, snapshot.meta.index);
+      this.world.checker.onApplied(this.id, snapshot.meta.index, applier.appliedHash());
+    }
+    const base = snapshot?.meta.index ?? 0;
+    const baseTerm = snapshot?.meta.term ?? 0;
+    this.log.reset(base, baseTerm, this.world.checker.chainOf(base, baseTerm) ?? 0);
+    this.log.append(recovered.entries, (index, term, chain) =>
+      this.world.checker.onLogEntry(this.id, index, term, chain),
+    );
+    this.compactedIndex = base;
+    this.pump();
+  }
+
+  crash(): void {
+    assert(this.state !== 'removed', 'a removed member stays down');
+    this.state = 'crashed';
+    this.core = null;
+    this.inFlight = null;
+    this.readsWaiting = [];
+    this.proposals.clear();
+    this.forwarded.clear();
+    this.role = 'follower';
+  }
+
+  /** Drive the core until it has nothing to do or a Ready waits for the disk. */
+  pump(): void {
+    const core = this.core;
+    if (core === null || this.state !== 'running') return;
+    while (this.inFlight === null && core.hasReady()) {
+      const ready = core.ready();
+      this.observe(ready);
+      this.world.send(this, ready.appendMessages);
+      const write = diskWriteOf(ready);
+      if (write !== null) {
+        const { id, doneAtMs } = this.disk.submit(this.world.nowMs, write);
+        this.inFlight = { ready, writeId: id };
+        this.world.scheduleDiskDone(this, id, doneAtMs);
+        return;
+      }
+      this.finish(ready);
+    }
+  }
+
+  onDiskDone(writeId: number): void {
+    const inFlight = this.inFlight;
+    if (inFlight === null || inFlight.writeId !== writeId) return;
+    this.inFlight = null;
+    this.finish(inFlight.ready);
+    this.pump();
+  }
+
+  /** Mirror the Ready into the checkers' view before anything leaves the member. */
+  private observe(ready: Ready): void {
+    const checker = this.world.checker;
+    if (ready.snapshot !== null) {
+      const meta = ready.snapshot.meta;
+      this.log.reset(meta.index, meta.term, checker.chainOf(meta.index, meta.term) ?? 0);
+    }
+    this.log.append(ready.entries, (index, term, chain) => checker.onLogEntry(this.id, index, term, chain));
+    if (ready.hardState !== null) {
+      checker.onHardState(this.id, this.hard, ready.hardState, this.log);
+      this.hard = ready.hardState;
+    }
+    if (ready.softState !== null) {
+      const wasLeader = this.role === 'leader';
+      this.role = ready.softState.role;
+      this.leader = ready.softState.leader;
+      if (this.role === 'leader' && !wasLeader) {
+        const term = (this.core as RaftApi).status().term;
+        checker.onLeader(this.id, term, this.log);
+        this.world.onBecameLeader(this, term);
+      }
+    }
+    if (this.world.tracing && ready.entries.length + ready.committed.length > 0) {
+      this.traceReady(ready);
+    }
+  }
+
+  private finish(ready: Ready): void {
+    const core = this.core as RaftApi;
+    for (const message of ready.messages) {
+      if (message.type === 'voteResponse' && !message.reject) {
+        this.world.checker.onVoteGranted(message.from, message.to, message.term);
+      }
+    }
+    this.world.send(this, ready.messages);
+    if (ready.snapshot !== null) this.installSnapshot(ready);
+    for (const entry of ready.committed) this.applyEntry(entry);
+    this.readsWaiting.push(...ready.readStates);
+    for (const context of ready.droppedReads) this.world.onReadDropped(this, context);
+    this.serveReads();
+    core.advance(ready);
+    this.maybeCompact(core);
+  }
+
+  private installSnapshot(ready: Ready): void {
+    const snapshot = ready.snapshot;
+    assert(snapshot !== null, 'installSnapshot needs a snapshot');
+    this.applier.restore(snapshot.data, snapshot.meta.index);
+    this.compactedIndex = snapshot.meta.index;
+    this.world.checker.onApplied(this.id, snapshot.meta.index, this.applier.appliedHash());
+    this.world.traceNode(this, `install snapshot ${snapshot.meta.index}/${snapshot.meta.term}`);
+  }
+
+  private applyEntry(entry: Entry): void {
+    const applied = this.applier.appliedIndex();
+    if (entry.index !== applied + 1) {
+      this.world.report('apply in order', `member ${this.id} applies ${entry.index} after ${applied}`);
+      return;
+    }
+    const chain = this.log.chainAt(entry.index);
+    if (chain === undefined || this.log.termAt(entry.index) !== entry.term) {
+      this.world.report('apply matches log', `member ${this.id} applies ${entry.index}/${entry.term} not in its log`);
+      return;
+    }
+    this.applier.apply(entry);
+    const checker = this.world.checker;
+    checker.onCommitted(entry.index, entry.term, chain, this.hard.term, `applied by member ${this.id}`);
+    checker.onApplied(this.id, entry.index, this.applier.appliedHash());
+    this.world.onApplied(this, entry, chain);
+  }
+
+  private serveReads(): void {
+    if (this.readsWaiting.length === 0) return;
+    const applied = this.applier.appliedIndex();
+    const waiting: ReadState[] = [];
+    for (const read of this.readsWaiting) {
+      if (read.index <= applied) this.world.onReadServed(this, read.context);
+      else waiting.push(read);
+    }
+    this.readsWaiting = waiting;
+  }
+
+  private maybeCompact(core: RaftApi): void {
+    const applied = this.applier.appliedIndex();
+    if (applied - this.compactedIndex < this.compactEveryEntries) return;
+    // A snapshot from the leader may have been stepped in while this Ready was on disk: the core
+    // is then already past what this state machine has applied, and compacting here is moot.
+    if (core.status().firstIndex - 1 >= applied) return;
+    const snapshot = core.compact(applied, this.applier.snapshot());
+    assert(snapshot.meta.index === applied, 'the core compacts exactly where asked');
+    this.compactedIndex = applied;
+    this.log.compact(applied);
+    const { id, doneAtMs } = this.disk.submit(this.world.nowMs, { kind: 'compact', snapshot });
+    this.world.scheduleDiskDone(this, id, doneAtMs);
+  }
+
+  private traceReady(ready: Ready): void {
+    const parts: string[] = [];
+    const firstEntry = ready.entries[0];
+    const lastEntry = ready.entries[ready.entries.length - 1];
+    if (firstEntry !== undefined && lastEntry !== undefined) {
+      parts.push(`append ${firstEntry.index}..${lastEntry.index}`);
+    }
+    const firstCommitted = ready.committed[0];
+    const lastCommitted = ready.committed[ready.committed.length - 1];
+    if (firstCommitted !== undefined && lastCommitted !== undefined) {
+      parts.push(`apply ${firstCommitted.index}..${lastCommitted.index}`);
+    }
+    this.world.traceNode(this, `ready ${parts.join(' ')}`);
+  }
+}
+
+function diskWriteOf(ready: Ready): DiskWrite | null {
+  if (ready.snapshot === null && ready.entries.length === 0 && ready.hardState === null) return null;
+  return { kind: 'ready', snapshot: ready.snapshot, entries: ready.entries, hardState: ready.hardState };
+}

@@ -1,0 +1,194 @@
+// One whole run from a seed: draw the scenario, start the members, run the client and the fault
+// schedule, then stop the faults and require the cell to recover (the liveness phase). The
+// result lists violations; an empty list means every checker held after every step.
+import { SeededRandom } from '../base/random.js';
+import { randomInt } from '../base/random.js';
+import type { MemberId, RaftApi } from '../raft/index.js';
+import { createCore } from './core-factory.js';
+import { Nemesis } from './nemesis.js';
+import { RegisterMachine } from './register.js';
+import { drawScenario } from './scenario.js';
+import type { Scenario, ScriptedFault, SimOptions, SimResult, SimStats } from './types.js';
+import { Workload } from './workload.js';
+import type { CoreFactory } from './world.js';
+import { World } from './world.js';
+
+export const livenessBudgetMsDefault = 8_000;
+const stepsMaxDefault = 3_000_000;
+const probeEveryMs = 25;
+
+export function simulate(options: SimOptions, coreFactory: CoreFactory = createCore): SimResult {
+  const root = new SeededRandom(options.seed);
+  // One fork per subsystem, always in this order, so changing one model leaves the others' draws alone.
+  const scenarioRandom = root.fork(1);
+  const randoms = { network: root.fork(2), disk: root.fork(3), cores: root.fork(6), ticks: root.fork(7) };
+  const nemesisRandom = root.fork(4);
+  const workloadRandom = root.fork(5);
+  const scenario: Scenario = { ...drawScenario(scenarioRandom, options.profile), ...options.scenario };
+  const stats = emptyStats();
+  const applierFactory = options.applierFactory ?? (() => new RegisterMachine());
+  const world = new World(scenario, randoms, options, coreFactory, applierFactory, stats);
+  const client = new Workload(world, workloadRandom);
+  world.hooks = client;
+  world.trace('-', `seed ${options.seed} scenario ${JSON.stringify(scenario)}`);
+
+  const voters = range(1, scenario.voterCount);
+  const learners = range(scenario.voterCount + 1, scenario.learnerCount);
+  const conf = { voters, votersOutgoing: [], learners };
+  for (const id of [...voters, ...learners]) world.addMember(id, conf);
+  const nemesis = new Nemesis(world, nemesisRandom, voters.length + learners.length + 1);
+
+  repeat(world, scenario.proposeIntervalMs, () => client.propose(scenario.proposeBatchMax));
+  repeat(world, scenario.readIntervalMs, () => client.read());
+  scheduleFaults(world, nemesis, nemesisRandom);
+  for (const scripted of options.script ?? []) scheduleScripted(world, scripted);
+  const progressEveryMs = options.progressEveryMs;
+  if (progressEveryMs !== undefined) repeat(world, progressEveryMs, () => emitProgress(world));
+  let done = false;
+  const liveness = {
+    startMs: scenario.faultPhaseMs,
+    deadlineMs: scenario.faultPhaseMs + (options.livenessBudgetMs ?? livenessBudgetMsDefault),
+  };
+  world.at(scenario.faultPhaseMs, 'FAULTS END: heal, resume, restart', () => {
+    nemesis.active = false;
+    if (options.skipLiveness === true) {
+      done = true;
+      return;
+    }
+    endFaults(world);
+    client.probeFromMs = world.nowMs;
+    repeat(world, probeEveryMs, () => {
+      if (!done) done = checkLiveness(world, nemesis, client, liveness);
+    });
+  });
+
+  const stepsMax = options.stepsMax ?? stepsMaxDefault;
+  while (!done && world.violations.length === 0 && world.runStep()) {
+    if (world.step >= stepsMax) {
+      world.report('step budget', `still running after ${stepsMax} steps at ${world.nowMs} ms`);
+    }
+  }
+  return { seed: options.seed, scenario, violations: world.violations, steps: world.step, timeMs: world.nowMs, stats };
+}
+
+function scheduleFaults(world: World, nemesis: Nemesis, random: SeededRandom): void {
+  const s = world.scenario;
+  const next = (): void => {
+    const atMs = world.nowMs + randomInt(random, s.faultIntervalMs >> 1, (s.faultIntervalMs * 3) >> 1);
+    if (atMs < s.faultPhaseMs) world.at(atMs, '', () => (nemesis.act(), next()));
+  };
+  next();
+}
+
+function scheduleScripted(world: World, scripted: ScriptedFault): void {
+  world.at(scripted.atMs, `SCRIPT ${scripted.fault}`, () => {
+    const leader = world.leader();
+    if (scripted.fault === 'crashLeader' && leader !== null) world.crash(leader);
+    if (scripted.fault === 'isolateLeader' && leader !== null) {
+      for (const id of world.nodes.keys()) world.network.block(leader.id, id), world.network.block(id, leader.id);
+      world.emit({ type: 'fault', timeMs: world.nowMs, description: `leader ${leader.id} isolated` });
+    }
+    if (scripted.fault === 'heal') {
+      world.network.heal();
+      world.emit({ type: 'fault', timeMs: world.nowMs, description: 'network healed' });
+    }
+    if (scripted.fault === 'restartCrashed') {
+      for (const node of world.nodes.values()) if (node.state === 'crashed') world.restart(node);
+    }
+  });
+}
+
+function emitProgress(world: World): void {
+  const leader = world.leader();
+  world.emit({
+    type: 'progress',
+    timeMs: world.nowMs,
+    leader: leader?.id ?? 0,
+    term: leader?.hard.term ?? 0,
+    commitIndex: leader?.commitIndex ?? 0,
+    acknowledged: world.stats.acknowledged,
+  });
+}
+
+/** Heal everything: no partitions, no loss, every paused member resumed, every crashed one up. */
+function endFaults(world: World): void {
+  world.network.heal();
+  world.network.faults.lossRate = 0;
+  world.network.faults.duplicateRate = 0;
+  world.network.faults.reorderRate = 0;
+  for (const node of world.nodes.values()) {
+    if (node.state === 'paused') world.resume(node);
+    else if (node.state === 'crashed') world.restart(node);
+  }
+}
+
+/** True once a leader committed a new proposal and every member of its configuration applied it. */
+function checkLiveness(
+  world: World,
+  nemesis: Nemesis,
+  client: Workload,
+  liveness: { startMs: number; deadlineMs: number },
+): boolean {
+  nemesis.decommissionRemoved();
+  const leader = world.leader();
+  const ack = client.probeAck;
+  let lagging: string[] = [];
+  if (leader !== null && ack !== null) {
+    const conf = (leader.core as RaftApi).status().confState;
+    const members = new Set<MemberId>([...conf.voters, ...conf.votersOutgoing, ...conf.learners]);
+    lagging = [...members]
+      .sort((a, b) => a - b)
+      .filter((id) => {
+        const node = world.nodes.get(id);
+        return node === undefined || node.state !== 'running' || node.appliedIndex < ack.index;
+      })
+      .map((id) => `${id}@${world.nodes.get(id)?.appliedIndex ?? 'absent'}`);
+    if (lagging.length === 0) {
+      world.stats.livenessMs = world.nowMs - liveness.startMs;
+      world.trace('-', `LIVENESS ok after ${world.stats.livenessMs} ms (index ${ack.index})`);
+      return true;
+    }
+  }
+  if (world.nowMs >= liveness.deadlineMs) {
+    const what = leader === null
+      ? 'no leader'
+      : ack === null
+        ? `leader ${leader.id} (term ${leader.hard.term}) committed no new proposal`
+        : `members not caught up to ${ack.index}: ${lagging.join(' ')}`;
+    world.report('liveness', `${liveness.deadlineMs - liveness.startMs} ms after the faults stopped: ${what}`);
+    return true;
+  }
+  return false;
+}
+
+function repeat(world: World, everyMs: number, run: () => void): void {
+  const again = (): void => {
+    run();
+    world.at(world.nowMs + everyMs, '', again);
+  };
+  world.at(world.nowMs + everyMs, '', again);
+}
+
+function range(first: number, count: number): MemberId[] {
+  return Array.from({ length: count }, (_, i) => first + i);
+}
+
+export function emptyStats(): SimStats {
+  return {
+    proposals: 0,
+    acknowledged: 0,
+    committedOnLeader: 0,
+    reads: 0,
+    readsServed: 0,
+    elections: 0,
+    crashes: 0,
+    partitions: 0,
+    pauses: 0,
+    membershipChanges: 0,
+    transfers: 0,
+    snapshotsSent: 0,
+    messagesDelivered: 0,
+    messagesDropped: 0,
+    livenessMs: -1,
+  };
+}

@@ -1,0 +1,149 @@
+// The simulator's vocabulary. A run is a pure function of its options: the seed draws the
+// scenario, and every random choice after that comes from a per-subsystem fork of the seed.
+import type { Entry, MemberId, RaftBugs } from '../raft/index.js';
+
+/** Simulated time in milliseconds since the start of the run. */
+export type SimTimeMs = number;
+
+/**
+ * The replicated state machine the sim runs on every member. The sim ships a small register/kv
+ * machine (register.ts); src/mvcc plugs in here later through the same interface.
+ */
+export interface Applier {
+  /** Apply one committed normal entry (config and no-op entries included, in log order). */
+  apply(entry: Entry): void;
+  /** The index of the last entry applied (or restored from a snapshot). */
+  appliedIndex(): number;
+  /** A running hash over every entry applied so far (carried through snapshots). */
+  appliedHash(): number;
+  /** Serialize the whole state at appliedIndex() for Raft's compaction. */
+  snapshot(): Uint8Array;
+  /** Replace the state with a snapshot's; appliedIndex() becomes the snapshot's index. */
+  restore(data: Uint8Array, index: number): void;
+  /** The log index of the last write to `key` (0 when never written): the value's version. */
+  readVersion(key: string): number;
+}
+
+export type ApplierFactory = () => Applier;
+
+/** The shape of one run, drawn from the seed (or given explicitly by tests and the bench). */
+export interface Scenario {
+  readonly voterCount: 3 | 5;
+  readonly learnerCount: 0 | 1;
+  /** 'calm' runs have no faults at all; the others draw their rates below. */
+  readonly profile: 'calm' | 'mixed' | 'chaos';
+  readonly tickMsMin: number;
+  readonly tickMsMax: number;
+  readonly networkDelayMsMin: number;
+  readonly networkDelayMsMax: number;
+  readonly lossRate: number;
+  readonly duplicateRate: number;
+  readonly reorderRate: number;
+  readonly diskLatencyMsMin: number;
+  readonly diskLatencyMsMax: number;
+  /** Probability that a crash leaves a torn prefix of the write that was in progress. */
+  readonly tornWriteRate: number;
+  /** Mean simulated ms between fault actions (partition, crash, pause, change, transfer). */
+  readonly faultIntervalMs: number;
+  readonly faultWeights: FaultWeights;
+  /** Applied entries between two compactions of a member's log. */
+  readonly compactEveryEntries: number;
+  readonly proposeIntervalMs: number;
+  readonly proposeBatchMax: number;
+  readonly readIntervalMs: number;
+  readonly keyCount: number;
+  /** Faults run in [0, faultPhaseMs); then everything heals and liveness is measured. */
+  readonly faultPhaseMs: number;
+  readonly inflightMessagesMax: number;
+  readonly appendBytesMax: number;
+}
+
+export interface FaultWeights {
+  readonly partition: number;
+  readonly crash: number;
+  readonly pause: number;
+  readonly membership: number;
+  readonly transfer: number;
+}
+
+export interface SimOptions {
+  readonly seed: bigint;
+  /** Replace parts of the drawn scenario (bench, demo, focused tests). */
+  readonly scenario?: Partial<Scenario>;
+  /** Force a profile instead of drawing one. */
+  readonly profile?: Scenario['profile'];
+  /** Deliberately broken core behaviours (teeth tests). */
+  readonly bugs?: RaftBugs;
+  /** Simulated ms after the faults stop within which a leader must commit a new proposal and
+   *  every member of the configuration must apply it. */
+  readonly livenessBudgetMs?: number;
+  /** Skip the liveness phase (bench). */
+  readonly skipLiveness?: boolean;
+  /** Receives one line per event when set (the --trace output). */
+  readonly trace?: (line: string) => void;
+  /** Called for notable events (elections, crashes, commits) even without a trace: the demo. */
+  readonly onEvent?: (event: SimEvent) => void;
+  readonly applierFactory?: ApplierFactory;
+  /** Faults at fixed times, on top of (or instead of) the drawn ones: the demo's leader crash. */
+  readonly script?: readonly ScriptedFault[];
+  /** Emit a 'progress' event this often (simulated ms). */
+  readonly progressEveryMs?: number;
+  /** Stop after this many steps even if time remains (a guard against runaway runs). */
+  readonly stepsMax?: number;
+}
+
+export interface Violation {
+  readonly invariant: string;
+  readonly step: number;
+  readonly timeMs: SimTimeMs;
+  readonly detail: string;
+}
+
+export interface SimResult {
+  readonly seed: bigint;
+  readonly scenario: Scenario;
+  readonly violations: readonly Violation[];
+  readonly steps: number;
+  readonly timeMs: SimTimeMs;
+  readonly stats: SimStats;
+}
+
+export interface SimStats {
+  proposals: number;
+  acknowledged: number;
+  /** Entries applied by the member that was leader when it applied them (throughput). */
+  committedOnLeader: number;
+  reads: number;
+  readsServed: number;
+  elections: number;
+  crashes: number;
+  partitions: number;
+  pauses: number;
+  membershipChanges: number;
+  transfers: number;
+  snapshotsSent: number;
+  messagesDelivered: number;
+  messagesDropped: number;
+  /** Simulated ms from the end of the faults until the liveness probe converged (-1: none). */
+  livenessMs: number;
+}
+
+/** Notable events for the demo cell and progress output. */
+export type SimEvent =
+  | { readonly type: 'leader'; readonly timeMs: number; readonly member: MemberId; readonly term: number }
+  | { readonly type: 'crash'; readonly timeMs: number; readonly member: MemberId }
+  | { readonly type: 'restart'; readonly timeMs: number; readonly member: MemberId }
+  | {
+      readonly type: 'progress';
+      readonly timeMs: number;
+      readonly leader: MemberId;
+      readonly term: number;
+      readonly commitIndex: number;
+      readonly acknowledged: number;
+    }
+  | { readonly type: 'fault'; readonly timeMs: number; readonly description: string };
+
+export interface ScriptedFault {
+  readonly atMs: SimTimeMs;
+  readonly fault: 'crashLeader' | 'restartCrashed' | 'isolateLeader' | 'heal';
+}

@@ -1,0 +1,158 @@
+// The client side: proposals with unique command ids against the member the client believes
+// leads, and ReadIndex reads against any member. It records what users would rely on: an
+// acknowledgement (the proposing leader applied the entry at the index and term it was given)
+// and, for each read, the newest write acknowledged before the read began.
+import type { Random } from '../base/random.js';
+import { chance, pick, randomInt } from '../base/random.js';
+import type { Entry, MemberId, RaftApi } from '../raft/index.js';
+import { decodeWrite, encodeWrite } from './register.js';
+import type { SimNode } from './sim-node.js';
+import type { World, WorldHooks } from './world.js';
+
+interface ReadRecord {
+  readonly key: string;
+  readonly member: MemberId;
+  readonly startMs: number;
+  /** The highest version of `key` acknowledged to any client before the read began. */
+  readonly floorVersion: number;
+}
+
+export class Workload implements WorldHooks {
+  private nextCommandId = 1;
+  private nextReadContext = 1;
+  private leaderGuess: MemberId = 0;
+  private readonly reads = new Map<number, ReadRecord>();
+  private readonly ackedVersionByKey = new Map<string, number>();
+  /** Set by the liveness probe: the first acknowledgement at or after this time counts. */
+  probeFromMs = Number.POSITIVE_INFINITY;
+  probeAck: { readonly index: number; readonly timeMs: number } | null = null;
+
+  constructor(
+    private readonly world: World,
+    private readonly random: Random,
+  ) {}
+
+  /** Propose a batch of writes to the member believed to lead; follow its leader hint. */
+  propose(batchMax: number): void {
+    if (chance(this.random, 0.2)) {
+      this.forward();
+      return;
+    }
+    const node = this.target();
+    if (node === null) return;
+    const core = node.core as RaftApi;
+    const count = randomInt(this.random, 1, batchMax);
+    for (let i = 0; i < count; i++) {
+      const commandId = this.nextCommandId++;
+      const key = this.key();
+      const result = core.propose(encodeWrite({ commandId, key }));
+      this.world.stats.proposals++;
+      if (!result.ok) {
+        this.leaderGuess = result.leader;
+        break;
+      }
+      node.proposals.set(result.index, { term: result.term, commandId, key });
+      if (this.world.tracing) this.world.traceNode(node, `propose #${commandId} ${key} at ${result.index}/${result.term}`);
+    }
+    node.pump();
+  }
+
+  /** A write through any member, which forwards it to its leader (acknowledged by command id). */
+  private forward(): void {
+    const nodes = this.world.runningNodes();
+    if (nodes.length === 0) return;
+    const node = pick(this.random, nodes);
+    const commandId = this.nextCommandId++;
+    const key = this.key();
+    this.world.stats.proposals++;
+    if ((node.core as RaftApi).forwardProposal(encodeWrite({ commandId, key }))) {
+      node.forwarded.add(commandId);
+      if (this.world.tracing) this.world.traceNode(node, `forward #${commandId} ${key}`);
+    }
+    node.pump();
+  }
+
+  read(): void {
+    const nodes = this.world.runningNodes();
+    if (nodes.length === 0) return;
+    const node = chance(this.random, 0.5) ? (this.target() ?? pick(this.random, nodes)) : pick(this.random, nodes);
+    const key = this.key();
+    const context = this.nextReadContext++;
+    this.reads.set(context, {
+      key,
+      member: node.id,
+      startMs: this.world.nowMs,
+      floorVersion: this.ackedVersionByKey.get(key) ?? 0,
+    });
+    this.world.stats.reads++;
+    if (this.world.tracing) this.world.traceNode(node, `read #${context} ${key}`);
+    (node.core as RaftApi).readIndex(context);
+    node.pump();
+  }
+
+  onApplied(node: SimNode, entry: Entry, chain: number): void {
+    if (node.forwarded.size > 0) this.onAppliedForwarded(node, entry, chain);
+    const proposal = node.proposals.get(entry.index);
+    if (proposal === undefined) return;
+    node.proposals.delete(entry.index);
+    if (proposal.term !== entry.term) return; // lost to a new leader: the client hears a failure
+    const command = decodeWrite(entry.data);
+    if (command === null || command.commandId !== proposal.commandId) {
+      this.world.report('acknowledged entry kept', `member ${node.id} acknowledges #${proposal.commandId} at ${entry.index}/${entry.term} but applied other data`);
+      return;
+    }
+    this.acknowledge(node, entry, chain, command.key, command.commandId);
+  }
+
+  /** The member that forwarded a command recognizes it by its id when it applies it. */
+  private onAppliedForwarded(node: SimNode, entry: Entry, chain: number): void {
+    const command = decodeWrite(entry.data);
+    if (command === null || !node.forwarded.has(command.commandId)) return;
+    node.forwarded.delete(command.commandId);
+    this.acknowledge(node, entry, chain, command.key, command.commandId);
+  }
+
+  private acknowledge(node: SimNode, entry: Entry, chain: number, key: string, commandId: number): void {
+    this.world.stats.acknowledged++;
+    this.world.checker.onCommitted(entry.index, entry.term, chain, node.hard.term, `ack of #${commandId} by member ${node.id}`);
+    const previous = this.ackedVersionByKey.get(key) ?? 0;
+    if (entry.index > previous) this.ackedVersionByKey.set(key, entry.index);
+    if (this.probeAck === null && this.world.nowMs >= this.probeFromMs) {
+      this.probeAck = { index: entry.index, timeMs: this.world.nowMs };
+    }
+  }
+
+  onReadServed(node: SimNode, context: number): void {
+    const read = this.reads.get(context);
+    if (read === undefined || read.member !== node.id) return;
+    this.reads.delete(context);
+    this.world.stats.readsServed++;
+    const version = node.readVersion(read.key);
+    if (this.world.tracing) this.world.traceNode(node, `read #${context} ${read.key} = v${version}`);
+    if (version < read.floorVersion) {
+      this.world.report(
+        'linearizable read',
+        `read #${context} of ${read.key} on member ${node.id} (began at ${read.startMs} ms) saw version ${version}, but version ${read.floorVersion} was acknowledged before it began`,
+      );
+    }
+  }
+
+  onReadDropped(node: SimNode, context: number): void {
+    const read = this.reads.get(context);
+    if (read !== undefined && read.member === node.id) this.reads.delete(context);
+  }
+
+  private target(): SimNode | null {
+    const guess = this.world.nodes.get(this.leaderGuess);
+    if (guess !== undefined && guess.state === 'running') return guess;
+    const nodes = this.world.runningNodes();
+    if (nodes.length === 0) return null;
+    const node = pick(this.random, nodes);
+    this.leaderGuess = node.id;
+    return node;
+  }
+
+  private key(): string {
+    return `k${randomInt(this.random, 1, this.world.scenario.keyCount)}`;
+  }
+}

@@ -1,0 +1,351 @@
+// The simulated world: one event queue in simulated milliseconds, the members, their disks and
+// the network between them. Every event is one step; the checkers run inside each step, and the
+// run stops at the first violation so the reported step is the one that broke an invariant.
+import { AssertionError, assert } from '../base/assert.js';
+import type { SeededRandom } from '../base/random.js';
+import { randomInt } from '../base/random.js';
+import type { ConfState, Entry, MemberId, RaftApi, RaftConfig, RaftMessage, RecoveredState } from '../raft/index.js';
+import { defaultRaftConfig } from '../raft/index.js';
+import { SafetyChecker } from './checker.js';
+import { SimDisk } from './disk.js';
+import { EventQueue } from './event-queue.js';
+import { SimNetwork } from './network.js';
+import type { NodeWorld } from './sim-node.js';
+import { SimNode } from './sim-node.js';
+import { describeMessage, traceLine } from './trace.js';
+import type { ApplierFactory, Scenario, SimEvent, SimOptions, SimStats, Violation } from './types.js';
+
+export type WorldEvent =
+  | { readonly type: 'tick'; readonly member: MemberId; readonly incarnation: number }
+  | { readonly type: 'deliver'; readonly message: RaftMessage }
+  | { readonly type: 'diskDone'; readonly member: MemberId; readonly incarnation: number; readonly writeId: number }
+  | { readonly type: 'snapshotReport'; readonly member: MemberId; readonly to: MemberId; readonly ok: boolean }
+  | { readonly type: 'unreachable'; readonly member: MemberId; readonly to: MemberId }
+  | { readonly type: 'action'; readonly name: string; readonly run: () => void };
+
+export type CoreFactory = (config: RaftConfig, recovered: RecoveredState, random: SeededRandom) => RaftApi;
+
+export interface WorldHooks {
+  onApplied(node: SimNode, entry: Entry, chain: number): void;
+  onReadServed(node: SimNode, context: number): void;
+  onReadDropped(node: SimNode, context: number): void;
+}
+
+export class World implements NodeWorld {
+  nowMs = 0;
+  step = 0;
+  readonly checker: SafetyChecker;
+  readonly network: SimNetwork;
+  readonly nodes = new Map<MemberId, SimNode>();
+  readonly violations: Violation[] = [];
+  readonly tracing: boolean;
+  hooks: WorldHooks | null = null;
+  private readonly queue = new EventQueue<WorldEvent>();
+  private readonly tickMsByMember = new Map<MemberId, number>();
+  private readonly held = new Map<MemberId, WorldEvent[]>();
+  private readonly unreachablePending = new Set<string>();
+
+  constructor(
+    readonly scenario: Scenario,
+    private readonly randoms: { network: SeededRandom; disk: SeededRandom; cores: SeededRandom; ticks: SeededRandom },
+    private readonly options: SimOptions,
+    private readonly createCore: CoreFactory,
+    private readonly applierFactory: ApplierFactory,
+    readonly stats: SimStats,
+  ) {
+    this.checker = new SafetyChecker((invariant, detail) => this.report(invariant, detail));
+    this.network = new SimNetwork(randoms.network, scenario.networkDelayMsMin, scenario.networkDelayMsMax, {
+      lossRate: scenario.lossRate,
+      duplicateRate: scenario.duplicateRate,
+      reorderRate: scenario.reorderRate,
+    });
+    this.tracing = options.trace !== undefined;
+  }
+
+  report(invariant: string, detail: string): void {
+    this.violations.push({ invariant, step: this.step, timeMs: this.nowMs, detail });
+    this.trace('-', `VIOLATION ${invariant}: ${detail}`);
+  }
+
+  emit(event: SimEvent): void {
+    this.options.onEvent?.(event);
+  }
+
+  schedule(atMs: number, event: WorldEvent): void {
+    assert(atMs >= this.nowMs, 'events are never scheduled in the past');
+    this.queue.push(atMs, event);
+  }
+
+  at(atMs: number, name: string, run: () => void): void {
+    this.schedule(atMs, { type: 'action', name, run });
+  }
+
+  /** Process one event; false when there is nothing left to do. */
+  runStep(): boolean {
+    const next = this.queue.pop();
+    if (next === null) return false;
+    this.nowMs = next.timeMs;
+    this.step++;
+    try {
+      this.dispatch(next.item);
+    } catch (error) {
+      const what = error instanceof AssertionError ? 'assertion failed' : 'exception';
+      const text = error instanceof Error ? `${error.message}\n${error.stack ?? ''}` : String(error);
+      this.report(what, text);
+    }
+    return true;
+  }
+
+  // --- members -----------------------------------------------------------------------------
+
+  addMember(id: MemberId, initialConfState: ConfState): SimNode {
+    assert(!this.nodes.has(id), `member ${id} is new`);
+    const s = this.scenario;
+    const disk = new SimDisk(this.randoms.disk.fork(id), s.diskLatencyMsMin, s.diskLatencyMsMax);
+    const node = new SimNode(id, disk, this.applierFactory(), this, s.compactEveryEntries);
+    this.nodes.set(id, node);
+    this.tickMsByMember.set(id, randomInt(this.randoms.ticks, s.tickMsMin, s.tickMsMax));
+    this.initialConf.set(id, initialConfState);
+    this.start(node);
+    return node;
+  }
+
+  private readonly initialConf = new Map<MemberId, ConfState>();
+
+  private start(node: SimNode): void {
+    const recovered = node.disk.recover(this.initialConf.get(node.id) as ConfState);
+    const config: RaftConfig = {
+      ...defaultRaftConfig,
+      id: node.id,
+      inflightMessagesMax: this.scenario.inflightMessagesMax,
+      appendBytesMax: this.scenario.appendBytesMax,
+      ...(this.options.bugs === undefined ? {} : { bugs: this.options.bugs }),
+    };
+    const core = this.createCore(config, recovered, this.randoms.cores.fork(node.id * 1000 + node.incarnation));
+    node.boot(recovered, core, this.applierFactory());
+    const tickMs = this.tickMsByMember.get(node.id) as number;
+    this.schedule(this.nowMs + randomInt(this.randoms.ticks, 1, tickMs), {
+      type: 'tick',
+      member: node.id,
+      incarnation: node.incarnation,
+    });
+    this.trace(node, `boot incarnation ${node.incarnation} log ${node.log.firstIndex}..${node.log.lastIndex}`);
+  }
+
+  crash(node: SimNode): void {
+    if (node.state === 'crashed' || node.state === 'removed') return;
+    node.crash();
+    this.held.delete(node.id);
+    const { tornEntries, lostWrites } = node.disk.crash(this.nowMs, this.scenario.tornWriteRate);
+    this.stats.crashes++;
+    this.trace(node, `CRASH lost ${lostWrites} writes, torn entries kept ${tornEntries}`);
+    this.emit({ type: 'crash', timeMs: this.nowMs, member: node.id });
+  }
+
+  restart(node: SimNode): void {
+    if (node.state !== 'crashed') return;
+    this.start(node);
+    this.emit({ type: 'restart', timeMs: this.nowMs, member: node.id });
+  }
+
+  pause(node: SimNode): void {
+    if (node.state !== 'running') return;
+    node.state = 'paused';
+    this.stats.pauses++;
+    this.trace(node, 'PAUSE');
+  }
+
+  resume(node: SimNode): void {
+    if (node.state !== 'paused') return;
+    node.state = 'running';
+    this.trace(node, 'RESUME');
+    const held = this.held.get(node.id) ?? [];
+    this.held.delete(node.id);
+    // What piled up while stopped is handled now, in arrival order, with the member's stale view.
+    for (const event of held) this.dispatch(event);
+    node.pump();
+  }
+
+  decommission(node: SimNode): void {
+    if (node.state === 'removed') return;
+    if (node.state !== 'crashed') node.crash();
+    node.state = 'removed';
+    this.held.delete(node.id);
+    this.trace(node, 'DECOMMISSIONED');
+  }
+
+  /** The running member that believes it leads the highest term, if any. */
+  leader(): SimNode | null {
+    let best: SimNode | null = null;
+    for (const node of this.nodes.values()) {
+      if (node.state !== 'running' || node.role !== 'leader') continue;
+      if (best === null || node.hard.term > best.hard.term) best = node;
+    }
+    return best;
+  }
+
+  runningNodes(): SimNode[] {
+    return [...this.nodes.values()].filter((node) => node.state === 'running');
+  }
+
+  // --- NodeWorld ---------------------------------------------------------------------------
+
+  send(node: SimNode, messages: readonly RaftMessage[]): void {
+    for (const message of messages) {
+      assert(message.from === node.id, 'a member sends only its own messages');
+      const times = this.network.route(this.nowMs, message.from, message.to);
+      if (times.length === 0) {
+        this.stats.messagesDropped++;
+        this.onUndeliverable(message);
+      }
+      for (const atMs of times) this.schedule(atMs, { type: 'deliver', message });
+      if (message.type === 'snapshot') this.stats.snapshotsSent++;
+    }
+  }
+
+  private onUndeliverable(message: RaftMessage): void {
+    const delayMs = this.scenario.networkDelayMsMax * 2;
+    if (message.type === 'snapshot') {
+      this.schedule(this.nowMs + delayMs, { type: 'snapshotReport', member: message.from, to: message.to, ok: false });
+    } else if (message.type === 'append' && this.network.isBlocked(message.from, message.to)) {
+      const key = `${message.from}>${message.to}`;
+      if (this.unreachablePending.has(key)) return;
+      this.unreachablePending.add(key);
+      this.schedule(this.nowMs + delayMs, { type: 'unreachable', member: message.from, to: message.to });
+    }
+  }
+
+  scheduleDiskDone(node: SimNode, writeId: number, atMs: number): void {
+    this.schedule(atMs, { type: 'diskDone', member: node.id, incarnation: node.incarnation, writeId });
+  }
+
+  onBecameLeader(node: SimNode, term: number): void {
+    this.stats.elections++;
+    this.trace(node, `became leader of term ${term}`);
+    this.emit({ type: 'leader', timeMs: this.nowMs, member: node.id, term });
+  }
+
+  onApplied(node: SimNode, entry: Entry, chain: number): void {
+    if (node.role === 'leader') this.stats.committedOnLeader++;
+    this.hooks?.onApplied(node, entry, chain);
+  }
+
+  onReadServed(node: SimNode, context: number): void {
+    this.hooks?.onReadServed(node, context);
+  }
+
+  onReadDropped(node: SimNode, context: number): void {
+    this.hooks?.onReadDropped(node, context);
+  }
+
+  traceNode(node: SimNode, text: string): void {
+    this.trace(node, text);
+  }
+
+  trace(node: SimNode | string, text: string): void {
+    const sink = this.options.trace;
+    if (sink === undefined) return;
+    if (typeof node === 'string') {
+      sink(traceLine(this.nowMs, node, null, 0, 0, text));
+      return;
+    }
+    const role = node.state === 'running' || node.state === 'paused' ? node.role : null;
+    sink(traceLine(this.nowMs, `n${node.id}`, role, node.hard.term, node.hard.commit, text));
+  }
+
+  // --- dispatch ----------------------------------------------------------------------------
+
+  private dispatch(event: WorldEvent): void {
+    switch (event.type) {
+      case 'action':
+        if (event.name !== '') this.trace('-', event.name);
+        event.run();
+        return;
+      case 'tick':
+        this.onTick(event.member, event.incarnation);
+        return;
+      case 'deliver':
+        this.onDeliver(event);
+        return;
+      case 'diskDone':
+        this.onDiskDone(event);
+        return;
+      case 'snapshotReport':
+      case 'unreachable':
+        this.onReport(event);
+        return;
+    }
+  }
+
+  private onTick(member: MemberId, incarnation: number): void {
+    const node = this.nodes.get(member) as SimNode;
+    if (node.incarnation !== incarnation || node.state === 'crashed' || node.state === 'removed') return;
+    this.schedule(this.nowMs + (this.tickMsByMember.get(member) as number), { type: 'tick', member, incarnation });
+    if (node.state === 'paused') return; // a stopped process does not notice time passing
+    (node.core as RaftApi).tick();
+    node.pump();
+  }
+
+  private onDeliver(event: WorldEvent & { type: 'deliver' }): void {
+    const message = event.message;
+    const node = this.nodes.get(message.to);
+    if (node === undefined || node.state === 'crashed' || node.state === 'removed') {
+      this.stats.messagesDropped++;
+      if (message.type === 'snapshot') this.onUndeliverable(message);
+      return;
+    }
+    if (this.network.isBlocked(message.from, message.to)) {
+      // The partition started while the message was in flight: the connection broke.
+      this.stats.messagesDropped++;
+      this.onUndeliverable(message);
+      return;
+    }
+    if (node.state === 'paused') {
+      this.hold(node, event);
+      return;
+    }
+    this.stats.messagesDelivered++;
+    if (this.tracing) this.trace(node, `recv ${describeMessage(message)}`);
+    (node.core as RaftApi).step(message);
+    if (message.type === 'snapshot') {
+      const backMs = this.nowMs + this.scenario.networkDelayMsMin;
+      this.schedule(backMs, { type: 'snapshotReport', member: message.from, to: message.to, ok: true });
+    }
+    node.pump();
+  }
+
+  private onDiskDone(event: WorldEvent & { type: 'diskDone' }): void {
+    const node = this.nodes.get(event.member) as SimNode;
+    if (node.incarnation !== event.incarnation || node.state === 'crashed' || node.state === 'removed') return;
+    // The disk finishes even while the process is stopped; the driver notices on resume.
+    node.disk.completeThrough(event.writeId);
+    if (node.state === 'paused') {
+      this.hold(node, event);
+      return;
+    }
+    node.onDiskDone(event.writeId);
+  }
+
+  private onReport(event: WorldEvent & { type: 'snapshotReport' | 'unreachable' }): void {
+    const node = this.nodes.get(event.member);
+    if (event.type === 'unreachable') this.unreachablePending.delete(`${event.member}>${event.to}`);
+    if (node === undefined || node.state === 'crashed' || node.state === 'removed') return;
+    if (node.state === 'paused') {
+      this.hold(node, event);
+      return;
+    }
+    const core = node.core as RaftApi;
+    if (event.type === 'snapshotReport') core.reportSnapshot(event.to, event.ok);
+    else core.reportUnreachable(event.to);
+    node.pump();
+  }
+
+  private hold(node: SimNode, event: WorldEvent): void {
+    let list = this.held.get(node.id);
+    if (list === undefined) {
+      list = [];
+      this.held.set(node.id, list);
+    }
+    list.push(event);
+  }
+}
