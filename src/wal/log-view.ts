@@ -37,6 +37,16 @@ export class LogView {
   }
 
   /**
+   * Replay only: an entry rewritten below a log start that came from released segments (not
+   * from a snapshot) restarts the view just before it; a later marker must cover the rest.
+   */
+  rebase(start: number): void {
+    assert(start < this.start, 'rebase moves the start down');
+    this.start = start;
+    this.terms = [];
+  }
+
+  /**
    * Applies a snapshot marker and says what happened to the entries. A marker whose index holds
    * an entry of the same term is a compaction: later entries stay. Otherwise the snapshot came
    * from a leader and replaces the whole log (Raft §7). A marker at or below the start only

@@ -30,10 +30,10 @@ export function replaySegments(segments: readonly ScannedSegment[]): ReplayResul
     for (const record of segment.records) state.apply(segment.path, record);
   }
   const covered = state.snapshotMeta?.index ?? 0;
-  if (state.releasedBelow > covered) {
+  if (state.startIsReleasedBase && state.view.startIndex > covered) {
     const reason =
-      `entries ${covered + 1}..${state.releasedBelow} are missing: ` +
-      `the log starts after ${state.releasedBelow} but the latest snapshot marker is at ${covered}`;
+      `entries ${covered + 1}..${state.view.startIndex} are missing: released segments ` +
+      `held them but the latest snapshot marker is at ${covered}`;
     throw new CorruptFileError(first.path, 0, reason);
   }
   assert(state.view.startIndex >= covered, 'entries start after the snapshot');
@@ -67,10 +67,13 @@ class ReplayState {
   snapshotMeta: SnapshotMeta | null = null;
   entries: Entry[] = [];
   readonly view: LogView;
+  // While true, the view starts where released segments ended (the first segment's firstIndex),
+  // not at a snapshot: entries up to the start are gone and a snapshot marker must cover them.
+  startIsReleasedBase: boolean;
 
-  // Entries up to here were in released segments: a snapshot marker must cover them.
-  constructor(readonly releasedBelow: number) {
+  constructor(releasedBelow: number) {
     this.view = new LogView(releasedBelow);
+    this.startIsReleasedBase = releasedBelow > 0;
   }
 
   apply(path: string, record: ScannedRecord): void {
@@ -82,6 +85,12 @@ class ReplayState {
   }
 
   private applyEntry(path: string, offset: number, entry: Entry): void {
+    if (entry.index <= this.view.startIndex && this.startIsReleasedBase) {
+      // A suffix overwrite below the first segment's start: legal (those entries were not
+      // committed), and the snapshot that allowed the release covers what came before.
+      this.view.rebase(entry.index - 1);
+      this.entries = [];
+    }
     if (entry.index <= this.view.startIndex) {
       const reason = `entry ${entry.index} rewrites the log below its start ${this.view.startIndex}`;
       throw new CorruptFileError(path, offset, reason);
@@ -106,6 +115,7 @@ class ReplayState {
     const outcome = this.view.applySnapshot(meta);
     if (outcome === 'replaced') this.entries = [];
     if (outcome === 'compacted') this.entries = this.entries.slice(meta.index - startBefore);
+    if (outcome !== 'covered') this.startIsReleasedBase = false;
     assert(this.entries.length === this.view.lastIndex - this.view.startIndex);
   }
 }

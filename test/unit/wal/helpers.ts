@@ -11,7 +11,7 @@ export async function withTempDir<T>(run: (dir: string) => Promise<T>): Promise<
   try {
     return await run(dir);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (process.env['BATON_KEEP_TMP'] === undefined) rmSync(dir, { recursive: true, force: true });
   }
 }
 
