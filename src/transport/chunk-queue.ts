@@ -22,7 +22,8 @@ export class ChunkQueue implements AsyncIterable<Uint8Array> {
   ) {}
 
   push(chunk: Uint8Array): void {
-    assert(!this.ended && this.failure === null, 'no chunk after the end');
+    assert(!this.ended, 'no chunk after the end');
+    if (this.failure !== null) return; // the consumer is gone: nothing will read it
     this.chunks.push(chunk);
     this.bufferedBytes += chunk.length;
     if (this.bufferedBytes > this.bufferedBytesMax) this.pause();

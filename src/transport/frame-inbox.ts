@@ -45,6 +45,11 @@ export class FrameInbox {
     }
   }
 
+  /** True when a frame has arrived and is waiting to be read. */
+  hasFrame(): boolean {
+    return this.frames.length > 0;
+  }
+
   /** Resolves once the socket has connected. */
   async connected(): Promise<void> {
     while (this.socket.connecting) await this.wait();

@@ -24,6 +24,8 @@ export class SnapshotReceiver {
   // Invariant: receivedBytes <= header.totalBytes.
   private receivedBytes = 0;
   private ended = false;
+  // Set once the handler settled and the ack is on its way: later data is read and discarded.
+  private settled = false;
 
   constructor(
     private readonly socket: Socket,
@@ -38,7 +40,7 @@ export class SnapshotReceiver {
 
   /** After the header, frames are read as pieces (no copy) and go to onDataFrame. */
   streaming(): boolean {
-    return this.header !== null && !this.ended;
+    return this.header !== null && (!this.ended || this.settled);
   }
 
   /** The header frame. Throws TransportError on a frame out of place (connection closes). */
@@ -51,6 +53,7 @@ export class SnapshotReceiver {
 
   /** A chunk or the end marker, with the chunk's bytes still in the pieces they arrived in. */
   onDataFrame(frame: FramePieces): void {
+    if (this.settled) return;
     const header = this.header;
     assert(header !== null && this.queue !== null && !this.ended, 'streaming');
     let bytes = 0;
@@ -99,14 +102,19 @@ export class SnapshotReceiver {
   }
 
   private acknowledge(failure: string | null): void {
-    if (this.socket.destroyed) return;
-    this.socket.setTimeout(0);
+    this.settled = true;
+    this.queue?.fail(new TransportError(TransportErrorReason.disconnected, 'snapshot settled'));
+    const socket = this.socket;
+    if (socket.destroyed) return;
     if (failure !== null) {
       this.context.logger.warn({ from: this.handshake.from, error: failure },
         'snapshot from peer not stored');
     }
     const accepted = failure === null;
-    this.socket.end(encodeReply(FrameKind.snapshotAck, { accepted, reason: failure ?? '' }));
+    socket.end(encodeReply(FrameKind.snapshotAck, { accepted, reason: failure ?? '' }));
+    // Read (and discard) until the sender closes too, but not forever.
+    socket.resume();
+    socket.setTimeout(this.context.limits.handshakeTimeoutMs, () => socket.destroy());
   }
 }
 

@@ -54,6 +54,11 @@ export async function sendSnapshotStream(send: SnapshotSend): Promise<void> {
         // A drained socket resolves at once, and a chain of resolved awaits never lets timers
         // or other sockets run: yield a turn per chunk so heartbeats interleave with the stream.
         await new Promise((resolve) => setImmediate(resolve));
+        // The receiver answers early only to refuse (its handler failed): stop sending.
+        if (inbox.hasFrame()) {
+          const early = decodeReply(await inbox.next(), FrameKind.snapshotAck);
+          throw new TransportError(TransportErrorReason.rejected, early.reason);
+        }
       }
       if (sentBytes > header.totalBytes) break;
     }

@@ -55,13 +55,17 @@ export class WireReader {
 
   u64(what = 'u64'): number {
     this.need(8, what);
-    const start = this.offset;
-    const low = this.u32(what);
-    const high = this.u32(what);
+    const b = this.buffer;
+    const o = this.offset;
+    const low = ((b[o] as number) | ((b[o + 1] as number) << 8) | ((b[o + 2] as number) << 16)) +
+      (b[o + 3] as number) * 0x100_0000;
+    const high = ((b[o + 4] as number) | ((b[o + 5] as number) << 8) |
+      ((b[o + 6] as number) << 16)) + (b[o + 7] as number) * 0x100_0000;
     if (high > safeHighMax) {
       throw new TransportError(TransportErrorReason.invalidValue, `${what} is not a safe integer`,
-        start);
+        o);
     }
+    this.offset = o + 8;
     return high * twoPow32 + low;
   }
 

@@ -41,9 +41,21 @@ export class WireWriter {
   /** A non-negative safe integer as 8 bytes (terms, indexes and member ids may pass 2^32). */
   u64(value: number): void {
     assert(Number.isSafeInteger(value) && value >= 0, 'u64 must be a non-negative safe integer');
+    // Written inline (the hot path of every message header); a Uint8Array store keeps the low
+    // 8 bits, and the high word of a safe integer is below 2^21, so its top byte is zero.
     const low = value >>> 0;
-    this.u32(low);
-    this.u32((value - low) / twoPow32);
+    const high = (value - low) / twoPow32;
+    const b = this.buffer;
+    let o = this.offset;
+    b[o++] = low;
+    b[o++] = low >>> 8;
+    b[o++] = low >>> 16;
+    b[o++] = low >>> 24;
+    b[o++] = high;
+    b[o++] = high >>> 8;
+    b[o++] = high >>> 16;
+    b[o++] = 0;
+    this.offset = o;
   }
 
   bool(value: boolean): void {
