@@ -38,14 +38,11 @@
 // snapshotMeta = u64 index | u64 term | memberList voters | memberList votersOutgoing |
 //                memberList learners;   memberList = u32 count | u64 memberId * count
 //
-// Decoding also checks the shape Raft relies on (ids non-zero and distinct, an append's entries
-// consecutive after prevIndex with non-decreasing terms no newer than the message), so a bad
-// peer trips a TransportError here rather than an assertion inside the Raft core.
+// Decoding (codec-read.ts) also checks the shape Raft relies on (ids non-zero and distinct, an
+// append's entries consecutive after prevIndex with non-decreasing terms no newer than the
+// message), so a bad peer trips a TransportError there rather than an assertion in the core.
 import { assert, unreachable } from '../base/assert.js';
-import type { ConfState, Entry, EntryType, RaftMessage, SnapshotMeta } from '../raft/index.js';
-import { TransportError, TransportErrorReason } from './errors.js';
-import type { TransportLimits } from './types.js';
-import type { WireReader } from './wire-reader.js';
+import type { RaftMessage, SnapshotMeta } from '../raft/index.js';
 import type { WireWriter } from './wire-writer.js';
 
 export const messageTag = {
@@ -65,11 +62,9 @@ export const messageTag = {
 } as const satisfies Record<RaftMessage['type'], number>;
 
 const headerBytes = 1 + 8 * 3;
-const entryHeaderBytes = 8 + 8 + 1 + 4;
+export const entryHeaderBytes = 8 + 8 + 1 + 4;
 /** The smallest encoded message: a timeoutNow. Bounds a frame's message count by its size. */
 export const messageBytesMin = headerBytes;
-
-type DecodeLimits = Pick<TransportLimits, 'messageItemsMax'>;
 
 function memberListBytes(ids: readonly number[]): number {
   return 4 + 8 * ids.length;
@@ -205,117 +200,5 @@ export function writeMessage(w: WireWriter, message: RaftMessage): void {
       return;
     default:
       unreachable(message, 'message type');
-  }
-}
-
-function invalid(reader: WireReader, what: string): TransportError {
-  return new TransportError(TransportErrorReason.invalidValue, what, reader.offset);
-}
-
-function readIdList(r: WireReader, limits: DecodeLimits, what: string): number[] {
-  const count = r.count(limits.messageItemsMax, 8, what);
-  const ids: number[] = new Array<number>(count);
-  for (let i = 0; i < count; i++) ids[i] = r.u64(what);
-  return ids;
-}
-
-export function readSnapshotMeta(r: WireReader, limits: DecodeLimits): SnapshotMeta {
-  const index = r.u64('snapshot index');
-  const term = r.u64('snapshot term');
-  const confState: ConfState = {
-    voters: readIdList(r, limits, 'voters'),
-    votersOutgoing: readIdList(r, limits, 'votersOutgoing'),
-    learners: readIdList(r, limits, 'learners'),
-  };
-  return { index, term, confState };
-}
-
-function readEntries(
-  r: WireReader,
-  limits: DecodeLimits,
-  head: { prevIndex: number; prevTerm: number; term: number },
-): Entry[] {
-  const count = r.count(limits.messageItemsMax, entryHeaderBytes, 'entry count');
-  const entries: Entry[] = new Array<Entry>(count);
-  let termFloor = head.prevTerm;
-  for (let i = 0; i < count; i++) {
-    const index = r.u64('entry index');
-    const term = r.u64('entry term');
-    const type = r.u8('entry type');
-    if (index !== head.prevIndex + 1 + i) throw invalid(r, `entry ${i} has index ${index}`);
-    if (term < termFloor || term > head.term) throw invalid(r, `entry ${index} has term ${term}`);
-    if (type !== 0 && type !== 1) throw invalid(r, `entry ${index} has type ${type}`);
-    termFloor = term;
-    const data = r.bytes(r.u32('entry data length'), 'entry data');
-    entries[i] = { index, term, type: type as EntryType, data };
-  }
-  return entries;
-}
-
-/** Decodes one message; throws TransportError on anything an encoder would not have written. */
-export function readMessage(r: WireReader, limits: DecodeLimits): RaftMessage {
-  const tag = r.u8('message type');
-  const from = r.u64('from');
-  const to = r.u64('to');
-  const term = r.u64('term');
-  if (from === 0 || to === 0 || from === to) throw invalid(r, `message ${from} -> ${to}`);
-  switch (tag) {
-    case messageTag.append: {
-      const prevIndex = r.u64('prevIndex');
-      const prevTerm = r.u64('prevTerm');
-      const commit = r.u64('commit');
-      if (prevTerm > term) throw invalid(r, `prevTerm ${prevTerm} > term ${term}`);
-      const entries = readEntries(r, limits, { prevIndex, prevTerm, term });
-      return { type: 'append', from, to, term, prevIndex, prevTerm, entries, commit };
-    }
-    case messageTag.appendResponse: {
-      const index = r.u64('index');
-      const reject = r.bool('reject');
-      const rejectHint = r.u64('rejectHint');
-      const hintTerm = r.u64('hintTerm');
-      return { type: 'appendResponse', from, to, term, index, reject, rejectHint, hintTerm };
-    }
-    case messageTag.heartbeat: {
-      const commit = r.u64('commit');
-      const readRound = r.u64('readRound');
-      return { type: 'heartbeat', from, to, term, commit, readRound };
-    }
-    case messageTag.heartbeatResponse:
-      return { type: 'heartbeatResponse', from, to, term, readRound: r.u64('readRound') };
-    case messageTag.vote:
-    case messageTag.preVote: {
-      const type = tag === messageTag.vote ? 'vote' : 'preVote';
-      const lastIndex = r.u64('lastIndex');
-      const lastTerm = r.u64('lastTerm');
-      const transfer = r.bool('transfer');
-      return { type, from, to, term, lastIndex, lastTerm, transfer };
-    }
-    case messageTag.voteResponse:
-    case messageTag.preVoteResponse: {
-      const type = tag === messageTag.voteResponse ? 'voteResponse' : 'preVoteResponse';
-      return { type, from, to, term, reject: r.bool('reject') };
-    }
-    case messageTag.snapshot: {
-      const meta = readSnapshotMeta(r, limits);
-      const data = r.bytes(r.u32('snapshot data length'), 'snapshot data');
-      return { type: 'snapshot', from, to, term, snapshot: { meta, data } };
-    }
-    case messageTag.timeoutNow:
-      return { type: 'timeoutNow', from, to, term };
-    case messageTag.readIndex:
-      return { type: 'readIndex', from, to, term, contexts: readIdList(r, limits, 'contexts') };
-    case messageTag.readIndexResponse: {
-      const contexts = readIdList(r, limits, 'contexts');
-      const index = r.u64('read index') - 1;
-      return { type: 'readIndexResponse', from, to, term, contexts, index };
-    }
-    case messageTag.propose: {
-      const count = r.count(limits.messageItemsMax, 4, 'command count');
-      const commands: Uint8Array[] = new Array<Uint8Array>(count);
-      for (let i = 0; i < count; i++) commands[i] = r.bytes(r.u32('command length'), 'command');
-      return { type: 'propose', from, to, term, commands };
-    }
-    default:
-      throw invalid(r, `unknown message type ${tag}`);
   }
 }

@@ -4,7 +4,8 @@
 import { crc32 } from 'node:zlib';
 import { assert } from '../base/assert.js';
 import type { RaftMessage } from '../raft/index.js';
-import { messageBytes, messageBytesMin, readMessage, writeMessage } from './codec.js';
+import { messageBytes, messageBytesMin, writeMessage } from './codec.js';
+import { readMessage } from './codec-read.js';
 import { TransportError, TransportErrorReason } from './errors.js';
 import type { TransportLimits } from './types.js';
 import { WireReader } from './wire-reader.js';

@@ -11,7 +11,8 @@ export type {
 export { PeerTransport } from './peer-transport.js';
 export { TransportError, TransportErrorReason } from './errors.js';
 export { defaultTransportLimits, resolveTransportLimits } from './limits.js';
-export { messageBytes, messageTag, readMessage, writeMessage } from './codec.js';
+export { messageBytes, messageTag, writeMessage } from './codec.js';
+export { readMessage } from './codec-read.js';
 export {
   FrameKind,
   FrameReader,

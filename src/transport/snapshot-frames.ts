@@ -1,7 +1,8 @@
 // The snapshot stream's header frame: the snapshot message without its data, plus the data's
 // total size so the receiver can refuse or preallocate before any chunk arrives.
 import { TransportError, TransportErrorReason } from './errors.js';
-import { readSnapshotMeta, snapshotMetaBytes, writeSnapshotMeta } from './codec.js';
+import { readSnapshotMeta } from './codec-read.js';
+import { snapshotMetaBytes, writeSnapshotMeta } from './codec.js';
 import { FrameKind, encodeFrame, expectEnd, type Frame } from './frame.js';
 import type { SnapshotMessage, TransportLimits } from './types.js';
 

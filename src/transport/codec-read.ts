@@ -1,0 +1,123 @@
+// Decodes what codec.ts encodes (wire format at the top of codec.ts). Every length is checked
+// against the bytes left, every count against a limit before allocating, every tag and boolean
+// against the values an encoder writes; the message comes back whole or a TransportError is
+// thrown. Entry data and commands are views of the frame, never copies.
+import type { ConfState, Entry, EntryType, RaftMessage, SnapshotMeta } from '../raft/index.js';
+import { entryHeaderBytes, messageTag } from './codec.js';
+import { TransportError, TransportErrorReason } from './errors.js';
+import type { TransportLimits } from './types.js';
+import type { WireReader } from './wire-reader.js';
+
+type DecodeLimits = Pick<TransportLimits, 'messageItemsMax'>;
+type Base = { readonly from: number; readonly to: number; readonly term: number };
+type BodyReader = (r: WireReader, base: Base, limits: DecodeLimits) => RaftMessage;
+
+function invalid(reader: WireReader, what: string): TransportError {
+  return new TransportError(TransportErrorReason.invalidValue, what, reader.offset);
+}
+
+function readIdList(r: WireReader, limits: DecodeLimits, what: string): number[] {
+  const count = r.count(limits.messageItemsMax, 8, what);
+  const ids: number[] = new Array<number>(count);
+  for (let i = 0; i < count; i++) ids[i] = r.u64(what);
+  return ids;
+}
+
+export function readSnapshotMeta(r: WireReader, limits: DecodeLimits): SnapshotMeta {
+  const index = r.u64('snapshot index');
+  const term = r.u64('snapshot term');
+  const confState: ConfState = {
+    voters: readIdList(r, limits, 'voters'),
+    votersOutgoing: readIdList(r, limits, 'votersOutgoing'),
+    learners: readIdList(r, limits, 'learners'),
+  };
+  return { index, term, confState };
+}
+
+function readEntries(
+  r: WireReader,
+  limits: DecodeLimits,
+  head: { prevIndex: number; prevTerm: number; term: number },
+): Entry[] {
+  const count = r.count(limits.messageItemsMax, entryHeaderBytes, 'entry count');
+  const entries: Entry[] = new Array<Entry>(count);
+  let termFloor = head.prevTerm;
+  for (let i = 0; i < count; i++) {
+    const index = r.u64('entry index');
+    const term = r.u64('entry term');
+    const type = r.u8('entry type');
+    if (index !== head.prevIndex + 1 + i) throw invalid(r, `entry ${i} has index ${index}`);
+    if (term < termFloor || term > head.term) throw invalid(r, `entry ${index} has term ${term}`);
+    if (type !== 0 && type !== 1) throw invalid(r, `entry ${index} has type ${type}`);
+    termFloor = term;
+    const data = r.bytes(r.u32('entry data length'), 'entry data');
+    entries[i] = { index, term, type: type as EntryType, data };
+  }
+  return entries;
+}
+
+const bodyReaders: Readonly<Record<number, BodyReader>> = {
+  [messageTag.append]: (r, base, limits) => {
+    const prevIndex = r.u64('prevIndex');
+    const prevTerm = r.u64('prevTerm');
+    const commit = r.u64('commit');
+    if (prevTerm > base.term) throw invalid(r, `prevTerm ${prevTerm} > term ${base.term}`);
+    const entries = readEntries(r, limits, { prevIndex, prevTerm, term: base.term });
+    return { type: 'append', ...base, prevIndex, prevTerm, entries, commit };
+  },
+  [messageTag.appendResponse]: (r, base) => {
+    const index = r.u64('index');
+    const reject = r.bool('reject');
+    const rejectHint = r.u64('rejectHint');
+    const hintTerm = r.u64('hintTerm');
+    return { type: 'appendResponse', ...base, index, reject, rejectHint, hintTerm };
+  },
+  [messageTag.heartbeat]: (r, base) => {
+    const commit = r.u64('commit');
+    return { type: 'heartbeat', ...base, commit, readRound: r.u64('readRound') };
+  },
+  [messageTag.heartbeatResponse]: (r, base) =>
+    ({ type: 'heartbeatResponse', ...base, readRound: r.u64('readRound') }),
+  [messageTag.vote]: (r, base) => ({ type: 'vote', ...base, ...readCampaign(r) }),
+  [messageTag.preVote]: (r, base) => ({ type: 'preVote', ...base, ...readCampaign(r) }),
+  [messageTag.voteResponse]: (r, base) =>
+    ({ type: 'voteResponse', ...base, reject: r.bool('reject') }),
+  [messageTag.preVoteResponse]: (r, base) =>
+    ({ type: 'preVoteResponse', ...base, reject: r.bool('reject') }),
+  [messageTag.snapshot]: (r, base, limits) => {
+    const meta = readSnapshotMeta(r, limits);
+    const data = r.bytes(r.u32('snapshot data length'), 'snapshot data');
+    return { type: 'snapshot', ...base, snapshot: { meta, data } };
+  },
+  [messageTag.timeoutNow]: (_r, base) => ({ type: 'timeoutNow', ...base }),
+  [messageTag.readIndex]: (r, base, limits) =>
+    ({ type: 'readIndex', ...base, contexts: readIdList(r, limits, 'contexts') }),
+  [messageTag.readIndexResponse]: (r, base, limits) => {
+    const contexts = readIdList(r, limits, 'contexts');
+    return { type: 'readIndexResponse', ...base, contexts, index: r.u64('read index') - 1 };
+  },
+  [messageTag.propose]: (r, base, limits) => {
+    const count = r.count(limits.messageItemsMax, 4, 'command count');
+    const commands: Uint8Array[] = new Array<Uint8Array>(count);
+    for (let i = 0; i < count; i++) commands[i] = r.bytes(r.u32('command length'), 'command');
+    return { type: 'propose', ...base, commands };
+  },
+};
+
+function readCampaign(r: WireReader): { lastIndex: number; lastTerm: number; transfer: boolean } {
+  const lastIndex = r.u64('lastIndex');
+  const lastTerm = r.u64('lastTerm');
+  return { lastIndex, lastTerm, transfer: r.bool('transfer') };
+}
+
+/** Decodes one message; throws TransportError on anything an encoder would not have written. */
+export function readMessage(r: WireReader, limits: DecodeLimits): RaftMessage {
+  const tag = r.u8('message type');
+  const from = r.u64('from');
+  const to = r.u64('to');
+  const term = r.u64('term');
+  if (from === 0 || to === 0 || from === to) throw invalid(r, `message ${from} -> ${to}`);
+  const readBody = bodyReaders[tag];
+  if (readBody === undefined) throw invalid(r, `unknown message type ${tag}`);
+  return readBody(r, { from, to, term }, limits);
+}
