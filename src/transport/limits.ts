@@ -16,6 +16,9 @@ export const defaultTransportLimits: TransportLimits = {
   queueMessagesMax: 8192,
   queueBytesMax: 32 * mebibyte,
   socketBufferedBytesMax: 8 * mebibyte,
+  // A stopped or half-open peer never drains; without this the connection would sit full for
+  // TCP's retransmission timeout (many minutes) holding socketBufferedBytesMax of stale data.
+  writeStallTimeoutMs: 5000,
   snapshotChunkBytes: mebibyte,
   snapshotInMemoryBytesMax: 256 * mebibyte,
   reconnectDelayMsBase: 50,

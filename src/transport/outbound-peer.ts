@@ -27,6 +27,7 @@ export class OutboundPeer {
   private state: State = 'idle';
   private socket: Socket | null = null;
   private backoffTimer: NodeJS.Timeout | null = null;
+  private stallTimer: NodeJS.Timeout | null = null;
   // Failed connection attempts since the last accepted handshake.
   private failures = 0;
   private waitingForDrain = false;
@@ -76,6 +77,11 @@ export class OutboundPeer {
     if (socket.writableLength > this.context.limits.socketBufferedBytesMax) {
       // A slow peer: stop writing so memory stays bounded; the queue's bound takes over.
       this.waitingForDrain = true;
+      this.stallTimer = setTimeout(() => {
+        this.context.logger.warn({ peer: this.id }, 'peer stopped reading: reconnecting');
+        socket.destroy();
+      }, this.context.limits.writeStallTimeoutMs);
+      this.stallTimer.unref();
       return;
     }
     const buffer = encodeMessageFrames(this.queue, this.sizes, this.context.limits);
@@ -117,6 +123,7 @@ export class OutboundPeer {
 
   close(): void {
     this.state = 'closed';
+    this.clearStall();
     if (this.backoffTimer !== null) clearTimeout(this.backoffTimer);
     this.backoffTimer = null;
     this.socket?.destroy();
@@ -124,6 +131,12 @@ export class OutboundPeer {
     this.queue = [];
     this.sizes = [];
     this.queuedBytes = 0;
+  }
+
+  private clearStall(): void {
+    this.waitingForDrain = false;
+    if (this.stallTimer !== null) clearTimeout(this.stallTimer);
+    this.stallTimer = null;
   }
 
   private drop(count: number): void {
@@ -167,7 +180,7 @@ export class OutboundPeer {
       }
     });
     socket.on('drain', () => {
-      this.waitingForDrain = false;
+      this.clearStall();
       this.context.scheduleFlush();
     });
     socket.on('error', () => {}); // 'close' follows and handles every failure the same way
@@ -177,7 +190,7 @@ export class OutboundPeer {
   private onClose(socket: Socket, accepted: boolean): void {
     if (this.socket !== socket) return;
     this.socket = null;
-    this.waitingForDrain = false;
+    this.clearStall();
     if (this.state === 'closed') return;
     // Whatever was queued or in the socket's buffer is lost; tell Raft so it probes again.
     this.drop(this.queue.length);

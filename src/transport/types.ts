@@ -32,6 +32,8 @@ export interface TransportLimits {
   readonly queueBytesMax: number;
   /** Bytes buffered in a socket before flushing pauses until 'drain' (a slow peer). */
   readonly socketBufferedBytesMax: number;
+  /** A paused socket that has not drained for this long is closed and dialled again. */
+  readonly writeStallTimeoutMs: number;
   /** Snapshot data travels in chunks of at most this size on its own connection. */
   readonly snapshotChunkBytes: number;
   /** Largest snapshot held in memory when no onSnapshot streaming handler is given. */

@@ -1,10 +1,11 @@
 // PeerTransport over real TCP on 127.0.0.1: messages arrive complete and in order per peer,
 // a restarted peer is reconnected to, foreign clusters and unknown members are refused and
-// logged, a dead peer costs bounded memory (drops are counted and reported), and a corrupt
-// stream closes only its own connection.
+// logged, a dead peer costs bounded memory (drops are counted and reported), a peer that stops
+// reading is dialled again, and a corrupt stream closes only its own connection.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
+import { crc32 } from 'node:zlib';
 import type { RaftMessage } from '../../../src/raft/index.js';
 import { connectAll, heartbeat, startNode, until, type TestNode } from './tcp-helpers.js';
 
@@ -133,5 +134,44 @@ test('a corrupt stream closes its connection only, and the sender recovers', asy
     await until(() => n2.received.length === 1, 'real peers unaffected');
   } finally {
     await closeAll([n1, n2]);
+  }
+});
+
+test('a peer that accepts but stops reading is abandoned and dialled again', async () => {
+  // A stand-in for a SIGSTOPped peer: it answers the handshake, then never reads again.
+  const accepted: Socket[] = [];
+  const server = createServer((socket) => {
+    accepted.push(socket);
+    socket.once('data', () => {
+      const payload = Buffer.from([2, 1, 0, 0]); // handshakeReply: accepted, empty reason
+      const header = Buffer.alloc(8);
+      header.writeUInt32LE(payload.length, 0);
+      header.writeUInt32LE(crc32(payload), 4);
+      socket.write(Buffer.concat([header, payload]));
+      socket.pause();
+    });
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  const n1 = await startNode(1, { limits: { socketBufferedBytesMax: 64 * 1024,
+    writeStallTimeoutMs: 200, reconnectDelayMsBase: 10, reconnectDelayMsMax: 50 } });
+  n1.transport.addPeer(2, { host: '127.0.0.1', port });
+  const data = new Uint8Array(64 * 1024);
+  try {
+    let index = 0;
+    await until(() => {
+      const messages: RaftMessage[] = Array.from({ length: 20 }, () => ({
+        type: 'append', from: 1, to: 2, term: 1, prevIndex: index, prevTerm: 1, commit: 0,
+        entries: [{ index: ++index, term: 1, type: 0, data }] }));
+      n1.transport.send(messages);
+      return accepted.length >= 2;
+    }, 'a second connection after the stall', 10_000);
+    assert.ok(n1.warnings.includes('peer stopped reading: reconnecting'));
+    assert.ok(n1.unreachable.includes(2));
+  } finally {
+    await n1.transport.close();
+    for (const socket of accepted) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
   }
 });
