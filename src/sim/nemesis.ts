@@ -38,6 +38,28 @@ export class Nemesis {
     else this.transfer();
   }
 
+  /** Strike a new leader soon after its election (see Scenario.leaderChurnRate). */
+  onLeaderElected(node: SimNode): void {
+    const world = this.world;
+    if (!this.active || !chance(this.random, world.scenario.leaderChurnRate)) return;
+    const atMs = this.duration(0, world.scenario.networkDelayMsMax * 3);
+    const how = randomInt(this.random, 0, 2);
+    const incarnation = node.incarnation;
+    world.at(atMs, `CHURN n${node.id}`, () => {
+      if (!this.active || node.incarnation !== incarnation || node.state !== 'running') return;
+      if (how === 0) {
+        world.crash(node);
+        world.at(this.duration(20, 600), `RESTART n${node.id}`, () => world.restart(node));
+      } else if (how === 1) {
+        world.pause(node);
+        world.at(this.duration(20, 600), `RESUME n${node.id}`, () => world.resume(node));
+      } else {
+        for (const id of world.nodes.keys()) world.network.block(node.id, id), world.network.block(id, node.id);
+        world.at(this.duration(20, 600), 'HEAL network', () => world.network.heal());
+      }
+    });
+  }
+
   private duration(minMs: number, maxMs: number): number {
     return this.world.nowMs + randomInt(this.random, minMs, maxMs);
   }

@@ -37,6 +37,7 @@ export function simulate(options: SimOptions, coreFactory: CoreFactory = createC
   const conf = { voters, votersOutgoing: [], learners };
   for (const id of [...voters, ...learners]) world.addMember(id, conf);
   const nemesis = new Nemesis(world, nemesisRandom, voters.length + learners.length + 1);
+  world.onLeaderElected = (node) => nemesis.onLeaderElected(node);
 
   repeat(world, scenario.proposeIntervalMs, () => client.propose(scenario.proposeBatchMax));
   repeat(world, scenario.readIntervalMs, () => client.read());

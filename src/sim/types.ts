@@ -46,6 +46,11 @@ export interface Scenario {
   /** Mean simulated ms between fault actions (partition, crash, pause, change, transfer). */
   readonly faultIntervalMs: number;
   readonly faultWeights: FaultWeights;
+  /**
+   * Probability that a newly elected leader is struck (crash, pause or isolation) within a few
+   * network delays: short leaderships that leave partly replicated tails behind (Figure 8).
+   */
+  readonly leaderChurnRate: number;
   /** Applied entries between two compactions of a member's log. */
   readonly compactEveryEntries: number;
   readonly proposeIntervalMs: number;

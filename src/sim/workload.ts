@@ -9,6 +9,9 @@ import { decodeWrite, encodeWrite } from './register.js';
 import type { SimNode } from './sim-node.js';
 import type { World, WorldHooks } from './world.js';
 
+/** Clients have bounded concurrency: a leader never holds more than this many of their writes. */
+const outstandingPerMemberMax = 256;
+
 interface ReadRecord {
   readonly key: string;
   readonly member: MemberId;
@@ -39,7 +42,7 @@ export class Workload implements WorldHooks {
       return;
     }
     const node = this.target();
-    if (node === null) return;
+    if (node === null || node.proposals.size >= outstandingPerMemberMax) return;
     const core = node.core as RaftApi;
     const count = randomInt(this.random, 1, batchMax);
     for (let i = 0; i < count; i++) {
@@ -62,6 +65,9 @@ export class Workload implements WorldHooks {
     const nodes = this.world.runningNodes();
     if (nodes.length === 0) return;
     const node = pick(this.random, nodes);
+    // Forwarded writes can vanish silently (the leader changed): past the bound, the client has
+    // long timed out on the old ones and stops waiting for them.
+    if (node.forwarded.size >= outstandingPerMemberMax) node.forwarded.clear();
     const commandId = this.nextCommandId++;
     const key = this.key();
     this.world.stats.proposals++;

@@ -40,6 +40,7 @@ export class World implements NodeWorld {
   readonly violations: Violation[] = [];
   readonly tracing: boolean;
   hooks: WorldHooks | null = null;
+  onLeaderElected: ((node: SimNode) => void) | null = null;
   private readonly queue = new EventQueue<WorldEvent>();
   private readonly tickMsByMember = new Map<MemberId, number>();
   private readonly held = new Map<MemberId, WorldEvent[]>();
@@ -223,6 +224,7 @@ export class World implements NodeWorld {
     this.stats.elections++;
     this.trace(node, `became leader of term ${term}`);
     this.emit({ type: 'leader', timeMs: this.nowMs, member: node.id, term });
+    this.onLeaderElected?.(node);
   }
 
   onApplied(node: SimNode, entry: Entry, chain: number): void {
