@@ -12,6 +12,11 @@ import { WireReader } from './wire-reader.js';
 import { WireWriter } from './wire-writer.js';
 
 export const frameHeaderBytes = 8;
+/**
+ * The largest control frame (handshake, reply, ack): what an unauthenticated connection may make
+ * us buffer, however large frameBytesMax is.
+ */
+export const controlFrameBytesMax = 4096;
 
 export const FrameKind = {
   handshake: 1,
@@ -146,7 +151,13 @@ export class FrameReader {
   private buffered = 0;
   private headOffset = 0;
 
-  constructor(private readonly frameBytesMax: number) {}
+  constructor(private frameBytesMax: number) {}
+
+  /** Raises (or lowers) the frame size limit, e.g. once a handshake has been accepted. */
+  setFrameBytesMax(bytes: number): void {
+    assert(Number.isSafeInteger(bytes) && bytes > 0, 'a positive frame limit');
+    this.frameBytesMax = bytes;
+  }
 
   push(chunk: Buffer): void {
     if (chunk.length === 0) return;

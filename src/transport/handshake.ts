@@ -9,7 +9,7 @@ import { FrameKind, encodeFrame, expectEnd, type Frame } from './frame.js';
 export const protocolVersion = 1;
 const magic = 0x4e544142; // "BATN" in little-endian bytes
 const clusterIdBytesMax = 255;
-const reasonBytesMax = 1024;
+const reasonBytesMax = 1024; // with the frame header, well under controlFrameBytesMax
 
 export const Channel = { raft: 1, snapshot: 2 } as const;
 export type Channel = (typeof Channel)[keyof typeof Channel];

@@ -4,7 +4,9 @@
 import type { Socket } from 'node:net';
 import type { MemberId, RaftMessage } from '../raft/index.js';
 import { TransportError, TransportErrorReason } from './errors.js';
-import { FrameKind, FrameReader, readMessagesBody, type Frame } from './frame.js';
+import {
+  FrameKind, FrameReader, controlFrameBytesMax, readMessagesBody, type Frame,
+} from './frame.js';
 import {
   Channel, checkHandshake, decodeHandshake, encodeReply, type Handshake,
 } from './handshake.js';
@@ -39,7 +41,8 @@ interface Connection {
 }
 
 export function acceptConnection(socket: Socket, context: InboundContext): void {
-  const reader = new FrameReader(context.limits.frameBytesMax);
+  // Until the peer has said who it is, it may send only a small frame.
+  const reader = new FrameReader(controlFrameBytesMax);
   const remote = `${socket.remoteAddress}:${socket.remotePort}`;
   const connection: Connection = { handshake: null, refused: false, snapshot: null };
   socket.setNoDelay(true);
@@ -61,6 +64,9 @@ export function acceptConnection(socket: Socket, context: InboundContext): void 
           const frame = reader.next();
           if (frame === null) break;
           onFrame(socket, connection, frame, context, remote);
+          if (connection.handshake !== null && !connection.refused) {
+            reader.setFrameBytesMax(context.limits.frameBytesMax);
+          }
         }
       }
     } catch (error) {
@@ -89,7 +95,6 @@ function onFrame(
   if (connection.handshake === null) {
     const handshake = decodeHandshake(frame);
     connection.handshake = handshake;
-    socket.setTimeout(0);
     const refusal = checkHandshake(handshake, context);
     if (refusal !== null) {
       connection.refused = true;
@@ -99,6 +104,7 @@ function onFrame(
       socket.end(encodeReply(FrameKind.handshakeReply, { accepted: false, reason: refusal }));
       return;
     }
+    socket.setTimeout(0); // (a refused one keeps the timeout: it must close by then)
     connection.snapshot = admit(socket, handshake, context);
   } else if (connection.snapshot !== null) {
     connection.snapshot.onFrame(frame);

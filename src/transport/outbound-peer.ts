@@ -7,7 +7,9 @@ import { assert } from '../base/assert.js';
 import type { MemberId, RaftMessage } from '../raft/index.js';
 import { reconnectDelayMs } from './backoff.js';
 import { TransportError } from './errors.js';
-import { FrameKind, FrameReader, encodeMessageFrames, messagesFrameBytes } from './frame.js';
+import {
+  FrameKind, FrameReader, controlFrameBytesMax, encodeMessageFrames, messagesFrameBytes,
+} from './frame.js';
 import { Channel, decodeReply, encodeHandshake, protocolVersion } from './handshake.js';
 import type { PeerAddress, PeerStats, TransportLimits, TransportLogger } from './types.js';
 
@@ -151,7 +153,7 @@ export class OutboundPeer {
     this.counters.connectAttempts++;
     const socket = connect({ ...this.peerAddress, noDelay: true });
     this.socket = socket;
-    const reader = new FrameReader(this.context.limits.frameBytesMax);
+    const reader = new FrameReader(controlFrameBytesMax); // the listener only replies
     let accepted = false;
     socket.on('connect', () => {
       // Messages follow the handshake at once: waiting a round trip for the reply would delay

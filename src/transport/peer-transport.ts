@@ -123,6 +123,8 @@ export class PeerTransport {
 
   /** Membership changed: a new member, or a member's new address. */
   addPeer(id: MemberId, address: PeerAddress): void {
+    assert(Number.isSafeInteger(id) && id > 0, 'member ids are positive integers');
+    assert(Number.isInteger(address.port) && address.port > 0 && address.port < 65536, 'port');
     if (id === this.options.memberId) return;
     const existing = this.peers.get(id);
     if (existing !== undefined) return existing.setAddress(address);

@@ -6,7 +6,7 @@ import { crc32 } from 'node:zlib';
 import { assert } from '../base/assert.js';
 import { TransportError, TransportErrorReason } from './errors.js';
 import { FrameInbox } from './frame-inbox.js';
-import { FrameKind, frameHeaderBytes } from './frame.js';
+import { FrameKind, controlFrameBytesMax, frameHeaderBytes } from './frame.js';
 import { Channel, decodeReply, encodeHandshake, protocolVersion } from './handshake.js';
 import { encodeSnapshotEnd, encodeSnapshotHeader, type SnapshotHeader } from './snapshot-frames.js';
 import type { PeerAddress, TransportLimits } from './types.js';
@@ -26,7 +26,7 @@ export interface SnapshotSend {
 export async function sendSnapshotStream(send: SnapshotSend): Promise<void> {
   const { header, limits } = send;
   const socket = connect({ host: send.address.host, port: send.address.port, noDelay: true });
-  const inbox = new FrameInbox(socket, limits.frameBytesMax);
+  const inbox = new FrameInbox(socket, controlFrameBytesMax); // replies and acks only
   const abort = (): void => {
     socket.destroy(new TransportError(TransportErrorReason.disconnected, 'transport closed'));
   };

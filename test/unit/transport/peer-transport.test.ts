@@ -120,6 +120,27 @@ test('a dead peer costs bounded memory: drops are counted and reported', async (
   }
 });
 
+test('a silent or oversized opening is cut off before it costs memory', async () => {
+  const n2 = await startNode(2, { limits: { handshakeTimeoutMs: 100 } });
+  try {
+    const silent = connect(n2.transport.address());
+    silent.on('error', () => {});
+    const closedAt = await new Promise<number>((resolve) =>
+      silent.once('close', () => resolve(performance.now())));
+    assert.ok(closedAt > 0 && n2.warnings.includes('peer connection without handshake: closed'));
+    // A first frame claiming 1 MiB: refused on its length, before the handshake is known.
+    const big = connect(n2.transport.address());
+    big.on('error', () => {});
+    const header = Buffer.alloc(8);
+    header.writeUInt32LE(1024 * 1024, 0);
+    big.write(header);
+    await new Promise((resolve) => big.once('close', resolve));
+    assert.equal(n2.transport.stats().corruptFrames, 1);
+  } finally {
+    await n2.transport.close();
+  }
+});
+
 test('a corrupt stream closes its connection only, and the sender recovers', async () => {
   const [n1, n2] = await Promise.all([startNode(1), startNode(2)]);
   connectAll([n1, n2]);
