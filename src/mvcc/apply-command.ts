@@ -1,0 +1,181 @@
+// Applies one validated command to the store inside the batch's write transaction. Every check
+// that can fail (preconditions, compares, limits) runs before the first write, so a typed error
+// leaves nothing behind; only a broken invariant (an assertion) aborts the whole batch.
+import { CompactedError, FutureRevisionError, PreconditionFailedError } from '../base/errors.js';
+import { compareBytes, fromUtf8, utf8 } from './bytes.js';
+import { currentRange, historyKey, parseHistoryKey, revisionIndexKey } from './layout.js';
+import { readLeaseKeys, readRange } from './read.js';
+import { decodeEvent } from './records.js';
+import { RevisionWriter } from './revision-writer.js';
+import { validateCommand, validateDelete } from './validate.js';
+import { assert, unreachable } from '../base/assert.js';
+import type {
+  Command,
+  CommandResult,
+  Compare,
+  DeleteOp,
+  DeleteResult,
+  KeyValue,
+  KvWriter,
+  MvccLimits,
+  MvccMeta,
+  PutOp,
+  PutResult,
+  TxnOpResult,
+  TxnRequest,
+  TxnResult,
+} from './types.js';
+
+export interface CommandApplied {
+  readonly result: CommandResult;
+  readonly meta: MvccMeta;
+}
+
+export function applyCommand(
+  writer: KvWriter,
+  context: { meta: MvccMeta; limits: MvccLimits },
+  op: Command,
+): CommandApplied {
+  const { meta, limits } = context;
+  validateCommand(op, limits);
+  if (op.type === 'compact') return applyCompact(writer, meta, op.revision);
+  const revisions = new RevisionWriter(writer, meta.revision);
+  let result: CommandResult;
+  switch (op.type) {
+    case 'put':
+      result = applyPut(revisions, op);
+      break;
+    case 'delete':
+      result = applyDelete(revisions, op, limits);
+      break;
+    case 'txn':
+      result = applyTxn(revisions, op, { meta, limits });
+      break;
+    case 'deleteLeaseKeys': {
+      let deleted = 0;
+      for (const key of readLeaseKeys(writer, op.lease)) {
+        if (revisions.delete(utf8(key), key)) deleted++;
+      }
+      result = { type: 'deleteLeaseKeys', deleted, revision: revisions.finalRevision };
+      break;
+    }
+    default:
+      return unreachable(op, 'command');
+  }
+  return { result, meta: { ...meta, revision: revisions.finalRevision } };
+}
+
+function checkPreconditions(
+  current: KeyValue | null,
+  conditions: { ifVersion?: number | undefined; ifRevision?: number | undefined },
+): void {
+  const version = current?.version ?? 0;
+  const modRevision = current?.modRevision ?? 0;
+  const versionFails = conditions.ifVersion !== undefined && conditions.ifVersion !== version;
+  const revisionFails = conditions.ifRevision !== undefined && conditions.ifRevision !== modRevision;
+  if (!versionFails && !revisionFails) return;
+  const what = versionFails ? `version is ${version}` : `modRevision is ${modRevision}`;
+  throw new PreconditionFailedError(`precondition failed: the key's ${what}`, {
+    current: current === null ? null : { version, modRevision },
+  });
+}
+
+function applyPut(revisions: RevisionWriter, op: PutOp): PutResult {
+  const keyBytes = utf8(op.key);
+  checkPreconditions(revisions.current(keyBytes, op.key), op);
+  const kv = revisions.put(keyBytes, { key: op.key, value: op.value, lease: op.lease ?? 0 });
+  return {
+    type: 'put',
+    created: kv.version === 1,
+    version: kv.version,
+    revision: kv.modRevision,
+    fencingToken: kv.createRevision,
+  };
+}
+
+function applyDelete(revisions: RevisionWriter, op: DeleteOp, limits: MvccLimits): DeleteResult {
+  const range = validateDelete(op, limits, false);
+  if (op.prefix !== true) {
+    const keyBytes = range.start;
+    checkPreconditions(revisions.current(keyBytes, op.key), op);
+    const deleted = revisions.delete(keyBytes, op.key) ? 1 : 0;
+    return { type: 'delete', deleted, revision: revisions.finalRevision };
+  }
+  // Collect first: the engine forbids writing while a range is being iterated.
+  const keys: Uint8Array[] = [];
+  for (const entry of revisions.writer.range(currentRange(range))) keys.push(entry.key.subarray(1));
+  for (const keyBytes of keys) assert(revisions.delete(keyBytes, fromUtf8(keyBytes)), 'listed key');
+  return { type: 'delete', deleted: keys.length, revision: revisions.finalRevision };
+}
+
+function compareHolds(current: KeyValue | null, compare: Compare): boolean {
+  let order: number;
+  if (compare.target === 'value') {
+    // As in etcd: a value compare against an absent key is false, whatever the operator.
+    if (current === null) return false;
+    order = compareBytes(current.value, compare.value as Uint8Array);
+  } else {
+    order = (current?.[compare.target] ?? 0) - (compare.value as number);
+  }
+  switch (compare.op) {
+    case '==':
+      return order === 0;
+    case '!=':
+      return order !== 0;
+    case '<':
+      return order < 0;
+    case '>':
+      return order > 0;
+  }
+}
+
+function applyTxn(
+  revisions: RevisionWriter,
+  txn: TxnRequest,
+  context: { meta: MvccMeta; limits: MvccLimits },
+): TxnResult {
+  const succeeded = txn.compare.every((compare) =>
+    compareHolds(revisions.current(utf8(compare.key), compare.key), compare),
+  );
+  const results: TxnOpResult[] = [];
+  for (const op of succeeded ? txn.success : txn.failure) {
+    if (op.type === 'put') results.push(applyPut(revisions, op));
+    else if (op.type === 'delete') results.push(applyDelete(revisions, op, context.limits));
+    else {
+      // Reads inside a txn see the txn's earlier writes: the current table already holds them.
+      const reader = { reader: revisions.writer, meta: context.meta, limits: context.limits };
+      results.push(readRange(reader, { ...op, revision: 0 }, true));
+    }
+  }
+  // Every answer in a txn reports the txn's one revision.
+  const revision = revisions.finalRevision;
+  return {
+    type: 'txn',
+    succeeded,
+    revision,
+    results: results.map((result) => ({ ...result, revision })),
+  };
+}
+
+/** Drops history below `revision`, in bounded steps (the writes may not overlap a range scan). */
+function applyCompact(writer: KvWriter, meta: MvccMeta, revision: number): CommandApplied {
+  if (revision > meta.revision) throw new FutureRevisionError(revision, meta.revision);
+  if (revision <= meta.compactRevision) throw new CompactedError(meta.compactRevision);
+  const range = { start: historyKey(meta.compactRevision, 0), end: historyKey(revision, 0) };
+  for (;;) {
+    const doomed: { historyKey: Uint8Array; indexKey: Uint8Array }[] = [];
+    for (const entry of writer.range(range)) {
+      const event = decodeEvent(entry.value);
+      const { revision: eventRevision } = parseHistoryKey(entry.key);
+      doomed.push({ historyKey: entry.key, indexKey: revisionIndexKey(utf8(event.kv.key), eventRevision) });
+      if (doomed.length >= 1024) break;
+    }
+    if (doomed.length === 0) break;
+    for (const item of doomed) {
+      writer.delete(item.historyKey);
+      writer.delete(item.indexKey);
+    }
+  }
+  const next = { ...meta, compactRevision: revision };
+  return { result: { type: 'compact', revision: meta.revision, compactRevision: revision }, meta: next };
+}

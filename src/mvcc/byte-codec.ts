@@ -1,0 +1,144 @@
+// A growable writer and a bounds-checked reader for the hand-written binary formats (commands,
+// records, snapshots). Bad input from outside is an InvalidArgumentError; bad bytes that this
+// process stored itself are corruption, an assertion.
+import { AssertionError } from '../base/assert.js';
+import { InvalidArgumentError } from '../base/errors.js';
+import { readU32, readU64, utf8, fromUtf8, writeU32, writeU64 } from './bytes.js';
+
+export class ByteWriter {
+  private buffer: Uint8Array;
+  private length = 0;
+
+  constructor(capacity = 256) {
+    this.buffer = new Uint8Array(capacity);
+  }
+
+  private reserve(bytes: number): number {
+    const offset = this.length;
+    const needed = offset + bytes;
+    if (needed > this.buffer.length) {
+      const grown = new Uint8Array(Math.max(needed, this.buffer.length * 2));
+      grown.set(this.buffer.subarray(0, offset));
+      this.buffer = grown;
+    }
+    this.length = needed;
+    return offset;
+  }
+
+  u8(value: number): this {
+    this.buffer[this.reserve(1)] = value & 0xff;
+    return this;
+  }
+
+  u16(value: number): this {
+    const offset = this.reserve(2);
+    this.buffer[offset] = (value >>> 8) & 0xff;
+    this.buffer[offset + 1] = value & 0xff;
+    return this;
+  }
+
+  u32(value: number): this {
+    writeU32(this.buffer, this.reserve(4), value);
+    return this;
+  }
+
+  u64(value: number): this {
+    writeU64(this.buffer, this.reserve(8), value);
+    return this;
+  }
+
+  raw(bytes: Uint8Array): this {
+    this.buffer.set(bytes, this.reserve(bytes.length));
+    return this;
+  }
+
+  /** u32 length, then the bytes. */
+  bytes(bytes: Uint8Array): this {
+    return this.u32(bytes.length).raw(bytes);
+  }
+
+  /** u32 length, then UTF-8. */
+  string(text: string): this {
+    return this.bytes(utf8(text));
+  }
+
+  finish(): Uint8Array {
+    return this.buffer.slice(0, this.length);
+  }
+}
+
+export type ByteSource = 'input' | 'stored';
+
+export class ByteReader {
+  private offset = 0;
+
+  constructor(
+    private readonly data: Uint8Array,
+    private readonly source: ByteSource,
+    private readonly what: string,
+  ) {}
+
+  fail(reason: string): never {
+    const message = `malformed ${this.what} at byte ${this.offset}: ${reason}`;
+    if (this.source === 'stored') throw new AssertionError(message);
+    throw new InvalidArgumentError(message, { offset: this.offset });
+  }
+
+  private take(bytes: number): number {
+    if (this.offset + bytes > this.data.length) this.fail('truncated');
+    const offset = this.offset;
+    this.offset += bytes;
+    return offset;
+  }
+
+  u8(): number {
+    return this.data[this.take(1)] as number;
+  }
+
+  u16(): number {
+    const offset = this.take(2);
+    return ((this.data[offset] as number) << 8) | (this.data[offset + 1] as number);
+  }
+
+  u32(): number {
+    return readU32(this.data, this.take(4));
+  }
+
+  u64(): number {
+    const offset = this.take(8);
+    if ((this.data[offset] as number) > 0x1f) this.fail('integer beyond 2^53');
+    return readU64(this.data, offset);
+  }
+
+  raw(length: number): Uint8Array {
+    const offset = this.take(length);
+    return this.data.slice(offset, offset + length);
+  }
+
+  bytes(): Uint8Array {
+    return this.raw(this.u32());
+  }
+
+  string(): string {
+    const bytes = this.bytes();
+    try {
+      return fromUtf8(bytes);
+    } catch {
+      return this.fail('invalid UTF-8');
+    }
+  }
+
+  bool(): boolean {
+    const value = this.u8();
+    if (value > 1) this.fail(`bad boolean ${value}`);
+    return value === 1;
+  }
+
+  get remaining(): number {
+    return this.data.length - this.offset;
+  }
+
+  end(): void {
+    if (this.remaining !== 0) this.fail(`${this.remaining} trailing bytes`);
+  }
+}

@@ -1,0 +1,191 @@
+// The command envelope in a Raft entry's data: a hand-written binary format (values are bytes, up
+// to 1 MiB, so no JSON/base64 on the apply path). Decoding validates everything, so apply sees
+// only well-formed commands; both directions enforce the request size limit.
+//
+//   u8 0xB7  u8 format=1  u64 proposedAtMs  u8 hasRequestId [u32 len, UTF-8 requestId]  op
+//   op:  u8 code, then per code:
+//     1 put     key, value, ?lease, ?ifVersion, ?ifRevision
+//     2 delete  key, bool prefix, ?ifVersion, ?ifRevision
+//     3 txn     u16 n, n x compare(key, u8 target, u8 operator, value|u64), u16 n ops, u16 n ops
+//     4 compact u64 revision
+//     5 deleteLeaseKeys u64 lease
+//     6 get     key, bool prefix, ?limit, bool keysOnly, bool countOnly, ?revision (txn only)
+//   key/value: u32 length + bytes; ?x: u8 present [u64 x]
+import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
+import { ByteReader, ByteWriter } from './byte-codec.js';
+import { validateCommand, validateCount, validateRequestId } from './validate.js';
+import {
+  compareOperators,
+  compareTargets,
+  type Command,
+  type CommandEnvelope,
+  type Compare,
+  type MvccLimits,
+  type TxnOp,
+} from './types.js';
+
+const magic = 0xb7;
+const format = 1;
+const opCode = { put: 1, delete: 2, txn: 3, compact: 4, deleteLeaseKeys: 5, get: 6 } as const;
+
+/** Validates and encodes; throws the typed error a client should see. */
+export function encodeCommand(envelope: CommandEnvelope, limits: MvccLimits): Uint8Array {
+  validateCount(envelope.proposedAtMs, 'proposedAtMs');
+  if (envelope.requestId !== undefined) validateRequestId(envelope.requestId, limits);
+  validateCommand(envelope.op, limits);
+  const writer = new ByteWriter(64);
+  writer.u8(magic).u8(format).u64(envelope.proposedAtMs);
+  writer.u8(envelope.requestId === undefined ? 0 : 1);
+  if (envelope.requestId !== undefined) writer.string(envelope.requestId);
+  writeOp(writer, envelope.op);
+  const bytes = writer.finish();
+  if (bytes.length > limits.requestBytesMax) {
+    throw new TooLargeError('request', bytes.length, limits.requestBytesMax);
+  }
+  return bytes;
+}
+
+export function decodeCommand(data: Uint8Array, limits: MvccLimits): CommandEnvelope {
+  if (data.length > limits.requestBytesMax) {
+    throw new TooLargeError('request', data.length, limits.requestBytesMax);
+  }
+  const reader = new ByteReader(data, 'input', 'command');
+  if (reader.u8() !== magic) reader.fail('not a Baton command');
+  const version = reader.u8();
+  if (version !== format) reader.fail(`unknown command format ${version}`);
+  const proposedAtMs = reader.u64();
+  const requestId = reader.bool() ? reader.string() : undefined;
+  const op = readOp(reader, false) as Command;
+  reader.end();
+  if (requestId !== undefined) validateRequestId(requestId, limits);
+  validateCommand(op, limits);
+  return requestId === undefined ? { proposedAtMs, op } : { requestId, proposedAtMs, op };
+}
+
+function writeOptional(writer: ByteWriter, value: number | undefined): void {
+  writer.u8(value === undefined ? 0 : 1);
+  if (value !== undefined) writer.u64(value);
+}
+
+function readOptional(reader: ByteReader): number | undefined {
+  return reader.bool() ? reader.u64() : undefined;
+}
+
+function writeOp(writer: ByteWriter, op: Command | TxnOp): void {
+  writer.u8(opCode[op.type]);
+  switch (op.type) {
+    case 'put':
+      writer.string(op.key).bytes(op.value);
+      writeOptional(writer, op.lease);
+      writeOptional(writer, op.ifVersion);
+      writeOptional(writer, op.ifRevision);
+      return;
+    case 'delete':
+      writer.string(op.key).u8(op.prefix === true ? 1 : 0);
+      writeOptional(writer, op.ifVersion);
+      writeOptional(writer, op.ifRevision);
+      return;
+    case 'get':
+      writer.string(op.key).u8(op.prefix === true ? 1 : 0);
+      writeOptional(writer, op.limit);
+      writer.u8(op.keysOnly === true ? 1 : 0).u8(op.countOnly === true ? 1 : 0);
+      writeOptional(writer, op.revision);
+      return;
+    case 'txn':
+      writer.u16(op.compare.length);
+      for (const compare of op.compare) writeCompare(writer, compare);
+      for (const branch of [op.success, op.failure]) {
+        writer.u16(branch.length);
+        for (const inner of branch) writeOp(writer, inner);
+      }
+      return;
+    case 'compact':
+      writer.u64(op.revision);
+      return;
+    case 'deleteLeaseKeys':
+      writer.u64(op.lease);
+      return;
+  }
+}
+
+function writeCompare(writer: ByteWriter, compare: Compare): void {
+  writer.string(compare.key);
+  writer.u8(compareTargets.indexOf(compare.target)).u8(compareOperators.indexOf(compare.op));
+  if (compare.target === 'value') writer.bytes(compare.value as Uint8Array);
+  else writer.u64(compare.value as number);
+}
+
+function withOptionals<T extends object>(base: T, optionals: Record<string, number | boolean | undefined>): T {
+  const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
+  for (const [name, value] of Object.entries(optionals)) {
+    if (value !== undefined && value !== false) out[name] = value;
+  }
+  return out as T;
+}
+
+function readOp(reader: ByteReader, inTxn: boolean): Command | TxnOp {
+  const code = reader.u8();
+  switch (code) {
+    case opCode.put: {
+      const key = reader.string();
+      const value = reader.bytes();
+      const lease = readOptional(reader);
+      const ifVersion = readOptional(reader);
+      const ifRevision = readOptional(reader);
+      return withOptionals({ type: 'put', key, value }, { lease, ifVersion, ifRevision });
+    }
+    case opCode.delete: {
+      const key = reader.string();
+      const prefix = reader.bool();
+      const ifVersion = readOptional(reader);
+      const ifRevision = readOptional(reader);
+      return withOptionals({ type: 'delete', key }, { prefix, ifVersion, ifRevision });
+    }
+    case opCode.get: {
+      if (!inTxn) reader.fail('a get is only a command inside a txn');
+      const key = reader.string();
+      const prefix = reader.bool();
+      const limit = readOptional(reader);
+      const keysOnly = reader.bool();
+      const countOnly = reader.bool();
+      const revision = readOptional(reader);
+      return withOptionals({ type: 'get', key }, { prefix, limit, keysOnly, countOnly, revision });
+    }
+    case opCode.txn:
+      if (inTxn) reader.fail('a txn cannot nest');
+      return readTxn(reader);
+    case opCode.compact:
+      if (inTxn) reader.fail('compact is not a txn operation');
+      return { type: 'compact', revision: reader.u64() };
+    case opCode.deleteLeaseKeys:
+      if (inTxn) reader.fail('deleteLeaseKeys is not a txn operation');
+      return { type: 'deleteLeaseKeys', lease: reader.u64() };
+    default:
+      return reader.fail(`unknown operation code ${code}`);
+  }
+}
+
+function readTxn(reader: ByteReader): Command {
+  const compareCount = reader.u16();
+  const compare: Compare[] = [];
+  for (let i = 0; i < compareCount; i++) compare.push(readCompare(reader));
+  const branches: TxnOp[][] = [];
+  for (let b = 0; b < 2; b++) {
+    const count = reader.u16();
+    const ops: TxnOp[] = [];
+    for (let i = 0; i < count; i++) ops.push(readOp(reader, true) as TxnOp);
+    branches.push(ops);
+  }
+  return { type: 'txn', compare, success: branches[0] ?? [], failure: branches[1] ?? [] };
+}
+
+function readCompare(reader: ByteReader): Compare {
+  const key = reader.string();
+  const target = compareTargets[reader.u8()];
+  const op = compareOperators[reader.u8()];
+  if (target === undefined || op === undefined) {
+    throw new InvalidArgumentError('malformed command: unknown compare target or operator');
+  }
+  const value = target === 'value' ? reader.bytes() : reader.u64();
+  return { key, target, op, value };
+}

@@ -1,0 +1,131 @@
+// Request-ID deduplication as replicated state: the outcome of every mutation that carries a
+// Request-ID is stored beside the data, keyed by the ID, so a retry (even through a new leader,
+// after a restart or a snapshot install) gets the first answer and changes nothing. Time is the
+// leaders' proposal time carried in the entries (a monotonic max), never a local clock.
+import { assert } from '../base/assert.js';
+import {
+  BatonError,
+  CompactedError,
+  FutureRevisionError,
+  InvalidArgumentError,
+  KeyNotFoundError,
+  PreconditionFailedError,
+  TooLargeError,
+} from '../base/errors.js';
+import { ByteReader, ByteWriter } from './byte-codec.js';
+import { emptyBytes, fromLatin1, fromUtf8, latin1, utf8 } from './bytes.js';
+import { dedupKey, expiryKey, parseExpiryKey, tablePrefix } from './layout.js';
+import type { CommandResult, KvReader, KvWriter, MvccLimits } from './types.js';
+
+export type StoredOutcome =
+  | { readonly ok: true; readonly result: CommandResult }
+  | { readonly ok: false; readonly error: BatonError };
+
+interface DedupRecord {
+  readonly proposedAtMs: number;
+  readonly outcome: StoredOutcome;
+}
+
+/** The recorded outcome of `requestId` if it is still inside the window at `clockMs`. */
+export function dedupLookup(
+  reader: KvReader,
+  request: { requestId: Uint8Array; clockMs: number },
+  limits: MvccLimits,
+): StoredOutcome | null {
+  const stored = reader.get(dedupKey(request.requestId));
+  if (stored === undefined) return null;
+  const record = decodeDedupRecord(stored);
+  // An expired record not yet pruned must act exactly like a pruned one.
+  if (request.clockMs - record.proposedAtMs > limits.dedupWindowMs) return null;
+  return record.outcome;
+}
+
+export function dedupRecord(
+  writer: KvWriter,
+  request: { requestId: Uint8Array; proposedAtMs: number },
+  outcome: StoredOutcome,
+): void {
+  const key = dedupKey(request.requestId);
+  const old = writer.get(key);
+  if (old !== undefined) writer.delete(expiryKey(decodeDedupRecord(old).proposedAtMs, request.requestId));
+  writer.put(key, encodeDedupRecord({ proposedAtMs: request.proposedAtMs, outcome }));
+  writer.put(expiryKey(request.proposedAtMs, request.requestId), emptyBytes);
+}
+
+/** Drops at most `dedupPrunePerCommandMax` records that expired at `clockMs`, oldest first. */
+export function dedupPrune(writer: KvWriter, clockMs: number, limits: MvccLimits): void {
+  const horizonMs = clockMs - limits.dedupWindowMs;
+  if (horizonMs <= 0) return;
+  const range = { start: tablePrefix.expiry, end: expiryKey(horizonMs, emptyBytes) };
+  const doomed: Uint8Array[] = [];
+  for (const entry of writer.range(range)) {
+    doomed.push(entry.key);
+    if (doomed.length >= limits.dedupPrunePerCommandMax) break;
+  }
+  for (const key of doomed) {
+    writer.delete(key);
+    writer.delete(dedupKey(parseExpiryKey(key).requestId));
+  }
+}
+
+function encodeDedupRecord(record: DedupRecord): Uint8Array {
+  const json = JSON.stringify(
+    record.outcome.ok
+      ? { ok: true, result: record.outcome.result }
+      : { ok: false, error: errorToJson(record.outcome.error) },
+    (_name, value: unknown) => (value instanceof Uint8Array ? { $bytes: latin1(value) } : value),
+  );
+  return new ByteWriter(16 + json.length).u64(record.proposedAtMs).raw(utf8(json)).finish();
+}
+
+function decodeDedupRecord(bytes: Uint8Array): DedupRecord {
+  const reader = new ByteReader(bytes, 'stored', 'dedup record');
+  const proposedAtMs = reader.u64();
+  const parsed = JSON.parse(fromUtf8(reader.raw(reader.remaining)), (_name, value: unknown) => {
+    if (typeof value === 'object' && value !== null && '$bytes' in value) {
+      return fromLatin1((value as { $bytes: string }).$bytes);
+    }
+    return value;
+  }) as { ok: true; result: CommandResult } | { ok: false; error: ErrorJson };
+  const outcome: StoredOutcome = parsed.ok
+    ? { ok: true, result: parsed.result }
+    : { ok: false, error: errorFromJson(parsed.error) };
+  return { proposedAtMs, outcome };
+}
+
+interface ErrorJson {
+  readonly code: string;
+  readonly message: string;
+  readonly details: Record<string, unknown>;
+}
+
+function errorToJson(error: BatonError): ErrorJson {
+  return { code: error.code, message: error.message, details: { ...error.details } };
+}
+
+/** Rebuilds the same error class with the same message and details. */
+function errorFromJson(json: ErrorJson): BatonError {
+  const details = json.details;
+  const number = (name: string): number => {
+    const value = details[name];
+    assert(typeof value === 'number', `stored error detail ${name}`);
+    return value;
+  };
+  switch (json.code) {
+    case 'compacted':
+      return new CompactedError(number('compactRevision'));
+    case 'too_large':
+      return new TooLargeError(json.message.split(' is ')[0] ?? 'request', number('size'), number('limit'));
+    case 'precondition_failed':
+      return new PreconditionFailedError(json.message, details);
+    case 'key_not_found':
+      return new KeyNotFoundError(json.message, details);
+    case 'invalid_argument':
+      if ('currentRevision' in details) {
+        return new FutureRevisionError(number('revision'), number('currentRevision'));
+      }
+      return new InvalidArgumentError(json.message, details);
+    default:
+      return assert(false, `no rebuild for stored error code ${json.code}`) as never;
+  }
+}

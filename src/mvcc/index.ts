@@ -1,0 +1,43 @@
+// The MVCC state machine: revisions, history, transactions, compaction, Request-ID dedup and
+// snapshots over a small ordered KvEngine (LMDB in src/storage, MemoryEngine here).
+export { MvccStore } from './store.js';
+export type { MvccSnapshot } from './store.js';
+export { MemoryEngine } from './memory-engine.js';
+export { encodeCommand, decodeCommand } from './command-codec.js';
+export { ContentHasher } from './content-hash.js';
+export { encodeSnapshot, decodeSnapshot } from './snapshot-stream.js';
+export { compareBytes, utf8, fromUtf8 } from './bytes.js';
+export { compareOperators, compareTargets, defaultMvccLimits } from './types.js';
+export type {
+  ApplyOutcome,
+  Command,
+  CommandEnvelope,
+  CommandResult,
+  CommandType,
+  CompactOp,
+  CompactResult,
+  Compare,
+  CompareOperator,
+  CompareTarget,
+  DeleteLeaseKeysOp,
+  DeleteLeaseKeysResult,
+  DeleteOp,
+  DeleteResult,
+  KeyValue,
+  KvEngine,
+  KvEntry,
+  KvRange,
+  KvReader,
+  KvWriter,
+  MvccEvent,
+  MvccLimits,
+  MvccMeta,
+  PutOp,
+  PutResult,
+  RangeRequest,
+  RangeResult,
+  TxnOp,
+  TxnOpResult,
+  TxnRequest,
+  TxnResult,
+} from './types.js';

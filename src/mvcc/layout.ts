@@ -1,0 +1,102 @@
+// Where everything lives in the engine's single ordered key space. One byte of prefix per table;
+// integers are big-endian so byte order is numeric order.
+//
+//   0x01                                  meta (applied index, revision, ...): sorts first, so a
+//                                         snapshot stream starts with it
+//   'd' requestId                         dedup record (outcome of a mutation with a Request-ID)
+//   'e' proposedAtMs:8 requestId          dedup expiry index, oldest first
+//   'h' revision:8 seq:4                  history: the events of each revision, in order
+//   'k' key                               current value and metadata of each live key
+//   'l' lease:8 key                       which keys a lease holds
+//   'r' escaped(key) 00 00 revision:8     per-key revision index -> seq of the event in 'h'
+import { assert } from '../base/assert.js';
+import {
+  concatBytes,
+  escapeKey,
+  escapedKeyEnd,
+  prefixEnd,
+  readU32,
+  readU64,
+  u64Bytes,
+  unescapeKey,
+  writeU32,
+  writeU64,
+} from './bytes.js';
+import type { KvRange } from './types.js';
+
+export const metaKey = Uint8Array.of(0x01);
+export const tablePrefix = {
+  dedup: Uint8Array.of(0x64),
+  expiry: Uint8Array.of(0x65),
+  history: Uint8Array.of(0x68),
+  current: Uint8Array.of(0x6b),
+  lease: Uint8Array.of(0x6c),
+  revisionIndex: Uint8Array.of(0x72),
+} as const;
+
+export function tableRange(prefix: Uint8Array): KvRange {
+  return { start: prefix, end: prefixEnd(prefix) };
+}
+
+export function currentKey(key: Uint8Array): Uint8Array {
+  return concatBytes([tablePrefix.current, key]);
+}
+
+/** The user keys in [start, end) as a range of the current table. */
+export function currentRange(range: KvRange): KvRange {
+  return { start: currentKey(range.start), end: currentKey(range.end) };
+}
+
+export function historyKey(revision: number, seq: number): Uint8Array {
+  const out = new Uint8Array(13);
+  out[0] = tablePrefix.history[0] as number;
+  writeU64(out, 1, revision);
+  writeU32(out, 9, seq);
+  return out;
+}
+
+export function parseHistoryKey(engineKey: Uint8Array): { revision: number; seq: number } {
+  assert(engineKey.length === 13 && engineKey[0] === tablePrefix.history[0], 'history key');
+  return { revision: readU64(engineKey, 1), seq: readU32(engineKey, 9) };
+}
+
+export function revisionIndexKey(key: Uint8Array, revision: number): Uint8Array {
+  return concatBytes([tablePrefix.revisionIndex, escapeKey(key), escapedKeyEnd, u64Bytes(revision)]);
+}
+
+/** Every revision-index entry of the user keys in [start, end). */
+export function revisionIndexRange(range: KvRange): KvRange {
+  return {
+    start: concatBytes([tablePrefix.revisionIndex, escapeKey(range.start)]),
+    end: concatBytes([tablePrefix.revisionIndex, escapeKey(range.end)]),
+  };
+}
+
+export function parseRevisionIndexKey(engineKey: Uint8Array): { key: Uint8Array; revision: number } {
+  assert(engineKey[0] === tablePrefix.revisionIndex[0], 'revision index key');
+  const { key, next } = unescapeKey(engineKey, 1);
+  assert(next + 8 === engineKey.length, 'revision index key length');
+  return { key, revision: readU64(engineKey, next) };
+}
+
+export function leaseKey(lease: number, key: Uint8Array): Uint8Array {
+  return concatBytes([tablePrefix.lease, u64Bytes(lease), key]);
+}
+
+export function leaseRange(lease: number): KvRange {
+  const start = concatBytes([tablePrefix.lease, u64Bytes(lease)]);
+  return { start, end: prefixEnd(start) };
+}
+
+export function dedupKey(requestId: Uint8Array): Uint8Array {
+  return concatBytes([tablePrefix.dedup, requestId]);
+}
+
+export function expiryKey(proposedAtMs: number, requestId: Uint8Array): Uint8Array {
+  return concatBytes([tablePrefix.expiry, u64Bytes(proposedAtMs), requestId]);
+}
+
+export function parseExpiryKey(engineKey: Uint8Array): { proposedAtMs: number; requestId: Uint8Array } {
+  assert(engineKey[0] === tablePrefix.expiry[0] && engineKey.length >= 9, 'expiry key');
+  return { proposedAtMs: readU64(engineKey, 1), requestId: engineKey.slice(9) };
+}

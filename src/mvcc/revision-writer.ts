@@ -1,0 +1,75 @@
+// Writes one revision's changes: each put or delete updates the current table, the lease index,
+// and appends an event to history plus its per-key revision-index entry. A command that changes
+// nothing leaves the revision where it was.
+import { assert } from '../base/assert.js';
+import { emptyBytes, u64Bytes, writeU32 } from './bytes.js';
+import { currentKey, historyKey, leaseKey, revisionIndexKey } from './layout.js';
+import { decodeRecord, encodeEvent, encodeRecord, tombstone } from './records.js';
+import type { KeyValue, KvWriter, MvccEvent } from './types.js';
+
+export class RevisionWriter {
+  /** Events written so far in this revision; their seq is their position. */
+  private eventCount = 0;
+
+  constructor(
+    readonly writer: KvWriter,
+    /** The cell revision before this command. */
+    readonly baseRevision: number,
+  ) {
+    u64Bytes(baseRevision + 1); // asserts the next revision is representable
+  }
+
+  get revision(): number {
+    return this.baseRevision + 1;
+  }
+
+  /** The revision the command ends at: the next one only if something changed. */
+  get finalRevision(): number {
+    return this.eventCount > 0 ? this.revision : this.baseRevision;
+  }
+
+  current(keyBytes: Uint8Array, key: string): KeyValue | null {
+    const stored = this.writer.get(currentKey(keyBytes));
+    return stored === undefined ? null : decodeRecord(key, stored);
+  }
+
+  put(keyBytes: Uint8Array, update: { key: string; value: Uint8Array; lease: number }): KeyValue {
+    const prev = this.current(keyBytes, update.key);
+    assert(prev === null || prev.modRevision < this.revision, 'one write per key per revision');
+    const kv: KeyValue = {
+      key: update.key,
+      value: update.value,
+      version: prev === null ? 1 : prev.version + 1,
+      createRevision: prev === null ? this.revision : prev.createRevision,
+      modRevision: this.revision,
+      lease: update.lease,
+    };
+    this.writer.put(currentKey(keyBytes), encodeRecord(kv));
+    if (prev !== null && prev.lease !== 0 && prev.lease !== kv.lease) {
+      this.writer.delete(leaseKey(prev.lease, keyBytes));
+    }
+    if (kv.lease !== 0 && prev?.lease !== kv.lease) this.writer.put(leaseKey(kv.lease, keyBytes), emptyBytes);
+    this.appendEvent(keyBytes, { type: 'put', revision: this.revision, kv, prevKv: prev });
+    return kv;
+  }
+
+  /** Returns false when the key was absent (no event). */
+  delete(keyBytes: Uint8Array, key: string): boolean {
+    const prev = this.current(keyBytes, key);
+    if (prev === null) return false;
+    assert(prev.modRevision < this.revision, 'one write per key per revision');
+    this.writer.delete(currentKey(keyBytes));
+    if (prev.lease !== 0) this.writer.delete(leaseKey(prev.lease, keyBytes));
+    const kv = tombstone(key, this.revision);
+    this.appendEvent(keyBytes, { type: 'delete', revision: this.revision, kv, prevKv: prev });
+    return true;
+  }
+
+  private appendEvent(keyBytes: Uint8Array, event: MvccEvent): void {
+    const seq = this.eventCount++;
+    this.writer.put(historyKey(event.revision, seq), encodeEvent(event));
+    const pointer = new Uint8Array(4);
+    writeU32(pointer, 0, seq);
+    this.writer.put(revisionIndexKey(keyBytes, event.revision), pointer);
+  }
+}

@@ -1,0 +1,222 @@
+// The MVCC state machine: applies committed Raft entries in batches (one storage transaction per
+// batch, the applied index written with the state it produced), answers reads, and produces and
+// installs snapshots. Synchronous and deterministic: the same entries give the same bytes.
+import { assert } from '../base/assert.js';
+import { BatonError } from '../base/errors.js';
+import { EntryType, type Entry } from '../raft/types.js';
+import { applyCommand } from './apply-command.js';
+import { decodeCommand } from './command-codec.js';
+import { ContentHasher } from './content-hash.js';
+import { dedupLookup, dedupPrune, dedupRecord, type StoredOutcome } from './dedup.js';
+import { metaKey } from './layout.js';
+import { readEvents, readLeaseKeys, readRange, type ReadContext } from './read.js';
+import { decodeMeta, encodeMeta, initialMeta } from './records.js';
+import { decodeSnapshot, encodeSnapshot } from './snapshot-stream.js';
+import { utf8 } from './bytes.js';
+import { validateCount, validateRequestId } from './validate.js';
+import {
+  defaultMvccLimits,
+  type ApplyOutcome,
+  type KvEngine,
+  type KvEntry,
+  type KvWriter,
+  type MvccEvent,
+  type MvccLimits,
+  type MvccMeta,
+  type RangeRequest,
+  type RangeResult,
+} from './types.js';
+
+export interface MvccSnapshot {
+  /** The view's applied index and term (read from the same view as the chunks). */
+  readonly appliedIndex: number;
+  readonly appliedTerm: number;
+  /** Consume it fully or call `return()` on its iterator: it holds a read view open. */
+  readonly chunks: Iterable<Uint8Array>;
+}
+
+export class MvccStore {
+  private meta: MvccMeta;
+
+  constructor(
+    private readonly engine: KvEngine,
+    readonly limits: MvccLimits = defaultMvccLimits,
+  ) {
+    this.meta = loadMeta(engine);
+  }
+
+  get appliedIndex(): number {
+    return this.meta.appliedIndex;
+  }
+  get appliedTerm(): number {
+    return this.meta.appliedTerm;
+  }
+  get revision(): number {
+    return this.meta.revision;
+  }
+  get compactRevision(): number {
+    return this.meta.compactRevision;
+  }
+
+  /**
+   * Applies committed entries in one storage transaction and returns each one's outcome, in
+   * order. Entries at or below the applied index were applied before (a replay after a crash)
+   * and are skipped; anything else must follow the applied index without a gap.
+   */
+  applyBatch(entries: readonly Entry[]): ApplyOutcome[] {
+    const fresh = entries.filter((entry) => entry.index > this.meta.appliedIndex);
+    if (fresh.length === 0) return [];
+    let meta = this.meta;
+    const outcomes = this.engine.write((writer) => {
+      const list: ApplyOutcome[] = [];
+      for (const entry of fresh) {
+        assert(entry.index === meta.appliedIndex + 1, `apply gap: ${meta.appliedIndex} -> ${entry.index}`);
+        assert(entry.term >= meta.appliedTerm, 'applied terms never decrease');
+        const applied = this.applyEntry(writer, meta, entry);
+        list.push(applied.outcome);
+        meta = { ...applied.meta, appliedIndex: entry.index, appliedTerm: entry.term };
+      }
+      writer.put(metaKey, encodeMeta(meta));
+      return list;
+    });
+    this.meta = meta;
+    return outcomes;
+  }
+
+  private applyEntry(
+    writer: KvWriter,
+    meta: MvccMeta,
+    entry: Entry,
+  ): { outcome: ApplyOutcome; meta: MvccMeta } {
+    const base = { index: entry.index, term: entry.term };
+    // Leader no-ops and membership changes advance the applied index only.
+    if (entry.type === EntryType.config || entry.data.length === 0) {
+      return { outcome: { type: 'noop', ...base }, meta };
+    }
+    let envelope;
+    try {
+      envelope = decodeCommand(entry.data, this.limits);
+    } catch (error) {
+      if (!(error instanceof BatonError)) throw error;
+      const outcome = { type: 'failed', ...base, duplicate: false, requestId: null, error } as const;
+      return { outcome, meta };
+    }
+    const clockMs = Math.max(meta.dedupClockMs, envelope.proposedAtMs);
+    let next: MvccMeta = { ...meta, dedupClockMs: clockMs };
+    dedupPrune(writer, clockMs, this.limits);
+    const requestId = envelope.requestId ?? null;
+    const requestIdBytes = requestId === null ? null : utf8(requestId);
+    if (requestIdBytes !== null) {
+      const earlier = dedupLookup(writer, { requestId: requestIdBytes, clockMs }, this.limits);
+      if (earlier !== null) {
+        return { outcome: toOutcome(earlier, { ...base, requestId, duplicate: true }), meta: next };
+      }
+    }
+    let stored: StoredOutcome;
+    try {
+      const applied = applyCommand(writer, { meta: next, limits: this.limits }, envelope.op);
+      next = applied.meta;
+      stored = { ok: true, result: applied.result };
+    } catch (error) {
+      if (!(error instanceof BatonError)) throw error;
+      stored = { ok: false, error };
+    }
+    if (requestIdBytes !== null) {
+      dedupRecord(writer, { requestId: requestIdBytes, proposedAtMs: envelope.proposedAtMs }, stored);
+    }
+    return { outcome: toOutcome(stored, { ...base, requestId, duplicate: false }), meta: next };
+  }
+
+  /** A read at the current revision or a retained past one (serializable: local state). */
+  range(request: RangeRequest): RangeResult {
+    return readRange(this.readContext(), request, false);
+  }
+
+  /** Events at or after `startRevision`, in order (watch catch-up). */
+  events(options: { startRevision: number; limit: number }): MvccEvent[] {
+    return readEvents(this.readContext(), options);
+  }
+
+  keysOfLease(lease: number): string[] {
+    validateCount(lease, 'lease');
+    return readLeaseKeys(this.engine, lease);
+  }
+
+  /** Whether `requestId` has a recorded outcome that a retry proposed at `atMs` would get. */
+  hasRequest(requestId: string, atMs: number): boolean {
+    const requestIdBytes = validateRequestId(requestId, this.limits);
+    const clockMs = Math.max(this.meta.dedupClockMs, atMs);
+    return dedupLookup(this.engine, { requestId: requestIdBytes, clockMs }, this.limits) !== null;
+  }
+
+  /**
+   * Content hash of the logical state: every key, all retained history, indexes, the dedup table,
+   * revision and compact revision; the applied index and term only when asked.
+   */
+  hash(options: { includeAppliedIndex?: boolean } = {}): string {
+    const hasher = new ContentHasher();
+    let meta: MvccMeta = initialMeta;
+    for (const entry of this.engine.snapshotEntries()) {
+      if (entry.key.length === 1 && entry.key[0] === metaKey[0]) {
+        meta = decodeMeta(entry.value);
+        continue;
+      }
+      hasher.updateField(entry.key).updateField(entry.value);
+    }
+    hasher.updateNumber(meta.revision).updateNumber(meta.compactRevision);
+    hasher.updateNumber(meta.dedupClockMs);
+    if (options.includeAppliedIndex === true) {
+      hasher.updateNumber(meta.appliedIndex).updateNumber(meta.appliedTerm);
+    }
+    return hasher.digest();
+  }
+
+  /** A consistent stream of the whole store at its applied index, in bounded chunks. */
+  snapshot(options: { chunkBytesMax?: number } = {}): MvccSnapshot {
+    const entries = this.engine.snapshotEntries()[Symbol.iterator]();
+    // The first entry opens the view and is the meta record (0x01 sorts first).
+    const first = entries.next();
+    const meta = first.done === true ? initialMeta : readMetaEntry(first.value);
+    const all: Iterable<KvEntry> = {
+      *[Symbol.iterator]() {
+        try {
+          if (first.done !== true) yield first.value;
+          for (let next = entries.next(); next.done !== true; next = entries.next()) yield next.value;
+        } finally {
+          entries.return?.();
+        }
+      },
+    };
+    const chunks = encodeSnapshot(all, options.chunkBytesMax ?? 1024 * 1024);
+    return { appliedIndex: meta.appliedIndex, appliedTerm: meta.appliedTerm, chunks };
+  }
+
+  /** Replaces the whole store with a snapshot stream, atomically (all or nothing). */
+  restore(chunks: Iterable<Uint8Array>): void {
+    this.engine.replaceAll(decodeSnapshot(chunks));
+    this.meta = loadMeta(this.engine);
+  }
+
+  private readContext(): ReadContext {
+    return { reader: this.engine, meta: this.meta, limits: this.limits };
+  }
+}
+
+function loadMeta(engine: KvEngine): MvccMeta {
+  const stored = engine.get(metaKey);
+  return stored === undefined ? initialMeta : decodeMeta(stored);
+}
+
+function readMetaEntry(entry: KvEntry): MvccMeta {
+  assert(entry.key.length === 1 && entry.key[0] === metaKey[0], 'a snapshot starts with meta');
+  return decodeMeta(entry.value);
+}
+
+function toOutcome(
+  stored: StoredOutcome,
+  base: { index: number; term: number; requestId: string | null; duplicate: boolean },
+): ApplyOutcome {
+  return stored.ok
+    ? { type: 'applied', ...base, result: stored.result }
+    : { type: 'failed', ...base, error: stored.error };
+}

@@ -1,0 +1,255 @@
+// The MVCC state machine's vocabulary: the ordered byte store it runs on (KvEngine), the
+// commands that reach it through the Raft log, and the answers it gives (shaped like api.md).
+import type { BatonError } from '../base/errors.js';
+
+// ---------------------------------------------------------------------------------------------
+// The engine: a small synchronous ordered byte store. LMDB implements it in src/storage; an
+// in-memory one (memory-engine.ts) serves the simulator and fast tests.
+
+export interface KvEntry {
+  readonly key: Uint8Array;
+  readonly value: Uint8Array;
+}
+
+/** Keys in [start, end), ascending by unsigned byte order. */
+export interface KvRange {
+  readonly start: Uint8Array;
+  readonly end: Uint8Array;
+}
+
+export interface KvReader {
+  get(key: Uint8Array): Uint8Array | undefined;
+  /** Ascending. The caller consumes the iterable before writing: no writes while iterating. */
+  range(range: KvRange): Iterable<KvEntry>;
+}
+
+export interface KvWriter extends KvReader {
+  put(key: Uint8Array, value: Uint8Array): void;
+  delete(key: Uint8Array): void;
+}
+
+export interface KvEngine extends KvReader {
+  /**
+   * Runs `body` in one atomic write transaction: reads inside see the writes made so far; if
+   * `body` throws, nothing of it is kept. A durable engine has committed to disk on return.
+   */
+  write<T>(body: (writer: KvWriter) => T): T;
+  /** Every entry, ascending, from one consistent view taken when iteration starts. */
+  snapshotEntries(): Iterable<KvEntry>;
+  /** Atomically replaces every entry; if `entries` throws, the old content stays. */
+  replaceAll(entries: Iterable<KvEntry>): void;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data model.
+
+export interface KeyValue {
+  readonly key: string;
+  /** Empty when the read asked for keysOnly. */
+  readonly value: Uint8Array;
+  /** 1 on create, +1 per update; a delete-then-create starts again at 1. */
+  readonly version: number;
+  /** Also the key's fencing token: it changes only when the key is created anew. */
+  readonly createRevision: number;
+  readonly modRevision: number;
+  /** 0 = no lease. */
+  readonly lease: number;
+}
+
+export interface MvccEvent {
+  readonly type: 'put' | 'delete';
+  readonly revision: number;
+  /** For a delete: the key, an empty value, version 0 and modRevision = the delete's revision. */
+  readonly kv: KeyValue;
+  readonly prevKv: KeyValue | null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands (what travels in the Raft log) and reads.
+
+export interface PutOp {
+  readonly type: 'put';
+  readonly key: string;
+  readonly value: Uint8Array;
+  readonly lease?: number;
+  /** The key's version must equal this; 0 = create only if absent. Not allowed inside a txn. */
+  readonly ifVersion?: number;
+  /** The key's modRevision must equal this. Not allowed inside a txn. */
+  readonly ifRevision?: number;
+}
+
+export interface DeleteOp {
+  readonly type: 'delete';
+  readonly key: string;
+  readonly prefix?: boolean;
+  readonly ifVersion?: number;
+  readonly ifRevision?: number;
+}
+
+export interface RangeRequest {
+  readonly type: 'get';
+  readonly key: string;
+  readonly prefix?: boolean;
+  /** 0 or absent = no limit. */
+  readonly limit?: number;
+  readonly keysOnly?: boolean;
+  readonly countOnly?: boolean;
+  /** 0 or absent = the current revision. Not allowed inside a txn. */
+  readonly revision?: number;
+}
+
+export const compareTargets = ['version', 'createRevision', 'modRevision', 'value', 'lease'] as const;
+export type CompareTarget = (typeof compareTargets)[number];
+export const compareOperators = ['==', '!=', '<', '>'] as const;
+export type CompareOperator = (typeof compareOperators)[number];
+
+export interface Compare {
+  readonly key: string;
+  readonly target: CompareTarget;
+  readonly op: CompareOperator;
+  /** A Uint8Array for target `value`, a number otherwise. */
+  readonly value: number | Uint8Array;
+}
+
+export type TxnOp = PutOp | RangeRequest | DeleteOp;
+
+export interface TxnRequest {
+  readonly type: 'txn';
+  readonly compare: readonly Compare[];
+  readonly success: readonly TxnOp[];
+  readonly failure: readonly TxnOp[];
+}
+
+export interface CompactOp {
+  readonly type: 'compact';
+  readonly revision: number;
+}
+
+/** Deletes every key attached to `lease`, as one revision (a lease revoke or expiry). */
+export interface DeleteLeaseKeysOp {
+  readonly type: 'deleteLeaseKeys';
+  readonly lease: number;
+}
+
+export type Command = PutOp | DeleteOp | TxnRequest | CompactOp | DeleteLeaseKeysOp;
+export type CommandType = Command['type'];
+
+/** What a Raft entry's data carries. */
+export interface CommandEnvelope {
+  /** Opaque, ≤ 128 UTF-8 bytes; a retry with the same id returns the first outcome. */
+  readonly requestId?: string;
+  /** The leader's clock when it proposed the entry: the only clock the dedup window uses. */
+  readonly proposedAtMs: number;
+  readonly op: Command;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answers.
+
+export interface PutResult {
+  readonly type: 'put';
+  readonly created: boolean;
+  readonly version: number;
+  readonly revision: number;
+  readonly fencingToken: number;
+}
+
+export interface DeleteResult {
+  readonly type: 'delete';
+  readonly deleted: number;
+  readonly revision: number;
+}
+
+export interface RangeResult {
+  readonly type: 'get';
+  readonly revision: number;
+  readonly count: number;
+  readonly more: boolean;
+  readonly kvs: readonly KeyValue[];
+}
+
+export type TxnOpResult = PutResult | DeleteResult | RangeResult;
+
+export interface TxnResult {
+  readonly type: 'txn';
+  readonly succeeded: boolean;
+  readonly revision: number;
+  readonly results: readonly TxnOpResult[];
+}
+
+export interface CompactResult {
+  readonly type: 'compact';
+  readonly revision: number;
+  readonly compactRevision: number;
+}
+
+export interface DeleteLeaseKeysResult {
+  readonly type: 'deleteLeaseKeys';
+  readonly deleted: number;
+  readonly revision: number;
+}
+
+export type CommandResult =
+  | PutResult
+  | DeleteResult
+  | TxnResult
+  | CompactResult
+  | DeleteLeaseKeysResult;
+
+interface OutcomeBase {
+  readonly index: number;
+  readonly term: number;
+}
+
+/** One committed entry's outcome, in entry order. `duplicate`: answered from the dedup table. */
+export type ApplyOutcome =
+  | (OutcomeBase & { readonly type: 'noop' })
+  | (OutcomeBase & {
+      readonly type: 'applied';
+      readonly duplicate: boolean;
+      readonly requestId: string | null;
+      readonly result: CommandResult;
+    })
+  | (OutcomeBase & {
+      readonly type: 'failed';
+      readonly duplicate: boolean;
+      readonly requestId: string | null;
+      readonly error: BatonError;
+    });
+
+// ---------------------------------------------------------------------------------------------
+// Limits. Every replica must use the same values: they decide what a committed entry does.
+
+export interface MvccLimits {
+  readonly keyBytesMax: number;
+  readonly valueBytesMax: number;
+  /** Operations + compares in one txn (nested ops count once each). */
+  readonly txnOpsMax: number;
+  /** An encoded command (the Raft entry data). */
+  readonly requestBytesMax: number;
+  readonly requestIdBytesMax: number;
+  readonly dedupWindowMs: number;
+  /** Expired dedup records dropped per applied command: bounded work, same on every replica. */
+  readonly dedupPrunePerCommandMax: number;
+}
+
+export const defaultMvccLimits: MvccLimits = {
+  keyBytesMax: 4096,
+  valueBytesMax: 1024 * 1024,
+  txnOpsMax: 128,
+  requestBytesMax: 1536 * 1024,
+  requestIdBytesMax: 128,
+  dedupWindowMs: 10 * 60 * 1000,
+  dedupPrunePerCommandMax: 8,
+};
+
+/** The persistent bookkeeping, written in the same storage transaction as the state it describes. */
+export interface MvccMeta {
+  readonly appliedIndex: number;
+  readonly appliedTerm: number;
+  /** Invariant: revision >= compactRevision. */
+  readonly revision: number;
+  readonly compactRevision: number;
+  /** The highest proposedAtMs applied so far: "now" for dedup expiry, monotonic. */
+  readonly dedupClockMs: number;
+}

@@ -1,0 +1,168 @@
+// Validation of commands and reads against api.md's rules and the configured limits. Pure and
+// deterministic: apply runs it again on every replica, so a committed entry that breaks a limit
+// fails the same way everywhere and changes nothing.
+import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
+import { compareBytes, prefixEnd, utf8 } from './bytes.js';
+import {
+  compareOperators,
+  compareTargets,
+  type Command,
+  type Compare,
+  type DeleteOp,
+  type KvRange,
+  type MvccLimits,
+  type PutOp,
+  type RangeRequest,
+  type TxnOp,
+  type TxnRequest,
+} from './types.js';
+
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Returns the key's UTF-8 bytes. */
+export function validateKey(key: unknown, limits: MvccLimits): Uint8Array {
+  if (typeof key !== 'string' || !key.startsWith('/')) {
+    throw new InvalidArgumentError('a key is a string that begins with "/"', { key });
+  }
+  // A lone surrogate would encode as U+FFFD, so two different strings would share one key.
+  if (loneSurrogate.test(key)) throw new InvalidArgumentError('a key must be valid Unicode');
+  const bytes = utf8(key);
+  if (bytes.length > limits.keyBytesMax) throw new TooLargeError('key', bytes.length, limits.keyBytesMax);
+  return bytes;
+}
+
+export function validateValue(value: unknown, limits: MvccLimits): void {
+  if (!(value instanceof Uint8Array)) throw new InvalidArgumentError('a value is bytes');
+  if (value.length > limits.valueBytesMax) {
+    throw new TooLargeError('value', value.length, limits.valueBytesMax);
+  }
+}
+
+export function validateCount(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new InvalidArgumentError(`${what} must be a non-negative integer below 2^53`, { [what]: value });
+  }
+  return value;
+}
+
+function validateOptionalCount(value: unknown, what: string): void {
+  if (value !== undefined) validateCount(value, what);
+}
+
+export function validateRequestId(requestId: unknown, limits: MvccLimits): Uint8Array {
+  if (typeof requestId !== 'string' || requestId.length === 0) {
+    throw new InvalidArgumentError('a Request-ID is a non-empty string');
+  }
+  const bytes = utf8(requestId);
+  if (bytes.length > limits.requestIdBytesMax) {
+    throw new TooLargeError('Request-ID', bytes.length, limits.requestIdBytesMax);
+  }
+  return bytes;
+}
+
+/** The user-key range a get or delete covers: one key, or every key under a prefix. */
+export function keyRangeOf(keyBytes: Uint8Array, prefix: boolean | undefined): KvRange {
+  if (prefix === true) return { start: keyBytes, end: prefixEnd(keyBytes) };
+  return { start: keyBytes, end: Uint8Array.from([...keyBytes, 0]) };
+}
+
+export function validatePut(op: PutOp, limits: MvccLimits, inTxn: boolean): Uint8Array {
+  const key = validateKey(op.key, limits);
+  validateValue(op.value, limits);
+  validateOptionalCount(op.lease, 'lease');
+  validateOptionalCount(op.ifVersion, 'ifVersion');
+  validateOptionalCount(op.ifRevision, 'ifRevision');
+  if (inTxn && (op.ifVersion !== undefined || op.ifRevision !== undefined)) {
+    throw new InvalidArgumentError('inside a txn, use compares instead of ifVersion/ifRevision');
+  }
+  return key;
+}
+
+export function validateDelete(op: DeleteOp, limits: MvccLimits, inTxn: boolean): KvRange {
+  const key = validateKey(op.key, limits);
+  validateOptionalCount(op.ifVersion, 'ifVersion');
+  validateOptionalCount(op.ifRevision, 'ifRevision');
+  const conditional = op.ifVersion !== undefined || op.ifRevision !== undefined;
+  if (conditional && (inTxn || op.prefix === true)) {
+    throw new InvalidArgumentError('ifVersion/ifRevision apply to a single-key delete outside a txn');
+  }
+  return keyRangeOf(key, op.prefix);
+}
+
+export function validateRange(request: RangeRequest, limits: MvccLimits, inTxn: boolean): KvRange {
+  const key = validateKey(request.key, limits);
+  validateOptionalCount(request.limit, 'limit');
+  validateOptionalCount(request.revision, 'revision');
+  if (inTxn && request.revision !== undefined && request.revision !== 0) {
+    throw new InvalidArgumentError('a get inside a txn reads the txn revision');
+  }
+  return keyRangeOf(key, request.prefix);
+}
+
+function validateCompare(compare: Compare, limits: MvccLimits): void {
+  validateKey(compare.key, limits);
+  if (!compareTargets.includes(compare.target)) {
+    throw new InvalidArgumentError(`unknown compare target ${String(compare.target)}`);
+  }
+  if (!compareOperators.includes(compare.op)) {
+    throw new InvalidArgumentError(`unknown compare operator ${String(compare.op)}`);
+  }
+  if (compare.target === 'value') validateValue(compare.value, limits);
+  else validateCount(compare.value, compare.target);
+}
+
+/** One branch's writes may not touch a key twice: the whole txn is one revision. */
+function validateTxnBranch(ops: readonly TxnOp[], limits: MvccLimits): void {
+  const putKeys: Uint8Array[] = [];
+  const deleteRanges: KvRange[] = [];
+  for (const op of ops) {
+    if (op.type === 'put') putKeys.push(validatePut(op, limits, true));
+    else if (op.type === 'delete') deleteRanges.push(validateDelete(op, limits, true));
+    else if (op.type === 'get') validateRange(op, limits, true);
+    else throw new InvalidArgumentError(`unknown txn operation ${String((op as TxnOp).type)}`);
+  }
+  const sorted = [...putKeys].sort(compareBytes);
+  for (let i = 1; i < sorted.length; i++) {
+    if (compareBytes(sorted[i - 1] as Uint8Array, sorted[i] as Uint8Array) === 0) {
+      throw new InvalidArgumentError('a txn branch puts the same key twice');
+    }
+  }
+  for (const key of putKeys) {
+    for (const range of deleteRanges) {
+      if (compareBytes(key, range.start) >= 0 && compareBytes(key, range.end) < 0) {
+        throw new InvalidArgumentError('a txn branch puts and deletes the same key');
+      }
+    }
+  }
+}
+
+export function validateTxn(txn: TxnRequest, limits: MvccLimits): void {
+  const count = txn.compare.length + txn.success.length + txn.failure.length;
+  if (count > limits.txnOpsMax) throw new TooLargeError('txn operations and compares', count, limits.txnOpsMax);
+  for (const compare of txn.compare) validateCompare(compare, limits);
+  validateTxnBranch(txn.success, limits);
+  validateTxnBranch(txn.failure, limits);
+}
+
+export function validateCommand(op: Command, limits: MvccLimits): void {
+  switch (op.type) {
+    case 'put':
+      validatePut(op, limits, false);
+      return;
+    case 'delete':
+      validateDelete(op, limits, false);
+      return;
+    case 'txn':
+      validateTxn(op, limits);
+      return;
+    case 'compact':
+      validateCount(op.revision, 'revision');
+      return;
+    case 'deleteLeaseKeys':
+      validateCount(op.lease, 'lease');
+      if (op.lease === 0) throw new InvalidArgumentError('lease 0 means "no lease"');
+      return;
+    default:
+      throw new InvalidArgumentError(`unknown command ${String((op as Command).type)}`);
+  }
+}
