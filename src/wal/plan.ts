@@ -42,6 +42,8 @@ export interface FlushPlan {
   readonly cursor: SegmentCursor;
   /** Segments this plan creates, oldest first. */
   readonly created: readonly SegmentCursor[];
+  /** Whether the first new segment uses the prepared spare file. */
+  readonly usedSpare: boolean;
 }
 
 interface Frame {
@@ -54,8 +56,10 @@ export function planFlush(
   records: readonly PendingRecord[],
   before: LogState,
   config: PlanConfig,
+  sparePath: string | null = null,
 ): FlushPlan {
   assert(records.length > 0, 'a flush has records');
+  let spare = sparePath;
   const ops: WalOp[] = [];
   const created: SegmentCursor[] = [];
   let cursor = start;
@@ -70,7 +74,8 @@ export function planFlush(
     if (cursor.offset + partBytes + size > cursor.sizeBytes) {
       if (part.length > 0) cursor = emitWrite(ops, cursor, part);
       ops.push({ type: 'close', seq: cursor.seq });
-      const next = createSegment(cursor, state, config, size);
+      const next = createSegment(cursor, state, config, size, spare);
+      if (next.op.type === 'create' && next.op.sparePath !== null) spare = null;
       ops.push(next.op);
       cursor = next.cursor;
       created.push(cursor);
@@ -85,7 +90,7 @@ export function planFlush(
   }
   cursor = emitWrite(ops, cursor, part);
   assert(taken > 0 && cursor.offset <= cursor.sizeBytes);
-  return { ops, taken, cursor, created };
+  return { ops, taken, cursor, created, usedSpare: sparePath !== null && spare === null };
 }
 
 /** One write plus its fdatasync; the buffer owns its memory so it can move to the worker. */
@@ -120,6 +125,7 @@ export function createSegment(
   state: LogState,
   config: PlanConfig,
   firstRecordBytes: number,
+  spare: string | null = null,
 ): { op: WalOp; cursor: SegmentCursor } {
   const seq = previous.seq + 1;
   const firstIndex = state.lastIndex + 1;
@@ -144,7 +150,9 @@ export function createSegment(
   const sizeBytes = Math.max(config.segmentBytes, Math.ceil(needed / 4096) * 4096);
   const path = join(config.walDir, segmentFileName(seq, firstIndex));
   const tmpPath = join(config.walDir, segmentFileName(seq, firstIndex) + tmpSuffix);
-  const op: WalOp = { type: 'create', seq, path, tmpPath, sizeBytes, prefix };
+  // The spare has exactly segmentBytes: an oversized segment is filled the slow way.
+  const sparePath = sizeBytes === config.segmentBytes ? spare : null;
+  const op: WalOp = { type: 'create', seq, path, tmpPath, sizeBytes, sparePath, prefix };
   const cursor = { seq, path, firstIndex, offset: prefix.length, sizeBytes, crc: rest.crc };
   return { op, cursor };
 }

@@ -9,7 +9,7 @@ import { replaySegments } from './replay.js';
 import type { ReplayResult } from './replay.js';
 import { scanSegment } from './scan.js';
 import type { ScannedSegment } from './scan.js';
-import { parseSegmentFileName, tmpSuffix } from './segment-name.js';
+import { parseSegmentFileName, spareFileName, tmpSuffix } from './segment-name.js';
 import type { WalLogger } from './types.js';
 
 export interface RecoveryOutcome {
@@ -31,6 +31,7 @@ export async function recoverWalDir(
   for (const name of names) {
     const parsed = parseSegmentFileName(name);
     if (parsed !== null) files.push({ ...parsed, path: join(walDir, name) });
+    else if (name === spareFileName) await fsp.unlink(join(walDir, name)); // unused, no data
     else if (name.endsWith(tmpSuffix)) {
       // A segment whose creation never reached its rename: it holds no acknowledged record.
       options.logger.warn(`wal: removing unfinished segment ${join(walDir, name)}`);

@@ -4,6 +4,8 @@ import { assert } from '../base/assert.js';
 
 const namePattern = /^([0-9a-f]{16})-([0-9a-f]{16})\.wal$/;
 export const tmpSuffix = '.tmp';
+/** The next segment, zero-filled ahead of time so a rollover does not stall appends. */
+export const spareFileName = 'next.spare';
 
 function hex16(value: number): string {
   assert(Number.isSafeInteger(value) && value >= 0, 'segment numbers are counts');

@@ -75,6 +75,8 @@ export type WalOp =
       readonly path: string;
       readonly tmpPath: string;
       readonly sizeBytes: number;
+      /** A zero-filled, synced file of sizeBytes prepared ahead of time, or null to fill now. */
+      readonly sparePath: string | null;
       /** Header plus restated hard state and snapshot marker, synced before the rename. */
       readonly prefix: Uint8Array;
     }

@@ -9,9 +9,11 @@ import type { Entry, HardState, SnapshotMeta } from '../raft/index.js';
 import { encodeEntry, encodeHardState, encodeSnapshotMeta } from './codec.js';
 import { InlineExecutor, WorkerExecutor } from './executor.js';
 import { LogView } from './log-view.js';
+import { prepareSpareFile } from './io-ops.js';
 import { createSegment, planFlush } from './plan.js';
 import type { LogState, PlanConfig, SegmentCursor } from './plan.js';
 import { recoverWalDir } from './recover.js';
+import { spareFileName } from './segment-name.js';
 import { RecordType, walDefaults } from './types.js';
 import type { PendingRecord, RecoveredWal, WalExecutor, WalLogger, WalOp, WalOptions } from './types.js';
 
@@ -49,6 +51,8 @@ export class Wal {
   private closed = false;
   private durableSnapshotIndex: number;
   private counters = { saves: 0, records: 0, syncs: 0, bytesWritten: 0 };
+  // The next segment, zero-filled ahead of time; 'inUse' while a batch is renaming it into place.
+  private spare: { state: 'preparing' | 'ready' | 'inUse'; done: Promise<void> } | null = null;
 
   private constructor(
     private readonly config: PlanConfig,
@@ -58,6 +62,7 @@ export class Wal {
     private snapshot: SnapshotMeta | null,
     private cursor: SegmentCursor,
     private readonly segments: { seq: number; firstIndex: number; path: string }[],
+    private readonly logger: WalLogger,
   ) {
     this.flushedState = { lastIndex: view.lastIndex, hardState, snapshot };
     this.durableSnapshotIndex = snapshot?.index ?? 0;
@@ -92,7 +97,7 @@ export class Wal {
     } else {
       await executor.run([{ type: 'open', seq: cursor.seq, path: cursor.path }]);
     }
-    const wal = new Wal(config, executor, view, hardState, snapshotMeta, cursor, segments);
+    const wal = new Wal(config, executor, view, hardState, snapshotMeta, cursor, segments, logger);
     const recovered = { hardState, snapshotMeta, entries, truncated: outcome.truncated };
     return { wal, recovered };
   }
@@ -150,6 +155,7 @@ export class Wal {
     if (this.closed) return;
     this.closed = true;
     while (this.inFlight !== null) await this.inFlight;
+    await this.spare?.done; // left on disk; the next open removes it
     const ops: WalOp[] = [{ type: 'close', seq: this.cursor.seq }];
     await this.executor.run(ops).catch(() => undefined);
     await this.executor.close();
@@ -200,7 +206,12 @@ export class Wal {
   }
 
   private async flush(): Promise<void> {
-    const plan = this.pending.length === 0 ? null : planFlush(this.cursor, this.pending, this.flushedState, this.config);
+    const spare = this.spare?.state === 'ready' ? join(this.config.walDir, spareFileName) : null;
+    const plan =
+      this.pending.length === 0
+        ? null
+        : planFlush(this.cursor, this.pending, this.flushedState, this.config, spare);
+    if (plan?.usedSpare === true && this.spare !== null) this.spare.state = 'inUse';
     const releases = this.releases;
     this.releases = [];
     const ops: WalOp[] = plan === null ? [] : [...plan.ops];
@@ -214,6 +225,8 @@ export class Wal {
       return;
     }
     if (plan !== null) this.completePlan(plan);
+    if (plan?.usedSpare === true) this.spare = null;
+    this.prepareSpareIfDue();
     for (const release of releases) release.resolve();
     this.inFlight = null;
     this.kick();
@@ -236,6 +249,27 @@ export class Wal {
       if (op.type === 'write') this.counters.bytesWritten += op.data.length;
     }
     while ((this.waiters[0]?.target ?? Infinity) <= this.durableCount) this.waiters.shift()?.resolve();
+  }
+
+  private prepareSpareIfDue(): void {
+    if (this.spare !== null || this.closed || this.failure !== null) return;
+    if (this.cursor.offset < this.cursor.sizeBytes / 2) return;
+    const path = join(this.config.walDir, spareFileName);
+    const spare: { state: 'preparing' | 'ready' | 'inUse'; done: Promise<void> } = {
+      state: 'preparing',
+      done: Promise.resolve(),
+    };
+    spare.done = prepareSpareFile(path, this.config.segmentBytes).then(
+      () => {
+        spare.state = 'ready';
+      },
+      (error: unknown) => {
+        // Not fatal: the next rollover zero-fills on the worker instead.
+        this.logger.warn(`wal: could not prepare the next segment ahead: ${String(error)}`);
+        if (this.spare === spare) this.spare = null;
+      },
+    );
+    this.spare = spare;
   }
 
   private fail(error: Error, releases: readonly Release[]): void {

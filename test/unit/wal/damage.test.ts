@@ -19,17 +19,22 @@ async function writeLog(dir: string, count: number, seed: bigint): Promise<Entry
   const random = new SeededRandom(seed);
   const { wal } = await Wal.open(dir, sizes);
   const entries: Entry[] = [];
+  const saves: Promise<void>[] = [];
   for (let index = 1; index <= count; index++) {
     const entry = makeEntry(index, 1, randomInt(random, 20, 300));
     entries.push(entry);
-    await wal.save([entry], null);
+    // One entry per save, eight saves per group commit: many records, few fdatasyncs.
+    saves.push(wal.save([entry], null));
+    if (saves.length === 8) await Promise.all(saves.splice(0));
   }
+  await Promise.all(saves);
   await wal.close();
   return entries;
 }
 
 function segmentPaths(dir: string): string[] {
-  return readdirSync(join(dir, 'wal')).sort().map((name) => join(dir, 'wal', name));
+  const names = readdirSync(join(dir, 'wal')).filter((name) => name.endsWith('.wal'));
+  return names.sort().map((name) => join(dir, 'wal', name));
 }
 
 function recordsOf(path: string, isLast: boolean): readonly ScannedRecord[] {

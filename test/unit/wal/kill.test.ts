@@ -47,7 +47,7 @@ test('every append reported durable survives kill -9 at random moments', async (
     let maxReported = 0;
     let truncations = 0;
     for (let kill = 0; kill < 22; kill++) {
-      const durable = await runAndKill(dir, kill + 1, randomInt(random, 5, 150));
+      const durable = await runAndKill(dir, kill + 1, randomInt(random, 5, 100));
       for (const index of durable) {
         reported.add(index);
         maxReported = Math.max(maxReported, index);
