@@ -1,3 +1,19 @@
+// The Raft peer transport (issue 6). Typical wiring in the server:
+//
+//   const transport = await PeerTransport.start({
+//     memberId, clusterId, listen: { host, port }, peers,          // peers: Map<id, {host, port}>
+//     onMessages: (batch) => { for (const m of batch) raft.step(m); },
+//     onSnapshot: (incoming) => snapshots.receive(incoming),      // stream to disk, then step it
+//     reportUnreachable: (to) => raft.reportUnreachable(to),
+//     reportSnapshot: (to, ok) => raft.reportSnapshot(to, ok),
+//     logger,
+//   });
+//   transport.send(ready.messages);           // never blocks; batched per event-loop turn
+//   transport.sendSnapshot(message, chunksFromFile, totalBytes);  // big snapshots from a file
+//   transport.addPeer(id, address) / removePeer(id) on committed membership changes
+//   await transport.close();
+//
+// Wire format: the comment at the top of codec.ts.
 export type {
   IncomingSnapshot,
   PeerAddress,

@@ -12,7 +12,8 @@ export const defaultTransportLimits: TransportLimits = {
   frameBytesTarget: 256 * 1024,
   frameMessagesMax: 64 * 1024,
   messageItemsMax: 64 * 1024,
-  // Raft tolerates loss, not unbounded memory: a stuck peer costs at most this much.
+  // Raft tolerates loss, not unbounded memory. Worst case per peer: a full queue, plus one
+  // flushed queue on top of socketBufferedBytesMax in the socket (about 72 MiB by default).
   queueMessagesMax: 8192,
   queueBytesMax: 32 * mebibyte,
   socketBufferedBytesMax: 8 * mebibyte,

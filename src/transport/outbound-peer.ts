@@ -155,6 +155,11 @@ export class OutboundPeer {
     this.socket = socket;
     const reader = new FrameReader(controlFrameBytesMax); // the listener only replies
     let accepted = false;
+    // An unanswered SYN or handshake would otherwise hold the queue for the OS's connect timeout.
+    socket.setTimeout(this.context.limits.handshakeTimeoutMs, () => {
+      this.context.logger.warn({ peer: this.id }, 'peer did not answer in time');
+      socket.destroy();
+    });
     socket.on('connect', () => {
       // Messages follow the handshake at once: waiting a round trip for the reply would delay
       // the first heartbeat; if the listener refuses, it discards them and Raft resends.
@@ -175,6 +180,7 @@ export class OutboundPeer {
           if (!reply.accepted) throw new TransportError('rejected', reply.reason);
           accepted = true;
           this.failures = 0;
+          socket.setTimeout(0); // from here on, stalled writes are watched by flush()
         }
       } catch (error) {
         this.context.logger.warn({ peer: this.id, error: String(error) }, 'peer refused us');
