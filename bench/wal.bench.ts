@@ -89,8 +89,9 @@ async function walRun(appenders: number): Promise<WalRun> {
 
 async function main(): Promise<void> {
   const raw = median(Array.from({ length: runs }, rawSyncRate));
-  console.log(`disk: 4 KiB write + fdatasync, preallocated file: ${Math.round(raw)}/s (median of ${runs})`);
-  console.log(`WAL: ${entryBytes}-byte entries, one entry per save, worker-thread fdatasync, 64 MiB segments`);
+  const rawRate = Math.round(raw);
+  console.log(`disk: 4 KiB write + fdatasync, preallocated file: ${rawRate}/s (median of ${runs})`);
+  console.log(`WAL: ${entryBytes}-byte entries, one per save, worker fdatasync, 64 MiB segments`);
   console.log('appenders | appends/s | fdatasyncs/s | appends per fdatasync | p50 save latency');
   for (const appenders of [1, 16, 256]) {
     const results: WalRun[] = [];
@@ -101,7 +102,8 @@ async function main(): Promise<void> {
     const latency = median(results.map((r) => r.latencyMsP50));
     console.log(
       `${String(appenders).padStart(9)} | ${String(Math.round(appends)).padStart(9)} | ` +
-        `${String(Math.round(syncs)).padStart(12)} | ${ratio.toFixed(1).padStart(21)} | ${latency.toFixed(2)} ms`,
+        `${String(Math.round(syncs)).padStart(12)} | ${ratio.toFixed(1).padStart(21)} | ` +
+        `${latency.toFixed(2)} ms`,
     );
   }
 }

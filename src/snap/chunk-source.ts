@@ -24,7 +24,10 @@ export class SnapshotChunkSource {
   }
 
   /** Opens a snapshot file for sending; it is verified first so damage is never shipped. */
-  static async open(path: string, options: { chunkBytes?: number } = {}): Promise<SnapshotChunkSource> {
+  static async open(
+    path: string,
+    options: { chunkBytes?: number } = {},
+  ): Promise<SnapshotChunkSource> {
     const chunkBytes = options.chunkBytes ?? snapDefaults.chunkBytes;
     assert(chunkBytes >= 1, 'chunks hold bytes');
     const { meta, sizeBytes } = await verifySnapshotFile(path);

@@ -15,7 +15,11 @@ export async function syncDir(dir: string): Promise<void> {
   }
 }
 
-export async function writeAll(handle: FileHandle, data: Uint8Array, position: number): Promise<void> {
+export async function writeAll(
+  handle: FileHandle,
+  data: Uint8Array,
+  position: number,
+): Promise<void> {
   let done = 0;
   while (done < data.length) {
     const { bytesWritten } = await handle.write(data, done, data.length - done, position + done);
@@ -36,7 +40,8 @@ export async function parseFile(
   const handle = await fsp.open(path, 'r');
   try {
     const { size } = await handle.stat();
-    const buffer = Buffer.allocUnsafe(Math.min(options.readBytes ?? 1024 * 1024, Math.max(size, 1)));
+    const readBytes = options.readBytes ?? 1024 * 1024;
+    const buffer = Buffer.allocUnsafe(Math.min(readBytes, Math.max(size, 1)));
     let position = 0;
     while (position < size) {
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
@@ -52,7 +57,9 @@ export async function parseFile(
 }
 
 /** Verifies a whole snapshot file and returns its metadata (the data is not kept). */
-export async function verifySnapshotFile(path: string): Promise<{ meta: SnapshotMeta; sizeBytes: number }> {
+export async function verifySnapshotFile(
+  path: string,
+): Promise<{ meta: SnapshotMeta; sizeBytes: number }> {
   const { parser, sizeBytes } = await parseFile(path);
   assert(parser.meta !== null, 'a complete file has metadata');
   return { meta: parser.meta, sizeBytes };

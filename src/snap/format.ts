@@ -17,9 +17,13 @@ const blockHeaderBytes = 8;
 const endBytes = 16;
 const metaBytesMax = 1024 * 1024;
 
-export function encodeSnapshotHead(meta: SnapshotMeta, blockBytesMax: number): { bytes: Buffer; crc: number } {
+export function encodeSnapshotHead(
+  meta: SnapshotMeta,
+  blockBytesMax: number,
+): { bytes: Buffer; crc: number } {
   assert(blockBytesMax >= 1 && blockBytesMax <= 0x7fff_ffff, 'block size fits a u32');
-  const json = Buffer.from(JSON.stringify({ index: meta.index, term: meta.term, confState: meta.confState }));
+  const { index, term, confState } = meta;
+  const json = Buffer.from(JSON.stringify({ index, term, confState }));
   const bytes = Buffer.alloc(snapHeaderBytes + json.length);
   magic.copy(bytes, 0);
   bytes.writeUInt32LE(formatVersion, 8);
@@ -164,7 +168,7 @@ export class SnapshotParser {
       this.state = 'end';
       return;
     }
-    if (length > this.blockBytesMax) this.fail(start, `block of ${length} bytes is over the maximum`);
+    if (length > this.blockBytesMax) this.fail(start, `block of ${length} bytes is too large`);
     this.blockStart = start;
     this.blockRemaining = length;
     this.blockCrcExpected = unit.readUInt32LE(4);
@@ -186,7 +190,9 @@ export class SnapshotParser {
 
   private readEnd(unit: Buffer, start: number): void {
     this.crc = crc32(unit, this.crc);
-    if (this.crc !== this.blockCrcExpected) this.fail(this.blockStart, 'end record checksum mismatch');
+    if (this.crc !== this.blockCrcExpected) {
+      this.fail(this.blockStart, 'end record checksum mismatch');
+    }
     if (readU64(unit, 0) !== this.dataBytes) this.fail(start, 'end record disagrees on data size');
     this.verifiedOffset = this.offset;
     this.state = 'done';

@@ -1,7 +1,12 @@
 export { SnapshotStore } from './store.js';
 export { SnapshotChunkSource } from './chunk-source.js';
 export { SnapshotReceiver, receiveSnapshot } from './receiver.js';
-export { SnapshotParser, SnapshotBlockEncoder, encodeSnapshotHead, isSnapshotMeta } from './format.js';
+export {
+  SnapshotParser,
+  SnapshotBlockEncoder,
+  encodeSnapshotHead,
+  isSnapshotMeta,
+} from './format.js';
 export { verifySnapshotFile } from './file-io.js';
 export { snapshotFileName, parseSnapshotFileName } from './file-name.js';
 export { defaultSnapshotPolicy, shouldSnapshot } from './policy.js';

@@ -8,7 +8,10 @@ export const defaultSnapshotPolicy: SnapshotPolicy = {
   logBytesMax: 64 * 1024 * 1024,
 };
 
-export function shouldSnapshot(input: SnapshotPolicyInput, policy = defaultSnapshotPolicy): boolean {
+export function shouldSnapshot(
+  input: SnapshotPolicyInput,
+  policy = defaultSnapshotPolicy,
+): boolean {
   assert(input.appliedIndex >= input.snapshotIndex, 'a snapshot never runs ahead of apply');
   assert(policy.entriesMax > 0 && policy.logBytesMax > 0, 'policy bounds are positive');
   if (input.appliedIndex === input.snapshotIndex) return false;

@@ -44,7 +44,8 @@ export class SnapshotReceiver {
     const resumeAt = await resumableBytes(partialPath, incoming.meta, store);
     const handle = await fsp.open(partialPath, resumeAt > 0 ? 'r+' : 'w');
     await handle.truncate(resumeAt);
-    return new SnapshotReceiver(store, incoming.meta, incoming.totalBytes, partialPath, handle, resumeAt);
+    const { meta, totalBytes } = incoming;
+    return new SnapshotReceiver(store, meta, totalBytes, partialPath, handle, resumeAt);
   }
 
   /** Bytes already stored: where the sender should continue. */
@@ -72,7 +73,8 @@ export class SnapshotReceiver {
   /** Verifies the complete file and installs it; returns the installed path. */
   async finish(): Promise<string> {
     const handle = this.openHandle();
-    assert(this.received === this.totalBytes, `received ${this.received} of ${this.totalBytes} bytes`);
+    const received = this.received;
+    assert(received === this.totalBytes, `received ${received} of ${this.totalBytes} bytes`);
     await handle.sync();
     await handle.close();
     this.handle = null;
@@ -124,7 +126,11 @@ export async function receiveSnapshot(
   }
 }
 
-async function resumableBytes(partialPath: string, meta: SnapshotMeta, store: SnapshotStore): Promise<number> {
+async function resumableBytes(
+  partialPath: string,
+  meta: SnapshotMeta,
+  store: SnapshotStore,
+): Promise<number> {
   try {
     await fsp.access(partialPath);
   } catch {

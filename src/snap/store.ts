@@ -157,7 +157,8 @@ async function* toBlocks(
   data: Uint8Array | AsyncIterable<Uint8Array>,
   blockBytes: number,
 ): AsyncGenerator<Uint8Array> {
-  const sources: AsyncIterable<Uint8Array> | Uint8Array[] = data instanceof Uint8Array ? [data] : data;
+  const sources: AsyncIterable<Uint8Array> | Uint8Array[] =
+    data instanceof Uint8Array ? [data] : data;
   for await (const source of sources) {
     for (let at = 0; at < source.length; at += blockBytes) {
       yield source.subarray(at, Math.min(source.length, at + blockBytes));

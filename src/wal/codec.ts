@@ -36,7 +36,7 @@ export function decodeEntry(payload: Buffer): Entry | string {
     index: readUint(payload, 0),
     term: readUint(payload, 8),
     type: type as EntryType,
-    data: Uint8Array.prototype.slice.call(payload, entryFixedBytes),
+    data: new Uint8Array(payload.subarray(entryFixedBytes)),
   };
 }
 

@@ -46,7 +46,8 @@ export class WorkerExecutor implements WalExecutor {
     for (const op of ops) {
       if (op.type !== 'write') continue;
       const buffer = op.data.buffer;
-      if (buffer instanceof ArrayBuffer && op.data.byteOffset === 0 && op.data.byteLength === buffer.byteLength) {
+      const whole = op.data.byteOffset === 0 && op.data.byteLength === buffer.byteLength;
+      if (buffer instanceof ArrayBuffer && whole) {
         transfer.push(buffer);
       }
     }

@@ -86,11 +86,19 @@ export function planFlush(
     partBytes += size;
     totalBytes += size;
     taken++;
-    state = { lastIndex: record.lastIndexAfter, hardState: record.hardStateAfter, snapshot: record.snapshotAfter };
+    state = stateAfter(record);
   }
   cursor = emitWrite(ops, cursor, part);
   assert(taken > 0 && cursor.offset <= cursor.sizeBytes);
   return { ops, taken, cursor, created, usedSpare: sparePath !== null && spare === null };
+}
+
+export function stateAfter(record: PendingRecord): LogState {
+  return {
+    lastIndex: record.lastIndexAfter,
+    hardState: record.hardStateAfter,
+    snapshot: record.snapshotAfter,
+  };
 }
 
 /** One write plus its fdatasync; the buffer owns its memory so it can move to the worker. */

@@ -66,7 +66,8 @@ export function readFrame(bytes: Buffer, offset: number, seed: number): FrameRea
     return { kind: 'bad', reason, declaredEnd: null };
   }
   if (end > bytes.length) {
-    return { kind: 'bad', reason: `record of ${length} bytes runs past end of file`, declaredEnd: end };
+    const reason = `record of ${length} bytes runs past end of file`;
+    return { kind: 'bad', reason, declaredEnd: end };
   }
   const crc = crc32(bytes.subarray(offset + 4, end), seed);
   if (crc !== bytes.readUInt32LE(offset)) {

@@ -51,7 +51,8 @@ function checkSegmentChain(segments: readonly ScannedSegment[]): void {
     const current = segments[k];
     assert(previous !== undefined && current !== undefined);
     if (current.header.seq !== previous.header.seq + 1) {
-      const reason = `segment ${previous.header.seq + 1} is missing (next is ${current.header.seq})`;
+      const missing = previous.header.seq + 1;
+      const reason = `segment ${missing} is missing (next is ${current.header.seq})`;
       throw new CorruptFileError(current.path, 0, reason);
     }
     if (current.header.chainSeed !== previous.lastCrc) {
@@ -92,7 +93,8 @@ class ReplayState {
       this.entries = [];
     }
     if (entry.index <= this.view.startIndex) {
-      const reason = `entry ${entry.index} rewrites the log below its start ${this.view.startIndex}`;
+      const start = this.view.startIndex;
+      const reason = `entry ${entry.index} rewrites the log below its start ${start}`;
       throw new CorruptFileError(path, offset, reason);
     }
     if (entry.index > this.view.lastIndex + 1) {

@@ -13,7 +13,12 @@ export interface SyncRequest {
 
 export type SyncResponse =
   | { readonly id: number; readonly ok: true }
-  | { readonly id: number; readonly ok: false; readonly message: string; readonly code: string | null };
+  | {
+      readonly id: number;
+      readonly ok: false;
+      readonly message: string;
+      readonly code: string | null;
+    };
 
 const port = parentPort;
 assert(port !== null, 'sync-worker runs as a worker thread');

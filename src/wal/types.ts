@@ -81,7 +81,12 @@ export type WalOp =
       readonly prefix: Uint8Array;
     }
   | { readonly type: 'open'; readonly seq: number; readonly path: string }
-  | { readonly type: 'write'; readonly seq: number; readonly offset: number; readonly data: Uint8Array }
+  | {
+      readonly type: 'write';
+      readonly seq: number;
+      readonly offset: number;
+      readonly data: Uint8Array;
+    }
   | { readonly type: 'sync'; readonly seq: number }
   | { readonly type: 'close'; readonly seq: number }
   | { readonly type: 'unlink'; readonly paths: readonly string[]; readonly dir: string };

@@ -10,12 +10,19 @@ import { encodeEntry, encodeHardState, encodeSnapshotMeta } from './codec.js';
 import { InlineExecutor, WorkerExecutor } from './executor.js';
 import { LogView } from './log-view.js';
 import { prepareSpareFile } from './io-ops.js';
-import { createSegment, planFlush } from './plan.js';
+import { createSegment, planFlush, stateAfter } from './plan.js';
 import type { LogState, PlanConfig, SegmentCursor } from './plan.js';
 import { recoverWalDir } from './recover.js';
 import { spareFileName } from './segment-name.js';
 import { RecordType, walDefaults } from './types.js';
-import type { PendingRecord, RecoveredWal, WalExecutor, WalLogger, WalOp, WalOptions } from './types.js';
+import type {
+  PendingRecord,
+  RecoveredWal,
+  WalExecutor,
+  WalLogger,
+  WalOp,
+  WalOptions,
+} from './types.js';
 
 interface Waiter {
   readonly target: number;
@@ -83,7 +90,8 @@ export class Wal {
     };
     assert(config.segmentBytes >= 4096 && config.writeBytesMax >= 1024, 'sane WAL sizes');
     const logger = options.logger ?? stderrLogger;
-    const outcome = await recoverWalDir(config.walDir, { segmentBytes: config.segmentBytes, logger });
+    const segmentBytes = config.segmentBytes;
+    const outcome = await recoverWalDir(config.walDir, { segmentBytes, logger });
     const { hardState, snapshotMeta, entries, view } = outcome.replay;
     const executor = makeExecutor(options.executor);
     let cursor = outcome.tail;
@@ -145,7 +153,8 @@ export class Wal {
     const removed = this.segments.splice(0, count);
     assert(this.segments.length >= 1, 'the newest segment is never released');
     return new Promise<number>((resolve, reject) => {
-      this.releases.push({ paths: removed.map((s) => s.path), resolve: () => resolve(count), reject });
+      const paths = removed.map((segment) => segment.path);
+      this.releases.push({ paths, resolve: () => resolve(count), reject });
       this.kick();
     });
   }
@@ -167,7 +176,8 @@ export class Wal {
 
   private enqueueEntry(entry: Entry): void {
     const overwrites = entry.index <= this.view.lastIndex;
-    assert(!overwrites || entry.index > this.hardState.commit, 'committed entries are never rewritten');
+    const committed = this.hardState.commit;
+    assert(!overwrites || entry.index > committed, 'committed entries are never rewritten');
     this.view.append(entry.index, entry.term);
     this.enqueue(RecordType.entry, encodeEntry(entry));
   }
@@ -216,7 +226,8 @@ export class Wal {
     this.releases = [];
     const ops: WalOp[] = plan === null ? [] : [...plan.ops];
     if (releases.length > 0) {
-      ops.push({ type: 'unlink', paths: releases.flatMap((r) => r.paths), dir: this.config.walDir });
+      const paths = releases.flatMap((release) => release.paths);
+      ops.push({ type: 'unlink', paths, dir: this.config.walDir });
     }
     try {
       await this.executor.run(ops);
@@ -236,7 +247,7 @@ export class Wal {
     const taken = this.pending.splice(0, plan.taken);
     const last = taken[taken.length - 1];
     assert(last !== undefined, 'a plan takes records');
-    this.flushedState = { lastIndex: last.lastIndexAfter, hardState: last.hardStateAfter, snapshot: last.snapshotAfter };
+    this.flushedState = stateAfter(last);
     this.cursor = plan.cursor;
     for (const segment of plan.created) {
       this.segments.push({ seq: segment.seq, firstIndex: segment.firstIndex, path: segment.path });
@@ -248,7 +259,9 @@ export class Wal {
       if (op.type === 'sync') this.counters.syncs++;
       if (op.type === 'write') this.counters.bytesWritten += op.data.length;
     }
-    while ((this.waiters[0]?.target ?? Infinity) <= this.durableCount) this.waiters.shift()?.resolve();
+    while ((this.waiters[0]?.target ?? Infinity) <= this.durableCount) {
+      this.waiters.shift()?.resolve();
+    }
   }
 
   private prepareSpareIfDue(): void {
