@@ -2,7 +2,7 @@
 // forked child), as Raft uses it: many small messages per event-loop turn, batched into frames.
 // Each workload runs 5 times for a fixed time; the receiver times its own window (first to last
 // delivery); medians are printed as a table and as JSON.
-// Also measures the codec alone (encode + decode in one process). Bounded: about 25 s in all.
+// Also measures the codec alone (encode + decode in one process) and heartbeat round trips. Bounded: about 25 s in all.
 // Loopback can beat codec-only: there, encoding and decoding run on two cores in parallel.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,7 @@ import {
 const runMs = 1000;
 const runs = 5;
 const batchSize = 1000;
+const roundTripCount = 2000;
 const clusterId = 'bench';
 
 type Workload = 'heartbeat' | 'append256' | 'appendResponse';
@@ -52,6 +53,13 @@ async function receiver(): Promise<void> {
       if (messages === 0) firstAt = now;
       lastAt = now;
       messages += batch.length;
+      // Round-trip probes (readRound > 0) are answered at once, as a follower would.
+      for (const m of batch) {
+        if (m.type === 'heartbeat' && m.readRound > 0) {
+          transport.send([{ type: 'heartbeatResponse', from: 2, to: 1, term: m.term,
+            readRound: m.readRound }]);
+        }
+      }
     },
   });
   const reply = (message: ChildReply): void => void process.send?.(message);
@@ -111,18 +119,39 @@ function codecMessagesPerSecond(workload: Workload): number {
   return decoded / ((performance.now() - start) / 1000);
 }
 
+/** Sequential heartbeat -> response round trips, in ms (includes both flush ticks). */
+async function roundTrips(transport: PeerTransport, answered: Map<number, () => void>) {
+  const samples: number[] = [];
+  for (let round = 1; round <= roundTripCount; round++) {
+    const start = performance.now();
+    await new Promise<void>((resolve) => {
+      answered.set(round, resolve);
+      transport.send([{ type: 'heartbeat', from: 1, to: 2, term: 7, commit: 0, readRound: round }]);
+    });
+    samples.push(performance.now() - start);
+  }
+  samples.sort((a, b) => a - b);
+  const at = (q: number): number => Number((samples[Math.floor(q * (samples.length - 1))] ?? 0)
+    .toFixed(3));
+  return { p50Ms: at(0.5), p99Ms: at(0.99), maxMs: at(1) };
+}
+
 async function sender(): Promise<void> {
+  const answered = new Map<number, () => void>();
   const child = fork(fileURLToPath(import.meta.url), ['receiver'], { stdio: 'inherit' });
   const listening = await new Promise<ChildReply>((resolve) => child.once('message', resolve));
   if (listening.type !== 'listening') throw new Error('child did not start');
   const transport = await PeerTransport.start({
     memberId: 1, clusterId, listen: { host: '127.0.0.1', port: 0 },
     peers: new Map([[2, { host: '127.0.0.1', port: listening.port }]]),
-    onMessages: () => {},
+    onMessages: (batch) => {
+      for (const m of batch) if (m.type === 'heartbeatResponse') answered.get(m.readRound)?.();
+    },
   });
   child.send({ type: 'peer', port: transport.address().port } satisfies ChildRequest);
   await ask(child, { type: 'count' }); // IPC is ordered: the child now knows member 1
   const results: Record<string, { msgsPerSecond: number; runs: number[]; dropped: number }> = {};
+  let roundTrip = { p50Ms: 0, p99Ms: 0, maxMs: 0 };
   try {
     // Warm-up (not recorded): JIT, and TCP buffers growing to their steady-state size.
     for (const workload of workloads) await sendFor(transport, workload, runMs / 4);
@@ -140,6 +169,7 @@ async function sender(): Promise<void> {
       results[workload] = { msgsPerSecond: Math.round(median(rates)), dropped,
         runs: rates.map(Math.round) };
     }
+    roundTrip = await roundTrips(transport, answered);
   } finally {
     await transport.close();
     child.disconnect();
@@ -153,7 +183,10 @@ async function sender(): Promise<void> {
       `   runs ${r?.runs.join('/')} dropped ${r?.dropped}`.padEnd(34) +
       `${String(codec[workload]).padStart(10)}`);
   }
-  console.log(JSON.stringify({ bench: 'transport', runMs, batchSize, loopback: results, codec }));
+  console.log(`heartbeat round trip (${roundTripCount} sequential): p50 ${roundTrip.p50Ms} ms, ` +
+    `p99 ${roundTrip.p99Ms} ms, max ${roundTrip.maxMs} ms`);
+  console.log(JSON.stringify({ bench: 'transport', runMs, batchSize, loopback: results, codec,
+    roundTrip }));
 }
 
 if (process.argv[2] === 'receiver') await receiver();
