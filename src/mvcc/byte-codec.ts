@@ -25,8 +25,10 @@ export class ByteWriter {
     return offset;
   }
 
+  // Each method reserves before touching `this.buffer`: reserve may replace it.
   u8(value: number): this {
-    this.buffer[this.reserve(1)] = value & 0xff;
+    const offset = this.reserve(1);
+    this.buffer[offset] = value & 0xff;
     return this;
   }
 
@@ -38,17 +40,20 @@ export class ByteWriter {
   }
 
   u32(value: number): this {
-    writeU32(this.buffer, this.reserve(4), value);
+    const offset = this.reserve(4);
+    writeU32(this.buffer, offset, value);
     return this;
   }
 
   u64(value: number): this {
-    writeU64(this.buffer, this.reserve(8), value);
+    const offset = this.reserve(8);
+    writeU64(this.buffer, offset, value);
     return this;
   }
 
   raw(bytes: Uint8Array): this {
-    this.buffer.set(bytes, this.reserve(bytes.length));
+    const offset = this.reserve(bytes.length);
+    this.buffer.set(bytes, offset);
     return this;
   }
 

@@ -33,22 +33,43 @@ export function encodeCommand(envelope: CommandEnvelope, limits: MvccLimits): Ui
   validateCount(envelope.proposedAtMs, 'proposedAtMs');
   if (envelope.requestId !== undefined) validateRequestId(envelope.requestId, limits);
   validateCommand(envelope.op, limits);
+  const bytes = encodeCommandUnchecked(envelope);
+  checkRequestBytes(bytes, limits);
+  return bytes;
+}
+
+/**
+ * Encodes without validating. Apply must cope with such entries anyway (a leader with other
+ * limits or an older version may have proposed them); tests use this to produce them.
+ */
+export function encodeCommandUnchecked(envelope: CommandEnvelope): Uint8Array {
   const writer = new ByteWriter(64);
   writer.u8(magic).u8(format).u64(envelope.proposedAtMs);
   writer.u8(envelope.requestId === undefined ? 0 : 1);
   if (envelope.requestId !== undefined) writer.string(envelope.requestId);
   writeOp(writer, envelope.op);
-  const bytes = writer.finish();
-  if (bytes.length > limits.requestBytesMax) {
-    throw new TooLargeError('request', bytes.length, limits.requestBytesMax);
-  }
-  return bytes;
+  return writer.finish();
 }
 
 export function decodeCommand(data: Uint8Array, limits: MvccLimits): CommandEnvelope {
+  checkRequestBytes(data, limits);
+  const envelope = decodeCommandUnchecked(data);
+  if (envelope.requestId !== undefined) validateRequestId(envelope.requestId, limits);
+  validateCommand(envelope.op, limits);
+  return envelope;
+}
+
+export function checkRequestBytes(data: Uint8Array, limits: MvccLimits): void {
   if (data.length > limits.requestBytesMax) {
     throw new TooLargeError('request', data.length, limits.requestBytesMax);
   }
+}
+
+/**
+ * Decodes the structure only (InvalidArgumentError if malformed). Apply uses it so that a retry
+ * is matched by its Request-ID before the command's content is judged.
+ */
+export function decodeCommandUnchecked(data: Uint8Array): CommandEnvelope {
   const reader = new ByteReader(data, 'input', 'command');
   if (reader.u8() !== magic) reader.fail('not a Baton command');
   const version = reader.u8();
@@ -57,8 +78,6 @@ export function decodeCommand(data: Uint8Array, limits: MvccLimits): CommandEnve
   const requestId = reader.bool() ? reader.string() : undefined;
   const op = readOp(reader, false) as Command;
   reader.end();
-  if (requestId !== undefined) validateRequestId(requestId, limits);
-  validateCommand(op, limits);
   return requestId === undefined ? { proposedAtMs, op } : { requestId, proposedAtMs, op };
 }
 

@@ -5,7 +5,7 @@ import { assert } from '../base/assert.js';
 import { BatonError } from '../base/errors.js';
 import { EntryType, type Entry } from '../raft/types.js';
 import { applyCommand } from './apply-command.js';
-import { decodeCommand } from './command-codec.js';
+import { checkRequestBytes, decodeCommandUnchecked } from './command-codec.js';
 import { ContentHasher } from './content-hash.js';
 import { dedupLookup, dedupPrune, dedupRecord, type StoredOutcome } from './dedup.js';
 import { metaKey } from './layout.js';
@@ -95,12 +95,14 @@ export class MvccStore {
     }
     let envelope;
     try {
-      envelope = decodeCommand(entry.data, this.limits);
+      envelope = decodeCommandUnchecked(entry.data);
+      if (envelope.requestId !== undefined) validateRequestId(envelope.requestId, this.limits);
     } catch (error) {
       if (!(error instanceof BatonError)) throw error;
       const outcome = { type: 'failed', ...base, duplicate: false, requestId: null, error } as const;
       return { outcome, meta };
     }
+    // A malformed entry (above) changes nothing, not even the dedup clock.
     const clockMs = Math.max(meta.dedupClockMs, envelope.proposedAtMs);
     let next: MvccMeta = { ...meta, dedupClockMs: clockMs };
     dedupPrune(writer, clockMs, this.limits);
@@ -114,6 +116,7 @@ export class MvccStore {
     }
     let stored: StoredOutcome;
     try {
+      checkRequestBytes(entry.data, this.limits);
       const applied = applyCommand(writer, { meta: next, limits: this.limits }, envelope.op);
       next = applied.meta;
       stored = { ok: true, result: applied.result };
