@@ -3,41 +3,58 @@
 // once any member shows an entry committed (commit index over its log, an application, a
 // client acknowledgement) it is recorded here, and every later contradiction is a violation.
 import type { HardState, MemberId } from '../raft/index.js';
+import { DenseColumn, noValue } from './dense-column.js';
 import type { MirrorLog } from './mirror-log.js';
 
 export type Report = (invariant: string, detail: string) => void;
 
-interface Known {
-  readonly term: number;
-  readonly chain: number;
-  readonly source: string;
-  /**
-   * A term by which the entry was surely committed: the term of the member that showed it
-   * committed. Leaders of later terms must have it (a stale leader of an older term need not).
-   */
-  commitTerm: number;
-}
-
-const termsMax = 1 << 20;
+/** How the checker learned that an entry is committed. */
+export const CommitSource = { commitIndex: 0, applied: 1, acknowledged: 2 } as const;
+export type CommitSource = (typeof CommitSource)[keyof typeof CommitSource];
+const sourceNames = ['committed by member', 'applied by member', 'acknowledged by member'] as const;
 
 export class SafetyChecker {
   private readonly leaderByTerm = new Map<number, MemberId>();
   private readonly voteByMemberTerm = new Map<number, MemberId>();
-  /** Log matching: a (index, term) pair names exactly one log prefix, cluster-wide. */
-  private readonly chainByPosition = new Map<number, number>();
-  private readonly committed = new Map<number, Known>();
+  /**
+   * Log matching: an (index, term) pair names exactly one log prefix, cluster-wide. The first
+   * term seen at an index lives in the dense columns; other terms at that index (rare) in a map.
+   */
+  private readonly positionTerm = new DenseColumn();
+  private readonly positionChain = new DenseColumn();
+  private readonly otherPositions = new Map<string, number>();
+  /** Entries known committed: term, prefix hash, and a term by which they surely were. */
+  private readonly committedTerm = new DenseColumn();
+  private readonly committedChain = new DenseColumn();
+  /**
+   * The term of the member that showed the entry committed. Leaders of later terms must have it;
+   * a stale leader of an older term (elected before the commit) need not.
+   */
+  private readonly committedByTerm = new DenseColumn();
+  private readonly committedSource = new DenseColumn();
+  private readonly committedMember = new DenseColumn();
   private committedIndexMax = 0;
   /** State machine safety: the running hash of the applied sequence at each index. */
-  private readonly appliedHashByIndex = new Map<number, { hash: number; member: MemberId }>();
+  private readonly appliedHash = new DenseColumn();
+  private readonly appliedMember = new DenseColumn();
 
   constructor(private readonly report: Report) {}
 
   onLogEntry(member: MemberId, index: number, term: number, chain: number): void {
-    const key = positionKey(index, term);
-    const known = this.chainByPosition.get(key);
-    if (known === undefined) {
-      this.chainByPosition.set(key, chain);
-    } else if (known !== chain) {
+    const firstTerm = this.positionTerm.get(index);
+    if (firstTerm === noValue) {
+      this.positionTerm.set(index, term);
+      this.positionChain.set(index, chain);
+      return;
+    }
+    let known: number | undefined;
+    if (firstTerm === term) {
+      known = this.positionChain.get(index);
+    } else {
+      known = this.otherPositions.get(`${index}/${term}`);
+      if (known === undefined) this.otherPositions.set(`${index}/${term}`, chain);
+    }
+    if (known !== undefined && known !== chain) {
       this.report('log matching', `member ${member} has entry ${index}/term ${term} with a different log prefix`);
     }
   }
@@ -45,7 +62,8 @@ export class SafetyChecker {
   /** The chain hash some member recorded for (index, term), for snapshot points. */
   chainOf(index: number, term: number): number | undefined {
     if (index === 0) return 0;
-    return this.chainByPosition.get(positionKey(index, term));
+    if (this.positionTerm.get(index) === term) return this.positionChain.get(index);
+    return this.otherPositions.get(`${index}/${term}`);
   }
 
   onLeader(member: MemberId, term: number, log: MirrorLog): void {
@@ -62,18 +80,19 @@ export class SafetyChecker {
     // The highest entry committed by an earlier term stands for all below it: log matching
     // covers the rest.
     for (let index = this.committedIndexMax; index > log.snapshotIndex; index--) {
-      const known = this.committed.get(index);
-      if (known === undefined || known.commitTerm >= term) continue;
+      const byTerm = this.committedByTerm.get(index);
+      if (byTerm === noValue || byTerm >= term) continue;
       const chain = log.chainAt(index);
+      const source = this.describeSource(index);
       if (chain === undefined) {
         this.report(
           'leader completeness',
-          `leader ${member} of term ${term} ends at ${log.lastIndex}, missing committed entry ${index} (${known.source})`,
+          `leader ${member} of term ${term} ends at ${log.lastIndex}, missing committed entry ${index} (${source})`,
         );
-      } else if (chain !== known.chain) {
+      } else if (chain !== this.committedChain.get(index)) {
         this.report(
           'leader completeness',
-          `leader ${member} of term ${term} has a different entry at committed index ${index} (${known.source})`,
+          `leader ${member} of term ${term} has a different entry at committed index ${index} (${source})`,
         );
       }
       return;
@@ -81,7 +100,7 @@ export class SafetyChecker {
   }
 
   onVoteGranted(voter: MemberId, candidate: MemberId, term: number): void {
-    const key = memberTermKey(voter, term);
+    const key = term * 65536 + voter;
     const earlier = this.voteByMemberTerm.get(key);
     if (earlier !== undefined && earlier !== candidate) {
       this.report('one vote per term', `member ${voter} voted for ${earlier} and ${candidate} in term ${term}`);
@@ -107,49 +126,57 @@ export class SafetyChecker {
     for (let index = from; index <= Math.min(next.commit, log.lastIndex); index++) {
       const term = log.termAt(index) as number;
       const chain = log.chainAt(index) as number;
-      this.onCommitted(index, term, chain, next.term, `committed by member ${member}`);
+      this.onCommitted(index, term, chain, next.term, CommitSource.commitIndex, member);
     }
   }
 
-  onCommitted(index: number, term: number, chain: number, commitTerm: number, source: string): void {
-    const known = this.committed.get(index);
-    if (known === undefined) {
-      this.committed.set(index, { term, chain, source, commitTerm });
+  onCommitted(
+    index: number,
+    term: number,
+    chain: number,
+    byTerm: number,
+    source: CommitSource,
+    member: MemberId,
+  ): void {
+    const knownChain = this.committedChain.get(index);
+    if (knownChain === noValue) {
+      this.committedTerm.set(index, term);
+      this.committedChain.set(index, chain);
+      this.committedByTerm.set(index, byTerm);
+      this.committedSource.set(index, source);
+      this.committedMember.set(index, member);
       if (index > this.committedIndexMax) this.committedIndexMax = index;
       return;
     }
-    if (known.chain !== chain) {
-      const invariant = source.startsWith('ack') || known.source.startsWith('ack')
-        ? 'acknowledged entry kept'
-        : 'committed entry never changes';
-      this.report(invariant, `index ${index}: ${known.source} (term ${known.term}) vs ${source} (term ${term})`);
-    } else if (commitTerm < known.commitTerm) {
-      known.commitTerm = commitTerm;
+    if (knownChain !== chain) {
+      const acknowledged =
+        source === CommitSource.acknowledged || this.committedSource.get(index) === CommitSource.acknowledged;
+      this.report(
+        acknowledged ? 'acknowledged entry kept' : 'committed entry never changes',
+        `index ${index}: ${this.describeSource(index)} (term ${this.committedTerm.get(index)}) vs ` +
+          `${sourceNames[source]} ${member} (term ${term})`,
+      );
+    } else if (byTerm < this.committedByTerm.get(index)) {
+      this.committedByTerm.set(index, byTerm);
     }
   }
 
   /** A member's applied state reached `index` with running hash `hash` (by apply or restore). */
   onApplied(member: MemberId, index: number, hash: number): void {
-    const known = this.appliedHashByIndex.get(index);
-    if (known === undefined) {
-      this.appliedHashByIndex.set(index, { hash, member });
-    } else if (known.hash !== hash) {
+    const known = this.appliedHash.get(index);
+    if (known === noValue) {
+      this.appliedHash.set(index, hash);
+      this.appliedMember.set(index, member);
+    } else if (known !== hash) {
       this.report(
         'state machine safety',
-        `members ${known.member} and ${member} applied different sequences up to index ${index}`,
+        `members ${this.appliedMember.get(index)} and ${member} applied different sequences up to index ${index}`,
       );
     }
   }
 
-  committedEntry(index: number): Known | undefined {
-    return this.committed.get(index);
+  private describeSource(index: number): string {
+    const source = this.committedSource.get(index) as CommitSource;
+    return `${sourceNames[source]} ${this.committedMember.get(index)}`;
   }
-}
-
-function positionKey(index: number, term: number): number {
-  return index * termsMax + Math.min(term, termsMax - 1);
-}
-
-function memberTermKey(member: MemberId, term: number): number {
-  return term * 65536 + member;
 }

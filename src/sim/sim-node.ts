@@ -16,6 +16,7 @@ import type {
   Role,
 } from '../raft/index.js';
 import type { SafetyChecker } from './checker.js';
+import { CommitSource } from './checker.js';
 import type { DiskWrite, SimDisk } from './disk.js';
 import { emptyHardState } from './disk.js';
 import { MirrorLog } from './mirror-log.js';
@@ -214,7 +215,7 @@ export class SimNode {
     }
     this.applier.apply(entry);
     const checker = this.world.checker;
-    checker.onCommitted(entry.index, entry.term, chain, this.hard.term, `applied by member ${this.id}`);
+    checker.onCommitted(entry.index, entry.term, chain, this.hard.term, CommitSource.applied, this.id);
     checker.onApplied(this.id, entry.index, this.applier.appliedHash());
     this.world.onApplied(this, entry, chain);
   }

@@ -39,7 +39,7 @@ export function simulate(options: SimOptions, coreFactory: CoreFactory = createC
   const nemesis = new Nemesis(world, nemesisRandom, voters.length + learners.length + 1);
   world.onLeaderElected = (node) => nemesis.onLeaderElected(node);
 
-  repeat(world, scenario.proposeIntervalMs, () => client.propose(scenario.proposeBatchMax));
+  repeat(world, scenario.proposeIntervalMs, () => client.propose());
   repeat(world, scenario.readIntervalMs, () => client.read());
   scheduleFaults(world, nemesis, nemesisRandom);
   for (const scripted of options.script ?? []) scheduleScripted(world, scripted);

@@ -54,7 +54,12 @@ export interface Scenario {
   /** Applied entries between two compactions of a member's log. */
   readonly compactEveryEntries: number;
   readonly proposeIntervalMs: number;
+  readonly proposeBatchMin: number;
   readonly proposeBatchMax: number;
+  /** Share of writes sent through a random member, which forwards them to its leader. */
+  readonly forwardRate: number;
+  /** Writes a client keeps outstanding per member (clients have bounded concurrency). */
+  readonly clientOutstandingMax: number;
   readonly readIntervalMs: number;
   readonly keyCount: number;
   /** Faults run in [0, faultPhaseMs); then everything heals and liveness is measured. */

@@ -5,12 +5,10 @@
 import type { Random } from '../base/random.js';
 import { chance, pick, randomInt } from '../base/random.js';
 import type { Entry, MemberId, RaftApi } from '../raft/index.js';
+import { CommitSource } from './checker.js';
 import { decodeWrite, encodeWrite } from './register.js';
 import type { SimNode } from './sim-node.js';
 import type { World, WorldHooks } from './world.js';
-
-/** Clients have bounded concurrency: a leader never holds more than this many of their writes. */
-const outstandingPerMemberMax = 256;
 
 interface ReadRecord {
   readonly key: string;
@@ -36,15 +34,16 @@ export class Workload implements WorldHooks {
   ) {}
 
   /** Propose a batch of writes to the member believed to lead; follow its leader hint. */
-  propose(batchMax: number): void {
-    if (chance(this.random, 0.2)) {
+  propose(): void {
+    const scenario = this.world.scenario;
+    if (chance(this.random, scenario.forwardRate)) {
       this.forward();
       return;
     }
     const node = this.target();
-    if (node === null || node.proposals.size >= outstandingPerMemberMax) return;
+    if (node === null || node.proposals.size >= scenario.clientOutstandingMax) return;
     const core = node.core as RaftApi;
-    const count = randomInt(this.random, 1, batchMax);
+    const count = randomInt(this.random, scenario.proposeBatchMin, scenario.proposeBatchMax);
     for (let i = 0; i < count; i++) {
       const commandId = this.nextCommandId++;
       const key = this.key();
@@ -67,7 +66,7 @@ export class Workload implements WorldHooks {
     const node = pick(this.random, nodes);
     // Forwarded writes can vanish silently (the leader changed): past the bound, the client has
     // long timed out on the old ones and stops waiting for them.
-    if (node.forwarded.size >= outstandingPerMemberMax) node.forwarded.clear();
+    if (node.forwarded.size >= this.world.scenario.clientOutstandingMax) node.forwarded.clear();
     const commandId = this.nextCommandId++;
     const key = this.key();
     this.world.stats.proposals++;
@@ -120,7 +119,7 @@ export class Workload implements WorldHooks {
 
   private acknowledge(node: SimNode, entry: Entry, chain: number, key: string, commandId: number): void {
     this.world.stats.acknowledged++;
-    this.world.checker.onCommitted(entry.index, entry.term, chain, node.hard.term, `ack of #${commandId} by member ${node.id}`);
+    this.world.checker.onCommitted(entry.index, entry.term, chain, node.hard.term, CommitSource.acknowledged, node.id);
     const previous = this.ackedVersionByKey.get(key) ?? 0;
     if (entry.index > previous) this.ackedVersionByKey.set(key, entry.index);
     if (this.probeAck === null && this.world.nowMs >= this.probeFromMs) {
