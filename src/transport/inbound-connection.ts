@@ -52,6 +52,7 @@ export function acceptConnection(socket: Socket, context: InboundContext): void 
     socket.destroy();
   });
   socket.on('data', (chunk: Buffer) => {
+    if (connection.refused) return; // read and discard until the refused peer hangs up
     try {
       reader.push(chunk);
       while (!socket.destroyed && !connection.refused) {
