@@ -26,7 +26,8 @@ test('messages arrive in order per peer, batched into few frames', async () => {
         const commit = turn * 500 + i;
         batch1.push(commit % 10 === 0
           ? { type: 'append', from: 1, to: 2, term: 1, prevIndex: commit, prevTerm: 1, commit,
-            entries: [{ index: commit + 1, term: 1, type: 0, data: new Uint8Array(100) }] }
+            entries: [{ index: commit + 1, term: 1, type: 0,
+              data: new Uint8Array(100).fill(commit & 0xff) }] }
           : heartbeat(1, 2, commit));
         batch3.push(heartbeat(3, 2, commit));
       }
@@ -39,6 +40,11 @@ test('messages arrive in order per peer, batched into few frames', async () => {
       const commits = n2.received.filter((m) => m.from === from)
         .map((m) => (m.type === 'heartbeat' || m.type === 'append' ? m.commit : -1));
       assert.deepEqual(commits, Array.from({ length: perSender }, (_, i) => i), `order from ${from}`);
+    }
+    // Entry data are views of received socket chunks: still intact after many later reads.
+    for (const m of n2.received) {
+      if (m.type !== 'append') continue;
+      assert.ok(m.entries[0]?.data.every((byte) => byte === (m.commit & 0xff)), 'entry data');
     }
     const stats = n1.transport.stats().peers.get(2);
     assert.equal(stats?.droppedMessages, 0);
