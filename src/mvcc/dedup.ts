@@ -73,7 +73,11 @@ function encodeDedupRecord(record: DedupRecord): Uint8Array {
     record.outcome.ok
       ? { ok: true, result: record.outcome.result }
       : { ok: false, error: errorToJson(record.outcome.error) },
-    (_name, value: unknown) => (value instanceof Uint8Array ? { $bytes: latin1(value) } : value),
+    // Read the holder, not `value`: a Buffer's toJSON runs before the replacer sees it.
+    function (this: Record<string, unknown>, name: string, value: unknown) {
+      const raw = this[name];
+      return raw instanceof Uint8Array ? { $bytes: latin1(raw) } : value;
+    },
   );
   return new ByteWriter(16 + json.length).u64(record.proposedAtMs).raw(utf8(json)).finish();
 }

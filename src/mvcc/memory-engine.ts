@@ -41,7 +41,7 @@ export class MemoryEngine implements KvEngine {
     const writer: KvWriter = {
       get: (key) => this.get(key),
       range: (range) => this.range(range),
-      put: (key, value) => this.set(latin1(key), value.slice()),
+      put: (key, value) => this.set(latin1(key), new Uint8Array(value)),
       delete: (key) => this.set(latin1(key), undefined),
     };
     try {
@@ -67,7 +67,7 @@ export class MemoryEngine implements KvEngine {
   replaceAll(entries: Iterable<KvEntry>): void {
     assert(this.undo === null, 'replaceAll inside a write transaction');
     const values = new Map<string, Uint8Array>();
-    for (const entry of entries) values.set(latin1(entry.key), entry.value.slice());
+    for (const entry of entries) values.set(latin1(entry.key), new Uint8Array(entry.value));
     this.values = values;
     this.sortedKeys = [...values.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     this.generation++;

@@ -17,6 +17,7 @@ export interface KvRange {
   readonly end: Uint8Array;
 }
 
+/** Keys are never empty (LMDB refuses them); the store's keys always start with a table byte. */
 export interface KvReader {
   get(key: Uint8Array): Uint8Array | undefined;
   /** Ascending. The caller consumes the iterable before writing: no writes while iterating. */

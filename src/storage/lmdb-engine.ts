@@ -49,6 +49,7 @@ export class LmdbEngine implements KvEngine {
   }
 
   get(key: Uint8Array): Uint8Array | undefined {
+    assert(key.length > 0, 'LMDB keys are never empty');
     if (!isLongKey(key)) return this.db.get(key);
     const bucket = this.db.get(bucketKeyOf(key));
     if (bucket === undefined) return undefined;
@@ -112,6 +113,7 @@ export class LmdbEngine implements KvEngine {
 
   private set(key: Uint8Array, value: Uint8Array | undefined): void {
     assert(this.inWrite, 'writes happen inside write()');
+    assert(key.length > 0, 'LMDB keys are never empty');
     if (!isLongKey(key)) {
       if (value === undefined) this.db.removeSync(key);
       else this.db.putSync(key, value);

@@ -1,0 +1,99 @@
+// The LMDB engine against the in-memory one as an ordered map: random keys (many longer than
+// LMDB's key limit, sharing overflow buckets), random ranges, aborts that must leave nothing,
+// and an atomic replaceAll.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SeededRandom, chance, randomInt, type Random } from '../../../src/base/random.js';
+import { MemoryEngine, compareBytes } from '../../../src/mvcc/index.js';
+import type { KvEngine } from '../../../src/mvcc/index.js';
+import { LmdbEngine, inlineKeyBytesMax } from '../../../src/storage/index.js';
+import { withTempDir } from './temp-dir.js';
+
+function randomKey(random: Random): Uint8Array {
+  const long = chance(random, 0.4);
+  const length = long ? inlineKeyBytesMax + randomInt(random, -2, 140) : randomInt(random, 1, 6);
+  const out = new Uint8Array(length).fill(0x61);
+  // Vary a few positions, near the start and near the bucket boundary.
+  for (const at of [0, 1, inlineKeyBytesMax - 1, inlineKeyBytesMax, length - 1]) {
+    if (at >= 0 && at < length && chance(random, 0.5)) out[at] = pick3(random);
+  }
+  return out;
+}
+
+function pick3(random: Random): number {
+  return [0x00, 0x61, 0xff][randomInt(random, 0, 2)] as number;
+}
+
+function dump(engine: KvEngine, range: { start: Uint8Array; end: Uint8Array }): string[] {
+  return [...engine.range(range)].map(
+    (e) => `${Buffer.from(e.key).toString('hex')}=${Buffer.from(e.value).toString('hex')}`,
+  );
+}
+
+test('LMDB engine orders, reads and ranges exactly like the memory engine, long keys included', async () => {
+  await withTempDir(async (dir) => {
+    const lmdb = LmdbEngine.open({ directory: dir });
+    const memory = new MemoryEngine();
+    const random = new SeededRandom(7n);
+    try {
+      for (let round = 0; round < 40; round++) {
+        const ops = Array.from({ length: randomInt(random, 1, 30) }, () => ({
+          key: randomKey(random),
+          value: chance(random, 0.3) ? undefined : Uint8Array.of(round, randomInt(random, 0, 255)),
+        }));
+        for (const engine of [lmdb, memory] as KvEngine[]) {
+          engine.write((writer) => {
+            for (const op of ops) {
+              if (op.value === undefined) writer.delete(op.key);
+              else writer.put(op.key, op.value);
+            }
+          });
+        }
+        for (let i = 0; i < 10; i++) {
+          const [start, end] = [randomKey(random), randomKey(random)].sort(compareBytes) as [Uint8Array, Uint8Array];
+          assert.deepEqual(dump(lmdb, { start, end }), dump(memory, { start, end }));
+          const probe = randomKey(random);
+          assert.deepEqual(lmdb.get(probe), memory.get(probe) === undefined ? undefined : Buffer.from(memory.get(probe) as Uint8Array));
+        }
+      }
+      const all = { start: new Uint8Array(0), end: new Uint8Array(inlineKeyBytesMax + 300).fill(0xff) };
+      assert.deepEqual(dump(lmdb, all), dump(memory, all));
+      const snapshot = [...lmdb.snapshotEntries()].map((e) => Buffer.from(e.key).toString('hex'));
+      assert.deepEqual(snapshot, [...memory.snapshotEntries()].map((e) => Buffer.from(e.key).toString('hex')));
+    } finally {
+      await lmdb.close();
+    }
+  });
+});
+
+test('a throwing write keeps nothing; a throwing replaceAll keeps the old content', async () => {
+  await withTempDir(async (dir) => {
+    const lmdb = LmdbEngine.open({ directory: dir });
+    try {
+      for (const engine of [lmdb, new MemoryEngine()] as KvEngine[]) {
+        const long = new Uint8Array(inlineKeyBytesMax + 10).fill(0x62);
+        engine.write((writer) => writer.put(Uint8Array.of(1), Uint8Array.of(1)));
+        assert.throws(() =>
+          engine.write((writer) => {
+            writer.put(Uint8Array.of(2), Uint8Array.of(2));
+            writer.put(long, Uint8Array.of(3));
+            writer.delete(Uint8Array.of(1));
+            throw new Error('crash');
+          }),
+        );
+        const everything = { start: new Uint8Array(0), end: Uint8Array.of(0xff) };
+        assert.deepEqual(dump(engine, everything), ['01=01']);
+        function* failing(): Generator<{ key: Uint8Array; value: Uint8Array }> {
+          yield { key: Uint8Array.of(9), value: Uint8Array.of(9) };
+          throw new Error('torn snapshot');
+        }
+        assert.throws(() => engine.replaceAll(failing()), /torn snapshot/);
+        assert.deepEqual(dump(engine, everything), ['01=01']);
+        engine.replaceAll([{ key: Uint8Array.of(5), value: Uint8Array.of(5) }]);
+        assert.deepEqual(dump(engine, everything), ['05=05']);
+      }
+    } finally {
+      await lmdb.close();
+    }
+  });
+});
