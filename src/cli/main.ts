@@ -1,21 +1,35 @@
 #!/usr/bin/env node
 // The `baton` command: a small dispatcher; each subcommand lives in its own file.
+import { runDev } from '../server/dev.js';
+import { runServer } from '../server/server-command.js';
 import { devCommand } from './dev-command.js';
 import { simCommand } from './sim-command.js';
 
-const commands: Record<string, (args: readonly string[]) => number> = {
+type Command = (args: readonly string[]) => number | Promise<number>;
+
+const commands: Record<string, Command> = {
+  server: runServer,
+  dev: runDev,
   sim: simCommand,
-  dev: () => devCommand(),
+  'sim-demo': () => devCommand(),
 };
 
-function main(argv: readonly string[]): number {
+async function main(argv: readonly string[]): Promise<number> {
   const [name, ...rest] = argv;
   const command = name === undefined ? undefined : commands[name];
   if (command === undefined) {
-    console.error(`usage: baton <${Object.keys(commands).join('|')}> [options]`);
+    console.error(`usage: baton <${Object.keys(commands).join('|')}> [options]   (--help on each)`);
     return 2;
   }
   return command(rest);
 }
 
-process.exitCode = main(process.argv.slice(2));
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  },
+);

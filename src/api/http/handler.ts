@@ -1,0 +1,207 @@
+// The native HTTP/JSON API (../shared/spec/api.md): key-value, transactions, cluster status,
+// maintenance, health and metrics. Each route validates its input, calls the cell, and answers
+// with Baton-Revision and Baton-Cell headers; every error goes through sendError's one table.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { InvalidArgumentError, KeyNotFoundError } from '../../base/errors.js';
+import type { CellApi, KeyValue, RangeResult, TxnOpResult } from '../types.js';
+import { readBody, readJson } from './body.js';
+import type { ApiLimits } from './limits.js';
+import {
+  headerInteger,
+  keyFromPath,
+  parseTxn,
+  Query,
+  requestId,
+  validValue,
+  type Encoding,
+} from './parse.js';
+import { sendError, sendJson, type ResponseContext } from './respond.js';
+
+export interface HttpApiOptions {
+  readonly cell: CellApi;
+  readonly limits: ApiLimits;
+  logError(error: unknown): void;
+}
+
+export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const { cell } = options;
+  const context: ResponseContext = {
+    cellId: cell.cellId,
+    revision: () => cell.revision(),
+    logError: options.logError,
+  };
+  return (req, res) => {
+    route(req, res, options, context).catch((error: unknown) => {
+      if (!res.headersSent) sendError(res, context, error);
+      else res.destroy();
+    });
+  };
+}
+
+async function route(
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: HttpApiOptions,
+  context: ResponseContext,
+): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const path = url.pathname;
+  const method = req.method ?? 'GET';
+  const query = new Query(url.searchParams);
+  const { cell, limits } = options;
+  if (path === '/v1/kv' || path.startsWith('/v1/kv/')) {
+    if (method === 'PUT') return putKey(req, res, context, cell, limits, keyFromPath(path, limits), query);
+    if (method === 'GET') return getKey(res, context, cell, limits, keyFromPath(path, limits), query);
+    if (method === 'DELETE') return deleteKey(req, res, context, cell, limits, keyFromPath(path, limits), query);
+  } else if (path === '/v1/txn' && method === 'POST') {
+    const encoding = query.oneOf<Encoding>('encoding', ['utf8', 'base64'], 'utf8');
+    query.rejectUnknown();
+    const body = await readJson(req, limits.requestBytesMax);
+    const result = await cell.txn(parseTxn(body, encoding, limits), requestId(req.headers));
+    return sendJson(res, context, 200, txnJson(result.succeeded, result.revision, result.results, encoding), result.revision);
+  } else if (path === '/v1/cluster/status' && method === 'GET') {
+    query.rejectUnknown();
+    return sendJson(res, context, 200, cell.status());
+  } else if (path === '/v1/maintenance/compact' && method === 'POST') {
+    query.rejectUnknown();
+    const body = await readJson(req, limits.requestBytesMax);
+    const revision = (body as { revision?: unknown } | null)?.revision;
+    if (typeof revision !== 'number' || !Number.isSafeInteger(revision) || revision < 1) {
+      throw new InvalidArgumentError('revision must be an integer >= 1');
+    }
+    const result = await cell.compact(revision);
+    return sendJson(res, context, 200, result, result.revision);
+  } else if (path === '/healthz' && method === 'GET') {
+    return sendJson(res, context, cell.healthy() ? 200 : 503, { healthy: cell.healthy() });
+  } else if (path === '/readyz' && method === 'GET') {
+    const ready = cell.ready();
+    return sendJson(res, context, ready.ready ? 200 : 503, ready);
+  } else if (path === '/metrics' && method === 'GET') {
+    const text = cell.metricsText();
+    res.writeHead(200, {
+      'content-type': 'text/plain; version=0.0.4',
+      'baton-revision': String(cell.revision()),
+      'baton-cell': cell.cellId,
+    });
+    res.end(text);
+    return;
+  }
+  throw new InvalidArgumentError(`no such endpoint: ${method} ${path}`);
+}
+
+async function putKey(
+  req: IncomingMessage,
+  res: ServerResponse,
+  context: ResponseContext,
+  cell: CellApi,
+  limits: ApiLimits,
+  key: string,
+  query: Query,
+): Promise<void> {
+  query.rejectUnknown();
+  const ifVersion = headerInteger(req.headers, 'if-version', 0);
+  const ifRevision = headerInteger(req.headers, 'if-revision', 1);
+  const lease = headerInteger(req.headers, 'lease-id', 1);
+  const id = requestId(req.headers);
+  const value = validValue(await readBody(req, limits.valueBytesMax), limits);
+  const result = await cell.put(
+    {
+      key,
+      value,
+      ...(ifVersion !== undefined ? { ifVersion } : {}),
+      ...(ifRevision !== undefined ? { ifRevision } : {}),
+      ...(lease !== undefined ? { lease } : {}),
+    },
+    id,
+  );
+  sendJson(res, context, result.created ? 201 : 200, result, result.revision);
+}
+
+async function getKey(
+  res: ServerResponse,
+  context: ResponseContext,
+  cell: CellApi,
+  _limits: ApiLimits,
+  key: string,
+  query: Query,
+): Promise<void> {
+  const consistency = query.oneOf('consistency', ['linearizable', 'serializable'] as const, 'linearizable');
+  const encoding = query.oneOf<Encoding>('encoding', ['utf8', 'base64'], 'utf8');
+  const revision = query.integer('revision', 0);
+  const minRevision = query.integer('minRevision', 0);
+  const prefix = query.flag('prefix');
+  const limit = query.integer('limit', 0);
+  const keysOnly = query.flag('keysOnly');
+  const countOnly = query.flag('countOnly');
+  query.rejectUnknown();
+  const result = await cell.range(
+    {
+      key,
+      prefix,
+      keysOnly,
+      countOnly,
+      ...(limit !== undefined ? { limit } : {}),
+      ...(revision !== undefined ? { revision } : {}),
+    },
+    { consistency, ...(minRevision !== undefined ? { minRevision } : {}) },
+  );
+  if (!prefix && !countOnly && result.kvs.length === 0) {
+    throw new KeyNotFoundError(`key ${key} not found`, { key, revision: result.revision });
+  }
+  sendJson(res, context, 200, { ...rangeJson(result, encoding), consistency }, result.revision);
+}
+
+async function deleteKey(
+  req: IncomingMessage,
+  res: ServerResponse,
+  context: ResponseContext,
+  cell: CellApi,
+  _limits: ApiLimits,
+  key: string,
+  query: Query,
+): Promise<void> {
+  const prefix = query.flag('prefix');
+  query.rejectUnknown();
+  const ifVersion = headerInteger(req.headers, 'if-version', 0);
+  const ifRevision = headerInteger(req.headers, 'if-revision', 1);
+  const result = await cell.deleteRange(
+    {
+      key,
+      prefix,
+      ...(ifVersion !== undefined ? { ifVersion } : {}),
+      ...(ifRevision !== undefined ? { ifRevision } : {}),
+    },
+    requestId(req.headers),
+  );
+  sendJson(res, context, 200, result, result.revision);
+}
+
+function kvJson(kv: KeyValue, encoding: Encoding): Record<string, unknown> {
+  const text = (bytes: Uint8Array): string =>
+    Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString(encoding === 'base64' ? 'base64' : 'utf8');
+  return {
+    key: encoding === 'base64' ? Buffer.from(kv.key).toString('base64') : kv.key,
+    value: text(kv.value),
+    version: kv.version,
+    createRevision: kv.createRevision,
+    modRevision: kv.modRevision,
+    lease: kv.lease,
+  };
+}
+
+function rangeJson(result: RangeResult, encoding: Encoding): Record<string, unknown> {
+  return {
+    revision: result.revision,
+    count: result.count,
+    more: result.more,
+    kvs: result.kvs.map((kv) => kvJson(kv, encoding)),
+  };
+}
+
+function txnJson(succeeded: boolean, revision: number, results: readonly TxnOpResult[], encoding: Encoding): unknown {
+  return {
+    succeeded,
+    revision,
+    results: results.map((result) => ('kvs' in result ? rangeJson(result, encoding) : result)),
+  };
+}

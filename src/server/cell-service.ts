@@ -1,0 +1,173 @@
+// The cell as the API sees it: mutations become commands in the Raft log (with the Request-ID
+// and the proposer's clock inside, so dedup is replicated state), linearizable reads wait for a
+// ReadIndex confirmation, serializable reads are answered from local state and say so.
+import { randomBytes } from 'node:crypto';
+import { UnavailableError } from '../base/errors.js';
+import {
+  encodeCommand,
+  type ApplyOutcome,
+  type Command,
+  type CommandResult,
+  type MvccStore,
+  type TxnOp as MvccTxnOp,
+} from '../mvcc/index.js';
+import type { RaftApi } from '../raft/index.js';
+import type * as api from '../api/types.js';
+import type { NodeConfig } from './config.js';
+import type { NodeDriver } from './driver.js';
+import type { NodeMetrics } from './node-metrics.js';
+
+export class CellService implements api.CellApi {
+  readonly cellId: string;
+  private readonly revisionWaiters = new Set<{ revision: number; resolve: () => void }>();
+
+  constructor(
+    private readonly config: NodeConfig,
+    private readonly core: RaftApi,
+    private readonly driver: NodeDriver<ApplyOutcome>,
+    private readonly store: MvccStore,
+    private readonly metrics: NodeMetrics,
+  ) {
+    this.cellId = config.cellId;
+  }
+
+  revision(): number {
+    return this.store.revision;
+  }
+
+  /** Called by the driver after every applied batch. */
+  onApplied(): void {
+    const revision = this.store.revision;
+    for (const waiter of this.revisionWaiters) {
+      if (waiter.revision <= revision) {
+        this.revisionWaiters.delete(waiter);
+        waiter.resolve();
+      }
+    }
+  }
+
+  async put(request: api.PutRequest, requestId: string | undefined): Promise<api.PutResult> {
+    const result = await this.mutate({ type: 'put', ...request }, requestId);
+    if (result.type !== 'put') throw new Error(`put answered with ${result.type}`);
+    return { created: result.created, version: result.version, revision: result.revision, fencingToken: result.fencingToken };
+  }
+
+  async deleteRange(request: api.DeleteRequest, requestId: string | undefined): Promise<api.DeleteResult> {
+    const result = await this.mutate({ type: 'delete', ...request }, requestId);
+    if (result.type !== 'delete') throw new Error(`delete answered with ${result.type}`);
+    return { deleted: result.deleted, revision: result.revision };
+  }
+
+  async txn(request: api.TxnRequest, requestId: string | undefined): Promise<api.TxnResult> {
+    const toOp = (op: api.TxnOp): MvccTxnOp => {
+      if ('put' in op) return { type: 'put', ...op.put };
+      if ('get' in op) return { type: 'get', ...op.get };
+      return { type: 'delete', ...op.delete };
+    };
+    const result = await this.mutate(
+      { type: 'txn', compare: request.compare, success: request.success.map(toOp), failure: request.failure.map(toOp) },
+      requestId,
+    );
+    if (result.type !== 'txn') throw new Error(`txn answered with ${result.type}`);
+    return {
+      succeeded: result.succeeded,
+      revision: result.revision,
+      results: result.results.map((r) => {
+        if (r.type === 'put') return { created: r.created, version: r.version, revision: r.revision, fencingToken: r.fencingToken };
+        if (r.type === 'delete') return { deleted: r.deleted, revision: r.revision };
+        return { revision: r.revision, count: r.count, more: r.more, kvs: r.kvs };
+      }),
+    };
+  }
+
+  async compact(revision: number): Promise<{ revision: number; compactRevision: number }> {
+    const result = await this.mutate({ type: 'compact', revision }, undefined);
+    if (result.type !== 'compact') throw new Error(`compact answered with ${result.type}`);
+    return { revision: result.revision, compactRevision: result.compactRevision };
+  }
+
+  async range(request: api.RangeRequest, options: api.ReadOptions): Promise<api.RangeResult> {
+    if (options.consistency === 'linearizable') {
+      const started = performance.now();
+      await this.driver.linearizableRead();
+      this.metrics.readSeconds.observe((performance.now() - started) / 1000);
+    }
+    if (options.minRevision !== undefined) await this.waitForRevision(options.minRevision);
+    const result = this.store.range({ type: 'get', ...request });
+    return { revision: result.revision, count: result.count, more: result.more, kvs: result.kvs };
+  }
+
+  status(): api.ClusterStatus {
+    const status = this.core.status();
+    const voters = new Set([...status.confState.voters, ...status.confState.votersOutgoing]);
+    return {
+      cell: this.config.cellId,
+      clusterId: this.config.clusterId,
+      member: this.config.memberId,
+      leader: status.leader,
+      term: status.term,
+      commitIndex: status.commitIndex,
+      appliedIndex: this.store.appliedIndex,
+      revision: this.store.revision,
+      compactRevision: this.store.compactRevision,
+      members: this.config.members.map((member) => {
+        const progress = status.progress.get(member.id);
+        return {
+          id: member.id,
+          name: member.name,
+          peerUrl: member.peerUrl,
+          clientUrl: member.clientUrl,
+          role: voters.has(member.id) ? 'voter' : 'learner',
+          // Only the leader knows its followers' progress; elsewhere, health is not known here.
+          healthy:
+            member.id === this.config.memberId ||
+            (status.role === 'leader' && progress !== undefined && progress.state === 'replicate'),
+        };
+      }),
+    };
+  }
+
+  healthy(): boolean {
+    return true;
+  }
+
+  ready(): { ready: boolean; reason: string } {
+    const status = this.core.status();
+    if (status.leader === 0) return { ready: false, reason: 'no leader' };
+    if (this.store.appliedIndex < status.commitIndex) {
+      return { ready: false, reason: `applying (${this.store.appliedIndex}/${status.commitIndex})` };
+    }
+    return { ready: true, reason: 'ok' };
+  }
+
+  metricsText(): string {
+    return this.metrics.registry.render();
+  }
+
+  private async mutate(op: Command, requestId: string | undefined): Promise<CommandResult> {
+    const command = encodeCommand(
+      { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: Date.now(), op },
+      this.store.limits,
+    );
+    const started = performance.now();
+    const outcome = await this.driver.propose(randomBytes(16), command);
+    this.metrics.proposalSeconds.observe((performance.now() - started) / 1000);
+    if (outcome.type === 'applied') return outcome.result;
+    if (outcome.type === 'failed') throw outcome.error;
+    throw new Error(`a command entry applied as ${outcome.type}`);
+  }
+
+  private waitForRevision(revision: number): Promise<void> {
+    if (this.store.revision >= revision) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter = { revision, resolve: () => { clearTimeout(timer); resolve(); } };
+      const timer = setTimeout(() => {
+        this.revisionWaiters.delete(waiter);
+        reject(new UnavailableError(`revision ${revision} not applied here within ${this.config.requestTimeoutMs} ms`, {
+          revision: this.store.revision,
+        }));
+      }, this.config.requestTimeoutMs);
+      this.revisionWaiters.add(waiter);
+    });
+  }
+}

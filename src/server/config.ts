@@ -1,0 +1,181 @@
+// A node's configuration from flags, BATON_* environment variables and an optional JSON config
+// file (flags win over the environment, which wins over the file). Validated here, at the edge:
+// a bad value stops the node with a message naming the setting, never a crash later on.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { createHash } from 'node:crypto';
+
+export interface MemberConfig {
+  readonly id: number;
+  readonly name: string;
+  readonly peerUrl: string;
+  readonly clientUrl: string;
+}
+
+export interface NodeConfig {
+  readonly name: string;
+  readonly memberId: number;
+  readonly dataDir: string;
+  readonly listenClient: URL;
+  readonly listenPeer: URL;
+  readonly members: readonly MemberConfig[];
+  readonly cellId: string;
+  /** Derived from the initial cluster and token, so members started apart agree on it. */
+  readonly clusterId: string;
+  readonly tickMs: number;
+  readonly electionTicks: number;
+  readonly snapshotEntries: number;
+  readonly requestTimeoutMs: number;
+  readonly valueBytesMax: number;
+  readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const options = {
+  name: { type: 'string' },
+  'data-dir': { type: 'string' },
+  'listen-client': { type: 'string' },
+  'listen-peer': { type: 'string' },
+  'initial-cluster': { type: 'string' },
+  'initial-cluster-clients': { type: 'string' },
+  'initial-cluster-token': { type: 'string' },
+  cell: { type: 'string' },
+  'tick-ms': { type: 'string' },
+  'election-ticks': { type: 'string' },
+  'snapshot-entries': { type: 'string' },
+  'request-timeout-ms': { type: 'string' },
+  'value-bytes-max': { type: 'string' },
+  'log-level': { type: 'string' },
+  config: { type: 'string' },
+} as const;
+
+type Raw = Partial<Record<keyof typeof options, string>>;
+
+export function parseNodeConfig(argv: readonly string[], env: NodeJS.ProcessEnv): NodeConfig {
+  let parsed: Raw;
+  try {
+    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values as Raw;
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  const fromEnv: Raw = {};
+  for (const flag of Object.keys(options) as (keyof typeof options)[]) {
+    const value = env[`BATON_${flag.toUpperCase().replaceAll('-', '_')}`];
+    if (value !== undefined && value !== '') fromEnv[flag] = value;
+  }
+  const configPath = parsed.config ?? fromEnv.config;
+  const fromFile = configPath === undefined ? {} : readConfigFile(configPath);
+  return resolve({ ...fromFile, ...fromEnv, ...parsed });
+}
+
+function readConfigFile(path: string): Raw {
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`config file ${path}: ${(error as Error).message}`);
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    throw new ConfigError(`config file ${path}: expected a JSON object of flag names to values`);
+  }
+  const raw: Raw = {};
+  for (const [key, value] of Object.entries(data)) {
+    if (!(key in options)) throw new ConfigError(`config file ${path}: unknown setting "${key}"`);
+    raw[key as keyof typeof options] = String(value);
+  }
+  return raw;
+}
+
+function resolve(raw: Raw): NodeConfig {
+  const name = required(raw, 'name');
+  if (!/^[a-zA-Z0-9_-]{1,64}$/.test(name)) throw new ConfigError(`--name "${name}": use letters, digits, - and _`);
+  const listenClient = url(required(raw, 'listen-client'), 'listen-client');
+  const listenPeer = url(required(raw, 'listen-peer'), 'listen-peer');
+  const members = parseMembers(raw, name, listenClient);
+  const self = members.find((member) => member.name === name);
+  if (self === undefined) throw new ConfigError(`--initial-cluster does not name this node (${name})`);
+  const token = raw['initial-cluster-token'] ?? 'baton';
+  const identity = members.map((m) => `${m.name}=${m.peerUrl}`).join(',') + `|${token}`;
+  return {
+    name,
+    memberId: self.id,
+    dataDir: required(raw, 'data-dir'),
+    listenClient,
+    listenPeer,
+    members,
+    cellId: raw.cell ?? 'cell-1',
+    clusterId: createHash('sha256').update(identity).digest('hex').slice(0, 16),
+    tickMs: integer(raw, 'tick-ms', 100, 10, 10_000),
+    electionTicks: integer(raw, 'election-ticks', 10, 3, 1000),
+    snapshotEntries: integer(raw, 'snapshot-entries', 10_000, 10, 100_000_000),
+    requestTimeoutMs: integer(raw, 'request-timeout-ms', 5_000, 100, 600_000),
+    valueBytesMax: integer(raw, 'value-bytes-max', 1024 * 1024, 1, 1024 * 1024),
+    logLevel: logLevel(raw['log-level'] ?? 'info'),
+  };
+}
+
+/**
+ * `--initial-cluster n1=http://127.0.0.1:7101,...` gives the peer URLs; member ids follow the
+ * list's order (1, 2, ...). Client URLs come from `--initial-cluster-clients` in the same form,
+ * or for this node from --listen-client; followers use them to point clients at the leader.
+ */
+function parseMembers(raw: Raw, name: string, listenClient: URL): MemberConfig[] {
+  const peers = pairs(required(raw, 'initial-cluster'), 'initial-cluster');
+  const clients = new Map(pairs(raw['initial-cluster-clients'] ?? '', 'initial-cluster-clients'));
+  const seen = new Set<string>();
+  return peers.map(([memberName, peerUrl], i) => {
+    if (seen.has(memberName)) throw new ConfigError(`--initial-cluster names ${memberName} twice`);
+    seen.add(memberName);
+    url(peerUrl, 'initial-cluster');
+    const clientUrl = clients.get(memberName) ?? (memberName === name ? listenClient.href : '');
+    return { id: i + 1, name: memberName, peerUrl, clientUrl: clientUrl.replace(/\/$/, '') };
+  });
+}
+
+function pairs(text: string, flag: string): [string, string][] {
+  if (text.trim() === '') return [];
+  return text.split(',').map((item) => {
+    const at = item.indexOf('=');
+    if (at <= 0) throw new ConfigError(`--${flag}: expected name=URL, got "${item}"`);
+    return [item.slice(0, at).trim(), item.slice(at + 1).trim()];
+  });
+}
+
+function required(raw: Raw, flag: keyof typeof options): string {
+  const value = raw[flag];
+  if (value === undefined || value === '') {
+    throw new ConfigError(`--${flag} is required (or BATON_${flag.toUpperCase().replaceAll('-', '_')})`);
+  }
+  return value;
+}
+
+function url(text: string, flag: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(text);
+  } catch {
+    throw new ConfigError(`--${flag}: "${text}" is not a URL`);
+  }
+  if (parsed.protocol !== 'http:' || parsed.port === '') {
+    throw new ConfigError(`--${flag}: "${text}" must be http://HOST:PORT`);
+  }
+  return parsed;
+}
+
+function integer(raw: Raw, flag: keyof typeof options, fallback: number, min: number, max: number): number {
+  const text = raw[flag];
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`--${flag}: "${text}" must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function logLevel(text: string): NodeConfig['logLevel'] {
+  if (text === 'debug' || text === 'info' || text === 'warn' || text === 'error') return text;
+  throw new ConfigError(`--log-level: "${text}" must be debug, info, warn or error`);
+}

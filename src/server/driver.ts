@@ -1,0 +1,262 @@
+// The node's driver: it feeds the Raft core ticks, messages and proposals, and performs each
+// Ready's I/O in the order Raft's safety needs: leader appends leave at once (in parallel with
+// the disk write), then the disk, then votes and acknowledgements, then apply, then advance.
+// One Ready is in flight at a time; whatever arrives meanwhile travels in the next (batching).
+import { assert } from '../base/assert.js';
+import { TimeoutError, UnavailableError, OverloadedError } from '../base/errors.js';
+import { EntryType, type Entry, type MemberId, type RaftApi, type RaftMessage, type Ready, type Role } from '../raft/index.js';
+import { frameCommand, unframeCommand } from './entry-frame.js';
+import type { LogStore, PeerSender, StateMachine, Timers } from './types.js';
+
+export interface DriverOptions {
+  readonly requestTimeoutMs: number;
+  /** Take a snapshot (and release the log below it) every this many applied entries. */
+  readonly snapshotEntries: number;
+}
+
+export interface DriverEvents {
+  onLeaderChange?(leader: MemberId, role: Role): void;
+  onApplied?(appliedIndex: number): void;
+  /** A Ready's I/O failed: the node must stop (a failed fdatasync cannot be retried safely). */
+  onFatal(error: Error): void;
+}
+
+interface ProposalWaiter<Outcome> {
+  resolve(outcome: Outcome): void;
+  reject(error: Error): void;
+  cancelTimer(): void;
+}
+
+interface ReadWaiter {
+  readonly resolve: () => void;
+  readonly reject: (error: Error) => void;
+  readonly cancelTimer: () => void;
+  /** Set once the leader confirmed the read point; served when applied reaches it. */
+  index: number;
+}
+
+export class NodeDriver<Outcome> {
+  private readyInFlight = false;
+  private stopped = false;
+  private leader: MemberId = 0;
+  private role: Role = 'follower';
+  private nextReadContext = 1;
+  private readonly proposals = new Map<string, ProposalWaiter<Outcome>>();
+  private readonly reads = new Map<number, ReadWaiter>();
+  /** Confirmed reads waiting for apply, in ascending read-index order of arrival. */
+  private confirmedReads: number[] = [];
+  private lastSnapshotIndex: number;
+  private snapshotInFlight = false;
+
+  constructor(
+    private readonly core: RaftApi,
+    private readonly logStore: LogStore,
+    private readonly stateMachine: StateMachine<Outcome>,
+    private readonly peers: PeerSender,
+    private readonly timers: Timers,
+    private readonly options: DriverOptions,
+    private readonly events: DriverEvents,
+  ) {
+    this.lastSnapshotIndex = core.status().firstIndex - 1;
+  }
+
+  get leaderId(): MemberId {
+    return this.leader;
+  }
+
+  get isLeader(): boolean {
+    return this.role === 'leader';
+  }
+
+  tick(): void {
+    if (this.stopped) return;
+    this.core.tick();
+    this.pump();
+  }
+
+  receive(messages: readonly RaftMessage[]): void {
+    if (this.stopped) return;
+    for (const message of messages) this.core.step(message);
+    this.pump();
+  }
+
+  /**
+   * Replicate `command` and resolve with the state machine's outcome once this node applied it.
+   * Rejects with UnavailableError when no leader is known (nothing was proposed) and with
+   * TimeoutError when the outcome is unknown (it may still commit: retry with the Request-ID).
+   */
+  propose(proposalId: Uint8Array, command: Uint8Array): Promise<Outcome> {
+    if (this.stopped) return Promise.reject(new UnavailableError('the node is stopping'));
+    const data = frameCommand(proposalId, command);
+    const key = Buffer.from(proposalId).toString('hex');
+    assert(!this.proposals.has(key), 'proposal ids are unique');
+    if (this.role === 'leader') {
+      const result = this.core.propose(data);
+      if (!result.ok) return Promise.reject(refusalError(result.reason));
+    } else if (!this.core.forwardProposal(data)) {
+      return Promise.reject(new UnavailableError('no leader', { leader: this.leader }));
+    }
+    const promise = new Promise<Outcome>((resolve, reject) => {
+      const timer = this.timers.setTimeout(() => {
+        this.proposals.delete(key);
+        reject(new TimeoutError('the outcome is unknown: retry with the same Request-ID'));
+      }, this.options.requestTimeoutMs);
+      this.proposals.set(key, { resolve, reject, cancelTimer: () => timer.cancel() });
+    });
+    this.pump();
+    return promise;
+  }
+
+  /** Resolves once this node has applied everything committed before the call (ReadIndex). */
+  linearizableRead(): Promise<void> {
+    if (this.stopped) return Promise.reject(new UnavailableError('the node is stopping'));
+    const context = this.nextReadContext++;
+    const promise = new Promise<void>((resolve, reject) => {
+      const timer = this.timers.setTimeout(() => {
+        this.reads.delete(context);
+        reject(new UnavailableError('could not confirm leadership with a quorum in time'));
+      }, this.options.requestTimeoutMs);
+      this.reads.set(context, { resolve, reject, cancelTimer: () => timer.cancel(), index: -1 });
+    });
+    this.core.readIndex(context);
+    this.pump();
+    return promise;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    const error = new UnavailableError('the node is stopping');
+    for (const waiter of this.proposals.values()) {
+      waiter.cancelTimer();
+      waiter.reject(new TimeoutError('the node stopped: the outcome is unknown'));
+    }
+    this.proposals.clear();
+    for (const read of this.reads.values()) {
+      read.cancelTimer();
+      read.reject(error);
+    }
+    this.reads.clear();
+  }
+
+  private pump(): void {
+    while (!this.readyInFlight && !this.stopped && this.core.hasReady()) {
+      const ready = this.core.ready();
+      this.observeSoftState(ready);
+      // Thesis §10.2.1: the leader's appends go out while its own disk write is in progress.
+      this.peers.send(ready.appendMessages);
+      if (ready.snapshot === null && ready.entries.length === 0 && ready.hardState === null) {
+        this.finish(ready);
+        continue;
+      }
+      this.readyInFlight = true;
+      this.logStore.persist(ready).then(
+        () => {
+          this.readyInFlight = false;
+          if (this.stopped) return;
+          this.finish(ready);
+          this.pump();
+        },
+        (error: Error) => this.fail(error),
+      );
+    }
+  }
+
+  private finish(ready: Ready): void {
+    // Votes and acknowledgements promise durability: they leave only now.
+    this.peers.send(ready.messages);
+    if (ready.snapshot !== null) this.stateMachine.restore(ready.snapshot);
+    if (ready.committed.length > 0) this.apply(ready.committed);
+    for (const context of ready.droppedReads) this.failRead(context);
+    for (const state of ready.readStates) {
+      const read = this.reads.get(state.context);
+      if (read === undefined) continue;
+      read.index = state.index;
+      this.confirmedReads.push(state.context);
+    }
+    this.serveReads();
+    this.core.advance(ready);
+    this.maybeSnapshot();
+  }
+
+  private apply(committed: readonly Entry[]): void {
+    const proposalIds: (string | null)[] = [];
+    const entries = committed.map((entry) => {
+      if (entry.type !== EntryType.normal) {
+        proposalIds.push(null);
+        return entry;
+      }
+      const framed = unframeCommand(entry.data);
+      proposalIds.push(framed?.proposalId ?? null);
+      return framed === null ? entry : { ...entry, data: framed.command };
+    });
+    const outcomes = this.stateMachine.applyBatch(entries);
+    assert(outcomes.length === entries.length, 'one outcome per applied entry');
+    proposalIds.forEach((id, i) => {
+      if (id === null) return;
+      const waiter = this.proposals.get(id);
+      if (waiter === undefined) return;
+      this.proposals.delete(id);
+      waiter.cancelTimer();
+      waiter.resolve(outcomes[i] as Outcome);
+    });
+    this.events.onApplied?.(this.stateMachine.appliedIndex());
+  }
+
+  private serveReads(): void {
+    if (this.confirmedReads.length === 0) return;
+    const applied = this.stateMachine.appliedIndex();
+    const waiting: number[] = [];
+    for (const context of this.confirmedReads) {
+      const read = this.reads.get(context);
+      if (read === undefined) continue;
+      if (read.index > applied) {
+        waiting.push(context);
+        continue;
+      }
+      this.reads.delete(context);
+      read.cancelTimer();
+      read.resolve();
+    }
+    this.confirmedReads = waiting;
+  }
+
+  private failRead(context: number): void {
+    const read = this.reads.get(context);
+    if (read === undefined) return;
+    this.reads.delete(context);
+    read.cancelTimer();
+    read.reject(new UnavailableError('leadership could not be confirmed (no leader, or it changed)'));
+  }
+
+  private observeSoftState(ready: Ready): void {
+    if (ready.softState === null) return;
+    this.leader = ready.softState.leader;
+    this.role = ready.softState.role;
+    this.events.onLeaderChange?.(this.leader, this.role);
+  }
+
+  private maybeSnapshot(): void {
+    const applied = this.stateMachine.appliedIndex();
+    if (this.snapshotInFlight || applied - this.lastSnapshotIndex < this.options.snapshotEntries) return;
+    const snapshot = this.core.compact(applied, this.stateMachine.snapshotData());
+    this.lastSnapshotIndex = applied;
+    this.snapshotInFlight = true;
+    this.logStore.saveSnapshot(snapshot).then(
+      () => {
+        this.snapshotInFlight = false;
+      },
+      (error: Error) => this.fail(error),
+    );
+  }
+
+  private fail(error: Error): void {
+    if (this.stopped) return;
+    this.stop();
+    this.events.onFatal(error);
+  }
+}
+
+function refusalError(reason: string): Error {
+  if (reason === 'tooLarge') return new OverloadedError('too many uncommitted proposals; retry later');
+  return new UnavailableError(`the leader cannot take proposals now (${reason})`);
+}

@@ -1,0 +1,26 @@
+// The MVCC store as the driver's state machine: entries in, outcomes out, snapshots as bytes.
+import type { Entry, Snapshot } from '../raft/index.js';
+import type { ApplyOutcome, MvccStore } from '../mvcc/index.js';
+import type { StateMachine } from './types.js';
+
+export class KvStateMachine implements StateMachine<ApplyOutcome> {
+  constructor(readonly store: MvccStore) {}
+
+  appliedIndex(): number {
+    return this.store.appliedIndex;
+  }
+
+  applyBatch(entries: readonly Entry[]): ApplyOutcome[] {
+    return this.store.applyBatch(entries);
+  }
+
+  snapshotData(): Uint8Array {
+    // TODO(#4): stream snapshots from the store to the file and the follower instead of memory.
+    const chunks = [...this.store.snapshot().chunks];
+    return Buffer.concat(chunks);
+  }
+
+  restore(snapshot: Snapshot): void {
+    this.store.restore([snapshot.data]);
+  }
+}

@@ -1,0 +1,33 @@
+// The durable Raft log of a node: the WAL for entries and hard state, snapshot files beside it.
+// A snapshot is made durable before the WAL records that the log starts after it, and only then
+// are the segments below it released, so a crash at any point leaves a log that recovers.
+import type { Ready, Snapshot } from '../raft/index.js';
+import type { SnapshotStore } from '../snap/index.js';
+import type { Wal } from '../wal/index.js';
+import type { LogStore } from './types.js';
+
+export class DurableLogStore implements LogStore {
+  constructor(
+    private readonly wal: Wal,
+    private readonly snapshots: SnapshotStore,
+    private readonly onSyncSeconds: (seconds: number) => void = () => {},
+  ) {}
+
+  async persist(ready: Ready): Promise<void> {
+    const started = performance.now();
+    if (ready.snapshot !== null) {
+      await this.snapshots.save(ready.snapshot.meta, ready.snapshot.data);
+      await this.wal.markSnapshot(ready.snapshot.meta);
+    }
+    if (ready.entries.length > 0 || ready.hardState !== null) {
+      await this.wal.save(ready.entries, ready.hardState);
+    }
+    this.onSyncSeconds((performance.now() - started) / 1000);
+  }
+
+  async saveSnapshot(snapshot: Snapshot): Promise<void> {
+    await this.snapshots.save(snapshot.meta, snapshot.data);
+    await this.wal.markSnapshot(snapshot.meta);
+    await this.wal.releaseBefore(snapshot.meta.index);
+  }
+}

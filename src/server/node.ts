@@ -1,0 +1,182 @@
+// One Baton node with real parts: the WAL and snapshot files, the LMDB state machine, the TCP
+// peer transport, the HTTP API and real timers. This is the only place that wires them; the
+// driver and everything below it are written against interfaces.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync, renameSync, existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { SeededRandom } from '../base/random.js';
+import { CorruptFileError } from '../base/errors.js';
+import { createHttpHandler } from '../api/http/handler.js';
+import { defaultApiLimits } from '../api/http/limits.js';
+import { MvccStore, defaultMvccLimits, type ApplyOutcome } from '../mvcc/index.js';
+import { createRaftNode, defaultRaftConfig, type Snapshot, type SnapshotMeta } from '../raft/index.js';
+import { SnapshotStore } from '../snap/index.js';
+import { LmdbEngine } from '../storage/index.js';
+import { PeerTransport } from '../transport/index.js';
+import { Wal } from '../wal/index.js';
+import { CellService } from './cell-service.js';
+import type { NodeConfig } from './config.js';
+import { NodeDriver } from './driver.js';
+import { KvStateMachine } from './kv-state-machine.js';
+import { DurableLogStore } from './log-store.js';
+import { NodeMetrics } from './node-metrics.js';
+import type { Timers } from './types.js';
+
+export interface RunningNode {
+  readonly service: CellService;
+  stop(): Promise<void>;
+}
+
+export interface NodeLogger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+const realTimers: Timers = {
+  setTimeout(callback, ms) {
+    const timer = setTimeout(callback, ms);
+    return { cancel: () => clearTimeout(timer) };
+  },
+  monotonicMs: () => performance.now(),
+};
+
+export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (error: Error) => void): Promise<RunningNode> {
+  mkdirSync(config.dataDir, { recursive: true });
+  checkIdentity(config);
+  const { wal, recovered } = await Wal.open(config.dataDir, { logger: { warn: (m) => log.warn(m) } });
+  const snapshots = new SnapshotStore(config.dataDir, { logger: { warn: (m) => log.warn(m) } });
+  await snapshots.init();
+  const snapshot = await loadSnapshotAt(snapshots, recovered.snapshotMeta);
+  const engine = LmdbEngine.open({ directory: join(config.dataDir, 'db') });
+  const store = new MvccStore(engine, { ...defaultMvccLimits, valueBytesMax: config.valueBytesMax });
+  if (snapshot !== null && store.appliedIndex < snapshot.meta.index) {
+    log.info(`restoring the state machine from snapshot ${snapshot.meta.index} (db applied ${store.appliedIndex})`);
+    store.restore([snapshot.data]);
+  }
+  const lastIndex = recovered.entries.at(-1)?.index ?? recovered.snapshotMeta?.index ?? 0;
+  if (store.appliedIndex > lastIndex) {
+    throw new CorruptFileError(join(config.dataDir, 'wal'), 0,
+      `the state machine applied index ${store.appliedIndex} is beyond the log's last index ${lastIndex}`);
+  }
+  const core = createRaftNode(
+    { ...defaultRaftConfig, id: config.memberId, electionTicks: config.electionTicks },
+    {
+      hardState: recovered.hardState,
+      snapshot,
+      entries: recovered.entries,
+      initialConfState: { voters: config.members.map((m) => m.id), votersOutgoing: [], learners: [] },
+      appliedIndex: store.appliedIndex,
+    },
+    new SeededRandom(randomBytes(8).readBigUInt64LE()),
+  );
+  const nodeMetrics = new NodeMetrics(core, {
+    appliedIndex: () => store.appliedIndex,
+    dbBytes: () => engine.diskBytes(),
+    revision: () => store.revision,
+  });
+  let driver: NodeDriver<ApplyOutcome> | null = null;
+  const transport = await PeerTransport.start({
+    memberId: config.memberId,
+    clusterId: config.clusterId,
+    listen: { host: config.listenPeer.hostname, port: Number(config.listenPeer.port) },
+    peers: new Map(
+      config.members.map((m) => {
+        const url = new URL(m.peerUrl);
+        return [m.id, { host: url.hostname, port: Number(url.port) }];
+      }),
+    ),
+    onMessages: (batch) => driver?.receive(batch),
+    reportUnreachable: (to) => core.reportUnreachable(to),
+    reportSnapshot: (to, ok) => core.reportSnapshot(to, ok),
+    logger: {
+      info: (fields, message) => log.info(`${message} ${JSON.stringify(fields)}`),
+      warn: (fields, message) => log.warn(`${message} ${JSON.stringify(fields)}`),
+    },
+  });
+  const logStore = new DurableLogStore(wal, snapshots, (s) => nodeMetrics.walSyncSeconds.observe(s));
+  let service: CellService | null = null;
+  driver = new NodeDriver(core, logStore, new KvStateMachine(store), transport, realTimers,
+    { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries },
+    {
+      onLeaderChange: (leader, role) => {
+        nodeMetrics.leaderChanges.inc();
+        log.info(`leader is now ${leader === 0 ? 'unknown' : `member ${leader}`} (this node: ${role})`);
+      },
+      onApplied: () => service?.onApplied(),
+      onFatal: (error) => onFatal(error),
+    },
+  );
+  service = new CellService(config, core, driver, store, nodeMetrics);
+  const ticker = setInterval(() => driver?.tick(), config.tickMs);
+  const http = createServer(
+    createHttpHandler({
+      cell: service,
+      limits: { ...defaultApiLimits, valueBytesMax: config.valueBytesMax },
+      logError: (error) => log.error(`request failed: ${(error as Error)?.stack ?? String(error)}`),
+    }),
+  );
+  http.keepAliveTimeout = 30_000;
+  await listen(http, Number(config.listenClient.port), config.listenClient.hostname);
+  log.info(`serving ${config.listenClient.href} (peers ${config.listenPeer.href}), member ${config.memberId}, cluster ${config.clusterId}`);
+  return {
+    service,
+    async stop() {
+      clearInterval(ticker);
+      driver?.stop();
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        http.closeAllConnections();
+      });
+      await transport.close();
+      await wal.close();
+      await engine.close();
+    },
+  };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** The snapshot the WAL's marker names (the log continues right after it). */
+async function loadSnapshotAt(snapshots: SnapshotStore, meta: SnapshotMeta | null): Promise<Snapshot | null> {
+  if (meta === null) return null;
+  const info = (await snapshots.list()).find((f) => f.index === meta.index && f.term === meta.term);
+  if (info === undefined) {
+    throw new CorruptFileError(snapshots.dir, 0, `the WAL needs snapshot ${meta.index}/${meta.term}, which is missing`);
+  }
+  return snapshots.load(info.path);
+}
+
+/** A data directory belongs to one member of one cluster; refuse to start as anything else. */
+function checkIdentity(config: NodeConfig): void {
+  const path = join(config.dataDir, 'member.json');
+  const identity = { clusterId: config.clusterId, cellId: config.cellId, memberId: config.memberId, name: config.name };
+  if (!existsSync(path)) {
+    writeFileSync(`${path}.tmp`, JSON.stringify(identity, null, 2));
+    renameSync(`${path}.tmp`, path);
+    return;
+  }
+  let stored: typeof identity;
+  try {
+    stored = JSON.parse(readFileSync(path, 'utf8')) as typeof identity;
+  } catch (error) {
+    throw new CorruptFileError(path, 0, `unreadable member identity: ${(error as Error).message}`);
+  }
+  for (const field of ['clusterId', 'cellId', 'memberId', 'name'] as const) {
+    if (stored[field] !== identity[field]) {
+      throw new Error(
+        `${path}: this data directory belongs to ${field} ${String(stored[field])}, not ${String(identity[field])}; ` +
+          'refusing to start (use another --data-dir, or the original --initial-cluster)',
+      );
+    }
+  }
+}

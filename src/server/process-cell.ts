@@ -1,0 +1,165 @@
+// A cell of real node processes on this machine: used by `baton dev` (npm start) and by the
+// multi-process tests, which kill (-9), pause (SIGSTOP) and restart single members.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface CellMemberPorts {
+  readonly name: string;
+  readonly clientPort: number;
+  readonly peerPort: number;
+}
+
+export interface ProcessCellOptions {
+  readonly dataDir: string;
+  readonly members: readonly CellMemberPorts[];
+  readonly host?: string;
+  /** Extra flags for every node (e.g. ['--tick-ms', '50']). */
+  readonly extraArgs?: readonly string[];
+  /** Where node output goes: 'inherit' for dev, 'pipe' (collected) for tests. */
+  readonly output?: 'inherit' | 'pipe';
+}
+
+const cliPath = join(fileURLToPath(new URL('.', import.meta.url)), '..', 'cli', 'main.js');
+
+export class ProcessCell {
+  private readonly processes = new Map<string, ChildProcess>();
+  readonly logs = new Map<string, string[]>();
+  private readonly host: string;
+
+  constructor(private readonly options: ProcessCellOptions) {
+    this.host = options.host ?? '127.0.0.1';
+  }
+
+  clientUrl(name: string): string {
+    return `http://${this.host}:${this.member(name).clientPort}`;
+  }
+
+  clientUrls(): string[] {
+    return this.options.members.map((member) => this.clientUrl(member.name));
+  }
+
+  names(): string[] {
+    return this.options.members.map((member) => member.name);
+  }
+
+  startAll(): void {
+    for (const member of this.options.members) this.start(member.name);
+  }
+
+  start(name: string): void {
+    const member = this.member(name);
+    const dataDir = join(this.options.dataDir, name);
+    mkdirSync(dataDir, { recursive: true });
+    const initialCluster = this.options.members
+      .map((m) => `${m.name}=http://${this.host}:${m.peerPort}`)
+      .join(',');
+    const clients = this.options.members.map((m) => `${m.name}=http://${this.host}:${m.clientPort}`).join(',');
+    const args = [
+      cliPath,
+      'server',
+      '--name', name,
+      '--data-dir', dataDir,
+      '--listen-client', `http://${this.host}:${member.clientPort}`,
+      '--listen-peer', `http://${this.host}:${member.peerPort}`,
+      '--initial-cluster', initialCluster,
+      '--initial-cluster-clients', clients,
+      ...(this.options.extraArgs ?? []),
+    ];
+    const output = this.options.output ?? 'pipe';
+    const child = spawn(process.execPath, args, { stdio: ['ignore', output, output] });
+    this.processes.set(name, child);
+    if (output === 'pipe') {
+      const log = this.logs.get(name) ?? [];
+      this.logs.set(name, log);
+      const collect = (chunk: Buffer): void => {
+        log.push(chunk.toString('utf8'));
+        if (log.length > 2000) log.splice(0, log.length - 2000);
+      };
+      child.stdout?.on('data', collect);
+      child.stderr?.on('data', collect);
+    }
+  }
+
+  isRunning(name: string): boolean {
+    const child = this.processes.get(name);
+    return child !== undefined && child.exitCode === null && child.signalCode === null;
+  }
+
+  signal(name: string, signal: NodeJS.Signals): void {
+    this.processes.get(name)?.kill(signal);
+  }
+
+  /** Resolves with the exit code (or signal) once the member's process has ended. */
+  async waitExit(name: string, timeoutMs = 10_000): Promise<number | string> {
+    const child = this.processes.get(name);
+    if (child === undefined) return 'not started';
+    if (child.exitCode !== null) return child.exitCode;
+    if (child.signalCode !== null) return child.signalCode;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${name} did not exit within ${timeoutMs} ms`)), timeoutMs);
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        resolve(code ?? signal ?? 'unknown');
+      });
+    });
+  }
+
+  async kill9(name: string): Promise<void> {
+    this.signal(name, 'SIGKILL');
+    await this.waitExit(name);
+  }
+
+  /** Stop every member: SIGTERM, then SIGKILL for any that did not exit in time. */
+  async stopAll(timeoutMs = 5_000): Promise<void> {
+    const names = [...this.processes.keys()].filter((name) => this.isRunning(name));
+    for (const name of names) {
+      this.signal(name, 'SIGCONT');
+      this.signal(name, 'SIGTERM');
+    }
+    await Promise.all(
+      names.map(async (name) => {
+        try {
+          await this.waitExit(name, timeoutMs);
+        } catch {
+          await this.kill9(name);
+        }
+      }),
+    );
+  }
+
+  /** Polls every member's /readyz until all answer 200 (or the time runs out). */
+  async waitReady(timeoutMs = 20_000, names = this.names()): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const states = await Promise.all(names.map((name) => this.probe(`${this.clientUrl(name)}/readyz`)));
+      if (states.every(Boolean)) return;
+      for (const name of names) {
+        if (!this.isRunning(name)) throw new Error(`${name} exited: ${this.tail(name)}`);
+      }
+      if (Date.now() > deadline) throw new Error(`cell not ready within ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  tail(name: string, lines = 20): string {
+    return (this.logs.get(name) ?? []).join('').split('\n').slice(-lines).join('\n');
+  }
+
+  private async probe(url: string): Promise<boolean> {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      await res.arrayBuffer();
+      return res.status === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  private member(name: string): CellMemberPorts {
+    const member = this.options.members.find((m) => m.name === name);
+    if (member === undefined) throw new Error(`no member ${name}`);
+    return member;
+  }
+}

@@ -1,0 +1,32 @@
+// The doors between a node's driver and its parts. The driver is written against these, so the
+// same code runs with the real WAL, LMDB store and TCP transport, or with test doubles.
+import type { Entry, RaftMessage, Ready, Snapshot } from '../raft/index.js';
+
+/** Durable storage for the Raft log: the WAL plus snapshot files. */
+export interface LogStore {
+  /** Persist a Ready's snapshot, entries and hard state; resolves once durable (fdatasync). */
+  persist(ready: Ready): Promise<void>;
+  /** Keep a locally made snapshot; the log below it may then be released. */
+  saveSnapshot(snapshot: Snapshot): Promise<void>;
+}
+
+/** The replicated state machine (MVCC store). Apply is synchronous and deterministic. */
+export interface StateMachine<Outcome> {
+  appliedIndex(): number;
+  /** Apply committed entries in order, in one storage transaction; one outcome per entry. */
+  applyBatch(entries: readonly Entry[]): Outcome[];
+  /** A consistent copy of the state at appliedIndex(). */
+  snapshotData(): Uint8Array;
+  /** Replace the whole state with a snapshot's. */
+  restore(snapshot: Snapshot): void;
+}
+
+export interface PeerSender {
+  send(messages: readonly RaftMessage[]): void;
+}
+
+/** Timers at the edge, injected so tests can drive time. */
+export interface Timers {
+  setTimeout(callback: () => void, ms: number): { cancel(): void };
+  monotonicMs(): number;
+}
