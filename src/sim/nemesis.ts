@@ -98,8 +98,15 @@ export class Nemesis {
     if (nodes.length === 0) return;
     const leader = world.leader();
     const node = leader !== null && chance(this.random, 0.4) ? leader : pick(this.random, nodes);
+    const restartAtMs = this.duration(20, 1500);
+    const restart = (): void => world.at(Math.max(restartAtMs, world.nowMs), `RESTART n${node.id}`, () => world.restart(node));
+    if (chance(this.random, 0.5)) {
+      // Half the crashes wait for a write in progress, where losing or tearing it matters.
+      world.crashDuringNextWrite(node, restart);
+      return;
+    }
     world.crash(node);
-    world.at(this.duration(20, 1500), `RESTART n${node.id}`, () => world.restart(node));
+    restart();
   }
 
   private pause(): void {

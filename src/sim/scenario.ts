@@ -11,7 +11,9 @@ export function drawScenario(random: Random, profileOverride?: Scenario['profile
   const calm = profile === 'calm';
   const rate = (max: number): number => (calm ? 0 : randomInt(random, 0, max * 1000) / 1000);
   const networkDelayMsMin = randomInt(random, 1, 3);
-  const diskLatencyMsMin = randomInt(random, 0, 1);
+  // Fast, ordinary and slow disks: a slow disk keeps writes in progress long enough to tear.
+  const diskLatencyMsMin = randomInt(random, 0, 2);
+  const diskLatencyMsSpread = pick(random, [1, 6, 20]);
   const weight = (): number => (calm ? 0 : randomInt(random, chaos ? 1 : 0, 3));
   const faultWeights: FaultWeights = {
     partition: weight(),
@@ -32,7 +34,7 @@ export function drawScenario(random: Random, profileOverride?: Scenario['profile
     duplicateRate: rate(chaos ? 0.1 : 0.03),
     reorderRate: rate(chaos ? 0.2 : 0.05),
     diskLatencyMsMin,
-    diskLatencyMsMax: diskLatencyMsMin + randomInt(random, 0, 6),
+    diskLatencyMsMax: diskLatencyMsMin + randomInt(random, 0, diskLatencyMsSpread),
     tornWriteRate: rate(0.5),
     faultIntervalMs: calm ? 1_000_000 : randomInt(random, chaos ? 40 : 150, chaos ? 200 : 600),
     faultWeights,

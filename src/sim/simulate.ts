@@ -57,7 +57,7 @@ export function simulate(options: SimOptions, coreFactory: CoreFactory = createC
       return;
     }
     endFaults(world);
-    client.probeFromMs = world.nowMs;
+    client.startProbe();
     repeat(world, probeEveryMs, () => {
       if (!done) done = checkLiveness(world, nemesis, client, liveness);
     });

@@ -24,8 +24,8 @@ export class Workload implements WorldHooks {
   private leaderGuess: MemberId = 0;
   private readonly reads = new Map<number, ReadRecord>();
   private readonly ackedVersionByKey = new Map<string, number>();
-  /** Set by the liveness probe: the first acknowledgement at or after this time counts. */
-  probeFromMs = Number.POSITIVE_INFINITY;
+  /** Set by the liveness phase: the first acknowledged write proposed after this command id. */
+  private probeFromCommandId = Number.POSITIVE_INFINITY;
   probeAck: { readonly index: number; readonly timeMs: number } | null = null;
 
   constructor(
@@ -122,9 +122,14 @@ export class Workload implements WorldHooks {
     this.world.checker.onCommitted(entry.index, entry.term, chain, node.hard.term, CommitSource.acknowledged, node.id);
     const previous = this.ackedVersionByKey.get(key) ?? 0;
     if (entry.index > previous) this.ackedVersionByKey.set(key, entry.index);
-    if (this.probeAck === null && this.world.nowMs >= this.probeFromMs) {
+    if (this.probeAck === null && commandId >= this.probeFromCommandId) {
       this.probeAck = { index: entry.index, timeMs: this.world.nowMs };
     }
+  }
+
+  /** From now on, count the first acknowledged new write as the liveness probe. */
+  startProbe(): void {
+    this.probeFromCommandId = this.nextCommandId;
   }
 
   onReadServed(node: SimNode, context: number): void {

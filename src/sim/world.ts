@@ -45,6 +45,7 @@ export class World implements NodeWorld {
   private readonly tickMsByMember = new Map<MemberId, number>();
   private readonly held = new Map<MemberId, WorldEvent[]>();
   private readonly unreachablePending = new Set<string>();
+  private readonly crashOnWrite = new Map<MemberId, () => void>();
 
   constructor(
     readonly scenario: Scenario,
@@ -137,6 +138,7 @@ export class World implements NodeWorld {
     if (node.state === 'crashed' || node.state === 'removed') return;
     node.crash();
     this.held.delete(node.id);
+    this.crashOnWrite.delete(node.id);
     const { tornEntries, lostWrites } = node.disk.crash(this.nowMs, this.scenario.tornWriteRate);
     this.stats.crashes++;
     this.trace(node, `CRASH lost ${lostWrites} writes, torn entries kept ${tornEntries}`);
@@ -218,6 +220,22 @@ export class World implements NodeWorld {
 
   scheduleDiskDone(node: SimNode, writeId: number, atMs: number): void {
     this.schedule(atMs, { type: 'diskDone', member: node.id, incarnation: node.incarnation, writeId });
+    const afterCrash = this.crashOnWrite.get(node.id);
+    if (afterCrash !== undefined && atMs > this.nowMs) {
+      // Strictly before the write completes: the crash catches it in progress (lost or torn).
+      this.crashOnWrite.delete(node.id);
+      const incarnation = node.incarnation;
+      this.at(this.nowMs + ((atMs - this.nowMs - 1) >> 1), `CRASH n${node.id} during a write`, () => {
+        if (node.incarnation !== incarnation || node.state === 'crashed' || node.state === 'removed') return;
+        this.crash(node);
+        afterCrash();
+      });
+    }
+  }
+
+  /** Crash `node` in the middle of its next disk write that takes time, then call `afterCrash`. */
+  crashDuringNextWrite(node: SimNode, afterCrash: () => void): void {
+    this.crashOnWrite.set(node.id, afterCrash);
   }
 
   onBecameLeader(node: SimNode, term: number): void {
