@@ -21,6 +21,8 @@ export interface SegmentCursor {
   readonly sizeBytes: number;
   /** CRC of the last record written (the chain seed). */
   readonly crc: number;
+  /** The cap recorded in this segment's header: recovery sizes its torn-write window by it. */
+  readonly writeBytesMax: number;
 }
 
 export interface LogState {
@@ -60,6 +62,8 @@ export function planFlush(
 ): FlushPlan {
   assert(records.length > 0, 'a flush has records');
   let spare = sparePath;
+  // A segment opened with an older, smaller cap keeps it: its header is what recovery trusts.
+  const writeBytesMax = Math.min(config.writeBytesMax, start.writeBytesMax);
   const ops: WalOp[] = [];
   const created: SegmentCursor[] = [];
   let cursor = start;
@@ -70,7 +74,7 @@ export function planFlush(
   let taken = 0;
   for (const record of records) {
     const size = frameBytes(record.payload.length);
-    if (taken > 0 && totalBytes + size > config.writeBytesMax) break;
+    if (taken > 0 && totalBytes + size > writeBytesMax) break;
     if (cursor.offset + partBytes + size > cursor.sizeBytes) {
       if (part.length > 0) cursor = emitWrite(ops, cursor, part);
       ops.push({ type: 'close', seq: cursor.seq });
@@ -161,6 +165,8 @@ export function createSegment(
   // The spare has exactly segmentBytes: an oversized segment is filled the slow way.
   const sparePath = sizeBytes === config.segmentBytes ? spare : null;
   const op: WalOp = { type: 'create', seq, path, tmpPath, sizeBytes, sparePath, prefix };
-  const cursor = { seq, path, firstIndex, offset: prefix.length, sizeBytes, crc: rest.crc };
+  const offset = prefix.length;
+  const writeBytesMax = config.writeBytesMax;
+  const cursor = { seq, path, firstIndex, offset, sizeBytes, crc: rest.crc, writeBytesMax };
   return { op, cursor };
 }

@@ -1,8 +1,9 @@
 // Record framing: [crc u32][payload length u32][type u8][3 zero bytes][header crc u32][payload].
-// Both CRCs are seeded with the previous record's CRC, so a record is only valid in its exact place
-// in the chain: a stale record from an old segment, a recycled region or a reordered write fails
-// its check even though its own bytes are intact. The header CRC (over length and type) lets
-// recovery trust a damaged record's length when it sizes the torn-write window.
+// The header CRC covers length and type and is seeded with the previous record's CRC; the record
+// CRC continues from it over the payload. So a record is only valid in its exact place in the
+// chain: a stale record from an old segment, a recycled region or a reordered write fails its
+// check even though its own bytes are intact. The header CRC alone lets recovery trust a damaged
+// record's length when it sizes the torn-write window.
 import { crc32 } from 'node:zlib';
 import { assert } from '../base/assert.js';
 import { RecordType } from './types.js';
@@ -21,9 +22,13 @@ export function writeFrame(
   assert(recordTypes.has(type), 'known record type');
   target.writeUInt32LE(payload.length, offset + 4);
   target.writeUInt32LE(type, offset + 8); // type in the low byte, three reserved zero bytes
-  target.writeUInt32LE(crc32(target.subarray(offset + 4, offset + 12), seed), offset + 12);
+  const headerCrc = crc32(target.subarray(offset + 4, offset + 12), seed);
+  target.writeUInt32LE(headerCrc, offset + 12);
   target.set(payload, offset + frameHeaderBytes);
-  const crc = crc32(target.subarray(offset + 4, offset + frameHeaderBytes + payload.length), seed);
+  // The record CRC continues from the header CRC over the payload; it must not run over the
+  // stored header CRC bytes: a CRC fed its own value ends in a constant residue, which would
+  // erase the seed and let a record from another chain pass.
+  const crc = crc32(payload, headerCrc);
   target.writeUInt32LE(crc, offset);
   return crc;
 }
@@ -69,7 +74,7 @@ export function readFrame(bytes: Buffer, offset: number, seed: number): FrameRea
     const reason = `record of ${length} bytes runs past end of file`;
     return { kind: 'bad', reason, declaredEnd: end };
   }
-  const crc = crc32(bytes.subarray(offset + 4, end), seed);
+  const crc = crc32(bytes.subarray(offset + frameHeaderBytes, end), headerCrc);
   if (crc !== bytes.readUInt32LE(offset)) {
     return { kind: 'bad', reason: 'checksum mismatch', declaredEnd: end };
   }

@@ -59,6 +59,7 @@ export async function recoverWalDir(
     offset: last.endOffset,
     sizeBytes,
     crc: last.lastCrc,
+    writeBytesMax: last.header.writeBytesMax,
   };
   const truncated = last.torn === null ? null : { path: last.path, offset: last.endOffset };
   return { replay, segments: files, tail, truncated };
