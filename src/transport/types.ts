@@ -54,7 +54,12 @@ export interface IncomingSnapshot {
   readonly term: number;
   readonly meta: SnapshotMeta;
   readonly totalBytes: number;
-  /** Read once, in order. Ends early with a TransportError if the stream breaks or is corrupt. */
+  /**
+   * Read once, in order. Pieces are views of the received bytes (no copy), each at most
+   * snapshotChunkBytes and usually the size of a socket read; each was CRC-checked with its frame
+   * before it is yielded. Ends early with a TransportError if the stream breaks or is corrupt.
+   * The socket pauses while the consumer is behind (back-pressure to the sender).
+   */
   readonly chunks: AsyncIterable<Uint8Array>;
 }
 
