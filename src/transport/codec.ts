@@ -12,7 +12,8 @@
 //   kind 2 handshakeReply  bool accepted | text reason
 //   kind 3 messages        u32 messageCount | message * messageCount
 //   kind 4 snapshotHeader  u64 from | u64 to | u64 term | snapshotMeta | u64 totalBytes
-//   kind 5 snapshotChunk   raw bytes (the rest of the payload, 1..snapshotChunkBytes)
+//   kind 5 snapshotChunk   raw bytes (the rest of the payload; the sender keeps it to
+//                          snapshotChunkBytes, the receiver enforces frameBytesMax)
 //   kind 6 snapshotEnd     (empty)
 //   kind 7 snapshotAck     bool ok | text reason
 //
