@@ -1,36 +1,37 @@
 // An in-memory ordered KvEngine for the simulator and fast tests. Not durable: never use it
-// where durability is claimed. Keys live in a sorted array of byte strings (one char per byte,
-// so string order is byte order) beside a map; a write transaction keeps an undo log so a
-// throwing body leaves nothing behind, like LMDB's abort.
+// where durability is claimed. Entries live in one array sorted by key bytes (binary search for
+// reads, splice for writes); a write transaction keeps an undo log so a throwing body leaves
+// nothing behind, like LMDB's abort.
 import { assert } from '../base/assert.js';
-import { fromLatin1, latin1 } from './bytes.js';
+import { compareBytes } from './bytes.js';
 import type { KvEngine, KvEntry, KvRange, KvWriter } from './types.js';
 
-type Undo = { readonly key: string; readonly value: Uint8Array | undefined };
+type Undo = { readonly key: Uint8Array; readonly value: Uint8Array | undefined };
 
 export class MemoryEngine implements KvEngine {
-  private sortedKeys: string[] = [];
-  private values = new Map<string, Uint8Array>();
+  /** Invariant: strictly ascending by key; entries are replaced, never mutated in place. */
+  private entries: KvEntry[] = [];
   private undo: Undo[] | null = null;
   /** Bumped on every write, to catch a write during a range iteration (a caller bug). */
   private generation = 0;
 
   get entryCount(): number {
-    return this.sortedKeys.length;
+    return this.entries.length;
   }
 
   get(key: Uint8Array): Uint8Array | undefined {
-    return this.values.get(latin1(key));
+    const at = this.lowerBound(key);
+    const entry = this.entries[at];
+    return entry !== undefined && compareBytes(entry.key, key) === 0 ? entry.value : undefined;
   }
 
   *range(range: KvRange): Generator<KvEntry, void, undefined> {
-    const end = latin1(range.end);
     const generation = this.generation;
-    for (let i = this.lowerBound(latin1(range.start)); i < this.sortedKeys.length; i++) {
+    for (let i = this.lowerBound(range.start); i < this.entries.length; i++) {
       assert(this.generation === generation, 'write during a range iteration');
-      const key = this.sortedKeys[i] as string;
-      if (key >= end) return;
-      yield { key: fromLatin1(key), value: this.values.get(key) as Uint8Array };
+      const entry = this.entries[i] as KvEntry;
+      if (compareBytes(entry.key, range.end) >= 0) return;
+      yield entry;
     }
   }
 
@@ -41,8 +42,8 @@ export class MemoryEngine implements KvEngine {
     const writer: KvWriter = {
       get: (key) => this.get(key),
       range: (range) => this.range(range),
-      put: (key, value) => this.set(latin1(key), new Uint8Array(value)),
-      delete: (key) => this.set(latin1(key), undefined),
+      put: (key, value) => this.set(key, new Uint8Array(value)),
+      delete: (key) => this.set(key, undefined),
     };
     try {
       return body(writer);
@@ -58,46 +59,50 @@ export class MemoryEngine implements KvEngine {
   }
 
   *snapshotEntries(): Generator<KvEntry, void, undefined> {
-    // Values are never mutated in place, so copying the key list gives a consistent view.
-    const keys = this.sortedKeys.slice();
-    const values = new Map(this.values);
-    for (const key of keys) yield { key: fromLatin1(key), value: values.get(key) as Uint8Array };
+    // Entries are immutable, so copying the array gives a consistent view.
+    yield* this.entries.slice();
   }
 
   replaceAll(entries: Iterable<KvEntry>): void {
     assert(this.undo === null, 'replaceAll inside a write transaction');
-    const values = new Map<string, Uint8Array>();
-    for (const entry of entries) values.set(latin1(entry.key), new Uint8Array(entry.value));
-    this.values = values;
-    this.sortedKeys = [...values.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const copied: KvEntry[] = [];
+    for (const entry of entries) {
+      copied.push({ key: new Uint8Array(entry.key), value: new Uint8Array(entry.value) });
+    }
+    copied.sort((a, b) => compareBytes(a.key, b.key));
+    for (let i = 1; i < copied.length; i++) {
+      assert(compareBytes((copied[i - 1] as KvEntry).key, (copied[i] as KvEntry).key) < 0, 'duplicate key');
+    }
+    this.entries = copied;
     this.generation++;
   }
 
-  private set(key: string, value: Uint8Array | undefined): void {
+  private set(key: Uint8Array, value: Uint8Array | undefined): void {
     assert(this.undo !== null, 'writes happen inside write()');
-    this.undo.push({ key, value: this.values.get(key) });
+    this.undo.push({ key: new Uint8Array(key), value: this.get(key) });
     this.setRaw(key, value);
   }
 
-  private setRaw(key: string, value: Uint8Array | undefined): void {
+  private setRaw(key: Uint8Array, value: Uint8Array | undefined): void {
     this.generation++;
-    const present = this.values.has(key);
+    const at = this.lowerBound(key);
+    const entry = this.entries[at];
+    const present = entry !== undefined && compareBytes(entry.key, key) === 0;
     if (value === undefined) {
-      if (!present) return;
-      this.values.delete(key);
-      this.sortedKeys.splice(this.lowerBound(key), 1);
+      if (present) this.entries.splice(at, 1);
       return;
     }
-    if (!present) this.sortedKeys.splice(this.lowerBound(key), 0, key);
-    this.values.set(key, value);
+    const next = { key: present ? entry.key : new Uint8Array(key), value };
+    if (present) this.entries[at] = next;
+    else this.entries.splice(at, 0, next);
   }
 
-  private lowerBound(key: string): number {
+  private lowerBound(key: Uint8Array): number {
     let low = 0;
-    let high = this.sortedKeys.length;
+    let high = this.entries.length;
     while (low < high) {
       const middle = (low + high) >>> 1;
-      if ((this.sortedKeys[middle] as string) < key) low = middle + 1;
+      if (compareBytes((this.entries[middle] as KvEntry).key, key) < 0) low = middle + 1;
       else high = middle;
     }
     return low;

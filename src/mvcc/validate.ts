@@ -63,7 +63,9 @@ export function validateRequestId(requestId: unknown, limits: MvccLimits): Uint8
 /** The user-key range a get or delete covers: one key, or every key under a prefix. */
 export function keyRangeOf(keyBytes: Uint8Array, prefix: boolean | undefined): KvRange {
   if (prefix === true) return { start: keyBytes, end: prefixEnd(keyBytes) };
-  return { start: keyBytes, end: Uint8Array.from([...keyBytes, 0]) };
+  const end = new Uint8Array(keyBytes.length + 1);
+  end.set(keyBytes);
+  return { start: keyBytes, end };
 }
 
 export function validatePut(op: PutOp, limits: MvccLimits, inTxn: boolean): Uint8Array {

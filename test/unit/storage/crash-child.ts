@@ -1,0 +1,19 @@
+// Child process for crash.test.ts: opens the LMDB store in argv[2], and applies the seeded
+// workload (seed argv[3], argv[4] entries) from its applied index on, in seeded batches, until
+// done or killed. Prints "ready <appliedIndex>" once open, "done" at the end.
+import { SeededRandom } from '../../../src/base/random.js';
+import { MvccStore } from '../../../src/mvcc/index.js';
+import { LmdbEngine } from '../../../src/storage/index.js';
+import { batches, generateWorkload, testLimits } from '../mvcc/workload.js';
+
+const [directory, seedText, countText] = process.argv.slice(2);
+const seed = BigInt(seedText ?? '1');
+const entries = generateWorkload(seed, Number(countText ?? '1000')).map((item) => item.entry);
+const engine = LmdbEngine.open({ directory: directory ?? '.' });
+const store = new MvccStore(engine, testLimits);
+const start = store.appliedIndex;
+process.stdout.write(`ready ${start}\n`);
+const random = new SeededRandom(seed ^ BigInt(start + 1));
+for (const batch of batches(random, entries.slice(start), 48)) store.applyBatch(batch);
+await engine.close();
+process.stdout.write('done\n');

@@ -1,0 +1,175 @@
+// Crash safety: the applied index is committed with the state it produced, so after a crash at
+// any point (between batches or inside one) the store equals the reference model at the applied
+// index it reports, and replaying the log from there ends exactly where an uncrashed store ends.
+// Crashes are (1) a fault injected mid-batch, after which the LMDB environment is closed without
+// committing and reopened, and (2) SIGKILL of a child process applying in a loop.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { SeededRandom, randomInt } from '../../../src/base/random.js';
+import { MemoryEngine, MvccStore } from '../../../src/mvcc/index.js';
+import type { KvEngine, KvWriter } from '../../../src/mvcc/index.js';
+import type { Entry } from '../../../src/raft/types.js';
+import { LmdbEngine } from '../../../src/storage/index.js';
+import { applyToModel, assertSameReads } from '../mvcc/model-check.js';
+import { ReferenceModel } from '../mvcc/reference-model.js';
+import { batches, generateWorkload, testLimits, type WorkItem } from '../mvcc/workload.js';
+import { withTempDir } from './temp-dir.js';
+
+class InjectedCrash extends Error {}
+
+/** Passes writes through until `writesLeft` runs out, then throws mid-transaction. */
+class CrashingEngine implements KvEngine {
+  writesLeft = Infinity;
+  constructor(private readonly inner: KvEngine) {}
+  get(key: Uint8Array): Uint8Array | undefined {
+    return this.inner.get(key);
+  }
+  range(range: { start: Uint8Array; end: Uint8Array }) {
+    return this.inner.range(range);
+  }
+  snapshotEntries() {
+    return this.inner.snapshotEntries();
+  }
+  replaceAll(entries: Iterable<{ key: Uint8Array; value: Uint8Array }>): void {
+    this.inner.replaceAll(entries);
+  }
+  write<T>(body: (writer: KvWriter) => T): T {
+    return this.inner.write((writer) =>
+      body({
+        get: (key) => writer.get(key),
+        range: (range) => writer.range(range),
+        put: (key, value) => {
+          this.tick();
+          writer.put(key, value);
+        },
+        delete: (key) => {
+          this.tick();
+          writer.delete(key);
+        },
+      }),
+    );
+  }
+  private tick(): void {
+    if (--this.writesLeft < 0) throw new InjectedCrash('crash');
+  }
+}
+
+function referenceAt(items: readonly WorkItem[], appliedIndex: number): { model: ReferenceModel; hash: string } {
+  const model = new ReferenceModel(testLimits);
+  const prefix = items.slice(0, appliedIndex);
+  for (const item of prefix) applyToModel(model, item);
+  const store = new MvccStore(new MemoryEngine(), testLimits);
+  store.applyBatch(prefix.map((item) => item.entry));
+  return { model, hash: store.hash({ includeAppliedIndex: true }) };
+}
+
+function assertRecovered(store: MvccStore, items: readonly WorkItem[], where: string): void {
+  const reference = referenceAt(items, store.appliedIndex);
+  assert.equal(store.hash({ includeAppliedIndex: true }), reference.hash, `${where}: hash`);
+  assertSameReads(store, reference.model, BigInt(store.appliedIndex), where);
+}
+
+test('a crash mid-batch keeps nothing of that batch (memory and LMDB), and replay is exact', async () => {
+  await withTempDir(async (dir) => {
+    const items = generateWorkload(31n, 500);
+    const entries: Entry[] = items.map((item) => item.entry);
+    const finalHash = referenceAt(items, entries.length).hash;
+    const random = new SeededRandom(31n);
+    let lmdb = LmdbEngine.open({ directory: dir });
+    const memory = new MemoryEngine();
+    try {
+      for (const kind of ['memory', 'lmdb'] as const) {
+        for (let crash = 0; crash < 6; crash++) {
+          const engine = new CrashingEngine(kind === 'memory' ? memory : lmdb);
+          const store = new MvccStore(engine, testLimits);
+          engine.writesLeft = randomInt(random, 0, 400);
+          const before = store.appliedIndex;
+          try {
+            for (const batch of batches(random, entries.slice(before), 40)) store.applyBatch(batch);
+          } catch (error) {
+            if (!(error instanceof InjectedCrash)) throw error;
+          }
+          if (kind === 'lmdb') {
+            // The process "dies": the environment is closed without the batch committing.
+            await lmdb.close();
+            lmdb = LmdbEngine.open({ directory: dir });
+          }
+          const recovered = new MvccStore(kind === 'memory' ? memory : lmdb, testLimits);
+          assertRecovered(recovered, items, `${kind} crash ${crash}`);
+        }
+        const store = new MvccStore(kind === 'memory' ? memory : lmdb, testLimits);
+        store.applyBatch(entries);
+        assert.equal(store.hash({ includeAppliedIndex: true }), finalHash, `${kind}: replay to the end`);
+      }
+    } finally {
+      await lmdb.close();
+    }
+  });
+});
+
+interface ChildRun {
+  readonly startIndex: number;
+  readonly finished: boolean;
+}
+
+function runChild(options: { dir: string; seed: bigint; count: number; killAfterMs: number }): Promise<ChildRun> {
+  const script = fileURLToPath(new URL('./crash-child.js', import.meta.url));
+  const child = spawn(process.execPath, [script, options.dir, String(options.seed), String(options.count)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  let timer: NodeJS.Timeout | undefined;
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    if (timer === undefined && output.includes('ready')) {
+      timer = setTimeout(() => child.kill('SIGKILL'), options.killAfterMs);
+    }
+  });
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', () => {
+      clearTimeout(timer);
+      const match = /ready (\d+)/.exec(output);
+      if (match === null) return reject(new Error(`child never got ready: ${output}`));
+      resolve({ startIndex: Number(match[1]), finished: output.includes('done') });
+    });
+  });
+}
+
+test('SIGKILL at any point during apply: the reopened store equals the model at its applied index', async () => {
+  await withTempDir(async (dir) => {
+    const seed = 41n;
+    const count = 1500;
+    const items = generateWorkload(seed, count);
+    const random = new SeededRandom(seed);
+    let previous = 0;
+    let kills = 0;
+    for (let round = 0; round < 3; round++) {
+      const run = await runChild({ dir, seed, count, killAfterMs: randomInt(random, 20, 300) });
+      assert.equal(run.startIndex, previous, 'the child resumed at the recovered applied index');
+      const engine = LmdbEngine.open({ directory: dir });
+      try {
+        const store = new MvccStore(engine, testLimits);
+        assert.ok(store.appliedIndex >= previous);
+        assertRecovered(store, items, `after kill ${round}`);
+        previous = store.appliedIndex;
+        if (!run.finished) kills++;
+      } finally {
+        await engine.close();
+      }
+    }
+    assert.ok(kills > 0, 'at least one child died mid-run');
+    const done = await runChild({ dir, seed, count, killAfterMs: 60_000 });
+    assert.ok(done.finished);
+    const engine = LmdbEngine.open({ directory: dir });
+    try {
+      const store = new MvccStore(engine, testLimits);
+      assert.equal(store.appliedIndex, count);
+      assert.equal(store.hash({ includeAppliedIndex: true }), referenceAt(items, count).hash);
+    } finally {
+      await engine.close();
+    }
+  });
+});
