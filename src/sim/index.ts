@@ -1,5 +1,6 @@
 export type {
   Applier,
+  DriverBugs,
   ApplierFactory,
   FaultWeights,
   Scenario,

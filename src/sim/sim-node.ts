@@ -26,6 +26,8 @@ import type { Applier } from './types.js';
 export interface NodeWorld {
   readonly nowMs: number;
   readonly tracing: boolean;
+  /** Test-only: break the Ready contract by sending messages before the disk write. */
+  readonly messagesBeforeDurable: boolean;
   readonly checker: SafetyChecker;
   traceNode(node: SimNode, text: string): void;
   send(node: SimNode, messages: readonly RaftMessage[]): void;
@@ -130,6 +132,7 @@ export class SimNode {
       const ready = core.ready();
       this.observe(ready);
       this.world.send(this, ready.appendMessages);
+      if (this.world.messagesBeforeDurable) this.sendMessages(ready);
       const write = diskWriteOf(ready);
       if (write !== null) {
         const { id, doneAtMs } = this.disk.submit(this.world.nowMs, write);
@@ -176,14 +179,18 @@ export class SimNode {
     }
   }
 
-  private finish(ready: Ready): void {
-    const core = this.core as RaftApi;
+  private sendMessages(ready: Ready): void {
     for (const message of ready.messages) {
       if (message.type === 'voteResponse' && !message.reject) {
         this.world.checker.onVoteGranted(message.from, message.to, message.term);
       }
     }
     this.world.send(this, ready.messages);
+  }
+
+  private finish(ready: Ready): void {
+    const core = this.core as RaftApi;
+    if (!this.world.messagesBeforeDurable) this.sendMessages(ready);
     if (ready.snapshot !== null) this.installSnapshot(ready);
     for (const entry of ready.committed) this.applyEntry(entry);
     this.readsWaiting.push(...ready.readStates);

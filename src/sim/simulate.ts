@@ -28,7 +28,7 @@ export function simulate(options: SimOptions, coreFactory: CoreFactory = createC
   const stats = emptyStats();
   const applierFactory = options.applierFactory ?? (() => new RegisterMachine());
   const world = new World(scenario, randoms, options, coreFactory, applierFactory, stats);
-  const client = new Workload(world, workloadRandom);
+  const client = new Workload(world, workloadRandom, options.driverBugs?.localReads === true);
   world.hooks = client;
   world.trace('-', `seed ${options.seed} scenario ${JSON.stringify(scenario)}`);
 

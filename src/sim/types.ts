@@ -84,6 +84,8 @@ export interface SimOptions {
   readonly profile?: Scenario['profile'];
   /** Deliberately broken core behaviours (teeth tests). */
   readonly bugs?: RaftBugs;
+  /** Deliberately broken driver or client behaviours (teeth tests for the checkers). */
+  readonly driverBugs?: DriverBugs;
   /** Simulated ms after the faults stop within which a leader must commit a new proposal and
    *  every member of the configuration must apply it. */
   readonly livenessBudgetMs?: number;
@@ -156,4 +158,11 @@ export type SimEvent =
 export interface ScriptedFault {
   readonly atMs: SimTimeMs;
   readonly fault: 'crashLeader' | 'restartCrashed' | 'isolateLeader' | 'heal';
+}
+
+export interface DriverBugs {
+  /** Send votes and append acknowledgements before the disk write completes. */
+  readonly messagesBeforeDurable?: boolean;
+  /** Serve reads from the local state machine without a ReadIndex round. */
+  readonly localReads?: boolean;
 }

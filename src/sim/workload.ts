@@ -31,6 +31,8 @@ export class Workload implements WorldHooks {
   constructor(
     private readonly world: World,
     private readonly random: Random,
+    /** Test-only: answer reads from local state with no ReadIndex round (stale reads). */
+    private readonly localReads = false,
   ) {}
 
   /** Propose a batch of writes to the member believed to lead; follow its leader hint. */
@@ -91,6 +93,10 @@ export class Workload implements WorldHooks {
     });
     this.world.stats.reads++;
     if (this.world.tracing) this.world.traceNode(node, `read #${context} ${key}`);
+    if (this.localReads) {
+      this.onReadServed(node, context);
+      return;
+    }
     (node.core as RaftApi).readIndex(context);
     node.pump();
   }

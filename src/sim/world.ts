@@ -39,6 +39,7 @@ export class World implements NodeWorld {
   readonly nodes = new Map<MemberId, SimNode>();
   readonly violations: Violation[] = [];
   readonly tracing: boolean;
+  readonly messagesBeforeDurable: boolean;
   hooks: WorldHooks | null = null;
   onLeaderElected: ((node: SimNode) => void) | null = null;
   private readonly queue = new EventQueue<WorldEvent>();
@@ -62,6 +63,7 @@ export class World implements NodeWorld {
       reorderRate: scenario.reorderRate,
     });
     this.tracing = options.trace !== undefined;
+    this.messagesBeforeDurable = options.driverBugs?.messagesBeforeDurable === true;
   }
 
   report(invariant: string, detail: string): void {

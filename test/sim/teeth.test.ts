@@ -1,9 +1,9 @@
-// The simulator has teeth: with each deliberately broken core behaviour switched on, it reports
-// a violation from its own checkers (not just a core assertion) within a stated seed budget, and
-// the seed that catches it runs clean once the bug is switched off again.
+// The simulator has teeth: with each deliberately broken core behaviour switched on (and two
+// broken driver behaviours), it reports a violation from its own checkers (not just a core
+// assertion) within a stated seed budget, and the seed that catches it runs clean once the bug
+// is switched off again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { RaftBugs } from '../../src/raft/index.js';
 import type { Scenario, SimOptions } from '../../src/sim/index.js';
 import { simulate } from '../../src/sim/index.js';
 
@@ -26,32 +26,44 @@ const figure8: Partial<Scenario> = {
 };
 
 const coreAssertions = new Set(['assertion failed', 'exception']);
+type BugOptions = Omit<SimOptions, 'seed'>;
 
-function firstCaught(bugs: RaftBugs, budget: number, options: Omit<SimOptions, 'seed' | 'bugs'>) {
+function firstCaught(options: BugOptions, budget: number): { seed: bigint; invariant: string } | null {
   for (let seed = 1n; seed <= BigInt(budget); seed++) {
-    const result = simulate({ ...options, seed, bugs });
+    const result = simulate({ ...options, seed });
     const caught = result.violations.find((v) => !coreAssertions.has(v.invariant));
     if (caught !== undefined) return { seed, invariant: caught.invariant };
   }
   return null;
 }
 
-function assertCaught(bugs: RaftBugs, budget: number, options: Omit<SimOptions, 'seed' | 'bugs'> = {}): void {
-  const caught = firstCaught(bugs, budget, options);
-  assert.notEqual(caught, null, `no violation within ${budget} seeds with ${JSON.stringify(bugs)}`);
-  if (caught === null) return;
-  const clean = simulate({ ...options, seed: caught.seed });
-  assert.deepEqual(clean.violations, [], `seed ${caught.seed} fails even without the bug`);
+function assertCaught(options: BugOptions, budget: number): string {
+  const caught = firstCaught(options, budget);
+  const what = JSON.stringify({ bugs: options.bugs, driverBugs: options.driverBugs });
+  assert.notEqual(caught, null, `no violation within ${budget} seeds with ${what}`);
+  if (caught === null) return '';
+  const { bugs: _bugs, driverBugs: _driverBugs, ...clean } = options;
+  const replay = simulate({ ...clean, seed: caught.seed });
+  assert.deepEqual(replay.violations, [], `seed ${caught.seed} fails even without ${what}`);
+  return `caught by seed ${caught.seed}: ${caught.invariant}`;
 }
 
-test('doubleVote (a second vote in one term) is caught within 50 seeds', () => {
-  assertCaught({ doubleVote: true }, 50);
+test('doubleVote (a second vote in one term) is caught within 50 seeds', (t) => {
+  t.diagnostic(assertCaught({ bugs: { doubleVote: true } }, 50));
 });
 
-test('applyUncommitted (applying before commit) is caught within 50 seeds', () => {
-  assertCaught({ applyUncommitted: true }, 50);
+test('applyUncommitted (applying before commit) is caught within 50 seeds', (t) => {
+  t.diagnostic(assertCaught({ bugs: { applyUncommitted: true } }, 50));
 });
 
-test('commitOldTermEntries (Figure 8) is caught within 300 seeds of the leader-churn scenario', () => {
-  assertCaught({ commitOldTermEntries: true }, 300, { profile: 'chaos', scenario: figure8 });
+test('commitOldTermEntries (Figure 8) is caught within 300 seeds of the leader-churn scenario', (t) => {
+  t.diagnostic(assertCaught({ bugs: { commitOldTermEntries: true }, profile: 'chaos', scenario: figure8 }, 300));
+});
+
+test('a driver that acknowledges before the disk write is caught within 400 seeds', (t) => {
+  t.diagnostic(assertCaught({ driverBugs: { messagesBeforeDurable: true } }, 400));
+});
+
+test('reads served locally, without ReadIndex, are caught within 20 seeds', (t) => {
+  t.diagnostic(assertCaught({ driverBugs: { localReads: true } }, 20));
 });
