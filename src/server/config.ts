@@ -19,6 +19,8 @@ export interface NodeConfig {
   readonly listenClient: URL;
   readonly listenPeer: URL;
   readonly members: readonly MemberConfig[];
+  /** Where to dial a peer when it differs from its peer URL (NAT, or a test's fault proxy). */
+  readonly peerDial: ReadonlyMap<string, { host: string; port: number }>;
   readonly cellId: string;
   /** Derived from the initial cluster and token, so members started apart agree on it. */
   readonly clusterId: string;
@@ -42,6 +44,7 @@ const options = {
   'initial-cluster': { type: 'string' },
   'initial-cluster-clients': { type: 'string' },
   'initial-cluster-token': { type: 'string' },
+  'peer-dial': { type: 'string' },
   cell: { type: 'string' },
   'tick-ms': { type: 'string' },
   'election-ticks': { type: 'string' },
@@ -106,6 +109,7 @@ function resolve(raw: Raw): NodeConfig {
     listenClient,
     listenPeer,
     members,
+    peerDial: parsePeerDial(raw['peer-dial'] ?? '', members),
     cellId: raw.cell ?? 'cell-1',
     clusterId: createHash('sha256').update(identity).digest('hex').slice(0, 16),
     tickMs: integer(raw, 'tick-ms', 100, 10, 10_000),
@@ -133,6 +137,17 @@ function parseMembers(raw: Raw, name: string, listenClient: URL): MemberConfig[]
     const clientUrl = clients.get(memberName) ?? (memberName === name ? listenClient.href : '');
     return { id: i + 1, name: memberName, peerUrl, clientUrl: clientUrl.replace(/\/$/, '') };
   });
+}
+
+function parsePeerDial(text: string, members: readonly MemberConfig[]): Map<string, { host: string; port: number }> {
+  const dial = new Map<string, { host: string; port: number }>();
+  for (const [memberName, address] of pairs(text, 'peer-dial')) {
+    if (!members.some((m) => m.name === memberName)) throw new ConfigError(`--peer-dial: unknown member ${memberName}`);
+    const match = /^([^:]+):(\d{1,5})$/.exec(address);
+    if (match === null) throw new ConfigError(`--peer-dial: expected name=HOST:PORT, got "${memberName}=${address}"`);
+    dial.set(memberName, { host: match[1] as string, port: Number(match[2]) });
+  }
+  return dial;
 }
 
 function pairs(text: string, flag: string): [string, string][] {

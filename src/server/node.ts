@@ -84,7 +84,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     peers: new Map(
       config.members.map((m) => {
         const url = new URL(m.peerUrl);
-        return [m.id, { host: url.hostname, port: Number(url.port) }];
+        return [m.id, config.peerDial.get(m.name) ?? { host: url.hostname, port: Number(url.port) }];
       }),
     ),
     onMessages: (batch) => driver?.receive(batch),

@@ -17,6 +17,8 @@ export interface ProcessCellOptions {
   readonly host?: string;
   /** Extra flags for every node (e.g. ['--tick-ms', '50']). */
   readonly extraArgs?: readonly string[];
+  /** Extra flags for one node (e.g. its --peer-dial through a test's fault proxies). */
+  readonly argsFor?: (name: string) => readonly string[];
   /** Where node output goes: 'inherit' for dev, 'pipe' (collected) for tests. */
   readonly output?: 'inherit' | 'pipe';
 }
@@ -66,6 +68,7 @@ export class ProcessCell {
       '--initial-cluster', initialCluster,
       '--initial-cluster-clients', clients,
       ...(this.options.extraArgs ?? []),
+      ...(this.options.argsFor?.(name) ?? []),
     ];
     const output = this.options.output ?? 'pipe';
     const child = spawn(process.execPath, args, { stdio: ['ignore', output, output] });

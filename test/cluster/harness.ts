@@ -1,0 +1,178 @@
+// Real-process cells for tests: free loopback ports, fault proxies between every ordered pair of
+// members (so a test can cut A->B without touching B->A), and small HTTP helpers.
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ProcessCell } from '../../src/server/process-cell.js';
+
+export async function freePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  const ports: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push(server);
+    ports.push((server.address() as { port: number }).port);
+  }
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  return ports;
+}
+
+/** A TCP relay that can be cut: while blocked it drops every connection, new and existing. */
+export class FaultProxy {
+  private blocked = false;
+  private readonly sockets = new Set<Socket>();
+  private constructor(private readonly server: Server) {}
+
+  static async start(listenPort: number, targetPort: number): Promise<FaultProxy> {
+    const server = createServer();
+    const proxy = new FaultProxy(server);
+    server.on('connection', (client) => proxy.relay(client, targetPort));
+    await new Promise<void>((resolve) => server.listen(listenPort, '127.0.0.1', resolve));
+    return proxy;
+  }
+
+  private relay(client: Socket, targetPort: number): void {
+    if (this.blocked) {
+      client.destroy();
+      return;
+    }
+    const upstream = connect(targetPort, '127.0.0.1');
+    for (const socket of [client, upstream]) {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+      socket.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+  }
+
+  get port(): number {
+    return (this.server.address() as { port: number }).port;
+  }
+
+  block(): void {
+    this.blocked = true;
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  unblock(): void {
+    this.blocked = false;
+  }
+
+  async close(): Promise<void> {
+    this.block();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+export interface TestCell {
+  readonly cell: ProcessCell;
+  readonly names: string[];
+  readonly dataDir: string;
+  /** Cut every link to and from `name` (both directions), or restore them all. */
+  isolate(name: string): void;
+  healAll(): void;
+  close(): Promise<void>;
+}
+
+export async function startTestCell(options: { size?: number; proxies?: boolean; extraArgs?: string[] } = {}): Promise<TestCell> {
+  const size = options.size ?? 3;
+  const names = Array.from({ length: size }, (_, i) => `n${i + 1}`);
+  const ports = await freePorts(size * 2 + (options.proxies === true ? size * size : 0));
+  const members = names.map((name, i) => ({ name, clientPort: ports[i] as number, peerPort: ports[size + i] as number }));
+  const proxies = new Map<string, FaultProxy>();
+  if (options.proxies === true) {
+    let next = size * 2;
+    for (const from of members) {
+      for (const to of members) {
+        if (from === to) continue;
+        proxies.set(`${from.name}->${to.name}`, await FaultProxy.start(ports[next++] as number, to.peerPort));
+      }
+    }
+  }
+  const proxyPort = (from: string, to: string): number => (proxies.get(`${from}->${to}`) as FaultProxy).port;
+  const dataDir = mkdtempSync(join(tmpdir(), 'baton-cell-'));
+  const cell = new ProcessCell({
+    dataDir,
+    members,
+    extraArgs: ['--tick-ms', '50', '--election-ticks', '10', '--request-timeout-ms', '3000', ...(options.extraArgs ?? [])],
+    ...(options.proxies === true
+      ? {
+          argsFor: (name: string) => [
+            '--peer-dial',
+            names.filter((n) => n !== name).map((n) => `${n}=127.0.0.1:${proxyPort(name, n)}`).join(','),
+          ],
+        }
+      : {}),
+  });
+  cell.startAll();
+  try {
+    await cell.waitReady(30_000);
+  } catch (error) {
+    await cell.stopAll();
+    throw error;
+  }
+  return {
+    cell,
+    names,
+    dataDir,
+    isolate(name) {
+      for (const [link, proxy] of proxies) if (link.split('->').includes(name)) proxy.block();
+    },
+    healAll() {
+      for (const proxy of proxies.values()) proxy.unblock();
+    },
+    async close() {
+      await cell.stopAll();
+      await Promise.all([...proxies.values()].map((p) => p.close()));
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface HttpAnswer {
+  readonly status: number;
+  readonly body: any;
+  readonly headers: Headers;
+}
+
+export async function http(url: string, init: RequestInit & { timeoutMs?: number } = {}): Promise<HttpAnswer> {
+  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(init.timeoutMs ?? 10_000) });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON (metrics)
+  }
+  return { status: res.status, body, headers: res.headers };
+}
+
+/** The leader's member name as some running member sees it (polls until one is known). */
+export async function findLeader(cell: TestCell, among = cell.names, timeoutMs = 15_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    for (const name of among) {
+      if (!cell.cell.isRunning(name)) continue;
+      try {
+        const status = await http(`${cell.cell.clientUrl(name)}/v1/cluster/status`, { timeoutMs: 1000 });
+        const leader = status.body.leader as number;
+        if (leader > 0 && among.includes(`n${leader}`)) {
+          const leaderStatus = await http(`${cell.cell.clientUrl(`n${leader}`)}/v1/cluster/status`, { timeoutMs: 1000 });
+          if (leaderStatus.body.leader === leader) return `n${leader}`;
+        }
+      } catch {
+        // not answering: try the next one
+      }
+    }
+    await sleep(100);
+  }
+  throw new Error('no leader found');
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
