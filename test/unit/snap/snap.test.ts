@@ -56,7 +56,8 @@ test('a saved snapshot loads back, and only the newest two are kept', async () =
     assert.ok(newest !== null);
     assert.deepEqual(newest.meta, meta(30));
     assert.deepEqual(newest.data, data(5030, 30));
-    assert.deepEqual(readdirSync(join(dir, 'snap')).sort(), (await store.list()).map((i) => i.fileName).sort());
+    const listed = (await store.list()).map((info) => info.fileName);
+    assert.deepEqual(readdirSync(join(dir, 'snap')).sort(), listed.sort());
   });
 });
 
@@ -88,11 +89,13 @@ test('a flipped byte anywhere is reported with the file and offset', async () =>
       await assert.rejects(store.load(path), (error: unknown) => {
         assert.ok(error instanceof CorruptFileError, String(error));
         assert.equal(error.path, path);
-        assert.ok(error.offset <= at && at - error.offset <= 1024 + 8 + 200, `${error.offset} vs ${at}`);
+        const near = error.offset <= at && at - error.offset <= 1024 + 8 + 200;
+        assert.ok(near, `${error.offset} vs ${at}`);
         return true;
       });
     }
-    for (const bytes of [Buffer.alloc(0), Buffer.alloc(4096), original.subarray(0, original.length - 1)]) {
+    const shortened = original.subarray(0, original.length - 1);
+    for (const bytes of [Buffer.alloc(0), Buffer.alloc(4096), shortened]) {
       writeFileSync(path, bytes);
       await assert.rejects(store.load(path), CorruptFileError);
     }
@@ -111,14 +114,16 @@ test('a damaged newest snapshot is skipped for an older intact one, with a log l
     const loaded = await store.loadNewest({ minIndex: 10 });
     assert.equal(loaded?.meta.index, 10);
     assert.equal(logger.lines.length, 1);
-    assert.match(logger.lines[0] ?? '', /skipping damaged snapshot.*00000014-0000000000000001\.snap/);
+    const line = /skipping damaged snapshot.*00000014-0000000000000001\.snap/;
+    assert.match(logger.lines[0] ?? '', line);
     // When the WAL needs index 20 or later, nothing intact will do: the node must not start.
     await assert.rejects(store.loadNewest({ minIndex: 15 }), (error: unknown) => {
       assert.ok(error instanceof CorruptFileError);
       assert.equal(error.path, newest);
       return true;
     });
-    await assert.rejects(new SnapshotStore(join(dir, 'other')).loadNewest({ minIndex: 3 }), CorruptFileError);
+    const empty = new SnapshotStore(join(dir, 'other'));
+    await assert.rejects(empty.loadNewest({ minIndex: 3 }), CorruptFileError);
   });
 });
 
@@ -133,7 +138,8 @@ test('a transfer in bounded chunks resumes after dropped connections', async () 
     let attempts = 0;
     for (;;) {
       attempts++;
-      const receiver = await SnapshotReceiver.open(receiverStore, { meta: source.meta, totalBytes: source.totalBytes });
+      const incoming = { meta: source.meta, totalBytes: source.totalBytes };
+      const receiver = await SnapshotReceiver.open(receiverStore, incoming);
       const dropAfter = attempts < 5 ? randomInt(random, 1, 6) : Infinity;
       let sent = 0;
       for await (const chunk of source.chunks(receiver.receivedBytes)) {
@@ -174,7 +180,8 @@ test('a corrupted transfer is refused at the end and restarts from scratch', asy
       }
     }
     const incoming = { meta: source.meta, totalBytes: source.totalBytes };
-    await assert.rejects(receiveSnapshot(receiverStore, { ...incoming, chunks: damaged() }), CorruptFileError);
+    const bad = receiveSnapshot(receiverStore, { ...incoming, chunks: damaged() });
+    await assert.rejects(bad, CorruptFileError);
     assert.deepEqual(readdirSync(join(dir, 'b', 'snap')), []);
     const clean = (async function* () {
       for await (const chunk of source.chunks()) yield chunk.bytes;
@@ -201,7 +208,8 @@ test('a partial download with a torn last block resumes from its last good block
     onDisk[7_700] = (onDisk[7_700] ?? 0) ^ 0xff;
     writeFileSync(partial, onDisk);
     const second = await SnapshotReceiver.open(receiverStore, incoming);
-    assert.ok(second.receivedBytes > 5_000 && second.receivedBytes < 7_700, `${second.receivedBytes}`);
+    const resumeAt = second.receivedBytes;
+    assert.ok(resumeAt > 5_000 && resumeAt < 7_700, `${resumeAt}`);
     await second.write(second.receivedBytes, bytes.subarray(second.receivedBytes));
     await second.finish();
     assert.deepEqual((await receiverStore.loadNewest())?.data, data(20_000, 12));
@@ -210,8 +218,10 @@ test('a partial download with a torn last block resumes from its last good block
 
 test('the snapshot policy fires on entries or bytes', () => {
   const policy = { entriesMax: 100, logBytesMax: 1000 };
-  assert.equal(shouldSnapshot({ appliedIndex: 50, snapshotIndex: 0, logBytesSinceSnapshot: 10 }, policy), false);
-  assert.equal(shouldSnapshot({ appliedIndex: 100, snapshotIndex: 0, logBytesSinceSnapshot: 10 }, policy), true);
-  assert.equal(shouldSnapshot({ appliedIndex: 60, snapshotIndex: 50, logBytesSinceSnapshot: 1000 }, policy), true);
-  assert.equal(shouldSnapshot({ appliedIndex: 50, snapshotIndex: 50, logBytesSinceSnapshot: 5000 }, policy), false);
+  const decide = (appliedIndex: number, snapshotIndex: number, logBytesSinceSnapshot: number) =>
+    shouldSnapshot({ appliedIndex, snapshotIndex, logBytesSinceSnapshot }, policy);
+  assert.equal(decide(50, 0, 10), false);
+  assert.equal(decide(100, 0, 10), true);
+  assert.equal(decide(60, 50, 1000), true);
+  assert.equal(decide(50, 50, 5000), false);
 });

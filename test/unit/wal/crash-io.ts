@@ -37,8 +37,10 @@ export class CrashingFileIo implements FileIo {
       // Sectors are aligned to the file, so the first one may be shared with older data.
       let at = 0;
       while (at < data.length) {
-        const sectorEnd = Math.min(data.length, (Math.floor((position + at) / 512) + 1) * 512 - position);
-        if (chance(this.random, 0.5)) realFileIo.write(fd, data.subarray(at, sectorEnd), position + at);
+        const nextSector = (Math.floor((position + at) / 512) + 1) * 512;
+        const sectorEnd = Math.min(data.length, nextSector - position);
+        const sector = data.subarray(at, sectorEnd);
+        if (chance(this.random, 0.5)) realFileIo.write(fd, sector, position + at);
         at = sectorEnd;
       }
     }

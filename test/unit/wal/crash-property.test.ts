@@ -22,7 +22,12 @@ interface Round {
 }
 
 /** Issues one random operation; returns its promise and how many records it queued. */
-function randomOperation(random: SeededRandom, wal: Wal, model: WalModel, round: Round): Promise<unknown> {
+function randomOperation(
+  random: SeededRandom,
+  wal: Wal,
+  model: WalModel,
+  round: Round,
+): Promise<unknown> {
   const record = (): void => {
     round.signatures.push(model.signature());
   };
@@ -37,7 +42,8 @@ function randomOperation(random: SeededRandom, wal: Wal, model: WalModel, round:
   if (roll < 10) {
     // A snapshot from a leader beyond our log (a different term): it replaces the log.
     const term = model.hardState.term + 1;
-    const meta: SnapshotMeta = { index: model.lastIndex + randomInt(random, 1, 5), term, confState: conf };
+    const index = model.lastIndex + randomInt(random, 1, 5);
+    const meta: SnapshotMeta = { index, term, confState: conf };
     model.applySnapshot(meta);
     record();
     const promise = wal.markSnapshot(meta);
@@ -47,7 +53,8 @@ function randomOperation(random: SeededRandom, wal: Wal, model: WalModel, round:
     return Promise.all([promise, track(wal.save([], hardState), round)]);
   }
   if (roll < 16) return wal.releaseBefore(model.startIndex);
-  const overwrite = roll < 30 && model.lastIndex > Math.max(model.hardState.commit, model.startIndex);
+  const floor = Math.max(model.hardState.commit, model.startIndex);
+  const overwrite = roll < 30 && model.lastIndex > floor;
   const first = overwrite
     ? randomInt(random, Math.max(model.hardState.commit, model.startIndex) + 1, model.lastIndex)
     : model.lastIndex + 1;
@@ -78,7 +85,10 @@ function track(promise: Promise<void>, round: Round): Promise<void> {
   });
 }
 
-async function runSeed(seed: bigint, dir: string): Promise<{ crashes: number; truncations: number }> {
+async function runSeed(
+  seed: bigint,
+  dir: string,
+): Promise<{ crashes: number; truncations: number }> {
   const random = new SeededRandom(seed);
   const logger = new MemoryLogger();
   let previous: Round | null = null;
@@ -88,7 +98,8 @@ async function runSeed(seed: bigint, dir: string): Promise<{ crashes: number; tr
       chance(random, 0.15) ? Infinity : randomInt(random, 0, 40_000),
       random.fork(roundNumber),
     );
-    const opened = await Wal.open(dir, { ...sizes, logger, executor: new InlineExecutor(io) }).catch(
+    const executor = new InlineExecutor(io);
+    const opened = await Wal.open(dir, { ...sizes, logger, executor }).catch(
       (error: unknown) => (error instanceof SimulatedCrash ? null : Promise.reject(error)),
     );
     if (opened === null) {
@@ -99,16 +110,21 @@ async function runSeed(seed: bigint, dir: string): Promise<{ crashes: number; tr
     const model = WalModel.from(recovered);
     if (previous !== null) {
       const allowed = previous.signatures.slice(previous.durable);
-      const context = `seed ${seed} round ${roundNumber}: durable ${previous.durable} of ${previous.signatures.length - 1}`;
-      assert.ok(allowed.includes(model.signature()), `recovered state is not a durable prefix (${context})`);
+      const written = previous.signatures.length - 1;
+      const durable = previous.durable;
+      const context = `seed ${seed} round ${roundNumber}: durable ${durable} of ${written}`;
+      assert.ok(allowed.includes(model.signature()), `not a durable prefix (${context})`);
     }
     const round: Round = { signatures: [model.signature()], durable: 0 };
     for (let burst = 0; burst < 12 && !io.crashed; burst++) {
       const promises: Promise<unknown>[] = [];
-      for (let k = randomInt(random, 1, 5); k > 0; k--) promises.push(randomOperation(random, wal, model, round));
+      for (let k = randomInt(random, 1, 5); k > 0; k--) {
+        promises.push(randomOperation(random, wal, model, round));
+      }
       const outcomes = await Promise.allSettled(promises);
       for (const outcome of outcomes) {
-        if (outcome.status === 'rejected' && !(outcome.reason instanceof SimulatedCrash)) throw outcome.reason;
+        const crashed = outcome.status === 'rejected' && outcome.reason instanceof SimulatedCrash;
+        if (outcome.status === 'rejected' && !crashed) throw outcome.reason;
       }
     }
     if (io.crashed) crashes++;

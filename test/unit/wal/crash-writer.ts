@@ -9,9 +9,12 @@ const conf = { voters: [1], votersOutgoing: [], learners: [] };
 
 async function main(): Promise<void> {
   const [dataDir, seedText] = process.argv.slice(2);
-  if (dataDir === undefined || seedText === undefined) throw new Error('usage: crash-writer <dir> <seed>');
+  if (dataDir === undefined || seedText === undefined) {
+    throw new Error('usage: crash-writer <dir> <seed>');
+  }
   const random = new SeededRandom(BigInt(seedText));
-  const { wal, recovered } = await Wal.open(dataDir, { segmentBytes: 128 * 1024, writeBytesMax: 16 * 1024 });
+  const options = { segmentBytes: 128 * 1024, writeBytesMax: 16 * 1024 };
+  const { wal, recovered } = await Wal.open(dataDir, options);
   let next = wal.lastIndex;
   let commit = recovered.hardState.commit;
   let snapshotIndex = recovered.snapshotMeta?.index ?? 0;

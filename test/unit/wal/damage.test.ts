@@ -49,7 +49,8 @@ function recordStart(records: readonly ScannedRecord[], at: number): number {
 }
 
 async function expectCorrupt(dir: string, path: string, offset: number | null): Promise<void> {
-  await assert.rejects(Wal.open(dir, { ...sizes, logger: new MemoryLogger() }), (error: unknown) => {
+  const opening = Wal.open(dir, { ...sizes, logger: new MemoryLogger() });
+  await assert.rejects(opening, (error: unknown) => {
     assert.ok(error instanceof CorruptFileError, `expected CorruptFileError, got ${String(error)}`);
     assert.equal(error.path, path);
     if (offset !== null) assert.equal(error.offset, offset, error.message);
@@ -58,7 +59,7 @@ async function expectCorrupt(dir: string, path: string, offset: number | null): 
   });
 }
 
-test('truncating the last segment anywhere recovers exactly the records before the cut', async () => {
+test('a last segment cut anywhere recovers exactly the records before the cut', async () => {
   const random = new SeededRandom(41n);
   for (let round = 0; round < 12; round++) {
     await withTempDir(async (dir) => {
@@ -78,10 +79,12 @@ test('truncating the last segment anywhere recovers exactly the records before t
       const logger = new MemoryLogger();
       const { wal, recovered } = await Wal.open(dir, { ...sizes, logger });
       const expectedCount = firstInLast - 1 + keptEntries;
-      assert.deepEqual(recovered.entries.map(entryKey), entries.slice(0, expectedCount).map(entryKey));
-      const cleanCut = kept.length === 0 ? cut === records[0]?.offset : cut === end || records.some((r) => r.offset === cut);
+      const expected = entries.slice(0, expectedCount);
+      assert.deepEqual(recovered.entries.map(entryKey), expected.map(entryKey));
+      const cleanCut = cut === end || records.some((record) => record.offset === cut);
       assert.equal(logger.lines.length, cleanCut ? 0 : 1, logger.lines.join('\n'));
-      if (!cleanCut) assert.match(logger.lines[0] ?? '', new RegExp(`truncated torn tail of ${last} at byte offset \\d+`));
+      const logLine = new RegExp(`truncated torn tail of ${last} at byte offset \\d+`);
+      if (!cleanCut) assert.match(logger.lines[0] ?? '', logLine);
       // The WAL keeps working after the repair, and a second reopen is clean.
       await wal.save([makeEntry(expectedCount + 1, 1)], null);
       await wal.close();
@@ -106,7 +109,8 @@ test('a flipped byte inside the records refuses to start, naming file and offset
       assert.ok(lastRecord !== undefined);
       // In the last segment, only damage followed by more than one write's worth of records is
       // distinguishable from a torn write; anywhere in an older segment is.
-      const limit = isLast ? lastRecord.offset - sizes.writeBytesMax - 64 : lastRecord.offset + 16 + lastRecord.payload.length - 1;
+      const recordsEnd = lastRecord.offset + 16 + lastRecord.payload.length;
+      const limit = isLast ? lastRecord.offset - sizes.writeBytesMax - 64 : recordsEnd - 1;
       if (limit <= 0) return;
       const at = randomInt(random, 0, limit);
       const bytes = readFileSync(path);
@@ -117,7 +121,7 @@ test('a flipped byte inside the records refuses to start, naming file and offset
   }
 });
 
-test('a zero-filled range in the middle of a segment is damage, not preallocated space', async () => {
+test('a zero-filled range mid-segment is damage, not preallocated space', async () => {
   await withTempDir(async (dir) => {
     await writeLog(dir, 150, 8n);
     const paths = segmentPaths(dir);
@@ -132,7 +136,7 @@ test('a zero-filled range in the middle of a segment is damage, not preallocated
   });
 });
 
-test('a truncated older segment is damage (the checksum chain to the next one breaks)', async () => {
+test('a truncated older segment is damage (the checksum chain breaks)', async () => {
   const random = new SeededRandom(43n);
   for (let round = 0; round < 6; round++) {
     await withTempDir(async (dir) => {
@@ -142,7 +146,8 @@ test('a truncated older segment is damage (the checksum chain to the next one br
       const records = recordsOf(path, false);
       const lastRecord = records[records.length - 1];
       assert.ok(lastRecord !== undefined);
-      truncateSync(path, randomInt(random, (records[0]?.offset ?? 0) + 1, lastRecord.offset + 16 + lastRecord.payload.length - 1));
+      const recordsEnd = lastRecord.offset + 16 + lastRecord.payload.length;
+      truncateSync(path, randomInt(random, (records[0]?.offset ?? 0) + 1, recordsEnd - 1));
       await expectCorrupt(dir, path, null);
     });
   }
@@ -169,7 +174,7 @@ test('a missing, empty or zero-filled segment is damage', async () => {
   }
 });
 
-test('an empty WAL directory starts fresh; a leftover temp segment is removed with a log line', async () => {
+test('a leftover temp segment is removed with a log line', async () => {
   await withTempDir(async (dir) => {
     await writeLog(dir, 3, 12n);
     writeFileSync(join(dir, 'wal', '0000000000000009-0000000000000004.wal.tmp'), Buffer.alloc(100));

@@ -14,7 +14,9 @@ const writerScript = fileURLToPath(new URL('./crash-writer.js', import.meta.url)
 /** Runs the writer until `killAfterMs` past its first durable line; returns the durable indexes. */
 function runAndKill(dir: string, seed: number, killAfterMs: number): Promise<number[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [writerScript, dir, String(seed)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [writerScript, dir, String(seed)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const durable: number[] = [];
     let buffered = '';
     let stderr = '';
@@ -27,7 +29,9 @@ function runAndKill(dir: string, seed: number, killAfterMs: number): Promise<num
       for (const line of lines) {
         const match = /^durable (\d+)$/.exec(line);
         if (match !== null) durable.push(Number(match[1]));
-        if (match !== null && timer === null) timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+        if (match !== null && timer === null) {
+          timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+        }
       }
     });
     child.stderr.on('data', (text: Buffer) => (stderr += text.toString()));
@@ -53,10 +57,12 @@ test('every append reported durable survives kill -9 at random moments', async (
         maxReported = Math.max(maxReported, index);
       }
       const logger = new MemoryLogger();
-      const { wal, recovered } = await Wal.open(dir, { segmentBytes: 128 * 1024, writeBytesMax: 16 * 1024, logger, executor: 'inline' });
+      const options = { segmentBytes: 128 * 1024, writeBytesMax: 16 * 1024, logger };
+      const { wal, recovered } = await Wal.open(dir, { ...options, executor: 'inline' });
       truncations += logger.lines.length;
       const start = recovered.snapshotMeta?.index ?? 0;
-      assert.ok(wal.lastIndex >= maxReported, `kill ${kill}: last index ${wal.lastIndex} < reported ${maxReported}`);
+      const context = `kill ${kill}: last index ${wal.lastIndex}, reported ${maxReported}`;
+      assert.ok(wal.lastIndex >= maxReported, context);
       recovered.entries.forEach((entry, k) => {
         assert.equal(entry.index, start + 1 + k, 'entries are contiguous after the snapshot');
       });
@@ -71,6 +77,7 @@ test('every append reported durable survives kill -9 at random moments', async (
     }
     // Torn tails are possible but rare here: a SIGKILL leaves written bytes in the page cache
     // (the property test covers torn writes); this test is about acknowledgements.
-    assert.ok(reported.size > 200, `appends acknowledged across kills: ${reported.size} (${truncations} torn tails)`);
+    const summary = `acknowledged across kills: ${reported.size} (${truncations} torn tails)`;
+    assert.ok(reported.size > 200, summary);
   });
 });

@@ -8,7 +8,11 @@ export class WalModel {
   snapshot: SnapshotMeta | null = null;
   entries: Entry[] = [];
 
-  static from(recovered: { hardState: HardState; snapshotMeta: SnapshotMeta | null; entries: readonly Entry[] }): WalModel {
+  static from(recovered: {
+    hardState: HardState;
+    snapshotMeta: SnapshotMeta | null;
+    entries: readonly Entry[];
+  }): WalModel {
     const model = new WalModel();
     model.hardState = recovered.hardState;
     model.snapshot = recovered.snapshotMeta;

@@ -76,8 +76,9 @@ test('records from an older chain in recycled space are not taken as new', () =>
 });
 
 test('damage within one write of the end is a torn tail; further is corruption', () => {
-  const built = buildSegment({ seq: 1, firstIndex: 1, chainSeed: 0, indexes: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] });
-  const victim = built.offsets[8] ?? 0; // entry 9 of 10: less than one write (512 bytes) from the end
+  const indexes = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+  const built = buildSegment({ seq: 1, firstIndex: 1, chainSeed: 0, indexes });
+  const victim = built.offsets[8] ?? 0; // entry 9 of 10: within one write (512 bytes) of the end
   const tail = Buffer.from(built.bytes);
   tail[victim + 20] = (tail[victim + 20] ?? 0) ^ 1;
   const scanned = scanSegment(tail, 'seg', true);
@@ -126,6 +127,7 @@ test('replay refuses an index gap, a missing segment and a broken chain', () => 
     return true;
   });
   const ok = buildSegment({ seq: 2, firstIndex: 3, chainSeed: first.lastCrc, indexes: [3] });
-  const replay = replaySegments([scanSegment(first.bytes, 'a', false), scanSegment(ok.bytes, 'b', true)]);
+  const chained = [scanSegment(first.bytes, 'a', false), scanSegment(ok.bytes, 'b', true)];
+  const replay = replaySegments(chained);
   assert.deepEqual(replay.entries.map((entry) => entry.index), [1, 2, 3]);
 });

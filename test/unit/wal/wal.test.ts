@@ -46,8 +46,11 @@ test('an entry at an existing index replaces it and every later one', async () =
 test('segments roll over, and release keeps everything after the snapshot', async () => {
   await withTempDir(async (dir) => {
     const { wal } = await Wal.open(dir, small);
-    for (let i = 1; i <= 200; i++) await wal.save([makeEntry(i, 1, 200)], { term: 1, vote: 1, commit: i });
-    const segmentCount = (): number => readdirSync(join(dir, 'wal')).filter((n) => n.endsWith('.wal')).length;
+    for (let i = 1; i <= 200; i++) {
+      await wal.save([makeEntry(i, 1, 200)], { term: 1, vote: 1, commit: i });
+    }
+    const segmentCount = (): number =>
+      readdirSync(join(dir, 'wal')).filter((name) => name.endsWith('.wal')).length;
     const before = segmentCount();
     assert.ok(before > 3, `several segments (${before})`);
     const meta: SnapshotMeta = { index: 150, term: 1, confState: conf };
