@@ -110,13 +110,15 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   );
   service = new CellService(config, core, driver, store, nodeMetrics);
   const ticker = setInterval(() => driver?.tick(), config.tickMs);
-  const http = createServer(
-    createHttpHandler({
-      cell: service,
-      limits: { ...defaultApiLimits, valueBytesMax: config.valueBytesMax },
-      logError: (error) => log.error(`request failed: ${(error as Error)?.stack ?? String(error)}`),
-    }),
-  );
+  const handler = createHttpHandler({
+    cell: service,
+    limits: { ...defaultApiLimits, valueBytesMax: config.valueBytesMax },
+    logError: (error) => log.error(`request failed: ${(error as Error)?.stack ?? String(error)}`),
+  });
+  const http = createServer((req, res) => {
+    res.once('finish', () => nodeMetrics.requests.inc({ code: String(res.statusCode) }));
+    handler(req, res);
+  });
   http.keepAliveTimeout = 30_000;
   await listen(http, Number(config.listenClient.port), config.listenClient.hostname);
   log.info(`serving ${config.listenClient.href} (peers ${config.listenPeer.href}), member ${config.memberId}, cluster ${config.clusterId}`);
