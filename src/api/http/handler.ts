@@ -17,9 +17,27 @@ import {
 } from './parse.js';
 import { sendError, sendJson, type ResponseContext } from './respond.js';
 
+/**
+ * A group of routes kept in its own file (leases, watches, locks, ...). It answers the request
+ * and returns true, or returns false for a path it does not own.
+ */
+export type RouteGroup = (request: RouteRequest) => Promise<boolean>;
+
+export interface RouteRequest {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly url: URL;
+  readonly method: string;
+  readonly query: Query;
+  readonly context: ResponseContext;
+  readonly limits: ApiLimits;
+}
+
 export interface HttpApiOptions {
   readonly cell: CellApi;
   readonly limits: ApiLimits;
+  /** Consulted in order before the built-in routes. */
+  readonly routeGroups?: readonly RouteGroup[];
   logError(error: unknown): void;
 }
 
@@ -49,6 +67,9 @@ async function route(
   const method = req.method ?? 'GET';
   const query = new Query(url.searchParams);
   const { cell, limits } = options;
+  for (const group of options.routeGroups ?? []) {
+    if (await group({ req, res, url, method, query, context, limits })) return;
+  }
   if (path === '/v1/kv' || path.startsWith('/v1/kv/')) {
     if (method === 'PUT') return putKey(req, res, context, cell, limits, keyFromPath(path, limits), query);
     if (method === 'GET') return getKey(res, context, cell, limits, keyFromPath(path, limits), query);
