@@ -2,6 +2,7 @@
 // multi-megabyte snapshot write or fsync never stalls the event loop.
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { assert } from '../base/assert.js';
 import { SnapshotParser } from './format.js';
 import type { SnapshotMeta } from '../raft/index.js';
@@ -12,6 +13,15 @@ export async function syncDir(dir: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
+  }
+}
+
+/** mkdir -p, then fsync the parent when the directory is new (its name must survive a crash). */
+export async function ensureDir(dir: string): Promise<void> {
+  const created = await fsp.mkdir(dir, { recursive: true });
+  // mkdir returns the first directory it made: sync the parent of each new one.
+  for (let at = dir; created !== undefined && at !== dirname(created); at = dirname(at)) {
+    await syncDir(dirname(at));
   }
 }
 

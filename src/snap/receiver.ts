@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { assert } from '../base/assert.js';
 import { CorruptFileError, InvalidArgumentError } from '../base/errors.js';
 import type { SnapshotMeta } from '../raft/index.js';
-import { parseFile, verifySnapshotFile, writeAll } from './file-io.js';
+import { ensureDir, parseFile, verifySnapshotFile, writeAll } from './file-io.js';
 import { partialSuffix, snapshotFileName } from './file-name.js';
 import type { SnapshotStore } from './store.js';
 
@@ -38,7 +38,7 @@ export class SnapshotReceiver {
     incoming: { meta: SnapshotMeta; totalBytes: number },
   ): Promise<SnapshotReceiver> {
     assert(Number.isSafeInteger(incoming.totalBytes) && incoming.totalBytes > 0, 'a file size');
-    await fsp.mkdir(store.dir, { recursive: true });
+    await ensureDir(store.dir);
     const name = snapshotFileName(incoming.meta.index, incoming.meta.term);
     const partialPath = join(store.dir, name + partialSuffix);
     const resumeAt = await resumableBytes(partialPath, incoming.meta, store);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { assert } from '../base/assert.js';
 import { CorruptFileError } from '../base/errors.js';
 import type { Snapshot, SnapshotMeta } from '../raft/index.js';
-import { parseFile, syncDir, writeAll } from './file-io.js';
+import { ensureDir, parseFile, syncDir, writeAll } from './file-io.js';
 import { parseSnapshotFileName, partialSuffix, snapshotFileName, tmpSuffix } from './file-name.js';
 import { SnapshotBlockEncoder, encodeSnapshotHead } from './format.js';
 import { snapDefaults } from './types.js';
@@ -31,7 +31,7 @@ export class SnapshotStore {
 
   /** Creates the directory and removes temp files a crash left behind. */
   async init(): Promise<void> {
-    await fsp.mkdir(this.dir, { recursive: true });
+    await ensureDir(this.dir);
     for (const name of await fsp.readdir(this.dir)) {
       if (name.endsWith(tmpSuffix)) {
         this.logger.warn(`snap: removing unfinished snapshot ${join(this.dir, name)}`);
@@ -56,7 +56,7 @@ export class SnapshotStore {
    * stream of chunks (e.g. from a state-machine dump) so the whole state need not be in memory.
    */
   async save(meta: SnapshotMeta, data: Uint8Array | AsyncIterable<Uint8Array>): Promise<string> {
-    await fsp.mkdir(this.dir, { recursive: true });
+    await ensureDir(this.dir);
     const fileName = snapshotFileName(meta.index, meta.term);
     const path = join(this.dir, fileName);
     const tmpPath = path + tmpSuffix;

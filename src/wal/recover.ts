@@ -2,9 +2,10 @@
 // the only place that repairs anything, and it repairs only the one thing a crash can leave
 // behind: a partial last write in the last segment. Everything else throws CorruptFileError.
 import { promises as fsp } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CorruptFileError } from '../base/errors.js';
 import type { SegmentCursor } from './plan.js';
+import { syncDirectory } from './io-ops.js';
 import { replaySegments } from './replay.js';
 import type { ReplayResult } from './replay.js';
 import { scanSegment } from './scan.js';
@@ -25,7 +26,12 @@ export async function recoverWalDir(
   walDir: string,
   options: { segmentBytes: number; logger: WalLogger },
 ): Promise<RecoveryOutcome> {
-  await fsp.mkdir(walDir, { recursive: true });
+  const created = await fsp.mkdir(walDir, { recursive: true });
+  // A new directory's own name must be durable too, or a crash could lose the whole WAL.
+  // mkdir returns the first directory it made: sync the parent of each new one.
+  for (let dir = walDir; created !== undefined && dir !== dirname(created); dir = dirname(dir)) {
+    syncDirectory(dirname(dir));
+  }
   const names = await fsp.readdir(walDir);
   const files: { seq: number; firstIndex: number; path: string }[] = [];
   for (const name of names) {
