@@ -111,7 +111,7 @@ export class ByteReader {
 
   u64(): number {
     const offset = this.take(8);
-    if ((this.data[offset] as number) > 0x1f) this.fail('integer beyond 2^53');
+    if (readU32(this.data, offset) > 0x1f_ffff) this.fail('integer beyond 2^53');
     return readU64(this.data, offset);
   }
 

@@ -101,18 +101,26 @@ class ChunkReader {
     return true;
   }
 
+  /** Collects pieces before copying, so a damaged length cannot make it allocate gigabytes. */
   take(length: number): Uint8Array {
-    const out = new Uint8Array(length);
+    const pieces: Uint8Array[] = [];
     let filled = 0;
     while (filled < length) {
       if (this.position >= this.chunk.length && !this.pull()) {
         throw new CorruptFileError(streamName, this.offset, 'truncated');
       }
       const step = Math.min(length - filled, this.chunk.length - this.position);
-      out.set(this.chunk.subarray(this.position, this.position + step), filled);
+      pieces.push(this.chunk.subarray(this.position, this.position + step));
       this.position += step;
       filled += step;
       this.offset += step;
+    }
+    if (pieces.length === 1) return new Uint8Array(pieces[0] as Uint8Array);
+    const out = new Uint8Array(length);
+    let at = 0;
+    for (const piece of pieces) {
+      out.set(piece, at);
+      at += piece.length;
     }
     return out;
   }

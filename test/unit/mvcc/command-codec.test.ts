@@ -1,0 +1,104 @@
+// The command envelope codec: every command shape round-trips exactly, and decoding validates
+// (magic, truncation, trailing bytes, keys, limits) with typed errors that carry the limit.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { InvalidArgumentError, TooLargeError } from '../../../src/base/errors.js';
+import { SeededRandom } from '../../../src/base/random.js';
+import { decodeCommand, defaultMvccLimits, encodeCommand } from '../../../src/mvcc/index.js';
+import type { CommandEnvelope } from '../../../src/mvcc/index.js';
+import { encodeCommandUnchecked } from '../../../src/mvcc/command-codec.js';
+import { generateWorkload } from './workload.js';
+
+const limits = defaultMvccLimits;
+
+test('valid commands round-trip exactly', () => {
+  const envelopes: CommandEnvelope[] = [
+    { proposedAtMs: 0, op: { type: 'put', key: '/k', value: new Uint8Array([1, 2]) } },
+    { requestId: 'r-1', proposedAtMs: 2 ** 52, op: { type: 'put', key: '/😀', value: new Uint8Array(0), lease: 7, ifVersion: 0, ifRevision: 3 } },
+    { proposedAtMs: 5, op: { type: 'delete', key: '/a', prefix: true } },
+    { proposedAtMs: 5, op: { type: 'delete', key: '/a', ifVersion: 2 } },
+    { proposedAtMs: 5, op: { type: 'compact', revision: 9 } },
+    { proposedAtMs: 5, op: { type: 'deleteLeaseKeys', lease: 81 } },
+    {
+      proposedAtMs: 5,
+      op: {
+        type: 'txn',
+        compare: [
+          { key: '/locks/x', target: 'version', op: '==', value: 0 },
+          { key: '/locks/x', target: 'value', op: '!=', value: new Uint8Array([9]) },
+        ],
+        success: [{ type: 'put', key: '/locks/x', value: new Uint8Array([1]), lease: 81 }],
+        failure: [{ type: 'get', key: '/locks/x', prefix: true, limit: 1, keysOnly: true, countOnly: true }],
+      },
+    },
+  ];
+  for (const envelope of envelopes) {
+    assert.deepEqual(decodeCommand(encodeCommand(envelope, limits), limits), envelope);
+  }
+  // And every valid command of a random workload.
+  for (const item of generateWorkload(3n, 300)) {
+    if (item.kind !== 'command') continue;
+    let valid = true;
+    try {
+      encodeCommand(item.envelope, { ...limits, txnOpsMax: 1000 });
+    } catch {
+      valid = false;
+    }
+    if (valid) assert.deepEqual(decodeCommand(item.entry.data, { ...limits, txnOpsMax: 1000 }), item.envelope);
+  }
+});
+
+test('limits and validation are typed errors carrying the limit', () => {
+  const put = (key: string, size: number): CommandEnvelope => ({
+    proposedAtMs: 1,
+    op: { type: 'put', key, value: new Uint8Array(size) },
+  });
+  const tooLarge = (run: () => unknown, limit: number): void => {
+    assert.throws(run, (error: unknown) => error instanceof TooLargeError && error.details['limit'] === limit);
+  };
+  tooLarge(() => encodeCommand(put('/' + 'k'.repeat(4096), 1), limits), 4096);
+  encodeCommand(put('/' + 'k'.repeat(4095), 1), limits);
+  tooLarge(() => encodeCommand(put('/k', 1024 * 1024 + 1), limits), 1024 * 1024);
+  tooLarge(() => encodeCommand(put('/k', 100), { ...limits, valueBytesMax: 99 }), 99);
+  tooLarge(() => encodeCommand(put('/k', 1000), { ...limits, requestBytesMax: 900 }), 900);
+  const ops = Array.from({ length: 65 }, (_, i) => ({ type: 'get' as const, key: `/k${i}` }));
+  const txn = (compareCount: number): CommandEnvelope => ({
+    proposedAtMs: 1,
+    op: {
+      type: 'txn',
+      compare: Array.from({ length: compareCount }, () => ({ key: '/a', target: 'version' as const, op: '==' as const, value: 1 })),
+      success: ops,
+      failure: ops.slice(0, 63),
+    },
+  });
+  encodeCommand(txn(0), limits);
+  tooLarge(() => encodeCommand(txn(1), limits), 128);
+  tooLarge(() => decodeCommand(encodeCommandUnchecked(txn(1)), limits), 128);
+  tooLarge(() => encodeCommand({ requestId: 'x'.repeat(129), proposedAtMs: 1, op: put('/k', 1).op }, limits), 128);
+  for (const key of ['k', '', '/\uD800x']) {
+    assert.throws(() => encodeCommand(put(key, 1), limits), InvalidArgumentError);
+  }
+  assert.throws(
+    () => encodeCommand({ proposedAtMs: 1, op: { type: 'delete', key: '/a', prefix: true, ifVersion: 1 } }, limits),
+    InvalidArgumentError,
+  );
+});
+
+test('malformed bytes never decode', () => {
+  const good = encodeCommand({ requestId: 'id', proposedAtMs: 1, op: { type: 'put', key: '/k', value: new Uint8Array(4) } }, limits);
+  for (let cut = 0; cut < good.length; cut++) {
+    assert.throws(() => decodeCommand(good.subarray(0, cut), limits), InvalidArgumentError);
+  }
+  assert.throws(() => decodeCommand(Uint8Array.from([...good, 0]), limits), InvalidArgumentError);
+  const random = new SeededRandom(5n);
+  for (let i = 0; i < 2000; i++) {
+    const bytes = Uint8Array.from(good);
+    bytes[random.uint32() % bytes.length] = random.uint32() & 0xff;
+    try {
+      const envelope = decodeCommand(bytes, limits);
+      assert.ok(envelope.op.type === 'put');
+    } catch (error) {
+      assert.ok(error instanceof InvalidArgumentError || error instanceof TooLargeError, String(error));
+    }
+  }
+});
