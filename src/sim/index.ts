@@ -15,4 +15,4 @@ export type {
 export { simulate, livenessBudgetMsDefault } from './simulate.js';
 export { seedsToRun, parseSeed } from './seeds.js';
 export { RegisterMachine, encodeWrite, decodeWrite } from './register.js';
-export type { CoreFactory } from './world.js';
+export type { CoreFactory } from './types.js';

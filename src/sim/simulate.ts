@@ -10,7 +10,7 @@ import { RegisterMachine } from './register.js';
 import { drawScenario } from './scenario.js';
 import type { Scenario, ScriptedFault, SimOptions, SimResult, SimStats } from './types.js';
 import { Workload } from './workload.js';
-import type { CoreFactory } from './world.js';
+import type { CoreFactory } from './types.js';
 import { World } from './world.js';
 
 export const livenessBudgetMsDefault = 8_000;

@@ -1,6 +1,16 @@
 // The simulator's vocabulary. A run is a pure function of its options: the seed draws the
 // scenario, and every random choice after that comes from a per-subsystem fork of the seed.
-import type { Entry, MemberId, RaftBugs } from '../raft/index.js';
+import type { SeededRandom } from '../base/random.js';
+import type {
+  Entry,
+  MemberId,
+  RaftApi,
+  RaftBugs,
+  RaftConfig,
+  RaftMessage,
+  RecoveredState,
+} from '../raft/index.js';
+import type { SimNode } from './sim-node.js';
 
 /** Simulated time in milliseconds since the start of the run. */
 export type SimTimeMs = number;
@@ -165,4 +175,43 @@ export interface DriverBugs {
   readonly messagesBeforeDurable?: boolean;
   /** Serve reads from the local state machine without a ReadIndex round. */
   readonly localReads?: boolean;
+}
+
+// --- the world's internals, shared by its parts -------------------------------------------
+
+export type WorldEvent =
+  | { readonly type: 'tick'; readonly member: MemberId; readonly incarnation: number }
+  | { readonly type: 'deliver'; readonly message: RaftMessage }
+  | {
+      readonly type: 'diskDone';
+      readonly member: MemberId;
+      readonly incarnation: number;
+      readonly writeId: number;
+    }
+  | {
+      readonly type: 'snapshotReport';
+      readonly member: MemberId;
+      readonly to: MemberId;
+      readonly ok: boolean;
+    }
+  | { readonly type: 'unreachable'; readonly member: MemberId; readonly to: MemberId }
+  | { readonly type: 'action'; readonly name: string; readonly run: () => void };
+
+export type CoreFactory = (
+  config: RaftConfig,
+  recovered: RecoveredState,
+  random: SeededRandom,
+) => RaftApi;
+
+export interface WorldRandoms {
+  readonly network: SeededRandom;
+  readonly disk: SeededRandom;
+  readonly cores: SeededRandom;
+  readonly ticks: SeededRandom;
+}
+
+export interface WorldHooks {
+  onApplied(node: SimNode, entry: Entry, chain: number): void;
+  onReadServed(node: SimNode, context: number): void;
+  onReadDropped(node: SimNode, context: number): void;
 }

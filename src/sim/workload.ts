@@ -8,7 +8,8 @@ import type { Entry, MemberId, RaftApi } from '../raft/index.js';
 import { CommitSource } from './checker.js';
 import { decodeWrite, encodeWrite } from './register.js';
 import type { SimNode } from './sim-node.js';
-import type { World, WorldHooks } from './world.js';
+import type { WorldHooks } from './types.js';
+import type { World } from './world.js';
 
 interface ReadRecord {
   readonly key: string;

@@ -4,7 +4,7 @@
 import { AssertionError, assert } from '../base/assert.js';
 import type { SeededRandom } from '../base/random.js';
 import { randomInt } from '../base/random.js';
-import type { ConfState, Entry, MemberId, RaftApi, RaftConfig, RaftMessage, RecoveredState } from '../raft/index.js';
+import type { ConfState, Entry, MemberId, RaftApi, RaftConfig, RaftMessage } from '../raft/index.js';
 import { defaultRaftConfig } from '../raft/index.js';
 import { SafetyChecker } from './checker.js';
 import { SimDisk } from './disk.js';
@@ -12,24 +12,20 @@ import { EventQueue } from './event-queue.js';
 import { SimNetwork } from './network.js';
 import type { NodeWorld } from './sim-node.js';
 import { SimNode } from './sim-node.js';
-import { describeMessage, traceLine } from './trace.js';
-import type { ApplierFactory, Scenario, SimEvent, SimOptions, SimStats, Violation } from './types.js';
-
-export type WorldEvent =
-  | { readonly type: 'tick'; readonly member: MemberId; readonly incarnation: number }
-  | { readonly type: 'deliver'; readonly message: RaftMessage }
-  | { readonly type: 'diskDone'; readonly member: MemberId; readonly incarnation: number; readonly writeId: number }
-  | { readonly type: 'snapshotReport'; readonly member: MemberId; readonly to: MemberId; readonly ok: boolean }
-  | { readonly type: 'unreachable'; readonly member: MemberId; readonly to: MemberId }
-  | { readonly type: 'action'; readonly name: string; readonly run: () => void };
-
-export type CoreFactory = (config: RaftConfig, recovered: RecoveredState, random: SeededRandom) => RaftApi;
-
-export interface WorldHooks {
-  onApplied(node: SimNode, entry: Entry, chain: number): void;
-  onReadServed(node: SimNode, context: number): void;
-  onReadDropped(node: SimNode, context: number): void;
-}
+import { Delivery } from './delivery.js';
+import { traceLine } from './trace.js';
+import type {
+  ApplierFactory,
+  CoreFactory,
+  Scenario,
+  SimEvent,
+  SimOptions,
+  SimStats,
+  Violation,
+  WorldEvent,
+  WorldHooks,
+  WorldRandoms,
+} from './types.js';
 
 export class World implements NodeWorld {
   nowMs = 0;
@@ -45,23 +41,25 @@ export class World implements NodeWorld {
   private readonly queue = new EventQueue<WorldEvent>();
   private readonly tickMsByMember = new Map<MemberId, number>();
   private readonly held = new Map<MemberId, WorldEvent[]>();
-  private readonly unreachablePending = new Set<string>();
+  private readonly delivery = new Delivery(this);
   private readonly crashOnWrite = new Map<MemberId, () => void>();
 
   constructor(
     readonly scenario: Scenario,
-    private readonly randoms: { network: SeededRandom; disk: SeededRandom; cores: SeededRandom; ticks: SeededRandom },
+    private readonly randoms: WorldRandoms,
     private readonly options: SimOptions,
     private readonly createCore: CoreFactory,
     private readonly applierFactory: ApplierFactory,
     readonly stats: SimStats,
   ) {
     this.checker = new SafetyChecker((invariant, detail) => this.report(invariant, detail));
-    this.network = new SimNetwork(randoms.network, scenario.networkDelayMsMin, scenario.networkDelayMsMax, {
+    const faults = {
       lossRate: scenario.lossRate,
       duplicateRate: scenario.duplicateRate,
       reorderRate: scenario.reorderRate,
-    });
+    };
+    const { networkDelayMsMin, networkDelayMsMax } = scenario;
+    this.network = new SimNetwork(randoms.network, networkDelayMsMin, networkDelayMsMax, faults);
     this.tracing = options.trace !== undefined;
     this.messagesBeforeDurable = options.driverBugs?.messagesBeforeDurable === true;
   }
@@ -94,8 +92,7 @@ export class World implements NodeWorld {
       this.dispatch(next.item);
     } catch (error) {
       const what = error instanceof AssertionError ? 'assertion failed' : 'exception';
-      const text = error instanceof Error ? `${error.message}\n${error.stack ?? ''}` : String(error);
-      this.report(what, text);
+      this.report(what, error instanceof Error ? `${error.message}\n${error.stack ?? ''}` : String(error));
     }
     return true;
   }
@@ -125,7 +122,8 @@ export class World implements NodeWorld {
       appendBytesMax: this.scenario.appendBytesMax,
       ...(this.options.bugs === undefined ? {} : { bugs: this.options.bugs }),
     };
-    const core = this.createCore(config, recovered, this.randoms.cores.fork(node.id * 1000 + node.incarnation));
+    const random = this.randoms.cores.fork(node.id * 1000 + node.incarnation);
+    const core = this.createCore(config, recovered, random);
     node.boot(recovered, core, this.applierFactory());
     const tickMs = this.tickMsByMember.get(node.id) as number;
     this.schedule(this.nowMs + randomInt(this.randoms.ticks, 1, tickMs), {
@@ -133,7 +131,8 @@ export class World implements NodeWorld {
       member: node.id,
       incarnation: node.incarnation,
     });
-    this.trace(node, `boot incarnation ${node.incarnation} log ${node.log.firstIndex}..${node.log.lastIndex}`);
+    const log = node.log;
+    this.trace(node, `boot incarnation ${node.incarnation} log ${log.firstIndex}..${log.lastIndex}`);
   }
 
   crash(node: SimNode): void {
@@ -196,39 +195,20 @@ export class World implements NodeWorld {
   // --- NodeWorld ---------------------------------------------------------------------------
 
   send(node: SimNode, messages: readonly RaftMessage[]): void {
-    for (const message of messages) {
-      assert(message.from === node.id, 'a member sends only its own messages');
-      const times = this.network.route(this.nowMs, message.from, message.to);
-      if (times.length === 0) {
-        this.stats.messagesDropped++;
-        this.onUndeliverable(message);
-      }
-      for (const atMs of times) this.schedule(atMs, { type: 'deliver', message });
-      if (message.type === 'snapshot') this.stats.snapshotsSent++;
-    }
-  }
-
-  private onUndeliverable(message: RaftMessage): void {
-    const delayMs = this.scenario.networkDelayMsMax * 2;
-    if (message.type === 'snapshot') {
-      this.schedule(this.nowMs + delayMs, { type: 'snapshotReport', member: message.from, to: message.to, ok: false });
-    } else if (message.type === 'append' && this.network.isBlocked(message.from, message.to)) {
-      const key = `${message.from}>${message.to}`;
-      if (this.unreachablePending.has(key)) return;
-      this.unreachablePending.add(key);
-      this.schedule(this.nowMs + delayMs, { type: 'unreachable', member: message.from, to: message.to });
-    }
+    this.delivery.send(node, messages);
   }
 
   scheduleDiskDone(node: SimNode, writeId: number, atMs: number): void {
-    this.schedule(atMs, { type: 'diskDone', member: node.id, incarnation: node.incarnation, writeId });
+    const member = node.id;
+    this.schedule(atMs, { type: 'diskDone', member, incarnation: node.incarnation, writeId });
     const afterCrash = this.crashOnWrite.get(node.id);
     if (afterCrash !== undefined && atMs > this.nowMs) {
       // Strictly before the write completes: the crash catches it in progress (lost or torn).
       this.crashOnWrite.delete(node.id);
       const incarnation = node.incarnation;
-      this.at(this.nowMs + ((atMs - this.nowMs - 1) >> 1), `CRASH n${node.id} during a write`, () => {
-        if (node.incarnation !== incarnation || node.state === 'crashed' || node.state === 'removed') return;
+      const crashAtMs = this.nowMs + ((atMs - this.nowMs - 1) >> 1);
+      this.at(crashAtMs, `CRASH n${node.id} during a write`, () => {
+        if (node.incarnation !== incarnation || !isUp(node)) return;
         this.crash(node);
         afterCrash();
       });
@@ -287,58 +267,31 @@ export class World implements NodeWorld {
         this.onTick(event.member, event.incarnation);
         return;
       case 'deliver':
-        this.onDeliver(event);
+        this.delivery.deliver(event);
         return;
       case 'diskDone':
         this.onDiskDone(event);
         return;
       case 'snapshotReport':
       case 'unreachable':
-        this.onReport(event);
+        this.delivery.report(event);
         return;
     }
   }
 
   private onTick(member: MemberId, incarnation: number): void {
     const node = this.nodes.get(member) as SimNode;
-    if (node.incarnation !== incarnation || node.state === 'crashed' || node.state === 'removed') return;
-    this.schedule(this.nowMs + (this.tickMsByMember.get(member) as number), { type: 'tick', member, incarnation });
+    if (node.incarnation !== incarnation || !isUp(node)) return;
+    const nextMs = this.nowMs + (this.tickMsByMember.get(member) as number);
+    this.schedule(nextMs, { type: 'tick', member, incarnation });
     if (node.state === 'paused') return; // a stopped process does not notice time passing
     (node.core as RaftApi).tick();
     node.pump();
   }
 
-  private onDeliver(event: WorldEvent & { type: 'deliver' }): void {
-    const message = event.message;
-    const node = this.nodes.get(message.to);
-    if (node === undefined || node.state === 'crashed' || node.state === 'removed') {
-      this.stats.messagesDropped++;
-      if (message.type === 'snapshot') this.onUndeliverable(message);
-      return;
-    }
-    if (this.network.isBlocked(message.from, message.to)) {
-      // The partition started while the message was in flight: the connection broke.
-      this.stats.messagesDropped++;
-      this.onUndeliverable(message);
-      return;
-    }
-    if (node.state === 'paused') {
-      this.hold(node, event);
-      return;
-    }
-    this.stats.messagesDelivered++;
-    if (this.tracing) this.trace(node, `recv ${describeMessage(message)}`);
-    (node.core as RaftApi).step(message);
-    if (message.type === 'snapshot') {
-      const backMs = this.nowMs + this.scenario.networkDelayMsMin;
-      this.schedule(backMs, { type: 'snapshotReport', member: message.from, to: message.to, ok: true });
-    }
-    node.pump();
-  }
-
   private onDiskDone(event: WorldEvent & { type: 'diskDone' }): void {
     const node = this.nodes.get(event.member) as SimNode;
-    if (node.incarnation !== event.incarnation || node.state === 'crashed' || node.state === 'removed') return;
+    if (node.incarnation !== event.incarnation || !isUp(node)) return;
     // The disk finishes even while the process is stopped; the driver notices on resume.
     node.disk.completeThrough(event.writeId);
     if (node.state === 'paused') {
@@ -348,21 +301,8 @@ export class World implements NodeWorld {
     node.onDiskDone(event.writeId);
   }
 
-  private onReport(event: WorldEvent & { type: 'snapshotReport' | 'unreachable' }): void {
-    const node = this.nodes.get(event.member);
-    if (event.type === 'unreachable') this.unreachablePending.delete(`${event.member}>${event.to}`);
-    if (node === undefined || node.state === 'crashed' || node.state === 'removed') return;
-    if (node.state === 'paused') {
-      this.hold(node, event);
-      return;
-    }
-    const core = node.core as RaftApi;
-    if (event.type === 'snapshotReport') core.reportSnapshot(event.to, event.ok);
-    else core.reportUnreachable(event.to);
-    node.pump();
-  }
-
-  private hold(node: SimNode, event: WorldEvent): void {
+  /** Keep an event for a paused member until it resumes. */
+  hold(node: SimNode, event: WorldEvent): void {
     let list = this.held.get(node.id);
     if (list === undefined) {
       list = [];
@@ -370,4 +310,9 @@ export class World implements NodeWorld {
     }
     list.push(event);
   }
+}
+
+/** Running or paused: the process exists (a paused one just makes no progress). */
+function isUp(node: SimNode): boolean {
+  return node.state === 'running' || node.state === 'paused';
 }
