@@ -9,11 +9,11 @@ import type { Entry, HardState, SnapshotMeta } from '../raft/index.js';
 import { encodeEntry, encodeHardState, encodeSnapshotMeta } from './codec.js';
 import { InlineExecutor, WorkerExecutor } from './executor.js';
 import { LogView } from './log-view.js';
-import { prepareSpareFile } from './io-ops.js';
 import { createSegment, planFlush, stateAfter } from './plan.js';
 import type { LogState, PlanConfig, SegmentCursor } from './plan.js';
 import { recoverWalDir } from './recover.js';
 import { spareFileName } from './segment-name.js';
+import { SpareSegment } from './spare.js';
 import { RecordType, walDefaults } from './types.js';
 import type {
   PendingRecord,
@@ -42,6 +42,9 @@ export interface WalStats {
   /** fdatasync calls for appends (segment creation excluded). */
   readonly syncs: number;
   readonly bytesWritten: number;
+  readonly segmentsCreated: number;
+  /** Rollovers that renamed a pre-filled spare instead of zero-filling on the sync thread. */
+  readonly sparesUsed: number;
 }
 
 const stderrLogger: WalLogger = { warn: (message) => process.stderr.write(`${message}\n`) };
@@ -57,9 +60,14 @@ export class Wal {
   private failure: Error | null = null;
   private closed = false;
   private durableSnapshotIndex: number;
-  private counters = { saves: 0, records: 0, syncs: 0, bytesWritten: 0 };
-  // The next segment, zero-filled ahead of time; 'inUse' while a batch is renaming it into place.
-  private spare: { state: 'preparing' | 'ready' | 'inUse'; done: Promise<void> } | null = null;
+  private counters = {
+    saves: 0,
+    records: 0,
+    syncs: 0,
+    bytesWritten: 0,
+    segmentsCreated: 0,
+    sparesUsed: 0,
+  };
 
   private constructor(
     private readonly config: PlanConfig,
@@ -69,11 +77,15 @@ export class Wal {
     private snapshot: SnapshotMeta | null,
     private cursor: SegmentCursor,
     private readonly segments: { seq: number; firstIndex: number; path: string }[],
-    private readonly logger: WalLogger,
+    logger: WalLogger,
   ) {
     this.flushedState = { lastIndex: view.lastIndex, hardState, snapshot };
     this.durableSnapshotIndex = snapshot?.index ?? 0;
+    const sparePath = join(config.walDir, spareFileName);
+    this.spare = new SpareSegment(sparePath, config.segmentBytes, logger);
   }
+
+  private readonly spare: SpareSegment;
 
   // The log state after the last record handed to the disk: what a new segment restates.
   private flushedState: LogState;
@@ -96,14 +108,19 @@ export class Wal {
     const executor = makeExecutor(options.executor);
     let cursor = outcome.tail;
     const segments = [...outcome.segments];
-    if (cursor === null) {
-      const state = { lastIndex: view.lastIndex, hardState, snapshot: snapshotMeta };
-      const first = createSegment({ seq: 0, crc: 0 }, state, config, 0);
-      await executor.run([first.op]);
-      cursor = first.cursor;
-      segments.push({ seq: cursor.seq, firstIndex: cursor.firstIndex, path: cursor.path });
-    } else {
-      await executor.run([{ type: 'open', seq: cursor.seq, path: cursor.path }]);
+    try {
+      if (cursor === null) {
+        const state = { lastIndex: view.lastIndex, hardState, snapshot: snapshotMeta };
+        const first = createSegment({ seq: 0, crc: 0 }, state, config, 0);
+        await executor.run([first.op]);
+        cursor = first.cursor;
+        segments.push({ seq: cursor.seq, firstIndex: cursor.firstIndex, path: cursor.path });
+      } else {
+        await executor.run([{ type: 'open', seq: cursor.seq, path: cursor.path }]);
+      }
+    } catch (error) {
+      await executor.close(); // no sync thread left behind
+      throw error;
     }
     const wal = new Wal(config, executor, view, hardState, snapshotMeta, cursor, segments, logger);
     const recovered = { hardState, snapshotMeta, entries, truncated: outcome.truncated };
@@ -164,7 +181,7 @@ export class Wal {
     if (this.closed) return;
     this.closed = true;
     while (this.inFlight !== null) await this.inFlight;
-    await this.spare?.done; // left on disk; the next open removes it
+    await this.spare.settled(); // left on disk; the next open removes it
     const ops: WalOp[] = [{ type: 'close', seq: this.cursor.seq }];
     await this.executor.run(ops).catch(() => undefined);
     await this.executor.close();
@@ -216,12 +233,11 @@ export class Wal {
   }
 
   private async flush(): Promise<void> {
-    const spare = this.spare?.state === 'ready' ? join(this.config.walDir, spareFileName) : null;
+    const spare = this.pending.length === 0 ? null : this.spare.claim();
     const plan =
       this.pending.length === 0
         ? null
         : planFlush(this.cursor, this.pending, this.flushedState, this.config, spare);
-    if (plan?.usedSpare === true && this.spare !== null) this.spare.state = 'inUse';
     const releases = this.releases;
     this.releases = [];
     const ops: WalOp[] = plan === null ? [] : [...plan.ops];
@@ -236,8 +252,8 @@ export class Wal {
       return;
     }
     if (plan !== null) this.completePlan(plan);
-    if (plan?.usedSpare === true) this.spare = null;
-    this.prepareSpareIfDue();
+    this.spare.settle(plan?.usedSpare === true);
+    if (!this.closed) this.spare.prepareIfDue(this.cursor);
     for (const release of releases) release.resolve();
     this.inFlight = null;
     this.kick();
@@ -255,6 +271,8 @@ export class Wal {
     this.durableCount += plan.taken;
     assert(this.durableCount <= this.encodedCount);
     this.counters.records += plan.taken;
+    this.counters.segmentsCreated += plan.created.length;
+    if (plan.usedSpare) this.counters.sparesUsed++;
     for (const op of plan.ops) {
       if (op.type === 'sync') this.counters.syncs++;
       if (op.type === 'write') this.counters.bytesWritten += op.data.length;
@@ -262,27 +280,6 @@ export class Wal {
     while ((this.waiters[0]?.target ?? Infinity) <= this.durableCount) {
       this.waiters.shift()?.resolve();
     }
-  }
-
-  private prepareSpareIfDue(): void {
-    if (this.spare !== null || this.closed || this.failure !== null) return;
-    if (this.cursor.offset < this.cursor.sizeBytes / 2) return;
-    const path = join(this.config.walDir, spareFileName);
-    const spare: { state: 'preparing' | 'ready' | 'inUse'; done: Promise<void> } = {
-      state: 'preparing',
-      done: Promise.resolve(),
-    };
-    spare.done = prepareSpareFile(path, this.config.segmentBytes).then(
-      () => {
-        spare.state = 'ready';
-      },
-      (error: unknown) => {
-        // Not fatal: the next rollover zero-fills on the worker instead.
-        this.logger.warn(`wal: could not prepare the next segment ahead: ${String(error)}`);
-        if (this.spare === spare) this.spare = null;
-      },
-    );
-    this.spare = spare;
   }
 
   private fail(error: Error, releases: readonly Release[]): void {
