@@ -1,6 +1,7 @@
 // WAL benchmark (npm run bench:wal; not a test). Prints the disk's raw 4 KiB write+fdatasync
 // rate, then the WAL's appends/s with 1, 16 and 256 concurrent appenders of 256-byte entries, and
 // appends per fdatasync (group-commit efficiency). Medians of 3 runs; about 30 s in all.
+// Build first (npm run bench:wal does): it runs the compiled dist/bench/wal.bench.js.
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -106,6 +107,9 @@ async function main(): Promise<void> {
         `${latency.toFixed(2)} ms`,
     );
   }
+  // The disk's rate drifts with other load on the machine; a second reading shows by how much.
+  const rawAfter = Math.round(median(Array.from({ length: runs }, rawSyncRate)));
+  console.log(`disk again after the WAL runs: ${rawAfter}/s`);
 }
 
 await main();

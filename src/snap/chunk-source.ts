@@ -60,6 +60,11 @@ export class SnapshotChunkSource {
     }
   }
 
+  /** The same chunks as plain bytes: what a transport's `chunks: AsyncIterable` wants. */
+  async *byteChunks(fromOffset = 0): AsyncGenerator<Uint8Array> {
+    for await (const chunk of this.chunks(fromOffset)) yield chunk.bytes;
+  }
+
   async close(): Promise<void> {
     await this.handle.close();
   }
