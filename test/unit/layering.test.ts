@@ -13,7 +13,7 @@ const coreFolders = ['base', 'raft', 'mvcc', 'lease', 'watch', 'apply'];
 const allowedImports: Record<string, readonly string[]> = {
   base: [],
   raft: ['base'],
-  mvcc: ['base'],
+  mvcc: ['base', 'raft'], // committed Entry shapes come from the Raft core's types
   lease: ['base'],
   watch: ['base', 'mvcc'],
   apply: ['base', 'mvcc', 'lease', 'watch', 'raft'],
