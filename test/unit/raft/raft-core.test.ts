@@ -157,3 +157,25 @@ test('a follower forwards proposals to the leader', () => {
   cluster.tickAll(2);
   for (const id of [1, 2, 3]) assert.deepEqual(cluster.appliedData(id), ['from-2']);
 });
+
+test('the leader sends appends before its own write is durable but counts itself only after', () => {
+  const cluster = new TestCluster([1, 2, 3]);
+  cluster.electLeader(1);
+  cluster.isolate(3);
+  const leader = cluster.member(1).raft;
+  const follower = cluster.member(2).raft;
+  const before = leader.status().commitIndex;
+  leader.propose(encode('x'));
+  const ready = leader.ready();
+  assert.ok(ready.entries.length === 1, 'the entry is handed out for persisting');
+  const appends = ready.appendMessages.filter((m) => m.type === 'append' && m.to === 2);
+  assert.equal(appends.length, 1, 'the append to a follower may leave before the leader persisted');
+  for (const m of appends) follower.step(m);
+  const followerReady = follower.ready();
+  follower.advance(followerReady);
+  for (const m of followerReady.messages) if (m.to === 1) leader.step(m);
+  // One follower (of three) has it, the leader's own copy is not durable yet: not committed.
+  assert.equal(leader.status().commitIndex, before);
+  leader.advance(ready);
+  assert.equal(leader.status().commitIndex, before + 1);
+});
