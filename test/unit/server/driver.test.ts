@@ -1,0 +1,128 @@
+// The node driver performs each Ready's I/O in Raft's order: nothing but the leader's appends
+// leaves before the disk write completes, entries are applied only after they are durable,
+// proposals resolve with the state machine's outcome, and unknown outcomes time out as such.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SeededRandom } from '../../../src/base/random.js';
+import { TimeoutError } from '../../../src/base/errors.js';
+import { createRaftNode, defaultRaftConfig, type Entry, type RaftMessage, type Ready, type Snapshot } from '../../../src/raft/index.js';
+import { NodeDriver } from '../../../src/server/driver.js';
+import type { LogStore, StateMachine, Timers } from '../../../src/server/types.js';
+
+class ManualDisk implements LogStore {
+  readonly pending: { ready: Ready; done: () => void }[] = [];
+  persist(ready: Ready): Promise<void> {
+    return new Promise((resolve) => this.pending.push({ ready, done: resolve }));
+  }
+  async saveSnapshot(_snapshot: Snapshot): Promise<void> {}
+  completeAll(): void {
+    for (const p of this.pending.splice(0)) p.done();
+  }
+}
+
+class EchoMachine implements StateMachine<string> {
+  applied = 0;
+  readonly log: string[] = [];
+  appliedIndex(): number {
+    return this.applied;
+  }
+  applyBatch(entries: readonly Entry[]): string[] {
+    return entries.map((entry) => {
+      this.applied = entry.index;
+      const text = new TextDecoder().decode(entry.data);
+      if (text !== '') this.log.push(text);
+      return `applied:${text}`;
+    });
+  }
+  snapshotData(): Uint8Array {
+    return new Uint8Array();
+  }
+  restore(): void {}
+}
+
+class FakeTimers implements Timers {
+  private timers: { at: number; callback: () => void; cancelled: boolean }[] = [];
+  now = 0;
+  setTimeout(callback: () => void, ms: number) {
+    const timer = { at: this.now + ms, callback, cancelled: false };
+    this.timers.push(timer);
+    return { cancel: () => { timer.cancelled = true; } };
+  }
+  monotonicMs(): number {
+    return this.now;
+  }
+  advance(ms: number): void {
+    this.now += ms;
+    for (const t of this.timers.filter((t) => !t.cancelled && t.at <= this.now)) {
+      t.cancelled = true;
+      t.callback();
+    }
+  }
+}
+
+function singleNode() {
+  const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
+    hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
+    initialConfState: { voters: [1], votersOutgoing: [], learners: [] }, appliedIndex: 0,
+  }, new SeededRandom(3n));
+  const disk = new ManualDisk();
+  const machine = new EchoMachine();
+  const sent: RaftMessage[] = [];
+  const timers = new FakeTimers();
+  const driver = new NodeDriver(core, disk, machine, { send: (m) => sent.push(...m) }, timers,
+    { requestTimeoutMs: 1000, snapshotEntries: 1_000_000 }, { onFatal: (e) => { throw e; } });
+  return { core, disk, machine, driver, timers, sent };
+}
+
+const flush = () => new Promise((resolve) => setImmediate(resolve));
+const id = (n: number) => new Uint8Array(16).fill(n);
+
+test('a proposal is applied only after its entry is durable, and resolves with the outcome', async () => {
+  const { core, disk, machine, driver } = singleNode();
+  core.campaign();
+  driver.tick();
+  disk.completeAll();
+  await flush();
+  disk.completeAll();
+  await flush();
+  assert.equal(driver.isLeader, true);
+  const outcome = driver.propose(id(1), new TextEncoder().encode('hello'));
+  assert.deepEqual(machine.log, [], 'nothing applied before the disk write completes');
+  assert.equal(disk.pending.length, 1);
+  disk.completeAll();
+  await flush();
+  disk.completeAll();
+  await flush();
+  assert.deepEqual(machine.log, ['hello']);
+  assert.equal(await outcome, 'applied:hello');
+});
+
+test('a proposal whose outcome is unknown rejects with a timeout', async () => {
+  const { core, disk, driver, timers } = singleNode();
+  core.campaign();
+  driver.tick();
+  disk.completeAll();
+  await flush();
+  disk.completeAll();
+  await flush();
+  const outcome = driver.propose(id(2), new TextEncoder().encode('stuck'));
+  timers.advance(1001); // the disk never answers
+  await assert.rejects(outcome, TimeoutError);
+});
+
+test('a linearizable read resolves once applied reaches the read index', async () => {
+  const { core, disk, driver } = singleNode();
+  core.campaign();
+  driver.tick();
+  disk.completeAll();
+  await flush();
+  disk.completeAll();
+  await flush();
+  let done = false;
+  const read = driver.linearizableRead().then(() => { done = true; });
+  await flush();
+  disk.completeAll();
+  await flush();
+  await read;
+  assert.equal(done, true);
+});
