@@ -24,7 +24,7 @@ export interface RecoveryOutcome {
 
 export async function recoverWalDir(
   walDir: string,
-  options: { segmentBytes: number; logger: WalLogger },
+  options: { segmentBytes: number; logger: WalLogger; restoreIndex: number | null },
 ): Promise<RecoveryOutcome> {
   const created = await fsp.mkdir(walDir, { recursive: true });
   // A new directory's own name must be durable too, or a crash could lose the whole WAL.
@@ -54,7 +54,7 @@ export async function recoverWalDir(
     }
     scanned.push(segment);
   }
-  const replay = replaySegments(scanned);
+  const replay = replaySegments(scanned, options.restoreIndex);
   const last = scanned[scanned.length - 1];
   if (last === undefined) return { replay, segments: files, tail: null, truncated: null };
   const sizeBytes = await prepareTail(last, options);

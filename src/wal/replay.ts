@@ -19,7 +19,15 @@ export interface ReplayResult {
 
 const emptyHardState: HardState = { term: 0, vote: 0, commit: 0 };
 
-export function replaySegments(segments: readonly ScannedSegment[]): ReplayResult {
+/**
+ * `restoreIndex` is the snapshot the caller restores from (default: the latest marker). It may
+ * be older than the latest marker (when the newest snapshot file is damaged) as long as the log
+ * still holds every entry after it; entries are returned from restoreIndex + 1.
+ */
+export function replaySegments(
+  segments: readonly ScannedSegment[],
+  restoreIndex: number | null = null,
+): ReplayResult {
   const first = segments[0];
   if (first === undefined) {
     return { hardState: emptyHardState, snapshotMeta: null, entries: [], view: new LogView(0) };
@@ -36,13 +44,17 @@ export function replaySegments(segments: readonly ScannedSegment[]): ReplayResul
       `held them but the latest snapshot marker is at ${covered}`;
     throw new CorruptFileError(first.path, 0, reason);
   }
-  assert(state.view.startIndex >= covered, 'entries start after the snapshot');
-  return {
-    hardState: state.hardState,
-    snapshotMeta: state.snapshotMeta,
-    entries: state.entries,
-    view: state.view,
-  };
+  assert(state.view.startIndex >= covered, 'the writer continues after the latest snapshot');
+  const floor = restoreIndex ?? covered;
+  if (floor < state.entriesStart) {
+    const reason =
+      `restoring from a snapshot at ${floor} needs entries ${floor + 1}..${state.entriesStart}, ` +
+      `which the log no longer holds (its latest snapshot marker is at ${covered})`;
+    throw new CorruptFileError(first.path, 0, reason);
+  }
+  const entries = state.entries.slice(floor - state.entriesStart);
+  const { hardState, snapshotMeta, view } = state;
+  return { hardState, snapshotMeta, entries, view };
 }
 
 function checkSegmentChain(segments: readonly ScannedSegment[]): void {
@@ -72,9 +84,14 @@ class ReplayState {
   // not at a snapshot: entries up to the start are gone and a snapshot marker must cover them.
   startIsReleasedBase: boolean;
 
+  // Entries are kept from here even past compaction markers, so a caller whose newest snapshot
+  // file is damaged can restore from an older one. Invariant: entriesStart <= view.startIndex.
+  entriesStart: number;
+
   constructor(releasedBelow: number) {
     this.view = new LogView(releasedBelow);
     this.startIsReleasedBase = releasedBelow > 0;
+    this.entriesStart = releasedBelow;
   }
 
   apply(path: string, record: ScannedRecord): void {
@@ -91,6 +108,7 @@ class ReplayState {
       // committed), and the snapshot that allowed the release covers what came before.
       this.view.rebase(entry.index - 1);
       this.entries = [];
+      this.entriesStart = entry.index - 1;
     }
     if (entry.index <= this.view.startIndex) {
       const start = this.view.startIndex;
@@ -101,9 +119,10 @@ class ReplayState {
       const reason = `index gap: entry ${entry.index} follows entry ${this.view.lastIndex}`;
       throw new CorruptFileError(path, offset, reason);
     }
-    this.entries.length = entry.index - this.view.startIndex - 1;
+    this.entries.length = entry.index - this.entriesStart - 1;
     this.entries.push(entry);
     this.view.append(entry.index, entry.term);
+    assert(this.entries.length === this.view.lastIndex - this.entriesStart);
   }
 
   private applySnapshot(path: string, offset: number, meta: SnapshotMeta): void {
@@ -113,12 +132,15 @@ class ReplayState {
       throw new CorruptFileError(path, offset, reason);
     }
     this.snapshotMeta = meta;
-    const startBefore = this.view.startIndex;
     const outcome = this.view.applySnapshot(meta);
-    if (outcome === 'replaced') this.entries = [];
-    if (outcome === 'compacted') this.entries = this.entries.slice(meta.index - startBefore);
+    if (outcome === 'replaced') {
+      // The log was replaced by a leader's snapshot: nothing before it can be restored from.
+      this.entries = [];
+      this.entriesStart = meta.index;
+    }
     if (outcome !== 'covered') this.startIsReleasedBase = false;
-    assert(this.entries.length === this.view.lastIndex - this.view.startIndex);
+    assert(this.entriesStart <= this.view.startIndex);
+    assert(this.entries.length === this.view.lastIndex - this.entriesStart);
   }
 }
 

@@ -26,6 +26,12 @@ export interface WalOptions {
    */
   readonly writeBytesMax?: number;
   readonly logger?: WalLogger;
+  /**
+   * The index of the snapshot the caller restores from; recovered entries start after it.
+   * Defaults to the WAL's latest snapshot marker. An older one (the newest snapshot file was
+   * damaged) works while the log still holds every entry after it; else CorruptFileError.
+   */
+  readonly restoreIndex?: number;
   /** 'worker' (default) syncs on a worker thread; 'inline' runs I/O on the caller's thread. */
   readonly executor?: 'worker' | 'inline' | WalExecutor;
 }
@@ -41,7 +47,7 @@ export interface RecoveredWal {
   readonly hardState: HardState;
   /** The latest snapshot marker: the log starts after `snapshotMeta.index`. */
   readonly snapshotMeta: SnapshotMeta | null;
-  /** Entries after the snapshot, contiguous and ascending. */
+  /** Entries after the restore point (the latest snapshot marker by default), contiguous. */
   readonly entries: readonly Entry[];
   /** Set when a torn tail was truncated: which file and from which byte offset. */
   readonly truncated: { readonly path: string; readonly offset: number } | null;

@@ -103,7 +103,8 @@ export class Wal {
     assert(config.segmentBytes >= 4096 && config.writeBytesMax >= 1024, 'sane WAL sizes');
     const logger = options.logger ?? stderrLogger;
     const segmentBytes = config.segmentBytes;
-    const outcome = await recoverWalDir(config.walDir, { segmentBytes, logger });
+    const restoreIndex = options.restoreIndex ?? null;
+    const outcome = await recoverWalDir(config.walDir, { segmentBytes, logger, restoreIndex });
     const { hardState, snapshotMeta, entries, view } = outcome.replay;
     const executor = makeExecutor(options.executor);
     let cursor = outcome.tail;
@@ -144,11 +145,14 @@ export class Wal {
     return this.waitFor(this.encodedCount);
   }
 
-  /** Records that a snapshot at `meta.index` is durable: the log now starts after it. */
+  /**
+   * Records that a snapshot at `meta.index` is durable: the log now starts after it. A marker at
+   * or below the current one is a no-op (after restoring from an older snapshot file).
+   */
   async markSnapshot(meta: SnapshotMeta): Promise<void> {
     if (this.failure !== null) throw this.failure;
     assert(!this.closed, 'the WAL is open');
-    assert(meta.index >= (this.snapshot?.index ?? 0), 'snapshot markers only move forward');
+    if (meta.index <= (this.snapshot?.index ?? 0)) return;
     this.view.applySnapshot(meta);
     this.snapshot = meta;
     this.enqueue(RecordType.snapshot, encodeSnapshotMeta(meta));

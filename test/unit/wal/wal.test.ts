@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { CorruptFileError } from '../../../src/base/errors.js';
 import { Wal } from '../../../src/wal/index.js';
 import type { SnapshotMeta } from '../../../src/raft/index.js';
 import { MemoryLogger, entryKey, makeEntry, withTempDir } from './helpers.js';
@@ -120,5 +121,43 @@ test('a record larger than a segment gets a segment of its own', async () => {
     );
     assert.deepEqual(logger.lines, []);
     await again.wal.close();
+  });
+});
+
+test('entries can be recovered from an older snapshot while the log still holds them', async () => {
+  await withTempDir(async (dir) => {
+    const { wal } = await Wal.open(dir, small);
+    await wal.save([1, 2, 3, 4, 5, 6].map((i) => makeEntry(i, 1)), { term: 1, vote: 1, commit: 6 });
+    await wal.markSnapshot({ index: 2, term: 1, confState: conf });
+    await wal.markSnapshot({ index: 4, term: 1, confState: conf });
+    await wal.close();
+    const keys = (from: number): string[] =>
+      [1, 2, 3, 4, 5, 6].filter((i) => i > from).map((i) => entryKey(makeEntry(i, 1)));
+    const latest = await Wal.open(dir, small);
+    assert.deepEqual(latest.recovered.entries.map(entryKey), keys(4));
+    // A marker at or below the latest one is a no-op (the caller restored from an older file).
+    await latest.wal.markSnapshot({ index: 3, term: 1, confState: conf });
+    await latest.wal.close();
+    const older = await Wal.open(dir, { ...small, restoreIndex: 2 });
+    assert.deepEqual(older.recovered.snapshotMeta?.index, 4);
+    assert.deepEqual(older.recovered.entries.map(entryKey), keys(2));
+    await older.wal.close();
+  });
+});
+
+test('a restore point the log cannot serve is refused', async () => {
+  await withTempDir(async (dir) => {
+    const { wal } = await Wal.open(dir, small);
+    await wal.save([1, 2, 3].map((i) => makeEntry(i, 1)), null);
+    // A leader's snapshot at 10 replaced the log: nothing before 10 can be restored from.
+    await wal.markSnapshot({ index: 10, term: 2, confState: conf });
+    await wal.save([makeEntry(11, 2)], { term: 2, vote: 0, commit: 10 });
+    await wal.close();
+    await assert.rejects(Wal.open(dir, { ...small, restoreIndex: 2 }), /needs entries 3\.\.10/);
+    // No snapshot file at all (restore from 0) while the WAL starts after 10: refused too.
+    await assert.rejects(Wal.open(dir, { ...small, restoreIndex: 0 }), CorruptFileError);
+    const ok = await Wal.open(dir, { ...small, restoreIndex: 10 });
+    assert.deepEqual(ok.recovered.entries.map(entryKey), [entryKey(makeEntry(11, 2))]);
+    await ok.wal.close();
   });
 });
