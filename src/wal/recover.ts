@@ -5,7 +5,6 @@ import { promises as fsp } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CorruptFileError } from '../base/errors.js';
 import type { SegmentCursor } from './plan.js';
-import { syncDirectory } from './io-ops.js';
 import { replaySegments } from './replay.js';
 import type { ReplayResult } from './replay.js';
 import { scanSegment } from './scan.js';
@@ -30,7 +29,7 @@ export async function recoverWalDir(
   // A new directory's own name must be durable too, or a crash could lose the whole WAL.
   // mkdir returns the first directory it made: sync the parent of each new one.
   for (let dir = walDir; created !== undefined && dir !== dirname(created); dir = dirname(dir)) {
-    syncDirectory(dirname(dir));
+    await syncDirectoryAsync(dirname(dir));
   }
   const names = await fsp.readdir(walDir);
   const files: { seq: number; firstIndex: number; path: string }[] = [];
@@ -69,6 +68,15 @@ export async function recoverWalDir(
   };
   const truncated = last.torn === null ? null : { path: last.path, offset: last.endOffset };
   return { replay, segments: files, tail, truncated };
+}
+
+async function syncDirectoryAsync(dir: string): Promise<void> {
+  const handle = await fsp.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }
 
 /**
