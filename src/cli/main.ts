@@ -2,6 +2,7 @@
 // The `baton` command: a small dispatcher; each subcommand lives in its own file.
 import { runDev } from '../server/dev.js';
 import { runServer } from '../server/server-command.js';
+import { benchCommand } from './bench-command.js';
 import { devCommand } from './dev-command.js';
 import { simCommand } from './sim-command.js';
 
@@ -11,6 +12,7 @@ const commands: Record<string, Command> = {
   server: runServer,
   dev: runDev,
   sim: simCommand,
+  bench: benchCommand,
   'sim-demo': () => devCommand(),
 };
 

@@ -19,6 +19,8 @@ export interface ProcessCellOptions {
   readonly extraArgs?: readonly string[];
   /** Extra flags for one node (e.g. its --peer-dial through a test's fault proxies). */
   readonly argsFor?: (name: string) => readonly string[];
+  /** Flags for the node binary itself, before the script (e.g. ['--cpu-prof']). */
+  readonly nodeArgs?: (name: string) => readonly string[];
   /** Where node output goes: 'inherit' for dev, 'pipe' (collected) for tests. */
   readonly output?: 'inherit' | 'pipe';
 }
@@ -59,6 +61,7 @@ export class ProcessCell {
       .join(',');
     const clients = this.options.members.map((m) => `${m.name}=http://${this.host}:${m.clientPort}`).join(',');
     const args = [
+      ...(this.options.nodeArgs?.(name) ?? []),
       cliPath,
       'server',
       '--name', name,

@@ -1,0 +1,193 @@
+// The closed-loop load generator: N clients, each sending its next request as soon as the previous
+// one answers. After a warm-up, it counts the requests that complete inside the measured window
+// (throughput) and records the latency of every request that completes after the warm-up.
+import { closeEndpoints, openEndpoints, send, type Endpoint } from './http-client.js';
+import { LatencyHistogram, type HistogramSummary } from './histogram.js';
+import type { Protocol, RequestSpec, WorkloadName } from './protocols.js';
+
+export interface LoadOptions {
+  readonly protocol: Protocol;
+  readonly endpoints: readonly URL[];
+  readonly workload: WorkloadName;
+  readonly clients: number;
+  readonly durationMs: number;
+  readonly warmupMs: number;
+  /** Keys `${keyPrefix}000000` ... : puts and gets pick among them at random. */
+  readonly keyCount: number;
+  readonly valueBytes: number;
+  readonly requestTimeoutMs: number;
+  readonly keyPrefix?: string;
+  /** Called when the measured window opens and when it closes (e.g. to read CPU counters). */
+  readonly onWindow?: (edge: 'start' | 'end') => void;
+}
+
+export interface LoadResult {
+  readonly system: string;
+  readonly workload: WorkloadName;
+  readonly clients: number;
+  readonly seconds: number;
+  readonly completed: number;
+  readonly opsPerSecond: number;
+  readonly latency: HistogramSummary;
+  /** Failed requests by HTTP status or error message (not counted in throughput or latency). */
+  readonly errors: Readonly<Record<string, number>>;
+  /** Transactions whose compare did not hold (answered, counted, and retried with the version read). */
+  readonly casMisses: number;
+  /** CPU the bench process itself used in the window, in cores (1 = one core busy). */
+  readonly clientCpuCores: number;
+  /** Set by the caller when it can see the servers' processes: their CPU in cores, and per op. */
+  serverCpuCores?: number;
+  serverCpuUsPerOp?: number;
+}
+
+export const defaultKeyPrefix = '/bench/k/';
+
+export function benchKey(prefix: string, i: number): string {
+  return `${prefix}${String(i).padStart(6, '0')}`;
+}
+
+/** A 256-byte (or any size) printable ASCII value, so it is the same bytes in every encoding. */
+export function benchValue(bytes: number): Buffer {
+  const value = Buffer.alloc(bytes);
+  for (let i = 0; i < bytes; i++) value[i] = 0x61 + (i % 26);
+  return value;
+}
+
+export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+  if (!(options.clients >= 1 && options.durationMs > 0 && options.warmupMs >= 0)) {
+    throw new Error('clients >= 1, duration > 0 and warm-up >= 0 are required');
+  }
+  const endpoints = openEndpoints(options.endpoints, options.clients);
+  const state: RunState = {
+    histogram: new LatencyHistogram(),
+    errors: {},
+    completed: 0,
+    casMisses: 0,
+    measureStartMs: 0,
+    measureEndMs: 0,
+  };
+  const startMs = performance.now();
+  state.measureStartMs = startMs + options.warmupMs;
+  state.measureEndMs = state.measureStartMs + options.durationMs;
+  let clientCpuStart = process.cpuUsage();
+  let clientCpu = { user: 0, system: 0 };
+  const windowTimers = [
+    setTimeout(() => {
+      clientCpuStart = process.cpuUsage();
+      options.onWindow?.('start');
+    }, options.warmupMs),
+    setTimeout(() => {
+      clientCpu = process.cpuUsage(clientCpuStart);
+      options.onWindow?.('end');
+    }, options.warmupMs + options.durationMs),
+  ];
+  try {
+    const clients = [];
+    for (let i = 0; i < options.clients; i++) {
+      const endpoint = endpoints[i % endpoints.length] as Endpoint;
+      clients.push(runClient(options, endpoint, i, state));
+    }
+    await Promise.all(clients);
+  } finally {
+    for (const timer of windowTimers) clearTimeout(timer);
+    closeEndpoints(endpoints);
+  }
+  const seconds = options.durationMs / 1000;
+  return {
+    system: options.protocol.system,
+    workload: options.workload,
+    clients: options.clients,
+    seconds,
+    completed: state.completed,
+    opsPerSecond: state.completed / seconds,
+    latency: state.histogram.summary(),
+    errors: state.errors,
+    casMisses: state.casMisses,
+    clientCpuCores: (clientCpu.user + clientCpu.system) / 1e6 / seconds,
+  };
+}
+
+interface RunState {
+  readonly histogram: LatencyHistogram;
+  readonly errors: Record<string, number>;
+  completed: number;
+  casMisses: number;
+  measureStartMs: number;
+  measureEndMs: number;
+}
+
+async function runClient(options: LoadOptions, endpoint: Endpoint, clientIndex: number, state: RunState): Promise<void> {
+  const { protocol, workload } = options;
+  const prefix = options.keyPrefix ?? defaultKeyPrefix;
+  const value = benchValue(options.valueBytes);
+  const random = xorshift(0x9e3779b9 ^ (clientIndex * 0x85ebca6b + 1));
+  // Each txn client owns one key, so its CAS only misses on its first try (unknown version).
+  const casKey = `${prefix}cas-${String(clientIndex).padStart(4, '0')}`;
+  let casVersion = 0;
+  while (performance.now() < state.measureEndMs) {
+    let spec: RequestSpec;
+    if (workload === 'put') spec = protocol.put(benchKey(prefix, random() % options.keyCount), value);
+    else if (workload === 'txn') spec = protocol.cas(casKey, casVersion, value);
+    else spec = protocol.get(benchKey(prefix, random() % options.keyCount), workload === 'get-ser');
+    const sentMs = performance.now();
+    try {
+      const answer = await send(endpoint, spec, workload === 'txn', options.requestTimeoutMs);
+      const doneMs = performance.now();
+      if (answer.status < 200 || answer.status > 299) {
+        countError(state, String(answer.status), doneMs);
+        continue;
+      }
+      if (workload === 'txn') {
+        const outcome = protocol.casOutcome(casVersion, answer.body);
+        casVersion = outcome.version;
+        if (!outcome.succeeded && doneMs >= state.measureStartMs) state.casMisses += 1;
+      }
+      if (doneMs < state.measureStartMs) continue;
+      state.histogram.record((doneMs - sentMs) * 1000);
+      if (doneMs <= state.measureEndMs) state.completed += 1;
+    } catch (error) {
+      countError(state, (error as Error).message, performance.now());
+      // A refused or reset connection fails fast; pause so a dead endpoint is not a busy loop.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
+function countError(state: RunState, reason: string, atMs: number): void {
+  if (atMs < state.measureStartMs) return;
+  state.errors[reason] = (state.errors[reason] ?? 0) + 1;
+}
+
+/** A small seeded generator: key choice only needs to be spread, not unpredictable. */
+function xorshift(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x;
+  };
+}
+
+/** Writes every key once (so gets find them), with a few clients in parallel. */
+export async function populateKeys(protocol: Protocol, urls: readonly URL[], keyCount: number, valueBytes: number, keyPrefix = defaultKeyPrefix): Promise<void> {
+  const endpoints = openEndpoints(urls, 16);
+  const value = benchValue(valueBytes);
+  let next = 0;
+  try {
+    const worker = async (w: number): Promise<void> => {
+      const endpoint = endpoints[w % endpoints.length] as Endpoint;
+      for (let i = next++; i < keyCount; i = next++) {
+        const answer = await send(endpoint, protocol.put(benchKey(keyPrefix, i), value), true, 10_000);
+        if (answer.status < 200 || answer.status > 299) {
+          throw new Error(`${protocol.system}: populating ${benchKey(keyPrefix, i)} answered ${answer.status}: ${answer.body.toString('utf8').slice(0, 200)}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, (_, w) => worker(w)));
+  } finally {
+    closeEndpoints(endpoints);
+  }
+}

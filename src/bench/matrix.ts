@@ -1,0 +1,119 @@
+// Runs workloads x client counts x repeats against one or more targets. With several targets
+// (Baton and etcd in one run) each configuration runs on every target back to back, the order
+// alternating between repeats, so slow drifts in the machine's load hit both sides alike.
+import { cpuSeconds } from './proc-cpu.js';
+import { populateKeys, runLoad, type LoadResult } from './load.js';
+import { workloadNames, type Protocol, type WorkloadName } from './protocols.js';
+
+export interface BenchTarget {
+  readonly protocol: Protocol;
+  readonly urls: readonly URL[];
+  /** The target's server processes, when visible: their CPU is then reported per operation. */
+  readonly serverPids?: () => readonly number[];
+}
+
+export interface MatrixOptions {
+  readonly targets: readonly BenchTarget[];
+  readonly workloads: readonly WorkloadName[];
+  readonly clients: readonly number[];
+  readonly durationMs: number;
+  readonly warmupMs: number;
+  readonly repeats: number;
+  readonly keyCount: number;
+  readonly valueBytes: number;
+  readonly requestTimeoutMs: number;
+  /** Called after each run (progress lines). */
+  readonly onResult?: (result: LoadResult) => void;
+}
+
+export const defaultMatrix = {
+  clients: [1, 16, 64, 256],
+  durationMs: 5_000,
+  warmupMs: 1_000,
+  repeats: 1,
+  keyCount: 1_000,
+  valueBytes: 256,
+  requestTimeoutMs: 15_000,
+} as const;
+
+export function parseWorkloads(text: string): WorkloadName[] {
+  if (text === 'all') return [...workloadNames];
+  const names = text.split(',').map((s) => s.trim());
+  for (const name of names) {
+    if (!workloadNames.includes(name as WorkloadName)) {
+      throw new Error(`unknown workload "${name}" (one of ${workloadNames.join(', ')}, or all)`);
+    }
+  }
+  return names as WorkloadName[];
+}
+
+export function parseClientCounts(text: string): number[] {
+  const counts = text.split(',').map((s) => Number(s.trim()));
+  for (const n of counts) {
+    if (!Number.isInteger(n) || n < 1 || n > 4096) throw new Error(`client counts must be integers 1..4096, not "${text}"`);
+  }
+  return counts;
+}
+
+/** Seconds the matrix will take, roughly (load time only, not populating or start-up). */
+export function estimateSeconds(options: Omit<MatrixOptions, 'onResult'>): number {
+  const runs = options.targets.length * options.workloads.length * options.clients.length * options.repeats;
+  return (runs * (options.durationMs + options.warmupMs + 300)) / 1000;
+}
+
+export async function runMatrix(options: MatrixOptions): Promise<LoadResult[]> {
+  const results: LoadResult[] = [];
+  if (options.workloads.some((w) => w === 'get-lin' || w === 'get-ser')) {
+    for (const target of options.targets) {
+      await populateKeys(target.protocol, target.urls, options.keyCount, options.valueBytes);
+    }
+  }
+  for (const workload of options.workloads) {
+    for (const clients of options.clients) {
+      for (let repeat = 0; repeat < options.repeats; repeat++) {
+        const order = repeat % 2 === 0 ? options.targets : [...options.targets].reverse();
+        for (const target of order) {
+          const pids = target.serverPids?.() ?? [];
+          let cpuAtStart = 0;
+          let cpuAtEnd = 0;
+          const result = await runLoad({
+            onWindow: (edge) => {
+              if (edge === 'start') cpuAtStart = cpuSeconds(pids);
+              else cpuAtEnd = cpuSeconds(pids);
+            },
+            protocol: target.protocol,
+            endpoints: target.urls,
+            workload,
+            clients,
+            durationMs: options.durationMs,
+            warmupMs: options.warmupMs,
+            keyCount: options.keyCount,
+            valueBytes: options.valueBytes,
+            requestTimeoutMs: options.requestTimeoutMs,
+          });
+          if (pids.length > 0 && cpuAtEnd > 0) {
+            result.serverCpuCores = (cpuAtEnd - cpuAtStart) / result.seconds;
+            result.serverCpuUsPerOp = result.completed > 0 ? (1e6 * (cpuAtEnd - cpuAtStart)) / result.completed : Number.NaN;
+          }
+          results.push(result);
+          options.onResult?.(result);
+        }
+      }
+    }
+  }
+  return results;
+}
+
+export function progressLine(result: LoadResult): string {
+  const errors = Object.entries(result.errors).map(([k, v]) => `${k}:${v}`).join(' ');
+  return (
+    `${result.system.padEnd(5)} ${result.workload.padEnd(7)} c=${String(result.clients).padStart(3)} ` +
+    `${result.opsPerSecond.toFixed(0).padStart(6)} ops/s  p50 ${(result.latency.p50Us / 1000).toFixed(2)} ms  ` +
+    `p99 ${(result.latency.p99Us / 1000).toFixed(2)} ms  p99.9 ${(result.latency.p999Us / 1000).toFixed(2)} ms` +
+    (errors === '' ? '' : `  errors ${errors}`) +
+    (result.serverCpuCores === undefined ? '' : `  server cpu ${result.serverCpuCores.toFixed(2)} cores ` +
+      `${(result.serverCpuUsPerOp ?? Number.NaN).toFixed(0)} us/op`) +
+    `  client cpu ${result.clientCpuCores.toFixed(2)}` +
+    (result.casMisses > 0 ? `  cas-misses ${result.casMisses}` : '')
+  );
+}
