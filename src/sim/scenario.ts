@@ -50,5 +50,11 @@ export function drawScenario(random: Random, profileOverride?: Scenario['profile
     faultPhaseMs: randomInt(random, 1000, 5000),
     inflightMessagesMax: pick(random, [1, 4, 256]),
     appendBytesMax: pick(random, [64, 1024, 1024 * 1024]),
+    applyBytesMax: pick(random, [64, 4 * 1024 * 1024]),
+    uncommittedBytesMax: pick(random, [512, 64 * 1024 * 1024, 64 * 1024 * 1024]),
+    electionTicks: pick(random, [5, 10, 10, 20]),
+    heartbeatTicks: pick(random, [1, 1, 2]),
+    preVote: !chance(random, 0.15),
+    checkQuorum: !chance(random, 0.15),
   };
 }

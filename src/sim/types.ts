@@ -74,8 +74,16 @@ export interface Scenario {
   readonly keyCount: number;
   /** Faults run in [0, faultPhaseMs); then everything heals and liveness is measured. */
   readonly faultPhaseMs: number;
+  // The core's configuration: small windows and batches exercise flow control and partial
+  // batches; PreVote and CheckQuorum are off now and then, since safety must not rest on them.
   readonly inflightMessagesMax: number;
   readonly appendBytesMax: number;
+  readonly applyBytesMax: number;
+  readonly uncommittedBytesMax: number;
+  readonly electionTicks: number;
+  readonly heartbeatTicks: number;
+  readonly preVote: boolean;
+  readonly checkQuorum: boolean;
 }
 
 export interface FaultWeights {

@@ -120,6 +120,12 @@ export class World implements NodeWorld {
       id: node.id,
       inflightMessagesMax: this.scenario.inflightMessagesMax,
       appendBytesMax: this.scenario.appendBytesMax,
+      applyBytesMax: this.scenario.applyBytesMax,
+      uncommittedBytesMax: this.scenario.uncommittedBytesMax,
+      electionTicks: this.scenario.electionTicks,
+      heartbeatTicks: this.scenario.heartbeatTicks,
+      preVote: this.scenario.preVote,
+      checkQuorum: this.scenario.checkQuorum,
       ...(this.options.bugs === undefined ? {} : { bugs: this.options.bugs }),
     };
     const random = this.randoms.cores.fork(node.id * 1000 + node.incarnation);

@@ -23,6 +23,23 @@ const figure8: Partial<Scenario> = {
   leaderChurnRate: 0.9,
   faultPhaseMs: 8000,
   faultWeights: { partition: 1, crash: 1, pause: 1, membership: 0, transfer: 0 },
+  electionTicks: 10,
+  heartbeatTicks: 1,
+  preVote: true,
+  checkQuorum: true,
+  applyBytesMax: 4 * 1024 * 1024,
+  uncommittedBytesMax: 64 * 1024 * 1024,
+};
+
+/** Acknowledging before the disk write only hurts when a crash lands inside a slow write. */
+const slowDiskCrashes: Partial<Scenario> = {
+  voterCount: 3,
+  learnerCount: 0,
+  diskLatencyMsMin: 5,
+  diskLatencyMsMax: 20,
+  faultIntervalMs: 150,
+  leaderChurnRate: 0.3,
+  faultWeights: { partition: 0, crash: 5, pause: 0, membership: 0, transfer: 1 },
 };
 
 const coreAssertions = new Set(['assertion failed', 'exception']);
@@ -60,8 +77,9 @@ test('commitOldTermEntries (Figure 8) is caught within 300 seeds of the leader-c
   t.diagnostic(assertCaught({ bugs: { commitOldTermEntries: true }, profile: 'chaos', scenario: figure8 }, 300));
 });
 
-test('a driver that acknowledges before the disk write is caught within 400 seeds', (t) => {
-  t.diagnostic(assertCaught({ driverBugs: { messagesBeforeDurable: true } }, 400));
+test('a driver that acknowledges before the disk write is caught within 100 crash-heavy seeds', (t) => {
+  const options = { driverBugs: { messagesBeforeDurable: true }, profile: 'chaos', scenario: slowDiskCrashes } as const;
+  t.diagnostic(assertCaught(options, 100));
 });
 
 test('reads served locally, without ReadIndex, are caught within 20 seeds', (t) => {
