@@ -6,7 +6,8 @@ import type { RaftBugs } from '../raft/index.js';
 import type { SimResult } from '../sim/index.js';
 
 const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace]
-                 [--profile calm|mixed|chaos] [--bug commitOldTermEntries|doubleVote|applyUncommitted]`;
+                 [--profile calm|mixed|chaos] [--fault-phase-ms MS] (a soak: e.g. 60000)
+                 [--bug commitOldTermEntries|doubleVote|applyUncommitted]`;
 
 export function simCommand(args: readonly string[]): number {
   const { values } = parseArgs({
@@ -17,6 +18,7 @@ export function simCommand(args: readonly string[]): number {
       seed: { type: 'string' },
       trace: { type: 'boolean', default: false },
       profile: { type: 'string' },
+      'fault-phase-ms': { type: 'string' },
       bug: { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
@@ -36,8 +38,15 @@ export function simCommand(args: readonly string[]): number {
   const seeds = values.seed !== undefined
     ? [parseSeed(values.seed)]
     : Array.from({ length: Number(values.seeds ?? '100') }, (_, i) => parseSeed(values['seed-start'] ?? '1') + BigInt(i));
+  const faultPhaseText = values['fault-phase-ms'];
+  const faultPhaseMs = faultPhaseText === undefined ? undefined : Number(faultPhaseText);
+  if (faultPhaseMs !== undefined && !(Number.isSafeInteger(faultPhaseMs) && faultPhaseMs > 0)) {
+    console.error(usage);
+    return 2;
+  }
   const extra = [
     ...(profile === undefined ? [] : [`--profile ${profile}`]),
+    ...(faultPhaseMs === undefined ? [] : [`--fault-phase-ms ${faultPhaseMs}`]),
     ...(values.bug ?? []).map((bug) => `--bug ${bug}`),
   ].join(' ');
   const started = performance.now();
@@ -47,6 +56,7 @@ export function simCommand(args: readonly string[]): number {
     const result: SimResult = simulate({
       seed,
       ...(profile === undefined ? {} : { profile }),
+      ...(faultPhaseMs === undefined ? {} : { scenario: { faultPhaseMs } }),
       ...(values.bug === undefined ? {} : { bugs: bugs as RaftBugs }),
       ...(values.trace ? { trace: (line: string) => console.log(line) } : {}),
     });
