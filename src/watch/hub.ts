@@ -1,0 +1,262 @@
+// The watch hub of one node: watchers over the node's own applied state. After every applied
+// batch the edge calls onApplied(); the hub reads the new events from stored history (committed
+// revisions only) and fans them out to synced watchers by reference. Watchers that start in the
+// past catch up from history one bounded chunk per step, pulled by their connection at the pace
+// the client reads, and join the live fan-out at exactly hub.revision + 1: everything runs on one
+// thread, so nothing is applied between the last catch-up read and joining (no gap, no duplicate).
+import { assert } from '../base/assert.js';
+import { BatonError, CompactedError, QuotaExceededError, SlowConsumerError } from '../base/errors.js';
+import { WatchConnection } from './connection.js';
+import { eventBytes, readHistory, watchMatches, type HistoryChunk } from './history.js';
+import { WatchIndex, type WatchGroup } from './watch-index.js';
+import { Watcher } from './watcher.js';
+import {
+  defaultWatchLimits,
+  type WatchBatch,
+  type WatchEndReason,
+  type WatchLimits,
+  type WatchOutput,
+  type WatchSource,
+  type WatchSpec,
+} from './types.js';
+
+export class WatchHub<Tag> {
+  /** Invariant: every event at or below this has been fanned out to the synced watchers. */
+  private hubRevision: number;
+  private readonly index = new WatchIndex<Tag>();
+  private readonly waiting = new Set<Watcher<Tag>>();
+  private readonly connections = new Set<WatchConnection<Tag>>();
+  private watcherCount = 0;
+  private nextWatcherId = 1;
+  private stopped = false;
+  private readonly bufferLimits: { eventsMax: number; bytesMax: number };
+
+  constructor(
+    private readonly source: WatchSource,
+    readonly limits: WatchLimits = defaultWatchLimits,
+  ) {
+    assert(limits.readEventsMax >= 1 && limits.catchUpReadsPerStepMax >= 1, 'reads make progress');
+    assert(limits.bufferedEventsMax >= 1 && limits.bufferedBytesMax >= 1, 'buffers hold something');
+    this.hubRevision = source.revision;
+    this.bufferLimits = { eventsMax: limits.bufferedEventsMax, bytesMax: limits.bufferedBytesMax };
+  }
+
+  get revision(): number {
+    return this.hubRevision;
+  }
+
+  /** Live watchers on this node (the per-node quota counts these). */
+  get size(): number {
+    return this.watcherCount;
+  }
+
+  openConnection(onReady: () => void): WatchConnection<Tag> {
+    assert(!this.stopped, 'no connections after stop');
+    const connection = new WatchConnection<Tag>(this, onReady);
+    this.connections.add(connection);
+    return connection;
+  }
+
+  /** Called by a connection once it has canceled its watchers. */
+  forget(connection: WatchConnection<Tag>): void {
+    assert(connection.watchers.size === 0, 'a forgotten connection has no watchers');
+    this.connections.delete(connection);
+  }
+
+  /**
+   * Registers a watcher. Its start is resolved now (0 = current + 1) and never changes. A start
+   * below the compaction point is accepted and ends at the first step with `compacted`, so every
+   * transport reports it the same way. Throws QuotaExceededError past either quota.
+   */
+  create(connection: WatchConnection<Tag>, tag: Tag, spec: WatchSpec): Watcher<Tag> {
+    assert(!connection.isClosed, 'no watchers on a closed connection');
+    assert(spec.startRevision >= 0 && Number.isSafeInteger(spec.startRevision), 'a valid start');
+    if (this.stopped) throw new QuotaExceededError('the node is stopping: watch elsewhere');
+    if (this.watcherCount >= this.limits.watchersPerNodeMax) {
+      throw new QuotaExceededError(`this node serves ${this.watcherCount} watchers, its limit`, {
+        limit: this.limits.watchersPerNodeMax,
+      });
+    }
+    if (connection.watchers.size >= this.limits.watchersPerConnectionMax) {
+      throw new QuotaExceededError(`this connection has ${connection.watchers.size} watchers, its limit`, {
+        limit: this.limits.watchersPerConnectionMax,
+      });
+    }
+    const start = spec.startRevision === 0 ? this.hubRevision + 1 : spec.startRevision;
+    const watcher = new Watcher<Tag>(this.nextWatcherId++, tag, spec, start, connection);
+    this.watcherCount++;
+    connection.watchers.add(watcher);
+    if (start === this.hubRevision + 1) this.join(watcher);
+    else if (start > this.hubRevision + 1) this.wait(watcher);
+    else connection.markReady(watcher);
+    return watcher;
+  }
+
+  /** Ends a watcher at the client's request; returns its last delivered revision. */
+  cancel(watcher: Watcher<Tag>): number {
+    if (watcher.state !== 'ended') this.end(watcher, 'canceled', null);
+    // A pending end (compacted, slow_consumer) is superseded: the client is not listening.
+    watcher.pendingEnd = null;
+    return watcher.lastRevision;
+  }
+
+  /** Fans out everything applied since the last call. Call after every applied batch. */
+  onApplied(): void {
+    const target = this.source.revision;
+    assert(target >= this.hubRevision, 'the applied revision never goes back');
+    while (this.hubRevision < target) {
+      let chunk: HistoryChunk;
+      try {
+        chunk = this.readChunk(this.hubRevision + 1, target);
+      } catch (error) {
+        if (!(error instanceof CompactedError)) throw error;
+        // Compacted before the hub saw it (a compaction in the same applied batch as the writes,
+        // or a snapshot install): synced watchers may have missed events, so they end loudly.
+        for (const watcher of this.index.allMembers()) this.end(watcher, 'compacted', error);
+        this.hubRevision = target;
+        break;
+      }
+      assert(chunk.throughRevision > this.hubRevision, 'the live fan-out makes progress');
+      this.fanOut(chunk);
+      this.hubRevision = chunk.throughRevision;
+    }
+    for (const watcher of this.waiting) {
+      if (watcher.startRevision > this.hubRevision + 1) continue;
+      this.waiting.delete(watcher);
+      if (watcher.startRevision === this.hubRevision + 1) this.join(watcher);
+      else {
+        watcher.state = 'catchingUp';
+        watcher.owner.markReady(watcher);
+      }
+    }
+  }
+
+  /**
+   * Queues a progress notification: nothing at or below its revision is pending. Skipped while
+   * the watcher waits for a future start (it has nothing true to say yet).
+   */
+  progress(watcher: Watcher<Tag>): void {
+    if (watcher.state === 'ended' || watcher.state === 'waiting') return;
+    const revision = watcher.state === 'synced' ? this.hubRevision : watcher.nextRevision - 1;
+    assert(revision >= watcher.lastRevision, 'progress never goes back');
+    // A queued batch at or past it tells the client as much; an empty queue always gets one
+    // (it doubles as a heartbeat on an otherwise quiet stream).
+    if (watcher.queueLength > 0 && watcher.queuedThrough >= revision) return;
+    watcher.push({ revision, events: [], bytes: 0 });
+  }
+
+  /** The next output of one watcher (its connection calls this, round-robin). */
+  step(watcher: Watcher<Tag>): WatchOutput<Tag> | null {
+    if (watcher.pendingEnd !== null) {
+      const end = watcher.pendingEnd;
+      watcher.pendingEnd = null;
+      return end;
+    }
+    const queued = watcher.shift();
+    if (queued !== null) return { type: 'batch', tag: watcher.tag, batch: queued };
+    if (watcher.state !== 'catchingUp') return null;
+    const batch = this.catchUp(watcher);
+    if (batch === null) return watcher.pendingEnd !== null ? this.step(watcher) : null;
+    watcher.lastRevision = batch.revision;
+    return { type: 'batch', tag: watcher.tag, batch };
+  }
+
+  /** Ends every watcher with `stopped` (the node is stopping; clients resume elsewhere). */
+  stop(): void {
+    this.stopped = true;
+    for (const connection of this.connections) {
+      for (const watcher of [...connection.watchers]) this.end(watcher, 'stopped', null);
+    }
+    assert(this.watcherCount === 0 && this.index.size === 0 && this.waiting.size === 0, 'all ended');
+  }
+
+  private end(watcher: Watcher<Tag>, reason: WatchEndReason, error: BatonError | null): void {
+    assert(watcher.state !== 'ended', 'a watcher ends once');
+    if (watcher.state === 'synced') this.index.remove(watcher);
+    if (watcher.state === 'waiting') this.waiting.delete(watcher);
+    watcher.state = 'ended';
+    watcher.dropQueue();
+    this.watcherCount--;
+    const connection = watcher.owner;
+    connection.watchers.delete(watcher);
+    assert(this.watcherCount >= 0 && this.watcherCount >= this.index.size, 'watcher counts agree');
+    if (reason === 'canceled') return;
+    watcher.pendingEnd = { type: 'end', tag: watcher.tag, reason, error, lastRevision: watcher.lastRevision };
+    connection.markReady(watcher);
+  }
+
+  private join(watcher: Watcher<Tag>): void {
+    assert(watcher.nextRevision === this.hubRevision + 1, 'a watcher joins exactly at the live edge');
+    assert(watcher.queueLength === 0 || watcher.queuedThrough <= this.hubRevision, 'nothing queued ahead');
+    watcher.state = 'synced';
+    this.index.add(watcher);
+  }
+
+  private wait(watcher: Watcher<Tag>): void {
+    watcher.state = 'waiting';
+    this.waiting.add(watcher);
+  }
+
+  /** One catch-up step: a batch of matching events, a progress batch, or null (joined/ended). */
+  private catchUp(watcher: Watcher<Tag>): WatchBatch | null {
+    for (let reads = 0; reads < this.limits.catchUpReadsPerStepMax; reads++) {
+      if (watcher.nextRevision > this.hubRevision) {
+        this.join(watcher);
+        return null;
+      }
+      let chunk: HistoryChunk;
+      try {
+        chunk = this.readChunk(watcher.nextRevision, this.hubRevision);
+      } catch (error) {
+        if (!(error instanceof CompactedError)) throw error;
+        this.end(watcher, 'compacted', error);
+        return null;
+      }
+      assert(chunk.throughRevision >= watcher.nextRevision, 'catch-up makes progress');
+      watcher.nextRevision = chunk.throughRevision + 1;
+      const events = chunk.events.filter((event) => watchMatches(watcher.spec, event));
+      if (events.length > 0) {
+        let bytes = 0;
+        for (const event of events) bytes += eventBytes(event, watcher.spec.prevKv);
+        return { revision: chunk.throughRevision, events, bytes };
+      }
+    }
+    // A long stretch with nothing for this watcher: say how far it got, and yield the turn.
+    return { revision: watcher.nextRevision - 1, events: [], bytes: 0 };
+  }
+
+  private readChunk(startRevision: number, throughRevision: number): HistoryChunk {
+    return readHistory(this.source, { startRevision, throughRevision, limit: this.limits.readEventsMax });
+  }
+
+  private fanOut(chunk: HistoryChunk): void {
+    const touched: WatchGroup<Tag>[] = [];
+    for (const event of chunk.events) {
+      assert(event.revision > this.hubRevision && event.revision <= chunk.throughRevision, 'in the chunk');
+      this.index.forEachCovering(event.kv.key, (group) => {
+        if (group.filter !== 'all' && group.filter !== event.type) return;
+        if (group.pending.length === 0) touched.push(group);
+        group.pending.push(event);
+        group.pendingBytes += eventBytes(event, group.prevKv);
+      });
+    }
+    for (const group of touched) {
+      const batch: WatchBatch = { revision: chunk.throughRevision, events: group.pending, bytes: group.pendingBytes };
+      group.pending = [];
+      group.pendingBytes = 0;
+      // Backwards: a member that overflows is swap-removed with one already served.
+      for (let i = group.members.length - 1; i >= 0; i--) {
+        const watcher = group.members[i] as Watcher<Tag>;
+        if (watcher.fits(batch, this.bufferLimits)) {
+          watcher.push(batch);
+          continue;
+        }
+        const error = new SlowConsumerError(
+          `the watcher fell ${watcher.queuedEvents} events behind; resume after revision ${watcher.lastRevision}`,
+          { lastRevision: watcher.lastRevision },
+        );
+        this.end(watcher, 'slow_consumer', error);
+      }
+    }
+  }
+}

@@ -1,0 +1,80 @@
+// The watch core's vocabulary: what a client asks to watch, the batches it receives, how a
+// watcher ends, and the bounds that keep one slow client from costing anyone else memory or time.
+import type { BatonError } from '../base/errors.js';
+import type { MvccEvent } from '../mvcc/index.js';
+
+/** Which event types a watcher receives (`filter=put` on the wire keeps puts only). */
+export type WatchFilter = 'all' | 'put' | 'delete';
+
+export interface WatchSpec {
+  readonly key: string;
+  readonly prefix: boolean;
+  /**
+   * The first revision to receive. 0 = "from now": current + 1, announced to the client (never a
+   * silent choice, unlike etcd #11496). Above current + 1: the watcher waits for it.
+   */
+  readonly startRevision: number;
+  readonly prevKv: boolean;
+  readonly filter: WatchFilter;
+  /**
+   * Opaque to the core: the edge's wire encoding (utf8, base64). Watchers that agree on it and on
+   * everything above share one batch object per applied chunk, so the edge serializes it once.
+   */
+  readonly encoding: string;
+}
+
+/**
+ * Events of whole revisions, in order: every matching event with revision <= `revision` that the
+ * watcher has not had before. `events` empty = a progress notification (nothing at or below
+ * `revision` is pending). Shared by every watcher of a group: never mutate.
+ */
+export interface WatchBatch {
+  readonly revision: number;
+  readonly events: readonly MvccEvent[];
+  /** An estimate of the memory the batch pins (keys, values, prevKv values, overhead). */
+  readonly bytes: number;
+}
+
+/** Why a watcher ended. `stopped`: the node is stopping (the client resumes elsewhere). */
+export type WatchEndReason = 'compacted' | 'slow_consumer' | 'canceled' | 'stopped';
+
+export type WatchOutput<Tag> =
+  | { readonly type: 'batch'; readonly tag: Tag; readonly batch: WatchBatch }
+  | {
+      readonly type: 'end';
+      readonly tag: Tag;
+      readonly reason: WatchEndReason;
+      /** A typed error for compacted and slow_consumer; null otherwise. */
+      readonly error: BatonError | null;
+      /** Everything matching at or below this revision was delivered: resume at this + 1. */
+      readonly lastRevision: number;
+    };
+
+/** The stored history the hub reads: MvccStore satisfies it. */
+export interface WatchSource {
+  readonly revision: number;
+  readonly compactRevision: number;
+  /** Events with revision >= startRevision, in order, at most `limit`; throws CompactedError. */
+  events(options: { startRevision: number; limit: number }): readonly MvccEvent[];
+}
+
+export interface WatchLimits {
+  /** Per watcher: undelivered events; past this (or the bytes) it ends with slow_consumer. */
+  readonly bufferedEventsMax: number;
+  readonly bufferedBytesMax: number;
+  readonly watchersPerConnectionMax: number;
+  readonly watchersPerNodeMax: number;
+  /** Events read from history per step (catch-up and live); a single revision is never split. */
+  readonly readEventsMax: number;
+  /** History reads one catch-up step may make before it answers with a progress batch instead. */
+  readonly catchUpReadsPerStepMax: number;
+}
+
+export const defaultWatchLimits: WatchLimits = {
+  bufferedEventsMax: 1024,
+  bufferedBytesMax: 4 * 1024 * 1024,
+  watchersPerConnectionMax: 10_000,
+  watchersPerNodeMax: 250_000,
+  readEventsMax: 512,
+  catchUpReadsPerStepMax: 8,
+};

@@ -1,0 +1,118 @@
+// One watcher: its resolved start, where it stands (catching up from history, waiting for a
+// future revision, synced to the live fan-out, or ended), and its bounded outbound queue.
+// The queue holds references to batches shared with other watchers, never copies.
+import { assert } from '../base/assert.js';
+import type { WatchBatch, WatchOutput, WatchSpec } from './types.js';
+
+export type WatcherState = 'catchingUp' | 'waiting' | 'synced' | 'ended';
+
+/** What a watcher needs from whoever holds it (its connection): a way to say "I have output". */
+export interface WatcherOwner<Tag> {
+  /** The owner's live watchers (its quota counts these). */
+  readonly watchers: Set<Watcher<Tag>>;
+  markReady(watcher: Watcher<Tag>): void;
+}
+
+export class Watcher<Tag> {
+  state: WatcherState;
+  /**
+   * catchingUp / waiting: the next revision to read from history. synced: unused (the hub's
+   * revision + 1 is every synced watcher's next revision). Invariant: every matching event below
+   * it is queued or was delivered, and none at or above it.
+   */
+  nextRevision: number;
+  /** Everything matching at or below this was handed to the edge (resume at this + 1). */
+  lastRevision: number;
+  /** Set by the watch index while synced: the position in its group's member list. */
+  groupSlot = -1;
+  groupKey = '';
+  /** In the owner's ready list (so it is never listed twice). */
+  listed = false;
+  /** The end to deliver once (compacted, slow_consumer, stopped); the queue is dropped by then. */
+  pendingEnd: WatchOutput<Tag> | null = null;
+  private queue: WatchBatch[] = [];
+  private queueHead = 0;
+  /** Invariant: the sums over queue[queueHead..] of events.length and bytes. */
+  queuedEvents = 0;
+  queuedBytes = 0;
+
+  constructor(
+    readonly id: number,
+    readonly tag: Tag,
+    readonly spec: WatchSpec,
+    readonly startRevision: number,
+    readonly owner: WatcherOwner<Tag>,
+  ) {
+    assert(startRevision >= 1, 'a watcher starts at revision 1 or later');
+    this.state = 'catchingUp';
+    this.nextRevision = startRevision;
+    this.lastRevision = startRevision - 1;
+  }
+
+  get queueLength(): number {
+    return this.queue.length - this.queueHead;
+  }
+
+  /** Whether the edge should ask it for output (a queued batch, an end, or history to read). */
+  get hasOutput(): boolean {
+    return this.queueLength > 0 || this.pendingEnd !== null || this.state === 'catchingUp';
+  }
+
+  /** Whether `batch` fits the bounds. An empty queue takes any batch: revisions are never split. */
+  fits(batch: WatchBatch, limits: { eventsMax: number; bytesMax: number }): boolean {
+    if (this.queueLength === 0) return true;
+    return (
+      this.queuedEvents + batch.events.length <= limits.eventsMax &&
+      this.queuedBytes + batch.bytes <= limits.bytesMax
+    );
+  }
+
+  push(batch: WatchBatch): void {
+    assert(this.state !== 'ended', 'an ended watcher takes no batches');
+    const last = this.queue[this.queue.length - 1];
+    if (this.queueLength > 0 && last !== undefined) {
+      assert(batch.revision >= last.revision, 'batches are queued in revision order');
+      // A newer progress notification replaces a queued one: progress never piles up.
+      if (last.events.length === 0 && batch.events.length === 0) {
+        this.queue[this.queue.length - 1] = batch;
+        return;
+      }
+    }
+    this.queue.push(batch);
+    this.queuedEvents += batch.events.length;
+    this.queuedBytes += batch.bytes;
+    this.owner.markReady(this);
+  }
+
+  shift(): WatchBatch | null {
+    const batch = this.queue[this.queueHead];
+    if (batch === undefined) return null;
+    this.queue[this.queueHead] = undefined as unknown as WatchBatch;
+    this.queueHead++;
+    if (this.queueHead === this.queue.length) {
+      this.queue = [];
+      this.queueHead = 0;
+    } else if (this.queueHead >= 64 && this.queueHead * 2 >= this.queue.length) {
+      this.queue = this.queue.slice(this.queueHead);
+      this.queueHead = 0;
+    }
+    this.queuedEvents -= batch.events.length;
+    this.queuedBytes -= batch.bytes;
+    assert(this.queuedEvents >= 0 && this.queuedBytes >= 0, 'queue sums stay non-negative');
+    assert(batch.revision >= this.lastRevision, 'delivery never goes back in revisions');
+    this.lastRevision = batch.revision;
+    return batch;
+  }
+
+  /** The revision of the newest queued batch (or the last delivered one). */
+  get queuedThrough(): number {
+    return this.queue[this.queue.length - 1]?.revision ?? this.lastRevision;
+  }
+
+  dropQueue(): void {
+    this.queue = [];
+    this.queueHead = 0;
+    this.queuedEvents = 0;
+    this.queuedBytes = 0;
+  }
+}
