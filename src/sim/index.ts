@@ -1,18 +1,19 @@
 export type {
   Applier,
   DriverBugs,
-  ApplierFactory,
   FaultWeights,
   Scenario,
   ScriptedFault,
   SimEvent,
   SimOptions,
+  SimStateMachine,
   SimResult,
   SimStats,
   SimTimeMs,
   Violation,
+  WriteCommand,
 } from './types.js';
 export { simulate, livenessBudgetMsDefault } from './simulate.js';
 export { seedsToRun, parseSeed } from './seeds.js';
-export { RegisterMachine, encodeWrite, decodeWrite } from './register.js';
+export { RegisterMachine, encodeWrite, decodeWrite, registerStateMachine } from './register.js';
 export type { CoreFactory } from './types.js';

@@ -6,16 +6,12 @@ import { assert } from '../base/assert.js';
 import type { Entry } from '../raft/index.js';
 import { EntryType } from '../raft/index.js';
 import { hashChain, hashEntry } from './hash.js';
-import type { Applier } from './types.js';
+import type { Applier, SimStateMachine, WriteCommand } from './types.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const writeTag = 0x57; // 'W'
 
-export interface WriteCommand {
-  readonly commandId: number;
-  readonly key: string;
-}
 
 const keyBytesCache = new Map<string, Uint8Array>();
 const twoTo32 = 2 ** 32;
@@ -124,3 +120,9 @@ export class RegisterMachine implements Applier {
 export function emptyRegisterSnapshot(): Uint8Array {
   return new RegisterMachine().snapshot();
 }
+
+export const registerStateMachine: SimStateMachine = {
+  createApplier: () => new RegisterMachine(),
+  encodeWrite,
+  decodeWrite,
+};

@@ -34,7 +34,23 @@ export interface Applier {
   readVersion(key: string): number;
 }
 
-export type ApplierFactory = () => Applier;
+/** A write the sim's client issues: the state machine decides how it is encoded as a command. */
+export interface WriteCommand {
+  readonly commandId: number;
+  readonly key: string;
+}
+
+/**
+ * Everything the sim needs from a state machine: fresh instances per member incarnation, and the
+ * codec for the client's writes (applied entries are recognized by their command id). The
+ * register machine is the default; src/mvcc plugs in with an adapter of this shape.
+ */
+export interface SimStateMachine {
+  createApplier(): Applier;
+  encodeWrite(command: WriteCommand): Uint8Array;
+  /** The write inside a committed normal entry, or null for anything else (no-ops, others). */
+  decodeWrite(data: Uint8Array): WriteCommand | null;
+}
 
 /** The shape of one run, drawn from the seed (or given explicitly by tests and the bench). */
 export interface Scenario {
@@ -113,7 +129,8 @@ export interface SimOptions {
   readonly trace?: (line: string) => void;
   /** Called for notable events (elections, crashes, commits) even without a trace: the demo. */
   readonly onEvent?: (event: SimEvent) => void;
-  readonly applierFactory?: ApplierFactory;
+  /** The replicated state machine (default: the register machine of register.ts). */
+  readonly stateMachine?: SimStateMachine;
   /** Faults at fixed times, on top of (or instead of) the drawn ones: the demo's leader crash. */
   readonly script?: readonly ScriptedFault[];
   /** Emit a 'progress' event this often (simulated ms). */

@@ -5,8 +5,8 @@
 import type { Random } from '../base/random.js';
 import { chance, pick, randomInt } from '../base/random.js';
 import type { Entry, MemberId, RaftApi } from '../raft/index.js';
+import { EntryType } from '../raft/index.js';
 import { CommitSource } from './checker.js';
-import { decodeWrite, encodeWrite } from './register.js';
 import type { SimNode } from './sim-node.js';
 import type { WorldHooks } from './types.js';
 import type { World } from './world.js';
@@ -50,7 +50,7 @@ export class Workload implements WorldHooks {
     for (let i = 0; i < count; i++) {
       const commandId = this.nextCommandId++;
       const key = this.key();
-      const result = core.propose(encodeWrite({ commandId, key }));
+      const result = core.propose(this.world.stateMachine.encodeWrite({ commandId, key }));
       this.world.stats.proposals++;
       if (!result.ok) {
         this.leaderGuess = result.leader;
@@ -73,7 +73,7 @@ export class Workload implements WorldHooks {
     const commandId = this.nextCommandId++;
     const key = this.key();
     this.world.stats.proposals++;
-    if ((node.core as RaftApi).forwardProposal(encodeWrite({ commandId, key }))) {
+    if ((node.core as RaftApi).forwardProposal(this.world.stateMachine.encodeWrite({ commandId, key }))) {
       node.forwarded.add(commandId);
       if (this.world.tracing) this.world.traceNode(node, `forward #${commandId} ${key}`);
     }
@@ -108,7 +108,7 @@ export class Workload implements WorldHooks {
     if (proposal === undefined) return;
     node.proposals.delete(entry.index);
     if (proposal.term !== entry.term) return; // lost to a new leader: the client hears a failure
-    const command = decodeWrite(entry.data);
+    const command = this.world.stateMachine.decodeWrite(entry.data);
     if (command === null || command.commandId !== proposal.commandId) {
       this.world.report('acknowledged entry kept', `member ${node.id} acknowledges #${proposal.commandId} at ${entry.index}/${entry.term} but applied other data`);
       return;
@@ -118,7 +118,8 @@ export class Workload implements WorldHooks {
 
   /** The member that forwarded a command recognizes it by its id when it applies it. */
   private onAppliedForwarded(node: SimNode, entry: Entry, chain: number): void {
-    const command = decodeWrite(entry.data);
+    if (entry.type !== EntryType.normal || entry.data.length === 0) return;
+    const command = this.world.stateMachine.decodeWrite(entry.data);
     if (command === null || !node.forwarded.has(command.commandId)) return;
     node.forwarded.delete(command.commandId);
     this.acknowledge(node, entry, chain, command.key, command.commandId);

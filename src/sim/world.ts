@@ -15,11 +15,11 @@ import { SimNode } from './sim-node.js';
 import { Delivery } from './delivery.js';
 import { traceLine } from './trace.js';
 import type {
-  ApplierFactory,
   CoreFactory,
   Scenario,
   SimEvent,
   SimOptions,
+  SimStateMachine,
   SimStats,
   Violation,
   WorldEvent,
@@ -49,7 +49,7 @@ export class World implements NodeWorld {
     private readonly randoms: WorldRandoms,
     private readonly options: SimOptions,
     private readonly createCore: CoreFactory,
-    private readonly applierFactory: ApplierFactory,
+    readonly stateMachine: SimStateMachine,
     readonly stats: SimStats,
   ) {
     this.checker = new SafetyChecker((invariant, detail) => this.report(invariant, detail));
@@ -103,7 +103,7 @@ export class World implements NodeWorld {
     assert(!this.nodes.has(id), `member ${id} is new`);
     const s = this.scenario;
     const disk = new SimDisk(this.randoms.disk.fork(id), s.diskLatencyMsMin, s.diskLatencyMsMax);
-    const node = new SimNode(id, disk, this.applierFactory(), this, s.compactEveryEntries);
+    const node = new SimNode(id, disk, this.stateMachine.createApplier(), this, s.compactEveryEntries);
     this.nodes.set(id, node);
     this.tickMsByMember.set(id, randomInt(this.randoms.ticks, s.tickMsMin, s.tickMsMax));
     this.initialConf.set(id, initialConfState);
@@ -130,7 +130,7 @@ export class World implements NodeWorld {
     };
     const random = this.randoms.cores.fork(node.id * 1000 + node.incarnation);
     const core = this.createCore(config, recovered, random);
-    node.boot(recovered, core, this.applierFactory());
+    node.boot(recovered, core, this.stateMachine.createApplier());
     const tickMs = this.tickMsByMember.get(node.id) as number;
     this.schedule(this.nowMs + randomInt(this.randoms.ticks, 1, tickMs), {
       type: 'tick',
