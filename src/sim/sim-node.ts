@@ -110,7 +110,27 @@ export class SimNode {
       this.world.checker.onLogEntry(this.id, index, term, chain),
     );
     this.compactedIndex = base;
+    this.checkRecovered(recovered, core);
     this.pump();
+  }
+
+  /** A restarted core starts from its durable hard state, never from less. */
+  private checkRecovered(recovered: RecoveredState, core: RaftApi): void {
+    const status = core.status();
+    const durable = recovered.hardState;
+    if (status.commitIndex < durable.commit) {
+      this.world.report(
+        'commit monotonic',
+        `member ${this.id} restarted at commit ${status.commitIndex}, below its durable ${durable.commit}`,
+      );
+    }
+    if (status.term !== durable.term || status.vote !== durable.vote) {
+      this.world.report(
+        'term monotonic',
+        `member ${this.id} restarted at term ${status.term} vote ${status.vote}, ` +
+          `durable ${durable.term}/${durable.vote}`,
+      );
+    }
   }
 
   crash(): void {
