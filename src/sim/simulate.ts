@@ -113,6 +113,7 @@ function emitProgress(world: World): void {
 
 /** Heal everything: no partitions, no loss, every paused member resumed, every crashed one up. */
 function endFaults(world: World): void {
+  world.cancelPendingCrashes();
   world.network.heal();
   world.network.faults.lossRate = 0;
   world.network.faults.duplicateRate = 0;

@@ -43,6 +43,7 @@ export class World implements NodeWorld {
   private readonly held = new Map<MemberId, WorldEvent[]>();
   private readonly delivery = new Delivery(this);
   private readonly crashOnWrite = new Map<MemberId, () => void>();
+  private faultsOver = false;
 
   constructor(
     readonly scenario: Scenario,
@@ -214,7 +215,7 @@ export class World implements NodeWorld {
       const incarnation = node.incarnation;
       const crashAtMs = this.nowMs + ((atMs - this.nowMs - 1) >> 1);
       this.at(crashAtMs, `CRASH n${node.id} during a write`, () => {
-        if (node.incarnation !== incarnation || !isUp(node)) return;
+        if (this.faultsOver || node.incarnation !== incarnation || !isUp(node)) return;
         this.crash(node);
         afterCrash();
       });
@@ -224,6 +225,12 @@ export class World implements NodeWorld {
   /** Crash `node` in the middle of its next disk write that takes time, then call `afterCrash`. */
   crashDuringNextWrite(node: SimNode, afterCrash: () => void): void {
     this.crashOnWrite.set(node.id, afterCrash);
+  }
+
+  /** The faults are over: crashes still waiting for a write never happen. */
+  cancelPendingCrashes(): void {
+    this.faultsOver = true;
+    this.crashOnWrite.clear();
   }
 
   onBecameLeader(node: SimNode, term: number): void {
