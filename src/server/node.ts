@@ -9,6 +9,8 @@ import { SeededRandom } from '../base/random.js';
 import { CorruptFileError } from '../base/errors.js';
 import { createHttpHandler } from '../api/http/handler.js';
 import { defaultApiLimits } from '../api/http/limits.js';
+import { createWatchRoutes } from '../api/http/watch-routes.js';
+import { StreamServer, WatchService } from '../api/stream/index.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome } from '../mvcc/index.js';
 import { createRaftNode, defaultRaftConfig, type Snapshot, type SnapshotMeta } from '../raft/index.js';
 import { SnapshotStore } from '../snap/index.js';
@@ -97,6 +99,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   });
   const logStore = new DurableLogStore(wal, snapshots, (s) => nodeMetrics.walSyncSeconds.observe(s));
   let service: CellService | null = null;
+  const watches = new WatchService(store);
   driver = new NodeDriver(core, logStore, new KvStateMachine(store), transport, realTimers,
     { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries },
     {
@@ -104,22 +107,30 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
         nodeMetrics.leaderChanges.inc();
         log.info(`leader is now ${leader === 0 ? 'unknown' : `member ${leader}`} (this node: ${role})`);
       },
-      onApplied: () => service?.onApplied(),
+      onApplied: () => {
+        service?.onApplied();
+        watches.onApplied();
+      },
       onFatal: (error) => onFatal(error),
     },
   );
   service = new CellService(config, core, driver, store, nodeMetrics);
   const ticker = setInterval(() => driver?.tick(), config.tickMs);
+  const apiLimits = { ...defaultApiLimits, valueBytesMax: config.valueBytesMax };
+  const logError = (error: unknown): void => log.error(`request failed: ${(error as Error)?.stack ?? String(error)}`);
   const handler = createHttpHandler({
     cell: service,
-    limits: { ...defaultApiLimits, valueBytesMax: config.valueBytesMax },
-    logError: (error) => log.error(`request failed: ${(error as Error)?.stack ?? String(error)}`),
+    limits: apiLimits,
+    routeGroups: [createWatchRoutes(watches)],
+    logError,
   });
   const http = createServer((req, res) => {
     res.once('finish', () => nodeMetrics.requests.inc({ code: String(res.statusCode) }));
     handler(req, res);
   });
   http.keepAliveTimeout = 30_000;
+  const stream = new StreamServer({ cell: service, apiLimits, service: watches, logError });
+  stream.attach(http);
   await listen(http, Number(config.listenClient.port), config.listenClient.hostname);
   log.info(`serving ${config.listenClient.href} (peers ${config.listenPeer.href}), member ${config.memberId}, cluster ${config.clusterId}`);
   return {
@@ -127,6 +138,9 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     async stop() {
       clearInterval(ticker);
       driver?.stop();
+      // Watch streams end cleanly (each hears `unavailable` and its last revision) before sockets go.
+      await watches.stop();
+      stream.close();
       await new Promise<void>((resolve) => {
         http.close(() => resolve());
         http.closeAllConnections();

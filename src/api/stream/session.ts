@@ -1,0 +1,158 @@
+// One WebSocket on /v1/stream: reads JSON frames, runs each through the frame registry, answers
+// with the frame's id, and pumps watch output at the socket's pace (fair across the session's
+// watches, paused while the socket holds more than the high-water mark).
+import type { WebSocket } from 'ws';
+import { BatonError, InvalidArgumentError, OverloadedError } from '../../base/errors.js';
+import type { WatchConnection, WatchOutput } from '../../watch/index.js';
+import type { CellApi } from '../types.js';
+import type { ApiLimits } from '../http/limits.js';
+import { batchJson } from './event-json.js';
+import { parseFrame, salvageId, type FrameRegistry } from './frame-registry.js';
+import type { Frame, FrameContext, StreamLimits, WatchTag } from './types.js';
+import { watchEndError } from './watch-request.js';
+import { forgetWatch, watchKey, type StreamWatch, type WatchSession } from './watch-frames.js';
+import type { WatchService } from './watch-service.js';
+
+export interface SessionOptions {
+  readonly cell: CellApi;
+  readonly apiLimits: ApiLimits;
+  readonly streamLimits: StreamLimits;
+  readonly service: WatchService;
+  readonly registry: FrameRegistry<StreamSession>;
+  logError(error: unknown): void;
+}
+
+export class StreamSession implements WatchSession {
+  readonly service: WatchService;
+  readonly connection: WatchConnection<WatchTag>;
+  readonly watches = new Map<string, StreamWatch>();
+  private readonly context: FrameContext;
+  private inFlight = 0;
+  private flushScheduled = false;
+  private closed = false;
+  private readonly unregister: () => void;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly options: SessionOptions,
+  ) {
+    this.service = options.service;
+    this.connection = options.service.hub.openConnection(() => this.schedule());
+    this.context = { cell: options.cell, apiLimits: options.apiLimits, send: (body) => this.send(body) };
+    this.unregister = options.service.onStop(() => this.stop());
+    ws.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
+    ws.on('close', () => this.cleanup());
+    ws.on('error', () => ws.terminate());
+  }
+
+  /** Sends one frame; a client that stopped reading answers altogether is disconnected. */
+  send(body: Record<string, unknown> | string): void {
+    if (this.closed) return;
+    if (this.ws.bufferedAmount > this.options.streamLimits.socketBufferedBytesMax) {
+      this.ws.close(1008, 'slow consumer: the client stopped reading');
+      this.cleanup();
+      return;
+    }
+    this.ws.send(typeof body === 'string' ? body : JSON.stringify(body), () => this.onWritten());
+  }
+
+  private onMessage(data: Buffer, isBinary: boolean): void {
+    if (this.closed) return;
+    const text = data.toString('utf8');
+    let frame: Frame;
+    try {
+      if (isBinary) throw new InvalidArgumentError('frames are JSON text, not binary');
+      frame = parseFrame(text);
+    } catch (error) {
+      this.answerError(isBinary ? null : salvageId(text), error);
+      return;
+    }
+    if (this.inFlight >= this.options.streamLimits.requestsInFlightMax) {
+      this.answerError(frame.id, new OverloadedError(`more than ${this.inFlight} requests in flight on this stream`));
+      return;
+    }
+    this.inFlight++;
+    let answer;
+    try {
+      answer = this.options.registry.handler(frame.type)(frame, this.context, this);
+    } catch (error) {
+      this.inFlight--;
+      this.answerError(frame.id, error);
+      return;
+    }
+    Promise.resolve(answer).then(
+      (result) => {
+        this.inFlight--;
+        if (result !== undefined) this.send({ id: frame.id, type: 'result', result });
+      },
+      (error: unknown) => {
+        this.inFlight--;
+        this.answerError(frame.id, error);
+      },
+    );
+  }
+
+  private answerError(id: string | number | null, error: unknown): void {
+    if (!(error instanceof BatonError)) {
+      this.options.logError(error);
+      this.send({ id, type: 'error', error: { code: 'internal', message: 'internal error' } });
+      return;
+    }
+    this.send({ id, type: 'error', error: { code: error.code, message: error.message, ...error.details } });
+  }
+
+  private schedule(): void {
+    if (this.flushScheduled || this.closed) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  private onWritten(): void {
+    if (this.connection.hasReady && this.ws.bufferedAmount < this.options.streamLimits.socketBufferedBytesHigh) {
+      this.schedule();
+    }
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const high = this.options.streamLimits.socketBufferedBytesHigh;
+    while (!this.closed && this.ws.bufferedAmount < high) {
+      const output = this.connection.next();
+      if (output === null) return;
+      this.write(output);
+    }
+    // Over the mark: the next write callback (onWritten) resumes the pump.
+  }
+
+  private write(output: WatchOutput<WatchTag>): void {
+    const id = output.tag.id;
+    const watch = this.watches.get(watchKey(id ?? ''));
+    if (watch === undefined) return; // canceled meanwhile
+    if (output.type === 'batch') {
+      const text = batchJson(output.batch, watch);
+      this.send(watch.eventsHead + text.slice(1));
+      return;
+    }
+    forgetWatch(this, id);
+    if (output.reason === 'canceled') return;
+    const { error } = output;
+    const body = watchEndError(output.reason, error?.details ?? {}, error?.message ?? '', output.lastRevision);
+    this.send({ id, type: 'error', error: body });
+  }
+
+  /** The node is stopping: every watch has its end queued; write them, then close. */
+  private stop(): void {
+    for (let output = this.connection.next(); output !== null; output = this.connection.next()) this.write(output);
+    this.ws.close(1001, 'the node is stopping');
+    this.cleanup();
+  }
+
+  private cleanup(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const watch of this.watches.values()) if (watch.timer !== null) clearInterval(watch.timer);
+    this.watches.clear();
+    this.connection.close();
+    this.unregister();
+  }
+}

@@ -1,0 +1,47 @@
+// The node's watch service at the edge: the hub, fed after every applied batch, and the hooks
+// its transports (SSE and the stream) register so that a stopping node ends every stream
+// cleanly: each watcher hears `unavailable` with its last revision, then its socket closes.
+import { WatchHub, defaultWatchLimits, type WatchSource } from '../../watch/index.js';
+import { defaultWatchServiceOptions, type WatchServiceOptions, type WatchTag } from './types.js';
+
+export class WatchService {
+  readonly hub: WatchHub<WatchTag>;
+  readonly options: WatchServiceOptions;
+  private readonly closers = new Set<() => void>();
+  private stopping = false;
+
+  constructor(source: WatchSource, options: Partial<WatchServiceOptions> = {}) {
+    this.options = { ...defaultWatchServiceOptions, limits: defaultWatchLimits, ...options };
+    this.hub = new WatchHub<WatchTag>(source, this.options.limits);
+  }
+
+  get isStopping(): boolean {
+    return this.stopping;
+  }
+
+  /** Call after every applied batch (the driver's onApplied). */
+  onApplied(): void {
+    if (!this.stopping) this.hub.onApplied();
+  }
+
+  /** A transport's way to close its sockets when the node stops; returns the unregister. */
+  onStop(closer: () => void): () => void {
+    this.closers.add(closer);
+    return () => this.closers.delete(closer);
+  }
+
+  /**
+   * Ends every watcher with `stopped`, gives the transports a turn to write those ends, then
+   * closes their sockets. Resolves once all of that was started (sockets close on their own).
+   */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.hub.stop();
+    // Pumps flush on setImmediate: two turns let every end message reach its socket.
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    for (const closer of [...this.closers]) closer();
+    this.closers.clear();
+  }
+}
