@@ -63,6 +63,7 @@ export class Delivery {
 
   report(event: ReportEvent): void {
     const world = this.world;
+    if (event.type === 'snapshotReport' && world.options.driverBugs?.noSnapshotReports === true) return;
     if (event.type === 'unreachable') this.unreachablePending.delete(pairKey(event.member, event.to));
     const node = world.nodes.get(event.member);
     if (node === undefined || node.state === 'crashed' || node.state === 'removed') return;

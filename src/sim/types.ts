@@ -200,6 +200,8 @@ export interface DriverBugs {
   readonly messagesBeforeDurable?: boolean;
   /** Serve reads from the local state machine without a ReadIndex round. */
   readonly localReads?: boolean;
+  /** Never tell the core how a snapshot transfer ended (a liveness bug, not a safety one). */
+  readonly noSnapshotReports?: boolean;
 }
 
 // --- the world's internals, shared by its parts -------------------------------------------

@@ -48,7 +48,7 @@ export class World implements NodeWorld {
   constructor(
     readonly scenario: Scenario,
     private readonly randoms: WorldRandoms,
-    private readonly options: SimOptions,
+    readonly options: SimOptions,
     private readonly createCore: CoreFactory,
     readonly stateMachine: SimStateMachine,
     readonly stats: SimStats,

@@ -1,7 +1,7 @@
 // The simulator has teeth: with each deliberately broken core behaviour switched on (and two
 // broken driver behaviours), it reports a violation from its own checkers (not just a core
 // assertion) within a stated seed budget, and the seed that catches it runs clean once the bug
-// is switched off again.
+// is switched off again. The liveness checker gets the same proof with a transport that stalls.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Scenario, SimOptions } from '../../src/sim/index.js';
@@ -84,4 +84,8 @@ test('a driver that acknowledges before the disk write is caught within 100 cras
 
 test('reads served locally, without ReadIndex, are caught within 20 seeds', (t) => {
   t.diagnostic(assertCaught({ driverBugs: { localReads: true } }, 20));
+});
+
+test('a transport that never reports snapshot transfers fails liveness within 100 seeds', (t) => {
+  t.diagnostic(assertCaught({ driverBugs: { noSnapshotReports: true } }, 100));
 });
