@@ -67,9 +67,14 @@ export class SnapshotStore {
       await writeAll(handle, head.bytes, 0);
       let position = head.bytes.length;
       for await (const block of toBlocks(data, this.blockBytes)) {
-        await writeAll(handle, encoder.blockHeader(block), position);
-        await writeAll(handle, block, position + 8);
-        position += 8 + block.length;
+        const header = encoder.blockHeader(block);
+        // One writev per block; the rare short write falls back to plain writes.
+        const { bytesWritten } = await handle.writev([header, block], position);
+        if (bytesWritten < header.length + block.length) {
+          const rest = Buffer.concat([header, block]).subarray(bytesWritten);
+          await writeAll(handle, rest, position + bytesWritten);
+        }
+        position += header.length + block.length;
       }
       await writeAll(handle, encoder.end(), position);
       await handle.sync();
