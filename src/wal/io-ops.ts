@@ -91,8 +91,12 @@ export function executeOps(ops: readonly WalOp[], open: OpenSegments, io: FileIo
         open.delete(op.seq);
         break;
       case 'unlink':
-        for (const path of op.paths) io.unlink(path);
-        io.syncDir(op.dir);
+        // Oldest first, each made durable before the next: a crash mid-release must leave a
+        // contiguous run of segments, never a hole that recovery would take for damage.
+        for (const path of op.paths) {
+          io.unlink(path);
+          io.syncDir(op.dir);
+        }
         break;
     }
   }

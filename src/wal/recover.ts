@@ -101,7 +101,7 @@ async function prepareTail(
     }
     if (last.torn !== null || size < sizeBytes) {
       await handle.truncate(sizeBytes);
-      await handle.datasync();
+      await handle.sync(); // fsync, not fdatasync: the truncation is a metadata change
     }
     return sizeBytes;
   } finally {
