@@ -3,9 +3,8 @@
 // leaves nothing behind; only a broken invariant (an assertion) aborts the whole batch.
 import { CompactedError, FutureRevisionError, PreconditionFailedError } from '../base/errors.js';
 import { compareBytes, fromUtf8, utf8 } from './bytes.js';
-import { currentRange, historyKey, parseHistoryKey, revisionIndexKey } from './layout.js';
+import { currentRange } from './layout.js';
 import { readLeaseKeys, readRange } from './read.js';
-import { decodeEvent } from './records.js';
 import { RevisionWriter } from './revision-writer.js';
 import { validateCommand, validateDelete } from './validate.js';
 import { assert, unreachable } from '../base/assert.js';
@@ -38,7 +37,7 @@ export function applyCommand(
 ): CommandApplied {
   const { meta, limits } = context;
   validateCommand(op, limits);
-  if (op.type === 'compact') return applyCompact(writer, meta, op.revision);
+  if (op.type === 'compact') return applyCompact(meta, op.revision);
   const revisions = new RevisionWriter(writer, meta.revision);
   let result: CommandResult;
   switch (op.type) {
@@ -157,25 +156,10 @@ function applyTxn(
   };
 }
 
-/** Drops history below `revision`, in bounded steps (the writes may not overlap a range scan). */
-function applyCompact(writer: KvWriter, meta: MvccMeta, revision: number): CommandApplied {
+/** Moves the compact revision; history-compactor.ts deletes the history below it in steps. */
+function applyCompact(meta: MvccMeta, revision: number): CommandApplied {
   if (revision > meta.revision) throw new FutureRevisionError(revision, meta.revision);
   if (revision <= meta.compactRevision) throw new CompactedError(meta.compactRevision);
-  const range = { start: historyKey(meta.compactRevision, 0), end: historyKey(revision, 0) };
-  for (;;) {
-    const doomed: { historyKey: Uint8Array; indexKey: Uint8Array }[] = [];
-    for (const entry of writer.range(range)) {
-      const event = decodeEvent(entry.value);
-      const { revision: eventRevision } = parseHistoryKey(entry.key);
-      doomed.push({ historyKey: entry.key, indexKey: revisionIndexKey(utf8(event.kv.key), eventRevision) });
-      if (doomed.length >= 1024) break;
-    }
-    if (doomed.length === 0) break;
-    for (const item of doomed) {
-      writer.delete(item.historyKey);
-      writer.delete(item.indexKey);
-    }
-  }
   const next = { ...meta, compactRevision: revision };
   return { result: { type: 'compact', revision: meta.revision, compactRevision: revision }, meta: next };
 }

@@ -68,6 +68,8 @@ export class ByteWriter {
   }
 
   finish(): Uint8Array {
+    // A writer sized exactly hands over its buffer without a copy.
+    if (this.length === this.buffer.length) return this.buffer;
     return this.buffer.slice(0, this.length);
   }
 }

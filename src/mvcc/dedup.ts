@@ -14,7 +14,7 @@ import {
 } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
 import { emptyBytes, fromLatin1, fromUtf8, latin1, utf8 } from './bytes.js';
-import { dedupKey, expiryKey, parseExpiryKey, tablePrefix } from './layout.js';
+import { dedupKey, expiryKey, parseExpiryKey, tablePrefix, tableRange } from './layout.js';
 import type { CommandResult, KvReader, KvWriter, MvccLimits } from './types.js';
 
 export type StoredOutcome =
@@ -66,6 +66,12 @@ export function dedupPrune(writer: KvWriter, clockMs: number, limits: MvccLimits
     writer.delete(key);
     writer.delete(dedupKey(parseExpiryKey(key).requestId));
   }
+}
+
+/** The oldest proposal time in the expiry index, or undefined when it is empty. */
+export function dedupOldestMs(reader: KvReader): number | undefined {
+  for (const entry of reader.range(tableRange(tablePrefix.expiry))) return parseExpiryKey(entry.key).proposedAtMs;
+  return undefined;
 }
 
 function encodeDedupRecord(record: DedupRecord): Uint8Array {

@@ -6,6 +6,7 @@ import { assert } from '../base/assert.js';
 import { CompactedError, FutureRevisionError, KeyNotFoundError } from '../base/errors.js';
 import { compareBytes, emptyBytes, fromUtf8, latin1, readU32 } from './bytes.js';
 import {
+  currentKey,
   currentRange,
   historyKey,
   leaseRange,
@@ -59,6 +60,13 @@ export function readRange(context: ReadContext, request: RangeRequest, inTxn: bo
 type RangePart = Pick<RangeResult, 'count' | 'more' | 'kvs'>;
 
 function readCurrent(reader: KvReader, range: KvRange, request: RangeRequest, limit: number): RangePart {
+  if (request.prefix !== true) {
+    // A single key is a point lookup: much cheaper than opening a range cursor.
+    const stored = reader.get(currentKey(range.start));
+    if (stored === undefined) return { count: 0, more: false, kvs: [] };
+    const kvs = request.countOnly === true ? [] : [decodeRecord(request.key, stored, request.keysOnly === true)];
+    return { count: 1, more: false, kvs };
+  }
   const kvs: KeyValue[] = [];
   let count = 0;
   for (const entry of reader.range(currentRange(range))) {

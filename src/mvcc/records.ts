@@ -37,7 +37,8 @@ export function recordModRevision(bytes: Uint8Array): number {
 const eventType = { put: 0, delete: 1 } as const;
 
 export function encodeEvent(event: MvccEvent): Uint8Array {
-  const writer = new ByteWriter(64 + event.kv.value.length + (event.prevKv?.value.length ?? 0));
+  const keyBytesMax = event.kv.key.length * 3;
+  const writer = new ByteWriter(96 + keyBytesMax + event.kv.value.length + (event.prevKv?.value.length ?? 0));
   writer.u8(eventType[event.type]).u64(event.revision).string(event.kv.key);
   writer.u8(event.prevKv === null ? 0 : 1);
   if (event.prevKv !== null) writer.bytes(encodeRecord(event.prevKv));

@@ -7,7 +7,8 @@ import { EntryType, type Entry } from '../raft/types.js';
 import { applyCommand } from './apply-command.js';
 import { checkRequestBytes, decodeCommandUnchecked } from './command-codec.js';
 import { ContentHasher } from './content-hash.js';
-import { dedupLookup, dedupPrune, dedupRecord, type StoredOutcome } from './dedup.js';
+import { dedupLookup, dedupOldestMs, dedupPrune, dedupRecord, type StoredOutcome } from './dedup.js';
+import { compactHistoryStep, oldestHistoryRevision } from './history-compactor.js';
 import { metaKey } from './layout.js';
 import { readEvents, readLeaseKeys, readRange, type ReadContext } from './read.js';
 import { decodeMeta, encodeMeta, initialMeta } from './records.js';
@@ -37,6 +38,16 @@ export interface MvccSnapshot {
 
 export class MvccStore {
   private meta: MvccMeta;
+  /**
+   * A cache (not state) of the oldest dedup record's time, so most commands skip the prune scan.
+   * Invariant: at or below the true oldest. null = unknown, undefined = no records.
+   */
+  private dedupOldestMs: number | undefined | null = null;
+  /**
+   * A cache (not state): whether history below `compactRevision` may remain. New events are
+   * always above the compact revision, so only a new compact revision or a step can change it.
+   */
+  private compactionCache: { compactRevision: number; pending: boolean } | null = null;
 
   constructor(
     private readonly engine: KvEngine,
@@ -67,7 +78,7 @@ export class MvccStore {
     const fresh = entries.filter((entry) => entry.index > this.meta.appliedIndex);
     if (fresh.length === 0) return [];
     let meta = this.meta;
-    const outcomes = this.engine.write((writer) => {
+    const outcomes = this.writeBatch((writer) => {
       const list: ApplyOutcome[] = [];
       for (const entry of fresh) {
         assert(entry.index === meta.appliedIndex + 1, `apply gap: ${meta.appliedIndex} -> ${entry.index}`);
@@ -75,12 +86,48 @@ export class MvccStore {
         const applied = this.applyEntry(writer, meta, entry);
         list.push(applied.outcome);
         meta = { ...applied.meta, appliedIndex: entry.index, appliedTerm: entry.term };
+        // Every entry, no-ops included, carries one bounded step of pending compaction.
+        this.compactStep(writer, meta.compactRevision);
       }
       writer.put(metaKey, encodeMeta(meta));
       return list;
     });
     this.meta = meta;
     return outcomes;
+  }
+
+  private writeBatch<T>(body: (writer: KvWriter) => T): T {
+    try {
+      // If the batch aborts, the caches may describe writes that never happened.
+      return this.engine.write(body);
+    } catch (error) {
+      this.dedupOldestMs = null;
+      this.compactionCache = null;
+      throw error;
+    }
+  }
+
+  private compactStep(writer: KvWriter, compactRevision: number): void {
+    // The cache only saves the scan; whether a step runs depends on the stored history alone.
+    let known = this.compactionCache;
+    if (known === null || known.compactRevision !== compactRevision) {
+      const oldest = oldestHistoryRevision(writer);
+      known = { compactRevision, pending: oldest !== undefined && oldest < compactRevision };
+    }
+    if (known.pending) {
+      compactHistoryStep(writer, { compactRevision, eventsMax: this.limits.compactEventsPerEntryMax });
+      const oldest = oldestHistoryRevision(writer);
+      known = { compactRevision, pending: oldest !== undefined && oldest < compactRevision };
+    }
+    this.compactionCache = known;
+  }
+
+  private pruneDedup(writer: KvWriter, clockMs: number): void {
+    if (this.dedupOldestMs === null) this.dedupOldestMs = dedupOldestMs(writer);
+    const oldest = this.dedupOldestMs;
+    if (oldest === undefined || clockMs - oldest <= this.limits.dedupWindowMs) return;
+    dedupPrune(writer, clockMs, this.limits);
+    this.dedupOldestMs = dedupOldestMs(writer);
   }
 
   private applyEntry(
@@ -105,7 +152,7 @@ export class MvccStore {
     // A malformed entry (above) changes nothing, not even the dedup clock.
     const clockMs = Math.max(meta.dedupClockMs, envelope.proposedAtMs);
     let next: MvccMeta = { ...meta, dedupClockMs: clockMs };
-    dedupPrune(writer, clockMs, this.limits);
+    this.pruneDedup(writer, clockMs);
     const requestId = envelope.requestId ?? null;
     const requestIdBytes = requestId === null ? null : utf8(requestId);
     if (requestIdBytes !== null) {
@@ -126,6 +173,9 @@ export class MvccStore {
     }
     if (requestIdBytes !== null) {
       dedupRecord(writer, { requestId: requestIdBytes, proposedAtMs: envelope.proposedAtMs }, stored);
+      if (this.dedupOldestMs !== null) {
+        this.dedupOldestMs = Math.min(this.dedupOldestMs ?? Infinity, envelope.proposedAtMs);
+      }
     }
     return { outcome: toOutcome(stored, { ...base, requestId, duplicate: false }), meta: next };
   }
@@ -143,6 +193,12 @@ export class MvccStore {
   keysOfLease(lease: number): string[] {
     validateCount(lease, 'lease');
     return readLeaseKeys(this.engine, lease);
+  }
+
+  /** Whether history below the compact revision is still being deleted (a step per entry). */
+  compactionPending(): boolean {
+    const oldest = oldestHistoryRevision(this.engine);
+    return oldest !== undefined && oldest < this.meta.compactRevision;
   }
 
   /** Whether `requestId` has a recorded outcome that a retry proposed at `atMs` would get. */
@@ -196,6 +252,8 @@ export class MvccStore {
 
   /** Replaces the whole store with a snapshot stream, atomically (all or nothing). */
   restore(chunks: Iterable<Uint8Array>): void {
+    this.dedupOldestMs = null;
+    this.compactionCache = null;
     this.engine.replaceAll(decodeSnapshot(chunks));
     this.meta = loadMeta(this.engine);
   }

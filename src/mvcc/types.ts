@@ -232,6 +232,8 @@ export interface MvccLimits {
   readonly dedupWindowMs: number;
   /** Expired dedup records dropped per applied command: bounded work, same on every replica. */
   readonly dedupPrunePerCommandMax: number;
+  /** History events below the compact revision deleted per applied entry (bounded work). */
+  readonly compactEventsPerEntryMax: number;
 }
 
 export const defaultMvccLimits: MvccLimits = {
@@ -242,6 +244,7 @@ export const defaultMvccLimits: MvccLimits = {
   requestIdBytesMax: 128,
   dedupWindowMs: 10 * 60 * 1000,
   dedupPrunePerCommandMax: 8,
+  compactEventsPerEntryMax: 512,
 };
 
 /** The persistent bookkeeping, written in the same storage transaction as the state it describes. */

@@ -21,6 +21,7 @@ export const testLimits: MvccLimits = {
   txnOpsMax: 8,
   dedupWindowMs: 1000,
   dedupPrunePerCommandMax: 2,
+  compactEventsPerEntryMax: 3,
 };
 
 const longStem = '/L/' + 'x'.repeat(3990);
