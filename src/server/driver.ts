@@ -164,7 +164,10 @@ export class NodeDriver<Outcome> {
   private finish(ready: Ready): void {
     // Votes and acknowledgements promise durability: they leave only now.
     this.peers.send(ready.messages);
-    if (ready.snapshot !== null) this.stateMachine.restore(ready.snapshot);
+    if (ready.snapshot !== null) {
+      this.stateMachine.restore(ready.snapshot);
+      this.lastSnapshotIndex = Math.max(this.lastSnapshotIndex, ready.snapshot.meta.index);
+    }
     if (ready.committed.length > 0) this.apply(ready.committed);
     for (const context of ready.droppedReads) this.failRead(context);
     for (const state of ready.readStates) {
@@ -238,6 +241,9 @@ export class NodeDriver<Outcome> {
   private maybeSnapshot(): void {
     const applied = this.stateMachine.appliedIndex();
     if (this.snapshotInFlight || applied - this.lastSnapshotIndex < this.options.snapshotEntries) return;
+    // While a Ready was on disk the core may have taken a leader's snapshot beyond what the state
+    // machine has seen yet (it installs it with the next Ready): nothing to compact until then.
+    if (this.core.status().firstIndex - 1 >= applied) return;
     const snapshot = this.core.compact(applied, this.stateMachine.snapshotData());
     this.lastSnapshotIndex = applied;
     this.snapshotInFlight = true;
