@@ -281,9 +281,10 @@ export class Wal {
       if (op.type === 'sync') this.counters.syncs++;
       if (op.type === 'write') this.counters.bytesWritten += op.data.length;
     }
-    while ((this.waiters[0]?.target ?? Infinity) <= this.durableCount) {
-      this.waiters.shift()?.resolve();
-    }
+    // Waiters are in target order; one splice instead of a shift per save.
+    let ready = 0;
+    while ((this.waiters[ready]?.target ?? Infinity) <= this.durableCount) ready++;
+    for (const waiter of this.waiters.splice(0, ready)) waiter.resolve();
   }
 
   private fail(error: Error, releases: readonly Release[]): void {
