@@ -46,6 +46,8 @@ export interface FlushPlan {
   readonly created: readonly SegmentCursor[];
   /** Whether the first new segment uses the prepared spare file. */
   readonly usedSpare: boolean;
+  /** Record bytes the plan writes (counted here: write buffers move to the worker). */
+  readonly recordBytes: number;
 }
 
 interface Frame {
@@ -94,7 +96,8 @@ export function planFlush(
   }
   cursor = emitWrite(ops, cursor, part);
   assert(taken > 0 && cursor.offset <= cursor.sizeBytes);
-  return { ops, taken, cursor, created, usedSpare: sparePath !== null && spare === null };
+  const usedSpare = sparePath !== null && spare === null;
+  return { ops, taken, cursor, created, usedSpare, recordBytes: totalBytes };
 }
 
 export function stateAfter(record: PendingRecord): LogState {

@@ -277,10 +277,8 @@ export class Wal {
     this.counters.records += plan.taken;
     this.counters.segmentsCreated += plan.created.length;
     if (plan.usedSpare) this.counters.sparesUsed++;
-    for (const op of plan.ops) {
-      if (op.type === 'sync') this.counters.syncs++;
-      if (op.type === 'write') this.counters.bytesWritten += op.data.length;
-    }
+    this.counters.bytesWritten += plan.recordBytes;
+    for (const op of plan.ops) if (op.type === 'sync') this.counters.syncs++;
     // Waiters are in target order; one splice instead of a shift per save.
     let ready = 0;
     while ((this.waiters[ready]?.target ?? Infinity) <= this.durableCount) ready++;

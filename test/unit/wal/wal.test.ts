@@ -100,6 +100,7 @@ test('concurrent saves share fdatasyncs (group commit)', async () => {
     await Promise.all(Array.from({ length: 32 }, appender));
     const stats = wal.stats();
     assert.equal(stats.records, 640);
+    assert.equal(stats.bytesWritten, 640 * (16 + 17 + 256));
     assert.ok(stats.syncs * 4 < stats.records, `${stats.records} records in ${stats.syncs} syncs`);
     await wal.close();
     const again = await Wal.open(dir, { segmentBytes: 1024 * 1024 });
