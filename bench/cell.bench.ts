@@ -24,7 +24,8 @@ import {
   type BenchTarget,
 } from '../src/bench/matrix.js';
 import { freePorts } from '../src/bench/ports.js';
-import { findPids } from '../src/bench/proc-cpu.js';
+import { leaderActivity } from '../src/bench/metrics-text.js';
+import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
 import { batonProtocol, etcdProtocol } from '../src/bench/protocols.js';
 import { ratioTable, ratios, resultsTable, summarize, table } from '../src/bench/report.js';
 import { ProcessCell } from '../src/server/process-cell.js';
@@ -150,10 +151,37 @@ async function profileLeader(): Promise<void> {
   const clientCount = clients[0] ?? 64;
   if (workload.startsWith('get')) await populateKeys(batonProtocol, urls, defaultMatrix.keyCount, defaultMatrix.valueBytes);
   log(`bench: profiling leader ${leader} under ${workload}, ${clientCount} clients, ${durationMs / 1000} s`);
+  const leaderUrl = baton.clientUrl(leader);
+  const memberPids = baton.names().map((name) => ({ name, pids: findPids(join(workDir, 'baton', name)) }));
+  let metricsBefore = '';
+  let cpuBefore: number[] = [];
+  let cpuAfter: number[] = [];
+  let metricsAfter: Promise<string> = Promise.resolve('');
   const result = await runLoad({
     ...defaultMatrix, protocol: batonProtocol, endpoints: urls, workload, clients: clientCount, durationMs, warmupMs,
+    onWindow: (edge) => {
+      const cpu = memberPids.map((m) => cpuSeconds(m.pids));
+      if (edge === 'start') {
+        cpuBefore = cpu;
+        void scrape(leaderUrl).then((text) => (metricsBefore = text));
+      } else {
+        cpuAfter = cpu;
+        metricsAfter = scrape(leaderUrl);
+      }
+    },
   });
   log(progressLine(result));
+  const activity = leaderActivity(metricsBefore, await metricsAfter);
+  const cpuCores = memberPids.map((m, i) => ({
+    name: m.name,
+    leader: m.name === leader,
+    cores: ((cpuAfter[i] ?? 0) - (cpuBefore[i] ?? 0)) / result.seconds,
+  }));
+  process.stdout.write(`\nIn the measured window: ${result.opsPerSecond.toFixed(0)} ops/s; process CPU (all threads) ` +
+    `${cpuCores.map((c) => `${c.name}${c.leader ? ' (leader)' : ''} ${c.cores.toFixed(2)} cores`).join(', ')}\n` +
+    `Leader: ${activity.walFsyncs} WAL fsyncs (mean ${activity.walFsyncMeanMs.toFixed(1)} ms), ` +
+    `${activity.committedEntries} entries committed (${activity.entriesPerFsync.toFixed(1)} per fsync), ` +
+    `proposal mean ${activity.proposalMeanMs.toFixed(1)} ms (requests sent to the leader itself)\n`);
   await baton.stopAll(20_000); // a clean exit writes the profiles
   const leaderDir = join(profileDir, leader);
   const files = readdirSync(leaderDir).filter((f) => f.endsWith('.cpuprofile'));
@@ -168,7 +196,9 @@ async function profileLeader(): Promise<void> {
     ['function', 'location', 'self ms', '% all', '% busy'],
     summary.rows.map((r) => [r.name, r.location, r.selfMs.toFixed(0), r.percent.toFixed(1), r.busyPercent.toFixed(1)]),
   )}\n`);
-  if (values.json === true) process.stdout.write(`${JSON.stringify({ leader, result, profile: summary }, null, 2)}\n`);
+  if (values.json === true) {
+    process.stdout.write(`${JSON.stringify({ leader, result, cpuCores, activity, profile: summary }, null, 2)}\n`);
+  }
 }
 
 function pidsOf(dataDir: string): () => number[] {
@@ -177,6 +207,14 @@ function pidsOf(dataDir: string): () => number[] {
     if (pids.length === 0) pids = findPids(dataDir);
     return pids;
   };
+}
+
+async function scrape(url: string): Promise<string> {
+  try {
+    return await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  } catch {
+    return '';
+  }
 }
 
 function sizeOf(path: string): number {
