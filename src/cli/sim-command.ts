@@ -1,15 +1,16 @@
 // `baton sim`: run seeds through the simulator and report each violation with the command that
 // replays it. Wall-clock time is read here, at the edge, never inside src/sim.
 import { parseArgs } from 'node:util';
-import { parseSeed, simulate } from '../sim/index.js';
+import { parseSeed, simulate, simulateAsync } from '../sim/index.js';
 import type { RaftBugs } from '../raft/index.js';
-import type { SimResult } from '../sim/index.js';
+import type { SimOptions, SimResult } from '../sim/index.js';
 
 const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace]
                  [--profile calm|mixed|chaos] [--fault-phase-ms MS] (a soak: e.g. 60000)
+                 [--driver sim|server] (server: the production driver of src/server)
                  [--bug commitOldTermEntries|doubleVote|applyUncommitted]`;
 
-export function simCommand(args: readonly string[]): number {
+export async function simCommand(args: readonly string[]): Promise<number> {
   const { values } = parseArgs({
     args: [...args],
     options: {
@@ -19,6 +20,7 @@ export function simCommand(args: readonly string[]): number {
       trace: { type: 'boolean', default: false },
       profile: { type: 'string' },
       'fault-phase-ms': { type: 'string' },
+      driver: { type: 'string' },
       bug: { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
@@ -38,6 +40,11 @@ export function simCommand(args: readonly string[]): number {
   const seeds = values.seed !== undefined
     ? [parseSeed(values.seed)]
     : Array.from({ length: Number(values.seeds ?? '100') }, (_, i) => parseSeed(values['seed-start'] ?? '1') + BigInt(i));
+  const driver = values.driver ?? 'sim';
+  if (driver !== 'sim' && driver !== 'server') {
+    console.error(usage);
+    return 2;
+  }
   const faultPhaseText = values['fault-phase-ms'];
   const faultPhaseMs = faultPhaseText === undefined ? undefined : Number(faultPhaseText);
   if (faultPhaseMs !== undefined && !(Number.isSafeInteger(faultPhaseMs) && faultPhaseMs > 0)) {
@@ -47,19 +54,22 @@ export function simCommand(args: readonly string[]): number {
   const extra = [
     ...(profile === undefined ? [] : [`--profile ${profile}`]),
     ...(faultPhaseMs === undefined ? [] : [`--fault-phase-ms ${faultPhaseMs}`]),
+    ...(driver === 'sim' ? [] : [`--driver ${driver}`]),
     ...(values.bug ?? []).map((bug) => `--bug ${bug}`),
   ].join(' ');
   const started = performance.now();
   let failed = 0;
   let steps = 0;
   for (const seed of seeds) {
-    const result: SimResult = simulate({
+    const options: SimOptions = {
       seed,
+      driver,
       ...(profile === undefined ? {} : { profile }),
       ...(faultPhaseMs === undefined ? {} : { scenario: { faultPhaseMs } }),
       ...(values.bug === undefined ? {} : { bugs: bugs as RaftBugs }),
       ...(values.trace ? { trace: (line: string) => console.log(line) } : {}),
-    });
+    };
+    const result: SimResult = driver === 'server' ? await simulateAsync(options) : simulate(options);
     steps += result.steps;
     if (result.violations.length === 0) continue;
     failed++;

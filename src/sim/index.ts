@@ -13,7 +13,7 @@ export type {
   Violation,
   WriteCommand,
 } from './types.js';
-export { simulate, livenessBudgetMsDefault } from './simulate.js';
+export { simulate, simulateAsync, livenessBudgetMsDefault } from './simulate.js';
 export { seedsToRun, parseSeed } from './seeds.js';
 export { RegisterMachine, encodeWrite, decodeWrite, registerStateMachine } from './register.js';
 export type { CoreFactory } from './types.js';

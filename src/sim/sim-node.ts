@@ -14,12 +14,15 @@ import type {
   Ready,
   RecoveredState,
   Role,
+  Snapshot,
 } from '../raft/index.js';
 import type { SafetyChecker } from './checker.js';
 import { CommitSource } from './checker.js';
 import type { DiskWrite, SimDisk } from './disk.js';
 import { emptyHardState } from './disk.js';
 import { MirrorLog } from './mirror-log.js';
+import { ServerDriverBinding } from './server-driver.js';
+import { describeReady } from './trace.js';
 import type { Applier } from './types.js';
 
 /** What a member needs from the world around it. */
@@ -29,6 +32,9 @@ export interface NodeWorld {
   /** Test-only: break the Ready contract by sending messages before the disk write. */
   readonly messagesBeforeDurable: boolean;
   readonly checker: SafetyChecker;
+  /** Drive members with the production driver (src/server/driver.ts) instead of this file's. */
+  readonly serverDriver: boolean;
+  at(atMs: number, name: string, run: () => void): void;
   traceNode(node: SimNode, text: string): void;
   send(node: SimNode, messages: readonly RaftMessage[]): void;
   scheduleDiskDone(node: SimNode, writeId: number, atMs: number): void;
@@ -61,6 +67,8 @@ export class SimNode {
   readonly proposals = new Map<number, PendingProposal>();
   /** Command ids this member forwarded to its leader, until it applies them. */
   readonly forwarded = new Set<number>();
+  /** Set when the production driver drives this member (see server-driver.ts). */
+  private binding: ServerDriverBinding | null = null;
   private inFlight: { readonly ready: Ready; readonly writeId: number } | null = null;
   private readsWaiting: ReadState[] = [];
   private compactedIndex = 0;
@@ -111,7 +119,15 @@ export class SimNode {
     );
     this.compactedIndex = base;
     this.checkRecovered(recovered, core);
+    if (this.world.serverDriver) {
+      this.binding = new ServerDriverBinding(this, this.world, core, applier, this.compactEveryEntries);
+    }
     this.pump();
+  }
+
+  /** The production driver of this incarnation, when the run uses it. */
+  get serverDriver(): ServerDriverBinding | null {
+    return this.binding;
   }
 
   /** A restarted core starts from its durable hard state, never from less. */
@@ -137,6 +153,8 @@ export class SimNode {
     assert(this.state !== 'removed', 'a removed member stays down');
     this.state = 'crashed';
     this.core = null;
+    this.binding?.stop();
+    this.binding = null;
     this.inFlight = null;
     this.readsWaiting = [];
     this.proposals.clear();
@@ -148,11 +166,15 @@ export class SimNode {
   pump(): void {
     const core = this.core;
     if (core === null || this.state !== 'running') return;
+    if (this.binding !== null) {
+      this.binding.driver.receive([]);
+      return;
+    }
     while (this.inFlight === null && core.hasReady()) {
       const ready = core.ready();
       this.observe(ready);
       this.world.send(this, ready.appendMessages);
-      if (this.world.messagesBeforeDurable) this.sendMessages(ready);
+      if (this.world.messagesBeforeDurable) this.sendMessages(ready.messages);
       const write = diskWriteOf(ready);
       if (write !== null) {
         const { id, doneAtMs } = this.disk.submit(this.world.nowMs, write);
@@ -165,6 +187,10 @@ export class SimNode {
   }
 
   onDiskDone(writeId: number): void {
+    if (this.binding !== null) {
+      this.binding.onDiskDone(writeId);
+      return;
+    }
     const inFlight = this.inFlight;
     if (inFlight === null || inFlight.writeId !== writeId) return;
     this.inFlight = null;
@@ -173,7 +199,7 @@ export class SimNode {
   }
 
   /** Mirror the Ready into the checkers' view before anything leaves the member. */
-  private observe(ready: Ready): void {
+  observe(ready: Ready): void {
     const checker = this.world.checker;
     if (ready.snapshot !== null) {
       const meta = ready.snapshot.meta;
@@ -195,23 +221,24 @@ export class SimNode {
       }
     }
     if (this.world.tracing && ready.entries.length + ready.committed.length > 0) {
-      this.traceReady(ready);
+      this.world.traceNode(this, describeReady(ready));
     }
   }
 
-  private sendMessages(ready: Ready): void {
-    for (const message of ready.messages) {
+  /** Messages leave through here, where every granted vote is recorded. */
+  sendMessages(messages: readonly RaftMessage[]): void {
+    for (const message of messages) {
       if (message.type === 'voteResponse' && !message.reject) {
         this.world.checker.onVoteGranted(message.from, message.to, message.term);
       }
     }
-    this.world.send(this, ready.messages);
+    this.world.send(this, messages);
   }
 
   private finish(ready: Ready): void {
     const core = this.core as RaftApi;
-    if (!this.world.messagesBeforeDurable) this.sendMessages(ready);
-    if (ready.snapshot !== null) this.installSnapshot(ready);
+    if (!this.world.messagesBeforeDurable) this.sendMessages(ready.messages);
+    if (ready.snapshot !== null) this.installSnapshot(ready.snapshot);
     for (const entry of ready.committed) this.applyEntry(entry);
     this.readsWaiting.push(...ready.readStates);
     for (const context of ready.droppedReads) this.world.onReadDropped(this, context);
@@ -220,31 +247,32 @@ export class SimNode {
     this.maybeCompact(core);
   }
 
-  private installSnapshot(ready: Ready): void {
-    const snapshot = ready.snapshot;
-    assert(snapshot !== null, 'installSnapshot needs a snapshot');
+  installSnapshot(snapshot: Snapshot): void {
     this.applier.restore(snapshot.data, snapshot.meta.index);
     this.compactedIndex = snapshot.meta.index;
     this.world.checker.onApplied(this.id, snapshot.meta.index, this.applier.appliedHash());
     this.world.traceNode(this, `install snapshot ${snapshot.meta.index}/${snapshot.meta.term}`);
   }
 
-  private applyEntry(entry: Entry): void {
+  /** Apply one committed entry; returns its log-prefix hash, or null when a checker refused it. */
+  applyEntry(entry: Entry): number | null {
     const applied = this.applier.appliedIndex();
     if (entry.index !== applied + 1) {
       this.world.report('apply in order', `member ${this.id} applies ${entry.index} after ${applied}`);
-      return;
+      return null;
     }
     const chain = this.log.chainAt(entry.index);
     if (chain === undefined || this.log.termAt(entry.index) !== entry.term) {
-      this.world.report('apply matches log', `member ${this.id} applies ${entry.index}/${entry.term} not in its log`);
-      return;
+      const where = `${entry.index}/${entry.term}`;
+      this.world.report('apply matches log', `member ${this.id} applies ${where} not in its log`);
+      return null;
     }
     this.applier.apply(entry);
     const checker = this.world.checker;
     checker.onCommitted(entry.index, entry.term, chain, this.hard.term, CommitSource.applied, this.id);
     checker.onApplied(this.id, entry.index, this.applier.appliedHash());
     this.world.onApplied(this, entry, chain);
+    return chain;
   }
 
   private serveReads(): void {
@@ -271,24 +299,13 @@ export class SimNode {
     const { id, doneAtMs } = this.disk.submit(this.world.nowMs, { kind: 'compact', snapshot });
     this.world.scheduleDiskDone(this, id, doneAtMs);
   }
-
-  private traceReady(ready: Ready): void {
-    const parts: string[] = [];
-    const firstEntry = ready.entries[0];
-    const lastEntry = ready.entries[ready.entries.length - 1];
-    if (firstEntry !== undefined && lastEntry !== undefined) {
-      parts.push(`append ${firstEntry.index}..${lastEntry.index}`);
-    }
-    const firstCommitted = ready.committed[0];
-    const lastCommitted = ready.committed[ready.committed.length - 1];
-    if (firstCommitted !== undefined && lastCommitted !== undefined) {
-      parts.push(`apply ${firstCommitted.index}..${lastCommitted.index}`);
-    }
-    this.world.traceNode(this, `ready ${parts.join(' ')}`);
-  }
 }
 
 function diskWriteOf(ready: Ready): DiskWrite | null {
   if (ready.snapshot === null && ready.entries.length === 0 && ready.hardState === null) return null;
+  return diskWriteOfReady(ready);
+}
+
+export function diskWriteOfReady(ready: Ready): DiskWrite {
   return { kind: 'ready', snapshot: ready.snapshot, entries: ready.entries, hardState: ready.hardState };
 }

@@ -1,6 +1,7 @@
 // One whole run from a seed: draw the scenario, start the members, run the client and the fault
 // schedule, then stop the faults and require the cell to recover (the liveness phase). The
 // result lists violations; an empty list means every checker held after every step.
+import { assert } from '../base/assert.js';
 import { SeededRandom } from '../base/random.js';
 import { randomInt } from '../base/random.js';
 import type { MemberId, RaftApi } from '../raft/index.js';
@@ -17,7 +18,35 @@ export const livenessBudgetMsDefault = 8_000;
 const stepsMaxDefault = 3_000_000;
 const probeEveryMs = 25;
 
+/** One run with the sim's own driver: synchronous from start to end. */
 export function simulate(options: SimOptions, coreFactory: CoreFactory = createCore): SimResult {
+  assert(options.driver !== 'server', 'runs with the production driver go through simulateAsync');
+  const run = prepareRun(options, coreFactory);
+  while (run.step()) {
+    // Every step runs the checkers inside it.
+  }
+  return run.result();
+}
+
+/**
+ * One run that may use the production driver, whose client promises settle as microtasks: after
+ * each step the loop awaits once, which runs every continuation that step queued (in the order it
+ * queued them, so the run stays deterministic) before the next step begins.
+ */
+export async function simulateAsync(options: SimOptions, coreFactory: CoreFactory = createCore): Promise<SimResult> {
+  const run = prepareRun(options, coreFactory);
+  await null;
+  while (run.step()) await null;
+  return run.result();
+}
+
+interface PreparedRun {
+  /** Run one step; false once the run is over (done, violated, or out of events). */
+  step(): boolean;
+  result(): SimResult;
+}
+
+function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun {
   const root = new SeededRandom(options.seed);
   // One fork per subsystem, always in this order, so changing one model leaves the others' draws alone.
   const scenarioRandom = root.fork(1);
@@ -64,12 +93,23 @@ export function simulate(options: SimOptions, coreFactory: CoreFactory = createC
   });
 
   const stepsMax = options.stepsMax ?? stepsMaxDefault;
-  while (!done && world.violations.length === 0 && world.runStep()) {
-    if (world.step >= stepsMax) {
-      world.report('step budget', `still running after ${stepsMax} steps at ${world.nowMs} ms`);
-    }
-  }
-  return { seed: options.seed, scenario, violations: world.violations, steps: world.step, timeMs: world.nowMs, stats };
+  return {
+    step: () => {
+      if (done || world.violations.length > 0 || !world.runStep()) return false;
+      if (world.step >= stepsMax) {
+        world.report('step budget', `still running after ${stepsMax} steps at ${world.nowMs} ms`);
+      }
+      return true;
+    },
+    result: () => ({
+      seed: options.seed,
+      scenario,
+      violations: world.violations,
+      steps: world.step,
+      timeMs: world.nowMs,
+      stats,
+    }),
+  };
 }
 
 function scheduleFaults(world: World, nemesis: Nemesis, random: SeededRandom): void {

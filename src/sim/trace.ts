@@ -1,6 +1,6 @@
 // One trace line per event: simulated time, member, role, term, commit index, then the event.
 // Built only when tracing, so a silent run pays nothing for it.
-import type { RaftMessage, Role } from '../raft/index.js';
+import type { RaftMessage, Ready, Role } from '../raft/index.js';
 
 const roleNames: Record<Role, string> = {
   follower: 'follower ',
@@ -54,4 +54,19 @@ export function describeMessage(message: RaftMessage): string {
     case 'readIndexResponse':
       return `${head} contexts=${message.contexts.length} index=${message.index}`;
   }
+}
+
+export function describeReady(ready: Ready): string {
+  const parts: string[] = ['ready'];
+  const firstEntry = ready.entries[0];
+  const lastEntry = ready.entries[ready.entries.length - 1];
+  if (firstEntry !== undefined && lastEntry !== undefined) {
+    parts.push(`append ${firstEntry.index}..${lastEntry.index}`);
+  }
+  const firstCommitted = ready.committed[0];
+  const lastCommitted = ready.committed[ready.committed.length - 1];
+  if (firstCommitted !== undefined && lastCommitted !== undefined) {
+    parts.push(`apply ${firstCommitted.index}..${lastCommitted.index}`);
+  }
+  return parts.join(' ');
 }

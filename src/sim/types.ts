@@ -118,6 +118,11 @@ export interface SimOptions {
   readonly profile?: Scenario['profile'];
   /** Deliberately broken core behaviours (teeth tests). */
   readonly bugs?: RaftBugs;
+  /**
+   * 'sim' (default): the simulator's own driver in sim-node.ts. 'server': the production driver
+   * of src/server/driver.ts; it is promise-based, so such runs go through simulateAsync.
+   */
+  readonly driver?: 'sim' | 'server';
   /** Deliberately broken driver or client behaviours (teeth tests for the checkers). */
   readonly driverBugs?: DriverBugs;
   /** Simulated ms after the faults stop within which a leader must commit a new proposal and

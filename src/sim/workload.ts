@@ -47,6 +47,10 @@ export class Workload implements WorldHooks {
     if (node === null || node.proposals.size >= scenario.clientOutstandingMax) return;
     const core = node.core as RaftApi;
     const count = randomInt(this.random, scenario.proposeBatchMin, scenario.proposeBatchMax);
+    if (node.serverDriver !== null) {
+      for (let i = 0; i < count; i++) this.proposeThroughDriver(node);
+      return;
+    }
     for (let i = 0; i < count; i++) {
       const commandId = this.nextCommandId++;
       const key = this.key();
@@ -67,6 +71,10 @@ export class Workload implements WorldHooks {
     const nodes = this.world.runningNodes();
     if (nodes.length === 0) return;
     const node = pick(this.random, nodes);
+    if (node.serverDriver !== null) {
+      this.proposeThroughDriver(node); // the production driver forwards from followers itself
+      return;
+    }
     // Forwarded writes can vanish silently (the leader changed): past the bound, the client has
     // long timed out on the old ones and stops waiting for them.
     if (node.forwarded.size >= this.world.scenario.clientOutstandingMax) node.forwarded.clear();
@@ -98,11 +106,41 @@ export class Workload implements WorldHooks {
       this.onReadServed(node, context);
       return;
     }
+    const binding = node.serverDriver;
+    if (binding !== null) {
+      binding.driver.linearizableRead().then(
+        () => this.onReadServed(node, context),
+        () => this.onReadDropped(node, context),
+      );
+      return;
+    }
     (node.core as RaftApi).readIndex(context);
     node.pump();
   }
 
+  /** A write through the production driver: acknowledged when its promise resolves. */
+  private proposeThroughDriver(node: SimNode): void {
+    const binding = node.serverDriver;
+    if (binding === null || node.forwarded.size >= this.world.scenario.clientOutstandingMax) return;
+    const commandId = this.nextCommandId++;
+    const key = this.key();
+    this.world.stats.proposals++;
+    node.forwarded.add(commandId);
+    if (this.world.tracing) this.world.traceNode(node, `propose #${commandId} ${key} (server driver)`);
+    binding.propose(commandId, this.world.stateMachine.encodeWrite({ commandId, key })).then(
+      (outcome) => {
+        node.forwarded.delete(commandId);
+        if (outcome.chain !== 0) this.acknowledge(node, outcome.index, outcome.term, outcome.chain, key, commandId);
+      },
+      () => {
+        node.forwarded.delete(commandId);
+        this.leaderGuess = node.leader;
+      },
+    );
+  }
+
   onApplied(node: SimNode, entry: Entry, chain: number): void {
+    if (node.serverDriver !== null) return; // acknowledged through the driver's promises
     if (node.forwarded.size > 0) this.onAppliedForwarded(node, entry, chain);
     const proposal = node.proposals.get(entry.index);
     if (proposal === undefined) return;
@@ -113,7 +151,7 @@ export class Workload implements WorldHooks {
       this.world.report('acknowledged entry kept', `member ${node.id} acknowledges #${proposal.commandId} at ${entry.index}/${entry.term} but applied other data`);
       return;
     }
-    this.acknowledge(node, entry, chain, command.key, command.commandId);
+    this.acknowledge(node, entry.index, entry.term, chain, command.key, command.commandId);
   }
 
   /** The member that forwarded a command recognizes it by its id when it applies it. */
@@ -122,16 +160,23 @@ export class Workload implements WorldHooks {
     const command = this.world.stateMachine.decodeWrite(entry.data);
     if (command === null || !node.forwarded.has(command.commandId)) return;
     node.forwarded.delete(command.commandId);
-    this.acknowledge(node, entry, chain, command.key, command.commandId);
+    this.acknowledge(node, entry.index, entry.term, chain, command.key, command.commandId);
   }
 
-  private acknowledge(node: SimNode, entry: Entry, chain: number, key: string, commandId: number): void {
+  private acknowledge(
+    node: SimNode,
+    index: number,
+    term: number,
+    chain: number,
+    key: string,
+    commandId: number,
+  ): void {
     this.world.stats.acknowledged++;
-    this.world.checker.onCommitted(entry.index, entry.term, chain, node.hard.term, CommitSource.acknowledged, node.id);
+    this.world.checker.onCommitted(index, term, chain, node.hard.term, CommitSource.acknowledged, node.id);
     const previous = this.ackedVersionByKey.get(key) ?? 0;
-    if (entry.index > previous) this.ackedVersionByKey.set(key, entry.index);
+    if (index > previous) this.ackedVersionByKey.set(key, index);
     if (this.probeAck === null && commandId >= this.probeFromCommandId) {
-      this.probeAck = { index: entry.index, timeMs: this.world.nowMs };
+      this.probeAck = { index, timeMs: this.world.nowMs };
     }
   }
 

@@ -36,6 +36,7 @@ export class World implements NodeWorld {
   readonly violations: Violation[] = [];
   readonly tracing: boolean;
   readonly messagesBeforeDurable: boolean;
+  readonly serverDriver: boolean;
   hooks: WorldHooks | null = null;
   onLeaderElected: ((node: SimNode) => void) | null = null;
   private readonly queue = new EventQueue<WorldEvent>();
@@ -63,6 +64,7 @@ export class World implements NodeWorld {
     this.network = new SimNetwork(randoms.network, networkDelayMsMin, networkDelayMsMax, faults);
     this.tracing = options.trace !== undefined;
     this.messagesBeforeDurable = options.driverBugs?.messagesBeforeDurable === true;
+    this.serverDriver = options.driver === 'server';
   }
 
   report(invariant: string, detail: string): void {

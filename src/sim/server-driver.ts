@@ -1,0 +1,149 @@
+// Runs a member through the production driver (src/server/driver.ts) instead of the sim's own:
+// the sim supplies the driver's doors (log store on the simulated disk, state machine, peers,
+// timers on simulated time) and watches the core through a thin wrapper, so every checker still
+// sees each Ready. The driver waits on the log store with `.then`: the store hands it a thenable
+// that the simulated disk settles synchronously inside the step that completes the write, so a
+// failure in the driver's continuation is caught and reported like any other. The client's
+// promises (proposals, reads) settle as microtasks, which simulateAsync drains after every step.
+import { assert } from '../base/assert.js';
+import type { ConfChange, Entry, RaftApi, RaftMessage, Ready, Snapshot } from '../raft/index.js';
+import { NodeDriver } from '../server/driver.js';
+import type { LogStore, PeerSender, StateMachine, Timers } from '../server/types.js';
+import type { DiskWrite } from './disk.js';
+import type { NodeWorld, SimNode } from './sim-node.js';
+import { diskWriteOfReady } from './sim-node.js';
+import type { Applier } from './types.js';
+
+/** What the driver's state machine answers per applied entry: where it landed. */
+export interface AppliedOutcome {
+  readonly index: number;
+  readonly term: number;
+  /** The log-prefix hash at `index` (0 when the entry was refused by the checkers). */
+  readonly chain: number;
+}
+
+const requestTimeoutMs = 2_000;
+const proposalIdBytes = 16;
+
+export class ServerDriverBinding {
+  readonly driver: NodeDriver<AppliedOutcome>;
+  private readonly pendingWrites = new Map<number, DiskThenable>();
+
+  constructor(
+    private readonly node: SimNode,
+    private readonly world: NodeWorld,
+    core: RaftApi,
+    applier: Applier,
+    snapshotEntries: number,
+  ) {
+    const incarnation = node.incarnation;
+    const logStore: LogStore = {
+      persist: (ready) => this.write(diskWriteOfReady(ready)),
+      saveSnapshot: (snapshot) => this.write({ kind: 'compact', snapshot }),
+    };
+    const stateMachine: StateMachine<AppliedOutcome> = {
+      appliedIndex: () => applier.appliedIndex(),
+      applyBatch: (entries) => entries.map((entry) => this.apply(entry)),
+      snapshotData: () => applier.snapshot(),
+      restore: (snapshot: Snapshot) => node.installSnapshot(snapshot),
+    };
+    const peers: PeerSender = { send: (messages: readonly RaftMessage[]) => node.sendMessages(messages) };
+    const timers: Timers = {
+      monotonicMs: () => world.nowMs,
+      setTimeout: (callback, ms) => {
+        let cancelled = false;
+        world.at(world.nowMs + Math.max(0, Math.ceil(ms)), '', () => {
+          if (!cancelled && node.incarnation === incarnation && node.state === 'running') callback();
+        });
+        return { cancel: () => (cancelled = true) };
+      },
+    };
+    const options = { requestTimeoutMs, snapshotEntries };
+    const events = { onFatal: (error: Error) => world.report('driver failed', error.message) };
+    this.driver = new NodeDriver(observed(core, node), logStore, stateMachine, peers, timers, options, events);
+  }
+
+  /** The simulated disk finished write `writeId`: the driver's persist promise resolves. */
+  onDiskDone(writeId: number): void {
+    const write = this.pendingWrites.get(writeId);
+    if (write === undefined) return;
+    this.pendingWrites.delete(writeId);
+    write.settle();
+  }
+
+  propose(commandId: number, command: Uint8Array): Promise<AppliedOutcome> {
+    return this.driver.propose(proposalId(commandId), command);
+  }
+
+  stop(): void {
+    this.driver.stop();
+  }
+
+  private write(write: DiskWrite): Promise<void> {
+    const { id, doneAtMs } = this.node.disk.submit(this.world.nowMs, write);
+    this.world.scheduleDiskDone(this.node, id, doneAtMs);
+    const thenable = new DiskThenable();
+    this.pendingWrites.set(id, thenable);
+    // The driver only ever calls `.then(onDone, onFailed)` on what the store returns.
+    return thenable as unknown as Promise<void>;
+  }
+
+  private apply(entry: Entry): AppliedOutcome {
+    const chain = this.node.applyEntry(entry);
+    return { index: entry.index, term: entry.term, chain: chain ?? 0 };
+  }
+}
+
+/** A write's completion, delivered synchronously when the simulated disk finishes it. */
+class DiskThenable {
+  private onDone: (() => void) | null = null;
+
+  then(onDone: () => void): void {
+    assert(this.onDone === null, 'one continuation per write');
+    this.onDone = onDone;
+  }
+
+  settle(): void {
+    this.onDone?.();
+  }
+}
+
+/** The core as the driver sees it, with every Ready and compaction mirrored for the checkers. */
+function observed(core: RaftApi, node: SimNode): RaftApi {
+  return {
+    tick: () => core.tick(),
+    step: (message: RaftMessage) => core.step(message),
+    propose: (data: Uint8Array) => core.propose(data),
+    forwardProposal: (data: Uint8Array) => core.forwardProposal(data),
+    proposeConfChange: (change: ConfChange) => core.proposeConfChange(change),
+    readIndex: (context: number) => core.readIndex(context),
+    transferLeadership: (to) => core.transferLeadership(to),
+    campaign: () => core.campaign(),
+    reportUnreachable: (to) => core.reportUnreachable(to),
+    reportSnapshot: (to, ok) => core.reportSnapshot(to, ok),
+    hasReady: () => core.hasReady(),
+    ready: () => {
+      const ready = core.ready();
+      node.observe(ready);
+      return ready;
+    },
+    advance: (ready: Ready) => core.advance(ready),
+    compact: (index: number, data: Uint8Array) => {
+      const snapshot = core.compact(index, data);
+      node.log.compact(index);
+      return snapshot;
+    },
+    status: () => core.status(),
+  };
+}
+
+/** A 16-byte proposal id from the sim's command id (unique across the whole run). */
+function proposalId(commandId: number): Uint8Array {
+  const bytes = new Uint8Array(proposalIdBytes);
+  let rest = commandId;
+  for (let i = proposalIdBytes - 1; i >= 0 && rest > 0; i--) {
+    bytes[i] = rest % 256;
+    rest = Math.floor(rest / 256);
+  }
+  return bytes;
+}
