@@ -6,6 +6,7 @@
 // thread, so nothing is applied between the last catch-up read and joining (no gap, no duplicate).
 import { assert } from '../base/assert.js';
 import { BatonError, CompactedError, QuotaExceededError, SlowConsumerError } from '../base/errors.js';
+import type { MvccEvent } from '../mvcc/index.js';
 import { WatchConnection } from './connection.js';
 import { eventBytes, readHistory, watchMatches, type HistoryChunk } from './history.js';
 import { WatchIndex, type WatchGroup } from './watch-index.js';
@@ -84,6 +85,7 @@ export class WatchHub<Tag> {
     }
     const start = spec.startRevision === 0 ? this.hubRevision + 1 : spec.startRevision;
     const watcher = new Watcher<Tag>(this.nextWatcherId++, tag, spec, start, connection);
+    watcher.readLimit = this.limits.readEventsMax;
     this.watcherCount++;
     connection.watchers.add(watcher);
     if (start === this.hubRevision + 1) this.join(watcher);
@@ -206,7 +208,11 @@ export class WatchHub<Tag> {
       }
       let chunk: HistoryChunk;
       try {
-        chunk = this.readChunk(watcher.nextRevision, this.hubRevision);
+        chunk = readHistory(this.source, {
+          startRevision: watcher.nextRevision,
+          throughRevision: this.hubRevision,
+          limit: watcher.readLimit,
+        });
       } catch (error) {
         if (!(error instanceof CompactedError)) throw error;
         this.end(watcher, 'compacted', error);
@@ -215,14 +221,31 @@ export class WatchHub<Tag> {
       assert(chunk.throughRevision >= watcher.nextRevision, 'catch-up makes progress');
       watcher.nextRevision = chunk.throughRevision + 1;
       const events = chunk.events.filter((event) => watchMatches(watcher.spec, event));
-      if (events.length > 0) {
-        let bytes = 0;
-        for (const event of events) bytes += eventBytes(event, watcher.spec.prevKv);
-        return { revision: chunk.throughRevision, events, bytes };
-      }
+      if (events.length > 0) return this.catchUpBatch(watcher, events, chunk.throughRevision);
     }
     // A long stretch with nothing for this watcher: say how far it got, and yield the turn.
     return { revision: watcher.nextRevision - 1, events: [], bytes: 0 };
+  }
+
+  /**
+   * A catch-up batch of at most about bufferedBytesMax (big values make few events heavy), cut at
+   * a revision boundary; the watcher's next revision follows the cut.
+   */
+  private catchUpBatch(watcher: Watcher<Tag>, events: MvccEvent[], throughRevision: number): WatchBatch {
+    let bytes = 0;
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i] as MvccEvent;
+      const next = events[i + 1];
+      bytes += eventBytes(event, watcher.spec.prevKv);
+      if (bytes >= this.limits.bufferedBytesMax && next !== undefined && next.revision !== event.revision) {
+        watcher.nextRevision = event.revision + 1;
+        // Read about as many next time: decoding events only to drop them is wasted work.
+        watcher.readLimit = Math.max(1, i + 1);
+        return { revision: event.revision, events: events.slice(0, i + 1), bytes };
+      }
+    }
+    watcher.readLimit = Math.min(this.limits.readEventsMax, watcher.readLimit * 2);
+    return { revision: throughRevision, events, bytes };
   }
 
   private readChunk(startRevision: number, throughRevision: number): HistoryChunk {

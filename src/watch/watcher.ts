@@ -26,6 +26,8 @@ export class Watcher<Tag> {
   /** Set by the watch index while synced: the position in its group's member list. */
   groupSlot = -1;
   groupKey = '';
+  /** Events per catch-up read: shrinks after a batch cut by bytes, grows back otherwise. */
+  readLimit = 1;
   /** In the owner's ready list (so it is never listed twice). */
   listed = false;
   /** The end to deliver once (compacted, slow_consumer, stopped); the queue is dropped by then. */

@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import { batchSse, sseMessage, type WireEncoding } from '../stream/event-json.js';
 import { watchEndError, watchRequest } from '../stream/watch-request.js';
 import type { WatchService } from '../stream/watch-service.js';
-import type { WatchTag } from '../stream/types.js';
+import { defaultStreamLimits, type WatchTag } from '../stream/types.js';
 import type { WatchConnection, WatchOutput } from '../../watch/index.js';
 import type { RouteGroup, RouteRequest } from './handler.js';
 import { validKey } from './parse.js';
@@ -78,8 +78,10 @@ function serveWatch(service: WatchService, request: RouteRequest): void {
     if (ended) return;
     for (let output = connection.next(); output !== null; output = connection.next()) {
       if (output.type === 'end') return finish(output);
-      const room = res.write(batchSse(output.batch, spec));
-      if (!room) {
+      res.write(batchSse(output.batch, spec));
+      // The socket's own buffer may hold up to the high-water mark (more per drain than Node's
+      // 16 KiB default); past it the watcher's bounded queue takes over.
+      if (res.writableLength >= defaultStreamLimits.socketBufferedBytesHigh) {
         waitingForDrain = true;
         res.once('drain', () => {
           waitingForDrain = false;

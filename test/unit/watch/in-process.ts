@@ -1,0 +1,198 @@
+// An in-process node for transport tests: the real HTTP handler, SSE route and stream server over
+// an MVCC store on a MemoryEngine, with a cell that applies writes at once (no Raft). Plus small
+// SSE and WebSocket clients that record what arrives.
+import { createServer, get, type IncomingMessage, type Server } from 'node:http';
+import WebSocket from 'ws';
+import { createHttpHandler, defaultApiLimits } from '../../../src/api/http/index.js';
+import { createWatchRoutes } from '../../../src/api/http/watch-routes.js';
+import { StreamServer, WatchService, type WatchServiceOptions } from '../../../src/api/stream/index.js';
+import type * as api from '../../../src/api/types.js';
+import { MemoryEngine, MvccStore, type Command, type CommandResult } from '../../../src/mvcc/index.js';
+import { commandEntry } from './model.js';
+
+export class DirectCell implements api.CellApi {
+  readonly cellId = 'cell-test';
+  private index = 0;
+  constructor(
+    readonly store: MvccStore,
+    private readonly onApplied: () => void,
+  ) {}
+  revision(): number {
+    return this.store.revision;
+  }
+  apply(op: Command): CommandResult {
+    const [outcome] = this.store.applyBatch([commandEntry(++this.index, op)]);
+    this.onApplied();
+    if (outcome?.type === 'failed') throw outcome.error;
+    if (outcome?.type !== 'applied') throw new Error('not applied');
+    return outcome.result;
+  }
+  async put(request: api.PutRequest): Promise<api.PutResult> {
+    const r = this.apply({ type: 'put', ...request });
+    if (r.type !== 'put') throw new Error('put');
+    return { created: r.created, version: r.version, revision: r.revision, fencingToken: r.fencingToken };
+  }
+  async range(request: api.RangeRequest): Promise<api.RangeResult> {
+    const r = this.store.range({ type: 'get', ...request });
+    return { revision: r.revision, count: r.count, more: r.more, kvs: r.kvs };
+  }
+  async deleteRange(request: api.DeleteRequest): Promise<api.DeleteResult> {
+    const r = this.apply({ type: 'delete', ...request });
+    if (r.type !== 'delete') throw new Error('delete');
+    return { deleted: r.deleted, revision: r.revision };
+  }
+  async txn(): Promise<api.TxnResult> {
+    throw new Error('not in the direct cell');
+  }
+  async compact(revision: number): Promise<{ revision: number; compactRevision: number }> {
+    const r = this.apply({ type: 'compact', revision });
+    if (r.type !== 'compact') throw new Error('compact');
+    return { revision: r.revision, compactRevision: r.compactRevision };
+  }
+  status(): api.ClusterStatus {
+    throw new Error('not in the direct cell');
+  }
+  healthy(): boolean {
+    return true;
+  }
+  ready(): { ready: boolean; reason: string } {
+    return { ready: true, reason: 'ok' };
+  }
+  metricsText(): string {
+    return '';
+  }
+}
+
+export interface InProcessNode {
+  readonly url: string;
+  readonly wsUrl: string;
+  readonly cell: DirectCell;
+  readonly service: WatchService;
+  stop(): Promise<void>;
+}
+
+export async function startInProcessNode(options: Partial<WatchServiceOptions> = {}): Promise<InProcessNode> {
+  const store = new MvccStore(new MemoryEngine());
+  const service = new WatchService(store, options);
+  const cell = new DirectCell(store, () => service.onApplied());
+  const logError = (error: unknown): void => console.error(error);
+  const handler = createHttpHandler({ cell, limits: defaultApiLimits, routeGroups: [createWatchRoutes(service)], logError });
+  const server: Server = createServer(handler);
+  const stream = new StreamServer({ cell, apiLimits: defaultApiLimits, service, logError });
+  stream.attach(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}/v1/stream`,
+    cell,
+    service,
+    async stop() {
+      await service.stop();
+      stream.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+/** An SSE reader: every `data:` JSON in order; `done` resolves when the stream ends. */
+export class SseClient {
+  readonly messages: any[] = [];
+  response!: IncomingMessage;
+  status = 0;
+  readonly done: Promise<void>;
+  private buffered = '';
+  private waiters: (() => void)[] = [];
+
+  constructor(url: string) {
+    this.done = new Promise((resolve, reject) => {
+      const request = get(url, (res) => {
+        this.response = res;
+        this.status = res.statusCode ?? 0;
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => this.feed(chunk));
+        res.on('end', () => resolve());
+        res.on('error', reject);
+        res.on('close', () => resolve());
+        this.wake();
+      });
+      request.on('error', reject);
+    });
+  }
+
+  private feed(chunk: string): void {
+    // Search only the new text (plus one char): big batches must not cost O(n^2) here.
+    let from = Math.max(0, this.buffered.length - 1);
+    this.buffered += chunk;
+    for (let end = this.buffered.indexOf('\n\n', from); end >= 0; end = this.buffered.indexOf('\n\n', from)) {
+      const message = this.buffered.slice(0, end);
+      this.buffered = this.buffered.slice(end + 2);
+      from = 0;
+      if (message.startsWith('data: ')) this.messages.push(JSON.parse(message.slice(6)));
+    }
+    this.wake();
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const waiter of waiters) waiter();
+  }
+
+  /** Waits (bounded) until `predicate` holds over what has arrived. */
+  async until(predicate: (messages: any[]) => boolean, timeoutMs = 5000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate(this.messages)) {
+      if (Date.now() > deadline) throw new Error(`timed out; got ${JSON.stringify(this.messages).slice(0, 500)}`);
+      await new Promise<void>((resolve) => {
+        this.waiters.push(resolve);
+        setTimeout(resolve, 50);
+      });
+    }
+  }
+
+  close(): void {
+    this.response?.destroy();
+  }
+}
+
+/** A stream client: sends frames, records every answer. */
+export class StreamClient {
+  readonly frames: any[] = [];
+  readonly ws: WebSocket;
+  closeCode = 0;
+  private constructor(url: string) {
+    this.ws = new WebSocket(url);
+    this.ws.on('message', (data) => this.frames.push(JSON.parse(String(data))));
+    this.ws.on('close', (code) => {
+      this.closeCode = code;
+    });
+  }
+  static async open(url: string): Promise<StreamClient> {
+    const client = new StreamClient(url);
+    await new Promise<void>((resolve, reject) => {
+      client.ws.once('open', () => resolve());
+      client.ws.once('error', reject);
+    });
+    return client;
+  }
+  send(frame: Record<string, unknown>): void {
+    this.ws.send(JSON.stringify(frame));
+  }
+  async until(predicate: (frames: any[]) => boolean, timeoutMs = 5000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate(this.frames)) {
+      if (Date.now() > deadline) throw new Error(`timed out; got ${JSON.stringify(this.frames).slice(0, 800)}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+  of(id: unknown): any[] {
+    return this.frames.filter((f) => f.id === id);
+  }
+  close(): void {
+    this.ws.terminate();
+  }
+}
