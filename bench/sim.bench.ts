@@ -31,11 +31,21 @@ function median(values: number[]): number {
   return sorted[sorted.length >> 1] as number;
 }
 
-function committedPerSecond(batch: number): { perSecond: number; entries: number; seconds: number } {
+function committedPerSecond(batch: number): {
+  perSecond: number;
+  entries: number;
+  seconds: number;
+} {
   const started = performance.now();
-  const result = simulate({ seed: 1n, profile: 'calm', scenario: calmCell(batch), skipLiveness: true });
+  const result = simulate({
+    seed: 1n,
+    profile: 'calm',
+    scenario: calmCell(batch),
+    skipLiveness: true,
+  });
   const seconds = (performance.now() - started) / 1000;
-  if (result.violations.length > 0) throw new Error(`violations: ${JSON.stringify(result.violations)}`);
+  if (result.violations.length > 0)
+    throw new Error(`violations: ${JSON.stringify(result.violations)}`);
   const entries = result.stats.committedOnLeader;
   return { perSecond: entries / seconds, entries, seconds };
 }
@@ -44,7 +54,8 @@ function seedsPerSecond(count: number): number {
   const started = performance.now();
   for (let seed = 1n; seed <= BigInt(count); seed++) {
     const result = simulate({ seed });
-    if (result.violations.length > 0) throw new Error(`seed ${seed} violated ${result.violations[0]?.invariant}`);
+    if (result.violations.length > 0)
+      throw new Error(`seed ${seed} violated ${result.violations[0]?.invariant}`);
   }
   return count / ((performance.now() - started) / 1000);
 }

@@ -9,7 +9,13 @@ export function devCommand(): number {
   const result = simulate({
     seed: 7n,
     profile: 'calm',
-    scenario: { voterCount: 3, learnerCount: 0, faultPhaseMs: 6_000, proposeIntervalMs: 10, readIntervalMs: 20 },
+    scenario: {
+      voterCount: 3,
+      learnerCount: 0,
+      faultPhaseMs: 6_000,
+      proposeIntervalMs: 10,
+      readIntervalMs: 20,
+    },
     script: [
       { atMs: 2_000, fault: 'crashLeader' },
       { atMs: 3_500, fault: 'restartCrashed' },
@@ -24,7 +30,8 @@ export function devCommand(): number {
     `done at ${result.timeMs} ms simulated: ${s.elections} elections, ${s.acknowledged} writes acknowledged, ` +
       `${s.readsServed} linearizable reads, ${result.violations.length} invariant violations`,
   );
-  for (const violation of result.violations) console.log(`VIOLATION ${violation.invariant}: ${violation.detail}`);
+  for (const violation of result.violations)
+    console.log(`VIOLATION ${violation.invariant}: ${violation.detail}`);
   return result.violations.length === 0 ? 0 : 1;
 }
 

@@ -37,9 +37,13 @@ export async function simCommand(args: readonly string[]): Promise<number> {
   }
   const bugs: Record<string, boolean> = {};
   for (const bug of values.bug ?? []) bugs[bug] = true;
-  const seeds = values.seed !== undefined
-    ? [parseSeed(values.seed)]
-    : Array.from({ length: Number(values.seeds ?? '100') }, (_, i) => parseSeed(values['seed-start'] ?? '1') + BigInt(i));
+  const seeds =
+    values.seed !== undefined
+      ? [parseSeed(values.seed)]
+      : Array.from(
+          { length: Number(values.seeds ?? '100') },
+          (_, i) => parseSeed(values['seed-start'] ?? '1') + BigInt(i),
+        );
   const driver = values.driver ?? 'sim';
   if (driver !== 'sim' && driver !== 'server') {
     console.error(usage);
@@ -69,7 +73,8 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       ...(values.bug === undefined ? {} : { bugs: bugs as RaftBugs }),
       ...(values.trace ? { trace: (line: string) => console.log(line) } : {}),
     };
-    const result: SimResult = driver === 'server' ? await simulateAsync(options) : simulate(options);
+    const result: SimResult =
+      driver === 'server' ? await simulateAsync(options) : simulate(options);
     steps += result.steps;
     if (result.violations.length === 0) continue;
     failed++;
@@ -78,7 +83,9 @@ export async function simCommand(args: readonly string[]): Promise<number> {
         `seed ${seed}: ${violation.invariant} at step ${violation.step} (${violation.timeMs} ms): ${firstLine(violation.detail)}`,
       );
     }
-    console.log(`  replay: npm run sim -- --seed ${seed} --trace${extra === '' ? '' : ` ${extra}`}`);
+    console.log(
+      `  replay: npm run sim -- --seed ${seed} --trace${extra === '' ? '' : ` ${extra}`}`,
+    );
   }
   const seconds = (performance.now() - started) / 1000;
   console.log(`${seeds.length} seeds, ${failed} violations`);

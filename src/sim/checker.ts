@@ -55,7 +55,10 @@ export class SafetyChecker {
       if (known === undefined) this.otherPositions.set(`${index}/${term}`, chain);
     }
     if (known !== undefined && known !== chain) {
-      this.report('log matching', `member ${member} has entry ${index}/term ${term} with a different log prefix`);
+      this.report(
+        'log matching',
+        `member ${member} has entry ${index}/term ${term} with a different log prefix`,
+      );
     }
   }
 
@@ -103,7 +106,10 @@ export class SafetyChecker {
     const key = term * 65536 + voter;
     const earlier = this.voteByMemberTerm.get(key);
     if (earlier !== undefined && earlier !== candidate) {
-      this.report('one vote per term', `member ${voter} voted for ${earlier} and ${candidate} in term ${term}`);
+      this.report(
+        'one vote per term',
+        `member ${voter} voted for ${earlier} and ${candidate} in term ${term}`,
+      );
     }
     this.voteByMemberTerm.set(key, candidate);
   }
@@ -111,16 +117,25 @@ export class SafetyChecker {
   /** A member's hard state changed: terms and commit never go back, a vote never changes. */
   onHardState(member: MemberId, previous: HardState, next: HardState, log: MirrorLog): void {
     if (next.term < previous.term) {
-      this.report('term monotonic', `member ${member} went from term ${previous.term} to ${next.term}`);
+      this.report(
+        'term monotonic',
+        `member ${member} went from term ${previous.term} to ${next.term}`,
+      );
     }
     if (next.term === previous.term && previous.vote !== 0 && next.vote !== previous.vote) {
       this.report('one vote per term', `member ${member} changed its vote in term ${next.term}`);
     }
     if (next.commit < previous.commit) {
-      this.report('commit monotonic', `member ${member} commit went from ${previous.commit} to ${next.commit}`);
+      this.report(
+        'commit monotonic',
+        `member ${member} commit went from ${previous.commit} to ${next.commit}`,
+      );
     }
     if (next.commit > log.lastIndex) {
-      this.report('commit within log', `member ${member} commits ${next.commit} past its log end ${log.lastIndex}`);
+      this.report(
+        'commit within log',
+        `member ${member} commits ${next.commit} past its log end ${log.lastIndex}`,
+      );
     }
     const from = Math.max(previous.commit, log.snapshotIndex) + 1;
     for (let index = from; index <= Math.min(next.commit, log.lastIndex); index++) {
@@ -150,7 +165,8 @@ export class SafetyChecker {
     }
     if (knownChain !== chain) {
       const acknowledged =
-        source === CommitSource.acknowledged || this.committedSource.get(index) === CommitSource.acknowledged;
+        source === CommitSource.acknowledged ||
+        this.committedSource.get(index) === CommitSource.acknowledged;
       this.report(
         acknowledged ? 'acknowledged entry kept' : 'committed entry never changes',
         `index ${index}: ${this.describeSource(index)} (term ${this.committedTerm.get(index)}) vs ` +

@@ -2,4 +2,5 @@
 import { createRaftNode } from '../raft/index.js';
 import type { CoreFactory } from './types.js';
 
-export const createCore: CoreFactory = (config, recovered, random) => createRaftNode(config, recovered, random);
+export const createCore: CoreFactory = (config, recovered, random) =>
+  createRaftNode(config, recovered, random);

@@ -56,15 +56,22 @@ export class Delivery {
     (node.core as RaftApi).step(message);
     if (message.type === 'snapshot') {
       const backMs = world.nowMs + world.scenario.networkDelayMsMin;
-      world.schedule(backMs, { type: 'snapshotReport', member: message.from, to: message.to, ok: true });
+      world.schedule(backMs, {
+        type: 'snapshotReport',
+        member: message.from,
+        to: message.to,
+        ok: true,
+      });
     }
     node.pump();
   }
 
   report(event: ReportEvent): void {
     const world = this.world;
-    if (event.type === 'snapshotReport' && world.options.driverBugs?.noSnapshotReports === true) return;
-    if (event.type === 'unreachable') this.unreachablePending.delete(pairKey(event.member, event.to));
+    if (event.type === 'snapshotReport' && world.options.driverBugs?.noSnapshotReports === true)
+      return;
+    if (event.type === 'unreachable')
+      this.unreachablePending.delete(pairKey(event.member, event.to));
     const node = world.nodes.get(event.member);
     if (node === undefined || node.state === 'crashed' || node.state === 'removed') return;
     if (node.state === 'paused') {
@@ -81,7 +88,12 @@ export class Delivery {
     const world = this.world;
     const atMs = world.nowMs + world.scenario.networkDelayMsMax * 2;
     if (message.type === 'snapshot') {
-      world.schedule(atMs, { type: 'snapshotReport', member: message.from, to: message.to, ok: false });
+      world.schedule(atMs, {
+        type: 'snapshotReport',
+        member: message.from,
+        to: message.to,
+        ok: false,
+      });
     } else if (message.type === 'append' && world.network.isBlocked(message.from, message.to)) {
       const key = pairKey(message.from, message.to);
       if (this.unreachablePending.has(key)) return;

@@ -64,12 +64,21 @@ export class SimDisk {
     }
     let tornEntries = 0;
     const inProgress = this.pending[0];
-    if (inProgress !== undefined && inProgress.write.kind === 'ready' && chance(this.random, tornWriteRate)) {
+    if (
+      inProgress !== undefined &&
+      inProgress.write.kind === 'ready' &&
+      chance(this.random, tornWriteRate)
+    ) {
       const { snapshot, entries } = inProgress.write;
       if (snapshot === null && entries.length > 0) {
         tornEntries = randomInt(this.random, 0, entries.length - 1);
         if (tornEntries > 0) {
-          this.persist({ kind: 'ready', snapshot: null, entries: entries.slice(0, tornEntries), hardState: null });
+          this.persist({
+            kind: 'ready',
+            snapshot: null,
+            entries: entries.slice(0, tornEntries),
+            hardState: null,
+          });
         }
       }
     }
@@ -83,7 +92,10 @@ export class SimDisk {
     assert(this.pending.length === 0, 'recover only after a crash or before the first boot');
     const snapshotIndex = this.snapshot?.meta.index ?? 0;
     const lastIndex = snapshotIndex + this.entries.length;
-    assert(this.hardState.commit <= lastIndex, 'a durable commit index never passes the durable log');
+    assert(
+      this.hardState.commit <= lastIndex,
+      'a durable commit index never passes the durable log',
+    );
     return {
       hardState: this.hardState,
       snapshot: this.snapshot,
@@ -104,7 +116,10 @@ export class SimDisk {
     }
     if (write.snapshot !== null) {
       // An installed snapshot replaces the whole log: the leader's log is the truth past it.
-      assert(write.snapshot.meta.index >= (this.snapshot?.meta.index ?? 0), 'snapshots only move forward');
+      assert(
+        write.snapshot.meta.index >= (this.snapshot?.meta.index ?? 0),
+        'snapshots only move forward',
+      );
       this.snapshot = write.snapshot;
       this.entries = [];
     }
@@ -119,8 +134,14 @@ export class SimDisk {
     const first = entries[0];
     if (first === undefined) return;
     const snapshotIndex = this.snapshot?.meta.index ?? 0;
-    assert(first.index > snapshotIndex, `entry ${first.index} is past the snapshot ${snapshotIndex}`);
-    assert(first.index <= snapshotIndex + this.entries.length + 1, `entry ${first.index} leaves a gap`);
+    assert(
+      first.index > snapshotIndex,
+      `entry ${first.index} is past the snapshot ${snapshotIndex}`,
+    );
+    assert(
+      first.index <= snapshotIndex + this.entries.length + 1,
+      `entry ${first.index} leaves a gap`,
+    );
     // An entry at an index already on disk replaces that index and every later one.
     this.entries.length = first.index - snapshotIndex - 1;
     for (const entry of entries) {

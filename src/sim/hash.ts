@@ -20,7 +20,10 @@ export function hashChain(previous: number, index: number, entryHash: number): n
   const lo = previous % lane2;
   const hi = Math.floor(previous / lane2);
   const h1 = Math.imul(hi ^ entryHash, 0x85ebca6b) ^ index;
-  const h2 = Math.imul(lo ^ Math.floor(entryHash / lane2) ^ Math.imul(index, 0x27d4eb2f), 0xc2b2ae35);
+  const h2 = Math.imul(
+    lo ^ Math.floor(entryHash / lane2) ^ Math.imul(index, 0x27d4eb2f),
+    0xc2b2ae35,
+  );
   return combine(h1, h2);
 }
 

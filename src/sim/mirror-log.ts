@@ -37,11 +37,20 @@ export class MirrorLog {
   }
 
   /** Append (truncating at the first entry's index); calls `onEntry` for each new entry. */
-  append(entries: readonly Entry[], onEntry: (index: number, term: number, chain: number) => void): void {
+  append(
+    entries: readonly Entry[],
+    onEntry: (index: number, term: number, chain: number) => void,
+  ): void {
     const first = entries[0];
     if (first === undefined) return;
-    assert(first.index > this.baseIndex, `entry ${first.index} is past the snapshot ${this.baseIndex}`);
-    assert(first.index <= this.lastIndex + 1, `entry ${first.index} after ${this.lastIndex} leaves a gap`);
+    assert(
+      first.index > this.baseIndex,
+      `entry ${first.index} is past the snapshot ${this.baseIndex}`,
+    );
+    assert(
+      first.index <= this.lastIndex + 1,
+      `entry ${first.index} after ${this.lastIndex} leaves a gap`,
+    );
     const keep = first.index - this.baseIndex - 1;
     this.terms.length = keep;
     this.chains.length = keep;

@@ -30,7 +30,8 @@ export class Nemesis {
     const weights = this.world.scenario.faultWeights;
     const kind = drawKind(this.random, weights);
     if (kind === null) return;
-    if (kind === 'partition' || kind === 'membership' || kind === 'transfer') this.world.stats[statName[kind]]++;
+    if (kind === 'partition' || kind === 'membership' || kind === 'transfer')
+      this.world.stats[statName[kind]]++;
     if (kind === 'partition') this.partition();
     else if (kind === 'crash') this.crash();
     else if (kind === 'pause') this.pause();
@@ -54,7 +55,8 @@ export class Nemesis {
         world.pause(node);
         world.at(this.duration(20, 600), `RESUME n${node.id}`, () => world.resume(node));
       } else {
-        for (const id of world.nodes.keys()) world.network.block(node.id, id), world.network.block(id, node.id);
+        for (const id of world.nodes.keys())
+          (world.network.block(node.id, id), world.network.block(id, node.id));
         world.at(this.duration(20, 600), 'HEAL network', () => world.network.heal());
       }
     });
@@ -74,7 +76,7 @@ export class Nemesis {
     const others = ids.filter((id) => id !== victim);
     let description: string;
     if (shape <= 1) {
-      for (const id of others) world.network.block(victim, id), world.network.block(id, victim);
+      for (const id of others) (world.network.block(victim, id), world.network.block(id, victim));
       description = `isolate ${victim}`;
     } else if (shape === 2) {
       for (const id of others) world.network.block(victim, id);
@@ -84,7 +86,9 @@ export class Nemesis {
       description = `one-way: ${victim} cannot receive`;
     } else {
       const minority = shuffled(this.random, ids).slice(0, Math.max(1, ids.length >> 1));
-      for (const a of minority) for (const b of ids) if (!minority.includes(b)) world.network.block(a, b), world.network.block(b, a);
+      for (const a of minority)
+        for (const b of ids)
+          if (!minority.includes(b)) (world.network.block(a, b), world.network.block(b, a));
       description = `split [${minority.join(',')}] from the rest`;
     }
     world.trace('-', `PARTITION ${description}`);
@@ -99,7 +103,10 @@ export class Nemesis {
     const leader = world.leader();
     const node = leader !== null && chance(this.random, 0.4) ? leader : pick(this.random, nodes);
     const restartAtMs = this.duration(20, 1500);
-    const restart = (): void => world.at(Math.max(restartAtMs, world.nowMs), `RESTART n${node.id}`, () => world.restart(node));
+    const restart = (): void =>
+      world.at(Math.max(restartAtMs, world.nowMs), `RESTART n${node.id}`, () =>
+        world.restart(node),
+      );
     if (chance(this.random, 0.5)) {
       // Half the crashes wait for a write in progress, where losing or tearing it matters.
       world.crashDuringNextWrite(node, restart);
@@ -141,8 +148,15 @@ export class Nemesis {
     if (changes === null) return;
     const result = core.proposeConfChange({ type: 'enterJoint', changes });
     const text = changes.map((c) => `${c.type} ${c.id}`).join(', ');
-    this.world.traceNode(leader, `CONF CHANGE ${text}: ${result.ok ? `at ${result.index}` : result.reason}`);
-    this.world.emit({ type: 'fault', timeMs: this.world.nowMs, description: `membership: ${text}` });
+    this.world.traceNode(
+      leader,
+      `CONF CHANGE ${text}: ${result.ok ? `at ${result.index}` : result.reason}`,
+    );
+    this.world.emit({
+      type: 'fault',
+      timeMs: this.world.nowMs,
+      description: `membership: ${text}`,
+    });
     if (result.ok) for (const c of changes) if (c.type === 'remove') this.removing.add(c.id);
     leader.pump();
   }
@@ -152,16 +166,22 @@ export class Nemesis {
     const members = new Set([...conf.voters, ...conf.learners]);
     const options: ConfChangeItem[][] = [];
     // A member we started whose addLearner was lost: ask again rather than start another.
-    const waiting = [...world.nodes.values()].find((n) => !members.has(n.id) && n.state !== 'removed' && !this.removing.has(n.id));
+    const waiting = [...world.nodes.values()].find(
+      (n) => !members.has(n.id) && n.state !== 'removed' && !this.removing.has(n.id),
+    );
     if (waiting !== undefined) options.push([{ type: 'addLearner', id: waiting.id }]);
     else if (members.size < membersMax) options.push([{ type: 'addLearner', id: 0 }]);
     for (const learner of conf.learners) {
       if (conf.voters.length < 6) options.push([{ type: 'addVoter', id: learner }]);
       options.push([{ type: 'remove', id: learner }]);
       const voter = pick(this.random, conf.voters);
-      options.push([{ type: 'addVoter', id: learner }, { type: 'remove', id: voter }]);
+      options.push([
+        { type: 'addVoter', id: learner },
+        { type: 'remove', id: voter },
+      ]);
     }
-    if (conf.voters.length > 3) options.push([{ type: 'remove', id: pick(this.random, conf.voters) }]);
+    if (conf.voters.length > 3)
+      options.push([{ type: 'remove', id: pick(this.random, conf.voters) }]);
     if (options.length === 0) return null;
     const changes = pick(this.random, options);
     if (changes[0]?.type === 'addLearner' && changes[0].id === 0) {

@@ -77,7 +77,10 @@ export class SimNetwork {
     const key = linkKey(from, to);
     let link = this.links.get(key);
     if (link === undefined) {
-      link = { baseDelayMs: randomInt(this.random, this.delayMsMin, this.delayMsMax), lastDeliveryMs: 0 };
+      link = {
+        baseDelayMs: randomInt(this.random, this.delayMsMin, this.delayMsMax),
+        lastDeliveryMs: 0,
+      };
       this.links.set(key, link);
     }
     return link;
@@ -85,6 +88,9 @@ export class SimNetwork {
 }
 
 function linkKey(from: MemberId, to: MemberId): number {
-  assert(from > 0 && from < memberIdsMax && to > 0 && to < memberIdsMax, 'member ids fit a link key');
+  assert(
+    from > 0 && from < memberIdsMax && to > 0 && to < memberIdsMax,
+    'member ids fit a link key',
+  );
   return from * memberIdsMax + to;
 }

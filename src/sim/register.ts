@@ -12,7 +12,6 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const writeTag = 0x57; // 'W'
 
-
 const keyBytesCache = new Map<string, Uint8Array>();
 const twoTo32 = 2 ** 32;
 
@@ -24,7 +23,10 @@ export function encodeWrite(command: WriteCommand): Uint8Array {
     keyBytesCache.set(command.key, key);
   }
   assert(key.length < 256, 'register keys are short');
-  assert(Number.isSafeInteger(command.commandId) && command.commandId > 0, 'command ids are positive');
+  assert(
+    Number.isSafeInteger(command.commandId) && command.commandId > 0,
+    'command ids are positive',
+  );
   const bytes = new Uint8Array(2 + key.length + 8);
   bytes[0] = writeTag;
   bytes[1] = key.length;
@@ -55,7 +57,9 @@ function writeUint32(bytes: Uint8Array, offset: number, value: number): void {
 function readUint32(bytes: Uint8Array, offset: number): number {
   return (
     ((bytes[offset] as number) * 0x1000000 +
-      (((bytes[offset + 1] as number) << 16) | ((bytes[offset + 2] as number) << 8) | (bytes[offset + 3] as number))) >>>
+      (((bytes[offset + 1] as number) << 16) |
+        ((bytes[offset + 2] as number) << 8) |
+        (bytes[offset + 3] as number))) >>>
     0
   );
 }
@@ -73,7 +77,10 @@ export class RegisterMachine implements Applier {
   private readonly versions = new Map<string, { version: number; commandId: number }>();
 
   apply(entry: Entry): void {
-    assert(entry.index === this.applied + 1, `apply in order: ${entry.index} after ${this.applied}`);
+    assert(
+      entry.index === this.applied + 1,
+      `apply in order: ${entry.index} after ${this.applied}`,
+    );
     this.applied = entry.index;
     this.hash = hashChain(this.hash, entry.index, hashEntry(entry.term, entry.type, entry.data));
     if (entry.type !== EntryType.normal) return;

@@ -47,20 +47,31 @@ export class ServerDriverBinding {
       snapshotData: () => applier.snapshot(),
       restore: (snapshot: Snapshot) => node.installSnapshot(snapshot),
     };
-    const peers: PeerSender = { send: (messages: readonly RaftMessage[]) => node.sendMessages(messages) };
+    const peers: PeerSender = {
+      send: (messages: readonly RaftMessage[]) => node.sendMessages(messages),
+    };
     const timers: Timers = {
       monotonicMs: () => world.nowMs,
       setTimeout: (callback, ms) => {
         let cancelled = false;
         world.at(world.nowMs + Math.max(0, Math.ceil(ms)), '', () => {
-          if (!cancelled && node.incarnation === incarnation && node.state === 'running') callback();
+          if (!cancelled && node.incarnation === incarnation && node.state === 'running')
+            callback();
         });
         return { cancel: () => (cancelled = true) };
       },
     };
     const options = { requestTimeoutMs, snapshotEntries };
     const events = { onFatal: (error: Error) => world.report('driver failed', error.message) };
-    this.driver = new NodeDriver(observed(core, node), logStore, stateMachine, peers, timers, options, events);
+    this.driver = new NodeDriver(
+      observed(core, node),
+      logStore,
+      stateMachine,
+      peers,
+      timers,
+      options,
+      events,
+    );
   }
 
   /** The simulated disk finished write `writeId`: the driver's persist promise resolves. */

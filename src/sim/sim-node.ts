@@ -120,7 +120,13 @@ export class SimNode {
     this.compactedIndex = base;
     this.checkRecovered(recovered, core);
     if (this.world.serverDriver) {
-      this.binding = new ServerDriverBinding(this, this.world, core, applier, this.compactEveryEntries);
+      this.binding = new ServerDriverBinding(
+        this,
+        this.world,
+        core,
+        applier,
+        this.compactEveryEntries,
+      );
     }
     this.pump();
   }
@@ -205,7 +211,9 @@ export class SimNode {
       const meta = ready.snapshot.meta;
       this.log.reset(meta.index, meta.term, checker.chainOf(meta.index, meta.term) ?? 0);
     }
-    this.log.append(ready.entries, (index, term, chain) => checker.onLogEntry(this.id, index, term, chain));
+    this.log.append(ready.entries, (index, term, chain) =>
+      checker.onLogEntry(this.id, index, term, chain),
+    );
     if (ready.hardState !== null) {
       checker.onHardState(this.id, this.hard, ready.hardState, this.log);
       this.hard = ready.hardState;
@@ -258,7 +266,10 @@ export class SimNode {
   applyEntry(entry: Entry): number | null {
     const applied = this.applier.appliedIndex();
     if (entry.index !== applied + 1) {
-      this.world.report('apply in order', `member ${this.id} applies ${entry.index} after ${applied}`);
+      this.world.report(
+        'apply in order',
+        `member ${this.id} applies ${entry.index} after ${applied}`,
+      );
       return null;
     }
     const chain = this.log.chainAt(entry.index);
@@ -269,7 +280,14 @@ export class SimNode {
     }
     this.applier.apply(entry);
     const checker = this.world.checker;
-    checker.onCommitted(entry.index, entry.term, chain, this.hard.term, CommitSource.applied, this.id);
+    checker.onCommitted(
+      entry.index,
+      entry.term,
+      chain,
+      this.hard.term,
+      CommitSource.applied,
+      this.id,
+    );
     checker.onApplied(this.id, entry.index, this.applier.appliedHash());
     this.world.onApplied(this, entry, chain);
     return chain;
@@ -302,10 +320,16 @@ export class SimNode {
 }
 
 function diskWriteOf(ready: Ready): DiskWrite | null {
-  if (ready.snapshot === null && ready.entries.length === 0 && ready.hardState === null) return null;
+  if (ready.snapshot === null && ready.entries.length === 0 && ready.hardState === null)
+    return null;
   return diskWriteOfReady(ready);
 }
 
 export function diskWriteOfReady(ready: Ready): DiskWrite {
-  return { kind: 'ready', snapshot: ready.snapshot, entries: ready.entries, hardState: ready.hardState };
+  return {
+    kind: 'ready',
+    snapshot: ready.snapshot,
+    entries: ready.entries,
+    hardState: ready.hardState,
+  };
 }

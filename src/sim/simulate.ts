@@ -33,7 +33,10 @@ export function simulate(options: SimOptions, coreFactory: CoreFactory = createC
  * each step the loop awaits once, which runs every continuation that step queued (in the order it
  * queued them, so the run stays deterministic) before the next step begins.
  */
-export async function simulateAsync(options: SimOptions, coreFactory: CoreFactory = createCore): Promise<SimResult> {
+export async function simulateAsync(
+  options: SimOptions,
+  coreFactory: CoreFactory = createCore,
+): Promise<SimResult> {
   const run = prepareRun(options, coreFactory);
   await null;
   while (run.step()) await null;
@@ -50,10 +53,18 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   const root = new SeededRandom(options.seed);
   // One fork per subsystem, always in this order, so changing one model leaves the others' draws alone.
   const scenarioRandom = root.fork(1);
-  const randoms = { network: root.fork(2), disk: root.fork(3), cores: root.fork(6), ticks: root.fork(7) };
+  const randoms = {
+    network: root.fork(2),
+    disk: root.fork(3),
+    cores: root.fork(6),
+    ticks: root.fork(7),
+  };
   const nemesisRandom = root.fork(4);
   const workloadRandom = root.fork(5);
-  const scenario: Scenario = { ...drawScenario(scenarioRandom, options.profile), ...options.scenario };
+  const scenario: Scenario = {
+    ...drawScenario(scenarioRandom, options.profile),
+    ...options.scenario,
+  };
   const stats = emptyStats();
   const stateMachine = options.stateMachine ?? registerStateMachine;
   const world = new World(scenario, randoms, options, coreFactory, stateMachine, stats);
@@ -115,7 +126,8 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
 function scheduleFaults(world: World, nemesis: Nemesis, random: SeededRandom): void {
   const s = world.scenario;
   const next = (): void => {
-    const atMs = world.nowMs + randomInt(random, s.faultIntervalMs >> 1, (s.faultIntervalMs * 3) >> 1);
+    const atMs =
+      world.nowMs + randomInt(random, s.faultIntervalMs >> 1, (s.faultIntervalMs * 3) >> 1);
     if (atMs < s.faultPhaseMs) world.at(atMs, '', () => (nemesis.act(), next()));
   };
   next();
@@ -126,8 +138,13 @@ function scheduleScripted(world: World, scripted: ScriptedFault): void {
     const leader = world.leader();
     if (scripted.fault === 'crashLeader' && leader !== null) world.crash(leader);
     if (scripted.fault === 'isolateLeader' && leader !== null) {
-      for (const id of world.nodes.keys()) world.network.block(leader.id, id), world.network.block(id, leader.id);
-      world.emit({ type: 'fault', timeMs: world.nowMs, description: `leader ${leader.id} isolated` });
+      for (const id of world.nodes.keys())
+        (world.network.block(leader.id, id), world.network.block(id, leader.id));
+      world.emit({
+        type: 'fault',
+        timeMs: world.nowMs,
+        description: `leader ${leader.id} isolated`,
+      });
     }
     if (scripted.fault === 'heal') {
       world.network.heal();
@@ -192,12 +209,16 @@ function checkLiveness(
     }
   }
   if (world.nowMs >= liveness.deadlineMs) {
-    const what = leader === null
-      ? 'no leader'
-      : ack === null
-        ? `leader ${leader.id} (term ${leader.hard.term}) committed no new proposal`
-        : `members not caught up to ${ack.index}: ${lagging.join(' ')}`;
-    world.report('liveness', `${liveness.deadlineMs - liveness.startMs} ms after the faults stopped: ${what}`);
+    const what =
+      leader === null
+        ? 'no leader'
+        : ack === null
+          ? `leader ${leader.id} (term ${leader.hard.term}) committed no new proposal`
+          : `members not caught up to ${ack.index}: ${lagging.join(' ')}`;
+    world.report(
+      'liveness',
+      `${liveness.deadlineMs - liveness.startMs} ms after the faults stopped: ${what}`,
+    );
     return true;
   }
   return false;

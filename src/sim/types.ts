@@ -182,7 +182,12 @@ export interface SimStats {
 
 /** Notable events for the demo cell and progress output. */
 export type SimEvent =
-  | { readonly type: 'leader'; readonly timeMs: number; readonly member: MemberId; readonly term: number }
+  | {
+      readonly type: 'leader';
+      readonly timeMs: number;
+      readonly member: MemberId;
+      readonly term: number;
+    }
   | { readonly type: 'crash'; readonly timeMs: number; readonly member: MemberId }
   | { readonly type: 'restart'; readonly timeMs: number; readonly member: MemberId }
   | {

@@ -61,7 +61,11 @@ export class Workload implements WorldHooks {
         break;
       }
       node.proposals.set(result.index, { term: result.term, commandId, key });
-      if (this.world.tracing) this.world.traceNode(node, `propose #${commandId} ${key} at ${result.index}/${result.term}`);
+      if (this.world.tracing)
+        this.world.traceNode(
+          node,
+          `propose #${commandId} ${key} at ${result.index}/${result.term}`,
+        );
     }
     node.pump();
   }
@@ -81,7 +85,11 @@ export class Workload implements WorldHooks {
     const commandId = this.nextCommandId++;
     const key = this.key();
     this.world.stats.proposals++;
-    if ((node.core as RaftApi).forwardProposal(this.world.stateMachine.encodeWrite({ commandId, key }))) {
+    if (
+      (node.core as RaftApi).forwardProposal(
+        this.world.stateMachine.encodeWrite({ commandId, key }),
+      )
+    ) {
       node.forwarded.add(commandId);
       if (this.world.tracing) this.world.traceNode(node, `forward #${commandId} ${key}`);
     }
@@ -91,7 +99,9 @@ export class Workload implements WorldHooks {
   read(): void {
     const nodes = this.world.runningNodes();
     if (nodes.length === 0) return;
-    const node = chance(this.random, 0.5) ? (this.target() ?? pick(this.random, nodes)) : pick(this.random, nodes);
+    const node = chance(this.random, 0.5)
+      ? (this.target() ?? pick(this.random, nodes))
+      : pick(this.random, nodes);
     const key = this.key();
     const context = this.nextReadContext++;
     this.reads.set(context, {
@@ -126,11 +136,13 @@ export class Workload implements WorldHooks {
     const key = this.key();
     this.world.stats.proposals++;
     node.forwarded.add(commandId);
-    if (this.world.tracing) this.world.traceNode(node, `propose #${commandId} ${key} (server driver)`);
+    if (this.world.tracing)
+      this.world.traceNode(node, `propose #${commandId} ${key} (server driver)`);
     binding.propose(commandId, this.world.stateMachine.encodeWrite({ commandId, key })).then(
       (outcome) => {
         node.forwarded.delete(commandId);
-        if (outcome.chain !== 0) this.acknowledge(node, outcome.index, outcome.term, outcome.chain, key, commandId);
+        if (outcome.chain !== 0)
+          this.acknowledge(node, outcome.index, outcome.term, outcome.chain, key, commandId);
       },
       () => {
         node.forwarded.delete(commandId);
@@ -148,7 +160,10 @@ export class Workload implements WorldHooks {
     if (proposal.term !== entry.term) return; // lost to a new leader: the client hears a failure
     const command = this.world.stateMachine.decodeWrite(entry.data);
     if (command === null || command.commandId !== proposal.commandId) {
-      this.world.report('acknowledged entry kept', `member ${node.id} acknowledges #${proposal.commandId} at ${entry.index}/${entry.term} but applied other data`);
+      this.world.report(
+        'acknowledged entry kept',
+        `member ${node.id} acknowledges #${proposal.commandId} at ${entry.index}/${entry.term} but applied other data`,
+      );
       return;
     }
     this.acknowledge(node, entry.index, entry.term, chain, command.key, command.commandId);
@@ -172,7 +187,14 @@ export class Workload implements WorldHooks {
     commandId: number,
   ): void {
     this.world.stats.acknowledged++;
-    this.world.checker.onCommitted(index, term, chain, node.hard.term, CommitSource.acknowledged, node.id);
+    this.world.checker.onCommitted(
+      index,
+      term,
+      chain,
+      node.hard.term,
+      CommitSource.acknowledged,
+      node.id,
+    );
     const previous = this.ackedVersionByKey.get(key) ?? 0;
     if (index > previous) this.ackedVersionByKey.set(key, index);
     if (this.probeAck === null && commandId >= this.probeFromCommandId) {
@@ -191,7 +213,8 @@ export class Workload implements WorldHooks {
     this.reads.delete(context);
     this.world.stats.readsServed++;
     const version = node.readVersion(read.key);
-    if (this.world.tracing) this.world.traceNode(node, `read #${context} ${read.key} = v${version}`);
+    if (this.world.tracing)
+      this.world.traceNode(node, `read #${context} ${read.key} = v${version}`);
     if (version < read.floorVersion) {
       this.world.report(
         'linearizable read',

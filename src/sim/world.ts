@@ -4,7 +4,14 @@
 import { AssertionError, assert } from '../base/assert.js';
 import type { SeededRandom } from '../base/random.js';
 import { randomInt } from '../base/random.js';
-import type { ConfState, Entry, MemberId, RaftApi, RaftConfig, RaftMessage } from '../raft/index.js';
+import type {
+  ConfState,
+  Entry,
+  MemberId,
+  RaftApi,
+  RaftConfig,
+  RaftMessage,
+} from '../raft/index.js';
 import { defaultRaftConfig } from '../raft/index.js';
 import { SafetyChecker } from './checker.js';
 import { SimDisk } from './disk.js';
@@ -95,7 +102,10 @@ export class World implements NodeWorld {
       this.dispatch(next.item);
     } catch (error) {
       const what = error instanceof AssertionError ? 'assertion failed' : 'exception';
-      this.report(what, error instanceof Error ? `${error.message}\n${error.stack ?? ''}` : String(error));
+      this.report(
+        what,
+        error instanceof Error ? `${error.message}\n${error.stack ?? ''}` : String(error),
+      );
     }
     return true;
   }
@@ -106,7 +116,13 @@ export class World implements NodeWorld {
     assert(!this.nodes.has(id), `member ${id} is new`);
     const s = this.scenario;
     const disk = new SimDisk(this.randoms.disk.fork(id), s.diskLatencyMsMin, s.diskLatencyMsMax);
-    const node = new SimNode(id, disk, this.stateMachine.createApplier(), this, s.compactEveryEntries);
+    const node = new SimNode(
+      id,
+      disk,
+      this.stateMachine.createApplier(),
+      this,
+      s.compactEveryEntries,
+    );
     this.nodes.set(id, node);
     this.tickMsByMember.set(id, randomInt(this.randoms.ticks, s.tickMsMin, s.tickMsMax));
     this.initialConf.set(id, initialConfState);
@@ -141,7 +157,10 @@ export class World implements NodeWorld {
       incarnation: node.incarnation,
     });
     const log = node.log;
-    this.trace(node, `boot incarnation ${node.incarnation} log ${log.firstIndex}..${log.lastIndex}`);
+    this.trace(
+      node,
+      `boot incarnation ${node.incarnation} log ${log.firstIndex}..${log.lastIndex}`,
+    );
   }
 
   crash(node: SimNode): void {

@@ -10,7 +10,10 @@ const defaultSeedCount = 2000;
  * Seeds for shard `shard` of `seedShardCount`. BATON_SEED runs one seed (in shard 0 only);
  * BATON_SEEDS=N (from BATON_SEED_START, default 1) splits N seeds across the shards.
  */
-export function shardSeeds(shard: number, env: Readonly<Record<string, string | undefined>>): bigint[] {
+export function shardSeeds(
+  shard: number,
+  env: Readonly<Record<string, string | undefined>>,
+): bigint[] {
   const one = env['BATON_SEED'];
   if (one !== undefined && one !== '') return shard === 0 ? [parseSeed(one)] : [];
   const count = Number(env['BATON_SEEDS'] ?? defaultSeedCount);
@@ -26,7 +29,10 @@ export interface SeedsOutcome {
   readonly results: readonly SimResult[];
 }
 
-export function runSeeds(seeds: readonly bigint[], options: Omit<SimOptions, 'seed'> = {}): SeedsOutcome {
+export function runSeeds(
+  seeds: readonly bigint[],
+  options: Omit<SimOptions, 'seed'> = {},
+): SeedsOutcome {
   const failures: string[] = [];
   const results: SimResult[] = [];
   for (const seed of seeds) {

@@ -25,7 +25,12 @@ test(`the production driver keeps every invariant over ${seedCount} seeds`, asyn
 test('a production-driver run replays byte for byte', async () => {
   const traceOf = async (seed: bigint): Promise<string[]> => {
     const lines: string[] = [];
-    await simulateAsync({ seed, driver: 'server', profile: 'chaos', trace: (line) => lines.push(line) });
+    await simulateAsync({
+      seed,
+      driver: 'server',
+      profile: 'chaos',
+      trace: (line) => lines.push(line),
+    });
     return lines;
   };
   const first = await traceOf(11n);

@@ -45,7 +45,10 @@ const slowDiskCrashes: Partial<Scenario> = {
 const coreAssertions = new Set(['assertion failed', 'exception']);
 type BugOptions = Omit<SimOptions, 'seed'>;
 
-function firstCaught(options: BugOptions, budget: number): { seed: bigint; invariant: string } | null {
+function firstCaught(
+  options: BugOptions,
+  budget: number,
+): { seed: bigint; invariant: string } | null {
   for (let seed = 1n; seed <= BigInt(budget); seed++) {
     const result = simulate({ ...options, seed });
     const caught = result.violations.find((v) => !coreAssertions.has(v.invariant));
@@ -74,11 +77,20 @@ test('applyUncommitted (applying before commit) is caught within 50 seeds', (t) 
 });
 
 test('commitOldTermEntries (Figure 8) is caught within 300 seeds of the leader-churn scenario', (t) => {
-  t.diagnostic(assertCaught({ bugs: { commitOldTermEntries: true }, profile: 'chaos', scenario: figure8 }, 300));
+  t.diagnostic(
+    assertCaught(
+      { bugs: { commitOldTermEntries: true }, profile: 'chaos', scenario: figure8 },
+      300,
+    ),
+  );
 });
 
 test('a driver that acknowledges before the disk write is caught within 100 crash-heavy seeds', (t) => {
-  const options = { driverBugs: { messagesBeforeDurable: true }, profile: 'chaos', scenario: slowDiskCrashes } as const;
+  const options = {
+    driverBugs: { messagesBeforeDurable: true },
+    profile: 'chaos',
+    scenario: slowDiskCrashes,
+  } as const;
   t.diagnostic(assertCaught(options, 100));
 });
 
