@@ -1,3 +1,17 @@
+// The deterministic cluster simulator. A seed draws a scenario (3 or 5 voters plus learners,
+// network, disk, fault mix, workload, core knobs) and replays it exactly; checkers run inside
+// every step, and a liveness phase follows the faults.
+//
+//   npm run sim -- --seeds 1000 [--seed-start S]   sweep; prints the replay command per failure
+//   npm run sim -- --seed S --trace                one line per event
+//   npm run sim -- --seeds 50 --fault-phase-ms 60000   a soak
+//   npm run sim -- --seeds 200 --driver server     members run src/server/driver.ts
+//   BATON_SEEDS=20000 npm test                     the sharded sweep in test/sim, bigger
+//
+// Layout: simulate.ts (a run), world.ts (event loop, members), sim-node.ts (the sim's driver
+// and the checkers' taps), server-driver.ts (the production driver's doors), delivery.ts,
+// network.ts, disk.ts (the world models), nemesis.ts (faults), workload.ts (client),
+// checker.ts + mirror-log.ts (safety), register.ts (the default state machine).
 export type {
   Applier,
   DriverBugs,
