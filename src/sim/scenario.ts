@@ -56,5 +56,6 @@ export function drawScenario(random: Random, profileOverride?: Scenario['profile
     heartbeatTicks: pick(random, [1, 1, 2]),
     preVote: !chance(random, 0.15),
     checkQuorum: !chance(random, 0.15),
+    durableStateMachine: chance(random, 0.5),
   };
 }

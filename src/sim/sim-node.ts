@@ -23,7 +23,7 @@ import { emptyHardState } from './disk.js';
 import { MirrorLog } from './mirror-log.js';
 import { ServerDriverBinding } from './server-driver.js';
 import { describeReady } from './trace.js';
-import type { Applier } from './types.js';
+import type { Applier, Scenario } from './types.js';
 
 /** What a member needs from the world around it. */
 export interface NodeWorld {
@@ -32,6 +32,7 @@ export interface NodeWorld {
   /** Test-only: break the Ready contract by sending messages before the disk write. */
   readonly messagesBeforeDurable: boolean;
   readonly checker: SafetyChecker;
+  readonly scenario: Scenario;
   /** Drive members with the production driver (src/server/driver.ts) instead of this file's. */
   readonly serverDriver: boolean;
   at(atMs: number, name: string, run: () => void): void;
@@ -47,6 +48,12 @@ export interface NodeWorld {
 }
 
 export type NodeState = 'running' | 'paused' | 'crashed' | 'removed';
+
+/** A durable state machine's contents, at the index it had applied. */
+export interface KeptState {
+  readonly data: Uint8Array;
+  readonly index: number;
+}
 
 export interface PendingProposal {
   readonly term: number;
@@ -72,6 +79,8 @@ export class SimNode {
   private inFlight: { readonly ready: Ready; readonly writeId: number } | null = null;
   private readsWaiting: ReadState[] = [];
   private compactedIndex = 0;
+  /** What a durable state machine held when the member last crashed (see Scenario). */
+  private keptState: KeptState | null = null;
 
   constructor(
     readonly id: MemberId,
@@ -94,7 +103,13 @@ export class SimNode {
   }
 
   /** Start (or restart) from what the disk kept, with a fresh core and state machine. */
-  boot(recovered: RecoveredState, core: RaftApi, applier: Applier): void {
+  /** The state a durable state machine kept through the last crash, if it is past `index`. */
+  keptStatePast(index: number): KeptState | null {
+    const kept = this.keptState;
+    return kept !== null && kept.index > index ? kept : null;
+  }
+
+  boot(recovered: RecoveredState, core: RaftApi, applier: Applier, kept: KeptState | null): void {
     this.incarnation++;
     this.state = 'running';
     this.core = core;
@@ -107,7 +122,11 @@ export class SimNode {
     this.proposals.clear();
     this.forwarded.clear();
     const snapshot = recovered.snapshot;
-    if (snapshot !== null) {
+    if (kept !== null) {
+      assert(kept.index === recovered.appliedIndex, 'the core resumes where the state machine is');
+      applier.restore(kept.data, kept.index);
+      this.world.checker.onApplied(this.id, kept.index, applier.appliedHash());
+    } else if (snapshot !== null) {
       applier.restore(snapshot.data, snapshot.meta.index);
       this.world.checker.onApplied(this.id, snapshot.meta.index, applier.appliedHash());
     }
@@ -157,6 +176,10 @@ export class SimNode {
 
   crash(): void {
     assert(this.state !== 'removed', 'a removed member stays down');
+    const applied = this.applier.appliedIndex();
+    if (this.world.scenario.durableStateMachine && applied > 0 && this.state !== 'crashed') {
+      this.keptState = { data: this.applier.snapshot(), index: applied };
+    }
     this.state = 'crashed';
     this.core = null;
     this.binding?.stop();

@@ -100,6 +100,12 @@ export interface Scenario {
   readonly heartbeatTicks: number;
   readonly preVote: boolean;
   readonly checkQuorum: boolean;
+  /**
+   * The state machine keeps what it applied across a crash (like LMDB with the applied index in
+   * the same transaction), so a restart resumes past the snapshot; otherwise it is rebuilt from
+   * the snapshot and the log.
+   */
+  readonly durableStateMachine: boolean;
 }
 
 export interface FaultWeights {

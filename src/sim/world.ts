@@ -133,7 +133,9 @@ export class World implements NodeWorld {
   private readonly initialConf = new Map<MemberId, ConfState>();
 
   private start(node: SimNode): void {
-    const recovered = node.disk.recover(this.initialConf.get(node.id) as ConfState);
+    let recovered = node.disk.recover(this.initialConf.get(node.id) as ConfState);
+    const kept = node.keptStatePast(recovered.snapshot?.meta.index ?? 0);
+    if (kept !== null) recovered = { ...recovered, appliedIndex: kept.index };
     const config: RaftConfig = {
       ...defaultRaftConfig,
       id: node.id,
@@ -149,7 +151,7 @@ export class World implements NodeWorld {
     };
     const random = this.randoms.cores.fork(node.id * 1000 + node.incarnation);
     const core = this.createCore(config, recovered, random);
-    node.boot(recovered, core, this.stateMachine.createApplier());
+    node.boot(recovered, core, this.stateMachine.createApplier(), kept);
     const tickMs = this.tickMsByMember.get(node.id) as number;
     this.schedule(this.nowMs + randomInt(this.randoms.ticks, 1, tickMs), {
       type: 'tick',
@@ -157,10 +159,8 @@ export class World implements NodeWorld {
       incarnation: node.incarnation,
     });
     const log = node.log;
-    this.trace(
-      node,
-      `boot incarnation ${node.incarnation} log ${log.firstIndex}..${log.lastIndex}`,
-    );
+    const where = `log ${log.firstIndex}..${log.lastIndex} applied ${node.appliedIndex}`;
+    this.trace(node, `boot incarnation ${node.incarnation} ${where}`);
   }
 
   crash(node: SimNode): void {
