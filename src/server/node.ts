@@ -10,7 +10,7 @@ import { CorruptFileError } from '../base/errors.js';
 import { createHttpHandler } from '../api/http/handler.js';
 import { defaultApiLimits } from '../api/http/limits.js';
 import { createWatchRoutes } from '../api/http/watch-routes.js';
-import { StreamServer, WatchService } from '../api/stream/index.js';
+import { StreamServer, WatchService, watchOptionsFromEnv } from '../api/stream/index.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome } from '../mvcc/index.js';
 import { createRaftNode, defaultRaftConfig, type Snapshot, type SnapshotMeta } from '../raft/index.js';
 import { SnapshotStore } from '../snap/index.js';
@@ -99,7 +99,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   });
   const logStore = new DurableLogStore(wal, snapshots, (s) => nodeMetrics.walSyncSeconds.observe(s));
   let service: CellService | null = null;
-  const watches = new WatchService(store);
+  const watches = new WatchService(store, watchOptionsFromEnv(process.env));
   driver = new NodeDriver(core, logStore, new KvStateMachine(store), transport, realTimers,
     { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries },
     {
