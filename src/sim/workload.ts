@@ -131,7 +131,11 @@ export class Workload implements WorldHooks {
   /** A write through the production driver: acknowledged when its promise resolves. */
   private proposeThroughDriver(node: SimNode): void {
     const binding = node.serverDriver;
-    if (binding === null || node.forwarded.size >= this.world.scenario.clientOutstandingMax) return;
+    const outstandingMax = this.world.scenario.clientOutstandingMax;
+    if (binding === null || node.forwarded.size >= outstandingMax) return;
+    // Backpressure, as a server answers `overloaded`: a client that times out and proposes again
+    // would otherwise grow the leader's backlog past what it can commit within any time bound.
+    if (node.log.lastIndex - node.appliedIndex >= outstandingMax) return;
     const commandId = this.nextCommandId++;
     const key = this.key();
     this.world.stats.proposals++;
