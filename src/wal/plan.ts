@@ -50,6 +50,8 @@ export interface FlushPlan {
   readonly recordBytes: number;
 }
 
+const batchFrameBytes = frameBytes(4);
+
 interface Frame {
   readonly type: RecordType;
   readonly payload: Uint8Array;
@@ -71,8 +73,8 @@ export function planFlush(
   let cursor = start;
   let state = before;
   let part: Frame[] = [];
-  let partBytes = 0;
-  let totalBytes = 0;
+  let partBytes = batchFrameBytes;
+  let totalBytes = batchFrameBytes;
   let taken = 0;
   for (const record of records) {
     const size = frameBytes(record.payload.length);
@@ -86,7 +88,8 @@ export function planFlush(
       cursor = next.cursor;
       created.push(cursor);
       part = [];
-      partBytes = 0;
+      partBytes = batchFrameBytes;
+      totalBytes += batchFrameBytes;
     }
     part.push({ type: record.frameType, payload: record.payload });
     partBytes += size;
@@ -108,9 +111,19 @@ export function stateAfter(record: PendingRecord): LogState {
   };
 }
 
-/** One write plus its fdatasync; the buffer owns its memory so it can move to the worker. */
+/**
+ * One write plus its fdatasync; the buffer owns its memory so it can move to the worker. A batch
+ * record opens the write and gives its length: recovery then knows exactly how far the last
+ * write (the only one a crash can tear) reaches, and calls any damage outside it corruption.
+ */
 function emitWrite(ops: WalOp[], cursor: SegmentCursor, frames: readonly Frame[]): SegmentCursor {
-  const encoded = encodeFrames(frames, cursor.crc);
+  let bytes = batchFrameBytes;
+  for (const frame of frames) bytes += frameBytes(frame.payload.length);
+  const length = Buffer.alloc(4);
+  length.writeUInt32LE(bytes, 0);
+  const batch: Frame = { type: RecordType.batch, payload: length };
+  const encoded = encodeFrames([batch, ...frames], cursor.crc);
+  assert(encoded.data.length === bytes, 'the batch record states its write length');
   assert(cursor.offset + encoded.data.length <= cursor.sizeBytes, 'write stays inside its segment');
   ops.push({ type: 'write', seq: cursor.seq, offset: cursor.offset, data: encoded.data });
   ops.push({ type: 'sync', seq: cursor.seq });

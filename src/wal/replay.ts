@@ -99,7 +99,7 @@ class ReplayState {
     if (typeof decoded === 'string') throw new CorruptFileError(path, record.offset, decoded);
     if (decoded.type === 'entry') this.applyEntry(path, record.offset, decoded.entry);
     else if (decoded.type === 'hardState') this.hardState = decoded.hardState;
-    else this.applySnapshot(path, record.offset, decoded.meta);
+    else if (decoded.type === 'snapshot') this.applySnapshot(path, record.offset, decoded.meta);
   }
 
   private applyEntry(path: string, offset: number, entry: Entry): void {
@@ -147,7 +147,8 @@ class ReplayState {
 type DecodedRecord =
   | { readonly type: 'entry'; readonly entry: Entry }
   | { readonly type: 'hardState'; readonly hardState: HardState }
-  | { readonly type: 'snapshot'; readonly meta: SnapshotMeta };
+  | { readonly type: 'snapshot'; readonly meta: SnapshotMeta }
+  | { readonly type: 'batch' };
 
 function decodeRecord(record: ScannedRecord): DecodedRecord | string {
   switch (record.type) {
@@ -159,6 +160,8 @@ function decodeRecord(record: ScannedRecord): DecodedRecord | string {
       const hardState = decodeHardState(record.payload);
       return typeof hardState === 'string' ? hardState : { type: 'hardState', hardState };
     }
+    case RecordType.batch:
+      return record.payload.length === 4 ? { type: 'batch' } : 'batch record has the wrong size';
     case RecordType.snapshot: {
       const meta = decodeSnapshotMeta(record.payload);
       return typeof meta === 'string' ? meta : { type: 'snapshot', meta };

@@ -40,11 +40,15 @@ export function scanSegment(bytes: Buffer, path: string, isLast: boolean): Scann
   const records: ScannedRecord[] = [];
   let offset = first.end;
   let crc = first.crc;
+  let batchEnd = -1; // where the write that holds the latest records ends
   for (;;) {
     const frame = readFrame(bytes, offset, crc);
     if (frame.kind === 'record') {
       if (frame.type === RecordType.segmentHeader) {
         throw new CorruptFileError(path, offset, 'segment header in the middle of a segment');
+      }
+      if (frame.type === RecordType.batch && frame.payload.length === 4) {
+        batchEnd = offset + frame.payload.readUInt32LE(0);
       }
       records.push({ type: frame.type, payload: frame.payload, offset });
       offset = frame.end;
@@ -56,8 +60,11 @@ export function scanSegment(bytes: Buffer, path: string, isLast: boolean): Scann
     if (nonZero < 0) return { ...base, torn: null }; // clean end: only preallocated zeros follow
     const reason = frame.kind === 'zero' ? 'zero-filled gap before more data' : frame.reason;
     if (!isLast) throw new CorruptFileError(path, offset, `${reason} (not the last segment)`);
+    // Inside a write whose batch record was read, that write is the window; at a write's start
+    // (its batch record is what failed), the window is the largest write the writer makes.
     const declared = frame.kind === 'bad' && frame.declaredEnd !== null ? frame.declaredEnd : 0;
-    const windowEnd = Math.max(offset + header.writeBytesMax, declared);
+    const windowEnd =
+      offset < batchEnd ? batchEnd : Math.max(offset + header.writeBytesMax, declared);
     if (nonZero >= windowEnd) {
       const where = `data at byte ${nonZero} lies beyond the last write's reach`;
       throw new CorruptFileError(path, offset, `${reason}; ${where}`);

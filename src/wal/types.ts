@@ -8,6 +8,8 @@ export const RecordType = {
   entry: 2,
   hardState: 3,
   snapshot: 4,
+  /** Starts every group-commit write: its payload is the write's length in bytes (u32). */
+  batch: 5,
 } as const;
 export type RecordType = (typeof RecordType)[keyof typeof RecordType];
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { CorruptFileError } from '../../../src/base/errors.js';
 import { SeededRandom, randomInt } from '../../../src/base/random.js';
 import type { Entry } from '../../../src/raft/index.js';
-import { Wal, scanSegment } from '../../../src/wal/index.js';
+import { RecordType, Wal, scanSegment } from '../../../src/wal/index.js';
 import type { ScannedRecord } from '../../../src/wal/index.js';
 import { MemoryLogger, entryKey, makeEntry, withTempDir } from './helpers.js';
 
@@ -67,15 +67,15 @@ test('a last segment cut anywhere recovers exactly the records before the cut', 
       const paths = segmentPaths(dir);
       const last = paths[paths.length - 1] ?? '';
       const records = recordsOf(last, true);
-      // The last segment holds a restated hard state, then entries only.
-      const firstInLast = entries.length - (records.length - 1) + 1;
+      const entryRecords = records.filter((record) => record.type === RecordType.entry).length;
+      const firstInLast = entries.length - entryRecords + 1;
       const lastRecord = records[records.length - 1];
       assert.ok(lastRecord !== undefined);
       const end = lastRecord.offset + 16 + lastRecord.payload.length;
       const cut = randomInt(random, (records[0]?.offset ?? 0) + 1, end);
       truncateSync(last, cut);
       const kept = records.filter((record) => record.offset + 16 + record.payload.length <= cut);
-      const keptEntries = kept.filter((record) => record.type === 2).length;
+      const keptEntries = kept.filter((record) => record.type === RecordType.entry).length;
       const logger = new MemoryLogger();
       const { wal, recovered } = await Wal.open(dir, { ...sizes, logger });
       const expectedCount = firstInLast - 1 + keptEntries;
@@ -107,18 +107,46 @@ test('a flipped byte inside the records refuses to start, naming file and offset
       const records = recordsOf(path, isLast);
       const lastRecord = records[records.length - 1];
       assert.ok(lastRecord !== undefined);
-      // In the last segment, only damage followed by more than one write's worth of records is
-      // distinguishable from a torn write; anywhere in an older segment is.
+      // In the last segment, damage inside the last write is indistinguishable from a torn
+      // write; anywhere before it (or anywhere in an older segment) is corruption. A damaged
+      // batch record itself only gives the coarser window of writeBytesMax.
       const recordsEnd = lastRecord.offset + 16 + lastRecord.payload.length;
-      const limit = isLast ? lastRecord.offset - sizes.writeBytesMax - 64 : recordsEnd - 1;
+      const lastBatch = records.filter((record) => record.type === RecordType.batch).at(-1);
+      const limit = isLast ? (lastBatch?.offset ?? 0) - 1 : recordsEnd - 1;
       if (limit <= 0) return;
       const at = randomInt(random, 0, limit);
+      const hit = records.find((record) => record.offset === recordStart(records, at));
+      const reach = (hit?.offset ?? 0) + sizes.writeBytesMax;
+      const coarse = hit?.type === RecordType.batch && reach > recordsEnd;
+      if (isLast && coarse) return;
       const bytes = readFileSync(path);
       bytes[at] = (bytes[at] ?? 0) ^ (1 << randomInt(random, 0, 7));
       writeFileSync(path, bytes);
       await expectCorrupt(dir, path, recordStart(records, at));
     });
   }
+});
+
+test('damage just before the last write is corruption, not a torn tail', async () => {
+  await withTempDir(async (dir) => {
+    await writeLog(dir, 150, 13n);
+    // A last write of a few dozen bytes: far less than writeBytesMax past the damage below.
+    const { wal } = await Wal.open(dir, sizes);
+    await wal.save([makeEntry(151, 1, 10)], null);
+    await wal.close();
+    const paths = segmentPaths(dir);
+    const path = paths[paths.length - 1] ?? '';
+    const records = recordsOf(path, true);
+    const lastBatch = records.filter((record) => record.type === RecordType.batch).at(-1);
+    assert.ok(lastBatch !== undefined);
+    const victim = records.filter((record) => record.offset < lastBatch.offset).at(-1);
+    assert.ok(victim !== undefined && victim.type === RecordType.entry);
+    // Well within writeBytesMax of the end: only the batch records tell this from a crash.
+    const bytes = readFileSync(path);
+    bytes[victim.offset + 20] = (bytes[victim.offset + 20] ?? 0) ^ 0x10;
+    writeFileSync(path, bytes);
+    await expectCorrupt(dir, path, victim.offset);
+  });
 });
 
 test('a zero-filled range mid-segment is damage, not preallocated space', async () => {
