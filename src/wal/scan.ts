@@ -3,7 +3,9 @@
 // it at the segment header's writeBytesMax, so a crash can only tear the last write of the last
 // segment, and bytes it never reached are still zero (segments are preallocated with zeros).
 // A bad record is therefore a torn tail only when it is in the last segment and nothing non-zero
-// lies further than one write from it; anything else is damage and stops the node.
+// lies past the write it belongs to: the batch record that opens each write gives its end, and
+// writeBytesMax bounds a write whose batch record is itself unreadable. Anything else is damage
+// and stops the node.
 import { CorruptFileError } from '../base/errors.js';
 import { decodeSegmentHeader } from './codec.js';
 import { lastNonZero, readFrame } from './record.js';

@@ -23,8 +23,8 @@ export interface WalOptions {
   readonly segmentBytes?: number;
   /**
    * The most bytes one group commit writes into a segment before its fdatasync (a lone larger
-   * record is written alone). Recovery uses it as the torn-tail window: a crash can only tear the
-   * last write, so non-zero bytes further than this past a bad record mean damage, not a crash.
+   * record is written alone). A crash can only tear the last write; recovery bounds it by the
+   * write's batch record, or by this cap when that record itself is unreadable.
    */
   readonly writeBytesMax?: number;
   readonly logger?: WalLogger;
