@@ -28,7 +28,6 @@ export class WatchHub<Tag> {
   private readonly waiting = new Set<Watcher<Tag>>();
   private readonly connections = new Set<WatchConnection<Tag>>();
   private watcherCount = 0;
-  private nextWatcherId = 1;
   private stopped = false;
   private readonly bufferLimits: { eventsMax: number; bytesMax: number };
 
@@ -84,7 +83,7 @@ export class WatchHub<Tag> {
       });
     }
     const start = spec.startRevision === 0 ? this.hubRevision + 1 : spec.startRevision;
-    const watcher = new Watcher<Tag>(this.nextWatcherId++, tag, spec, start, connection);
+    const watcher = new Watcher<Tag>(tag, spec, start, connection);
     watcher.readLimit = this.limits.readEventsMax;
     this.watcherCount++;
     connection.watchers.add(watcher);
@@ -258,14 +257,17 @@ export class WatchHub<Tag> {
       assert(event.revision > this.hubRevision && event.revision <= chunk.throughRevision, 'in the chunk');
       this.index.forEachCovering(event.kv.key, (group) => {
         if (group.filter !== 'all' && group.filter !== event.type) return;
-        if (group.pending.length === 0) touched.push(group);
+        if (group.pending === null) {
+          group.pending = [];
+          touched.push(group);
+        }
         group.pending.push(event);
         group.pendingBytes += eventBytes(event, group.prevKv);
       });
     }
     for (const group of touched) {
-      const batch: WatchBatch = { revision: chunk.throughRevision, events: group.pending, bytes: group.pendingBytes };
-      group.pending = [];
+      const batch: WatchBatch = { revision: chunk.throughRevision, events: group.pending ?? [], bytes: group.pendingBytes };
+      group.pending = null;
       group.pendingBytes = 0;
       // Backwards: a member that overflows is swap-removed with one already served.
       for (let i = group.members.length - 1; i >= 0; i--) {

@@ -3,6 +3,7 @@
 // The queue holds references to batches shared with other watchers, never copies.
 import { assert } from '../base/assert.js';
 import type { WatchBatch, WatchOutput, WatchSpec } from './types.js';
+import type { WatchGroup } from './watch-index.js';
 
 export type WatcherState = 'catchingUp' | 'waiting' | 'synced' | 'ended';
 
@@ -23,23 +24,23 @@ export class Watcher<Tag> {
   nextRevision: number;
   /** Everything matching at or below this was handed to the edge (resume at this + 1). */
   lastRevision: number;
-  /** Set by the watch index while synced: the position in its group's member list. */
+  /** Set by the watch index while synced: its group and position in the member list. */
+  group: WatchGroup<Tag> | null = null;
   groupSlot = -1;
-  groupKey = '';
   /** Events per catch-up read: shrinks after a batch cut by bytes, grows back otherwise. */
   readLimit = 1;
   /** In the owner's ready list (so it is never listed twice). */
   listed = false;
   /** The end to deliver once (compacted, slow_consumer, stopped); the queue is dropped by then. */
   pendingEnd: WatchOutput<Tag> | null = null;
-  private queue: WatchBatch[] = [];
+  /** Allocated on first use and dropped when drained: an idle watcher carries no array. */
+  private queue: WatchBatch[] | null = null;
   private queueHead = 0;
   /** Invariant: the sums over queue[queueHead..] of events.length and bytes. */
   queuedEvents = 0;
   queuedBytes = 0;
 
   constructor(
-    readonly id: number,
     readonly tag: Tag,
     readonly spec: WatchSpec,
     readonly startRevision: number,
@@ -52,7 +53,7 @@ export class Watcher<Tag> {
   }
 
   get queueLength(): number {
-    return this.queue.length - this.queueHead;
+    return this.queue === null ? 0 : this.queue.length - this.queueHead;
   }
 
   /** Whether the edge should ask it for output (a queued batch, an end, or history to read). */
@@ -71,31 +72,33 @@ export class Watcher<Tag> {
 
   push(batch: WatchBatch): void {
     assert(this.state !== 'ended', 'an ended watcher takes no batches');
-    const last = this.queue[this.queue.length - 1];
+    const queue = (this.queue ??= []);
+    const last = queue[queue.length - 1];
     if (this.queueLength > 0 && last !== undefined) {
       assert(batch.revision >= last.revision, 'batches are queued in revision order');
       // A newer progress notification replaces a queued one: progress never piles up.
       if (last.events.length === 0 && batch.events.length === 0) {
-        this.queue[this.queue.length - 1] = batch;
+        queue[queue.length - 1] = batch;
         return;
       }
     }
-    this.queue.push(batch);
+    queue.push(batch);
     this.queuedEvents += batch.events.length;
     this.queuedBytes += batch.bytes;
     this.owner.markReady(this);
   }
 
   shift(): WatchBatch | null {
-    const batch = this.queue[this.queueHead];
-    if (batch === undefined) return null;
-    this.queue[this.queueHead] = undefined as unknown as WatchBatch;
+    const queue = this.queue;
+    const batch = queue?.[this.queueHead];
+    if (queue === null || batch === undefined) return null;
+    queue[this.queueHead] = undefined as unknown as WatchBatch;
     this.queueHead++;
-    if (this.queueHead === this.queue.length) {
-      this.queue = [];
+    if (this.queueHead === queue.length) {
+      this.queue = null;
       this.queueHead = 0;
-    } else if (this.queueHead >= 64 && this.queueHead * 2 >= this.queue.length) {
-      this.queue = this.queue.slice(this.queueHead);
+    } else if (this.queueHead >= 64 && this.queueHead * 2 >= queue.length) {
+      this.queue = queue.slice(this.queueHead);
       this.queueHead = 0;
     }
     this.queuedEvents -= batch.events.length;
@@ -108,11 +111,11 @@ export class Watcher<Tag> {
 
   /** The revision of the newest queued batch (or the last delivered one). */
   get queuedThrough(): number {
-    return this.queue[this.queue.length - 1]?.revision ?? this.lastRevision;
+    return this.queue?.[this.queue.length - 1]?.revision ?? this.lastRevision;
   }
 
   dropQueue(): void {
-    this.queue = [];
+    this.queue = null;
     this.queueHead = 0;
     this.queuedEvents = 0;
     this.queuedBytes = 0;
