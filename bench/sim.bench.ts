@@ -23,6 +23,13 @@ function calmCell(batch: number): Partial<Scenario> {
     faultPhaseMs: batch === 1 ? 60_000 : 6_000,
     inflightMessagesMax: 256,
     appendBytesMax: 1024 * 1024,
+    applyBytesMax: 4 * 1024 * 1024,
+    uncommittedBytesMax: 64 * 1024 * 1024,
+    electionTicks: 10,
+    heartbeatTicks: 1,
+    preVote: true,
+    checkQuorum: true,
+    durableStateMachine: false,
   };
 }
 
@@ -31,43 +38,61 @@ function median(values: number[]): number {
   return sorted[sorted.length >> 1] as number;
 }
 
-function committedPerSecond(batch: number): {
-  perSecond: number;
-  entries: number;
-  seconds: number;
-} {
-  const started = performance.now();
+interface Rate {
+  /** Per second of wall time (what the issue asks for; noisy on a shared machine). */
+  readonly perWallSecond: number;
+  /** Per second of this process's CPU time (steadier when other work shares the cores). */
+  readonly perCpuSecond: number;
+}
+
+function measure(count: () => number): Rate {
+  const wallStarted = performance.now();
+  const cpuStarted = process.cpuUsage();
+  const n = count();
+  const wallSeconds = (performance.now() - wallStarted) / 1000;
+  const cpu = process.cpuUsage(cpuStarted);
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+  return { perWallSecond: n / wallSeconds, perCpuSecond: n / cpuSeconds };
+}
+
+function committedEntries(batch: number): number {
   const result = simulate({
     seed: 1n,
     profile: 'calm',
     scenario: calmCell(batch),
     skipLiveness: true,
   });
-  const seconds = (performance.now() - started) / 1000;
-  if (result.violations.length > 0)
+  if (result.violations.length > 0) {
     throw new Error(`violations: ${JSON.stringify(result.violations)}`);
-  const entries = result.stats.committedOnLeader;
-  return { perSecond: entries / seconds, entries, seconds };
+  }
+  return result.stats.committedOnLeader;
 }
 
-function seedsPerSecond(count: number): number {
-  const started = performance.now();
+function sweep(count: number): number {
   for (let seed = 1n; seed <= BigInt(count); seed++) {
     const result = simulate({ seed });
-    if (result.violations.length > 0)
+    if (result.violations.length > 0) {
       throw new Error(`seed ${seed} violated ${result.violations[0]?.invariant}`);
+    }
   }
-  return count / ((performance.now() - started) / 1000);
+  return count;
+}
+
+function report(label: string, unit: string, runs: Rate[]): void {
+  const wall = median(runs.map((run) => run.perWallSecond));
+  const cpu = median(runs.map((run) => run.perCpuSecond));
+  const format = (n: number): string => Math.round(n).toLocaleString('en-US');
+  console.log(
+    `${label}: ${format(wall)} ${unit}/s wall, ${format(cpu)} ${unit}/s of CPU (median of 3)`,
+  );
 }
 
 for (const batch of [1, 64]) {
-  const runs = [0, 1, 2].map(() => committedPerSecond(batch));
-  const best = median(runs.map((run) => run.perSecond));
-  const sample = runs[0] as { entries: number; seconds: number };
-  console.log(
-    `3 members, no faults, batch ${String(batch).padStart(2)}: ${Math.round(best).toLocaleString('en-US')} committed entries/s ` +
-      `(${sample.entries.toLocaleString('en-US')} entries in ${sample.seconds.toFixed(2)} s)`,
-  );
+  const runs = [0, 1, 2].map(() => measure(() => committedEntries(batch)));
+  report(`3 members, no faults, batch ${String(batch).padStart(2)}`, 'committed entries', runs);
 }
-const seedRuns = [0, 1, 2].map(() => seedsPerSecond(200));
-console.log(`mixed-fault sweep: ${median(seedRuns).toFixed(1)} seeds/s (200 seeds, median of 3)`);
+report(
+  'mixed-fault sweep, 200 seeds',
+  'seeds',
+  [0, 1, 2].map(() => measure(() => sweep(200))),
+);
