@@ -3,7 +3,12 @@
 
 interface ProfileNode {
   readonly id: number;
-  readonly callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
+  readonly callFrame: {
+    functionName: string;
+    url: string;
+    lineNumber: number;
+    columnNumber: number;
+  };
   readonly hitCount?: number;
 }
 
@@ -51,7 +56,8 @@ export function summarizeCpuProfile(profile: CpuProfile, rootDir = '', top = 25)
     if (node === undefined) continue;
     const frame = node.callFrame;
     const name = frame.functionName === '' ? '(anonymous)' : frame.functionName;
-    const location = frame.url === '' ? '(native)' : `${shortUrl(frame.url, rootDir)}:${frame.lineNumber + 1}`;
+    const location =
+      frame.url === '' ? '(native)' : `${shortUrl(frame.url, rootDir)}:${frame.lineNumber + 1}`;
     const id2 = `${name}@${location}`;
     const row = byFunction.get(id2) ?? { name, location, us: 0 };
     row.us += us;
@@ -75,6 +81,8 @@ export function summarizeCpuProfile(profile: CpuProfile, rootDir = '', top = 25)
 
 function shortUrl(url: string, rootDir: string): string {
   const path = url.startsWith('file://') ? decodeURIComponent(url.slice('file://'.length)) : url;
-  if (rootDir !== '' && path.startsWith(rootDir)) return path.slice(rootDir.length).replace(/^\//, '');
+  if (rootDir !== '' && path.startsWith(rootDir)) {
+    return path.slice(rootDir.length).replace(/^\//, '');
+  }
   return path.replace(/^.*\/node_modules\//, 'node_modules/');
 }

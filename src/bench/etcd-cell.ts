@@ -11,7 +11,8 @@ export interface EtcdMember {
 }
 
 export const etcdInstallHint =
-  'etcd is not installed. On Debian/Ubuntu (as root): apt-get update && apt-get install -y etcd-server etcd-client';
+  'etcd is not installed. On Debian/Ubuntu (as root): ' +
+  'apt-get update && apt-get install -y etcd-server etcd-client';
 
 /** The `etcd --version` first line, or null when no etcd binary is on PATH. */
 export function etcdVersion(binary = 'etcd'): string | null {
@@ -35,7 +36,9 @@ export class EtcdCell {
   }
 
   startAll(): void {
-    const initialCluster = this.members.map((m) => `${m.name}=http://127.0.0.1:${m.peerPort}`).join(',');
+    const initialCluster = this.members
+      .map((m) => `${m.name}=http://127.0.0.1:${m.peerPort}`)
+      .join(',');
     for (const member of this.members) {
       const dir = join(this.dataDir, member.name);
       mkdirSync(dir, { recursive: true });
@@ -74,7 +77,8 @@ export class EtcdCell {
       if (healthy.every(Boolean)) return;
       for (const [name, child] of this.processes) {
         if (child.exitCode !== null || child.signalCode !== null) {
-          throw new Error(`etcd ${name} exited: ${(this.logs.get(name) ?? []).join('').slice(-2000)}`);
+          const tail = (this.logs.get(name) ?? []).join('').slice(-2000);
+          throw new Error(`etcd ${name} exited: ${tail}`);
         }
       }
       if (Date.now() > deadline) throw new Error(`etcd cell not healthy within ${timeoutMs} ms`);

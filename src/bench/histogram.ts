@@ -3,8 +3,9 @@
 // 1 µs to over an hour, fits in about 3,300 counters. Values are whole microseconds.
 //
 // Layout (S = 2^subBucketBits = 128): values below 2S are counted exactly, one bucket each. Above,
-// a value v with highest set bit m keeps its top (subBucketBits + 1) bits: shift = m - subBucketBits,
-// top = v >> shift in [S, 2S), index = shift * S + top. Indexes are contiguous and increase with v.
+// a value v with highest set bit m keeps its top (subBucketBits + 1) bits:
+// shift = m - subBucketBits, top = v >> shift in [S, 2S), index = shift * S + top.
+// Indexes are contiguous and increase with v.
 
 const subBucketBits = 7;
 const subBucketCount = 1 << subBucketBits;

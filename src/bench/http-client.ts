@@ -21,22 +21,34 @@ export function parseEndpoints(list: string): URL[] {
   const urls = list.split(',').map((s) => s.trim()).filter((s) => s !== '').map((s) => new URL(s));
   if (urls.length === 0) throw new Error('no endpoints given');
   for (const url of urls) {
-    if (url.protocol !== 'http:') throw new Error(`${url.href}: only http:// endpoints are supported`);
-    if (!loopbackHosts.has(url.hostname)) throw new Error(`${url.href}: the bench drives loopback endpoints only`);
+    if (url.protocol !== 'http:') {
+      throw new Error(`${url.href}: only http:// endpoints are supported`);
+    }
+    if (!loopbackHosts.has(url.hostname)) {
+      throw new Error(`${url.href}: the bench drives loopback endpoints only`);
+    }
   }
   return urls;
 }
 
 export function openEndpoints(urls: readonly URL[], clients: number): Endpoint[] {
   const perEndpoint = Math.max(1, Math.ceil(clients / urls.length));
-  return urls.map((url) => ({ url, agent: new Agent({ keepAlive: true, maxSockets: perEndpoint }) }));
+  return urls.map((url) => ({
+    url,
+    agent: new Agent({ keepAlive: true, maxSockets: perEndpoint }),
+  }));
 }
 
 export function closeEndpoints(endpoints: readonly Endpoint[]): void {
   for (const endpoint of endpoints) endpoint.agent.destroy();
 }
 
-export function send(endpoint: Endpoint, spec: RequestSpec, keepBody: boolean, timeoutMs: number): Promise<HttpAnswer> {
+export function send(
+  endpoint: Endpoint,
+  spec: RequestSpec,
+  keepBody: boolean,
+  timeoutMs: number,
+): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | number> = {};
     if (spec.body !== undefined) headers['content-length'] = spec.body.length;
@@ -54,7 +66,9 @@ export function send(endpoint: Endpoint, spec: RequestSpec, keepBody: boolean, t
         const chunks: Buffer[] = [];
         if (keepBody) res.on('data', (chunk: Buffer) => chunks.push(chunk));
         else res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: keepBody ? Buffer.concat(chunks) : empty }));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, body: keepBody ? Buffer.concat(chunks) : empty });
+        });
         res.on('error', reject);
       },
     );

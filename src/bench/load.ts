@@ -34,7 +34,7 @@ export interface LoadResult {
    * latency figures, connection failures are not.
    */
   readonly errors: Readonly<Record<string, number>>;
-  /** Transactions whose compare did not hold (answered, counted, and retried with the version read). */
+  /** Transactions whose compare did not hold (answered, counted, retried with the version read). */
   readonly casMisses: number;
   /** CPU the bench process itself used in the window, in cores (1 = one core busy). */
   readonly clientCpuCores: number;
@@ -90,7 +90,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     clientCpu = process.cpuUsage(clientCpuStart);
     options.onWindow?.('end');
   };
-  const windowTimers = [setTimeout(open, options.warmupMs), setTimeout(close, options.warmupMs + options.durationMs)];
+  const windowTimers = [
+    setTimeout(open, options.warmupMs),
+    setTimeout(close, options.warmupMs + options.durationMs),
+  ];
   try {
     const clients = [];
     for (let i = 0; i < options.clients; i++) {
@@ -127,7 +130,12 @@ interface RunState {
   measureEndMs: number;
 }
 
-async function runClient(options: LoadOptions, endpoint: Endpoint, clientIndex: number, state: RunState): Promise<void> {
+async function runClient(
+  options: LoadOptions,
+  endpoint: Endpoint,
+  clientIndex: number,
+  state: RunState,
+): Promise<void> {
   const { protocol, workload } = options;
   const prefix = options.keyPrefix ?? defaultKeyPrefix;
   const value = benchValue(options.valueBytes);
@@ -137,9 +145,10 @@ async function runClient(options: LoadOptions, endpoint: Endpoint, clientIndex: 
   let casVersion = 0;
   while (performance.now() < state.measureEndMs) {
     let spec: RequestSpec;
-    if (workload === 'put') spec = protocol.put(benchKey(prefix, random() % options.keyCount), value);
+    const key = benchKey(prefix, random() % options.keyCount);
+    if (workload === 'put') spec = protocol.put(key, value);
     else if (workload === 'txn') spec = protocol.cas(casKey, casVersion, value);
-    else spec = protocol.get(benchKey(prefix, random() % options.keyCount), workload === 'get-ser');
+    else spec = protocol.get(key, workload === 'get-ser');
     const sentMs = performance.now();
     try {
       const answer = await send(endpoint, spec, workload === 'txn', options.requestTimeoutMs);
@@ -186,7 +195,13 @@ function xorshift(seed: number): () => number {
 }
 
 /** Writes every key once (so gets find them), with a few clients in parallel. */
-export async function populateKeys(protocol: Protocol, urls: readonly URL[], keyCount: number, valueBytes: number, keyPrefix = defaultKeyPrefix): Promise<void> {
+export async function populateKeys(
+  protocol: Protocol,
+  urls: readonly URL[],
+  keyCount: number,
+  valueBytes: number,
+  keyPrefix = defaultKeyPrefix,
+): Promise<void> {
   const endpoints = openEndpoints(urls, 16);
   const value = benchValue(valueBytes);
   let next = 0;
@@ -194,9 +209,12 @@ export async function populateKeys(protocol: Protocol, urls: readonly URL[], key
     const worker = async (w: number): Promise<void> => {
       const endpoint = endpoints[w % endpoints.length] as Endpoint;
       for (let i = next++; i < keyCount; i = next++) {
-        const answer = await send(endpoint, protocol.put(benchKey(keyPrefix, i), value), true, 10_000);
+        const key = benchKey(keyPrefix, i);
+        const answer = await send(endpoint, protocol.put(key, value), true, 10_000);
         if (answer.status < 200 || answer.status > 299) {
-          throw new Error(`${protocol.system}: populating ${benchKey(keyPrefix, i)} answered ${answer.status}: ${answer.body.toString('utf8').slice(0, 200)}`);
+          const text = answer.body.toString('utf8').slice(0, 200);
+          const what = `${protocol.system}: populating ${key}`;
+          throw new Error(`${what} answered ${answer.status}: ${text}`);
         }
       }
     };

@@ -50,14 +50,17 @@ export function parseWorkloads(text: string): WorkloadName[] {
 export function parseClientCounts(text: string): number[] {
   const counts = text.split(',').map((s) => Number(s.trim()));
   for (const n of counts) {
-    if (!Number.isInteger(n) || n < 1 || n > 4096) throw new Error(`client counts must be integers 1..4096, not "${text}"`);
+    if (!Number.isInteger(n) || n < 1 || n > 4096) {
+      throw new Error(`client counts must be integers 1..4096, not "${text}"`);
+    }
   }
   return counts;
 }
 
 /** Seconds the matrix will take, roughly (load time only, not populating or start-up). */
 export function estimateSeconds(options: Omit<MatrixOptions, 'onResult'>): number {
-  const runs = options.targets.length * options.workloads.length * options.clients.length * options.repeats;
+  const configurations = options.workloads.length * options.clients.length;
+  const runs = options.targets.length * configurations * options.repeats;
   return (runs * (options.durationMs + options.warmupMs + 300)) / 1000;
 }
 
@@ -92,8 +95,10 @@ export async function runMatrix(options: MatrixOptions): Promise<LoadResult[]> {
             requestTimeoutMs: options.requestTimeoutMs,
           });
           if (pids.length > 0 && cpuAtEnd > 0) {
-            result.serverCpuCores = (cpuAtEnd - cpuAtStart) / result.seconds;
-            result.serverCpuUsPerOp = result.completed > 0 ? (1e6 * (cpuAtEnd - cpuAtStart)) / result.completed : Number.NaN;
+            const cpu = cpuAtEnd - cpuAtStart;
+            result.serverCpuCores = cpu / result.seconds;
+            result.serverCpuUsPerOp =
+              result.completed > 0 ? (1e6 * cpu) / result.completed : Number.NaN;
           }
           results.push(result);
           options.onResult?.(result);
@@ -105,15 +110,21 @@ export async function runMatrix(options: MatrixOptions): Promise<LoadResult[]> {
 }
 
 export function progressLine(result: LoadResult): string {
+  const ms = (us: number): string => (us / 1000).toFixed(2);
   const errors = Object.entries(result.errors).map(([k, v]) => `${k}:${v}`).join(' ');
-  return (
-    `${result.system.padEnd(5)} ${result.workload.padEnd(7)} c=${String(result.clients).padStart(3)} ` +
-    `${result.opsPerSecond.toFixed(0).padStart(6)} ops/s  p50 ${(result.latency.p50Us / 1000).toFixed(2)} ms  ` +
-    `p99 ${(result.latency.p99Us / 1000).toFixed(2)} ms  p99.9 ${(result.latency.p999Us / 1000).toFixed(2)} ms` +
-    (errors === '' ? '' : `  errors ${errors}`) +
-    (result.serverCpuCores === undefined ? '' : `  server cpu ${result.serverCpuCores.toFixed(2)} cores ` +
-      `${(result.serverCpuUsPerOp ?? Number.NaN).toFixed(0)} us/op`) +
-    `  client cpu ${result.clientCpuCores.toFixed(2)}` +
-    (result.casMisses > 0 ? `  cas-misses ${result.casMisses}` : '')
-  );
+  const parts = [
+    `${result.system.padEnd(5)} ${result.workload.padEnd(7)}`,
+    `c=${String(result.clients).padStart(3)}`,
+    `${result.opsPerSecond.toFixed(0).padStart(6)} ops/s`,
+    `p50 ${ms(result.latency.p50Us)} ms  p99 ${ms(result.latency.p99Us)} ms`,
+    `p99.9 ${ms(result.latency.p999Us)} ms`,
+  ];
+  if (errors !== '') parts.push(`errors ${errors}`);
+  if (result.serverCpuCores !== undefined) {
+    const perOp = (result.serverCpuUsPerOp ?? Number.NaN).toFixed(0);
+    parts.push(`server cpu ${result.serverCpuCores.toFixed(2)} cores ${perOp} us/op`);
+  }
+  parts.push(`client cpu ${result.clientCpuCores.toFixed(2)}`);
+  if (result.casMisses > 0) parts.push(`cas-misses ${result.casMisses}`);
+  return parts.join('  ');
 }

@@ -25,7 +25,7 @@ export function findPids(marker: string): number[] {
   return pids;
 }
 
-/** User + system CPU seconds used so far by these processes (all their threads); gone ones count 0. */
+/** User + system CPU seconds used so far by these processes (all threads); gone ones count 0. */
 export function cpuSeconds(pids: readonly number[]): number {
   let ticks = 0;
   for (const pid of pids) {

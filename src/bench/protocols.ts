@@ -35,7 +35,10 @@ const json = 'application/json';
 export const batonProtocol: Protocol = {
   system: 'baton',
   put: (key, value) => ({
-    method: 'PUT', path: `/v1/kv${encodeKey(key)}`, body: value, contentType: 'application/octet-stream',
+    method: 'PUT',
+    path: `/v1/kv${encodeKey(key)}`,
+    body: value,
+    contentType: 'application/octet-stream',
   }),
   get: (key, serializable) => ({
     method: 'GET',
@@ -70,7 +73,9 @@ export const etcdProtocol: Protocol = {
   get: (key, serializable) => jsonPost('/v3/kv/range', { key: b64(key), serializable }),
   cas: (key, expectedVersion, value) =>
     jsonPost('/v3/kv/txn', {
-      compare: [{ key: b64(key), target: 'VERSION', result: 'EQUAL', version: String(expectedVersion) }],
+      compare: [
+        { key: b64(key), target: 'VERSION', result: 'EQUAL', version: String(expectedVersion) },
+      ],
       success: [{ request_put: { key: b64(key), value: value.toString('base64') } }],
       failure: [{ request_range: { key: b64(key) } }],
     }),

@@ -5,7 +5,8 @@ export function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  const upper = sorted[mid] as number;
+  return sorted.length % 2 === 1 ? upper : ((sorted[mid - 1] as number) + upper) / 2;
 }
 
 /** The median of several runs of one configuration (each figure is its own median). */
@@ -46,19 +47,22 @@ export function summarize(results: readonly LoadResult[]): CellSummary[] {
       p99Ms: ms((r) => r.latency.p99Us),
       p999Ms: ms((r) => r.latency.p999Us),
       errors: group.reduce((sum, r) => sum + Object.values(r.errors).reduce((a, b) => a + b, 0), 0),
-      serverCpuUsPerOp: median(group.flatMap((r) => (r.serverCpuUsPerOp === undefined ? [] : [r.serverCpuUsPerOp]))),
-      serverCpuCores: median(group.flatMap((r) => (r.serverCpuCores === undefined ? [] : [r.serverCpuCores]))),
+      serverCpuUsPerOp: median(group.flatMap((r) => r.serverCpuUsPerOp ?? [])),
+      serverCpuCores: median(group.flatMap((r) => r.serverCpuCores ?? [])),
       opsPerSecondRuns: group.map((r) => Math.round(r.opsPerSecond)),
     };
   });
 }
 
 export function resultsTable(rows: readonly CellSummary[]): string {
-  const header = ['system', 'workload', 'clients', 'runs', 'ops/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors', 'srv cpu', 'us/op',
-    'ops/s per run'];
+  const header = [
+    'system', 'workload', 'clients', 'runs', 'ops/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors',
+    'srv cpu', 'us/op', 'ops/s per run',
+  ];
   const body = rows.map((r) => [
-    r.system, r.workload, String(r.clients), String(r.runs), fixed(r.opsPerSecond, 0), fixed(r.p50Ms, 2),
-    fixed(r.p99Ms, 2), fixed(r.p999Ms, 2), String(r.errors), fixed(r.serverCpuCores, 2),
+    r.system, r.workload, String(r.clients), String(r.runs), fixed(r.opsPerSecond, 0),
+    fixed(r.p50Ms, 2), fixed(r.p99Ms, 2), fixed(r.p999Ms, 2), String(r.errors),
+    fixed(r.serverCpuCores, 2),
     fixed(r.serverCpuUsPerOp, 0), r.opsPerSecondRuns.join(' '),
   ]);
   return table(header, body);
@@ -82,7 +86,9 @@ export interface Ratio {
 export function ratios(rows: readonly CellSummary[]): Ratio[] {
   const out: Ratio[] = [];
   for (const baton of rows.filter((r) => r.system === 'baton')) {
-    const etcd = rows.find((r) => r.system === 'etcd' && r.workload === baton.workload && r.clients === baton.clients);
+    const etcd = rows.find(
+      (r) => r.system === 'etcd' && r.workload === baton.workload && r.clients === baton.clients,
+    );
     if (etcd === undefined) continue;
     out.push({
       workload: baton.workload,
@@ -100,11 +106,14 @@ export function ratios(rows: readonly CellSummary[]): Ratio[] {
 }
 
 export function ratioTable(rows: readonly Ratio[]): string {
-  const header = ['workload', 'clients', 'baton ops/s', 'etcd ops/s', 'ops ratio', 'baton p99', 'etcd p99', 'p99 ratio',
-    'cpu/op ratio'];
+  const header = [
+    'workload', 'clients', 'baton ops/s', 'etcd ops/s', 'ops ratio', 'baton p99', 'etcd p99',
+    'p99 ratio', 'cpu/op ratio',
+  ];
   const body = rows.map((r) => [
     r.workload, String(r.clients), fixed(r.batonOpsPerSecond, 0), fixed(r.etcdOpsPerSecond, 0),
-    `${fixed(r.throughputRatio, 2)}x`, `${fixed(r.batonP99Ms, 1)} ms`, `${fixed(r.etcdP99Ms, 1)} ms`,
+    `${fixed(r.throughputRatio, 2)}x`, `${fixed(r.batonP99Ms, 1)} ms`,
+    `${fixed(r.etcdP99Ms, 1)} ms`,
     `${fixed(r.p99Ratio, 2)}x`, `${fixed(r.cpuPerOpRatio, 2)}x`,
   ]);
   return table(header, body);
@@ -115,8 +124,13 @@ function fixed(value: number, digits: number): string {
 }
 
 export function table(header: readonly string[], body: readonly (readonly string[])[]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] ?? '').length)));
+  const widths = header.map((h, i) =>
+    Math.max(h.length, ...body.map((row) => (row[i] ?? '').length)),
+  );
   const line = (cells: readonly string[]): string =>
-    cells.map((c, i) => (i < 2 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ').trimEnd();
+    cells
+      .map((c, i) => (i < 2 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }

@@ -8,9 +8,12 @@ import {
 import { protocolFor, systemNames, type SystemName } from '../bench/protocols.js';
 import { resultsTable, summarize } from '../bench/report.js';
 
+const devEndpoints = 'http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003';
+
 const usage =
-  'baton bench [--endpoints URL,...] [--workload put|get-lin|get-ser|txn|all] [--clients 1,16,64,256]\n' +
-  '            [--duration-s N] [--warmup-s N] [--repeats N] [--system baton|etcd] [--json]\n' +
+  'baton bench [--endpoints URL,...] [--workload put|get-lin|get-ser|txn|all]\n' +
+  '            [--clients 1,16,64,256] [--duration-s N] [--warmup-s N] [--repeats N]\n' +
+  '            [--system baton|etcd] [--json]\n' +
   'Closed-loop load: each client sends its next request when the previous answers (HTTP/1.1\n' +
   'keep-alive, 256-byte values). Defaults: the dev cell (http://127.0.0.1:7001,7002,7003), all\n' +
   'workloads, 1,16,64,256 clients, 5 s measured after 1 s of warm-up, 1 run each.\n';
@@ -37,23 +40,30 @@ export async function benchCommand(argv: readonly string[]): Promise<number> {
   }
   try {
     const system = (values.system ?? 'baton') as SystemName;
-    if (!systemNames.includes(system)) throw new Error(`--system must be one of ${systemNames.join(', ')}`);
-    const urls = parseEndpoints(values.endpoints ?? 'http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003');
+    if (!systemNames.includes(system)) {
+      throw new Error(`--system must be one of ${systemNames.join(', ')}`);
+    }
+    const urls = parseEndpoints(values.endpoints ?? devEndpoints);
     const options = {
       ...defaultMatrix,
       targets: [{ protocol: protocolFor(system), urls }],
       workloads: parseWorkloads(values.workload ?? 'all'),
-      clients: values.clients === undefined ? defaultMatrix.clients : parseClientCounts(values.clients),
-      durationMs: seconds(values['duration-s'], defaultMatrix.durationMs / 1000, 'duration-s') * 1000,
-      warmupMs: seconds(values['warmup-s'], defaultMatrix.warmupMs / 1000, 'warmup-s') * 1000,
+      clients:
+        values.clients === undefined ? defaultMatrix.clients : parseClientCounts(values.clients),
+      durationMs:
+        1000 * seconds(values['duration-s'], defaultMatrix.durationMs / 1000, 'duration-s'),
+      warmupMs: 1000 * seconds(values['warmup-s'], defaultMatrix.warmupMs / 1000, 'warmup-s'),
       repeats: count(values.repeats, 1, 'repeats'),
     };
     const json = values.json === true;
     const log = (line: string): void => void process.stderr.write(`${line}\n`);
-    log(`bench: ${system} at ${urls.map((u) => u.origin).join(',')}, about ${Math.ceil(estimateSeconds(options))} s`);
+    const origins = urls.map((u) => u.origin).join(',');
+    log(`bench: ${system} at ${origins}, about ${Math.ceil(estimateSeconds(options))} s`);
     const results = await runMatrix({ ...options, onResult: (r) => log(progressLine(r)) });
-    if (json) process.stdout.write(`${JSON.stringify({ results, summary: summarize(results) }, null, 2)}\n`);
-    else process.stdout.write(`${resultsTable(summarize(results))}\n`);
+    if (json) {
+      const summary = summarize(results);
+      process.stdout.write(`${JSON.stringify({ results, summary }, null, 2)}\n`);
+    } else process.stdout.write(`${resultsTable(summarize(results))}\n`);
     return 0;
   } catch (error) {
     process.stderr.write(`baton bench: ${(error as Error).message}\n`);
@@ -64,13 +74,17 @@ export async function benchCommand(argv: readonly string[]): Promise<number> {
 function seconds(text: string | undefined, fallback: number, flag: string): number {
   if (text === undefined) return fallback;
   const n = Number(text);
-  if (!Number.isFinite(n) || n < 0 || n > 3600) throw new Error(`--${flag} must be a number of seconds (0..3600)`);
+  if (!Number.isFinite(n) || n < 0 || n > 3600) {
+    throw new Error(`--${flag} must be a number of seconds (0..3600)`);
+  }
   return n;
 }
 
 function count(text: string | undefined, fallback: number, flag: string): number {
   if (text === undefined) return fallback;
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1 || n > 100) throw new Error(`--${flag} must be an integer 1..100`);
+  if (!Number.isInteger(n) || n < 1 || n > 100) {
+    throw new Error(`--${flag} must be an integer 1..100`);
+  }
   return n;
 }

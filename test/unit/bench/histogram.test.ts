@@ -16,7 +16,9 @@ test('buckets are contiguous, increasing, and hold their values', () => {
     assert.ok(high >= low);
     assert.equal(bucketIndex(low), index);
     assert.equal(bucketIndex(high), index);
-    if (low >= 256) assert.ok((high - low + 1) / low <= 1 / 128, `bucket ${index} is at most 1/128 wide`);
+    if (low >= 256) {
+      assert.ok((high - low + 1) / low <= 1 / 128, `bucket ${index} is at most 1/128 wide`);
+    }
     previousHigh = high;
   }
   assert.equal(previousHigh, histogramValueMax);
@@ -52,7 +54,8 @@ test('percentiles match exact order statistics within the bucket error, never be
   const summary = histogram.summary();
   assert.equal(summary.count, values.length);
   assert.equal(summary.minUs, values[0]);
-  assert.ok(Math.abs(summary.meanUs - values.reduce((a, b) => a + b, 0) / values.length) < 1e-6 * summary.meanUs);
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  assert.ok(Math.abs(summary.meanUs - mean) < 1e-6 * mean);
 });
 
 test('a uniform 1..10000 µs run gives the textbook percentiles', () => {
@@ -76,7 +79,9 @@ test('merging equals recording everything in one histogram; empty is all zeros',
   a.merge(b);
   assert.deepEqual(a.summary(), all.summary());
   const empty = new LatencyHistogram();
-  assert.deepEqual(empty.summary(), { count: 0, minUs: 0, meanUs: 0, p50Us: 0, p90Us: 0, p99Us: 0, p999Us: 0, maxUs: 0 });
+  assert.deepEqual(empty.summary(), {
+    count: 0, minUs: 0, meanUs: 0, p50Us: 0, p90Us: 0, p99Us: 0, p999Us: 0, maxUs: 0,
+  });
   assert.throws(() => empty.percentile(0), RangeError);
   assert.throws(() => empty.percentile(101), RangeError);
 });
