@@ -4,6 +4,7 @@
 import { CompactedError, FutureRevisionError, PreconditionFailedError } from '../base/errors.js';
 import { compareBytes, fromUtf8, utf8 } from './bytes.js';
 import { currentRange } from './layout.js';
+import { applyLeaseCommand, checkPutLeases } from './lease-apply.js';
 import { readLeaseKeys, readRange } from './read.js';
 import { RevisionWriter } from './revision-writer.js';
 import { validateCommand, validateDelete } from './validate.js';
@@ -38,6 +39,7 @@ export function applyCommand(
   const { meta, limits } = context;
   validateCommand(op, limits);
   if (op.type === 'compact') return applyCompact(meta, op.revision);
+  if (op.type === 'put') checkPutLeases(writer, [op], limits);
   const revisions = new RevisionWriter(writer, meta.revision);
   let result: CommandResult;
   switch (op.type) {
@@ -58,6 +60,11 @@ export function applyCommand(
       result = { type: 'deleteLeaseKeys', deleted, revision: revisions.finalRevision };
       break;
     }
+    case 'leaseGrant':
+    case 'leaseRevoke':
+    case 'leaseCheckpoint':
+      result = applyLeaseCommand(revisions, op, limits);
+      break;
     default:
       return unreachable(op, 'command');
   }
@@ -136,8 +143,11 @@ function applyTxn(
   const succeeded = txn.compare.every((compare) =>
     compareHolds(revisions.current(utf8(compare.key), compare.key), compare),
   );
+  const branch = succeeded ? txn.success : txn.failure;
+  // Before the first write: a txn is all or nothing.
+  checkPutLeases(revisions.writer, branch.filter((op): op is PutOp => op.type === 'put'), context.limits);
   const results: TxnOpResult[] = [];
-  for (const op of succeeded ? txn.success : txn.failure) {
+  for (const op of branch) {
     if (op.type === 'put') results.push(applyPut(revisions, op));
     else if (op.type === 'delete') results.push(applyDelete(revisions, op, context.limits));
     else {

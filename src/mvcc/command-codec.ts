@@ -10,6 +10,9 @@
 //     4 compact u64 revision
 //     5 deleteLeaseKeys u64 lease
 //     6 get     key, bool prefix, ?limit, bool keysOnly, bool countOnly, ?revision (txn only)
+//     7 leaseGrant      u64 ttlMs, ?id
+//     8 leaseRevoke     u64 id
+//     9 leaseCheckpoint u16 n, n x (u64 id, u64 remainingMs)
 //   key/value: u32 length + bytes; ?x: u8 present [u64 x]
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
@@ -26,7 +29,17 @@ import {
 
 const magic = 0xb7;
 const format = 1;
-const opCode = { put: 1, delete: 2, txn: 3, compact: 4, deleteLeaseKeys: 5, get: 6 } as const;
+const opCode = {
+  put: 1,
+  delete: 2,
+  txn: 3,
+  compact: 4,
+  deleteLeaseKeys: 5,
+  get: 6,
+  leaseGrant: 7,
+  leaseRevoke: 8,
+  leaseCheckpoint: 9,
+} as const;
 
 /** Validates and encodes; throws the typed error a client should see. */
 export function encodeCommand(envelope: CommandEnvelope, limits: MvccLimits): Uint8Array {
@@ -124,6 +137,17 @@ function writeOp(writer: ByteWriter, op: Command | TxnOp): void {
     case 'deleteLeaseKeys':
       writer.u64(op.lease);
       return;
+    case 'leaseGrant':
+      writer.u64(op.ttlMs);
+      writeOptional(writer, op.id);
+      return;
+    case 'leaseRevoke':
+      writer.u64(op.id);
+      return;
+    case 'leaseCheckpoint':
+      writer.u16(op.leases.length);
+      for (const lease of op.leases) writer.u64(lease.id).u64(lease.remainingMs);
+      return;
   }
 }
 
@@ -179,9 +203,27 @@ function readOp(reader: ByteReader, inTxn: boolean): Command | TxnOp {
     case opCode.deleteLeaseKeys:
       if (inTxn) reader.fail('deleteLeaseKeys is not a txn operation');
       return { type: 'deleteLeaseKeys', lease: reader.u64() };
+    case opCode.leaseGrant:
+    case opCode.leaseRevoke:
+    case opCode.leaseCheckpoint:
+      if (inTxn) reader.fail('lease commands are not txn operations');
+      return readLeaseOp(reader, code);
     default:
       return reader.fail(`unknown operation code ${code}`);
   }
+}
+
+function readLeaseOp(reader: ByteReader, code: number): Command {
+  if (code === opCode.leaseGrant) {
+    const ttlMs = reader.u64();
+    const id = readOptional(reader);
+    return id === undefined ? { type: 'leaseGrant', ttlMs } : { type: 'leaseGrant', ttlMs, id };
+  }
+  if (code === opCode.leaseRevoke) return { type: 'leaseRevoke', id: reader.u64() };
+  const count = reader.u16();
+  const leases: { id: number; remainingMs: number }[] = [];
+  for (let i = 0; i < count; i++) leases.push({ id: reader.u64(), remainingMs: reader.u64() });
+  return { type: 'leaseCheckpoint', leases };
 }
 
 function readTxn(reader: ByteReader): Command {

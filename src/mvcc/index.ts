@@ -7,6 +7,8 @@ export { encodeCommand, decodeCommand } from './command-codec.js';
 export { ContentHasher } from './content-hash.js';
 export { encodeSnapshot, decodeSnapshot } from './snapshot-stream.js';
 export { compareBytes, utf8, fromUtf8 } from './bytes.js';
+export { validateLeaseTtl } from './lease-state.js';
+export type { LeaseRecord } from './lease-state.js';
 export { compareOperators, compareTargets, defaultMvccLimits } from './types.js';
 export type {
   ApplyOutcome,
@@ -29,6 +31,12 @@ export type {
   KvRange,
   KvReader,
   KvWriter,
+  LeaseCheckpointOp,
+  LeaseCheckpointResult,
+  LeaseGrantOp,
+  LeaseGrantResult,
+  LeaseRevokeOp,
+  LeaseRevokeResult,
   MvccEvent,
   MvccLimits,
   MvccMeta,

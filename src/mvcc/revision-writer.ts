@@ -4,6 +4,7 @@
 import { assert } from '../base/assert.js';
 import { emptyBytes, u64Bytes, writeU32 } from './bytes.js';
 import { currentKey, historyKey, leaseKey, revisionIndexKey } from './layout.js';
+import { adjustLeaseKeyCount } from './lease-state.js';
 import { decodeRecord, encodeEvent, encodeRecord, tombstone } from './records.js';
 import type { KeyValue, KvWriter, MvccEvent } from './types.js';
 
@@ -47,8 +48,12 @@ export class RevisionWriter {
     this.writer.put(currentKey(keyBytes), encodeRecord(kv));
     if (prev !== null && prev.lease !== 0 && prev.lease !== kv.lease) {
       this.writer.delete(leaseKey(prev.lease, keyBytes));
+      adjustLeaseKeyCount(this.writer, prev.lease, -1);
     }
-    if (kv.lease !== 0 && prev?.lease !== kv.lease) this.writer.put(leaseKey(kv.lease, keyBytes), emptyBytes);
+    if (kv.lease !== 0 && prev?.lease !== kv.lease) {
+      this.writer.put(leaseKey(kv.lease, keyBytes), emptyBytes);
+      adjustLeaseKeyCount(this.writer, kv.lease, 1);
+    }
     this.appendEvent(keyBytes, { type: 'put', revision: this.revision, kv, prevKv: prev });
     return kv;
   }
@@ -59,7 +64,10 @@ export class RevisionWriter {
     if (prev === null) return false;
     assert(prev.modRevision < this.revision, 'one write per key per revision');
     this.writer.delete(currentKey(keyBytes));
-    if (prev.lease !== 0) this.writer.delete(leaseKey(prev.lease, keyBytes));
+    if (prev.lease !== 0) {
+      this.writer.delete(leaseKey(prev.lease, keyBytes));
+      adjustLeaseKeyCount(this.writer, prev.lease, -1);
+    }
     const kv = tombstone(key, this.revision);
     this.appendEvent(keyBytes, { type: 'delete', revision: this.revision, kv, prevKv: prev });
     return true;

@@ -10,6 +10,7 @@ import { ContentHasher } from './content-hash.js';
 import { dedupLookup, dedupOldestMs, dedupPrune, dedupRecord, type StoredOutcome } from './dedup.js';
 import { compactHistoryStep, oldestHistoryRevision } from './history-compactor.js';
 import { metaKey } from './layout.js';
+import { leaseCount, readLease, readLeases, type LeaseRecord } from './lease-state.js';
 import { readEvents, readLeaseKeys, readRange, type ReadContext } from './read.js';
 import { decodeMeta, encodeMeta, initialMeta } from './records.js';
 import { decodeSnapshot, encodeSnapshot } from './snapshot-stream.js';
@@ -193,6 +194,21 @@ export class MvccStore {
   keysOfLease(lease: number): string[] {
     validateCount(lease, 'lease');
     return readLeaseKeys(this.engine, lease);
+  }
+
+  /** A lease as replicated (its remaining TTL as last checkpointed), or null. */
+  lease(id: number): LeaseRecord | null {
+    validateCount(id, 'lease');
+    return readLease(this.engine, id);
+  }
+
+  /** Every lease, ascending by id: a new leader's expiry tracker starts from these. */
+  leases(): LeaseRecord[] {
+    return [...readLeases(this.engine)];
+  }
+
+  leaseCount(): number {
+    return leaseCount(this.engine);
   }
 
   /** Whether history below the compact revision is still being deleted (a step per entry). */

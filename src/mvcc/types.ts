@@ -132,7 +132,34 @@ export interface DeleteLeaseKeysOp {
   readonly lease: number;
 }
 
-export type Command = PutOp | DeleteOp | TxnRequest | CompactOp | DeleteLeaseKeysOp;
+/** Grants a lease; `id` absent = the next free id (chosen by the state machine). */
+export interface LeaseGrantOp {
+  readonly type: 'leaseGrant';
+  readonly ttlMs: number;
+  readonly id?: number;
+}
+
+/** Revokes a lease (a client's DELETE or the leader's expiry): its keys go in one revision. */
+export interface LeaseRevokeOp {
+  readonly type: 'leaseRevoke';
+  readonly id: number;
+}
+
+/** Records remaining TTLs for the next leader; changes no revision. */
+export interface LeaseCheckpointOp {
+  readonly type: 'leaseCheckpoint';
+  readonly leases: readonly { readonly id: number; readonly remainingMs: number }[];
+}
+
+export type Command =
+  | PutOp
+  | DeleteOp
+  | TxnRequest
+  | CompactOp
+  | DeleteLeaseKeysOp
+  | LeaseGrantOp
+  | LeaseRevokeOp
+  | LeaseCheckpointOp;
 export type CommandType = Command['type'];
 
 /** What a Raft entry's data carries. */
@@ -190,12 +217,35 @@ export interface DeleteLeaseKeysResult {
   readonly revision: number;
 }
 
+export interface LeaseGrantResult {
+  readonly type: 'leaseGrant';
+  readonly id: number;
+  readonly ttlMs: number;
+  readonly revision: number;
+}
+
+export interface LeaseRevokeResult {
+  readonly type: 'leaseRevoke';
+  readonly id: number;
+  readonly deleted: number;
+  readonly revision: number;
+}
+
+export interface LeaseCheckpointResult {
+  readonly type: 'leaseCheckpoint';
+  readonly updated: number;
+  readonly revision: number;
+}
+
 export type CommandResult =
   | PutResult
   | DeleteResult
   | TxnResult
   | CompactResult
-  | DeleteLeaseKeysResult;
+  | DeleteLeaseKeysResult
+  | LeaseGrantResult
+  | LeaseRevokeResult
+  | LeaseCheckpointResult;
 
 interface OutcomeBase {
   readonly index: number;
@@ -234,6 +284,18 @@ export interface MvccLimits {
   readonly dedupPrunePerCommandMax: number;
   /** History events below the compact revision deleted per applied entry (bounded work). */
   readonly compactEventsPerEntryMax: number;
+  /** Grants outside [min, max] are refused (400), never silently adjusted. */
+  readonly leaseTtlMsMin: number;
+  readonly leaseTtlMsMax: number;
+  /** Past these: 429 quota_exceeded. Keys per lease also bounds a revocation's work. */
+  readonly leasesMax: number;
+  readonly leaseKeysMax: number;
+  readonly leaseCheckpointBatchMax: number;
+  /**
+   * A put naming a lease that does not exist fails with lease_not_found. Always on in a node;
+   * off only for the older reference-model tests, whose model has no lease table.
+   */
+  readonly leaseAttachStrict: boolean;
 }
 
 export const defaultMvccLimits: MvccLimits = {
@@ -245,6 +307,12 @@ export const defaultMvccLimits: MvccLimits = {
   dedupWindowMs: 10 * 60 * 1000,
   dedupPrunePerCommandMax: 8,
   compactEventsPerEntryMax: 512,
+  leaseTtlMsMin: 5_000,
+  leaseTtlMsMax: 24 * 60 * 60 * 1000,
+  leasesMax: 1_000_000,
+  leaseKeysMax: 10_000,
+  leaseCheckpointBatchMax: 1_000,
+  leaseAttachStrict: true,
 };
 
 /** The persistent bookkeeping, written in the same storage transaction as the state it describes. */

@@ -3,6 +3,7 @@
 // fails the same way everywhere and changes nothing.
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { compareBytes, prefixEnd, utf8 } from './bytes.js';
+import { validateLeaseTtl } from './lease-state.js';
 import {
   compareOperators,
   compareTargets,
@@ -43,6 +44,12 @@ export function validateCount(value: unknown, what: string): number {
     throw new InvalidArgumentError(`${what} must be a non-negative integer below 2^53`, { [what]: value });
   }
   return value;
+}
+
+export function validateLeaseId(id: unknown): number {
+  validateCount(id, 'lease');
+  if (id === 0) throw new InvalidArgumentError('lease 0 means "no lease"');
+  return id as number;
 }
 
 function validateOptionalCount(value: unknown, what: string): void {
@@ -163,6 +170,22 @@ export function validateCommand(op: Command, limits: MvccLimits): void {
     case 'deleteLeaseKeys':
       validateCount(op.lease, 'lease');
       if (op.lease === 0) throw new InvalidArgumentError('lease 0 means "no lease"');
+      return;
+    case 'leaseGrant':
+      validateLeaseTtl(op.ttlMs, limits);
+      if (op.id !== undefined) validateLeaseId(op.id);
+      return;
+    case 'leaseRevoke':
+      validateLeaseId(op.id);
+      return;
+    case 'leaseCheckpoint':
+      if (op.leases.length > limits.leaseCheckpointBatchMax) {
+        throw new TooLargeError('lease checkpoint batch', op.leases.length, limits.leaseCheckpointBatchMax);
+      }
+      for (const lease of op.leases) {
+        validateLeaseId(lease.id);
+        validateCount(lease.remainingMs, 'remainingMs');
+      }
       return;
     default:
       throw new InvalidArgumentError(`unknown command ${String((op as Command).type)}`);

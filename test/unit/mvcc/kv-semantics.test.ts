@@ -22,6 +22,8 @@ function cell(): { store: MvccStore; run: (op: Command) => ApplyOutcome; ok: (op
     assert.equal(outcome.type, 'applied', JSON.stringify(outcome));
     return (outcome as { result: CommandResult }).result;
   };
+  // Puts may only name granted leases; grants change no revision.
+  for (const id of [81, 82]) ok({ type: 'leaseGrant', ttlMs: 10_000, id });
   return { store, run, ok };
 }
 

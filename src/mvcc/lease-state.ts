@@ -1,0 +1,216 @@
+// The replicated lease table: which leases exist, their granted TTL, the remaining TTL as last
+// checkpointed through the log, and how many keys each holds. It lives in the same engine as the
+// keys and is written in the same storage transaction, so it survives restarts, travels in
+// snapshots and is part of hash(). Deadlines are NOT here: they are the leader's in-memory,
+// monotonic-clock business (src/lease); the table only holds what a new leader needs to never
+// cut a TTL short (remaining as checkpointed) and what apply needs to judge puts (existence,
+// key counts).
+//
+//   'g' id:8           ttlMs:8 remainingMs:8 keyCount:4
+//   'n'                nextId:8 leaseCount:8   (absent = no lease granted yet)
+import { assert } from '../base/assert.js';
+import {
+  InvalidArgumentError,
+  LeaseNotFoundError,
+  QuotaExceededError,
+  TooLargeError,
+} from '../base/errors.js';
+import { concatBytes, prefixEnd, readU32, readU64, u64Bytes, writeU32, writeU64 } from './bytes.js';
+import { currentKey } from './layout.js';
+import { decodeRecord } from './records.js';
+import type { KvReader, KvWriter, MvccLimits } from './types.js';
+
+const grantPrefix = Uint8Array.of(0x67);
+const counterKey = Uint8Array.of(0x6e);
+const recordBytes = 20;
+
+export interface LeaseRecord {
+  readonly id: number;
+  readonly ttlMs: number;
+  /** Invariant: 0 <= remainingMs <= ttlMs. */
+  readonly remainingMs: number;
+  /** Invariant: equals the number of 'l' index entries of this lease. */
+  readonly keyCount: number;
+}
+
+interface Counter {
+  readonly nextId: number;
+  readonly leaseCount: number;
+}
+
+function grantKey(id: number): Uint8Array {
+  return concatBytes([grantPrefix, u64Bytes(id)]);
+}
+
+function encodeLease(lease: LeaseRecord): Uint8Array {
+  assert(lease.remainingMs >= 0 && lease.remainingMs <= lease.ttlMs, 'remaining within the TTL');
+  assert(lease.keyCount >= 0, 'key count is never negative');
+  const out = new Uint8Array(recordBytes);
+  writeU64(out, 0, lease.ttlMs);
+  writeU64(out, 8, lease.remainingMs);
+  writeU32(out, 16, lease.keyCount);
+  return out;
+}
+
+function decodeLease(id: number, bytes: Uint8Array): LeaseRecord {
+  assert(bytes.length === recordBytes, 'lease record size');
+  return { id, ttlMs: readU64(bytes, 0), remainingMs: readU64(bytes, 8), keyCount: readU32(bytes, 16) };
+}
+
+function readCounter(reader: KvReader): Counter {
+  const stored = reader.get(counterKey);
+  if (stored === undefined) return { nextId: 1, leaseCount: 0 };
+  assert(stored.length === 16, 'lease counter size');
+  return { nextId: readU64(stored, 0), leaseCount: readU64(stored, 8) };
+}
+
+function writeCounter(writer: KvWriter, counter: Counter): void {
+  assert(counter.nextId >= 1 && counter.leaseCount >= 0, 'lease counter in range');
+  const out = new Uint8Array(16);
+  writeU64(out, 0, counter.nextId);
+  writeU64(out, 8, counter.leaseCount);
+  writer.put(counterKey, out);
+}
+
+export function readLease(reader: KvReader, id: number): LeaseRecord | null {
+  const stored = reader.get(grantKey(id));
+  return stored === undefined ? null : decodeLease(id, stored);
+}
+
+/** Every lease, ascending by id (a new leader's tracker starts from these). */
+export function* readLeases(reader: KvReader): Generator<LeaseRecord> {
+  for (const entry of reader.range({ start: grantPrefix, end: prefixEnd(grantPrefix) })) {
+    assert(entry.key.length === 9, 'lease key size');
+    yield decodeLease(readU64(entry.key, 1), entry.value);
+  }
+}
+
+export function leaseCount(reader: KvReader): number {
+  return readCounter(reader).leaseCount;
+}
+
+export function validateLeaseTtl(ttlMs: unknown, limits: MvccLimits): number {
+  if (typeof ttlMs !== 'number' || !Number.isSafeInteger(ttlMs)) {
+    throw new InvalidArgumentError('a lease TTL is an integer number of milliseconds', { ttlMs });
+  }
+  // Never silently raised: a client that asked for less would believe in a shorter failover.
+  if (ttlMs < limits.leaseTtlMsMin || ttlMs > limits.leaseTtlMsMax) {
+    throw new InvalidArgumentError(
+      `a lease TTL must be between ${limits.leaseTtlMsMin / 1000} s and ${limits.leaseTtlMsMax / 1000} s`,
+      { ttlMs, ttlMsMin: limits.leaseTtlMsMin, ttlMsMax: limits.leaseTtlMsMax },
+    );
+  }
+  return ttlMs;
+}
+
+/** Grants a lease (the next free id, or the client's), with its full TTL remaining. */
+export function grantLease(
+  writer: KvWriter,
+  request: { ttlMs: number; id?: number | undefined },
+  limits: MvccLimits,
+): LeaseRecord {
+  validateLeaseTtl(request.ttlMs, limits);
+  const counter = readCounter(writer);
+  if (counter.leaseCount >= limits.leasesMax) {
+    throw new QuotaExceededError(`the cell holds its maximum of ${limits.leasesMax} leases`, {
+      limit: limits.leasesMax,
+    });
+  }
+  let id = request.id;
+  if (id !== undefined) {
+    if (readLease(writer, id) !== null) throw new InvalidArgumentError(`lease ${id} already exists`, { id });
+  } else {
+    // Client-chosen ids may sit ahead of the counter: skip them (each is skipped at most once).
+    id = counter.nextId;
+    while (readLease(writer, id) !== null) id++;
+  }
+  assert(id >= 1 && Number.isSafeInteger(id), 'lease ids are positive safe integers');
+  const lease: LeaseRecord = { id, ttlMs: request.ttlMs, remainingMs: request.ttlMs, keyCount: 0 };
+  writer.put(grantKey(id), encodeLease(lease));
+  const nextId = id >= counter.nextId ? id + 1 : counter.nextId;
+  writeCounter(writer, { nextId, leaseCount: counter.leaseCount + 1 });
+  return lease;
+}
+
+/** Removes the lease record (its keys must already be deleted). */
+export function removeLease(writer: KvWriter, id: number): void {
+  const lease = readLease(writer, id);
+  if (lease === null) throw new LeaseNotFoundError(`lease ${id} not found`, { id });
+  assert(lease.keyCount === 0, 'a lease is removed only after its keys');
+  writer.delete(grantKey(id));
+  const counter = readCounter(writer);
+  assert(counter.leaseCount >= 1, 'a present lease is counted');
+  writeCounter(writer, { nextId: counter.nextId, leaseCount: counter.leaseCount - 1 });
+}
+
+export function requireLease(reader: KvReader, id: number): LeaseRecord {
+  const lease = readLease(reader, id);
+  if (lease === null) throw new LeaseNotFoundError(`lease ${id} not found`, { id });
+  return lease;
+}
+
+/**
+ * Records remaining TTLs (clamped to each lease's TTL: a checkpoint never extends a lease past
+ * a full renewal). Absent leases are skipped: a revocation may have committed first. Returns
+ * how many leases were updated.
+ */
+export function checkpointLeases(
+  writer: KvWriter,
+  leases: readonly { id: number; remainingMs: number }[],
+  limits: MvccLimits,
+): number {
+  if (leases.length > limits.leaseCheckpointBatchMax) {
+    throw new TooLargeError('lease checkpoint batch', leases.length, limits.leaseCheckpointBatchMax);
+  }
+  let updated = 0;
+  for (const { id, remainingMs } of leases) {
+    const lease = readLease(writer, id);
+    if (lease === null) continue;
+    const clamped = Math.min(remainingMs, lease.ttlMs);
+    writer.put(grantKey(id), encodeLease({ ...lease, remainingMs: clamped }));
+    updated++;
+  }
+  return updated;
+}
+
+/**
+ * Checks that each put's lease exists and has room, before the command writes anything (a
+ * failed check must leave no partial txn behind). Only a new attachment counts: a key that
+ * already belongs to the lease does not take more room.
+ */
+export function checkLeaseAttachments(
+  reader: KvReader,
+  puts: readonly { keyBytes: Uint8Array; key: string; lease: number }[],
+  limits: MvccLimits,
+): void {
+  const added = new Map<number, number>();
+  for (const put of puts) {
+    if (put.lease === 0) continue;
+    const lease = readLease(reader, put.lease);
+    if (lease === null) {
+      if (!limits.leaseAttachStrict) continue;
+      throw new LeaseNotFoundError(`lease ${put.lease} not found`, { id: put.lease, key: put.key });
+    }
+    const stored = reader.get(currentKey(put.keyBytes));
+    const current = stored === undefined ? null : decodeRecord(put.key, stored);
+    if (current?.lease === put.lease) continue;
+    const count = (added.get(put.lease) ?? 0) + 1;
+    added.set(put.lease, count);
+    if (lease.keyCount + count > limits.leaseKeysMax) {
+      throw new QuotaExceededError(`lease ${put.lease} holds its maximum of ${limits.leaseKeysMax} keys`, {
+        id: put.lease,
+        limit: limits.leaseKeysMax,
+      });
+    }
+  }
+}
+
+/** Keeps a lease's key count in step with its index entries (called by the revision writer). */
+export function adjustLeaseKeyCount(writer: KvWriter, id: number, delta: 1 | -1): void {
+  assert(id !== 0, 'lease 0 is "no lease"');
+  const lease = readLease(writer, id);
+  // Without strict attachment (tests predating the lease table) a key may name no record.
+  if (lease === null) return;
+  assert(lease.keyCount + delta >= 0, 'a lease never holds fewer than zero keys');
+  writer.put(grantKey(id), encodeLease({ ...lease, keyCount: lease.keyCount + delta }));
+}
