@@ -176,3 +176,22 @@ export async function findLeader(cell: TestCell, among = cell.names, timeoutMs =
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * PUT until the outcome is known, retrying timeouts and unavailability with the same Request-ID
+ * (so a first attempt that committed late is not applied twice). Returns the answer body.
+ */
+export async function putSurely(url: string, body: string, attempts = 20): Promise<any> {
+  const requestId = `put-${Math.random().toString(36).slice(2)}`;
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    try {
+      const res = await http(url, { method: 'PUT', body, headers: { 'Request-ID': requestId } });
+      if (res.status === 200 || res.status === 201) return res.body;
+      if (res.status !== 503 && res.status !== 504) throw new Error(`PUT ${url}: ${res.status} ${JSON.stringify(res.body)}`);
+    } catch (error) {
+      if (!(error instanceof Error) || !/timeout|fetch failed|aborted/i.test(error.message + String(error.cause))) throw error;
+    }
+    await sleep(200);
+  }
+  throw new Error(`PUT ${url}: no definite answer after ${attempts} attempts`);
+}
