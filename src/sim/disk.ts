@@ -5,7 +5,14 @@
 import { assert } from '../base/assert.js';
 import type { Random } from '../base/random.js';
 import { chance, randomInt } from '../base/random.js';
-import type { ConfState, Entry, HardState, RecoveredState, Snapshot } from '../raft/index.js';
+import type {
+  ConfState,
+  Entry,
+  HardState,
+  Ready,
+  RecoveredState,
+  Snapshot,
+} from '../raft/index.js';
 
 export type DiskWrite =
   | {
@@ -158,4 +165,14 @@ export class SimDisk {
     this.entries = this.entries.slice(keepFrom);
     this.snapshot = snapshot;
   }
+}
+
+/** The write a Ready asks for (the caller skips Readies with nothing to persist). */
+export function diskWriteOfReady(ready: Ready): DiskWrite {
+  return {
+    kind: 'ready',
+    snapshot: ready.snapshot,
+    entries: ready.entries,
+    hardState: ready.hardState,
+  };
 }

@@ -10,8 +10,8 @@ import type { ConfChange, Entry, RaftApi, RaftMessage, Ready, Snapshot } from '.
 import { NodeDriver } from '../server/driver.js';
 import type { LogStore, PeerSender, StateMachine, Timers } from '../server/types.js';
 import type { DiskWrite } from './disk.js';
-import type { NodeWorld, SimNode } from './sim-node.js';
-import { diskWriteOfReady } from './sim-node.js';
+import { diskWriteOfReady } from './disk.js';
+import type { MemberDriver, NodeWorld, SimNode } from './sim-node.js';
 import type { Applier } from './types.js';
 
 /** What the driver's state machine answers per applied entry: where it landed. */
@@ -25,7 +25,7 @@ export interface AppliedOutcome {
 const requestTimeoutMs = 2_000;
 const proposalIdBytes = 16;
 
-export class ServerDriverBinding {
+export class ServerDriverBinding implements MemberDriver {
   readonly driver: NodeDriver<AppliedOutcome>;
   private readonly pendingWrites = new Map<number, DiskThenable>();
 
@@ -80,6 +80,10 @@ export class ServerDriverBinding {
     if (write === undefined) return;
     this.pendingWrites.delete(writeId);
     write.settle();
+  }
+
+  pump(): void {
+    this.driver.receive([]);
   }
 
   propose(commandId: number, command: Uint8Array): Promise<AppliedOutcome> {

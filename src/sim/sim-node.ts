@@ -1,8 +1,7 @@
-// One simulated member and its driver. The driver follows the core's Ready contract exactly, as
-// the real server will: append messages leave at once; the snapshot, entries and hard state go to
-// the (slow) disk; only when the disk says durable do the other messages leave, committed
-// entries get applied and read states get served; then advance. One Ready is in flight at a
-// time; whatever the core does meanwhile waits for the next one (that is the batching).
+// One simulated member: its core, disk, state machine and the checkers' taps on them. A driver
+// (sim-driver.ts, or the production one through server-driver.ts) moves Ready batches between the
+// core and the world; every Ready passes observe(), every message sendMessages(), every applied
+// entry applyEntry(), so the checkers see the same things whichever driver runs.
 import { assert } from '../base/assert.js';
 import type {
   Entry,
@@ -10,7 +9,6 @@ import type {
   MemberId,
   RaftApi,
   RaftMessage,
-  ReadState,
   Ready,
   RecoveredState,
   Role,
@@ -18,10 +16,11 @@ import type {
 } from '../raft/index.js';
 import type { SafetyChecker } from './checker.js';
 import { CommitSource } from './checker.js';
-import type { DiskWrite, SimDisk } from './disk.js';
+import type { SimDisk } from './disk.js';
 import { emptyHardState } from './disk.js';
 import { MirrorLog } from './mirror-log.js';
 import { ServerDriverBinding } from './server-driver.js';
+import { SimDriver } from './sim-driver.js';
 import { describeReady } from './trace.js';
 import type { Applier, Scenario } from './types.js';
 
@@ -49,6 +48,13 @@ export interface NodeWorld {
 
 export type NodeState = 'running' | 'paused' | 'crashed' | 'removed';
 
+/** What drives one incarnation's core: the sim's own driver or the production one. */
+export interface MemberDriver {
+  pump(): void;
+  onDiskDone(writeId: number): void;
+  stop(): void;
+}
+
 /** A durable state machine's contents, at the index it had applied. */
 export interface KeptState {
   readonly data: Uint8Array;
@@ -74,11 +80,7 @@ export class SimNode {
   readonly proposals = new Map<number, PendingProposal>();
   /** Command ids this member forwarded to its leader, until it applies them. */
   readonly forwarded = new Set<number>();
-  /** Set when the production driver drives this member (see server-driver.ts). */
-  private binding: ServerDriverBinding | null = null;
-  private inFlight: { readonly ready: Ready; readonly writeId: number } | null = null;
-  private readsWaiting: ReadState[] = [];
-  private compactedIndex = 0;
+  private driver: MemberDriver | null = null;
   /** What a durable state machine held when the member last crashed (see Scenario). */
   private keptState: KeptState | null = null;
 
@@ -102,13 +104,13 @@ export class SimNode {
     return this.applier.readVersion(key);
   }
 
-  /** Start (or restart) from what the disk kept, with a fresh core and state machine. */
   /** The state a durable state machine kept through the last crash, if it is past `index`. */
   keptStatePast(index: number): KeptState | null {
     const kept = this.keptState;
     return kept !== null && kept.index > index ? kept : null;
   }
 
+  /** Start (or restart) from what the disk kept, with a fresh core and state machine. */
   boot(recovered: RecoveredState, core: RaftApi, applier: Applier, kept: KeptState | null): void {
     this.incarnation++;
     this.state = 'running';
@@ -117,8 +119,6 @@ export class SimNode {
     this.role = 'follower';
     this.leader = 0;
     this.hard = recovered.hardState;
-    this.inFlight = null;
-    this.readsWaiting = [];
     this.proposals.clear();
     this.forwarded.clear();
     const snapshot = recovered.snapshot;
@@ -136,23 +136,18 @@ export class SimNode {
     this.log.append(recovered.entries, (index, term, chain) =>
       this.world.checker.onLogEntry(this.id, index, term, chain),
     );
-    this.compactedIndex = base;
     this.checkRecovered(recovered, core);
-    if (this.world.serverDriver) {
-      this.binding = new ServerDriverBinding(
-        this,
-        this.world,
-        core,
-        applier,
-        this.compactEveryEntries,
-      );
-    }
+    const world = this.world;
+    const every = this.compactEveryEntries;
+    this.driver = world.serverDriver
+      ? new ServerDriverBinding(this, world, core, applier, every)
+      : new SimDriver(this, world, core, applier, every, base);
     this.pump();
   }
 
   /** The production driver of this incarnation, when the run uses it. */
   get serverDriver(): ServerDriverBinding | null {
-    return this.binding;
+    return this.driver instanceof ServerDriverBinding ? this.driver : null;
   }
 
   /** A restarted core starts from its durable hard state, never from less. */
@@ -182,49 +177,21 @@ export class SimNode {
     }
     this.state = 'crashed';
     this.core = null;
-    this.binding?.stop();
-    this.binding = null;
-    this.inFlight = null;
-    this.readsWaiting = [];
+    this.driver?.stop();
+    this.driver = null;
     this.proposals.clear();
     this.forwarded.clear();
     this.role = 'follower';
   }
 
-  /** Drive the core until it has nothing to do or a Ready waits for the disk. */
+  /** Let the driver move whatever the core has ready (after any input to the core). */
   pump(): void {
-    const core = this.core;
-    if (core === null || this.state !== 'running') return;
-    if (this.binding !== null) {
-      this.binding.driver.receive([]);
-      return;
-    }
-    while (this.inFlight === null && core.hasReady()) {
-      const ready = core.ready();
-      this.observe(ready);
-      this.world.send(this, ready.appendMessages);
-      if (this.world.messagesBeforeDurable) this.sendMessages(ready.messages);
-      const write = diskWriteOf(ready);
-      if (write !== null) {
-        const { id, doneAtMs } = this.disk.submit(this.world.nowMs, write);
-        this.inFlight = { ready, writeId: id };
-        this.world.scheduleDiskDone(this, id, doneAtMs);
-        return;
-      }
-      this.finish(ready);
-    }
+    if (this.core === null || this.state !== 'running') return;
+    this.driver?.pump();
   }
 
   onDiskDone(writeId: number): void {
-    if (this.binding !== null) {
-      this.binding.onDiskDone(writeId);
-      return;
-    }
-    const inFlight = this.inFlight;
-    if (inFlight === null || inFlight.writeId !== writeId) return;
-    this.inFlight = null;
-    this.finish(inFlight.ready);
-    this.pump();
+    this.driver?.onDiskDone(writeId);
   }
 
   /** Mirror the Ready into the checkers' view before anything leaves the member. */
@@ -266,21 +233,8 @@ export class SimNode {
     this.world.send(this, messages);
   }
 
-  private finish(ready: Ready): void {
-    const core = this.core as RaftApi;
-    if (!this.world.messagesBeforeDurable) this.sendMessages(ready.messages);
-    if (ready.snapshot !== null) this.installSnapshot(ready.snapshot);
-    for (const entry of ready.committed) this.applyEntry(entry);
-    this.readsWaiting.push(...ready.readStates);
-    for (const context of ready.droppedReads) this.world.onReadDropped(this, context);
-    this.serveReads();
-    core.advance(ready);
-    this.maybeCompact(core);
-  }
-
   installSnapshot(snapshot: Snapshot): void {
     this.applier.restore(snapshot.data, snapshot.meta.index);
-    this.compactedIndex = snapshot.meta.index;
     this.world.checker.onApplied(this.id, snapshot.meta.index, this.applier.appliedHash());
     this.world.traceNode(this, `install snapshot ${snapshot.meta.index}/${snapshot.meta.term}`);
   }
@@ -315,44 +269,4 @@ export class SimNode {
     this.world.onApplied(this, entry, chain);
     return chain;
   }
-
-  private serveReads(): void {
-    if (this.readsWaiting.length === 0) return;
-    const applied = this.applier.appliedIndex();
-    const waiting: ReadState[] = [];
-    for (const read of this.readsWaiting) {
-      if (read.index <= applied) this.world.onReadServed(this, read.context);
-      else waiting.push(read);
-    }
-    this.readsWaiting = waiting;
-  }
-
-  private maybeCompact(core: RaftApi): void {
-    const applied = this.applier.appliedIndex();
-    if (applied - this.compactedIndex < this.compactEveryEntries) return;
-    // A snapshot from the leader may have been stepped in while this Ready was on disk: the core
-    // is then already past what this state machine has applied, and compacting here is moot.
-    if (core.status().firstIndex - 1 >= applied) return;
-    const snapshot = core.compact(applied, this.applier.snapshot());
-    assert(snapshot.meta.index === applied, 'the core compacts exactly where asked');
-    this.compactedIndex = applied;
-    this.log.compact(applied);
-    const { id, doneAtMs } = this.disk.submit(this.world.nowMs, { kind: 'compact', snapshot });
-    this.world.scheduleDiskDone(this, id, doneAtMs);
-  }
-}
-
-function diskWriteOf(ready: Ready): DiskWrite | null {
-  if (ready.snapshot === null && ready.entries.length === 0 && ready.hardState === null)
-    return null;
-  return diskWriteOfReady(ready);
-}
-
-export function diskWriteOfReady(ready: Ready): DiskWrite {
-  return {
-    kind: 'ready',
-    snapshot: ready.snapshot,
-    entries: ready.entries,
-    hardState: ready.hardState,
-  };
 }
