@@ -98,6 +98,19 @@ export class LeaseExpiryTracker {
     return { ttlMs: lease.ttlMs, resetCheckpoint };
   }
 
+  /**
+   * A checkpoint reset that renew() asked for did not commit: the log may still hold a lower
+   * remaining TTL, so the next renewal must reset it again before promising the full TTL.
+   */
+  resetFailed(id: number): void {
+    const lease = this.leases.get(id);
+    if (lease !== undefined) lease.checkpointedMs = 0;
+  }
+
+  has(id: number): boolean {
+    return this.leases.has(id);
+  }
+
   remainingMs(id: number, nowMs: number): number | null {
     const lease = this.leases.get(id);
     return lease === undefined ? null : Math.max(0, lease.expiresAtMs - nowMs);

@@ -16,6 +16,7 @@ import type * as api from '../api/types.js';
 import type { NodeConfig } from './config.js';
 import type { NodeDriver } from './driver.js';
 import type { NodeMetrics } from './node-metrics.js';
+import { ReadGate } from './lease-priority.js';
 
 export class CellService implements api.CellApi {
   readonly cellId: string;
@@ -27,6 +28,8 @@ export class CellService implements api.CellApi {
     private readonly driver: NodeDriver<ApplyOutcome>,
     private readonly store: MvccStore,
     private readonly metrics: NodeMetrics,
+    /** Sheds reads (lists first) under overload, so keepalives are still answered. */
+    private readonly readGate: ReadGate = new ReadGate(),
   ) {
     this.cellId = config.cellId;
   }
@@ -87,6 +90,15 @@ export class CellService implements api.CellApi {
   }
 
   async range(request: api.RangeRequest, options: api.ReadOptions): Promise<api.RangeResult> {
+    const release = this.readGate.enter(request.prefix === true);
+    try {
+      return await this.rangeAdmitted(request, options);
+    } finally {
+      release();
+    }
+  }
+
+  private async rangeAdmitted(request: api.RangeRequest, options: api.ReadOptions): Promise<api.RangeResult> {
     if (options.consistency === 'linearizable') {
       const started = performance.now();
       await this.driver.linearizableRead();

@@ -10,6 +10,8 @@ import { CorruptFileError } from '../base/errors.js';
 import { createHttpHandler } from '../api/http/handler.js';
 import { defaultApiLimits } from '../api/http/limits.js';
 import { createWatchRoutes } from '../api/http/watch-routes.js';
+import { createLeaseRoutes } from '../api/http/lease-routes.js';
+import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
 import { StreamServer, WatchService, watchOptionsFromEnv } from '../api/stream/index.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome } from '../mvcc/index.js';
 import { createRaftNode, defaultRaftConfig, type Snapshot, type SnapshotMeta } from '../raft/index.js';
@@ -23,6 +25,10 @@ import { NodeDriver } from './driver.js';
 import { KvStateMachine } from './kv-state-machine.js';
 import { DurableLogStore } from './log-store.js';
 import { NodeMetrics } from './node-metrics.js';
+import { leaseLimitsFromEnv, defaultLeaseServiceOptions } from './lease-config.js';
+import { ReadGate, readGateOptionsFromEnv } from './lease-priority.js';
+import { LeaseService } from './lease-service.js';
+import { LeaseAwareStateMachine } from './lease-state-machine.js';
 import type { Timers } from './types.js';
 
 export interface RunningNode {
@@ -52,7 +58,11 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   await snapshots.init();
   const snapshot = await loadSnapshotAt(snapshots, recovered.snapshotMeta);
   const engine = LmdbEngine.open({ directory: join(config.dataDir, 'db') });
-  const store = new MvccStore(engine, { ...defaultMvccLimits, valueBytesMax: config.valueBytesMax });
+  const store = new MvccStore(engine, {
+    ...defaultMvccLimits,
+    valueBytesMax: config.valueBytesMax,
+    ...leaseLimitsFromEnv(process.env),
+  });
   if (snapshot !== null && store.appliedIndex < snapshot.meta.index) {
     log.info(`restoring the state machine from snapshot ${snapshot.meta.index} (db applied ${store.appliedIndex})`);
     store.restore([snapshot.data]);
@@ -100,28 +110,40 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   const logStore = new DurableLogStore(wal, snapshots, (s) => nodeMetrics.walSyncSeconds.observe(s));
   let service: CellService | null = null;
   const watches = new WatchService(store, watchOptionsFromEnv(process.env));
-  driver = new NodeDriver(core, logStore, new KvStateMachine(store), transport, realTimers,
+  const leases = new LeaseService(config, store, () => realTimers.monotonicMs(), {
+    ...defaultLeaseServiceOptions,
+    requestTimeoutMs: config.requestTimeoutMs,
+  });
+  const stateMachine = new LeaseAwareStateMachine(new KvStateMachine(store), leases);
+  driver = new NodeDriver(core, logStore, stateMachine, transport, realTimers,
     { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries },
     {
       onLeaderChange: (leader, role) => {
         nodeMetrics.leaderChanges.inc();
+        watches.onLeaderChange(leader);
+        leases.onLeaderChange();
         log.info(`leader is now ${leader === 0 ? 'unknown' : `member ${leader}`} (this node: ${role})`);
       },
       onApplied: () => {
         service?.onApplied();
         watches.onApplied();
+        leases.onApplied();
       },
       onFatal: (error) => onFatal(error),
     },
   );
-  service = new CellService(config, core, driver, store, nodeMetrics);
-  const ticker = setInterval(() => driver?.tick(), config.tickMs);
+  leases.attach(driver, core);
+  service = new CellService(config, core, driver, store, nodeMetrics, new ReadGate(readGateOptionsFromEnv(process.env)));
+  const ticker = setInterval(() => {
+    driver?.tick();
+    leases.tick();
+  }, config.tickMs);
   const apiLimits = { ...defaultApiLimits, valueBytesMax: config.valueBytesMax };
   const logError = (error: unknown): void => log.error(`request failed: ${(error as Error)?.stack ?? String(error)}`);
   const handler = createHttpHandler({
     cell: service,
     limits: apiLimits,
-    routeGroups: [createWatchRoutes(watches)],
+    routeGroups: [createWatchRoutes(watches), createLeaseRoutes(leases)],
     logError,
   });
   const http = createServer((req, res) => {
@@ -129,7 +151,13 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     handler(req, res);
   });
   http.keepAliveTimeout = 30_000;
-  const stream = new StreamServer({ cell: service, apiLimits, service: watches, logError });
+  const stream = new StreamServer({
+    cell: service,
+    apiLimits,
+    service: watches,
+    logError,
+    handlers: { keepalive: keepaliveFrameHandler(leases) },
+  });
   stream.attach(http);
   await listen(http, Number(config.listenClient.port), config.listenClient.hostname);
   log.info(`serving ${config.listenClient.href} (peers ${config.listenPeer.href}), member ${config.memberId}, cluster ${config.clusterId}`);
@@ -137,6 +165,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     service,
     async stop() {
       clearInterval(ticker);
+      leases.stop();
       driver?.stop();
       // Watch streams end cleanly (each hears `unavailable` and its last revision) before sockets go.
       await watches.stop();

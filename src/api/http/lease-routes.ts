@@ -1,0 +1,119 @@
+// Leases over HTTP (api.md, Leases): grant, keepalive of many IDs in one call, time-to-live with
+// the attached keys, revoke. TTLs are seconds on the wire (milliseconds precision); a TTL outside
+// the cell's bounds is 400, never silently adjusted. The lease logic lives behind LeaseApi.
+import { InvalidArgumentError } from '../../base/errors.js';
+import { readJson } from './body.js';
+import type { RouteGroup, RouteRequest } from './handler.js';
+import { parseInteger, requestId } from './parse.js';
+import { sendJson } from './respond.js';
+
+export type KeepaliveItem = { readonly id: number; readonly ttl: number } | { readonly id: number; readonly error: 'lease_not_found' };
+
+export interface KeepaliveAnswer {
+  /** The cell's revision when the leader answered. */
+  readonly revision: number;
+  readonly leases: readonly KeepaliveItem[];
+}
+
+export interface LeaseInfo {
+  readonly id: number;
+  /** Remaining seconds (whole seconds, rounded down); ttlMs is exact. */
+  readonly ttl: number;
+  readonly ttlMs: number;
+  readonly grantedTtl: number;
+  readonly keys: readonly string[];
+  readonly revision: number;
+}
+
+/** What the lease routes and stream frames need from the node (src/server/lease-service.ts). */
+export interface LeaseApi {
+  grant(request: { ttlMs: number; id?: number }, requestId: string | undefined): Promise<{ id: number; ttl: number; revision: number }>;
+  revoke(id: number, requestId: string | undefined): Promise<{ id: number; deleted: number; revision: number }>;
+  /** `forwarded`: the call came from another member, so it must not be forwarded again. */
+  keepalive(ids: readonly number[], forwarded: boolean): Promise<KeepaliveAnswer>;
+  timeToLive(id: number, forwarded: boolean): Promise<LeaseInfo>;
+  readonly keepaliveIdsMax: number;
+}
+
+/** Marks a member-to-member forward (a follower passing a keepalive to the leader). */
+export const forwardedHeader = 'baton-forwarded';
+
+export function parseTtlMs(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new InvalidArgumentError('ttl must be a positive number of seconds', { ttl: value });
+  }
+  const ttlMs = Math.round(value * 1000);
+  if (Math.abs(ttlMs - value * 1000) > 1e-6) throw new InvalidArgumentError('ttl has at most millisecond precision');
+  return ttlMs;
+}
+
+export function parseLeaseIds(value: unknown, max: number): number[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new InvalidArgumentError('ids must be a non-empty array of lease IDs');
+  }
+  if (value.length > max) throw new InvalidArgumentError(`at most ${max} lease IDs per keepalive`, { limit: max });
+  for (const id of value) {
+    if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1) {
+      throw new InvalidArgumentError('a lease ID is an integer >= 1', { id });
+    }
+  }
+  return value as number[];
+}
+
+function bodyObject(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new InvalidArgumentError('the body must be a JSON object');
+  }
+  return body as Record<string, unknown>;
+}
+
+function allowOnly(body: Record<string, unknown>, names: readonly string[]): void {
+  for (const name of Object.keys(body)) {
+    if (!names.includes(name)) throw new InvalidArgumentError(`unknown field "${name}"`);
+  }
+}
+
+export function createLeaseRoutes(leases: LeaseApi): RouteGroup {
+  return async (request) => {
+    const path = request.url.pathname;
+    if (path !== '/v1/leases' && !path.startsWith('/v1/leases/')) return false;
+    await serveLeases(leases, request, path);
+    return true;
+  };
+}
+
+async function serveLeases(leases: LeaseApi, request: RouteRequest, path: string): Promise<void> {
+  const { req, res, method, context, query, limits } = request;
+  query.rejectUnknown();
+  if (path === '/v1/leases' && method === 'POST') {
+    const body = bodyObject(await readJson(req, limits.requestBytesMax));
+    allowOnly(body, ['ttl', 'id']);
+    const id = body['id'];
+    if (id !== undefined && (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1)) {
+      throw new InvalidArgumentError('id must be an integer >= 1', { id });
+    }
+    const ttlMs = parseTtlMs(body['ttl']);
+    const granted = await leases.grant({ ttlMs, ...(id !== undefined ? { id: id as number } : {}) }, requestId(req.headers));
+    return sendJson(res, context, 200, { id: granted.id, ttl: granted.ttl }, granted.revision);
+  }
+  if (path === '/v1/leases/keepalive' && method === 'POST') {
+    const body = bodyObject(await readJson(req, limits.requestBytesMax));
+    allowOnly(body, ['ids']);
+    const ids = parseLeaseIds(body['ids'], leases.keepaliveIdsMax);
+    const answer = await leases.keepalive(ids, req.headers[forwardedHeader] !== undefined);
+    return sendJson(res, context, 200, answer, answer.revision);
+  }
+  const match = /^\/v1\/leases\/([^/]+)$/.exec(path);
+  if (match !== null) {
+    const id = parseInteger(match[1] as string, 'lease ID', 1);
+    if (method === 'GET') {
+      const info = await leases.timeToLive(id, req.headers[forwardedHeader] !== undefined);
+      return sendJson(res, context, 200, info, info.revision);
+    }
+    if (method === 'DELETE') {
+      const revoked = await leases.revoke(id, requestId(req.headers));
+      return sendJson(res, context, 200, revoked, revoked.revision);
+    }
+  }
+  throw new InvalidArgumentError(`no such endpoint: ${method} ${path}`);
+}

@@ -1,0 +1,45 @@
+// The state machine as the lease service sees it: the MVCC store's, plus a look at each applied
+// outcome, so the leader's expiry tracker learns of grants and revocations in log order (the
+// same moment every replica's table changes). Followers' trackers are empty and ignore this.
+import type { Entry, Snapshot } from '../raft/index.js';
+import type { ApplyOutcome } from '../mvcc/index.js';
+import type { StateMachine } from './types.js';
+
+export interface LeaseOutcomeObserver {
+  leaseGranted(id: number, ttlMs: number): void;
+  leaseRevoked(id: number): void;
+  /** The whole table was replaced: the tracker must be rebuilt from it. */
+  leasesRestored(): void;
+}
+
+export class LeaseAwareStateMachine implements StateMachine<ApplyOutcome> {
+  constructor(
+    private readonly inner: StateMachine<ApplyOutcome>,
+    private readonly observer: LeaseOutcomeObserver,
+  ) {}
+
+  appliedIndex(): number {
+    return this.inner.appliedIndex();
+  }
+
+  applyBatch(entries: readonly Entry[]): ApplyOutcome[] {
+    const outcomes = this.inner.applyBatch(entries);
+    for (const outcome of outcomes) {
+      // A duplicate is an earlier outcome answered again: the table did not change.
+      if (outcome.type !== 'applied' || outcome.duplicate) continue;
+      const result = outcome.result;
+      if (result.type === 'leaseGrant') this.observer.leaseGranted(result.id, result.ttlMs);
+      else if (result.type === 'leaseRevoke') this.observer.leaseRevoked(result.id);
+    }
+    return outcomes;
+  }
+
+  snapshotData(): Uint8Array {
+    return this.inner.snapshotData();
+  }
+
+  restore(snapshot: Snapshot): void {
+    this.inner.restore(snapshot);
+    this.observer.leasesRestored();
+  }
+}
