@@ -162,11 +162,16 @@ export class WatchHub<Tag> {
     return { type: 'batch', tag: watcher.tag, batch };
   }
 
-  /** Ends every watcher with `stopped` (the node is stopping; clients resume elsewhere). */
+  /** Ends every watcher with `stopped` and takes no more (the node is stopping). */
   stop(): void {
     this.stopped = true;
+    this.endAll('stopped');
+  }
+
+  /** Ends every watcher (clients resume elsewhere); new watchers are still accepted. */
+  endAll(reason: 'stopped' | 'leaderless'): void {
     for (const connection of this.connections) {
-      for (const watcher of [...connection.watchers]) this.end(watcher, 'stopped', null);
+      for (const watcher of [...connection.watchers]) this.end(watcher, reason, null);
     }
     assert(this.watcherCount === 0 && this.index.size === 0 && this.waiting.size === 0, 'all ended');
   }

@@ -35,8 +35,11 @@ export interface WatchBatch {
   readonly bytes: number;
 }
 
-/** Why a watcher ended. `stopped`: the node is stopping (the client resumes elsewhere). */
-export type WatchEndReason = 'compacted' | 'slow_consumer' | 'canceled' | 'stopped';
+/**
+ * Why a watcher ended. `stopped`: the node is stopping; `leaderless`: the node has been without a
+ * leader too long to trust that its state is current. Either way the client resumes elsewhere.
+ */
+export type WatchEndReason = 'compacted' | 'slow_consumer' | 'canceled' | 'stopped' | 'leaderless';
 
 export type WatchOutput<Tag> =
   | { readonly type: 'batch'; readonly tag: Tag; readonly batch: WatchBatch }

@@ -40,6 +40,7 @@ function serveWatch(service: WatchService, request: RouteRequest): void {
     service.options,
   );
   query.rejectUnknown();
+  service.checkServing();
   const { hub } = service;
   let flushScheduled = false;
   let waitingForDrain = false;

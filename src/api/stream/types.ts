@@ -16,12 +16,20 @@ export interface WatchServiceOptions {
   /** progressMs bounds: below the minimum is refused (a busy loop of notifications). */
   readonly progressMsMin: number;
   readonly progressMsMax: number;
+  /**
+   * A node without a leader this long ends its watches (`unavailable`) and refuses new ones
+   * until it has one again: its applied state may be falling behind the cell's unseen (an
+   * isolated follower), and a client is better served by another node. Leader changes that
+   * complete sooner (an election) end nothing: watches are served from applied state.
+   */
+  readonly leaderlessEndMs: number;
 }
 
 export const defaultWatchServiceOptions: Omit<WatchServiceOptions, 'limits'> = {
   endGraceMs: 10_000,
   progressMsMin: 100,
   progressMsMax: 3_600_000,
+  leaderlessEndMs: 5_000,
 };
 
 export interface StreamLimits {

@@ -56,6 +56,7 @@ function create(frame: Frame, context: FrameContext, session: WatchSession): und
     },
     session.service.options,
   );
+  session.service.checkServing();
   const { hub } = session.service;
   const watcher = hub.create(session.connection, { id: frame.id }, spec);
   const timer = progressMs > 0 ? setInterval(() => hub.progress(watcher), progressMs) : null;

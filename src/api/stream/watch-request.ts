@@ -53,12 +53,17 @@ export function watchRequest(fields: WatchRequestFields, options: WatchServiceOp
 
 /** The JSON error body that ends a watch (SSE `data:` line or a stream error frame). */
 export function watchEndError(
-  reason: 'compacted' | 'slow_consumer' | 'stopped',
+  reason: 'compacted' | 'slow_consumer' | 'stopped' | 'leaderless',
   details: Readonly<Record<string, unknown>>,
   message: string,
   lastRevision: number,
 ): Record<string, unknown> {
-  const code = reason === 'stopped' ? 'unavailable' : reason;
-  const text = reason === 'stopped' ? 'the node is stopping: resume on another node' : message;
-  return { code, message: text, ...details, lastRevision };
+  if (reason === 'stopped') {
+    return { code: 'unavailable', message: 'the node is stopping: resume on another node', lastRevision };
+  }
+  if (reason === 'leaderless') {
+    const text = 'this node has no leader: its state may be stale; resume on another node';
+    return { code: 'unavailable', message: text, lastRevision };
+  }
+  return { code: reason, message, ...details, lastRevision };
 }

@@ -1,6 +1,7 @@
 // The node's watch service at the edge: the hub, fed after every applied batch, and the hooks
 // its transports (SSE and the stream) register so that a stopping node ends every stream
 // cleanly: each watcher hears `unavailable` with its last revision, then its socket closes.
+import { UnavailableError } from '../../base/errors.js';
 import { WatchHub, defaultWatchLimits, type WatchSource } from '../../watch/index.js';
 import { defaultWatchServiceOptions, type WatchServiceOptions, type WatchTag } from './types.js';
 
@@ -9,6 +10,8 @@ export class WatchService {
   readonly options: WatchServiceOptions;
   private readonly closers = new Set<() => void>();
   private stopping = false;
+  private leaderless = false;
+  private leaderlessTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(source: WatchSource, options: Partial<WatchServiceOptions> = {}) {
     this.options = { ...defaultWatchServiceOptions, limits: defaultWatchLimits, ...options };
@@ -24,6 +27,31 @@ export class WatchService {
     if (!this.stopping) this.hub.onApplied();
   }
 
+  /** Call on every leader change (0 = no leader known). */
+  onLeaderChange(leader: number): void {
+    if (leader !== 0) {
+      if (this.leaderlessTimer !== null) clearTimeout(this.leaderlessTimer);
+      this.leaderlessTimer = null;
+      this.leaderless = false;
+      return;
+    }
+    if (this.leaderlessTimer !== null || this.leaderless || this.stopping) return;
+    this.leaderlessTimer = setTimeout(() => {
+      this.leaderlessTimer = null;
+      this.leaderless = true;
+      this.hub.endAll('leaderless');
+    }, this.options.leaderlessEndMs);
+    this.leaderlessTimer.unref();
+  }
+
+  /** Throws UnavailableError while this node should not start watches. */
+  checkServing(): void {
+    if (this.stopping) throw new UnavailableError('the node is stopping: watch on another node');
+    if (this.leaderless) {
+      throw new UnavailableError('this node has no leader: its state may be stale; watch on another node');
+    }
+  }
+
   /** A transport's way to close its sockets when the node stops; returns the unregister. */
   onStop(closer: () => void): () => void {
     this.closers.add(closer);
@@ -37,6 +65,7 @@ export class WatchService {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    if (this.leaderlessTimer !== null) clearTimeout(this.leaderlessTimer);
     this.hub.stop();
     // Pumps flush on setImmediate: two turns let every end message reach its socket.
     await new Promise((resolve) => setImmediate(resolve));

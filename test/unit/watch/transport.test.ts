@@ -13,6 +13,7 @@ before(async () => {
   node = await startInProcessNode({
     limits: { ...defaultWatchLimits, bufferedEventsMax: 64, bufferedBytesMax: 1024 * 1024, watchersPerNodeMax: 20 },
     endGraceMs: 5000,
+    leaderlessEndMs: 100,
   });
 });
 after(async () => {
@@ -120,6 +121,25 @@ test('stream: many watches and key-value frames on one socket; cancel one, the o
   assert.deepEqual(client.of('g')[0].result.kvs.map((kv: any) => kv.value), ['3']);
   assert.equal(client.of('bad')[0].error.code, 'invalid_argument');
   assert.equal(client.of('k')[0].error.code, 'invalid_argument', 'unknown frame types are refused, by name');
+  client.close();
+});
+
+test('a node without a leader too long ends its watches and refuses new ones until it has one', async () => {
+  const sse = new SseClient(`${node.url}/v1/watch?key=/lonely`);
+  const client = await StreamClient.open(node.wsUrl);
+  client.send({ id: 'w', type: 'watch', key: '/lonely' });
+  await client.until((f) => f.length === 1);
+  await sse.until((m) => m.length === 1);
+  node.service.onLeaderChange(0);
+  node.service.onLeaderChange(0);
+  await sse.done;
+  assert.equal(sse.messages.at(-1)?.error?.code, 'unavailable');
+  await client.until((f) => f.some((x) => x.type === 'error'));
+  assert.equal(client.of('w').at(-1).error.code, 'unavailable');
+  assert.equal((await fetch(`${node.url}/v1/watch?key=/lonely`)).status, 503);
+  node.service.onLeaderChange(2);
+  client.send({ id: 'w', type: 'watch', key: '/lonely' });
+  await client.until((f) => f.filter((x) => x.type === 'created').length === 2);
   client.close();
 });
 
