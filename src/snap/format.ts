@@ -111,7 +111,10 @@ export class SnapshotParser {
 
   /** Called at end of file: anything but a complete file is damage. */
   finish(): void {
-    if (this.state !== 'done') this.fail(this.offset, `file ends inside the ${this.state}`);
+    if (this.state === 'done') return;
+    // A cut inside a block names the block (its length may be the damaged part).
+    const inBlock = this.state === 'blockData' || this.state === 'end';
+    this.fail(inBlock ? this.blockStart : this.offset, `file ends inside the ${this.state}`);
   }
 
   private unitBytes(): number {
