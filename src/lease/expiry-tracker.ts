@@ -153,7 +153,8 @@ export class LeaseExpiryTracker {
     for (const [id, lease] of this.leases) {
       if (out.length >= this.options.checkpointBatchMax) break;
       if (lease.revokingSinceMs >= 0) continue;
-      const remaining = Math.max(0, lease.expiresAtMs - nowMs);
+      // Whole milliseconds (the log's unit), rounded up: a checkpoint never cuts a TTL short.
+      const remaining = Math.min(lease.ttlMs, Math.max(0, Math.ceil(lease.expiresAtMs - nowMs)));
       if (lease.checkpointedMs - remaining >= lease.ttlMs * this.options.checkpointFraction) {
         lease.checkpointedMs = remaining;
         out.push({ id, remainingMs: remaining });
