@@ -126,14 +126,29 @@ export class Nemesis {
     world.at(this.duration(20, 1200), `RESUME n${node.id}`, () => world.resume(node));
   }
 
+  /** Hand leadership over; now and then an operator's odd request instead, which must be safe. */
   private transfer(): void {
-    const leader = this.world.leader();
+    const world = this.world;
+    const roll = randomInt(this.random, 0, 9);
+    if (roll < 2) {
+      // Any member (a follower, a learner, one being removed) starts an election now.
+      const nodes = world.runningNodes();
+      if (nodes.length === 0) return;
+      const node = pick(this.random, nodes);
+      world.traceNode(node, 'CAMPAIGN (operator)');
+      (node.core as RaftApi).campaign();
+      node.pump();
+      return;
+    }
+    const leader = world.leader();
     if (leader === null) return;
     const core = leader.core as RaftApi;
     const voters = core.status().confState.voters.filter((id) => id !== leader.id);
-    if (voters.length === 0) return;
-    const to = pick(this.random, voters);
-    this.world.traceNode(leader, `TRANSFER leadership to ${to}`);
+    // One time in ten the target is anyone the sim ever started (learners, removed, itself).
+    const candidates = roll === 2 ? [...world.nodes.keys()] : voters;
+    if (candidates.length === 0) return;
+    const to = pick(this.random, candidates);
+    world.traceNode(leader, `TRANSFER leadership to ${to}`);
     core.transferLeadership(to);
     leader.pump();
   }
@@ -144,6 +159,10 @@ export class Nemesis {
     const core = leader.core as RaftApi;
     const conf = core.status().confState;
     if (conf.votersOutgoing.length > 0) return; // one change at a time
+    if (chance(this.random, 0.1)) {
+      this.proposeInvalidChange(leader, conf);
+      return;
+    }
     const changes = this.drawChange(conf);
     if (changes === null) return;
     const result = core.proposeConfChange({ type: 'enterJoint', changes });
@@ -159,6 +178,34 @@ export class Nemesis {
     });
     if (result.ok) for (const c of changes) if (c.type === 'remove') this.removing.add(c.id);
     leader.pump();
+  }
+
+  /** A change that makes no sense for `conf` must be refused, never appended. */
+  private proposeInvalidChange(leader: SimNode, conf: ConfState): void {
+    const voter = pick(this.random, conf.voters);
+    const invalid: ConfChangeItem[][] = [
+      [{ type: 'addVoter', id: voter }],
+      [{ type: 'addLearner', id: voter }],
+      [{ type: 'remove', id: 60_000 }],
+      [],
+      [
+        { type: 'addLearner', id: 60_001 },
+        { type: 'remove', id: 60_001 },
+      ],
+    ];
+    const changes = pick(this.random, invalid);
+    const result = (leader.core as RaftApi).proposeConfChange({ type: 'enterJoint', changes });
+    const text = JSON.stringify(changes);
+    this.world.traceNode(
+      leader,
+      `INVALID CONF CHANGE ${text}: ${result.ok ? 'accepted' : result.reason}`,
+    );
+    if (result.ok) {
+      this.world.report(
+        'invalid membership change refused',
+        `leader ${leader.id} accepted ${text}`,
+      );
+    }
   }
 
   private drawChange(conf: ConfState): ConfChangeItem[] | null {
