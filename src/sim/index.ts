@@ -30,4 +30,5 @@ export type {
 export { simulate, simulateAsync, livenessBudgetMsDefault } from './simulate.js';
 export { seedsToRun, parseSeed } from './seeds.js';
 export { RegisterMachine, encodeWrite, decodeWrite, registerStateMachine } from './register.js';
+export { mvccStateMachine } from './mvcc-machine.js';
 export type { CoreFactory } from './types.js';
