@@ -11,7 +11,7 @@ import { SseClient, StreamClient, startInProcessNode, type InProcessNode } from 
 let node: InProcessNode;
 before(async () => {
   node = await startInProcessNode({
-    limits: { ...defaultWatchLimits, bufferedEventsMax: 64, bufferedBytesMax: 1024 * 1024, watchersPerNodeMax: 20 },
+    limits: { ...defaultWatchLimits, bufferedEventsMax: 64, bufferedBytesMax: 2 * 1024 * 1024, watchersPerNodeMax: 20 },
     endGraceMs: 5000,
     leaderlessEndMs: 100,
   });
