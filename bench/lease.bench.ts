@@ -1,0 +1,255 @@
+// `npm run bench:leases`: lease renewals on a real 3-process Baton cell (issue 7's benchmark).
+//   1. put p99 alone (the baseline), 8 closed-loop put clients on the leader;
+//   2. grant N leases (TTL 60 s) and measure the leader's anonymous RSS growth per lease;
+//   3. steady load: N leases on N/100 WebSocket streams spread over all three members (followers
+//      forward to the leader), each stream renewing its 100 leases in one keepalive frame every
+//      period (default 10 s, staggered), while the same put load runs: renewals/s, frame p99,
+//      leader CPU, put p99 with renewals / without;
+//   4. maximum renewals/s: closed-loop keepalive frames of 1,000 IDs on 8 streams to the leader.
+// Plus the expiry tracker's own heap per lease, measured in-process (run with --expose-gc).
+//
+//   npm run bench:leases                      20,000 leases (fits a shared 2-core machine)
+//   npm run bench:leases -- --leases 100000   the seed's scale
+//   npm run bench:leases -- --seconds 20 --period-ms 10000
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Agent, request } from 'node:http';
+import WebSocket from 'ws';
+import { freePorts } from '../src/bench/ports.js';
+import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
+import { LatencyHistogram } from '../src/bench/histogram.js';
+import { LeaseExpiryTracker } from '../src/lease/index.js';
+import { ProcessCell } from '../src/server/process-cell.js';
+
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: {
+    leases: { type: 'string' },
+    seconds: { type: 'string' },
+    'period-ms': { type: 'string' },
+    'put-clients': { type: 'string' },
+  },
+  strict: true,
+});
+const leaseCount = Number(values.leases ?? 20_000);
+const seconds = Number(values.seconds ?? 20);
+const periodMs = Number(values['period-ms'] ?? 10_000);
+const putClients = Number(values['put-clients'] ?? 8);
+const perStream = 100;
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const ms = (us: number): string => (us / 1000).toFixed(1);
+
+function rssAnonKiB(pid: number): number {
+  return Number(/RssAnon:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+}
+
+function httpJson(agent: Agent, base: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const url = new URL(path, base);
+  const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = request({ agent, host: url.hostname, port: url.port, method, path: url.pathname + url.search,
+      headers: data === undefined ? {} : { 'content-type': 'application/json', 'content-length': data.length } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, body: text.startsWith('{') ? JSON.parse(text) : text });
+      });
+    });
+    req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+/** Closed-loop put clients on the leader until `stop()`; latency after `measure()`. */
+function putLoad(base: string, clients: number): { stop: () => Promise<LatencyHistogram> } {
+  const agent = new Agent({ keepAlive: true, maxSockets: clients });
+  const histogram = new LatencyHistogram();
+  let running = true;
+  const value = 'v'.repeat(256);
+  const loops = Array.from({ length: clients }, async (_, c) => {
+    for (let n = 0; running; n++) {
+      const started = performance.now();
+      try {
+        await new Promise<void>((resolve, reject) => {
+          const url = new URL(`/v1/kv/bench/put/${c}-${n % 1000}`, base);
+          const req = request({ agent, host: url.hostname, port: url.port, method: 'PUT', path: url.pathname,
+            headers: { 'content-length': value.length } }, (res) => { res.resume(); res.on('end', resolve); });
+          req.on('error', reject);
+          req.end(value);
+        });
+        histogram.record((performance.now() - started) * 1000);
+      } catch {
+        await sleep(10);
+      }
+    }
+  });
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      agent.destroy();
+      return histogram;
+    },
+  };
+}
+
+/** One WebSocket carrying keepalive frames; answers resolve in order of their frame ids. */
+class KeepaliveStream {
+  private readonly pending = new Map<number, { sentMs: number; resolve: (renewed: number) => void }>();
+  private nextId = 1;
+  private constructor(private readonly ws: WebSocket) {
+    ws.on('message', (data) => {
+      const frame = JSON.parse(String(data)) as { id: number; result?: { leases: { ttl?: number }[] } };
+      const waiter = this.pending.get(frame.id);
+      if (waiter === undefined) return;
+      this.pending.delete(frame.id);
+      waiter.resolve(frame.result?.leases.filter((l) => l.ttl !== undefined).length ?? 0);
+    });
+  }
+  static async open(base: string): Promise<KeepaliveStream> {
+    const ws = new WebSocket(`${base.replace('http', 'ws')}/v1/stream`);
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    return new KeepaliveStream(ws);
+  }
+  /** Resolves with the number renewed and the frame's latency in microseconds. */
+  keepalive(ids: readonly number[]): Promise<{ renewed: number; latencyUs: number }> {
+    const id = this.nextId++;
+    const sentMs = performance.now();
+    return new Promise((resolve) => {
+      this.pending.set(id, { sentMs, resolve: (renewed) => resolve({ renewed, latencyUs: (performance.now() - sentMs) * 1000 }) });
+      this.ws.send(JSON.stringify({ id, type: 'keepalive', ids }));
+    });
+  }
+  close(): void {
+    this.ws.terminate();
+  }
+}
+
+function trackerHeapBytesPerLease(count: number): number {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) return NaN;
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const tracker = new LeaseExpiryTracker();
+  for (let id = 1; id <= count; id++) tracker.granted(id, 60_000, id);
+  for (let id = 1; id <= count; id++) tracker.renew(id, 1_000 + id);
+  gc();
+  const bytes = process.memoryUsage().heapUsed - before;
+  if (tracker.size !== count) throw new Error('tracker size');
+  return bytes / count;
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'baton-lease-bench-'));
+  const ports = await freePorts(6);
+  const names = ['n1', 'n2', 'n3'];
+  const cell = new ProcessCell({
+    dataDir,
+    members: names.map((name, i) => ({ name, clientPort: ports[i] as number, peerPort: ports[3 + i] as number })),
+    output: 'pipe',
+  });
+  cell.startAll();
+  try {
+    await cell.waitReady(30_000);
+    const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+    let leader = 0;
+    for (let i = 0; i < 100 && leader === 0; i++) {
+      leader = (await httpJson(agent, cell.clientUrl('n1'), 'GET', '/v1/cluster/status')).body.leader as number;
+      if (leader === 0) await sleep(100);
+    }
+    const leaderBase = cell.clientUrl(`n${leader}`);
+    const leaderPid = findPids(join(dataDir, `n${leader}`))[0] as number;
+    log(`cell up, leader n${leader} (pid ${leaderPid}); ${leaseCount} leases, ${leaseCount / perStream} streams, period ${periodMs} ms, ${seconds} s windows`);
+
+    const baseline = putLoad(leaderBase, putClients);
+    await sleep(seconds * 1000);
+    const putAlone = (await baseline.stop()).summary();
+    log(`puts alone: ${putAlone.count} in ${seconds} s, p50 ${ms(putAlone.p50Us)} ms, p99 ${ms(putAlone.p99Us)} ms`);
+
+    const rssBefore = rssAnonKiB(leaderPid);
+    const grantStarted = performance.now();
+    const ids: number[] = [];
+    let next = 0;
+    await Promise.all(Array.from({ length: 64 }, async () => {
+      while (next < leaseCount) {
+        next++;
+        const res = await httpJson(agent, leaderBase, 'POST', '/v1/leases', { ttl: 60 });
+        if (res.status !== 200) throw new Error(`grant: ${res.status} ${JSON.stringify(res.body)}`);
+        ids.push(res.body.id as number);
+      }
+    }));
+    const grantSeconds = (performance.now() - grantStarted) / 1000;
+    log(`granted ${ids.length} in ${grantSeconds.toFixed(1)} s (${(ids.length / grantSeconds).toFixed(0)}/s)`);
+
+    const streams: KeepaliveStream[] = [];
+    for (let s = 0; s < ids.length / perStream; s++) streams.push(await KeepaliveStream.open(cell.clientUrl(names[s % 3] as string)));
+    const frames = new LatencyHistogram();
+    let renewed = 0;
+    let running = true;
+    const cpuStart = cpuSeconds([leaderPid]);
+    const windowStart = performance.now();
+    const puts = putLoad(leaderBase, putClients);
+    const loops = streams.map(async (stream, s) => {
+      const mine = ids.slice(s * perStream, (s + 1) * perStream);
+      await sleep((s / streams.length) * periodMs); // staggered, as independent clients would be
+      while (running) {
+        const started = performance.now();
+        const answer = await stream.keepalive(mine);
+        frames.record(answer.latencyUs);
+        renewed += answer.renewed;
+        await sleep(Math.max(0, periodMs - (performance.now() - started)));
+      }
+    });
+    await sleep(seconds * 1000);
+    running = false;
+    const windowSeconds = (performance.now() - windowStart) / 1000;
+    const leaderCpu = (cpuSeconds([leaderPid]) - cpuStart) / windowSeconds;
+    const putWith = (await puts.stop()).summary();
+    await Promise.race([Promise.all(loops), sleep(periodMs + 5_000)]);
+    const rssAfter = rssAnonKiB(leaderPid);
+    const frameSummary = frames.summary();
+    log(`steady: ${(renewed / windowSeconds).toFixed(0)} renewals/s (target ${(ids.length * 1000 / periodMs).toFixed(0)}/s), ` +
+      `frame p50 ${ms(frameSummary.p50Us)} ms p99 ${ms(frameSummary.p99Us)} ms, leader CPU ${leaderCpu.toFixed(2)} cores`);
+    log(`puts with renewals: ${putWith.count} in ${seconds} s, p99 ${ms(putWith.p99Us)} ms = ${(putWith.p99Us / putAlone.p99Us).toFixed(2)}x alone`);
+    log(`leader anonymous RSS growth: ${(((rssAfter - rssBefore) * 1024) / ids.length).toFixed(0)} bytes per lease (table in LMDB is file-backed, not counted)`);
+    for (const stream of streams) stream.close();
+
+    // Maximum renewals/s: 8 streams to the leader, each keeping 2 frames of 1,000 IDs in flight.
+    const maxStreams = await Promise.all(Array.from({ length: 8 }, () => KeepaliveStream.open(leaderBase)));
+    const maxFrames = new LatencyHistogram();
+    let maxRenewed = 0;
+    running = true;
+    const maxCpuStart = cpuSeconds([leaderPid]);
+    const maxStart = performance.now();
+    const batch = 1000;
+    const maxLoops = maxStreams.flatMap((stream, s) => [0, 1].map(async (lane) => {
+      for (let n = 0; running; n++) {
+        const from = ((s * 2 + lane + n * 16) * batch) % Math.max(batch, ids.length - batch);
+        const answer = await stream.keepalive(ids.slice(from, from + batch));
+        maxFrames.record(answer.latencyUs);
+        maxRenewed += answer.renewed;
+      }
+    }));
+    await sleep(Math.min(seconds, 10) * 1000);
+    running = false;
+    await Promise.all(maxLoops);
+    const maxSeconds = (performance.now() - maxStart) / 1000;
+    const maxCpu = (cpuSeconds([leaderPid]) - maxCpuStart) / maxSeconds;
+    const maxSummary = maxFrames.summary();
+    log(`maximum: ${(maxRenewed / maxSeconds).toFixed(0)} renewals/s, frame (1,000 IDs) p50 ${ms(maxSummary.p50Us)} ms ` +
+      `p99 ${ms(maxSummary.p99Us)} ms, leader CPU ${maxCpu.toFixed(2)} cores`);
+    for (const stream of maxStreams) stream.close();
+    agent.destroy();
+    log(`expiry tracker heap: ${trackerHeapBytesPerLease(Math.max(ids.length, 100_000)).toFixed(0)} bytes per lease (in-process, --expose-gc)`);
+  } finally {
+    await cell.stopAll();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();
