@@ -33,7 +33,7 @@ export class Watcher<Tag> {
   listed = false;
   /** The end to deliver once (compacted, slow_consumer, stopped); the queue is dropped by then. */
   pendingEnd: WatchOutput<Tag> | null = null;
-  /** Allocated on first use and dropped when drained: an idle watcher carries no array. */
+  /** Allocated on first use: a watcher that never received anything carries no array. */
   private queue: WatchBatch[] | null = null;
   private queueHead = 0;
   /** Invariant: the sums over queue[queueHead..] of events.length and bytes. */
@@ -95,7 +95,9 @@ export class Watcher<Tag> {
     queue[this.queueHead] = undefined as unknown as WatchBatch;
     this.queueHead++;
     if (this.queueHead === queue.length) {
-      this.queue = null;
+      // Kept (empty) rather than dropped: a watcher that received once likely receives again,
+      // and reallocating per event per watcher is what a 10K-watcher fan-out would spend on GC.
+      queue.length = 0;
       this.queueHead = 0;
     } else if (this.queueHead >= 64 && this.queueHead * 2 >= queue.length) {
       this.queue = queue.slice(this.queueHead);

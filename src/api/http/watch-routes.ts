@@ -13,7 +13,7 @@ import type { WatchConnection, WatchOutput } from '../../watch/index.js';
 import type { RouteGroup, RouteRequest } from './handler.js';
 import { validKey } from './parse.js';
 
-const sseTag: WatchTag = { id: null };
+const sseTag: WatchTag = { id: null, key: '' };
 
 export function createWatchRoutes(service: WatchService): RouteGroup {
   return async (request) => {

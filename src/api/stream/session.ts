@@ -1,6 +1,7 @@
 // One WebSocket on /v1/stream: reads JSON frames, runs each through the frame registry, answers
 // with the frame's id, and pumps watch output at the socket's pace (fair across the session's
 // watches, paused while the socket holds more than the high-water mark).
+import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { BatonError, InvalidArgumentError, OverloadedError } from '../../base/errors.js';
 import type { WatchConnection, WatchOutput } from '../../watch/index.js';
@@ -10,7 +11,7 @@ import { batchJson } from './event-json.js';
 import { parseFrame, salvageId, type FrameRegistry } from './frame-registry.js';
 import type { Frame, FrameContext, StreamLimits, WatchTag } from './types.js';
 import { watchEndError } from './watch-request.js';
-import { forgetWatch, watchKey, type StreamWatch, type WatchSession } from './watch-frames.js';
+import { forgetWatch, type StreamWatch, type WatchSession } from './watch-frames.js';
 import type { WatchService } from './watch-service.js';
 
 export interface SessionOptions {
@@ -31,9 +32,13 @@ export class StreamSession implements WatchSession {
   private flushScheduled = false;
   private closed = false;
   private readonly unregister: () => void;
+  /** One callback for every send (no closure per frame): resumes a pump paused by backpressure. */
+  private readonly written = (): void => this.onWritten();
 
   constructor(
     private readonly ws: WebSocket,
+    /** The upgraded socket under `ws`: corked while a flush writes many frames (one writev). */
+    private readonly socket: Duplex,
     private readonly options: SessionOptions,
   ) {
     this.service = options.service;
@@ -53,7 +58,7 @@ export class StreamSession implements WatchSession {
       this.cleanup();
       return;
     }
-    this.ws.send(typeof body === 'string' ? body : JSON.stringify(body), () => this.onWritten());
+    this.ws.send(typeof body === 'string' ? body : JSON.stringify(body), this.written);
   }
 
   private onMessage(data: Buffer, isBinary: boolean): void {
@@ -116,24 +121,29 @@ export class StreamSession implements WatchSession {
   private flush(): void {
     this.flushScheduled = false;
     const high = this.options.streamLimits.socketBufferedBytesHigh;
-    while (!this.closed && this.ws.bufferedAmount < high) {
-      const output = this.connection.next();
-      if (output === null) return;
-      this.write(output);
+    this.socket.cork();
+    try {
+      while (!this.closed && this.ws.bufferedAmount < high) {
+        const output = this.connection.next();
+        if (output === null) return;
+        this.write(output);
+      }
+      // Over the mark: the next write callback (onWritten) resumes the pump.
+    } finally {
+      this.socket.uncork();
     }
-    // Over the mark: the next write callback (onWritten) resumes the pump.
   }
 
   private write(output: WatchOutput<WatchTag>): void {
-    const id = output.tag.id;
-    const watch = this.watches.get(watchKey(id ?? ''));
+    const { id, key } = output.tag;
+    const watch = this.watches.get(key);
     if (watch === undefined) return; // canceled meanwhile
     if (output.type === 'batch') {
       const text = batchJson(output.batch, watch);
       this.send(watch.eventsHead + text.slice(1));
       return;
     }
-    forgetWatch(this, id);
+    forgetWatch(this, key);
     if (output.reason === 'canceled') return;
     const { error } = output;
     const body = watchEndError(output.reason, error?.details ?? {}, error?.message ?? '', output.lastRevision);

@@ -53,7 +53,7 @@ export class StreamServer {
       return;
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      new StreamSession(ws, {
+      new StreamSession(ws, socket, {
         cell: this.options.cell,
         apiLimits: this.options.apiLimits,
         streamLimits: this.streamLimits,

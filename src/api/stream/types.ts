@@ -7,6 +7,8 @@ import type { WatchLimits } from '../../watch/index.js';
 /** What the hub carries per watcher for the transports: the client's watch id on a stream. */
 export interface WatchTag {
   readonly id: string | number | null;
+  /** The stream session's map key for the watch (JSON of the id); '' for SSE. */
+  readonly key: string;
 }
 
 export interface WatchServiceOptions {

@@ -58,7 +58,7 @@ function create(frame: Frame, context: FrameContext, session: WatchSession): und
   );
   session.service.checkServing();
   const { hub } = session.service;
-  const watcher = hub.create(session.connection, { id: frame.id }, spec);
+  const watcher = hub.create(session.connection, { id: frame.id, key: mapKey }, spec);
   const timer = progressMs > 0 ? setInterval(() => hub.progress(watcher), progressMs) : null;
   session.watches.set(mapKey, {
     watcher,
@@ -77,7 +77,7 @@ function cancel(frame: Frame, context: FrameContext, session: WatchSession): und
   const watch = session.watches.get(watchKey(frame.id));
   if (watch === undefined) throw new InvalidArgumentError(`no open watch with id ${watchKey(frame.id)}`);
   const lastRevision = session.service.hub.cancel(watch.watcher);
-  forgetWatch(session, frame.id);
+  forgetWatch(session, watchKey(frame.id));
   context.send({ id: frame.id, type: 'canceled', lastRevision });
   return undefined;
 }
@@ -91,8 +91,7 @@ function progress(frame: Frame, _context: FrameContext, session: WatchSession): 
 }
 
 /** Drops a watch from the session (it ended or was canceled); its timer stops. */
-export function forgetWatch(session: WatchSession, id: string | number | null): void {
-  const key = watchKey(id ?? '');
+export function forgetWatch(session: WatchSession, key: string): void {
   const watch = session.watches.get(key);
   if (watch === undefined) return;
   if (watch.timer !== null) clearInterval(watch.timer);
