@@ -5,12 +5,13 @@
 // etcd ratios (throughput, p99, server CPU per op). Only same-run ratios mean anything here: the
 // client shares the cores with both cells and with whatever else the machine is doing.
 //
-//   npm run bench                       all workloads, 1/16/64/256 clients, 3 x 4 s each (~9 min)
-//   npm run bench -- --quick            1 and 64 clients, 1 x 2 s each (~1 min)
+//   npm run bench                       all workloads, 1/16/64/256 clients, 3 x 4 s each (~10 min)
+//   npm run bench -- --quick            1 and 64 clients, 1 x 2 s each (~1.5 min)
 //   npm run bench -- --profile          Baton only: CPU profile of the leader under put, 64 clients
 //   npm run bench -- --json             the same, plus every run as JSON on stdout
 // Other flags: --workload LIST|all --clients 1,16,... --duration-s N --warmup-s N --repeats N
-// --baton-only. Everything started here is stopped at the end, on errors and on Ctrl-C.
+// --prime-s N (unrecorded load per workload on each cell first, default 3) --baton-only.
+// Everything started here is stopped at the end, on errors and on Ctrl-C.
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -44,6 +45,7 @@ const { values } = parseArgs({
     'duration-s': { type: 'string' },
     'warmup-s': { type: 'string' },
     repeats: { type: 'string' },
+    'prime-s': { type: 'string' },
   },
   strict: true,
 });
@@ -58,6 +60,8 @@ const plan = {
   durationMs: 1000 * Number(values['duration-s'] ?? (profile ? 10 : quick ? 2 : 4)),
   warmupMs: 1000 * Number(values['warmup-s'] ?? (profile ? 2 : quick ? 0.5 : 1)),
   repeats: Number(values.repeats ?? (profile || quick ? 1 : 3)),
+  // Unrecorded load on each cell first (see MatrixOptions.primeMs); --prime-s 0 turns it off.
+  primeMs: 1000 * Number(values['prime-s'] ?? (quick ? 1.5 : 3)),
 };
 if (!(plan.durationMs > 0 && plan.warmupMs >= 0 && Number.isInteger(plan.repeats))) {
   throw new Error('--duration-s > 0, --warmup-s >= 0 and an integer --repeats >= 1 are required');

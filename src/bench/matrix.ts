@@ -22,6 +22,11 @@ export interface MatrixOptions {
   readonly keyCount: number;
   readonly valueBytes: number;
   readonly requestTimeoutMs: number;
+  /**
+   * Before measuring anything, run every workload this long on each target, unrecorded: a Node
+   * server needs seconds of load before its JIT has compiled the hot paths, a Go one does not.
+   */
+  readonly primeMs?: number;
   /** Called after each run (progress lines). */
   readonly onResult?: (result: LoadResult) => void;
 }
@@ -61,7 +66,8 @@ export function parseClientCounts(text: string): number[] {
 export function estimateSeconds(options: Omit<MatrixOptions, 'onResult'>): number {
   const configurations = options.workloads.length * options.clients.length;
   const runs = options.targets.length * configurations * options.repeats;
-  return (runs * (options.durationMs + options.warmupMs + 300)) / 1000;
+  const primeMs = options.targets.length * options.workloads.length * (options.primeMs ?? 0);
+  return (primeMs + runs * (options.durationMs + options.warmupMs + 300)) / 1000;
 }
 
 export async function runMatrix(options: MatrixOptions): Promise<LoadResult[]> {
@@ -71,6 +77,7 @@ export async function runMatrix(options: MatrixOptions): Promise<LoadResult[]> {
       await populateKeys(target.protocol, target.urls, options.keyCount, options.valueBytes);
     }
   }
+  if ((options.primeMs ?? 0) > 0) await prime(options);
   for (const workload of options.workloads) {
     for (const clients of options.clients) {
       for (let repeat = 0; repeat < options.repeats; repeat++) {
@@ -107,6 +114,22 @@ export async function runMatrix(options: MatrixOptions): Promise<LoadResult[]> {
     }
   }
   return results;
+}
+
+async function prime(options: MatrixOptions): Promise<void> {
+  for (const target of options.targets) {
+    for (const workload of options.workloads) {
+      await runLoad({
+        ...options,
+        protocol: target.protocol,
+        endpoints: target.urls,
+        workload,
+        clients: 64,
+        durationMs: options.primeMs ?? 0,
+        warmupMs: 0,
+      });
+    }
+  }
 }
 
 export function progressLine(result: LoadResult): string {
