@@ -80,6 +80,9 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     if (driver === null || core === null || !driver.isLeader || this.stopped) return;
     const term = core.status().term;
     if (this.promotedTerm === term) return;
+    // Leading again in a newer term (another leader may have served in between): the old
+    // deadlines are not this term's; nothing is served until the table is read again.
+    if (this.promotedTerm !== 0) this.demote();
     // Only once this term's first entry is applied does the table hold every revocation and
     // checkpoint an earlier leader committed: renewing before that could promise a lease that a
     // committed revocation is about to delete.
@@ -205,6 +208,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
         const body = { ids };
         return (await this.forward(forwarded, { method: 'POST', path: '/v1/leases/keepalive', body })) as KeepaliveAnswer;
       }
+      this.maybePromote();
       await this.whenPromoted();
       await this.confirmLeadership();
       return await this.renewAll(ids);
@@ -214,6 +218,8 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   }
 
   private async renewAll(ids: readonly number[]): Promise<KeepaliveAnswer> {
+    // Deposed while confirming: an empty tracker must not answer lease_not_found for live leases.
+    this.requireServing();
     const now = this.monotonicMs();
     const items: (KeepaliveItem | null)[] = [];
     const pending: Promise<void>[] = [];
@@ -262,8 +268,10 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     if (this.driver?.isLeader !== true) {
       return (await this.forward(forwarded, { method: 'GET', path: `/v1/leases/${id}` })) as LeaseInfo;
     }
+    this.maybePromote();
     await this.whenPromoted();
     await this.confirmLeadership();
+    this.requireServing();
     const lease = this.store.lease(id);
     if (lease === null) throw new LeaseNotFoundError(`lease ${id} not found`, { id });
     const remainingMs = this.tracker.remainingMs(id, this.monotonicMs()) ?? lease.remainingMs;
@@ -275,6 +283,12 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
       keys: this.store.keysOfLease(id),
       revision: this.store.revision,
     };
+  }
+
+  private requireServing(): void {
+    if (this.driver?.isLeader !== true || this.promotedTerm === 0) {
+      throw new UnavailableError('leadership changed while answering; retry');
+    }
   }
 
   private async forward(forwarded: boolean, request: { method: 'GET' | 'POST'; path: string; body?: unknown }): Promise<unknown> {

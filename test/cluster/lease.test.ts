@@ -85,7 +85,7 @@ test('attached keys disappear no earlier than TTL and within a small bound after
       `p50 ${percentile(delays, 50).toFixed(0)} p90 ${percentile(delays, 90).toFixed(0)} max ${delays.at(-1)?.toFixed(0)}`,
   );
   assert.ok((delays[0] as number) >= 0, `no lease expired before its TTL (${delays[0]} ms)`);
-  assert.ok((delays.at(-1) as number) < 1_500, `expired within TTL + 1.5 s (${delays.at(-1)} ms)`);
+  assert.ok((delays.at(-1) as number) < 2_000, `expired within TTL + 2 s (${delays.at(-1)} ms)`);
   for (const id of ids) assert.equal((await keepalive(leader, [id])).leases[0].error, 'lease_not_found');
 });
 
@@ -138,8 +138,8 @@ test('keepalive on followers and over /v1/stream; time-to-live lists keys; revok
 
 test('under a flood of lists, lists are shed with 429 while keepalives are answered', async () => {
   const leader = await findLeader(cell);
-  const value = 'v'.repeat(1024);
-  for (let batch = 0; batch < 10; batch++) {
+  const value = 'v'.repeat(8192);
+  for (let batch = 0; batch < 2; batch++) {
     await Promise.all(Array.from({ length: 50 }, (_, i) => http(url(leader, `/v1/kv/big/${batch}-${i}`), { method: 'PUT', body: value })));
   }
   const id = await grant(leader, 10);
