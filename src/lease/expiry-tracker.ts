@@ -103,8 +103,20 @@ export class LeaseExpiryTracker {
    * remaining TTL, so the next renewal must reset it again before promising the full TTL.
    */
   resetFailed(id: number): void {
+    this.checkpointLost(id);
+  }
+
+  /**
+   * A proposed checkpoint did not commit: the log still holds an older value. Just below the
+   * TTL means both "renewals must reset it first" and "checkpoint it again at the next pass".
+   */
+  checkpointFailed(ids: Iterable<number>): void {
+    for (const id of ids) this.checkpointLost(id);
+  }
+
+  private checkpointLost(id: number): void {
     const lease = this.leases.get(id);
-    if (lease !== undefined) lease.checkpointedMs = 0;
+    if (lease !== undefined) lease.checkpointedMs = Math.max(0, lease.ttlMs - 1);
   }
 
   has(id: number): boolean {

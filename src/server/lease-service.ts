@@ -149,7 +149,11 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     if (now - this.lastCheckpointMs >= this.options.checkpointIntervalMs) {
       this.lastCheckpointMs = now;
       const leases = this.tracker.checkpoints(now);
-      if (leases.length > 0) this.proposeInternal({ type: 'leaseCheckpoint', leases }).catch(() => undefined);
+      if (leases.length > 0) {
+        this.proposeInternal({ type: 'leaseCheckpoint', leases }).catch(() => {
+          if (this.promotedTerm !== 0) this.tracker.checkpointFailed(leases.map((l) => l.id));
+        });
+      }
     }
   }
 

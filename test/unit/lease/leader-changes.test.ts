@@ -104,6 +104,7 @@ function run(seed: bigint): RunResult {
       lastCheckpointMs = now;
       const leases = tracker.checkpoints(now);
       if (leases.length > 0 && !lost()) cell.commit({ type: 'leaseCheckpoint', leases }, now);
+      else if (leases.length > 0) tracker.checkpointFailed(leases.map((l) => l.id));
     }
   }
   return {
@@ -122,8 +123,8 @@ test('across random leader changes: renewed leases live, abandoned ones die once
     assert.ok(result.abandonedExpiredAtMs !== null, `seed ${seed}: the abandoned lease expired`);
     assert.ok(result.abandonedExpiredAtMs >= ttlMs, `seed ${seed}: not before its TTL`);
     // Each election adds its length (no leader to revoke) and each lost checkpoint or revocation
-    // (15% of proposals here) delays progress by a checkpoint step or a retry: bounded, not tight.
-    assert.ok(result.abandonedExpiredAtMs <= 4 * ttlMs, `seed ${seed}: expired at ${result.abandonedExpiredAtMs}`);
+    // (15% of proposals here) delays progress by a checkpoint pass or a retry: bounded, not tight.
+    assert.ok(result.abandonedExpiredAtMs <= 3 * ttlMs, `seed ${seed}: expired at ${result.abandonedExpiredAtMs}`);
     assert.equal(result.abandonedDeletes, 1, `seed ${seed}: its key was deleted exactly once`);
     assert.equal(new Set(result.hashes).size, 1, `seed ${seed}: replicas agree`);
     expiries.push(result.abandonedExpiredAtMs);
