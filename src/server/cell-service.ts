@@ -1,7 +1,6 @@
 // The cell as the API sees it: mutations become commands in the Raft log (with the Request-ID
 // and the proposer's clock inside, so dedup is replicated state), linearizable reads wait for a
 // ReadIndex confirmation, serializable reads are answered from local state and say so.
-import { randomBytes } from 'node:crypto';
 import { UnavailableError } from '../base/errors.js';
 import {
   encodeCommand,
@@ -162,7 +161,7 @@ export class CellService implements api.CellApi {
       this.store.limits,
     );
     const started = performance.now();
-    const outcome = await this.driver.propose(randomBytes(16), command);
+    const outcome = await this.driver.propose(this.driver.newProposalId(), command);
     this.metrics.proposalSeconds.observe((performance.now() - started) / 1000);
     if (outcome.type === 'applied') return outcome.result;
     if (outcome.type === 'failed') throw outcome.error;

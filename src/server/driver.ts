@@ -2,6 +2,7 @@
 // Ready's I/O in the order Raft's safety needs: leader appends leave at once (in parallel with
 // the disk write), then the disk, then votes and acknowledgements, then apply, then advance.
 // One Ready is in flight at a time; whatever arrives meanwhile travels in the next (batching).
+import { randomBytes } from 'node:crypto';
 import { assert } from '../base/assert.js';
 import { TimeoutError, UnavailableError, OverloadedError } from '../base/errors.js';
 import { EntryType, type Entry, type MemberId, type RaftApi, type RaftMessage, type Ready, type Role } from '../raft/index.js';
@@ -47,6 +48,11 @@ export class NodeDriver<Outcome> {
   private confirmedReads: number[] = [];
   private lastSnapshotIndex: number;
   private snapshotInFlight = false;
+  /** Proposal ids: a random per-process prefix and a counter (unique without a syscall each). */
+  private readonly proposalIdPrefix = randomBytes(8);
+  private proposalCounter = 0n;
+  /** The last log index known to be on this node's disk (the WAL), as of completed writes. */
+  private durableIndex: number;
 
   constructor(
     private readonly core: RaftApi,
@@ -58,6 +64,7 @@ export class NodeDriver<Outcome> {
     private readonly events: DriverEvents,
   ) {
     this.lastSnapshotIndex = core.status().firstIndex - 1;
+    this.durableIndex = core.status().lastIndex;
   }
 
   get leaderId(): MemberId {
@@ -78,6 +85,14 @@ export class NodeDriver<Outcome> {
     if (this.stopped) return;
     for (const message of messages) this.core.step(message);
     this.pump();
+  }
+
+  /** A fresh 16-byte id for propose(). */
+  newProposalId(): Uint8Array {
+    const id = Buffer.allocUnsafe(16);
+    this.proposalIdPrefix.copy(id, 0);
+    id.writeBigUInt64BE(++this.proposalCounter, 8);
+    return id;
   }
 
   /**
@@ -148,12 +163,17 @@ export class NodeDriver<Outcome> {
         this.finish(ready);
         continue;
       }
+      // Committed entries already on this node's disk need not wait for this write: applying
+      // them now saves the leader (and followers) a whole fsync cycle per write.
+      const early = ready.snapshot === null ? this.durablePrefix(ready.committed) : 0;
+      if (early > 0) this.apply(ready.committed.slice(0, early));
       this.readyInFlight = true;
       this.logStore.persist(ready).then(
         () => {
           this.readyInFlight = false;
           if (this.stopped) return;
-          this.finish(ready);
+          this.markDurable(ready);
+          this.finish(ready, early);
           this.pump();
         },
         (error: Error) => this.fail(error),
@@ -161,14 +181,29 @@ export class NodeDriver<Outcome> {
     }
   }
 
-  private finish(ready: Ready): void {
+  /** How many of `committed` (a prefix) are already durable here, before this Ready's write. */
+  private durablePrefix(committed: readonly Entry[]): number {
+    let count = 0;
+    while (count < committed.length && (committed[count] as Entry).index <= this.durableIndex) count++;
+    return count;
+  }
+
+  private markDurable(ready: Ready): void {
+    if (ready.snapshot !== null) this.durableIndex = ready.snapshot.meta.index;
+    const last = ready.entries[ready.entries.length - 1];
+    // Written entries may replace a suffix: the durable log now ends exactly at the last one.
+    if (last !== undefined) this.durableIndex = last.index;
+  }
+
+  /** The rest of a Ready once its writes are durable; `appliedEarly` committed entries are done. */
+  private finish(ready: Ready, appliedEarly = 0): void {
     // Votes and acknowledgements promise durability: they leave only now.
     this.peers.send(ready.messages);
     if (ready.snapshot !== null) {
       this.stateMachine.restore(ready.snapshot);
       this.lastSnapshotIndex = Math.max(this.lastSnapshotIndex, ready.snapshot.meta.index);
     }
-    if (ready.committed.length > 0) this.apply(ready.committed);
+    if (ready.committed.length > appliedEarly) this.apply(ready.committed.slice(appliedEarly));
     for (const context of ready.droppedReads) this.failRead(context);
     for (const state of ready.readStates) {
       const read = this.reads.get(state.context);
