@@ -1,19 +1,14 @@
 #!/usr/bin/env node
 // The `baton` command: a small dispatcher; each subcommand lives in its own file.
-import { runDev } from '../server/dev.js';
-import { runServer } from '../server/server-command.js';
-import { benchCommand } from './bench-command.js';
-import { devCommand } from './dev-command.js';
-import { simCommand } from './sim-command.js';
-
+// Commands load lazily: `baton sim` should not pay for LMDB and the server at start-up.
 type Command = (args: readonly string[]) => number | Promise<number>;
 
 const commands: Record<string, Command> = {
-  server: runServer,
-  dev: runDev,
-  sim: simCommand,
-  bench: benchCommand,
-  'sim-demo': () => devCommand(),
+  server: async (args) => (await import('../server/server-command.js')).runServer(args),
+  dev: async (args) => (await import('../server/dev.js')).runDev(args),
+  sim: async (args) => (await import('./sim-command.js')).simCommand(args),
+  bench: async (args) => (await import('./bench-command.js')).benchCommand(args),
+  'sim-demo': async () => (await import('./dev-command.js')).devCommand(),
 };
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -5,12 +5,14 @@
 import { randomBytes } from 'node:crypto';
 import { assert } from '../base/assert.js';
 import { TimeoutError, UnavailableError, OverloadedError } from '../base/errors.js';
-import { EntryType, type Entry, type MemberId, type RaftApi, type RaftMessage, type Ready, type Role } from '../raft/index.js';
+import { EntryType, type Entry, type HardState, type MemberId, type RaftApi, type RaftMessage, type Ready, type Role } from '../raft/index.js';
 import { frameCommand, unframeCommand } from './entry-frame.js';
 import type { LogStore, PeerSender, StateMachine, Timers } from './types.js';
 
 export interface DriverOptions {
   readonly requestTimeoutMs: number;
+  /** Proposals waiting for their outcome; beyond it new ones are refused (429 overloaded). */
+  readonly proposalsPendingMax?: number;
   /** Take a snapshot (and release the log below it) every this many applied entries. */
   readonly snapshotEntries: number;
 }
@@ -51,6 +53,9 @@ export class NodeDriver<Outcome> {
   /** Proposal ids: a random per-process prefix and a counter (unique without a syscall each). */
   private readonly proposalIdPrefix = randomBytes(8);
   private proposalCounter = 0n;
+  /** The hard state last handed to the disk, and a commit-only change still waiting for a write. */
+  private syncedHardState: HardState | null = null;
+  private deferredHardState: HardState | null = null;
   /** The last log index known to be on this node's disk (the WAL), as of completed writes. */
   private durableIndex: number;
 
@@ -102,6 +107,9 @@ export class NodeDriver<Outcome> {
    */
   propose(proposalId: Uint8Array, command: Uint8Array): Promise<Outcome> {
     if (this.stopped) return Promise.reject(new UnavailableError('the node is stopping'));
+    if (this.proposals.size >= (this.options.proposalsPendingMax ?? 10_000)) {
+      return Promise.reject(new OverloadedError('too many proposals in flight on this node; retry later'));
+    }
     const data = frameCommand(proposalId, command);
     const key = Buffer.from(proposalId).toString('hex');
     assert(!this.proposals.has(key), 'proposal ids are unique');
@@ -159,16 +167,23 @@ export class NodeDriver<Outcome> {
       this.observeSoftState(ready);
       // Thesis §10.2.1: the leader's appends go out while its own disk write is in progress.
       this.peers.send(ready.appendMessages);
-      if (ready.snapshot === null && ready.entries.length === 0 && ready.hardState === null) {
+      if (ready.snapshot === null && ready.entries.length === 0 && !this.mustSync(ready.hardState)) {
+        // Only the commit index moved: it need not be durable (a restart relearns it, and the
+        // state machine keeps its applied index), so it waits for the next write instead of
+        // costing an fsync of its own.
+        if (ready.hardState !== null) this.deferredHardState = ready.hardState;
         this.finish(ready);
         continue;
       }
+      const hardState = ready.hardState ?? this.deferredHardState;
+      this.deferredHardState = null;
+      if (ready.hardState !== null) this.syncedHardState = ready.hardState;
       // Committed entries already on this node's disk need not wait for this write: applying
       // them now saves the leader (and followers) a whole fsync cycle per write.
       const early = ready.snapshot === null ? this.durablePrefix(ready.committed) : 0;
       if (early > 0) this.apply(ready.committed.slice(0, early));
       this.readyInFlight = true;
-      this.logStore.persist(ready).then(
+      this.logStore.persist(hardState === ready.hardState ? ready : { ...ready, hardState }).then(
         () => {
           this.readyInFlight = false;
           if (this.stopped) return;
@@ -179,6 +194,13 @@ export class NodeDriver<Outcome> {
         (error: Error) => this.fail(error),
       );
     }
+  }
+
+  /** A new term or vote must be durable before anything stamped with it leaves; a commit need not. */
+  private mustSync(hardState: HardState | null): boolean {
+    if (hardState === null) return false;
+    const synced = this.syncedHardState;
+    return synced === null || hardState.term !== synced.term || hardState.vote !== synced.vote;
   }
 
   /** How many of `committed` (a prefix) are already durable here, before this Ready's write. */
