@@ -1,6 +1,6 @@
 // `npm run bench:leases`: lease renewals on a real 3-process Baton cell (issue 7's benchmark).
 //   1. put p99 alone (the baseline), 8 closed-loop put clients on the leader;
-//   2. grant N leases (TTL 60 s) and measure the leader's anonymous RSS growth per lease;
+//   2. grant N leases (TTL 600 s, see ttlSeconds) and measure the leader's anonymous RSS growth per lease;
 //   3. steady load: N leases on N/100 WebSocket streams spread over all three members (followers
 //      forward to the leader), each stream renewing its 100 leases in one keepalive frame every
 //      period (default 10 s, staggered), while the same put load runs: renewals/s, frame p99,
@@ -30,6 +30,7 @@ const { values } = parseArgs({
     seconds: { type: 'string' },
     'period-ms': { type: 'string' },
     'put-clients': { type: 'string' },
+    'ttl-s': { type: 'string' },
   },
   strict: true,
 });
@@ -38,6 +39,9 @@ const seconds = Number(values.seconds ?? 20);
 const periodMs = Number(values['period-ms'] ?? 10_000);
 const putClients = Number(values['put-clients'] ?? 8);
 const perStream = 100;
+// Longer than the grant phase (100K grants take minutes here), so no lease expires before its
+// stream starts renewing it; renewals still come every period.
+const ttlSeconds = Number(values['ttl-s'] ?? 600);
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const ms = (us: number): string => (us / 1000).toFixed(1);
@@ -137,7 +141,8 @@ function trackerHeapBytesPerLease(count: number): number {
   const before = process.memoryUsage().heapUsed;
   const tracker = new LeaseExpiryTracker();
   for (let id = 1; id <= count; id++) tracker.granted(id, 60_000, id);
-  for (let id = 1; id <= count; id++) tracker.renew(id, 1_000 + id);
+  // Steady state: clients renew every TTL/3, so old heap items pile up until compacted.
+  for (let round = 1; round <= 4; round++) for (let id = 1; id <= count; id++) tracker.renew(id, round * 20_000 + id);
   gc();
   const bytes = process.memoryUsage().heapUsed - before;
   if (tracker.size !== count) throw new Error('tracker size');
@@ -178,7 +183,7 @@ async function main(): Promise<void> {
     await Promise.all(Array.from({ length: 64 }, async () => {
       while (next < leaseCount) {
         next++;
-        const res = await httpJson(agent, leaderBase, 'POST', '/v1/leases', { ttl: 60 });
+        const res = await httpJson(agent, leaderBase, 'POST', '/v1/leases', { ttl: ttlSeconds });
         if (res.status !== 200) throw new Error(`grant: ${res.status} ${JSON.stringify(res.body)}`);
         ids.push(res.body.id as number);
       }

@@ -93,6 +93,7 @@ export class LeaseExpiryTracker {
     if (lease === undefined || lease.revokingSinceMs >= 0) return null;
     lease.expiresAtMs = nowMs + lease.ttlMs;
     this.heap.push(lease.expiresAtMs, id);
+    this.compactHeapIfStale();
     const resetCheckpoint = lease.checkpointedMs < lease.ttlMs;
     lease.checkpointedMs = lease.ttlMs;
     return { ttlMs: lease.ttlMs, resetCheckpoint };
@@ -173,6 +174,19 @@ export class LeaseExpiryTracker {
       }
     }
     return out;
+  }
+
+  /**
+   * Every renewal leaves its old heap item behind (lazy deletion), and those only leave the heap
+   * once their old deadline passes: a client renewing far more often than TTL/3 would grow it
+   * without bound. Rebuilding once stale items outnumber the leases keeps memory per lease
+   * bounded at O(1) amortized cost per renewal.
+   */
+  private compactHeapIfStale(): void {
+    if (this.heap.size <= 2 * this.leases.size + 1024) return;
+    this.heap.clear();
+    for (const [id, lease] of this.leases) this.heap.push(lease.expiresAtMs, id);
+    assert(this.heap.size === this.leases.size, 'one heap item per lease after a rebuild');
   }
 
   private track(id: number, ttlMs: number, expiresAtMs: number, checkpointedMs: number): void {

@@ -63,3 +63,13 @@ test('a new leader keeps checkpointed remaining TTLs; renewed leases keep their 
   assert.equal(replicated.has(2), false, 'the abandoned lease expired despite the churn');
   assert.ok(replicated.has(1));
 });
+
+test('renewing far more often than TTL/3 does not grow memory without bound', () => {
+  const tracker = new LeaseExpiryTracker();
+  for (let id = 1; id <= 100; id++) tracker.granted(id, 60_000, 0);
+  for (let now = 1; now <= 20_000; now++) tracker.renew((now % 100) + 1, now);
+  const heapSize = (tracker as unknown as { heap: { size: number } }).heap.size;
+  assert.ok(heapSize <= 2 * 100 + 1024, `heap holds ${heapSize} items for 100 leases`);
+  assert.deepEqual(tracker.expired(20_000 + 59_999 - 100), [], 'no lease expires early after compaction');
+  assert.equal(tracker.expired(20_000 + 60_000).length, 100);
+});
