@@ -50,12 +50,19 @@ function rssAnonKiB(pid: number): number {
   return Number(/RssAnon:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
 }
 
-function httpJson(agent: Agent, base: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+function httpJson(
+  agent: Agent,
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  extraHeaders: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
   const url = new URL(path, base);
   const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  const headers = data === undefined ? extraHeaders : { ...extraHeaders, 'content-type': 'application/json', 'content-length': String(data.length) };
   return new Promise((resolve, reject) => {
-    const req = request({ agent, host: url.hostname, port: url.port, method, path: url.pathname + url.search,
-      headers: data === undefined ? {} : { 'content-type': 'application/json', 'content-length': data.length } }, (res) => {
+    const req = request({ agent, host: url.hostname, port: url.port, method, path: url.pathname + url.search, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {
@@ -182,10 +189,20 @@ async function main(): Promise<void> {
     let next = 0;
     await Promise.all(Array.from({ length: 64 }, async () => {
       while (next < leaseCount) {
-        next++;
-        const res = await httpJson(agent, leaderBase, 'POST', '/v1/leases', { ttl: ttlSeconds });
-        if (res.status !== 200) throw new Error(`grant: ${res.status} ${JSON.stringify(res.body)}`);
-        ids.push(res.body.id as number);
+        const n = next++;
+        // A timeout's outcome is unknown: retry with the same Request-ID (never a second lease).
+        for (let attempt = 1; ; attempt++) {
+          const res = await httpJson(agent, leaderBase, 'POST', '/v1/leases', { ttl: ttlSeconds }, { 'request-id': `bench-grant-${n}` })
+            .catch((error: Error) => ({ status: 0, body: error.message }));
+          if (res.status === 200) {
+            ids.push(res.body.id as number);
+            break;
+          }
+          if (attempt >= 10 || ![0, 429, 503, 504].includes(res.status)) {
+            throw new Error(`grant: ${res.status} ${JSON.stringify(res.body)}`);
+          }
+          await sleep(200 * attempt);
+        }
       }
     }));
     const grantSeconds = (performance.now() - grantStarted) / 1000;
