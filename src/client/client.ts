@@ -1,0 +1,218 @@
+// BatonClient: the entry point. Unary calls (kv, txn, leases, status) go over HTTP through
+// HttpCaller (failover, same-Request-ID retries); watches and session keepalives share one
+// multiplexed WebSocket (StreamConnection). Locks and elections (issue 9) will be built on the
+// same two paths: their acquire/campaign calls are mutations with a Request-ID, and their
+// ownership is tied to a Session's signal.
+import { performance } from 'node:perf_hooks';
+import { EndpointSet } from './endpoints.js';
+import { HttpCaller } from './http-caller.js';
+import { fetchTransport } from './http-transport.js';
+import { Session, type SessionOptions } from './session.js';
+import { StreamConnection } from './stream-connection.js';
+import {
+  defaultEndpoints,
+  defaultRetryPolicy,
+  type ClientClock,
+  type ClusterStatus,
+  type DeleteResult,
+  type KeyValue,
+  type LeaseGrant,
+  type LeaseInfo,
+  type LeaseKeepaliveResult,
+  type PutResult,
+  type RangeResult,
+  type RetryPolicy,
+  type TxnRequest,
+  type TxnResult,
+  type ClientOptions,
+} from './types.js';
+import { Watch, type WatchOptions } from './watch.js';
+import { KeyNotFoundError } from '../base/errors.js';
+
+export interface MutationOptions {
+  /** A caller-chosen Request-ID (e.g. to carry one across process restarts); default: drawn once. */
+  readonly requestId?: string;
+}
+export interface PutOptions extends MutationOptions {
+  /** 0 = create only if absent. */
+  readonly ifVersion?: number;
+  readonly ifRevision?: number;
+  readonly lease?: number;
+}
+export interface GetOptions {
+  readonly prefix?: boolean;
+  readonly limit?: number;
+  readonly revision?: number;
+  readonly minRevision?: number;
+  readonly consistency?: 'linearizable' | 'serializable';
+  readonly keysOnly?: boolean;
+  readonly countOnly?: boolean;
+}
+export interface DeleteOptions extends MutationOptions {
+  readonly prefix?: boolean;
+  readonly ifVersion?: number;
+  readonly ifRevision?: number;
+}
+
+export const systemClock: ClientClock = {
+  monotonicMs: () => performance.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+/**
+ * A client of one Baton cell.
+ *
+ * @example
+ * const client = new BatonClient({ endpoints: ['http://127.0.0.1:7001'] });
+ * const { revision } = await client.put('/config/mode', 'blue', { ifVersion: 0 });
+ * const kv = await client.getValue('/config/mode');      // KeyValue | null
+ * await client.close();
+ */
+export class BatonClient {
+  readonly endpoints: EndpointSet;
+  readonly retryPolicy: RetryPolicy;
+  readonly clock: ClientClock;
+  readonly random: () => number;
+  private readonly caller: HttpCaller;
+  private streamConnection: StreamConnection | null = null;
+  private readonly sessions = new Set<Session>();
+
+  constructor(options: ClientOptions = {}) {
+    this.random = options.random ?? Math.random;
+    this.clock = options.clock ?? systemClock;
+    this.retryPolicy = { ...defaultRetryPolicy, ...options.retry };
+    this.endpoints = new EndpointSet(options.endpoints ?? defaultEndpoints, this.random);
+    this.caller = new HttpCaller(
+      this.endpoints,
+      options.transport ?? fetchTransport,
+      this.retryPolicy,
+      this.clock,
+      this.random,
+      options.discover ?? true,
+    );
+  }
+
+  /** The one WebSocket of this client, opened on first use. */
+  get stream(): StreamConnection {
+    this.streamConnection ??= new StreamConnection(this.endpoints, this.random);
+    return this.streamConnection;
+  }
+
+  /** Writes a key. Retried safely: every attempt carries the same Request-ID. */
+  async put(key: string, value: string | Uint8Array, options: PutOptions = {}): Promise<PutResult> {
+    const headers: Record<string, string> = { 'content-type': 'application/octet-stream' };
+    if (options.ifVersion !== undefined) headers['if-version'] = String(options.ifVersion);
+    if (options.ifRevision !== undefined) headers['if-revision'] = String(options.ifRevision);
+    if (options.lease !== undefined) headers['lease-id'] = String(options.lease);
+    const answer = await this.caller.call<PutResult>({
+      method: 'PUT',
+      path: kvPath(key),
+      body: value,
+      headers,
+      mutation: true,
+      ...requestIdOf(options),
+    });
+    return answer.body;
+  }
+
+  /** Reads a key or (prefix: true) a range. A single absent key throws KeyNotFoundError. */
+  async get(key: string, options: GetOptions = {}): Promise<RangeResult> {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(options)) if (value !== undefined) query.set(name, String(value));
+    const suffix = query.size > 0 ? `?${query.toString()}` : '';
+    return (await this.caller.call<RangeResult>({ method: 'GET', path: kvPath(key) + suffix, mutation: false })).body;
+  }
+
+  /** One key's current state, or null when absent. */
+  async getValue(key: string, options: Omit<GetOptions, 'prefix'> = {}): Promise<KeyValue | null> {
+    try {
+      return (await this.get(key, options)).kvs[0] ?? null;
+    } catch (error) {
+      if (error instanceof KeyNotFoundError) return null;
+      throw error;
+    }
+  }
+
+  async delete(key: string, options: DeleteOptions = {}): Promise<DeleteResult> {
+    const headers: Record<string, string> = {};
+    if (options.ifVersion !== undefined) headers['if-version'] = String(options.ifVersion);
+    if (options.ifRevision !== undefined) headers['if-revision'] = String(options.ifRevision);
+    const path = kvPath(key) + (options.prefix === true ? '?prefix=true' : '');
+    return (await this.caller.call<DeleteResult>({ method: 'DELETE', path, headers, mutation: true, ...requestIdOf(options) })).body;
+  }
+
+  /** A transaction: one revision; `succeeded` says which branch ran. */
+  async txn(request: TxnRequest, options: MutationOptions = {}): Promise<TxnResult> {
+    return (await this.postJson<TxnResult>('/v1/txn', request, true, options)).body;
+  }
+
+  async status(): Promise<ClusterStatus> {
+    return (await this.caller.call<ClusterStatus>({ method: 'GET', path: '/v1/cluster/status', mutation: false })).body;
+  }
+
+  /** Discards history below `revision` (idempotent, so retried without a Request-ID). */
+  async compact(revision: number): Promise<{ revision: number; compactRevision: number }> {
+    return (await this.postJson<{ revision: number; compactRevision: number }>('/v1/maintenance/compact', { revision }, false)).body;
+  }
+
+  async leaseGrant(ttlSeconds: number, options: MutationOptions & { id?: number } = {}): Promise<LeaseGrant> {
+    const body = { ttl: ttlSeconds, ...(options.id !== undefined ? { id: options.id } : {}) };
+    return (await this.postJson<LeaseGrant>('/v1/leases', body, true, options)).body;
+  }
+
+  /** Renews leases over HTTP (sessions renew over the stream instead). Idempotent. */
+  async leaseKeepalive(ids: readonly number[]): Promise<LeaseKeepaliveResult> {
+    return (await this.postJson<LeaseKeepaliveResult>('/v1/leases/keepalive', { ids }, false)).body;
+  }
+
+  async leaseTimeToLive(id: number): Promise<LeaseInfo> {
+    return (await this.caller.call<LeaseInfo>({ method: 'GET', path: `/v1/leases/${id}`, mutation: false })).body;
+  }
+
+  /** Revokes a lease: every attached key is deleted in one revision. */
+  async leaseRevoke(id: number, options: MutationOptions = {}): Promise<{ id: number; deleted: number; revision: number }> {
+    const path = `/v1/leases/${id}`;
+    return (await this.caller.call<{ id: number; deleted: number; revision: number }>({ method: 'DELETE', path, mutation: true, ...requestIdOf(options) })).body;
+  }
+
+  /** A resumable watch over the client's stream (see Watch). */
+  watch(key: string, options: WatchOptions = {}): Watch {
+    return new Watch(this.stream, key, options);
+  }
+
+  /** Grants a lease and keeps it alive over the stream (see Session). */
+  async session(options: SessionOptions = {}): Promise<Session> {
+    const session = await Session.start(this, options);
+    this.sessions.add(session);
+    session.signal.addEventListener('abort', () => this.sessions.delete(session), { once: true });
+    return session;
+  }
+
+  /** Closes sessions (revoking their leases), watches and the stream. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.sessions].map((session) => session.close()));
+    this.streamConnection?.close();
+    this.streamConnection = null;
+  }
+
+  private postJson<T>(path: string, body: unknown, mutation: boolean, options: MutationOptions = {}) {
+    return this.caller.call<T>({
+      method: 'POST',
+      path,
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+      mutation,
+      ...requestIdOf(options),
+    });
+  }
+}
+
+/** `/v1/kv` + the key, percent-encoded per segment (the key's own slashes stay separators). */
+export function kvPath(key: string): string {
+  if (!key.startsWith('/')) throw new RangeError(`key "${key}" must begin with /`);
+  return `/v1/kv${key.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+function requestIdOf(options: MutationOptions): { requestId?: string } {
+  return options.requestId === undefined ? {} : { requestId: options.requestId };
+}

@@ -1,0 +1,50 @@
+// Which node to talk to. Every node serves the whole API (followers forward writes), so any
+// healthy endpoint will do; the leader goes first only because it saves the forwarding hop.
+// After a failure the client moves to the next endpoint, so one dead node costs one attempt.
+import type { ClusterStatus } from './types.js';
+
+export class EndpointSet {
+  private urls: string[];
+  private current = 0;
+  /** When the member list was last learned from the cell (monotonic ms; -Infinity = never). */
+  discoveredAtMs = Number.NEGATIVE_INFINITY;
+
+  constructor(seeds: readonly string[], random: () => number) {
+    const cleaned = [...new Set(seeds.map(normalize).filter((url) => url.length > 0))];
+    if (cleaned.length === 0) throw new Error('at least one endpoint is needed');
+    this.urls = cleaned;
+    // Start at a random seed so that many clients with the same list do not all pile on the first.
+    this.current = Math.floor(random() * cleaned.length);
+  }
+
+  get all(): readonly string[] {
+    return this.urls;
+  }
+
+  pick(): string {
+    return this.urls[this.current % this.urls.length] as string;
+  }
+
+  /** The endpoint failed (no answer, 503, 504): try the next one. */
+  failed(url: string): void {
+    if (this.pick() === url) this.current = (this.current + 1) % this.urls.length;
+  }
+
+  /** Adopts the members a node reported (leader first); seeds stay in case all of them are stale. */
+  learn(status: ClusterStatus, nowMs: number): void {
+    this.discoveredAtMs = nowMs;
+    const leader = status.members.find((m) => m.id === status.leader);
+    const members = status.members
+      .filter((m) => m.clientUrl !== '' && m.role === 'voter')
+      .sort((a, b) => (a === leader ? -1 : b === leader ? 1 : a.id - b.id))
+      .map((m) => normalize(m.clientUrl));
+    if (members.length === 0) return;
+    const seeds = this.urls.filter((url) => !members.includes(url));
+    this.urls = [...members, ...seeds];
+    this.current = 0;
+  }
+}
+
+function normalize(url: string): string {
+  return url.trim().replace(/\/+$/, '');
+}

@@ -1,0 +1,110 @@
+// The client's errors are the server's: every API answer with an error code becomes the same
+// BatonError class the server threw (src/base/errors.ts), so `error.code` and `error.retryable`
+// mean the same on both sides. Failures with no answer (network, timeout) are `unavailable` or
+// `timeout`: retryable, and for a mutation only with the same Request-ID.
+import {
+  BatonError,
+  CompactedError,
+  InvalidArgumentError,
+  KeyNotFoundError,
+  LeaseNotFoundError,
+  LockHeldError,
+  LockNotHeldError,
+  OverloadedError,
+  PreconditionFailedError,
+  QuotaExceededError,
+  SlowConsumerError,
+  TimeoutError,
+  UnavailableError,
+} from '../base/errors.js';
+
+export {
+  BatonError,
+  CompactedError,
+  InvalidArgumentError,
+  KeyNotFoundError,
+  LeaseNotFoundError,
+  LockHeldError,
+  LockNotHeldError,
+  OverloadedError,
+  PreconditionFailedError,
+  QuotaExceededError,
+  SlowConsumerError,
+  TimeoutError,
+  UnavailableError,
+};
+
+/** An answer with a code this client does not know (a newer server): never retried. */
+export class UnknownCodeError extends BatonError {
+  readonly code: string;
+  constructor(code: string, message: string, details: Record<string, unknown>) {
+    super(message, details);
+    this.code = code;
+  }
+}
+
+/** The session's lease can no longer be trusted: owner-only work must stop. */
+export class SessionLostError extends Error {
+  override name = 'SessionLostError';
+  readonly code = 'session_lost';
+  constructor(
+    readonly leaseId: number,
+    readonly reason: string,
+  ) {
+    super(`session lease ${leaseId} lost: ${reason}`);
+  }
+}
+
+/** The client, watch or session was closed by its owner. */
+export class ClosedError extends Error {
+  override name = 'ClosedError';
+  readonly code = 'closed';
+}
+
+type Details = Record<string, unknown>;
+const classes: Record<string, (message: string, details: Details) => BatonError> = {
+  invalid_argument: (m, d) => new InvalidArgumentError(m, d),
+  key_not_found: (m, d) => new KeyNotFoundError(m, d),
+  lease_not_found: (m, d) => new LeaseNotFoundError(m, d),
+  lock_not_held: (m, d) => new LockNotHeldError(m, d),
+  lock_held: (m, d) => new LockHeldError(m, d),
+  compacted: (_m, d) => withDetails(new CompactedError(Number(d['compactRevision'] ?? 0)), d),
+  precondition_failed: (m, d) => new PreconditionFailedError(m, d),
+  too_large: (m, d) => new UnknownCodeError('too_large', m, d),
+  quota_exceeded: (m, d) => new QuotaExceededError(m, d),
+  overloaded: (m, d) => new OverloadedError(m, d),
+  unavailable: (m, d) => new UnavailableError(m, d),
+  timeout: (m, d) => new TimeoutError(m, d),
+  slow_consumer: (m, d) => new SlowConsumerError(m, d),
+};
+
+function withDetails(error: BatonError, details: Details): BatonError {
+  // CompactedError's constructor keeps only compactRevision; keep lastRevision etc. too.
+  Object.assign(error.details as Details, details);
+  return error;
+}
+
+/** Builds the typed error for an API error object `{code, message, ...details}`. */
+export function errorFromWire(wire: unknown, fallbackCode = 'unavailable'): BatonError {
+  const object = (typeof wire === 'object' && wire !== null ? wire : {}) as Details;
+  const { code: rawCode, message: rawMessage, ...details } = object;
+  const code = typeof rawCode === 'string' ? rawCode : fallbackCode;
+  const message = typeof rawMessage === 'string' ? rawMessage : code;
+  const make = classes[code];
+  return make === undefined ? new UnknownCodeError(code, message, details) : make(message, details);
+}
+
+/** The error for an HTTP answer that is not 2xx (its body is `{"error": {...}}` when JSON). */
+export function errorFromHttp(status: number, text: string): BatonError {
+  let wire: unknown;
+  try {
+    wire = (JSON.parse(text) as { error?: unknown }).error;
+  } catch {
+    wire = undefined;
+  }
+  if (wire !== undefined) return errorFromWire(wire);
+  // No JSON error (a proxy in between, a 500): 502-504 are "outcome unknown", the rest definite.
+  if (status === 503 || status === 502) return new UnavailableError(`HTTP ${status}`);
+  if (status === 504) return new TimeoutError(`HTTP ${status}`);
+  return new UnknownCodeError(status >= 500 ? 'internal' : 'http_error', `HTTP ${status}: ${text.slice(0, 200)}`, { status });
+}

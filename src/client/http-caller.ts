@@ -1,0 +1,124 @@
+// One logical API call over HTTP, with failover and retries. The rules that keep retries safe:
+// - a mutation gets its Request-ID once, before the first attempt, and every retry resends that
+//   same ID, so a first attempt that committed but whose answer was lost is not applied twice
+//   (the server returns the original outcome from its dedup window);
+// - only "not done" and "outcome unknown" failures are retried (see isRetryable); a definite
+//   answer is returned to the caller at once;
+// - retries wait a fully jittered, bounded, exponentially growing delay, at least Retry-After.
+import { BatonError, TimeoutError, UnavailableError } from '../base/errors.js';
+import { EndpointSet } from './endpoints.js';
+import { errorFromHttp } from './errors.js';
+import { backoffDelayMs, isRetryable, newRequestId, parseRetryAfterMs } from './retry.js';
+import type { ClientClock, ClusterStatus, HttpAnswer, HttpTransport, RetryPolicy } from './types.js';
+
+export interface CallRequest {
+  readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
+  /** Path and query, e.g. `/v1/kv/a?prefix=true`. */
+  readonly path: string;
+  readonly body?: string | Uint8Array;
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Mutations carry a Request-ID (given, or drawn once here). */
+  readonly mutation: boolean;
+  readonly requestId?: string;
+}
+
+export interface CallAnswer<T> {
+  readonly body: T;
+  readonly status: number;
+  readonly attempts: number;
+  readonly requestId: string | undefined;
+}
+
+/** How often the member list may be re-read after failures (bounds discovery traffic). */
+const rediscoverIntervalMs = 5_000;
+
+export class HttpCaller {
+  constructor(
+    readonly endpoints: EndpointSet,
+    private readonly transport: HttpTransport,
+    private readonly policy: RetryPolicy,
+    private readonly clock: ClientClock,
+    private readonly random: () => number,
+    private readonly discover: boolean,
+  ) {}
+
+  async call<T>(request: CallRequest): Promise<CallAnswer<T>> {
+    const requestId = request.mutation ? (request.requestId ?? newRequestId()) : undefined;
+    const headers: Record<string, string> = { ...request.headers };
+    if (requestId !== undefined) headers['request-id'] = requestId;
+    if (this.discover) await this.maybeDiscover();
+    const startMs = this.clock.monotonicMs();
+    for (let attempt = 0; ; attempt++) {
+      const endpoint = this.endpoints.pick();
+      const outcome = await this.attempt(endpoint, request, headers);
+      if (!(outcome instanceof BatonError)) {
+        if (outcome.status < 300) {
+          return { body: parseBody<T>(outcome.text), status: outcome.status, attempts: attempt + 1, requestId };
+        }
+      }
+      const error = outcome instanceof BatonError ? outcome : errorFromHttp(outcome.status, outcome.text);
+      if (!isRetryable(error)) throw error;
+      // This node cannot serve now (no leader, dead, partitioned): the next attempt goes elsewhere.
+      if (error.code === 'unavailable' || error.code === 'timeout') this.endpoints.failed(endpoint);
+      const retryAfterMs = outcome instanceof BatonError ? undefined : parseRetryAfterMs(outcome.header('retry-after'));
+      const delayMs = backoffDelayMs(this.policy, attempt, this.random, retryAfterMs);
+      const elapsedMs = this.clock.monotonicMs() - startMs;
+      if (attempt + 1 >= this.policy.attemptsMax || elapsedMs + delayMs > this.policy.deadlineMs) {
+        (error.details as Record<string, unknown>)['attempts'] = attempt + 1;
+        throw error;
+      }
+      await this.clock.sleep(delayMs);
+      if (this.discover && attempt >= 1) await this.maybeDiscover();
+    }
+  }
+
+  private async attempt(endpoint: string, request: CallRequest, headers: Record<string, string>): Promise<HttpAnswer | BatonError> {
+    try {
+      return await this.transport({
+        method: request.method,
+        url: endpoint + request.path,
+        headers,
+        ...(request.body === undefined ? {} : { body: request.body }),
+        timeoutMs: this.policy.attemptTimeoutMs,
+      });
+    } catch (cause) {
+      return noAnswerError(endpoint, cause);
+    }
+  }
+
+  /** Learns the cell's members (leader first), at most once per interval; failures are ignored. */
+  private async maybeDiscover(): Promise<void> {
+    const nowMs = this.clock.monotonicMs();
+    if (nowMs - this.endpoints.discoveredAtMs < rediscoverIntervalMs) return;
+    this.endpoints.discoveredAtMs = nowMs;
+    for (const endpoint of this.endpoints.all.slice(0, 3)) {
+      try {
+        const answer = await this.transport({
+          method: 'GET',
+          url: `${endpoint}/v1/cluster/status`,
+          headers: {},
+          timeoutMs: Math.min(this.policy.attemptTimeoutMs, 2_000),
+        });
+        if (answer.status !== 200) continue;
+        this.endpoints.learn(parseBody<ClusterStatus>(answer.text), nowMs);
+        return;
+      } catch {
+        // That endpoint is down: ask the next one.
+      }
+    }
+  }
+}
+
+function parseBody<T>(text: string): T {
+  return (text.length === 0 ? {} : JSON.parse(text)) as T;
+}
+
+/** No answer: a timeout leaves the outcome unknown; a refused connection means "not there". */
+export function noAnswerError(endpoint: string, cause: unknown): BatonError {
+  const name = cause instanceof Error ? cause.name : '';
+  if (name === 'TimeoutError' || name === 'AbortError') {
+    return new TimeoutError(`no answer from ${endpoint} in time (the outcome is unknown)`, { endpoint }, { cause });
+  }
+  const reason = cause instanceof Error ? (cause.cause instanceof Error ? cause.cause.message : cause.message) : String(cause);
+  return new UnavailableError(`cannot reach ${endpoint}: ${reason}`, { endpoint }, { cause });
+}

@@ -1,0 +1,58 @@
+// The Baton client library: import from here (`baton/client` once published).
+export { BatonClient, kvPath, systemClock } from './client.js';
+export type { DeleteOptions, GetOptions, MutationOptions, PutOptions } from './client.js';
+export { Session } from './session.js';
+export type { SessionOptions } from './session.js';
+export { Watch } from './watch.js';
+export type { WatchOptions } from './watch.js';
+export { SafeUntil, defaultSafetyMarginMs, renewalDelayMs } from './safe-until.js';
+export { backoffDelayMs, isRetryable, newRequestId, parseRetryAfterMs } from './retry.js';
+export { EndpointSet } from './endpoints.js';
+export { HttpCaller } from './http-caller.js';
+export type { CallAnswer, CallRequest } from './http-caller.js';
+export { StreamConnection } from './stream-connection.js';
+export { fetchTransport } from './http-transport.js';
+export {
+  BatonError,
+  ClosedError,
+  CompactedError,
+  InvalidArgumentError,
+  KeyNotFoundError,
+  LeaseNotFoundError,
+  LockHeldError,
+  LockNotHeldError,
+  OverloadedError,
+  PreconditionFailedError,
+  QuotaExceededError,
+  SessionLostError,
+  SlowConsumerError,
+  TimeoutError,
+  UnavailableError,
+  UnknownCodeError,
+  errorFromHttp,
+  errorFromWire,
+} from './errors.js';
+export { defaultEndpoints, defaultRetryPolicy } from './types.js';
+export type {
+  ClientClock,
+  ClientOptions,
+  ClusterStatus,
+  Compare,
+  DeleteResult,
+  HttpAnswer,
+  HttpRequest,
+  HttpTransport,
+  KeyValue,
+  LeaseGrant,
+  LeaseInfo,
+  LeaseKeepaliveResult,
+  MemberStatus,
+  PutResult,
+  RangeResult,
+  RetryPolicy,
+  TxnOp,
+  TxnRequest,
+  TxnResult,
+  WatchBatch,
+  WatchEvent,
+} from './types.js';

@@ -1,0 +1,213 @@
+// The client's one multiplexed WebSocket (/v1/stream): watches, keepalives and stream requests
+// share it, so a process holds one connection however many watches it runs. When it drops, it
+// reconnects to the next endpoint after a fully jittered delay (no reconnect storm when a node
+// dies under many clients) and tells its subscribers, who re-create their watches from their
+// last revision. A ping that goes unanswered ends a connection whose peer vanished silently
+// (a partition sends no FIN), so a frozen link is noticed within ~2 ping intervals.
+import WebSocket from 'ws';
+import { UnavailableError, type BatonError } from '../base/errors.js';
+import type { EndpointSet } from './endpoints.js';
+import { ClosedError, errorFromWire } from './errors.js';
+import { backoffDelayMs } from './retry.js';
+import { TimeoutError } from '../base/errors.js';
+
+/** A frame from the server, as documented in docs/api/stream.md. */
+export interface ServerFrame {
+  readonly id: string | number | null;
+  readonly type: 'result' | 'error' | 'created' | 'events' | 'canceled';
+  readonly [field: string]: unknown;
+}
+
+export interface StreamSubscriber {
+  /** A frame for this subscriber's id (watch frames). */
+  onFrame(frame: ServerFrame): void;
+  /** A new connection is open: re-create server-side state (watches). */
+  onConnected(): void;
+  /** The connection dropped; frames stop until onConnected. */
+  onDisconnected(): void;
+}
+
+interface Pending {
+  resolve(result: unknown): void;
+  reject(error: BatonError): void;
+  timer: NodeJS.Timeout;
+}
+
+const pingIntervalMs = 2_000;
+const reconnectPolicy = { attemptsMax: 0, delayMsBase: 100, delayMsMax: 3_000, deadlineMs: 0, attemptTimeoutMs: 5_000 };
+
+export class StreamConnection {
+  private socket: WebSocket | null = null;
+  private open = false;
+  private closed = false;
+  private failures = 0;
+  private nextId = 1;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private pingTimer: NodeJS.Timeout | null = null;
+  private awaitingPong = false;
+  private readonly pending = new Map<number, Pending>();
+  private readonly subscribers = new Map<string, StreamSubscriber>();
+  private readonly openWaiters = new Set<() => void>();
+
+  constructor(
+    private readonly endpoints: EndpointSet,
+    private readonly random: () => number,
+  ) {}
+
+  get connected(): boolean {
+    return this.open;
+  }
+
+  /** Sends a request frame and resolves with its `result` (rejects with the typed error). */
+  async request(frame: Record<string, unknown>, timeoutMs: number): Promise<unknown> {
+    const deadline = Date.now() + timeoutMs;
+    await this.waitOpen(timeoutMs);
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const remainingMs = Math.max(1, deadline - Date.now());
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new TimeoutError(`no stream answer in ${timeoutMs} ms (the outcome is unknown)`));
+      }, remainingMs);
+      this.pending.set(id, { resolve, reject, timer });
+      this.send({ ...frame, id });
+    });
+  }
+
+  /** Registers a subscriber for frames with this id (string ids; requests use integers). */
+  subscribe(id: string, subscriber: StreamSubscriber): void {
+    this.subscribers.set(id, subscriber);
+    this.ensureConnecting();
+    if (this.open) subscriber.onConnected();
+  }
+
+  unsubscribe(id: string): void {
+    this.subscribers.delete(id);
+  }
+
+  /** Sends a frame if connected; false when not (the subscriber re-sends on onConnected). */
+  send(frame: Record<string, unknown>): boolean {
+    if (!this.open || this.socket === null) return false;
+    this.socket.send(JSON.stringify(frame));
+    return true;
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
+    if (this.pingTimer !== null) clearInterval(this.pingTimer);
+    this.socket?.terminate();
+    this.socket = null;
+    this.open = false;
+    this.failPending(new ClosedError('the client is closed') as unknown as BatonError);
+    for (const wake of this.openWaiters) wake();
+    this.openWaiters.clear();
+  }
+
+  private async waitOpen(timeoutMs: number): Promise<void> {
+    if (this.closed) throw new ClosedError('the client is closed');
+    this.ensureConnecting();
+    if (this.open) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.openWaiters.delete(wake);
+        reject(new UnavailableError(`no stream connection within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const wake = (): void => {
+        clearTimeout(timer);
+        this.openWaiters.delete(wake);
+        if (this.closed) reject(new ClosedError('the client is closed'));
+        else resolve();
+      };
+      this.openWaiters.add(wake);
+    });
+  }
+
+  private ensureConnecting(): void {
+    if (this.closed || this.socket !== null || this.reconnectTimer !== null) return;
+    this.connect();
+  }
+
+  private connect(): void {
+    const endpoint = this.endpoints.pick();
+    const socket = new WebSocket(`${endpoint.replace(/^http/, 'ws')}/v1/stream`, { handshakeTimeout: 5_000 });
+    this.socket = socket;
+    socket.on('open', () => {
+      if (this.socket !== socket) return;
+      this.open = true;
+      this.failures = 0;
+      this.startPings(socket);
+      for (const wake of [...this.openWaiters]) wake();
+      for (const subscriber of [...this.subscribers.values()]) subscriber.onConnected();
+    });
+    socket.on('message', (data) => this.onMessage(String(data)));
+    socket.on('pong', () => {
+      this.awaitingPong = false;
+    });
+    socket.on('error', () => {
+      // 'close' follows and does the work; without this listener the error would be thrown.
+    });
+    socket.on('close', () => {
+      if (this.socket !== socket) return;
+      this.onDropped(endpoint);
+    });
+  }
+
+  private startPings(socket: WebSocket): void {
+    if (this.pingTimer !== null) clearInterval(this.pingTimer);
+    this.awaitingPong = false;
+    this.pingTimer = setInterval(() => {
+      if (this.awaitingPong) {
+        socket.terminate();
+        return;
+      }
+      this.awaitingPong = true;
+      socket.ping();
+    }, pingIntervalMs);
+    this.pingTimer.unref();
+  }
+
+  private onDropped(endpoint: string): void {
+    const wasOpen = this.open;
+    this.socket = null;
+    this.open = false;
+    if (this.pingTimer !== null) clearInterval(this.pingTimer);
+    this.pingTimer = null;
+    this.failPending(new UnavailableError(`stream to ${endpoint} closed (outcome of requests in flight unknown)`));
+    this.endpoints.failed(endpoint);
+    if (wasOpen) for (const subscriber of [...this.subscribers.values()]) subscriber.onDisconnected();
+    if (this.closed) return;
+    const delayMs = backoffDelayMs(reconnectPolicy, this.failures++, this.random);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      if (!this.closed) this.connect();
+    }, delayMs);
+  }
+
+  private failPending(error: BatonError): void {
+    for (const [id, pending] of this.pending) {
+      clearTimeout(pending.timer);
+      pending.reject(error);
+      this.pending.delete(id);
+    }
+  }
+
+  private onMessage(text: string): void {
+    let frame: ServerFrame;
+    try {
+      frame = JSON.parse(text) as ServerFrame;
+    } catch {
+      return;
+    }
+    if (typeof frame.id === 'number') {
+      const pending = this.pending.get(frame.id);
+      if (pending === undefined) return;
+      this.pending.delete(frame.id);
+      clearTimeout(pending.timer);
+      if (frame.type === 'result') pending.resolve(frame['result']);
+      else pending.reject(errorFromWire(frame['error']));
+      return;
+    }
+    if (typeof frame.id === 'string') this.subscribers.get(frame.id)?.onFrame(frame);
+  }
+}

@@ -1,0 +1,179 @@
+// Public types of the Baton client: options, the JSON shapes the API answers with (values are
+// UTF-8 strings, as the HTTP/JSON API sends them), and the small doors the client talks through
+// (an HTTP transport, a clock, a random source), which tests replace with fakes.
+
+/** One key as the API returns it. `value` is the UTF-8 decoding of the stored bytes. */
+export interface KeyValue {
+  readonly key: string;
+  readonly value: string;
+  readonly version: number;
+  readonly createRevision: number;
+  readonly modRevision: number;
+  readonly lease: number;
+}
+
+export interface PutResult {
+  readonly created: boolean;
+  readonly version: number;
+  readonly revision: number;
+  /** The key's createRevision: the owner epoch to hand to protected resources. */
+  readonly fencingToken: number;
+}
+
+export interface RangeResult {
+  readonly revision: number;
+  readonly consistency?: 'linearizable' | 'serializable';
+  readonly count: number;
+  readonly more: boolean;
+  readonly kvs: readonly KeyValue[];
+}
+
+export interface DeleteResult {
+  readonly deleted: number;
+  readonly revision: number;
+}
+
+export type CompareTarget = 'version' | 'createRevision' | 'modRevision' | 'value' | 'lease';
+export type CompareOp = '==' | '!=' | '<' | '>';
+
+export interface Compare {
+  readonly key: string;
+  readonly target: CompareTarget;
+  readonly op: CompareOp;
+  readonly value: number | string;
+}
+
+export type TxnOp =
+  | { readonly put: { readonly key: string; readonly value: string; readonly lease?: number } }
+  | { readonly get: { readonly key: string; readonly prefix?: boolean; readonly limit?: number } }
+  | { readonly delete: { readonly key: string; readonly prefix?: boolean } };
+
+export interface TxnRequest {
+  readonly compare: readonly Compare[];
+  readonly success: readonly TxnOp[];
+  readonly failure: readonly TxnOp[];
+}
+
+export interface TxnResult {
+  readonly succeeded: boolean;
+  readonly revision: number;
+  readonly results: readonly (PutResult | RangeResult | DeleteResult)[];
+}
+
+export interface MemberStatus {
+  readonly id: number;
+  readonly name: string;
+  readonly peerUrl: string;
+  readonly clientUrl: string;
+  readonly role: 'voter' | 'learner';
+  readonly healthy: boolean;
+}
+
+export interface ClusterStatus {
+  readonly cell: string;
+  readonly clusterId: string;
+  readonly member: number;
+  readonly leader: number;
+  readonly term: number;
+  readonly commitIndex: number;
+  readonly appliedIndex: number;
+  readonly revision: number;
+  readonly compactRevision: number;
+  readonly members: readonly MemberStatus[];
+}
+
+export interface LeaseGrant {
+  readonly id: number;
+  /** Granted TTL in seconds. */
+  readonly ttl: number;
+}
+
+export interface LeaseKeepaliveResult {
+  readonly revision: number;
+  readonly leases: readonly ({ readonly id: number; readonly ttl: number } | { readonly id: number; readonly error: string })[];
+}
+
+export interface LeaseInfo {
+  readonly id: number;
+  readonly ttl: number;
+  readonly ttlMs?: number;
+  readonly grantedTtl: number;
+  readonly keys: readonly string[];
+}
+
+export interface WatchEvent {
+  readonly type: 'put' | 'delete';
+  readonly kv: KeyValue;
+  readonly prevKv?: KeyValue;
+}
+
+/** One batch: every matching event at or below `revision` has been delivered. */
+export interface WatchBatch {
+  readonly revision: number;
+  readonly events: readonly WatchEvent[];
+}
+
+// ---- options ----------------------------------------------------------------------------------
+
+export interface RetryPolicy {
+  /** Attempts in all, the first included. */
+  readonly attemptsMax: number;
+  /** Backoff ceiling of the first retry; doubles per attempt (full jitter below it). */
+  readonly delayMsBase: number;
+  readonly delayMsMax: number;
+  /** No new attempt starts after this long since the first one. */
+  readonly deadlineMs: number;
+  /** Each attempt's own timeout (an attempt that times out is retried with the same Request-ID). */
+  readonly attemptTimeoutMs: number;
+}
+
+export interface HttpRequest {
+  readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body?: string | Uint8Array;
+  readonly timeoutMs: number;
+}
+
+export interface HttpAnswer {
+  readonly status: number;
+  /** Lower-case header names. */
+  header(name: string): string | null;
+  readonly text: string;
+}
+
+/** Sends one HTTP request. Throws on a network failure or timeout (the outcome is unknown). */
+export type HttpTransport = (request: HttpRequest) => Promise<HttpAnswer>;
+
+export interface ClientClock {
+  /** Monotonic milliseconds (performance.now in production): never jumps with the wall clock. */
+  monotonicMs(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export interface ClientOptions {
+  /** Seed endpoints, e.g. ['http://127.0.0.1:7001']. Default: the dev cell (7001, 7002, 7003). */
+  readonly endpoints?: readonly string[];
+  /** Learn the other members from /v1/cluster/status (default true). */
+  readonly discover?: boolean;
+  readonly retry?: Partial<RetryPolicy>;
+  /** Replaceable for tests. */
+  readonly transport?: HttpTransport;
+  readonly clock?: ClientClock;
+  /** A number in [0, 1) (Math.random in production). */
+  readonly random?: () => number;
+}
+
+export const defaultEndpoints: readonly string[] = [
+  'http://127.0.0.1:7001',
+  'http://127.0.0.1:7002',
+  'http://127.0.0.1:7003',
+];
+
+export const defaultRetryPolicy: RetryPolicy = {
+  attemptsMax: 10,
+  delayMsBase: 100,
+  delayMsMax: 3_000,
+  deadlineMs: 30_000,
+  attemptTimeoutMs: 5_000,
+};
