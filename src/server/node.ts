@@ -53,10 +53,7 @@ const realTimers: Timers = {
 export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (error: Error) => void): Promise<RunningNode> {
   mkdirSync(config.dataDir, { recursive: true });
   checkIdentity(config);
-  const { wal, recovered } = await Wal.open(config.dataDir, { logger: { warn: (m) => log.warn(m) } });
-  const snapshots = new SnapshotStore(config.dataDir, { logger: { warn: (m) => log.warn(m) } });
-  await snapshots.init();
-  const snapshot = await loadSnapshotAt(snapshots, recovered.snapshotMeta);
+  const { wal, recovered, snapshot, snapshots } = await openDurableLog(config.dataDir, log);
   const engine = LmdbEngine.open({ directory: join(config.dataDir, 'db') });
   const store = new MvccStore(engine, {
     ...defaultMvccLimits,
@@ -189,6 +186,40 @@ function listen(server: Server, port: number, host: string): Promise<void> {
       resolve();
     });
   });
+}
+
+/**
+ * The WAL and the snapshot it continues from: the one its marker names, or, when that file is
+ * damaged, the newest older intact one, provided the log still holds every entry after it.
+ * Otherwise the node refuses to start, naming the damaged file and offset.
+ */
+async function openDurableLog(dataDir: string, log: NodeLogger) {
+  const logger = { warn: (m: string) => log.warn(m) };
+  const snapshots = new SnapshotStore(dataDir, { logger });
+  await snapshots.init();
+  const opened = await Wal.open(dataDir, { logger });
+  try {
+    const snapshot = await loadSnapshotAt(snapshots, opened.recovered.snapshotMeta);
+    return { ...opened, snapshot, snapshots };
+  } catch (error) {
+    const marker = opened.recovered.snapshotMeta;
+    if (!(error instanceof CorruptFileError) || marker === null) throw error;
+    await opened.wal.close();
+    for (const older of await snapshots.list()) {
+      if (older.index >= marker.index) continue;
+      let snapshot: Snapshot;
+      try {
+        snapshot = await snapshots.load(older.path);
+      } catch (olderError) {
+        if (olderError instanceof CorruptFileError) continue;
+        throw olderError;
+      }
+      log.warn(`snapshot ${marker.index} is damaged (${error.message}); restoring from older snapshot ${older.index}`);
+      const reopened = await Wal.open(dataDir, { logger, restoreIndex: older.index });
+      return { ...reopened, snapshot, snapshots };
+    }
+    throw error;
+  }
 }
 
 /** The snapshot the WAL's marker names (the log continues right after it). */
