@@ -13,8 +13,10 @@ export interface DriverOptions {
   readonly requestTimeoutMs: number;
   /** Proposals waiting for their outcome; beyond it new ones are refused (429 overloaded). */
   readonly proposalsPendingMax?: number;
-  /** Take a snapshot (and release the log below it) every this many applied entries. */
+  /** Take a snapshot (and release the log below it) every this many applied entries... */
   readonly snapshotEntries: number;
+  /** ...or once this many bytes of entries were written since the last one (default 64 MiB). */
+  readonly snapshotLogBytes?: number;
 }
 
 export interface DriverEvents {
@@ -50,6 +52,7 @@ export class NodeDriver<Outcome> {
   private confirmedReads: number[] = [];
   private lastSnapshotIndex: number;
   private snapshotInFlight = false;
+  private logBytesSinceSnapshot = 0;
   /** Proposal ids: a random per-process prefix and a counter (unique without a syscall each). */
   private readonly proposalIdPrefix = randomBytes(8);
   private proposalCounter = 0n;
@@ -211,6 +214,7 @@ export class NodeDriver<Outcome> {
   }
 
   private markDurable(ready: Ready): void {
+    for (const entry of ready.entries) this.logBytesSinceSnapshot += entry.data.byteLength;
     if (ready.snapshot !== null) this.durableIndex = ready.snapshot.meta.index;
     const last = ready.entries[ready.entries.length - 1];
     // Written entries may replace a suffix: the durable log now ends exactly at the last one.
@@ -297,12 +301,16 @@ export class NodeDriver<Outcome> {
 
   private maybeSnapshot(): void {
     const applied = this.stateMachine.appliedIndex();
-    if (this.snapshotInFlight || applied - this.lastSnapshotIndex < this.options.snapshotEntries) return;
+    const due =
+      applied - this.lastSnapshotIndex >= this.options.snapshotEntries ||
+      this.logBytesSinceSnapshot >= (this.options.snapshotLogBytes ?? 64 * 1024 * 1024);
+    if (this.snapshotInFlight || !due || applied <= this.lastSnapshotIndex) return;
     // While a Ready was on disk the core may have taken a leader's snapshot beyond what the state
     // machine has seen yet (it installs it with the next Ready): nothing to compact until then.
     if (this.core.status().firstIndex - 1 >= applied) return;
     const snapshot = this.core.compact(applied, this.stateMachine.snapshotData());
     this.lastSnapshotIndex = applied;
+    this.logBytesSinceSnapshot = 0;
     this.snapshotInFlight = true;
     this.logStore.saveSnapshot(snapshot).then(
       () => {

@@ -11,6 +11,7 @@ export class DurableLogStore implements LogStore {
     private readonly wal: Wal,
     private readonly snapshots: SnapshotStore,
     private readonly onSyncSeconds: (seconds: number) => void = () => {},
+    private readonly onSnapshotSeconds: (seconds: number) => void = () => {},
   ) {}
 
   async persist(ready: Ready): Promise<void> {
@@ -26,8 +27,10 @@ export class DurableLogStore implements LogStore {
   }
 
   async saveSnapshot(snapshot: Snapshot): Promise<void> {
+    const started = performance.now();
     await this.snapshots.save(snapshot.meta, snapshot.data);
     await this.wal.markSnapshot(snapshot.meta);
     await this.wal.releaseBefore(snapshot.meta.index);
+    this.onSnapshotSeconds((performance.now() - started) / 1000);
   }
 }

@@ -104,7 +104,12 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
       warn: (fields, message) => log.warn(`${message} ${JSON.stringify(fields)}`),
     },
   });
-  const logStore = new DurableLogStore(wal, snapshots, (s) => nodeMetrics.walSyncSeconds.observe(s));
+  const logStore = new DurableLogStore(
+    wal,
+    snapshots,
+    (s) => nodeMetrics.walSyncSeconds.observe(s),
+    (s) => nodeMetrics.snapshotSeconds.observe(s),
+  );
   let service: CellService | null = null;
   const watches = new WatchService(store, watchOptionsFromEnv(process.env));
   const leases = new LeaseService(config, store, () => realTimers.monotonicMs(), {
