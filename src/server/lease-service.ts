@@ -4,7 +4,6 @@
 // own term's first entry (so its tracker starts from every earlier leader's committed table)
 // proposes revocations, in bounded batches, each checked against the role at that moment; a
 // follower or a deposed leader has an empty tracker and proposes nothing.
-import { randomBytes } from 'node:crypto';
 import { LeaseNotFoundError, OverloadedError, UnavailableError } from '../base/errors.js';
 import { LeaseExpiryTracker } from '../lease/index.js';
 import { encodeCommand, type ApplyOutcome, type Command, type CommandResult, type MvccStore } from '../mvcc/index.js';
@@ -181,7 +180,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
       { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: Date.now(), op },
       this.store.limits,
     );
-    const outcome = await driver.propose(randomBytes(16), command);
+    const outcome = await driver.propose(driver.newProposalId(), command);
     if (outcome.type === 'applied') return outcome.result;
     if (outcome.type === 'failed') throw outcome.error;
     throw new Error(`a lease command applied as ${outcome.type}`);
