@@ -44,7 +44,7 @@ export function searchRegister(
     }
     return id;
   };
-  const operations = records.filter(isSearchRelevant);
+  const operations = pruneUnobservedInfo(records.filter(isSearchRelevant));
   const steps = operations.map((record) => toStep(record, valueId));
   const count = operations.length;
   // Entry 2i+1 is operation i's call, 2i+2 its return; 0 is the head.
@@ -121,6 +121,30 @@ export function searchRegister(
   }
   assert(stack.length === count, 'a full linearization holds every operation');
   return { verdict: 'ok', steps: taken };
+}
+
+/**
+ * Timed-out writes make the search exponential (each may or may not have happened at every
+ * point), so drop those that cannot matter: an info write or CAS whose value no read returned
+ * and no CAS expected. Any linearization that places it can move it to the end instead, unless a
+ * refused CAS needed the register to hold some other value; so keys with an acknowledged refused
+ * CAS keep them all.
+ */
+function pruneUnobservedInfo(
+  records: readonly OperationRecord<KvOperation>[],
+): OperationRecord<KvOperation>[] {
+  const observed = new Set<string | null>();
+  for (const record of records) {
+    const operation = record.operation;
+    if (operation.type === 'cas') {
+      if (record.result?.type === 'cas' && !record.result.succeeded) return [...records];
+      observed.add(operation.expected);
+    }
+    if (record.result?.type === 'read') observed.add(record.result.value);
+  }
+  return records.filter(
+    (r) => r.status !== 'info' || r.operation.type === 'read' || observed.has(r.operation.value),
+  );
 }
 
 function toStep(
