@@ -9,6 +9,15 @@ const commands: Record<string, Command> = {
   sim: async (args) => (await import('./sim-command.js')).simCommand(args),
   bench: async (args) => (await import('./bench-command.js')).benchCommand(args),
   'sim-demo': async () => (await import('./dev-command.js')).devCommand(),
+  get: async (args) => (await import('./kv-commands.js')).getCommand(args),
+  put: async (args) => (await import('./kv-commands.js')).putCommand(args),
+  del: async (args) => (await import('./kv-commands.js')).delCommand(args),
+  txn: async (args) => (await import('./kv-commands.js')).txnCommand(args),
+  watch: async (args) => (await import('./watch-command.js')).watchCommand(args),
+  lease: async (args) => (await import('./lease-command.js')).leaseCommand(args),
+  member: async (args) => (await import('./cluster-commands.js')).memberCommand(args),
+  status: async (args) => (await import('./cluster-commands.js')).statusCommand(args),
+  compact: async (args) => (await import('./cluster-commands.js')).compactCommand(args),
 };
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -1,0 +1,146 @@
+// What every client subcommand of `baton` shares: the common flags (--endpoints, -w), one
+// BatonClient per run, output in the chosen format, and the mapping from outcomes to exit codes
+// that scripts rely on (documented in exitCodeHelp, printed by every --help).
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { BatonError, BatonClient, ClosedError, SessionLostError } from '../client/index.js';
+
+export const exitCodes = {
+  ok: 0,
+  /** The cell answered definitely no: precondition_failed, key_not_found, compacted, txn failure. */
+  failed: 1,
+  usage: 2,
+  /** No definite answer: unavailable, timeout, overloaded (the outcome of a mutation is unknown). */
+  unavailable: 3,
+} as const;
+
+export const exitCodeHelp = `Exit codes:
+  0  success
+  1  definite failure answered by the cell (precondition_failed, key_not_found, lease_not_found,
+     compacted, invalid_argument, a txn whose compare failed, a lost lease)
+  2  usage error (bad flags or arguments; nothing was sent)
+  3  no definite answer (unavailable, timeout, overloaded): a mutation may or may not have applied`;
+
+export const commonHelp = `Common flags:
+  --endpoints URLS   comma-separated, default http://127.0.0.1:7001,:7002,:7003 (or BATON_ENDPOINTS)
+  -w, --write-out    simple (default) | json | table
+  -h, --help         this help`;
+
+export type OutputFormat = 'simple' | 'json' | 'table';
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const commonOptions = {
+  endpoints: { type: 'string' },
+  'write-out': { type: 'string', short: 'w' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+export interface ParsedCommand<V> {
+  readonly values: V;
+  readonly positionals: string[];
+  readonly format: OutputFormat;
+  readonly endpoints: string[] | undefined;
+  readonly help: boolean;
+}
+
+/** Parses the command's own flags plus the common ones; throws UsageError on anything unknown. */
+export function parseCommand<O extends NonNullable<ParseArgsConfig['options']>>(args: readonly string[], options: O) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...args], options: { ...commonOptions, ...options }, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const values = parsed.values as Record<string, unknown>;
+  const format = (values['write-out'] ?? 'simple') as string;
+  if (format !== 'simple' && format !== 'json' && format !== 'table') throw new UsageError(`-w must be simple, json or table (not ${format})`);
+  const endpointText = (values['endpoints'] as string | undefined) ?? process.env['BATON_ENDPOINTS'];
+  const endpoints = endpointText === undefined ? undefined : endpointText.split(',').map((url) => url.trim()).filter((url) => url !== '');
+  return {
+    values: parsed.values,
+    positionals: parsed.positionals,
+    format: format as OutputFormat,
+    endpoints,
+    help: values['help'] === true,
+  };
+}
+
+export function makeClient(endpoints: string[] | undefined): BatonClient {
+  // A CLI call should fail within seconds rather than retry for half a minute.
+  return new BatonClient({ ...(endpoints === undefined ? {} : { endpoints }), retry: { deadlineMs: 10_000, attemptsMax: 6 } });
+}
+
+/** Runs one command body with its client; maps every failure to a message and an exit code. */
+export async function runWithClient(
+  help: string,
+  args: readonly string[],
+  body: (args: readonly string[]) => Promise<number>,
+): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log(`${help}\n\n${commonHelp}\n\n${exitCodeHelp}`);
+    return exitCodes.ok;
+  }
+  try {
+    return await body(args);
+  } catch (error) {
+    return reportError(error, help, formatOf(args));
+  }
+}
+
+export function reportError(error: unknown, help: string, format: OutputFormat): number {
+  if (error instanceof UsageError) {
+    console.error(`baton: ${error.message}\n\n${help}`);
+    return exitCodes.usage;
+  }
+  if (error instanceof BatonError || error instanceof SessionLostError || error instanceof ClosedError) {
+    const details = error instanceof BatonError ? error.details : {};
+    if (format === 'json') console.error(JSON.stringify({ error: { code: error.code, message: error.message, ...details } }));
+    else console.error(`baton: ${error.code}: ${error.message}${describeDetails(details)}`);
+    if (error instanceof BatonError && error.retryable) return exitCodes.unavailable;
+    return exitCodes.failed;
+  }
+  console.error(`baton: ${error instanceof Error ? error.message : String(error)}`);
+  return exitCodes.failed;
+}
+
+/** The -w value, found without a full parse (a usage error must still be reported in it). */
+function formatOf(args: readonly string[]): OutputFormat {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const value = arg === '-w' || arg === '--write-out' ? args[i + 1] : /^(?:--write-out=|-w=?)(.+)$/.exec(arg)?.[1];
+    if (value === 'json' || value === 'table') return value;
+  }
+  return 'simple';
+}
+
+function describeDetails(details: Readonly<Record<string, unknown>>): string {
+  const shown = Object.entries(details).filter(([name]) => name !== 'endpoint');
+  return shown.length === 0 ? '' : ` (${shown.map(([name, value]) => `${name}: ${JSON.stringify(value)}`).join(', ')})`;
+}
+
+/** Prints rows as an aligned table with a header line. */
+export function printTable(header: readonly string[], rows: readonly (readonly unknown[])[]): void {
+  const cells = [header, ...rows.map((row) => row.map((cell) => String(cell)))];
+  const widths = header.map((_, column) => Math.max(...cells.map((row) => (row[column] ?? '').length)));
+  const line = (row: readonly string[]): string => `| ${row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join(' | ')} |`;
+  const rule = `+${widths.map((w) => '-'.repeat(w + 2)).join('+')}+`;
+  console.log([rule, line(header), rule, ...cells.slice(1).map(line), rule].join('\n'));
+}
+
+export function printJson(value: unknown): void {
+  console.log(JSON.stringify(value));
+}
+
+/** A non-negative integer flag, or a UsageError naming it. */
+export function integerFlag(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (!Number.isSafeInteger(number) || number < 0) throw new UsageError(`--${name} must be a non-negative integer (not ${value})`);
+  return number;
+}
+
+export function requirePositionals(positionals: readonly string[], min: number, max: number, what: string): void {
+  if (positionals.length < min || positionals.length > max) throw new UsageError(`expected ${what}`);
+}

@@ -1,0 +1,77 @@
+// `baton member list`, `baton status`, `baton compact`: the cell's shape and maintenance.
+import { BatonClient, defaultEndpoints } from '../client/index.js';
+import { makeClient, parseCommand, printJson, printTable, requirePositionals, runWithClient, exitCodes, integerFlag, UsageError } from './client-command.js';
+
+const memberHelp = `usage: baton member list
+  Lists the cell's members (id, name, role, health, URLs) as one node sees them.`;
+const statusHelp = `usage: baton status
+  Shows each endpoint's view: member, leader, term, commit/applied index, revision, compaction.`;
+const compactHelp = `usage: baton compact REVISION
+  Discards history below REVISION (watches and reads before it then answer compacted).`;
+
+export const memberCommand = (args: readonly string[]): Promise<number> =>
+  runWithClient(memberHelp, args, async () => {
+    const { positionals, format, endpoints } = parseCommand(args, {});
+    requirePositionals(positionals, 1, 1, '"list"');
+    if (positionals[0] !== 'list') throw new UsageError(`unknown member action ${positionals[0]}`);
+    const client = makeClient(endpoints);
+    try {
+      const status = await client.status();
+      if (format === 'json') printJson({ leader: status.leader, members: status.members });
+      else {
+        const rows = status.members.map((m) => [m.id, m.name, m.role, m.healthy ? 'healthy' : 'unhealthy', m.id === status.leader ? 'leader' : '', m.clientUrl, m.peerUrl]);
+        if (format === 'table') printTable(['ID', 'NAME', 'ROLE', 'HEALTH', 'LEADER', 'CLIENT_URL', 'PEER_URL'], rows);
+        else for (const row of rows) console.log(row.filter((cell) => cell !== '').join(', '));
+      }
+      return exitCodes.ok;
+    } finally {
+      await client.close();
+    }
+  });
+
+export const statusCommand = (args: readonly string[]): Promise<number> =>
+  runWithClient(statusHelp, args, async () => {
+    const { positionals, format, endpoints } = parseCommand(args, {});
+    requirePositionals(positionals, 0, 0, 'no arguments');
+    // Each endpoint answers for itself (like etcdctl endpoint status), so ask them one by one.
+    const seeds = endpoints ?? defaultEndpoints;
+    const rows: unknown[][] = [];
+    const answers: unknown[] = [];
+    let failures = 0;
+    for (const endpoint of seeds) {
+      const client = new BatonClient({
+        endpoints: [endpoint],
+        discover: false,
+        retry: { attemptsMax: 2, deadlineMs: 3_000, attemptTimeoutMs: 2_000 },
+      });
+      try {
+        const status = await client.status();
+        answers.push({ endpoint, ...status });
+        rows.push([endpoint, status.member, status.leader, status.term, status.commitIndex, status.appliedIndex, status.revision, status.compactRevision]);
+      } catch (error) {
+        failures++;
+        answers.push({ endpoint, error: { code: (error as { code?: string }).code ?? 'unavailable', message: (error as Error).message } });
+        rows.push([endpoint, 'unreachable', '', '', '', '', '', '']);
+      }
+    }
+    if (format === 'json') printJson(answers);
+    else if (format === 'table') printTable(['ENDPOINT', 'MEMBER', 'LEADER', 'TERM', 'COMMIT', 'APPLIED', 'REVISION', 'COMPACT'], rows);
+    else for (const row of rows) console.log(row.filter((cell) => cell !== '').join(', '));
+    return failures === seeds.length ? exitCodes.unavailable : exitCodes.ok;
+  });
+
+export const compactCommand = (args: readonly string[]): Promise<number> =>
+  runWithClient(compactHelp, args, async () => {
+    const { positionals, format, endpoints } = parseCommand(args, {});
+    requirePositionals(positionals, 1, 1, 'one REVISION');
+    const revision = integerFlag(positionals[0], 'REVISION') as number;
+    const client = makeClient(endpoints);
+    try {
+      const result = await client.compact(revision);
+      if (format === 'json') printJson(result);
+      else console.log(`compacted at revision ${result.compactRevision}`);
+      return exitCodes.ok;
+    } finally {
+      await client.close();
+    }
+  });

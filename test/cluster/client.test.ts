@@ -1,0 +1,193 @@
+// The client library and the `baton` CLI against a real 3-process cell. It proves what users
+// rely on: a put whose answer was lost is retried with the same Request-ID and applies once; a
+// session whose network is cut reports loss (signal aborted, safeUntil in the past) before the
+// cell deletes its keys; with the leader killed mid-stream the client's watch continues without
+// gap or duplicate and its session survives (or says honestly that it did not); and the CLI's
+// put/get/del/watch round trip gives the documented outputs and exit codes.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { FaultProxy, findLeader, freePorts, sleep, startTestCell, type TestCell } from './harness.js';
+import { BatonClient, fetchTransport, type SessionLostError, type WatchBatch } from '../../src/client/index.js';
+
+const cliPath = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'cli', 'main.js');
+let cell: TestCell;
+
+before(async () => {
+  // A lower lease minimum keeps the network-cut test short; the rules are the same at 5 s.
+  process.env['BATON_LEASE_TTL_MS_MIN'] = '3000';
+  cell = await startTestCell();
+});
+
+after(async () => {
+  await cell?.close();
+});
+
+test('a put whose answer was dropped is retried with the same Request-ID and applies once', async () => {
+  const seen: string[] = [];
+  let dropped = false;
+  const client = new BatonClient({
+    endpoints: cell.cell.clientUrls(),
+    transport: async (request) => {
+      const answer = await fetchTransport(request);
+      if (request.method !== 'PUT') return answer;
+      seen.push(request.headers['request-id'] ?? '');
+      if (!dropped) {
+        // The write committed, but the caller never hears about it: as after a timeout.
+        dropped = true;
+        throw Object.assign(new Error('answer lost'), { name: 'TimeoutError' });
+      }
+      return answer;
+    },
+  });
+  try {
+    const before = (await client.status()).revision;
+    const result = await client.put('/retry/once', 'v1');
+    assert.equal(seen.length, 2);
+    assert.equal(seen[0], seen[1]);
+    const kv = await client.getValue('/retry/once');
+    assert.equal(kv?.version, 1, 'applied once');
+    assert.equal(kv?.modRevision, result.revision, 'the retry answered with the original outcome');
+    assert.equal(result.created, true);
+    assert.equal((await client.status()).revision, before + 1);
+  } finally {
+    await client.close();
+  }
+});
+
+interface CliResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function baton(args: readonly string[], timeoutMs = 30_000): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [cliPath, ...args], { timeout: timeoutMs }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+test('CLI round trip: put/get/del/watch with -w json, errors and exit codes', async () => {
+  const endpoints = ['--endpoints', cell.cell.clientUrls().join(',')];
+  const put = await baton(['put', '/cli/a', 'hello', ...endpoints, '-w', 'json']);
+  assert.equal(put.code, 0, put.stderr);
+  const putResult = JSON.parse(put.stdout) as { revision: number; fencingToken: number };
+  assert.ok(putResult.revision > 0);
+
+  const get = await baton(['get', '/cli/a', ...endpoints, '-w', 'json']);
+  assert.equal(get.code, 0, get.stderr);
+  assert.equal(JSON.parse(get.stdout).kvs[0].value, 'hello');
+
+  const conflict = await baton(['put', '/cli/a', 'again', '--if-version', '0', ...endpoints, '-w', 'json']);
+  assert.equal(conflict.code, 1);
+  assert.equal(JSON.parse(conflict.stderr).error.code, 'precondition_failed');
+
+  const del = await baton(['del', '/cli/a', ...endpoints, '-w', 'json']);
+  assert.equal(del.code, 0, del.stderr);
+  assert.equal(JSON.parse(del.stdout).deleted, 1);
+
+  const absent = await baton(['get', '/cli/a', ...endpoints]);
+  assert.equal(absent.code, 1);
+  assert.match(absent.stderr, /key_not_found/);
+
+  const watch = await baton(['watch', '/cli/', '--prefix', '--rev', String(putResult.revision), '--count', '2', ...endpoints, '-w', 'json']);
+  assert.equal(watch.code, 0, watch.stderr);
+  const events = watch.stdout.trim().split('\n').flatMap((line) => (JSON.parse(line) as WatchBatch).events);
+  assert.deepEqual(events.map((e) => [e.type, e.kv.key]), [['put', '/cli/a'], ['delete', '/cli/a']]);
+
+  const usage = await baton(['get', ...endpoints]);
+  assert.equal(usage.code, 2);
+  const help = await baton(['lease', '--help']);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /Exit codes/);
+  const [closedPort] = await freePorts(1);
+  const unreachable = await baton(['get', '/x', '--endpoints', `http://127.0.0.1:${closedPort}`]);
+  assert.equal(unreachable.code, 3);
+  assert.match(unreachable.stderr, /unavailable/);
+});
+
+test('a session whose network is cut reports loss before the cell deletes its keys', async () => {
+  const target = cell.names[0] as string;
+  const [port] = await freePorts(1);
+  const proxy = await FaultProxy.start(port as number, Number(new URL(cell.cell.clientUrl(target)).port));
+  const client = new BatonClient({ endpoints: [`http://127.0.0.1:${port}`], discover: false, retry: { deadlineMs: 5_000 } });
+  const observer = new BatonClient({ endpoints: cell.cell.clientUrls() });
+  try {
+    const session = await client.session({ ttlSeconds: 3 });
+    await client.put('/cut/owner', 'me', { lease: session.leaseId });
+    await sleep(1_500); // at least one renewal over the stream
+    assert.ok(session.renewals >= 2, `renewals ${session.renewals}`);
+    const lost = new Promise<SessionLostError>((resolve) => session.once('lost', resolve));
+    const cutAtMs = performance.now();
+    proxy.block();
+    const error = await lost;
+    const lostAtMs = performance.now();
+    assert.ok(session.signal.aborted);
+    assert.equal(session.isSafe(), false);
+    assert.ok(lostAtMs - cutAtMs < 3_000, `lost ${Math.round(lostAtMs - cutAtMs)} ms after the cut`);
+    assert.equal(error.leaseId, session.leaseId);
+    // The owner stopped first: the cell still holds the key at the moment of loss...
+    assert.equal((await observer.getValue('/cut/owner'))?.value, 'me');
+    // ...and deletes it only once the lease expires.
+    const deadline = performance.now() + 15_000;
+    while ((await observer.getValue('/cut/owner')) !== null && performance.now() < deadline) await sleep(200);
+    assert.equal(await observer.getValue('/cut/owner'), null);
+  } finally {
+    await client.close();
+    await observer.close();
+    await proxy.close();
+  }
+});
+
+test('leader killed mid-stream: the watch continues without gap or duplicate; the session survives or says so', async () => {
+  const leader = await findLeader(cell);
+  const client = new BatonClient({ endpoints: cell.cell.clientUrls() });
+  try {
+    const first = await client.put('/mid/start', 'x'); // also learns the members, leader first
+    assert.equal(client.endpoints.pick(), cell.cell.clientUrl(leader), 'the stream goes to the leader');
+    const session = await client.session({ ttlSeconds: 5 });
+    const lostEvents: SessionLostError[] = [];
+    session.on('lost', (error) => lostEvents.push(error));
+    const watch = client.watch('/mid/', { prefix: true, startRevision: first.revision + 1 });
+    const received: WatchBatch[] = [];
+    const total = 30;
+    const reading = (async () => {
+      let events = 0;
+      for await (const batch of watch) {
+        received.push(batch);
+        events += batch.events.length;
+        if (events >= total) break;
+      }
+    })();
+    const revisions: number[] = [];
+    for (let i = 0; i < total; i++) {
+      if (i === 10) await cell.cell.kill9(leader);
+      revisions.push((await client.put(`/mid/${String(i).padStart(2, '0')}`, `v${i}`, { lease: session.leaseId })).revision);
+    }
+    await Promise.race([reading, sleep(30_000).then(() => assert.fail(`watch stalled after ${received.length} batches`))]);
+    const events = received.flatMap((batch) => batch.events);
+    const eventRevisions = events.map((e) => e.kv.modRevision);
+    assert.deepEqual(eventRevisions, [...eventRevisions].sort((a, b) => a - b), 'in order');
+    assert.equal(new Set(eventRevisions).size, eventRevisions.length, 'no duplicate');
+    assert.deepEqual(eventRevisions, revisions, 'no gap: every acknowledged put seen once, in order');
+    if (session.lost) {
+      assert.ok(session.signal.aborted && lostEvents.length === 1, 'a lost session says so');
+    } else {
+      const info = await client.leaseTimeToLive(session.leaseId);
+      assert.equal(info.id, session.leaseId, 'the lease the session claims exists on the cell');
+      assert.ok(session.isSafe());
+      assert.equal(lostEvents.length, 0);
+    }
+    console.log(`session ${session.lost ? 'lost' : 'survived'} (${session.renewals} renewals); watch resumed ${watch.resumes} times`);
+    await session.close();
+    await assert.rejects(client.leaseTimeToLive(session.leaseId), { code: 'lease_not_found' });
+  } finally {
+    await client.close();
+  }
+});
