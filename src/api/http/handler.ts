@@ -2,8 +2,10 @@
 // maintenance, health and metrics. Each route validates its input, calls the cell, and answers
 // with Baton-Revision and Baton-Cell headers; every error goes through sendError's one table.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { InvalidArgumentError, KeyNotFoundError } from '../../base/errors.js';
-import type { CellApi, KeyValue, RangeResult, TxnOpResult } from '../types.js';
+import { InvalidArgumentError } from '../../base/errors.js';
+import { rangeJson, txnResultJson } from '../json.js';
+import { readKeys } from '../kv-read.js';
+import type { CellApi, TxnOpResult } from '../types.js';
 import { readBody, readJson } from './body.js';
 import type { ApiLimits } from './limits.js';
 import {
@@ -155,7 +157,7 @@ async function getKey(
   const keysOnly = query.flag('keysOnly');
   const countOnly = query.flag('countOnly');
   query.rejectUnknown();
-  const result = await cell.range(
+  const result = await readKeys(cell, 
     {
       key,
       prefix,
@@ -166,9 +168,6 @@ async function getKey(
     },
     { consistency, ...(minRevision !== undefined ? { minRevision } : {}) },
   );
-  if (!prefix && !countOnly && result.kvs.length === 0) {
-    throw new KeyNotFoundError(`key ${key} not found`, { key, revision: result.revision });
-  }
   sendJson(res, context, 200, { ...rangeJson(result, encoding), consistency }, result.revision);
 }
 
@@ -197,32 +196,6 @@ async function deleteKey(
   sendJson(res, context, 200, result, result.revision);
 }
 
-function kvJson(kv: KeyValue, encoding: Encoding): Record<string, unknown> {
-  const text = (bytes: Uint8Array): string =>
-    Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString(encoding === 'base64' ? 'base64' : 'utf8');
-  return {
-    key: encoding === 'base64' ? Buffer.from(kv.key).toString('base64') : kv.key,
-    value: text(kv.value),
-    version: kv.version,
-    createRevision: kv.createRevision,
-    modRevision: kv.modRevision,
-    lease: kv.lease,
-  };
-}
-
-function rangeJson(result: RangeResult, encoding: Encoding): Record<string, unknown> {
-  return {
-    revision: result.revision,
-    count: result.count,
-    more: result.more,
-    kvs: result.kvs.map((kv) => kvJson(kv, encoding)),
-  };
-}
-
 function txnJson(succeeded: boolean, revision: number, results: readonly TxnOpResult[], encoding: Encoding): unknown {
-  return {
-    succeeded,
-    revision,
-    results: results.map((result) => ('kvs' in result ? rangeJson(result, encoding) : result)),
-  };
+  return { succeeded, revision, results: results.map((result) => txnResultJson(result, encoding)) };
 }

@@ -5,7 +5,9 @@
 import type { KeyValue, MvccEvent } from '../../mvcc/index.js';
 import type { WatchBatch } from '../../watch/index.js';
 
-export type WireEncoding = 'utf8' | 'base64';
+import { kvJson, type WireEncoding } from '../json.js';
+
+export { kvJson, type WireEncoding };
 
 export interface BatchVariant {
   readonly encoding: WireEncoding;
@@ -20,18 +22,6 @@ const eventCaches = {
 };
 const batchCache = new WeakMap<WatchBatch, string>();
 const sseCache = new WeakMap<WatchBatch, Buffer>();
-
-export function kvJson(kv: KeyValue, encoding: WireEncoding): Record<string, unknown> {
-  const value = Buffer.from(kv.value.buffer, kv.value.byteOffset, kv.value.byteLength);
-  return {
-    key: encoding === 'base64' ? Buffer.from(kv.key).toString('base64') : kv.key,
-    value: value.toString(encoding === 'base64' ? 'base64' : 'utf8'),
-    version: kv.version,
-    createRevision: kv.createRevision,
-    modRevision: kv.modRevision,
-    lease: kv.lease,
-  };
-}
 
 function eventText(event: MvccEvent, variant: BatchVariant): string {
   const cache = eventCaches[`${variant.encoding}${variant.prevKv ? 'Prev' : ''}` as keyof typeof eventCaches];

@@ -1,9 +1,8 @@
 // Key-value frames on the stream: put, get, delete and txn, through the same CellApi and the
 // same validation as the HTTP routes, answered with the same JSON shapes as api.md's bodies.
-import { KeyNotFoundError } from '../../base/errors.js';
 import { decodeKey, decodeText, parseTxn, validValue, type Encoding } from '../http/parse.js';
-import type { KeyValue, RangeResult, TxnOpResult } from '../types.js';
-import { kvJson } from './event-json.js';
+import { rangeJson, txnResultJson } from '../json.js';
+import { readKeys } from '../kv-read.js';
 import {
   allowFields,
   optionalBoolean,
@@ -20,18 +19,6 @@ function encodingOf(frame: Frame): Encoding {
   return optionalOneOf(frame, 'encoding', encodings) ?? 'utf8';
 }
 
-function rangeJson(result: RangeResult, encoding: Encoding): Record<string, unknown> {
-  return {
-    revision: result.revision,
-    count: result.count,
-    more: result.more,
-    kvs: result.kvs.map((kv: KeyValue) => kvJson(kv, encoding)),
-  };
-}
-
-function txnResultJson(result: TxnOpResult, encoding: Encoding): unknown {
-  return 'kvs' in result ? rangeJson(result, encoding) : result;
-}
 
 async function put(frame: Frame, context: FrameContext): Promise<Record<string, unknown>> {
   allowFields(frame, ['key', 'value', 'lease', 'ifVersion', 'ifRevision', 'requestId', 'encoding']);
@@ -66,7 +53,7 @@ async function get(frame: Frame, context: FrameContext): Promise<Record<string, 
   const revision = optionalInteger(frame, 'revision', 0);
   const minRevision = optionalInteger(frame, 'minRevision', 0);
   const consistency = optionalOneOf(frame, 'consistency', ['linearizable', 'serializable'] as const) ?? 'linearizable';
-  const result = await context.cell.range(
+  const result = await readKeys(context.cell, 
     {
       key,
       prefix,
@@ -77,9 +64,6 @@ async function get(frame: Frame, context: FrameContext): Promise<Record<string, 
     },
     { consistency, ...(minRevision !== undefined ? { minRevision } : {}) },
   );
-  if (!prefix && !countOnly && result.kvs.length === 0) {
-    throw new KeyNotFoundError(`key ${key} not found`, { key, revision: result.revision });
-  }
   return { ...rangeJson(result, encoding), consistency };
 }
 
