@@ -17,6 +17,8 @@ export class SnapshotChunkSource {
     readonly meta: SnapshotMeta,
     readonly totalBytes: number,
     readonly chunkBytes: number,
+    /** The CRC in the file's end record: it chains over every byte, so it names the file. */
+    readonly checksum: number,
   ) {}
 
   get fileName(): string {
@@ -32,7 +34,17 @@ export class SnapshotChunkSource {
     assert(chunkBytes >= 1, 'chunks hold bytes');
     const { meta, sizeBytes } = await verifySnapshotFile(path);
     const handle = await fsp.open(path, 'r');
-    return new SnapshotChunkSource(handle, path, meta, sizeBytes, chunkBytes);
+    try {
+      // The end record is u32 0 | u32 crc | u64 dataBytes: the crc sits 12 bytes from the end.
+      const crcBytes = Buffer.alloc(4);
+      const { bytesRead } = await handle.read(crcBytes, 0, 4, sizeBytes - 12);
+      assert(bytesRead === 4, 'a verified file has an end record');
+      const checksum = crcBytes.readUInt32LE(0);
+      return new SnapshotChunkSource(handle, path, meta, sizeBytes, chunkBytes, checksum);
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
   }
 
   /** The chunk at `offset` (at most chunkBytes; a fresh buffer the caller may keep). */

@@ -8,7 +8,12 @@ export {
   isSnapshotMeta,
 } from './format.js';
 export { verifySnapshotFile } from './file-io.js';
-export { snapshotFileName, parseSnapshotFileName } from './file-name.js';
+export {
+  snapshotFileName,
+  parseSnapshotFileName,
+  partialFileName,
+  parsePartialFileName,
+} from './file-name.js';
 export { defaultSnapshotPolicy, shouldSnapshot } from './policy.js';
 export { snapDefaults } from './types.js';
 export type {

@@ -9,7 +9,9 @@ import { assert } from '../base/assert.js';
 import { CorruptFileError, InvalidArgumentError } from '../base/errors.js';
 import type { SnapshotMeta } from '../raft/index.js';
 import { ensureDir, parseFile, verifySnapshotFile, writeAll } from './file-io.js';
-import { partialSuffix, snapshotFileName } from './file-name.js';
+import {
+  parsePartialFileName, partialFileName, snapshotFileName,
+} from './file-name.js';
 import type { SnapshotStore } from './store.js';
 
 export class SnapshotReceiver {
@@ -35,12 +37,16 @@ export class SnapshotReceiver {
    */
   static async open(
     store: SnapshotStore,
-    incoming: { meta: SnapshotMeta; totalBytes: number },
+    incoming: { meta: SnapshotMeta; totalBytes: number; checksum?: number },
   ): Promise<SnapshotReceiver> {
     assert(Number.isSafeInteger(incoming.totalBytes) && incoming.totalBytes > 0, 'a file size');
     await ensureDir(store.dir);
-    const name = snapshotFileName(incoming.meta.index, incoming.meta.term);
-    const partialPath = join(store.dir, name + partialSuffix);
+    const { index, term } = incoming.meta;
+    const identity = incoming.checksum === undefined
+      ? undefined : { totalBytes: incoming.totalBytes, checksum: incoming.checksum };
+    const partialName = partialFileName(index, term, identity);
+    const partialPath = join(store.dir, partialName);
+    await removeOtherPartials(store.dir, { index, term, keep: partialName });
     const resumeAt = await resumableBytes(partialPath, incoming.meta, store);
     const handle = await fsp.open(partialPath, resumeAt > 0 ? 'r+' : 'w');
     await handle.truncate(resumeAt);
@@ -123,6 +129,23 @@ export async function receiveSnapshot(
   } catch (error) {
     await receiver.abort();
     throw error;
+  }
+}
+
+/**
+ * Removes partial downloads of the same snapshot under another identity (a different leader's
+ * file for the same index and term): their bytes cannot be continued by this transfer.
+ */
+async function removeOtherPartials(
+  dir: string,
+  wanted: { index: number; term: number; keep: string },
+): Promise<void> {
+  for (const name of await fsp.readdir(dir)) {
+    const parsed = parsePartialFileName(name);
+    if (parsed === null || name === wanted.keep) continue;
+    if (parsed.index === wanted.index && parsed.term === wanted.term) {
+      await fsp.rm(join(dir, name), { force: true });
+    }
   }
 }
 

@@ -8,7 +8,9 @@ import { assert } from '../base/assert.js';
 import { CorruptFileError } from '../base/errors.js';
 import type { Snapshot, SnapshotMeta } from '../raft/index.js';
 import { ensureDir, parseFile, syncDir, writeAll } from './file-io.js';
-import { parseSnapshotFileName, partialSuffix, snapshotFileName, tmpSuffix } from './file-name.js';
+import {
+  parsePartialFileName, parseSnapshotFileName, snapshotFileName, tmpSuffix,
+} from './file-name.js';
 import { SnapshotBlockEncoder, encodeSnapshotHead } from './format.js';
 import { snapDefaults } from './types.js';
 import type { SnapLogger, SnapshotFileInfo, SnapshotStoreOptions } from './types.js';
@@ -88,6 +90,25 @@ export class SnapshotStore {
     return path;
   }
 
+  /** The path of the snapshot file for `meta` (whether or not it exists). */
+  pathOf(meta: Pick<SnapshotMeta, 'index' | 'term'>): string {
+    return join(this.dir, snapshotFileName(meta.index, meta.term));
+  }
+
+  /**
+   * Whether the snapshot file for `meta` exists. Files under final names only ever appear
+   * complete, synced and verified (save and install rename them into place), so an existing one
+   * need not be written again (e.g. a snapshot received from the leader, then stepped).
+   */
+  async has(meta: Pick<SnapshotMeta, 'index' | 'term'>): Promise<boolean> {
+    try {
+      await fsp.access(this.pathOf(meta));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Moves a complete, synced file into place, makes the name durable, and prunes. */
   async install(fromPath: string, toPath: string): Promise<void> {
     await fsp.rename(fromPath, toPath);
@@ -147,8 +168,8 @@ export class SnapshotStore {
     const oldestKept = infos[Math.min(infos.length, this.keepCount) - 1]?.index ?? 0;
     for (const info of doomed) await fsp.rm(info.path, { force: true });
     for (const name of await fsp.readdir(this.dir)) {
-      const parsed = parseSnapshotFileName(name.slice(0, -partialSuffix.length));
-      if (name.endsWith(partialSuffix) && parsed !== null && parsed.index <= oldestKept) {
+      const parsed = parsePartialFileName(name);
+      if (parsed !== null && parsed.index <= oldestKept) {
         await fsp.rm(join(this.dir, name), { force: true });
       }
     }

@@ -1,7 +1,8 @@
 // Hand-written binary codec for every RaftMessage variant: measured first so a whole flush is one
 // allocation, decoded with every length checked so garbage is a TransportError, never a crash.
 //
-// WIRE FORMAT (protocol version 1). All integers little-endian. u64 holds a non-negative safe
+// WIRE FORMAT (protocol version 2; version 1 had no snapshot checksum and no snapshotResume,
+// and peers of another version are refused at the handshake). All integers little-endian. u64 holds a non-negative safe
 // integer (high word <= 2^21-1, anything else is rejected). bool is one byte, 0 or 1 only.
 // text is u16 byteLength + UTF-8.
 //
@@ -11,16 +12,24 @@
 //                          (1 raft, 2 snapshot) | text clusterId | u64 fromMember | u64 toMember
 //   kind 2 handshakeReply  bool accepted | text reason
 //   kind 3 messages        u32 messageCount | message * messageCount
-//   kind 4 snapshotHeader  u64 from | u64 to | u64 term | snapshotMeta | u64 totalBytes
+//   kind 4 snapshotHeader  u64 from | u64 to | u64 term | snapshotMeta | u64 totalBytes |
+//                          u32 checksum (identifies the bytes; a Baton snapshot file sends the
+//                          CRC of its end record, which chains over every byte of the file)
 //   kind 5 snapshotChunk   raw bytes (the rest of the payload; the sender keeps it to
 //                          snapshotChunkBytes, the receiver enforces frameBytesMax)
 //   kind 6 snapshotEnd     (empty)
 //   kind 7 snapshotAck     bool ok | text reason
+//   kind 8 snapshotResume  u64 offset (0..totalBytes)
 //
 // A connection starts with one handshake frame from the dialer, answered by one handshakeReply.
 // A raft channel then carries only messages frames, dialer to listener. A snapshot channel
-// carries one snapshotHeader, chunk frames summing to totalBytes, snapshotEnd, and then one
-// snapshotAck back; then both sides close. Snapshots never share a connection with heartbeats.
+// carries one snapshotHeader, answered by one snapshotResume: the bytes the receiver already
+// holds of exactly this snapshot (same index, term, totalBytes and checksum; 0 for anything
+// else), kept from a transfer that was cut. The sender then sends chunk frames carrying bytes
+// offset..totalBytes, snapshotEnd, and gets one snapshotAck back; then both sides close. The
+// receiver may answer the header or any chunk with a failed snapshotAck instead (it refuses);
+// a chunk before the snapshotResume is a protocol error. Snapshots never share a connection
+// with heartbeats.
 //
 // message:   u8 type | u64 from | u64 to | u64 term | body by type:
 //   1 append             u64 prevIndex | u64 prevTerm | u64 commit | u32 entryCount | entry*

@@ -26,6 +26,7 @@ export const FrameKind = {
   snapshotChunk: 5,
   snapshotEnd: 6,
   snapshotAck: 7,
+  snapshotResume: 8,
 } as const;
 export type FrameKind = (typeof FrameKind)[keyof typeof FrameKind];
 

@@ -9,13 +9,14 @@
 //     logger,
 //   });
 //   transport.send(ready.messages);           // never blocks; batched per event-loop turn
-//   transport.sendSnapshot(message, chunksFromFile, totalBytes);  // big snapshots from a file
+//   transport.sendSnapshot(message, { totalBytes, checksum, chunks: (from) => fileChunks(from) });
 //   transport.addPeer(id, address) / removePeer(id) on committed membership changes
 //   await transport.close();
 //
 // Wire format: the comment at the top of codec.ts.
 export type {
   IncomingSnapshot,
+  OutgoingSnapshot,
   PeerAddress,
   PeerStats,
   PeerTransportOptions,

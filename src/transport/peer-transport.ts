@@ -3,6 +3,7 @@
 // each peer's queue as one buffer, which is where batching's 10x over write-per-message comes
 // from. Snapshot messages leave on streams of their own so they never delay a heartbeat.
 import { createServer, type Server, type Socket } from 'node:net';
+import { crc32 } from 'node:zlib';
 import { assert } from '../base/assert.js';
 import type { MemberId, RaftMessage } from '../raft/index.js';
 import { messageBytes } from './codec.js';
@@ -12,7 +13,7 @@ import { OutboundPeer } from './outbound-peer.js';
 import { collectSnapshotInMemory } from './snapshot-receiver.js';
 import { sendSnapshotStream } from './snapshot-sender.js';
 import type {
-  PeerAddress, PeerStats, PeerTransportOptions, SnapshotMessage, TransportLimits,
+  OutgoingSnapshot, PeerAddress, PeerStats, PeerTransportOptions, SnapshotMessage, TransportLimits,
   TransportLogger, TransportStats,
 } from './types.js';
 
@@ -76,7 +77,7 @@ export class PeerTransport {
     for (const message of messages) {
       assert(message.from === this.options.memberId, 'only our own messages leave');
       if (message.type === 'snapshot') {
-        void this.sendSnapshot(message, chunksOf(message.snapshot.data, this.limits));
+        void this.sendSnapshot(message, inMemorySnapshot(message.snapshot.data, this.limits));
         continue;
       }
       const peer = this.peers.get(message.to);
@@ -90,26 +91,29 @@ export class PeerTransport {
   }
 
   /**
-   * Streams a snapshot whose data the caller reads (e.g. from a snapshot file) as `chunks`,
-   * summing to `totalBytes`. Resolves true once the peer stored it, false on any failure; also
-   * calls reportSnapshot. `message.snapshot.data` is ignored (it may be empty).
+   * Streams a snapshot whose data the caller reads on demand (e.g. from a snapshot file): the
+   * receiver says how much of these exact bytes it already holds and `data.chunks` is read from
+   * there. Resolves true once the peer stored it, false on any failure; also calls
+   * reportSnapshot. `message.snapshot.data` is ignored (it may be empty).
    */
-  sendSnapshot(
-    message: SnapshotMessage,
-    chunks: AsyncIterable<Uint8Array>,
-    totalBytes = message.snapshot.data.length,
-  ): Promise<boolean> {
+  sendSnapshot(message: SnapshotMessage, data: OutgoingSnapshot): Promise<boolean> {
     const peer = this.peers.get(message.to);
     if (this.closed || peer === undefined) {
       this.options.reportSnapshot?.(message.to, false);
       return Promise.resolve(false);
     }
     const header = { from: message.from, to: message.to, term: message.term,
-      meta: message.snapshot.meta, totalBytes };
+      meta: message.snapshot.meta };
     const done = sendSnapshotStream({
-      address: peer.address(), clusterId: this.options.clusterId, header, chunks,
+      address: peer.address(), clusterId: this.options.clusterId, header, data,
       limits: this.limits, signal: this.snapshotAbort.signal,
-    }).then(() => true, (error: unknown) => {
+    }).then((sent) => {
+      if (sent.resumedAt > 0) {
+        this.logger.info({ to: message.to, index: header.meta.index, ...sent },
+          'snapshot transfer resumed');
+      }
+      return true;
+    }, (error: unknown) => {
       this.logger.warn({ to: message.to, error: String(error) }, 'snapshot send failed');
       return false;
     }).then((ok) => {
@@ -208,9 +212,15 @@ export class PeerTransport {
   }
 }
 
-/** In-memory snapshot data as bounded chunks (views, not copies). */
-async function* chunksOf(data: Uint8Array, limits: TransportLimits): AsyncIterable<Uint8Array> {
-  for (let offset = 0; offset < data.length; offset += limits.snapshotChunkBytes) {
-    yield data.subarray(offset, offset + limits.snapshotChunkBytes);
-  }
+/** In-memory snapshot data (small snapshots) as bounded chunks: views, not copies. */
+function inMemorySnapshot(data: Uint8Array, limits: TransportLimits): OutgoingSnapshot {
+  return {
+    totalBytes: data.length,
+    checksum: crc32(data),
+    async *chunks(fromOffset) {
+      for (let offset = fromOffset; offset < data.length; offset += limits.snapshotChunkBytes) {
+        yield data.subarray(offset, offset + limits.snapshotChunkBytes);
+      }
+    },
+  };
 }

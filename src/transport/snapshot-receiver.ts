@@ -1,6 +1,7 @@
-// The receiving end of a snapshot stream: checks the header against the handshake, hands the
-// chunks to the onSnapshot handler as an async iterable (pausing the socket while the handler
-// is behind), and acknowledges only once the handler has stored the whole snapshot.
+// The receiving end of a snapshot stream: checks the header against the handshake, lets the
+// onSnapshot handler say how much of these exact bytes it already holds (the resume offset sent
+// back to the sender), hands it the rest as an async iterable (pausing the socket while the
+// handler is behind), and acknowledges only once the handler has stored the whole snapshot.
 import type { Socket } from 'node:net';
 import { assert } from '../base/assert.js';
 import type { MemberId, RaftMessage } from '../raft/index.js';
@@ -8,7 +9,9 @@ import { ChunkQueue } from './chunk-queue.js';
 import { TransportError, TransportErrorReason } from './errors.js';
 import { FrameKind, type Frame, type FramePieces } from './frame.js';
 import { encodeReply, type Handshake } from './handshake.js';
-import { decodeSnapshotHeader, type SnapshotHeader } from './snapshot-frames.js';
+import {
+  decodeSnapshotHeader, encodeSnapshotResume, type SnapshotHeader,
+} from './snapshot-frames.js';
 import type { IncomingSnapshot, TransportLimits, TransportLogger } from './types.js';
 
 export interface SnapshotReceiverContext {
@@ -21,7 +24,9 @@ export interface SnapshotReceiverContext {
 export class SnapshotReceiver {
   private header: SnapshotHeader | null = null;
   private queue: ChunkQueue | null = null;
-  // Invariant: receivedBytes <= header.totalBytes.
+  // Set once the resume offset went to the sender; no chunk may arrive before.
+  private resumed = false;
+  // Invariant: receivedBytes <= header.totalBytes; it starts at the resume offset.
   private receivedBytes = 0;
   private ended = false;
   // Set once the handler settled and the ack is on its way: later data is read and discarded.
@@ -56,6 +61,10 @@ export class SnapshotReceiver {
     if (this.settled) return;
     const header = this.header;
     assert(header !== null && this.queue !== null && !this.ended, 'streaming');
+    if (!this.resumed) {
+      throw new TransportError(TransportErrorReason.unexpectedFrame,
+        'snapshot data before the resume offset was sent');
+    }
     let bytes = 0;
     for (const piece of frame.pieces) bytes += piece.length;
     if (frame.kind === FrameKind.snapshotEnd && bytes === 0) {
@@ -94,11 +103,29 @@ export class SnapshotReceiver {
     const queue = new ChunkQueue(2 * this.context.limits.snapshotChunkBytes,
       () => socket.pause(), () => socket.resume());
     this.queue = queue;
-    const incoming: IncomingSnapshot = { ...header, chunks: queue };
+    const resumeAt = (offset: number): void => this.resumeAt(offset);
+    const chunks: AsyncIterable<Uint8Array> = {
+      [Symbol.asyncIterator]: () => {
+        if (!this.resumed) this.resumeAt(0);
+        return queue[Symbol.asyncIterator]();
+      },
+    };
+    const incoming: IncomingSnapshot = { ...header, resumeAt, chunks };
     this.context.onSnapshot(incoming).then(
       () => this.acknowledge(this.ended ? null : 'handler returned before the stream ended'),
       (error: unknown) => this.acknowledge(String(error)),
     );
+  }
+
+  /** The handler holds `offset` bytes of this exact snapshot: the sender continues there. */
+  private resumeAt(offset: number): void {
+    const header = this.header;
+    assert(header !== null && !this.resumed, 'the resume offset is sent once, after the header');
+    assert(Number.isSafeInteger(offset) && offset >= 0 && offset <= header.totalBytes,
+      'the resume offset lies inside the snapshot');
+    this.resumed = true;
+    this.receivedBytes = offset;
+    if (!this.settled && !this.socket.destroyed) this.socket.write(encodeSnapshotResume(offset));
   }
 
   private acknowledge(failure: string | null): void {

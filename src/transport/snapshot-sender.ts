@@ -1,30 +1,43 @@
 // Sends one snapshot on a connection of its own, so megabytes of snapshot data never sit in
 // front of a heartbeat. Data goes in bounded chunks and waits for the socket to drain between
 // them: at most one chunk plus the socket's high-water mark is in memory, whatever the size.
+// The receiver answers the header with the offset it already holds of these exact bytes, and
+// the data is read from there: a transfer cut mid-way resumes instead of starting over.
 import { connect, type Socket } from 'node:net';
 import { crc32 } from 'node:zlib';
 import { assert } from '../base/assert.js';
 import { TransportError, TransportErrorReason } from './errors.js';
 import { FrameInbox } from './frame-inbox.js';
-import { FrameKind, controlFrameBytesMax, frameHeaderBytes } from './frame.js';
+import { FrameKind, controlFrameBytesMax, frameHeaderBytes, type Frame } from './frame.js';
 import { Channel, decodeReply, encodeHandshake, protocolVersion } from './handshake.js';
-import { encodeSnapshotEnd, encodeSnapshotHeader, type SnapshotHeader } from './snapshot-frames.js';
-import type { PeerAddress, TransportLimits } from './types.js';
+import {
+  decodeSnapshotResume, encodeSnapshotEnd, encodeSnapshotHeader, type SnapshotHeader,
+} from './snapshot-frames.js';
+import type { OutgoingSnapshot, PeerAddress, TransportLimits } from './types.js';
 
 export interface SnapshotSend {
   readonly address: PeerAddress;
   readonly clusterId: string;
-  readonly header: SnapshotHeader;
-  /** The data, in order, summing to header.totalBytes. A chunk must not change once yielded. */
-  readonly chunks: AsyncIterable<Uint8Array>;
+  /** The header without totalBytes and checksum, which come from `data`. */
+  readonly header: Omit<SnapshotHeader, 'totalBytes' | 'checksum'>;
+  readonly data: OutgoingSnapshot;
   readonly limits: TransportLimits;
   /** Aborts the transfer (transport closing). */
   readonly signal?: AbortSignal;
 }
 
+/** What a completed transfer sent: `resumedAt` bytes were already held by the receiver. */
+export interface SnapshotSent {
+  readonly resumedAt: number;
+  readonly sentBytes: number;
+}
+
 /** Resolves once the receiver acknowledged storing the snapshot; throws TransportError if not. */
-export async function sendSnapshotStream(send: SnapshotSend): Promise<void> {
-  const { header, limits } = send;
+export async function sendSnapshotStream(send: SnapshotSend): Promise<SnapshotSent> {
+  const { data, limits } = send;
+  const header: SnapshotHeader = {
+    ...send.header, totalBytes: data.totalBytes, checksum: data.checksum,
+  };
   const socket = connect({ host: send.address.host, port: send.address.port, noDelay: true });
   const inbox = new FrameInbox(socket, controlFrameBytesMax); // replies and acks only
   const abort = (): void => {
@@ -43,38 +56,57 @@ export async function sendSnapshotStream(send: SnapshotSend): Promise<void> {
     const reply = decodeReply(await inbox.next(), FrameKind.handshakeReply);
     if (!reply.accepted) throw new TransportError(TransportErrorReason.rejected, reply.reason);
     socket.write(encodeSnapshotHeader(header));
-    let sentBytes = 0;
-    for await (const chunk of send.chunks) {
-      for (let offset = 0; offset < chunk.length; offset += limits.snapshotChunkBytes) {
-        const piece = chunk.subarray(offset, offset + limits.snapshotChunkBytes);
-        sentBytes += piece.length;
-        if (sentBytes > header.totalBytes) break;
-        writeChunkFrame(socket, piece);
-        await inbox.drained();
-        // A drained socket resolves at once, and a chain of resolved awaits never lets timers
-        // or other sockets run: yield a turn per chunk so heartbeats interleave with the stream.
-        await new Promise((resolve) => setImmediate(resolve));
-        // The receiver answers early only to refuse (its handler failed): stop sending.
-        if (inbox.hasFrame()) {
-          const early = decodeReply(await inbox.next(), FrameKind.snapshotAck);
-          throw new TransportError(TransportErrorReason.rejected, early.reason);
-        }
-      }
-      if (sentBytes > header.totalBytes) break;
-    }
-    if (sentBytes !== header.totalBytes) {
-      throw new TransportError(TransportErrorReason.invalidValue,
-        `snapshot chunks sum to ${sentBytes}+ bytes, header says ${header.totalBytes}`);
-    }
+    const answer = await inbox.next();
+    // The receiver's handler may refuse before it says where to start (an ack, not ok).
+    if (answer.kind === FrameKind.snapshotAck) throw refusal(answer);
+    const resumedAt = decodeSnapshotResume(answer, header.totalBytes);
+    await sendSnapshotChunks(socket, inbox, header, data.chunks(resumedAt), resumedAt, limits);
     socket.write(encodeSnapshotEnd());
     const ack = decodeReply(await inbox.next(), FrameKind.snapshotAck);
     if (!ack.accepted) throw new TransportError(TransportErrorReason.rejected, ack.reason);
     socket.end();
+    return { resumedAt, sentBytes: header.totalBytes - resumedAt };
   } finally {
     send.signal?.removeEventListener('abort', abort);
     socket.setTimeout(0);
     if (!socket.writableEnded) socket.destroy();
   }
+}
+
+/** Writes chunk frames from `startOffset` to totalBytes, waiting for the socket to drain. */
+async function sendSnapshotChunks(
+  socket: Socket,
+  inbox: FrameInbox,
+  header: SnapshotHeader,
+  chunks: AsyncIterable<Uint8Array>,
+  startOffset: number,
+  limits: TransportLimits,
+): Promise<void> {
+  let sentBytes = startOffset;
+  for await (const chunk of chunks) {
+    for (let offset = 0; offset < chunk.length; offset += limits.snapshotChunkBytes) {
+      const piece = chunk.subarray(offset, offset + limits.snapshotChunkBytes);
+      sentBytes += piece.length;
+      if (sentBytes > header.totalBytes) break;
+      writeChunkFrame(socket, piece);
+      await inbox.drained();
+      // A drained socket resolves at once, and a chain of resolved awaits never lets timers
+      // or other sockets run: yield a turn per chunk so heartbeats interleave with the stream.
+      await new Promise((resolve) => setImmediate(resolve));
+      // The receiver answers early only to refuse (its handler failed): stop sending.
+      if (inbox.hasFrame()) throw refusal(await inbox.next());
+    }
+    if (sentBytes > header.totalBytes) break;
+  }
+  if (sentBytes !== header.totalBytes) {
+    throw new TransportError(TransportErrorReason.invalidValue,
+      `snapshot chunks sum to ${sentBytes}+ bytes, header says ${header.totalBytes}`);
+  }
+}
+
+function refusal(frame: Frame): TransportError {
+  return new TransportError(TransportErrorReason.rejected,
+    decodeReply(frame, FrameKind.snapshotAck).reason);
 }
 
 /** A chunk frame written as header + the caller's bytes, without copying them into a frame. */

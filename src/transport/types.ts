@@ -54,13 +54,30 @@ export interface IncomingSnapshot {
   readonly term: number;
   readonly meta: SnapshotMeta;
   readonly totalBytes: number;
+  /** Identifies the data's bytes: with meta.index, meta.term and totalBytes, names a resume. */
+  readonly checksum: number;
   /**
-   * Read once, in order. Pieces are views of the received bytes (no copy), each at most
+   * Call once, before reading `chunks`, with the bytes of this exact snapshot (same index, term,
+   * totalBytes and checksum) the handler already holds from an earlier, dropped transfer: the
+   * sender continues from there. Reading `chunks` without calling it starts at 0.
+   */
+  resumeAt(offset: number): void;
+  /**
+   * Read once, in order, from the resume offset. Pieces are views of the received bytes (no copy), each at most
    * snapshotChunkBytes and usually the size of a socket read; each was CRC-checked with its frame
    * before it is yielded. Ends early with a TransportError if the stream breaks or is corrupt.
    * The socket pauses while the consumer is behind (back-pressure to the sender).
    */
   readonly chunks: AsyncIterable<Uint8Array>;
+}
+
+/** Snapshot data to send: read on demand from any offset (e.g. a snapshot file), never whole. */
+export interface OutgoingSnapshot {
+  readonly totalBytes: number;
+  /** Identifies these exact bytes (a Baton snapshot file: the CRC of its end record). */
+  readonly checksum: number;
+  /** The data from `fromOffset` to the end, in order; a chunk must not change once yielded. */
+  chunks(fromOffset: number): AsyncIterable<Uint8Array>;
 }
 
 export interface PeerTransportOptions {

@@ -222,3 +222,31 @@ test('the snapshot policy fires on entries or bytes', () => {
   assert.equal(decide(60, 50, 1000), true);
   assert.equal(decide(50, 50, 5000), false);
 });
+
+test('a partial named by its identity resumes only for the same bytes', async () => {
+  await withDir(async (dir) => {
+    const sender = new SnapshotStore(join(dir, 'a'), { blockBytes: 1000 });
+    const receiverStore = new SnapshotStore(join(dir, 'b'));
+    const path = await sender.save(meta(20, 2), data(30_000, 20));
+    const source = await SnapshotChunkSource.open(path, { chunkBytes: 4096 });
+    const bytes = readFileSync(path);
+    assert.equal(source.checksum, bytes.readUInt32LE(bytes.length - 12), 'the end record CRC');
+    const incoming = { meta: source.meta, totalBytes: source.totalBytes };
+    const first = await SnapshotReceiver.open(receiverStore, { ...incoming, checksum: 7 });
+    await first.write(0, bytes.subarray(0, 12_000));
+    await first.abort();
+    const same = await SnapshotReceiver.open(receiverStore, { ...incoming, checksum: 7 });
+    assert.ok(same.receivedBytes > 10_000, `resumes at ${same.receivedBytes}`);
+    await same.abort();
+    // Another identity for the same index and term: the old partial goes, the transfer restarts.
+    const other = await SnapshotReceiver.open(receiverStore, { ...incoming, checksum: 8 });
+    assert.equal(other.receivedBytes, 0);
+    assert.equal(readdirSync(join(dir, 'b', 'snap')).length, 1);
+    await other.write(0, bytes);
+    assert.equal(await receiverStore.has(source.meta), false);
+    assert.equal(await other.finish(), receiverStore.pathOf(source.meta));
+    assert.equal(await receiverStore.has(source.meta), true);
+    assert.deepEqual(readdirSync(join(dir, 'b', 'snap')), [`${'0'.repeat(14)}14-${'0'.repeat(15)}2.snap`]);
+    await source.close();
+  });
+});

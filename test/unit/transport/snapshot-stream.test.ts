@@ -5,7 +5,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { crc32 } from 'node:zlib';
 import type { RaftMessage } from '../../../src/raft/index.js';
-import type { IncomingSnapshot, SnapshotMessage } from '../../../src/transport/index.js';
+import type {
+  IncomingSnapshot, OutgoingSnapshot, SnapshotMessage,
+} from '../../../src/transport/index.js';
 import { connectAll, heartbeat, startNode, until } from './tcp-helpers.js';
 
 const mebibyte = 1024 * 1024;
@@ -22,6 +24,18 @@ async function* fileLikeChunks(totalBytes: number, chunkBytes: number): AsyncIte
     const chunk = Buffer.alloc(Math.min(chunkBytes, totalBytes - offset), offset / chunkBytes);
     yield chunk;
   }
+}
+
+/** fileLikeChunks as a non-resumable source announcing `totalBytes` (a liar when they differ). */
+function fileLike(bytes: number, chunkBytes: number, totalBytes = bytes): OutgoingSnapshot {
+  return {
+    totalBytes,
+    checksum: 0,
+    chunks(fromOffset) {
+      assert.equal(fromOffset, 0, 'these handlers never resume');
+      return fileLikeChunks(bytes, chunkBytes);
+    },
+  };
 }
 
 test('a large snapshot stream does not delay heartbeats', async (t) => {
@@ -56,7 +70,7 @@ test('a large snapshot stream does not delay heartbeats', async (t) => {
   try {
     const startedAt = performance.now();
     const sending = n1.transport.sendSnapshot(snapshotMessage(new Uint8Array(0)),
-      fileLikeChunks(totalBytes, 3 * mebibyte), totalBytes);
+      fileLike(totalBytes, 3 * mebibyte, totalBytes));
     let commit = 0;
     const ticker = setInterval(() => {
       sentAt.set(++commit, performance.now());
@@ -119,21 +133,21 @@ test('a stream shorter than announced, or refused by the handler, fails', async 
   connectAll([n1, n2]);
   try {
     const short = await n1.transport.sendSnapshot(snapshotMessage(new Uint8Array(0)),
-      fileLikeChunks(1000, 100), 2000);
+      fileLike(1000, 100, 2000));
     assert.equal(short, false);
     const refused = await n1.transport.sendSnapshot(
       { ...snapshotMessage(new Uint8Array(10)), snapshot: { meta: { ...meta, index: 13 },
-        data: new Uint8Array(10) } }, fileLikeChunks(10, 10), 10);
+        data: new Uint8Array(10) } }, fileLike(10, 10, 10));
     assert.equal(refused, false);
     // Refused mid-stream: the sender stops at once instead of waiting out an idle timeout.
     const startedAt = performance.now();
     const midStream = await n1.transport.sendSnapshot(
       { ...snapshotMessage(new Uint8Array(0)), snapshot: { meta: { ...meta, index: 14 },
-        data: new Uint8Array(0) } }, fileLikeChunks(64 * mebibyte, mebibyte), 64 * mebibyte);
+        data: new Uint8Array(0) } }, fileLike(64 * mebibyte, mebibyte, 64 * mebibyte));
     assert.equal(midStream, false);
     assert.ok(performance.now() - startedAt < 3000, 'the refusal reaches the sender promptly');
     const fine = await n1.transport.sendSnapshot(snapshotMessage(new Uint8Array(0)),
-      fileLikeChunks(10, 10), 10);
+      fileLike(10, 10, 10));
     assert.equal(fine, true);
     assert.deepEqual(n1.snapshotReports.map((r) => r.ok), [false, false, false, true]);
   } finally {
