@@ -1,8 +1,10 @@
 // The Baton client library: import from here (`baton/client` once published).
-export { BatonClient, kvPath, systemClock } from './client.js';
+export { BatonClient, kvPath, monotonicNowMs, systemClock } from './client.js';
 export type { DeleteOptions, GetOptions, MutationOptions, PutOptions } from './client.js';
 export { Session } from './session.js';
 export type { SessionOptions } from './session.js';
+export { WorkerSession } from './worker-session.js';
+export type { WorkerSessionOptions } from './worker-session.js';
 export { Watch } from './watch.js';
 export type { WatchOptions } from './watch.js';
 export { SafeUntil, defaultSafetyMarginMs, renewalDelayMs } from './safe-until.js';

@@ -27,7 +27,7 @@ const renewalRetryMsMax = 500;
  * await doOwnerOnlyWork({ signal: session.signal });   // stops when the session is lost
  * await session.close();                                // revokes the lease
  */
-export class Session extends EventEmitter<{ lost: [SessionLostError] }> {
+export class Session extends EventEmitter<{ lost: [SessionLostError]; renewed: [number] }> {
   private readonly safe: SafeUntil;
   private readonly controller = new AbortController();
   private renewTimer: NodeJS.Timeout | null = null;
@@ -61,7 +61,7 @@ export class Session extends EventEmitter<{ lost: [SessionLostError] }> {
     return this.controller.signal;
   }
 
-  /** Local monotonic ms (performance.now) until which the lease is certainly held. */
+  /** Local monotonic ms (monotonicNowMs, the process-wide clock) until which the lease is certainly held. */
   get safeUntil(): number {
     return this.state === 'alive' ? this.safe.valueMs : Number.NEGATIVE_INFINITY;
   }
@@ -94,6 +94,8 @@ export class Session extends EventEmitter<{ lost: [SessionLostError] }> {
   private acknowledged(sentAtMs: number, grantedTtlMs: number): void {
     this.safe.acknowledge(sentAtMs, grantedTtlMs);
     this.renewals++;
+    // Synchronous on purpose: the worker mode copies safeUntil to shared memory right here.
+    this.emit('renewed', this.safe.valueMs);
     this.armLossTimer();
     this.scheduleRenewal(renewalDelayMs(grantedTtlMs));
   }

@@ -48,6 +48,8 @@ export class StreamConnection {
   private readonly pending = new Map<number, Pending>();
   private readonly subscribers = new Map<string, StreamSubscriber>();
   private readonly openWaiters = new Set<() => void>();
+  /** Connections opened so far (1 + reconnections; for tests and metrics). */
+  connections = 0;
 
   constructor(
     private readonly endpoints: EndpointSet,
@@ -136,6 +138,7 @@ export class StreamConnection {
       if (this.socket !== socket) return;
       this.open = true;
       this.failures = 0;
+      this.connections++;
       this.startPings(socket);
       for (const wake of [...this.openWaiters]) wake();
       for (const subscriber of [...this.subscribers.values()]) subscriber.onConnected();

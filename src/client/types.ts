@@ -146,7 +146,7 @@ export interface HttpAnswer {
 export type HttpTransport = (request: HttpRequest) => Promise<HttpAnswer>;
 
 export interface ClientClock {
-  /** Monotonic milliseconds (performance.now in production): never jumps with the wall clock. */
+  /** Monotonic milliseconds (process-wide hrtime in production): never jumps with the wall clock. */
   monotonicMs(): number;
   sleep(ms: number): Promise<void>;
 }

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { FaultProxy, findLeader, freePorts, sleep, startTestCell, type TestCell } from './harness.js';
-import { BatonClient, fetchTransport, type SessionLostError, type WatchBatch } from '../../src/client/index.js';
+import { BatonClient, WorkerSession, fetchTransport, monotonicNowMs, type SessionLostError, type WatchBatch } from '../../src/client/index.js';
 
 const cliPath = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'cli', 'main.js');
 let cell: TestCell;
@@ -145,6 +145,61 @@ test('a session whose network is cut reports loss before the cell deletes its ke
   }
 });
 
+test('worker-thread session: renews while the main thread is blocked 2 s (TTL 5 s)', async () => {
+  // Direct to the cell: a FaultProxy runs on this (blocked) thread and would stall too.
+  const worker = await WorkerSession.start({ endpoints: cell.cell.clientUrls(), ttlSeconds: 5 });
+  // For contrast, a Session on the main thread: it cannot renew while the thread is busy.
+  const client = new BatonClient({ endpoints: cell.cell.clientUrls() });
+  try {
+    const mainSession = await client.session({ ttlSeconds: 5 });
+    await sleep(300);
+    const workerRenewalsBefore = worker.renewals;
+    const workerSafeBefore = worker.safeUntil;
+    const mainRenewalsBefore = mainSession.renewals;
+    const blockUntil = Date.now() + 2_000;
+    while (Date.now() < blockUntil) {
+      // A synchronous busy callback: no timers, no I/O callbacks on this thread.
+    }
+    // Read synchronously, before this thread handles any message or timer.
+    const workerRenewalsAfter = worker.renewals;
+    const workerSafeAfter = worker.safeUntil;
+    const safeNow = worker.isSafe();
+    const mainRenewalsAfter = mainSession.renewals;
+    assert.ok(workerRenewalsAfter > workerRenewalsBefore, `worker renewals ${workerRenewalsBefore} -> ${workerRenewalsAfter}`);
+    assert.ok(workerSafeAfter > workerSafeBefore, 'safeUntil moved forward during the block');
+    assert.ok(safeNow, 'still certainly the owner');
+    assert.equal(mainRenewalsAfter, mainRenewalsBefore, 'the main-thread session could not renew meanwhile');
+    assert.ok((await client.leaseTimeToLive(worker.leaseId)).ttl > 0);
+    await mainSession.close();
+  } finally {
+    await worker.close();
+    await client.close();
+  }
+});
+
+test('worker-thread session: safeUntil goes into the past when the network is cut', async () => {
+  const [port] = await freePorts(1);
+  const target = cell.names[1] as string;
+  const proxy = await FaultProxy.start(port as number, Number(new URL(cell.cell.clientUrl(target)).port));
+  const worker = await WorkerSession.start({ endpoints: [`http://127.0.0.1:${port}`], discover: false, ttlSeconds: 3 });
+  try {
+    await sleep(300);
+    assert.ok(worker.isSafe());
+    const lost = new Promise<SessionLostError>((resolve) => worker.once('lost', resolve));
+    proxy.block();
+    const deadline = monotonicNowMs() + 8_000;
+    while (worker.isSafe() && monotonicNowMs() < deadline) await sleep(50);
+    assert.equal(worker.isSafe(), false, 'safeUntil went into the past once renewals could not be confirmed');
+    assert.ok(worker.safeUntil < monotonicNowMs());
+    const error = await lost;
+    assert.equal(error.leaseId, worker.leaseId);
+    assert.ok(worker.signal.aborted);
+  } finally {
+    await worker.close();
+    await proxy.close();
+  }
+});
+
 test('leader killed mid-stream: the watch continues without gap or duplicate; the session survives or says so', async () => {
   const leader = await findLeader(cell);
   const client = new BatonClient({ endpoints: cell.cell.clientUrls() });
@@ -184,7 +239,8 @@ test('leader killed mid-stream: the watch continues without gap or duplicate; th
       assert.ok(session.isSafe());
       assert.equal(lostEvents.length, 0);
     }
-    console.log(`session ${session.lost ? 'lost' : 'survived'} (${session.renewals} renewals); watch resumed ${watch.resumes} times`);
+    assert.ok(client.stream.connections >= 2, 'the stream reconnected to another node');
+    console.log(`session ${session.lost ? 'lost' : 'survived'} (${session.renewals} renewals); stream connections ${client.stream.connections}`);
     await session.close();
     await assert.rejects(client.leaseTimeToLive(session.leaseId), { code: 'lease_not_found' });
   } finally {
