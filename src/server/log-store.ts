@@ -17,7 +17,10 @@ export class DurableLogStore implements LogStore {
   async persist(ready: Ready): Promise<void> {
     const started = performance.now();
     if (ready.snapshot !== null) {
-      await this.snapshots.save(ready.snapshot.meta, ready.snapshot.data);
+      // A snapshot from the leader arrives as a verified, installed file: not written twice.
+      if (!(await this.snapshots.has(ready.snapshot.meta))) {
+        await this.snapshots.save(ready.snapshot.meta, ready.snapshot.data);
+      }
       await this.wal.markSnapshot(ready.snapshot.meta);
     }
     if (ready.entries.length > 0 || ready.hardState !== null) {

@@ -25,6 +25,7 @@ import { NodeDriver } from './driver.js';
 import { KvStateMachine } from './kv-state-machine.js';
 import { DurableLogStore } from './log-store.js';
 import { NodeMetrics } from './node-metrics.js';
+import { SnapshotTransfers } from './snapshot-transfer.js';
 import { leaseLimitsFromEnv, defaultLeaseServiceOptions } from './lease-config.js';
 import { ReadGate, readGateOptionsFromEnv } from './lease-priority.js';
 import { LeaseService } from './lease-service.js';
@@ -86,6 +87,10 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     revision: () => store.revision,
   });
   let driver: NodeDriver<ApplyOutcome> | null = null;
+  const transfers = new SnapshotTransfers(snapshots, {
+    reportSnapshot: (to, ok) => core.reportSnapshot(to, ok),
+    logger: log,
+  });
   const transport = await PeerTransport.start({
     memberId: config.memberId,
     clusterId: config.clusterId,
@@ -97,6 +102,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
       }),
     ),
     onMessages: (batch) => driver?.receive(batch),
+    onSnapshot: (incoming) => transfers.receive(incoming, (message) => driver?.receive([message])),
     reportUnreachable: (to) => core.reportUnreachable(to),
     reportSnapshot: (to, ok) => core.reportSnapshot(to, ok),
     logger: {
@@ -117,7 +123,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     requestTimeoutMs: config.requestTimeoutMs,
   });
   const stateMachine = new LeaseAwareStateMachine(new KvStateMachine(store), leases);
-  driver = new NodeDriver(core, logStore, stateMachine, transport, realTimers,
+  driver = new NodeDriver(core, logStore, stateMachine, transfers.peerSender(transport), realTimers,
     { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries },
     {
       onLeaderChange: (leader, role) => {

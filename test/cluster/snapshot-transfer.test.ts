@@ -1,0 +1,59 @@
+// A follower cut off while the cell writes past several snapshots (one every 10 entries) can no
+// longer catch up from the log: after healing, the leader streams its snapshot FILE over the
+// snapshot connection, the follower installs it (a verified file, no partial left behind) and
+// then serves every key from its own state (serializable reads, so nothing is forwarded).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { findLeader, http, putSurely, sleep, startTestCell } from './harness.js';
+
+const keyCount = 120;
+const valueBytes = 48 * 1024; // ~5.6 MiB of values: a snapshot of several 1 MiB chunks
+
+function valueOf(i: number): string {
+  return `v${i}-`.padEnd(valueBytes, String.fromCharCode(97 + (i % 26)));
+}
+
+test('an isolated follower catches up from a streamed snapshot file', async (t) => {
+  const cell = await startTestCell({ extraArgs: ['--snapshot-entries', '10'], proxies: true });
+  try {
+    const leader = await findLeader(cell);
+    const follower = cell.names.find((n) => n !== leader) as string;
+    await putSurely(`${cell.cell.clientUrl(leader)}/v1/kv/before`, 'x');
+    cell.isolate(follower);
+    const leaderUrl = cell.cell.clientUrl(leader);
+    for (let i = 0; i < keyCount; i += 8) {
+      const batch = [];
+      for (let j = i; j < Math.min(keyCount, i + 8); j++) {
+        batch.push(putSurely(`${leaderUrl}/v1/kv/k${j}`, valueOf(j)));
+      }
+      await Promise.all(batch);
+    }
+    cell.healAll();
+    const followerUrl = cell.cell.clientUrl(follower);
+    const deadline = Date.now() + 20_000;
+    let missing = keyCount;
+    while (Date.now() < deadline) {
+      const last = await http(`${followerUrl}/v1/kv/k${keyCount - 1}?consistency=serializable`)
+        .catch(() => null);
+      if (last?.status === 200 && last.body.kvs?.[0]?.value === valueOf(keyCount - 1)) break;
+      await sleep(200);
+    }
+    for (let i = 0; i < keyCount; i++) {
+      const read = await http(`${followerUrl}/v1/kv/k${i}?consistency=serializable`);
+      if (read.status === 200 && read.body.kvs?.[0]?.value === valueOf(i)) missing--;
+    }
+    assert.equal(missing, 0, `keys the follower does not serve; its log:\n${cell.cell.tail(follower, 30)}`);
+    const followerLog = cell.cell.tail(follower, 400);
+    const installed = /snapshot \d+ from member \d+ installed \((\d+) bytes\)/.exec(followerLog);
+    assert.ok(installed !== null, followerLog);
+    t.diagnostic(installed[0]);
+    assert.ok(Number(installed[1]) > 2 * 1024 * 1024, 'the snapshot spans several chunks');
+    const snapFiles = readdirSync(join(cell.dataDir, follower, 'snap'));
+    assert.ok(snapFiles.some((name) => name.endsWith('.snap')), snapFiles.join(' '));
+    assert.ok(!snapFiles.some((name) => name.endsWith('.partial')), snapFiles.join(' '));
+  } finally {
+    await cell.close();
+  }
+});
