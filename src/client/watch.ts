@@ -5,9 +5,12 @@
 // revisions per batch, in order; the iterator also drops any event below its resume point, so
 // a replay can never surface a duplicate. `compacted` is not resumable without a re-read: the
 // iterator throws CompactedError (details.compactRevision) and the caller re-reads and resumes.
-import { CompactedError, type BatonError } from '../base/errors.js';
+import { CompactedError, SlowConsumerError, type BatonError } from '../base/errors.js';
 import { ClosedError, errorFromWire } from './errors.js';
 import type { ServerFrame, StreamConnection, StreamSubscriber } from './stream-connection.js';
+
+/** What a watch needs from the stream (a fake in unit tests). */
+export type WatchStream = Pick<StreamConnection, 'subscribe' | 'unsubscribe' | 'send'>;
 import type { WatchBatch, WatchEvent } from './types.js';
 
 export interface WatchOptions {
@@ -20,6 +23,12 @@ export interface WatchOptions {
   readonly progressMs?: number;
   /** Yield progress batches (events: []) too; default false (they still advance the resume point). */
   readonly yieldProgress?: boolean;
+  /**
+   * Batches waiting for the loop to take them (default 10,000). Past this the watch ends with
+   * SlowConsumerError (details.lastRevision = the last batch queued before it): memory stays
+   * bounded, and the caller resumes from lastRevision + 1, as after the server's slow_consumer.
+   */
+  readonly bufferedBatchesMax?: number;
   readonly signal?: AbortSignal;
 }
 
@@ -44,11 +53,13 @@ export class Watch implements AsyncIterable<WatchBatch> {
   private wake: (() => void) | null = null;
   private ended = false;
   private resumeTimer: NodeJS.Timeout | null = null;
+  /** The revision of the last batch handed to the queue (0 = none yet). */
+  private lastQueuedRevision = 0;
   /** Re-creations after the first (for tests and metrics). */
   resumes = 0;
 
   constructor(
-    private readonly stream: StreamConnection,
+    private readonly stream: WatchStream,
     readonly key: string,
     private readonly options: WatchOptions = {},
   ) {
@@ -129,6 +140,12 @@ export class Watch implements AsyncIterable<WatchBatch> {
     const fresh = events.filter((event) => event.kv.modRevision >= this.nextRevision);
     if (revision + 1 > this.nextRevision) this.nextRevision = revision + 1;
     if (fresh.length === 0 && this.options.yieldProgress !== true) return;
+    if (this.queue.length >= (this.options.bufferedBatchesMax ?? 10_000)) {
+      const lastRevision = this.lastQueuedRevision;
+      this.end(new SlowConsumerError(`more than ${this.queue.length} batches unread; resume from ${lastRevision + 1}`, { lastRevision }));
+      return;
+    }
+    this.lastQueuedRevision = revision;
     this.push({ revision, events: fresh });
   }
 

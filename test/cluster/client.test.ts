@@ -7,6 +7,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -100,6 +102,29 @@ test('CLI round trip: put/get/del/watch with -w json, errors and exit codes', as
   assert.equal(watch.code, 0, watch.stderr);
   const events = watch.stdout.trim().split('\n').flatMap((line) => (JSON.parse(line) as WatchBatch).events);
   assert.deepEqual(events.map((e) => [e.type, e.kv.key]), [['put', '/cli/a'], ['delete', '/cli/a']]);
+
+  const txnFile = join(tmpdir(), `baton-txn-${process.pid}.json`);
+  writeFileSync(txnFile, JSON.stringify({
+    compare: [{ key: '/cli/t', target: 'version', op: '==', value: 0 }],
+    success: [{ put: { key: '/cli/t', value: 'first' } }],
+    failure: [{ get: { key: '/cli/t' } }],
+  }));
+  const txnFirst = await baton(['txn', txnFile, ...endpoints, '-w', 'json']);
+  assert.equal(txnFirst.code, 0, txnFirst.stderr);
+  assert.equal(JSON.parse(txnFirst.stdout).succeeded, true);
+  const txnSecond = await baton(['txn', txnFile, ...endpoints]);
+  assert.equal(txnSecond.code, 1, 'the failure branch ran');
+  assert.match(txnSecond.stdout, /^FAILURE/);
+  rmSync(txnFile, { force: true });
+
+  const grant = await baton(['lease', 'grant', '5', ...endpoints, '-w', 'json']);
+  assert.equal(grant.code, 0, grant.stderr);
+  const leaseId = JSON.parse(grant.stdout).id as number;
+  assert.equal((await baton(['lease', 'keepalive', String(leaseId), '--once', ...endpoints])).code, 0);
+  assert.equal((await baton(['lease', 'revoke', String(leaseId), ...endpoints])).code, 0);
+  const revokedAgain = await baton(['lease', 'timetolive', String(leaseId), ...endpoints]);
+  assert.equal(revokedAgain.code, 1);
+  assert.match(revokedAgain.stderr, /lease_not_found/);
 
   const usage = await baton(['get', ...endpoints]);
   assert.equal(usage.code, 2);
