@@ -98,9 +98,14 @@ export function formatOperation(operation: Operation, result: OperationResult | 
 
 /** `p3 [120 .. 135] ok    write k1 := "v7"`: one operation per line, times in ms. */
 export function formatRecord(record: OperationRecord): string {
-  const end = record.completeMs === Infinity ? '?' : String(record.completeMs);
-  const when = `[${record.invokeMs} .. ${end}]`;
+  const end = record.completeMs === Infinity ? '?' : showTime(record.completeMs);
+  const when = `[${showTime(record.invokeMs)} .. ${end}]`;
   const what = formatOperation(record.operation, record.result);
   const error = record.error === undefined ? '' : ` (${record.error})`;
   return `p${record.process} ${when} ${record.status.padEnd(4)} ${what}${error}`;
+}
+
+/** Whole milliseconds print as they are; a runner's fractional clock prints to 0.1 ms. */
+function showTime(ms: number): string {
+  return Number.isInteger(ms) ? String(ms) : ms.toFixed(1);
 }

@@ -127,19 +127,29 @@ function writersByValue(
   return writers;
 }
 
-/** `kept` plus the writers of every value it observes, in the original order. */
+/**
+ * `kept` plus the writers of every value it observes, transitively (a CAS put back as a writer
+ * observes a value too), in the original order.
+ */
 function withWriters(
   kept: readonly OperationRecord<KvOperation>[],
   operations: readonly OperationRecord<KvOperation>[],
   writers: ReadonlyMap<string | null, ReadonlySet<number>>,
   initial: string | null,
 ): OperationRecord<KvOperation>[] {
+  const byId = new Map(operations.map((record) => [record.id, record]));
   const ids = new Set(kept.map((record) => record.id));
-  for (const record of kept) {
+  const pending = [...kept];
+  for (let record = pending.pop(); record !== undefined; record = pending.pop()) {
     const value = observedValue(record);
     if (value === undefined || value === initial) continue;
-    for (const id of writers.get(value) ?? []) ids.add(id);
+    for (const id of writers.get(value) ?? []) {
+      if (ids.has(id)) continue;
+      ids.add(id);
+      pending.push(byId.get(id) as OperationRecord<KvOperation>);
+    }
   }
+  assert(ids.size <= operations.length, 'the closure stays inside the history');
   return operations.filter((record) => ids.has(record.id));
 }
 

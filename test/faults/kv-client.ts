@@ -17,17 +17,25 @@ export function keyPath(key: string): string {
 
 type Outcome = { type: 'ok'; result: KvResult } | { type: 'fail' | 'info'; error: string };
 
+/**
+ * `serializable` reads may be stale by design: a run with them must fail the linearizability
+ * checker under partitions, which shows the whole pipeline can see a violation.
+ */
+export type ReadConsistency = 'linearizable' | 'serializable';
+
 export async function runOperation(
   recorder: Recorder,
   process: number,
   baseUrl: string,
   operation: KvOperation,
   timeoutMs: number,
+  reads: ReadConsistency = 'linearizable',
 ): Promise<Outcome> {
   recorder.record({ type: 'invoke', process, timeMs: recorder.now(), operation });
   let outcome: Outcome;
   try {
-    outcome = await send(baseUrl, operation, timeoutMs, `p${process}-${recorder.now().toFixed(3)}`);
+    const requestId = `p${process}-${recorder.now().toFixed(3)}`;
+    outcome = await send(baseUrl, operation, timeoutMs, requestId, reads);
   } catch (error) {
     outcome = transportFailure(operation, error);
   }
@@ -51,11 +59,13 @@ async function send(
   operation: KvOperation,
   timeoutMs: number,
   requestId: string,
+  reads: ReadConsistency,
 ): Promise<Outcome> {
   const signal = AbortSignal.timeout(timeoutMs);
   const url = `${baseUrl}/v1/kv${keyPath(operation.key)}`;
   if (operation.type === 'read') {
-    const res = await fetch(url, { signal });
+    const query = reads === 'serializable' ? '?consistency=serializable' : '';
+    const res = await fetch(`${url}${query}`, { signal });
     const body = (await res.json()) as { kvs?: { value: string }[]; error?: { code: string } };
     if (res.status === 200) return ok({ type: 'read', value: body.kvs?.[0]?.value ?? null });
     if (res.status === 404 && body.error?.code === 'key_not_found') {

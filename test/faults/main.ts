@@ -1,6 +1,8 @@
-// npm run faults -- --time 60 --seed S [--clients 5] [--keys 3]
+// npm run faults -- --time 60 --seed S [--clients 5] [--keys 3] [--reads serializable]
+//   [--history FILE]  (the raw events, one JSON line each)
 // Prints the summary (operations, faults by kind, each checker's verdict or its minimal failing
 // sub-history) and exits 1 on a violation, 2 when a checker could not decide.
+import { writeFileSync } from 'node:fs';
 import { runFaults } from './runner.js';
 
 function flag(name: string, fallback: string): string {
@@ -16,6 +18,11 @@ const summary = await runFaults({
   timeS,
   clients: Number(flag('clients', '5')),
   keys: Number(flag('keys', '3')),
+  reads: flag('reads', 'linearizable') === 'serializable' ? 'serializable' : 'linearizable',
+  onHistory: (events) => {
+    const path = flag('history', '');
+    if (path !== '') writeFileSync(path, events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+  },
 });
 console.log(`faults run: seed ${seed}, ${timeS} s`);
 for (const line of summary.lines) console.log(line);

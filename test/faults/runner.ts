@@ -14,7 +14,7 @@ import {
   type KvOperation,
 } from '../../src/check/index.js';
 import { sleep, startTestCell } from '../cluster/harness.js';
-import { runOperation, type Recorder } from './kv-client.js';
+import { runOperation, type ReadConsistency, type Recorder } from './kv-client.js';
 import { startNemesis, type FaultKind } from './nemesis.js';
 
 export interface FaultRunOptions {
@@ -23,6 +23,10 @@ export interface FaultRunOptions {
   readonly clients?: number;
   readonly keys?: number;
   readonly requestTimeoutMs?: number;
+  /** Client reads; `serializable` is the checker's self-test (stale reads must be caught). */
+  readonly reads?: ReadConsistency;
+  /** Receives the raw event history, for saving next to a failure. */
+  readonly onHistory?: (events: readonly HistoryEvent[]) => void;
 }
 
 export interface FaultRunSummary {
@@ -38,6 +42,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
   const clients = options.clients ?? 5;
   const keyCount = options.keys ?? 3;
   const timeoutMs = options.requestTimeoutMs ?? 2_000;
+  const reads = options.reads ?? 'linearizable';
   const keys = Array.from({ length: keyCount }, (_, i) => `k${i}`);
   const started = performance.now();
   const events: HistoryEvent[] = [];
@@ -48,11 +53,12 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
     const deadline = options.timeS * 1_000;
     const urls = cell.cell.clientUrls();
     const workers = Array.from({ length: clients }, (_, process) =>
-      clientLoop({ recorder, process, urls, keys, deadline, timeoutMs, seed: options.seed }),
+      clientLoop({ recorder, process, urls, keys, deadline, timeoutMs, seed: options.seed, reads }),
     );
     await Promise.all(workers);
     await nemesis.stop();
     const finalValues = await finalReads(recorder, clients, urls, keys, timeoutMs);
+    options.onHistory?.(events);
     const records = pairHistory(events).filter(isKvRecord);
     const linear = checkLinearizable(records, { stepsMax: 20_000_000 });
     const durable = checkDurability({ records, finalValues });
@@ -75,6 +81,7 @@ interface ClientOptions {
   readonly deadline: number;
   readonly timeoutMs: number;
   readonly seed: bigint;
+  readonly reads: ReadConsistency;
 }
 
 async function clientLoop(options: ClientOptions): Promise<void> {
@@ -93,9 +100,12 @@ async function clientLoop(options: ClientOptions): Promise<void> {
         : roll < 75
           ? { type: 'write', key, value }
           : { type: 'cas', key, expected: seen.get(key) ?? null, value };
-    const outcome = await runOperation(recorder, process, url, operation, options.timeoutMs);
+    const outcome = await runOperation(recorder, process, url, operation, options.timeoutMs, options.reads);
     if (outcome.type === 'ok' && outcome.result.type === 'read') seen.set(key, outcome.result.value);
-    if (outcome.type === 'ok' && operation.type !== 'read') seen.set(key, operation.value);
+    if (outcome.type === 'ok' && operation.type === 'write') seen.set(key, operation.value);
+    if (outcome.type === 'ok' && outcome.result.type === 'cas' && outcome.result.succeeded) {
+      seen.set(key, operation.type === 'cas' ? operation.value : null);
+    }
     // Refused connections answer at once: back off a little rather than spin.
     if (outcome.type !== 'ok') await sleep(randomInt(random, 20, 100));
   }

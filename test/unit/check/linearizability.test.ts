@@ -75,6 +75,22 @@ test('CAS anomalies: two swaps from one value, a swap from a value never there, 
   ]);
 });
 
+test('the shrunk history keeps the writers of observed values, through CAS chains', () => {
+  // Key x is broken by the stale read at the end; the chain write -> cas -> read must not be
+  // reported as "a CAS from a value never written".
+  const explanation = rejects(
+    [
+      write(1, 0, 10, 'x', 'a'),
+      cas(1, 20, 30, 'x', 'a', 'b', true),
+      read(1, 40, 50, 'x', 'b'),
+      write(2, 60, 70, 'x', 'c'),
+      read(3, 80, 90, 'x', 'b'),
+    ],
+    4,
+  );
+  assert.match(explanation, /write x := "a"\n.*cas x "a" -> "b" swapped\n.*write x := "c"\n.*read x -> "b"/);
+});
+
 test('concurrent overlapping operations with many valid orders are accepted', () => {
   accepts([
     write(1, 0, 100, 'x', 'a'),
