@@ -6,7 +6,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { SeededRandom, randomInt } from '../../../src/base/random.js';
-import { checkLinearizable, type KvOperation, type OperationRecord } from '../../../src/check/index.js';
+import {
+  checkLinearizable,
+  searchRegister,
+  type KvOperation,
+  type LinearizabilityReport,
+  type OperationRecord,
+} from '../../../src/check/index.js';
 import { bruteForceLinearizable, generateHistory } from './generator.js';
 
 type Kv = OperationRecord<KvOperation>;
@@ -44,6 +50,21 @@ function dropReadWrite(history: readonly Kv[]): Kv[] | null {
   return null;
 }
 
+/** Each reported sub-history fails on its own, and holds the writer of every value it observes. */
+function assertShrunkFailures(report: LinearizabilityReport, history: readonly Kv[], label: string): void {
+  assert.ok(report.failures.length > 0, label);
+  for (const failure of report.failures) {
+    assert.equal(searchRegister(failure.operations, null, 1_000_000).verdict, 'violation', label);
+    const written = new Set(failure.operations.flatMap((r) => (r.operation.type === 'read' ? [] : [r.operation.value])));
+    for (const r of failure.operations) {
+      const observed = r.operation.type === 'cas' ? r.operation.expected : r.result?.type === 'read' ? r.result.value : null;
+      const writer = history.some((w) => w.operation.type !== 'read' && w.status !== 'fail' && w.operation.value === observed);
+      if (observed !== null && writer) assert.ok(written.has(observed), `${label}: ${failure.explanation}`);
+    }
+    assert.ok(failure.operations.length < 20, `${label}: shrunk to ${failure.operations.length}`);
+  }
+}
+
 test('generated linearizable histories are accepted, and certain breakages rejected', () => {
   let staleCount = 0;
   let dropCount = 0;
@@ -55,13 +76,16 @@ test('generated linearizable histories are accepted, and certain breakages rejec
     const stale = staleRead(history);
     if (stale !== null) {
       staleCount += 1;
-      assert.equal(checkLinearizable(stale).verdict, 'violation', `seed ${seed} stale read`);
+      const staleReport = checkLinearizable(stale);
+      assert.equal(staleReport.verdict, 'violation', `seed ${seed} stale read`);
+      assertShrunkFailures(staleReport, stale, `seed ${seed} stale read`);
     }
     const dropped = dropReadWrite(history);
     if (dropped !== null) {
       dropCount += 1;
       const dropReport = checkLinearizable(dropped);
       assert.equal(dropReport.verdict, 'violation', `seed ${seed} dropped write`);
+      assertShrunkFailures(dropReport, dropped, `seed ${seed} dropped write`);
     }
   }
   assert.ok(staleCount >= 50 && dropCount >= 50, `mutations found: ${staleCount}, ${dropCount}`);
