@@ -87,7 +87,10 @@ export class SnapshotTransfers {
     }
   }
 
-  private async receiveToFile(incoming: IncomingSnapshot, aborted: Promise<never>): Promise<string> {
+  private async receiveToFile(
+    incoming: IncomingSnapshot,
+    aborted: Promise<never>,
+  ): Promise<string> {
     const { meta, totalBytes, checksum } = incoming;
     const receiver = await SnapshotReceiver.open(this.store, { meta, totalBytes, checksum });
     const resumedAt = receiver.receivedBytes;

@@ -2,9 +2,9 @@
 // allocation, decoded with every length checked so garbage is a TransportError, never a crash.
 //
 // WIRE FORMAT (protocol version 2; version 1 had no snapshot checksum and no snapshotResume,
-// and peers of another version are refused at the handshake). All integers little-endian. u64 holds a non-negative safe
-// integer (high word <= 2^21-1, anything else is rejected). bool is one byte, 0 or 1 only.
-// text is u16 byteLength + UTF-8.
+// and peers of another version are refused at the handshake). All integers little-endian. u64
+// holds a non-negative safe integer (high word <= 2^21-1, anything else is rejected). bool is
+// one byte, 0 or 1 only. text is u16 byteLength + UTF-8.
 //
 // Frame:     u32 payloadBytes (1..frameBytesMax) | u32 crc32(payload) | payload
 // Payload:   u8 kind | body

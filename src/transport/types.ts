@@ -63,10 +63,11 @@ export interface IncomingSnapshot {
    */
   resumeAt(offset: number): void;
   /**
-   * Read once, in order, from the resume offset. Pieces are views of the received bytes (no copy), each at most
-   * snapshotChunkBytes and usually the size of a socket read; each was CRC-checked with its frame
-   * before it is yielded. Ends early with a TransportError if the stream breaks or is corrupt.
-   * The socket pauses while the consumer is behind (back-pressure to the sender).
+   * Read once, in order, from the resume offset. Pieces are views of the received bytes (no
+   * copy), each at most snapshotChunkBytes and usually the size of a socket read; each was
+   * CRC-checked with its frame before it is yielded. Ends early with a TransportError if the
+   * stream breaks or is corrupt. The socket pauses while the consumer is behind (back-pressure
+   * to the sender).
    */
   readonly chunks: AsyncIterable<Uint8Array>;
 }

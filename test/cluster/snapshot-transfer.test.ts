@@ -44,7 +44,7 @@ test('an isolated follower catches up from a streamed snapshot file', async (t) 
       const read = await http(`${followerUrl}/v1/kv/k${i}?consistency=serializable`);
       if (read.status === 200 && read.body.kvs?.[0]?.value === valueOf(i)) missing--;
     }
-    assert.equal(missing, 0, `keys the follower does not serve; its log:\n${cell.cell.tail(follower, 30)}`);
+    assert.equal(missing, 0, `keys not served; follower log:\n${cell.cell.tail(follower, 30)}`);
     const followerLog = cell.cell.tail(follower, 400);
     const installed = /snapshot \d+ from member \d+ installed \((\d+) bytes\)/.exec(followerLog);
     assert.ok(installed !== null, followerLog);

@@ -14,7 +14,8 @@ import type { SnapshotMessage } from '../../../src/transport/index.js';
 import { startNode, until } from './tcp-helpers.js';
 
 const mebibyte = 1024 * 1024;
-const meta = { index: 500, term: 4, confState: { voters: [1, 2], votersOutgoing: [], learners: [] } };
+const confState = { voters: [1, 2], votersOutgoing: [], learners: [] };
+const meta = { index: 500, term: 4, confState };
 
 /** Relays to `port`; the first connection is cut once `cutAt` bytes went through. */
 async function cuttingRelay(port: number, cutAt: number) {
