@@ -18,7 +18,8 @@ export function pairHistory(events: readonly HistoryEvent[]): OperationRecord[] 
     assert(Number.isFinite(event.timeMs), 'event times are finite numbers');
     if (event.type === 'invoke') {
       assert(!open.has(event.process), `process ${event.process} invoked twice without completing`);
-      open.set(event.process, { id: records.length, operation: event.operation, invokeMs: event.timeMs });
+      const pending = { id: records.length, operation: event.operation, invokeMs: event.timeMs };
+      open.set(event.process, pending);
       records.push(null);
       continue;
     }
@@ -75,7 +76,8 @@ export function formatOperation(operation: Operation, result: OperationResult | 
     case 'write':
       return `write ${operation.key} := ${showValue(operation.value)}`;
     case 'cas': {
-      const outcome = result?.type === 'cas' ? (result.succeeded ? ' swapped' : ' not swapped') : '';
+      const swapped = result?.type === 'cas' && result.succeeded;
+      const outcome = result?.type === 'cas' ? (swapped ? ' swapped' : ' not swapped') : '';
       const parts = `${showValue(operation.expected)} -> ${showValue(operation.value)}`;
       return `cas ${operation.key} ${parts}${outcome}`;
     }

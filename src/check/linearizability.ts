@@ -106,7 +106,8 @@ export function shrinkFailure(
 
 function observedValue(record: OperationRecord<KvOperation>): string | null | undefined {
   if (record.operation.type === 'cas') return record.operation.expected;
-  if (record.operation.type === 'read' && record.result?.type === 'read') return record.result.value;
+  const result = record.result;
+  if (record.operation.type === 'read' && result?.type === 'read') return result.value;
   return undefined;
 }
 

@@ -10,7 +10,10 @@
 import { assert } from '../base/assert.js';
 import type { KvOperation, OperationRecord } from './types.js';
 
-export type SearchOutcome = { readonly verdict: 'ok' | 'violation' | 'unknown'; readonly steps: number };
+export interface SearchOutcome {
+  readonly verdict: 'ok' | 'violation' | 'unknown';
+  readonly steps: number;
+}
 
 const head = 0; // sentinel entry before the first call or return
 const none = -1;

@@ -48,7 +48,9 @@ function checkWatch(
   committed: readonly CommittedEvent[],
   watch: WatchRecord,
 ): { kind: string; message: string } | null {
-  const expected = committed.filter((e) => e.revision >= watch.startRevision && matches(watch, e.key));
+  const expected = committed.filter(
+    (e) => e.revision >= watch.startRevision && matches(watch, e.key),
+  );
   const received = watch.received;
   for (let i = 0; i < received.length; i++) {
     const got = received[i] as CommittedEvent;
