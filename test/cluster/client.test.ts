@@ -250,7 +250,11 @@ test('leader killed mid-stream: the watch continues without gap or duplicate; th
       if (i === 10) await cell.cell.kill9(leader);
       revisions.push((await client.put(`/mid/${String(i).padStart(2, '0')}`, `v${i}`, { lease: session.leaseId })).revision);
     }
-    await Promise.race([reading, sleep(30_000).then(() => assert.fail(`watch stalled after ${received.length} batches`))]);
+    let stallTimer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<never>((_resolve, reject) => {
+      stallTimer = setTimeout(() => reject(new Error(`watch stalled after ${received.length} batches`)), 30_000);
+    });
+    await Promise.race([reading, stalled]).finally(() => clearTimeout(stallTimer));
     const events = received.flatMap((batch) => batch.events);
     const eventRevisions = events.map((e) => e.kv.modRevision);
     assert.deepEqual(eventRevisions, [...eventRevisions].sort((a, b) => a - b), 'in order');
