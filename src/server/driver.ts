@@ -308,11 +308,15 @@ export class NodeDriver<Outcome> {
     // While a Ready was on disk the core may have taken a leader's snapshot beyond what the state
     // machine has seen yet (it installs it with the next Ready): nothing to compact until then.
     if (this.core.status().firstIndex - 1 >= applied) return;
-    const snapshot = this.core.compact(applied, this.stateMachine.snapshotData());
+    // Streamed to its file from one consistent view: the leader sends followers that file, so
+    // the core keeps no copy of the state (an empty data) when the state machine can stream.
+    const chunks = this.stateMachine.snapshotChunks?.();
+    const data = chunks === undefined ? this.stateMachine.snapshotData() : new Uint8Array(0);
+    const snapshot = this.core.compact(applied, data);
     this.lastSnapshotIndex = applied;
     this.logBytesSinceSnapshot = 0;
     this.snapshotInFlight = true;
-    this.logStore.saveSnapshot(snapshot).then(
+    this.logStore.saveSnapshot(snapshot, chunks).then(
       () => {
         this.snapshotInFlight = false;
       },

@@ -15,9 +15,11 @@ export class KvStateMachine implements StateMachine<ApplyOutcome> {
   }
 
   snapshotData(): Uint8Array {
-    // TODO(#4): stream snapshots from the store to the file and the follower instead of memory.
-    const chunks = [...this.store.snapshot().chunks];
-    return Buffer.concat(chunks);
+    return Buffer.concat([...this.store.snapshot().chunks]);
+  }
+
+  snapshotChunks(): Iterable<Uint8Array> {
+    return this.store.snapshot().chunks;
   }
 
   restore(snapshot: Snapshot): void {

@@ -38,6 +38,10 @@ export class LeaseAwareStateMachine implements StateMachine<ApplyOutcome> {
     return this.inner.snapshotData();
   }
 
+  snapshotChunks(): Iterable<Uint8Array> {
+    return this.inner.snapshotChunks?.() ?? [this.inner.snapshotData()];
+  }
+
   restore(snapshot: Snapshot): void {
     this.inner.restore(snapshot);
     this.observer.leasesRestored();

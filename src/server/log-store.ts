@@ -29,11 +29,15 @@ export class DurableLogStore implements LogStore {
     this.onSyncSeconds((performance.now() - started) / 1000);
   }
 
-  async saveSnapshot(snapshot: Snapshot): Promise<void> {
+  async saveSnapshot(snapshot: Snapshot, chunks?: Iterable<Uint8Array>): Promise<void> {
     const started = performance.now();
-    await this.snapshots.save(snapshot.meta, snapshot.data);
+    await this.snapshots.save(snapshot.meta, chunks === undefined ? snapshot.data : toAsync(chunks));
     await this.wal.markSnapshot(snapshot.meta);
     await this.wal.releaseBefore(snapshot.meta.index);
     this.onSnapshotSeconds((performance.now() - started) / 1000);
   }
+}
+
+async function* toAsync(chunks: Iterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  yield* chunks;
 }

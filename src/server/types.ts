@@ -6,8 +6,11 @@ import type { Entry, RaftMessage, Ready, Snapshot } from '../raft/index.js';
 export interface LogStore {
   /** Persist a Ready's snapshot, entries and hard state; resolves once durable (fdatasync). */
   persist(ready: Ready): Promise<void>;
-  /** Keep a locally made snapshot; the log below it may then be released. */
-  saveSnapshot(snapshot: Snapshot): Promise<void>;
+  /**
+   * Keep a locally made snapshot; the log below it may then be released. With `chunks`, the
+   * file is written from them (the state streamed once) instead of from `snapshot.data`.
+   */
+  saveSnapshot(snapshot: Snapshot, chunks?: Iterable<Uint8Array>): Promise<void>;
 }
 
 /** The replicated state machine (MVCC store). Apply is synchronous and deterministic. */
@@ -17,6 +20,11 @@ export interface StateMachine<Outcome> {
   applyBatch(entries: readonly Entry[]): Outcome[];
   /** A consistent copy of the state at appliedIndex(). */
   snapshotData(): Uint8Array;
+  /**
+   * The same copy as a stream of bounded chunks from one consistent view taken now, so that a
+   * snapshot goes to its file without the whole state in memory (optional).
+   */
+  snapshotChunks?(): Iterable<Uint8Array>;
   /** Replace the whole state with a snapshot's. */
   restore(snapshot: Snapshot): void;
 }
