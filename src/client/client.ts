@@ -3,6 +3,7 @@
 // multiplexed WebSocket (StreamConnection). Locks and elections (issue 9) will be built on the
 // same two paths: their acquire/campaign calls are mutations with a Request-ID, and their
 // ownership is tied to a Session's signal.
+import { monotonicNowMs, systemClock } from './clock.js';
 import { EndpointSet } from './endpoints.js';
 import { HttpCaller } from './http-caller.js';
 import { fetchTransport } from './http-transport.js';
@@ -53,19 +54,7 @@ export interface DeleteOptions extends MutationOptions {
   readonly ifRevision?: number;
 }
 
-/**
- * Monotonic milliseconds on the process-wide clock (CLOCK_MONOTONIC via hrtime). Unlike
- * performance.now(), which counts from each thread's own start, this reads the same in every
- * worker_thread, so a safeUntil written by a worker is comparable on the main thread.
- */
-export function monotonicNowMs(): number {
-  return Number(process.hrtime.bigint() / 1_000n) / 1_000;
-}
-
-export const systemClock: ClientClock = {
-  monotonicMs: monotonicNowMs,
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-};
+export { monotonicNowMs, systemClock };
 
 /**
  * A client of one Baton cell.

@@ -46,7 +46,8 @@ export class HttpCaller {
     const requestId = request.mutation ? (request.requestId ?? newRequestId()) : undefined;
     const headers: Record<string, string> = { ...request.headers };
     if (requestId !== undefined) headers['request-id'] = requestId;
-    if (this.discover) await this.maybeDiscover();
+    // Learn the members once up front; later only after failures (a healthy client adds no load).
+    if (this.discover && this.endpoints.discoveredAtMs === Number.NEGATIVE_INFINITY) await this.maybeDiscover();
     const startMs = this.clock.monotonicMs();
     for (let attempt = 0; ; attempt++) {
       const endpoint = this.endpoints.pick();

@@ -49,6 +49,7 @@ export class Session extends EventEmitter<{ lost: [SessionLostError]; renewed: [
   static async start(client: BatonClient, options: SessionOptions = {}): Promise<Session> {
     const ttlSeconds = options.ttlSeconds ?? 10;
     const sentAtMs = client.clock.monotonicMs();
+    client.stream.connect(); // ready by the first renewal
     const grant = await client.leaseGrant(ttlSeconds);
     const ttlMs = grant.ttl * 1000;
     const session = new Session(client, grant.id, ttlMs, options.safetyMarginMs ?? defaultSafetyMarginMs(ttlMs));

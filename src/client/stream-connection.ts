@@ -5,11 +5,11 @@
 // last revision. A ping that goes unanswered ends a connection whose peer vanished silently
 // (a partition sends no FIN), so a frozen link is noticed within ~2 ping intervals.
 import WebSocket from 'ws';
-import { UnavailableError, type BatonError } from '../base/errors.js';
+import { TimeoutError, UnavailableError, type BatonError } from '../base/errors.js';
+import { monotonicNowMs } from './clock.js';
 import type { EndpointSet } from './endpoints.js';
 import { ClosedError, errorFromWire } from './errors.js';
 import { backoffDelayMs } from './retry.js';
-import { TimeoutError } from '../base/errors.js';
 
 /** A frame from the server, as documented in docs/api/stream.md. */
 export interface ServerFrame {
@@ -62,11 +62,11 @@ export class StreamConnection {
 
   /** Sends a request frame and resolves with its `result` (rejects with the typed error). */
   async request(frame: Record<string, unknown>, timeoutMs: number): Promise<unknown> {
-    const deadline = Date.now() + timeoutMs;
+    const deadlineMs = monotonicNowMs() + timeoutMs;
     await this.waitOpen(timeoutMs);
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      const remainingMs = Math.max(1, deadline - Date.now());
+      const remainingMs = Math.max(1, deadlineMs - monotonicNowMs());
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new TimeoutError(`no stream answer in ${timeoutMs} ms (the outcome is unknown)`));
@@ -74,6 +74,11 @@ export class StreamConnection {
       this.pending.set(id, { resolve, reject, timer });
       this.send({ ...frame, id });
     });
+  }
+
+  /** Opens the connection now (it otherwise opens on first use), e.g. before a session's first renewal. */
+  connect(): void {
+    this.ensureConnecting();
   }
 
   /** Registers a subscriber for frames with this id (string ids; requests use integers). */
@@ -127,10 +132,10 @@ export class StreamConnection {
 
   private ensureConnecting(): void {
     if (this.closed || this.socket !== null || this.reconnectTimer !== null) return;
-    this.connect();
+    this.dial();
   }
 
-  private connect(): void {
+  private dial(): void {
     const endpoint = this.endpoints.pick();
     const socket = new WebSocket(`${endpoint.replace(/^http/, 'ws')}/v1/stream`, { handshakeTimeout: 5_000 });
     this.socket = socket;
@@ -183,7 +188,7 @@ export class StreamConnection {
     const delayMs = backoffDelayMs(reconnectPolicy, this.failures++, this.random);
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null;
-      if (!this.closed) this.connect();
+      if (!this.closed) this.dial();
     }, delayMs);
   }
 

@@ -6,7 +6,7 @@
 // unsafe (safeUntil in the past) if it could not, even before the `lost` message is delivered.
 import { EventEmitter } from 'node:events';
 import { Worker } from 'node:worker_threads';
-import { monotonicNowMs } from './client.js';
+import { monotonicNowMs } from './clock.js';
 import { ClosedError, SessionLostError } from './errors.js';
 import { SharedSessionState, sessionStates } from './shared-session-state.js';
 
