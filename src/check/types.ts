@@ -151,5 +151,6 @@ export interface WatchRecord {
   readonly end:
     | { readonly type: 'open'; readonly progressRevision: number }
     | { readonly type: 'compacted'; readonly compactRevision: number }
-    | { readonly type: 'closed' };
+    /** Closed (a lost connection), having been caught up through `progressRevision` if given. */
+    | { readonly type: 'closed'; readonly progressRevision?: number };
 }

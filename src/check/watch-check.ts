@@ -60,14 +60,16 @@ function checkWatch(
   }
   const missing = expected.slice(received.length);
   const end = watch.end;
-  if (end.type === 'open') {
-    const owed = missing.filter((e) => e.revision <= end.progressRevision);
+  const progressRevision =
+    end.type === 'open' ? end.progressRevision : end.type === 'closed' ? end.progressRevision : 0;
+  if (progressRevision !== undefined) {
+    const owed = missing.filter((e) => e.revision <= progressRevision);
     if (owed.length > 0) {
       const first = owed[0] as CommittedEvent;
       return {
         kind: 'gap',
         message:
-          `caught up through revision ${end.progressRevision} but never received ` +
+          `caught up through revision ${progressRevision} but never received ` +
           `${owed.length} event(s), first ${show(first)}`,
       };
     }

@@ -51,6 +51,9 @@ test('a missing tail behind a progress revision is a gap', () => {
   const record = watch(onA.slice(0, 2), { type: 'open', progressRevision: 7 });
   assert.deepEqual(kinds(record), ['gap']);
   assert.match(checkWatches(log, [record]).violations[0]!.message, /never received 2 event\(s\), first delete a@6/);
+  // Closed by a lost connection after a progress batch for 6: the delete at 6 was owed.
+  assert.deepEqual(kinds(watch(onA.slice(0, 2), { type: 'closed', progressRevision: 6 })), ['gap']);
+  assert.deepEqual(kinds(watch(onA.slice(0, 2), { type: 'closed', progressRevision: 5 })), []);
 });
 
 test('a compacted error must be due', () => {
