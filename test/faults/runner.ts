@@ -14,8 +14,10 @@ import {
   type KvOperation,
 } from '../../src/check/index.js';
 import { sleep, startTestCell } from '../cluster/harness.js';
-import { runOperation, type ReadConsistency, type Recorder } from './kv-client.js';
+import { keyPath, runOperation, type ReadConsistency, type Recorder } from './kv-client.js';
 import { startNemesis, type FaultKind } from './nemesis.js';
+import { checkRunWatches, type WatchVerdict } from './watch-verdict.js';
+import { WatchSession } from './watch-client.js';
 
 export interface FaultRunOptions {
   readonly timeS: number;
@@ -48,10 +50,12 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
   const events: HistoryEvent[] = [];
   const recorder: Recorder = { now: () => performance.now() - started, record: (e) => events.push(e) };
   const cell = await startTestCell({ proxies: true });
+  let watchers: WatchSession[] = [];
   try {
     const nemesis = startNemesis(cell, options.seed, recorder.now);
     const deadline = options.timeS * 1_000;
     const urls = cell.cell.clientUrls();
+    watchers = urls.map((_, i) => new WatchSession(`w${i}`, urls, keyPath(''), i));
     const workers = Array.from({ length: clients }, (_, process) =>
       clientLoop({ recorder, process, urls, keys, deadline, timeoutMs, seed: options.seed, reads }),
     );
@@ -62,13 +66,18 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
     const records = pairHistory(events).filter(isKvRecord);
     const linear = checkLinearizable(records, { stepsMax: 20_000_000 });
     const durable = checkDurability({ records, finalValues });
+    const watch = await checkRunWatches(urls, watchers, records);
     const lines = summarize(records, nemesis.counts, linear, durable);
+    lines.push(...watch.lines);
     lines.push(...nemesis.log.map((line) => `  nemesis ${line}`));
-    const ok = linear.verdict === 'ok' && durable.verdict === 'ok';
-    const violated = linear.verdict === 'violation' || durable.verdict === 'violation';
+    const verdicts = [linear.verdict, durable.verdict, watch.verdict];
+    const ok = verdicts.every((v) => v === 'ok');
+    const violated = verdicts.includes('violation');
     const verdict = ok ? 'ok' : violated ? 'violation' : 'unknown';
     return { ok, verdict, lines, operations: records.length, faults: nemesis.counts };
   } finally {
+    // Watchers first: with the cell gone they would only retry their connections.
+    await Promise.all(watchers.map((w) => w.finish(0, 0)));
     await cell.close();
   }
 }
