@@ -48,6 +48,16 @@ export interface GetOptions {
   readonly keysOnly?: boolean;
   readonly countOnly?: boolean;
 }
+export interface CompactResult {
+  readonly revision: number;
+  readonly compactRevision: number;
+}
+export interface LeaseRevokeResult {
+  readonly id: number;
+  /** Keys deleted with the lease, all at `revision`. */
+  readonly deleted: number;
+  readonly revision: number;
+}
 export interface DeleteOptions extends MutationOptions {
   readonly prefix?: boolean;
   readonly ifVersion?: number;
@@ -115,9 +125,11 @@ export class BatonClient {
   /** Reads a key or (prefix: true) a range. A single absent key throws KeyNotFoundError. */
   async get(key: string, options: GetOptions = {}): Promise<RangeResult> {
     const query = new URLSearchParams();
-    for (const [name, value] of Object.entries(options)) if (value !== undefined) query.set(name, String(value));
+    for (const [name, value] of Object.entries(options)) {
+      if (value !== undefined) query.set(name, String(value));
+    }
     const suffix = query.size > 0 ? `?${query.toString()}` : '';
-    return (await this.caller.call<RangeResult>({ method: 'GET', path: kvPath(key) + suffix, mutation: false })).body;
+    return this.read<RangeResult>(kvPath(key) + suffix);
   }
 
   /** One key's current state, or null when absent. */
@@ -135,7 +147,8 @@ export class BatonClient {
     if (options.ifVersion !== undefined) headers['if-version'] = String(options.ifVersion);
     if (options.ifRevision !== undefined) headers['if-revision'] = String(options.ifRevision);
     const path = kvPath(key) + (options.prefix === true ? '?prefix=true' : '');
-    return (await this.caller.call<DeleteResult>({ method: 'DELETE', path, headers, mutation: true, ...requestIdOf(options) })).body;
+    const request = { method: 'DELETE', path, headers, mutation: true, ...requestIdOf(options) } as const;
+    return (await this.caller.call<DeleteResult>(request)).body;
   }
 
   /** A transaction: one revision; `succeeded` says which branch ran. */
@@ -144,12 +157,12 @@ export class BatonClient {
   }
 
   async status(): Promise<ClusterStatus> {
-    return (await this.caller.call<ClusterStatus>({ method: 'GET', path: '/v1/cluster/status', mutation: false })).body;
+    return this.read<ClusterStatus>('/v1/cluster/status');
   }
 
   /** Discards history below `revision` (idempotent, so retried without a Request-ID). */
-  async compact(revision: number): Promise<{ revision: number; compactRevision: number }> {
-    return (await this.postJson<{ revision: number; compactRevision: number }>('/v1/maintenance/compact', { revision }, false)).body;
+  async compact(revision: number): Promise<CompactResult> {
+    return (await this.postJson<CompactResult>('/v1/maintenance/compact', { revision }, false)).body;
   }
 
   async leaseGrant(ttlSeconds: number, options: MutationOptions & { id?: number } = {}): Promise<LeaseGrant> {
@@ -163,13 +176,13 @@ export class BatonClient {
   }
 
   async leaseTimeToLive(id: number): Promise<LeaseInfo> {
-    return (await this.caller.call<LeaseInfo>({ method: 'GET', path: `/v1/leases/${id}`, mutation: false })).body;
+    return this.read<LeaseInfo>(`/v1/leases/${id}`);
   }
 
   /** Revokes a lease: every attached key is deleted in one revision. */
-  async leaseRevoke(id: number, options: MutationOptions = {}): Promise<{ id: number; deleted: number; revision: number }> {
-    const path = `/v1/leases/${id}`;
-    return (await this.caller.call<{ id: number; deleted: number; revision: number }>({ method: 'DELETE', path, mutation: true, ...requestIdOf(options) })).body;
+  async leaseRevoke(id: number, options: MutationOptions = {}): Promise<LeaseRevokeResult> {
+    const request = { method: 'DELETE', path: `/v1/leases/${id}`, mutation: true, ...requestIdOf(options) } as const;
+    return (await this.caller.call<LeaseRevokeResult>(request)).body;
   }
 
   /** A resumable watch over the client's stream (see Watch). */
@@ -190,6 +203,10 @@ export class BatonClient {
     await Promise.allSettled([...this.sessions].map((session) => session.close()));
     this.streamConnection?.close();
     this.streamConnection = null;
+  }
+
+  private async read<T>(path: string): Promise<T> {
+    return (await this.caller.call<T>({ method: 'GET', path, mutation: false })).body;
   }
 
   private postJson<T>(path: string, body: unknown, mutation: boolean, options: MutationOptions = {}) {
