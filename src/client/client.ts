@@ -83,6 +83,7 @@ export class BatonClient {
   private readonly caller: HttpCaller;
   private streamConnection: StreamConnection | null = null;
   private readonly sessions = new Set<Session>();
+  private readonly watches = new Set<Watch>();
 
   constructor(options: ClientOptions = {}) {
     this.random = options.random ?? Math.random;
@@ -187,7 +188,9 @@ export class BatonClient {
 
   /** A resumable watch over the client's stream (see Watch). */
   watch(key: string, options: WatchOptions = {}): Watch {
-    return new Watch(this.stream, key, options);
+    const watch: Watch = new Watch(this.stream, key, options, () => this.watches.delete(watch));
+    this.watches.add(watch);
+    return watch;
   }
 
   /** Grants a lease and keeps it alive over the stream (see Session). */
@@ -201,6 +204,8 @@ export class BatonClient {
   /** Closes sessions (revoking their leases), watches and the stream. */
   async close(): Promise<void> {
     await Promise.allSettled([...this.sessions].map((session) => session.close()));
+    // Their loops end (return) rather than wait forever on a closed connection.
+    for (const watch of [...this.watches]) watch.cancel();
     this.streamConnection?.close();
     this.streamConnection = null;
   }

@@ -62,6 +62,8 @@ export class Watch implements AsyncIterable<WatchBatch> {
     private readonly stream: WatchStream,
     readonly key: string,
     private readonly options: WatchOptions = {},
+    /** Told once when the watch ends (the client forgets it then). */
+    private readonly notifyEnded: () => void = () => undefined,
   ) {
     this.nextRevision = options.startRevision ?? 0;
     options.signal?.addEventListener('abort', () => this.cancel(), { once: true });
@@ -183,6 +185,7 @@ export class Watch implements AsyncIterable<WatchBatch> {
     if (this.resumeTimer !== null) clearTimeout(this.resumeTimer);
     this.push(reason);
     this.ended = true;
+    this.notifyEnded();
     this.wake?.();
     this.wake = null;
   }

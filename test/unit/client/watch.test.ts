@@ -4,7 +4,7 @@
 // compaction revision, and bounds its unread queue with a slow_consumer end.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CompactedError, SlowConsumerError, Watch, type WatchBatch } from '../../../src/client/index.js';
+import { BatonClient, CompactedError, SlowConsumerError, Watch, type WatchBatch } from '../../../src/client/index.js';
 import type { WatchStream } from '../../../src/client/watch.js';
 import type { ServerFrame, StreamSubscriber } from '../../../src/client/stream-connection.js';
 
@@ -115,4 +115,16 @@ test('an unread queue past its bound ends the watch with slow_consumer after the
   );
   assert.deepEqual(seen, [1, 2]);
   assert.ok(stream.sent.some((f) => f['type'] === 'cancel'));
+});
+
+test('client.close() ends the loops of its open watches', async () => {
+  const client = new BatonClient({ endpoints: ['http://127.0.0.1:1'], discover: false }); // nothing listens
+  const watch = client.watch('/x', { prefix: true });
+  const loop = (async () => {
+    for await (const batch of watch) assert.fail(`unexpected batch ${batch.revision}`);
+    return 'ended';
+  })();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  await client.close();
+  assert.equal(await loop, 'ended');
 });
