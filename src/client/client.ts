@@ -188,7 +188,8 @@ export class BatonClient {
 
   /** A resumable watch over the client's stream (see Watch). */
   watch(key: string, options: WatchOptions = {}): Watch {
-    const watch: Watch = new Watch(this.stream, key, options, () => this.watches.delete(watch));
+    const forget = (): boolean => this.watches.delete(watch);
+    const watch: Watch = new Watch(this.stream, key, options, forget, async () => (await this.status()).revision);
     this.watches.add(watch);
     return watch;
   }
@@ -206,6 +207,7 @@ export class BatonClient {
     await Promise.allSettled([...this.sessions].map((session) => session.close()));
     // Their loops end (return) rather than wait forever on a closed connection.
     for (const watch of [...this.watches]) watch.cancel();
+    this.caller.closed = true;
     this.streamConnection?.close();
     this.streamConnection = null;
   }

@@ -7,7 +7,7 @@
 // - retries wait a fully jittered, bounded, exponentially growing delay, at least Retry-After.
 import { BatonError, TimeoutError, UnavailableError } from '../base/errors.js';
 import { EndpointSet } from './endpoints.js';
-import { errorFromHttp } from './errors.js';
+import { ClosedError, errorFromHttp } from './errors.js';
 import { backoffDelayMs, isRetryable, newRequestId, parseRetryAfterMs } from './retry.js';
 import type { ClientClock, ClusterStatus, HttpAnswer, HttpTransport, RetryPolicy } from './types.js';
 
@@ -42,6 +42,9 @@ export class HttpCaller {
     private readonly discover: boolean,
   ) {}
 
+  /** Set by the client's close(): calls still retrying give up at their next attempt. */
+  closed = false;
+
   async call<T>(request: CallRequest): Promise<CallAnswer<T>> {
     const requestId = request.mutation ? (request.requestId ?? newRequestId()) : undefined;
     const headers: Record<string, string> = { ...request.headers };
@@ -69,6 +72,7 @@ export class HttpCaller {
         throw error;
       }
       await this.clock.sleep(delayMs);
+      if (this.closed) throw new ClosedError('the client was closed while this call was retrying', { cause: error });
       if (this.discover && attempt >= 1) await this.maybeDiscover();
     }
   }

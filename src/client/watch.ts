@@ -64,10 +64,27 @@ export class Watch implements AsyncIterable<WatchBatch> {
     private readonly options: WatchOptions = {},
     /** Told once when the watch ends (the client forgets it then). */
     private readonly notifyEnded: () => void = () => undefined,
+    /**
+     * For a watch "from now": the cell's current revision. With it the watch starts at a known
+     * revision, so a connection lost before the server's `created` frame cannot open a gap
+     * (without it, the re-created watch could only start "from now" again).
+     */
+    currentRevision?: () => Promise<number>,
   ) {
     this.nextRevision = options.startRevision ?? 0;
     options.signal?.addEventListener('abort', () => this.cancel(), { once: true });
-    this.subscribe();
+    if (this.nextRevision > 0 || currentRevision === undefined) {
+      this.subscribe();
+      return;
+    }
+    currentRevision().then(
+      (revision) => {
+        if (this.ended) return;
+        this.nextRevision = revision + 1;
+        this.subscribe();
+      },
+      (error: unknown) => this.end(error instanceof Error ? error : new Error(String(error))),
+    );
   }
 
   /** Everything below this revision has been delivered; resume from here. */
