@@ -1,13 +1,14 @@
 // `baton sim`: run seeds through the simulator and report each violation with the command that
 // replays it. Wall-clock time is read here, at the edge, never inside src/sim.
 import { parseArgs } from 'node:util';
-import { parseSeed, simulate, simulateAsync } from '../sim/index.js';
+import { mvccStateMachine, parseSeed, simulate, simulateAsync } from '../sim/index.js';
 import type { RaftBugs } from '../raft/index.js';
 import type { SimOptions, SimResult } from '../sim/index.js';
 
 const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace]
                  [--profile calm|mixed|chaos] [--fault-phase-ms MS] (a soak: e.g. 60000)
                  [--driver sim|server] (server: the production driver of src/server)
+                 [--state-machine register|mvcc] (mvcc: the real MVCC store, in memory)
                  [--bug commitOldTermEntries|doubleVote|applyUncommitted]`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
@@ -21,6 +22,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       profile: { type: 'string' },
       'fault-phase-ms': { type: 'string' },
       driver: { type: 'string' },
+      'state-machine': { type: 'string' },
       bug: { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
@@ -49,6 +51,11 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     console.error(usage);
     return 2;
   }
+  const machine = values['state-machine'] ?? 'register';
+  if (machine !== 'register' && machine !== 'mvcc') {
+    console.error(usage);
+    return 2;
+  }
   const faultPhaseText = values['fault-phase-ms'];
   const faultPhaseMs = faultPhaseText === undefined ? undefined : Number(faultPhaseText);
   if (faultPhaseMs !== undefined && !(Number.isSafeInteger(faultPhaseMs) && faultPhaseMs > 0)) {
@@ -59,6 +66,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     ...(profile === undefined ? [] : [`--profile ${profile}`]),
     ...(faultPhaseMs === undefined ? [] : [`--fault-phase-ms ${faultPhaseMs}`]),
     ...(driver === 'sim' ? [] : [`--driver ${driver}`]),
+    ...(machine === 'register' ? [] : [`--state-machine ${machine}`]),
     ...(values.bug ?? []).map((bug) => `--bug ${bug}`),
   ].join(' ');
   const started = performance.now();
@@ -68,6 +76,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     const options: SimOptions = {
       seed,
       driver,
+      ...(machine === 'mvcc' ? { stateMachine: mvccStateMachine() } : {}),
       ...(profile === undefined ? {} : { profile }),
       ...(faultPhaseMs === undefined ? {} : { scenario: { faultPhaseMs } }),
       ...(values.bug === undefined ? {} : { bugs: bugs as RaftBugs }),
