@@ -34,6 +34,12 @@ interface Pending {
 }
 
 const pingIntervalMs = 2_000;
+/**
+ * Consecutive `unavailable` answers after which the connection moves to another node. A node cut
+ * off from its cell's quorum still answers (refusing watches, failing forwarded keepalives); the
+ * socket is healthy, so without this the client would keep asking the one node that cannot help.
+ */
+const unavailableAnswersMax = 3;
 const reconnectPolicy = { attemptsMax: 0, delayMsBase: 100, delayMsMax: 3_000, deadlineMs: 0, attemptTimeoutMs: 5_000 };
 
 export class StreamConnection {
@@ -45,6 +51,7 @@ export class StreamConnection {
   private reconnectTimer: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
   private awaitingPong = false;
+  private unavailableAnswers = 0;
   private readonly pending = new Map<number, Pending>();
   private readonly subscribers = new Map<string, StreamSubscriber>();
   private readonly openWaiters = new Set<() => void>();
@@ -200,6 +207,19 @@ export class StreamConnection {
     }
   }
 
+  private countUnavailable(frame: ServerFrame): void {
+    if (frame.type === 'result' || frame.type === 'created') {
+      this.unavailableAnswers = 0;
+      return;
+    }
+    const code = (frame['error'] as { code?: unknown } | undefined)?.code;
+    if (frame.type !== 'error' || code !== 'unavailable') return;
+    if (++this.unavailableAnswers < unavailableAnswersMax) return;
+    this.unavailableAnswers = 0;
+    // Closing makes onDropped move to the next endpoint; subscribers re-create their watches there.
+    this.socket?.terminate();
+  }
+
   private onMessage(text: string): void {
     let frame: ServerFrame;
     try {
@@ -207,6 +227,7 @@ export class StreamConnection {
     } catch {
       return;
     }
+    this.countUnavailable(frame);
     if (typeof frame.id === 'number') {
       const pending = this.pending.get(frame.id);
       if (pending === undefined) return;

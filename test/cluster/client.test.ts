@@ -276,3 +276,46 @@ test('leader killed mid-stream: the watch continues without gap or duplicate; th
     await client.close();
   }
 });
+
+test('a partitioned node: the stream moves to another node; session and watch carry on', async () => {
+  const isolatedCell = await startTestCell({ proxies: true });
+  const leader = await findLeader(isolatedCell);
+  const follower = isolatedCell.names.find((name) => name !== leader) as string;
+  const urls = isolatedCell.cell.clientUrls();
+  const followerUrl = isolatedCell.cell.clientUrl(follower);
+  // The follower first: the stream connects there and must leave it once it cannot serve.
+  const client = new BatonClient({ endpoints: [followerUrl, ...urls.filter((u) => u !== followerUrl)], discover: false, random: () => 0 });
+  const writer = new BatonClient({ endpoints: [isolatedCell.cell.clientUrl(leader)], discover: false });
+  try {
+    const start = await writer.put('/iso/start', 'x');
+    const session = await client.session({ ttlSeconds: 5 });
+    const watch = client.watch('/iso/', { prefix: true, startRevision: start.revision + 1 });
+    const seen: number[] = [];
+    const total = 12;
+    const reading = (async () => {
+      for await (const batch of watch) {
+        seen.push(...batch.events.map((e) => e.kv.modRevision));
+        if (seen.length >= total) break;
+      }
+    })();
+    isolatedCell.isolate(follower);
+    const revisions: number[] = [];
+    for (let i = 0; i < total; i++) {
+      revisions.push((await writer.put(`/iso/${i}`, 'v')).revision);
+      await sleep(500);
+    }
+    let stallTimer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<never>((_resolve, reject) => {
+      stallTimer = setTimeout(() => reject(new Error(`watch stalled at ${seen.length} events`)), 20_000);
+    });
+    await Promise.race([reading, stalled]).finally(() => clearTimeout(stallTimer));
+    assert.deepEqual(seen, revisions, 'every put once, in order');
+    assert.equal(session.lost, false, 'the session moved before safeUntil');
+    assert.ok(client.stream.connections >= 2);
+    await session.close();
+  } finally {
+    await client.close();
+    await writer.close();
+    await isolatedCell.close();
+  }
+});
