@@ -5,7 +5,7 @@
 // ownership is tied to a Session's signal.
 import { monotonicNowMs, systemClock } from './clock.js';
 import { EndpointSet } from './endpoints.js';
-import { HttpCaller } from './http-caller.js';
+import { HttpCaller, type CallAnswer, type CallRequest } from './http-caller.js';
 import { fetchTransport } from './http-transport.js';
 import { Session, type SessionOptions } from './session.js';
 import { StreamConnection } from './stream-connection.js';
@@ -30,7 +30,7 @@ import { Watch, type WatchOptions } from './watch.js';
 import { KeyNotFoundError } from '../base/errors.js';
 
 export interface MutationOptions {
-  /** A caller-chosen Request-ID (e.g. to carry one across process restarts); default: drawn once. */
+  /** A caller-chosen Request-ID (e.g. kept across process restarts); default: drawn once. */
   readonly requestId?: string;
 }
 export interface PutOptions extends MutationOptions {
@@ -148,7 +148,13 @@ export class BatonClient {
     if (options.ifVersion !== undefined) headers['if-version'] = String(options.ifVersion);
     if (options.ifRevision !== undefined) headers['if-revision'] = String(options.ifRevision);
     const path = kvPath(key) + (options.prefix === true ? '?prefix=true' : '');
-    const request = { method: 'DELETE', path, headers, mutation: true, ...requestIdOf(options) } as const;
+    const request: CallRequest = {
+      method: 'DELETE',
+      path,
+      headers,
+      mutation: true,
+      ...requestIdOf(options),
+    };
     return (await this.caller.call<DeleteResult>(request)).body;
   }
 
@@ -163,10 +169,14 @@ export class BatonClient {
 
   /** Discards history below `revision` (idempotent, so retried without a Request-ID). */
   async compact(revision: number): Promise<CompactResult> {
-    return (await this.postJson<CompactResult>('/v1/maintenance/compact', { revision }, false)).body;
+    const path = '/v1/maintenance/compact';
+    return (await this.postJson<CompactResult>(path, { revision }, false)).body;
   }
 
-  async leaseGrant(ttlSeconds: number, options: MutationOptions & { id?: number } = {}): Promise<LeaseGrant> {
+  async leaseGrant(
+    ttlSeconds: number,
+    options: MutationOptions & { id?: number } = {},
+  ): Promise<LeaseGrant> {
     const body = { ttl: ttlSeconds, ...(options.id !== undefined ? { id: options.id } : {}) };
     return (await this.postJson<LeaseGrant>('/v1/leases', body, true, options)).body;
   }
@@ -182,14 +192,21 @@ export class BatonClient {
 
   /** Revokes a lease: every attached key is deleted in one revision. */
   async leaseRevoke(id: number, options: MutationOptions = {}): Promise<LeaseRevokeResult> {
-    const request = { method: 'DELETE', path: `/v1/leases/${id}`, mutation: true, ...requestIdOf(options) } as const;
+    const path = `/v1/leases/${id}`;
+    const request: CallRequest = {
+      method: 'DELETE',
+      path,
+      mutation: true,
+      ...requestIdOf(options),
+    };
     return (await this.caller.call<LeaseRevokeResult>(request)).body;
   }
 
   /** A resumable watch over the client's stream (see Watch). */
   watch(key: string, options: WatchOptions = {}): Watch {
     const forget = (): boolean => this.watches.delete(watch);
-    const watch: Watch = new Watch(this.stream, key, options, forget, async () => (await this.status()).revision);
+    const currentRevision = async (): Promise<number> => (await this.status()).revision;
+    const watch: Watch = new Watch(this.stream, key, options, forget, currentRevision);
     this.watches.add(watch);
     return watch;
   }
@@ -216,7 +233,12 @@ export class BatonClient {
     return (await this.caller.call<T>({ method: 'GET', path, mutation: false })).body;
   }
 
-  private postJson<T>(path: string, body: unknown, mutation: boolean, options: MutationOptions = {}) {
+  private postJson<T>(
+    path: string,
+    body: unknown,
+    mutation: boolean,
+    options: MutationOptions = {},
+  ): Promise<CallAnswer<T>> {
     return this.caller.call<T>({
       method: 'POST',
       path,

@@ -30,7 +30,7 @@ export class EndpointSet {
     if (this.pick() === url) this.current = (this.current + 1) % this.urls.length;
   }
 
-  /** Adopts the members a node reported (leader first); seeds stay in case all of them are stale. */
+  /** Adopts the members a node reported (leader first); seeds stay in case all are stale. */
   learn(status: ClusterStatus, nowMs: number): void {
     this.discoveredAtMs = nowMs;
     const leader = status.members.find((m) => m.id === status.leader);

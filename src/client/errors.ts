@@ -106,5 +106,6 @@ export function errorFromHttp(status: number, text: string): BatonError {
   // No JSON error (a proxy in between, a 500): 502-504 are "outcome unknown", the rest definite.
   if (status === 503 || status === 502) return new UnavailableError(`HTTP ${status}`);
   if (status === 504) return new TimeoutError(`HTTP ${status}`);
-  return new UnknownCodeError(status >= 500 ? 'internal' : 'http_error', `HTTP ${status}: ${text.slice(0, 200)}`, { status });
+  const code = status >= 500 ? 'internal' : 'http_error';
+  return new UnknownCodeError(code, `HTTP ${status}: ${text.slice(0, 200)}`, { status });
 }

@@ -9,7 +9,13 @@ import { BatonError, TimeoutError, UnavailableError } from '../base/errors.js';
 import { EndpointSet } from './endpoints.js';
 import { ClosedError, errorFromHttp } from './errors.js';
 import { backoffDelayMs, isRetryable, newRequestId, parseRetryAfterMs } from './retry.js';
-import type { ClientClock, ClusterStatus, HttpAnswer, HttpTransport, RetryPolicy } from './types.js';
+import type {
+  ClientClock,
+  ClusterStatus,
+  HttpAnswer,
+  HttpTransport,
+  RetryPolicy,
+} from './types.js';
 
 export interface CallRequest {
   readonly method: 'GET' | 'PUT' | 'POST' | 'DELETE';
@@ -50,21 +56,24 @@ export class HttpCaller {
     const headers: Record<string, string> = { ...request.headers };
     if (requestId !== undefined) headers['request-id'] = requestId;
     // Learn the members once up front; later only after failures (a healthy client adds no load).
-    if (this.discover && this.endpoints.discoveredAtMs === Number.NEGATIVE_INFINITY) await this.maybeDiscover();
+    const neverDiscovered = this.endpoints.discoveredAtMs === Number.NEGATIVE_INFINITY;
+    if (this.discover && neverDiscovered) await this.maybeDiscover();
     const startMs = this.clock.monotonicMs();
     for (let attempt = 0; ; attempt++) {
       const endpoint = this.endpoints.pick();
       const outcome = await this.attempt(endpoint, request, headers);
       if (!(outcome instanceof BatonError)) {
         if (outcome.status < 300) {
-          return { body: parseBody<T>(outcome.text), status: outcome.status, attempts: attempt + 1, requestId };
+          const body = parseBody<T>(outcome.text);
+          return { body, status: outcome.status, attempts: attempt + 1, requestId };
         }
       }
-      const error = outcome instanceof BatonError ? outcome : errorFromHttp(outcome.status, outcome.text);
+      const answered = !(outcome instanceof BatonError);
+      const error = answered ? errorFromHttp(outcome.status, outcome.text) : outcome;
       if (!isRetryable(error)) throw error;
       // This node cannot serve now (no leader, dead, partitioned): the next attempt goes elsewhere.
       if (error.code === 'unavailable' || error.code === 'timeout') this.endpoints.failed(endpoint);
-      const retryAfterMs = outcome instanceof BatonError ? undefined : parseRetryAfterMs(outcome.header('retry-after'));
+      const retryAfterMs = answered ? parseRetryAfterMs(outcome.header('retry-after')) : undefined;
       const delayMs = backoffDelayMs(this.policy, attempt, this.random, retryAfterMs);
       const elapsedMs = this.clock.monotonicMs() - startMs;
       if (attempt + 1 >= this.policy.attemptsMax || elapsedMs + delayMs > this.policy.deadlineMs) {
@@ -72,12 +81,20 @@ export class HttpCaller {
         throw error;
       }
       await this.clock.sleep(delayMs);
-      if (this.closed) throw new ClosedError('the client was closed while this call was retrying', { cause: error });
+      if (this.closed) {
+        throw new ClosedError('the client was closed while this call was retrying', {
+          cause: error,
+        });
+      }
       if (this.discover && attempt >= 1) await this.maybeDiscover();
     }
   }
 
-  private async attempt(endpoint: string, request: CallRequest, headers: Record<string, string>): Promise<HttpAnswer | BatonError> {
+  private async attempt(
+    endpoint: string,
+    request: CallRequest,
+    headers: Record<string, string>,
+  ): Promise<HttpAnswer | BatonError> {
     try {
       return await this.transport({
         method: request.method,
@@ -122,8 +139,10 @@ function parseBody<T>(text: string): T {
 export function noAnswerError(endpoint: string, cause: unknown): BatonError {
   const name = cause instanceof Error ? cause.name : '';
   if (name === 'TimeoutError' || name === 'AbortError') {
-    return new TimeoutError(`no answer from ${endpoint} in time (the outcome is unknown)`, { endpoint }, { cause });
+    const message = `no answer from ${endpoint} in time (the outcome is unknown)`;
+    return new TimeoutError(message, { endpoint }, { cause });
   }
-  const reason = cause instanceof Error ? (cause.cause instanceof Error ? cause.cause.message : cause.message) : String(cause);
+  const inner = cause instanceof Error && cause.cause instanceof Error ? cause.cause : cause;
+  const reason = inner instanceof Error ? inner.message : String(inner);
   return new UnavailableError(`cannot reach ${endpoint}: ${reason}`, { endpoint }, { cause });
 }

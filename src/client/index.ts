@@ -1,6 +1,13 @@
 // The Baton client library: import from here (`baton/client` once published).
 export { BatonClient, kvPath, monotonicNowMs, systemClock } from './client.js';
-export type { CompactResult, DeleteOptions, GetOptions, LeaseRevokeResult, MutationOptions, PutOptions } from './client.js';
+export type {
+  CompactResult,
+  DeleteOptions,
+  GetOptions,
+  LeaseRevokeResult,
+  MutationOptions,
+  PutOptions,
+} from './client.js';
 export { Session } from './session.js';
 export type { SessionOptions } from './session.js';
 export { WorkerSession } from './worker-session.js';

@@ -21,7 +21,9 @@ async function run(): Promise<void> {
     });
   } catch (error) {
     await client.close();
-    port.postMessage({ type: 'failed', message: error instanceof Error ? `${(error as { code?: string }).code ?? error.name}: ${error.message}` : String(error) });
+    const code = (error as { code?: string }).code ?? (error as Error).name;
+    const message = error instanceof Error ? `${code}: ${error.message}` : String(error);
+    port.postMessage({ type: 'failed', message });
     return;
   }
   shared.leaseId = session.leaseId;

@@ -52,7 +52,8 @@ export class Session extends EventEmitter<{ lost: [SessionLostError]; renewed: [
     client.stream.connect(); // ready by the first renewal
     const grant = await client.leaseGrant(ttlSeconds);
     const ttlMs = grant.ttl * 1000;
-    const session = new Session(client, grant.id, ttlMs, options.safetyMarginMs ?? defaultSafetyMarginMs(ttlMs));
+    const marginMs = options.safetyMarginMs ?? defaultSafetyMarginMs(ttlMs);
+    const session = new Session(client, grant.id, ttlMs, marginMs);
     session.acknowledged(sentAtMs, ttlMs);
     return session;
   }
@@ -62,7 +63,7 @@ export class Session extends EventEmitter<{ lost: [SessionLostError]; renewed: [
     return this.controller.signal;
   }
 
-  /** Local monotonic ms (monotonicNowMs, the process-wide clock) until which the lease is certainly held. */
+  /** Monotonic ms (monotonicNowMs, process-wide) until which the lease is certainly held. */
   get safeUntil(): number {
     return this.state === 'alive' ? this.safe.valueMs : Number.NEGATIVE_INFINITY;
   }
@@ -125,15 +126,18 @@ export class Session extends EventEmitter<{ lost: [SessionLostError]; renewed: [
     let result: LeaseKeepaliveResult;
     try {
       const timeoutMs = Math.max(500, this.safe.remainingMs(sentAtMs));
-      result = (await this.client.stream.request({ type: 'keepalive', ids: [this.leaseId] }, timeoutMs)) as LeaseKeepaliveResult;
+      const frame = { type: 'keepalive', ids: [this.leaseId] };
+      result = (await this.client.stream.request(frame, timeoutMs)) as LeaseKeepaliveResult;
     } catch {
-      if (this.state === 'alive') this.scheduleRenewal(Math.floor(this.client.random() * renewalRetryMsMax) + 50);
+      const retryMs = Math.floor(this.client.random() * renewalRetryMsMax) + 50;
+      if (this.state === 'alive') this.scheduleRenewal(retryMs);
       return;
     }
     if (this.state !== 'alive') return;
     const entry = result.leases.find((lease) => lease.id === this.leaseId);
     if (entry === undefined || 'error' in entry) {
-      this.lose(`the cell no longer has the lease (${entry === undefined ? 'no answer for it' : entry.error})`);
+      const why = entry === undefined ? 'no answer for it' : entry.error;
+      this.lose(`the cell no longer has the lease (${why})`);
       return;
     }
     // Confirmed too late: ownership was uncertain for a while, and that cannot be taken back.

@@ -6,7 +6,7 @@
 export const sessionStates = { starting: 0, alive: 1, lost: 2, closed: 3 } as const;
 export type SessionStateCode = (typeof sessionStates)[keyof typeof sessionStates];
 
-/** Layout: BigInt64 [0] safeUntil µs, [1] lease ID; Int32 [4] state, [5] renewals (after the BigInts). */
+/** Layout: BigInt64 [0] safeUntil µs, [1] lease ID; then Int32 [0] state, [1] renewals. */
 const bigSlots = 2;
 const intSlots = 2;
 export const sharedSessionBytes = bigSlots * 8 + intSlots * 4;
@@ -16,7 +16,9 @@ export class SharedSessionState {
   private readonly ints: Int32Array;
 
   constructor(readonly buffer: SharedArrayBuffer) {
-    if (buffer.byteLength < sharedSessionBytes) throw new RangeError('shared session buffer too small');
+    if (buffer.byteLength < sharedSessionBytes) {
+      throw new RangeError('shared session buffer too small');
+    }
     this.big = new BigInt64Array(buffer, 0, bigSlots);
     this.ints = new Int32Array(buffer, bigSlots * 8, intSlots);
   }

@@ -40,7 +40,13 @@ const pingIntervalMs = 2_000;
  * socket is healthy, so without this the client would keep asking the one node that cannot help.
  */
 const unavailableAnswersMax = 3;
-const reconnectPolicy = { attemptsMax: 0, delayMsBase: 100, delayMsMax: 3_000, deadlineMs: 0, attemptTimeoutMs: 5_000 };
+const reconnectPolicy = {
+  attemptsMax: 0,
+  delayMsBase: 100,
+  delayMsMax: 3_000,
+  deadlineMs: 0,
+  attemptTimeoutMs: 5_000,
+};
 
 export class StreamConnection {
   private socket: WebSocket | null = null;
@@ -83,7 +89,7 @@ export class StreamConnection {
     });
   }
 
-  /** Opens the connection now (it otherwise opens on first use), e.g. before a session's first renewal. */
+  /** Opens the connection now (else on first use), e.g. before a session's first renewal. */
   connect(): void {
     this.ensureConnecting();
   }
@@ -144,7 +150,8 @@ export class StreamConnection {
 
   private dial(): void {
     const endpoint = this.endpoints.pick();
-    const socket = new WebSocket(`${endpoint.replace(/^http/, 'ws')}/v1/stream`, { handshakeTimeout: 5_000 });
+    const url = `${endpoint.replace(/^http/, 'ws')}/v1/stream`;
+    const socket = new WebSocket(url, { handshakeTimeout: 5_000 });
     this.socket = socket;
     socket.on('open', () => {
       if (this.socket !== socket) return;
@@ -188,9 +195,12 @@ export class StreamConnection {
     this.open = false;
     if (this.pingTimer !== null) clearInterval(this.pingTimer);
     this.pingTimer = null;
-    this.failPending(new UnavailableError(`stream to ${endpoint} closed (outcome of requests in flight unknown)`));
+    const message = `stream to ${endpoint} closed (outcome of requests in flight unknown)`;
+    this.failPending(new UnavailableError(message));
     this.endpoints.failed(endpoint);
-    if (wasOpen) for (const subscriber of [...this.subscribers.values()]) subscriber.onDisconnected();
+    if (wasOpen) {
+      for (const subscriber of [...this.subscribers.values()]) subscriber.onDisconnected();
+    }
     if (this.closed) return;
     const delayMs = backoffDelayMs(reconnectPolicy, this.failures++, this.random);
     this.reconnectTimer = setTimeout(() => {

@@ -90,7 +90,10 @@ export interface LeaseGrant {
 
 export interface LeaseKeepaliveResult {
   readonly revision: number;
-  readonly leases: readonly ({ readonly id: number; readonly ttl: number } | { readonly id: number; readonly error: string })[];
+  readonly leases: readonly (
+    | { readonly id: number; readonly ttl: number }
+    | { readonly id: number; readonly error: string }
+  )[];
 }
 
 export interface LeaseInfo {
@@ -146,7 +149,7 @@ export interface HttpAnswer {
 export type HttpTransport = (request: HttpRequest) => Promise<HttpAnswer>;
 
 export interface ClientClock {
-  /** Monotonic milliseconds (process-wide hrtime in production): never jumps with the wall clock. */
+  /** Monotonic ms (process-wide hrtime in production): never jumps with the wall clock. */
   monotonicMs(): number;
   sleep(ms: number): Promise<void>;
 }

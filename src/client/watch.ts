@@ -21,7 +21,7 @@ export interface WatchOptions {
   readonly filter?: 'put' | 'delete';
   /** Ask the server for progress batches this often (0 = never). */
   readonly progressMs?: number;
-  /** Yield progress batches (events: []) too; default false (they still advance the resume point). */
+  /** Yield progress batches (events: []) too; default false (they still move the resume point). */
   readonly yieldProgress?: boolean;
   /**
    * Batches waiting for the loop to take them (default 10,000). Past this the watch ends with
@@ -33,7 +33,13 @@ export interface WatchOptions {
 }
 
 /** Codes after which the watch is simply re-created from the resume point. */
-const resumableCodes = new Set(['unavailable', 'slow_consumer', 'overloaded', 'quota_exceeded', 'timeout']);
+const resumableCodes = new Set([
+  'unavailable',
+  'slow_consumer',
+  'overloaded',
+  'quota_exceeded',
+  'timeout',
+]);
 
 let watchCounter = 0;
 
@@ -150,7 +156,8 @@ export class Watch implements AsyncIterable<WatchBatch> {
     } else if (frame.type === 'error') {
       this.onEnded(id, errorFromWire(frame['error']));
     } else if (frame.type === 'canceled') {
-      this.onEnded(id, errorFromWire({ code: 'unavailable', message: 'watch canceled by the server' }));
+      const wire = { code: 'unavailable', message: 'watch canceled by the server' };
+      this.onEnded(id, errorFromWire(wire));
     }
   }
 
@@ -161,7 +168,9 @@ export class Watch implements AsyncIterable<WatchBatch> {
     if (fresh.length === 0 && this.options.yieldProgress !== true) return;
     if (this.queue.length >= (this.options.bufferedBatchesMax ?? 10_000)) {
       const lastRevision = this.lastQueuedRevision;
-      this.end(new SlowConsumerError(`more than ${this.queue.length} batches unread; resume from ${lastRevision + 1}`, { lastRevision }));
+      const unread = this.queue.length;
+      const message = `more than ${unread} batches unread; resume from ${lastRevision + 1}`;
+      this.end(new SlowConsumerError(message, { lastRevision }));
       return;
     }
     this.lastQueuedRevision = revision;

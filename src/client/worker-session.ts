@@ -26,11 +26,16 @@ export interface WorkerSessionData {
   readonly buffer: SharedArrayBuffer;
 }
 
-type WorkerMessage = { type: 'ready' } | { type: 'lost'; reason: string } | { type: 'closed' } | { type: 'failed'; message: string };
+type WorkerMessage =
+  | { type: 'ready' }
+  | { type: 'lost'; reason: string }
+  | { type: 'closed' }
+  | { type: 'failed'; message: string };
 
 /**
  * @example
- * const session = await WorkerSession.start({ endpoints: ['http://127.0.0.1:7001'], ttlSeconds: 5 });
+ * const endpoints = ['http://127.0.0.1:7001'];
+ * const session = await WorkerSession.start({ endpoints, ttlSeconds: 5 });
  * heavySynchronousWork();                       // blocks the main thread; the worker renews
  * if (!session.isSafe()) throw new Error('ownership uncertain: stop');
  * await session.close();
@@ -55,7 +60,8 @@ export class WorkerSession extends EventEmitter<{ lost: [SessionLostError] }> {
       ...(options.safetyMarginMs !== undefined ? { safetyMarginMs: options.safetyMarginMs } : {}),
       buffer: shared.buffer,
     };
-    const worker = new Worker(new URL('./session-worker.js', import.meta.url), { workerData: data });
+    const script = new URL('./session-worker.js', import.meta.url);
+    const worker = new Worker(script, { workerData: data });
     const session = new WorkerSession(worker, shared);
     await new Promise<void>((resolve, reject) => {
       const onMessage = (message: WorkerMessage): void => {
@@ -65,7 +71,9 @@ export class WorkerSession extends EventEmitter<{ lost: [SessionLostError] }> {
       };
       worker.on('message', onMessage);
       worker.once('error', reject);
-      worker.once('exit', (code) => reject(new Error(`session worker exited (${code}) before it was ready`)));
+      worker.once('exit', (code) => {
+        reject(new Error(`session worker exited (${code}) before it was ready`));
+      });
     });
     worker.removeAllListeners('exit');
     worker.on('exit', () => session.markLost('the session worker exited'));
@@ -76,9 +84,10 @@ export class WorkerSession extends EventEmitter<{ lost: [SessionLostError] }> {
     return this.shared.leaseId;
   }
 
-  /** Monotonic ms (monotonicNowMs) until which the lease is certainly held; read from shared memory. */
+  /** Monotonic ms (monotonicNowMs) until which the lease is certainly held (shared memory). */
   get safeUntil(): number {
-    return this.shared.state === sessionStates.alive ? this.shared.safeUntilMs : Number.NEGATIVE_INFINITY;
+    const alive = this.shared.state === sessionStates.alive;
+    return alive ? this.shared.safeUntilMs : Number.NEGATIVE_INFINITY;
   }
 
   /** Synchronous and truthful even right after the main thread was blocked. */
