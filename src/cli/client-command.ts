@@ -6,10 +6,10 @@ import { BatonError, BatonClient, ClosedError, SessionLostError } from '../clien
 
 export const exitCodes = {
   ok: 0,
-  /** The cell answered definitely no: precondition_failed, key_not_found, compacted, txn failure. */
+  /** A definite no from the cell: precondition_failed, key_not_found, compacted, txn failure. */
   failed: 1,
   usage: 2,
-  /** No definite answer: unavailable, timeout, overloaded (the outcome of a mutation is unknown). */
+  /** No definite answer: unavailable, timeout, overloaded (a mutation's outcome is unknown). */
   unavailable: 3,
 } as const;
 
@@ -46,18 +46,29 @@ export interface ParsedCommand<V> {
 }
 
 /** Parses the command's own flags plus the common ones; throws UsageError on anything unknown. */
-export function parseCommand<O extends NonNullable<ParseArgsConfig['options']>>(args: readonly string[], options: O) {
+export function parseCommand<O extends NonNullable<ParseArgsConfig['options']>>(
+  args: readonly string[],
+  options: O,
+) {
   let parsed;
   try {
-    parsed = parseArgs({ args: [...args], options: { ...commonOptions, ...options }, allowPositionals: true, strict: true });
+    parsed = parseArgs({
+      args: [...args],
+      options: { ...commonOptions, ...options },
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
   const values = parsed.values as Record<string, unknown>;
   const format = (values['write-out'] ?? 'simple') as string;
-  if (format !== 'simple' && format !== 'json' && format !== 'table') throw new UsageError(`-w must be simple, json or table (not ${format})`);
-  const endpointText = (values['endpoints'] as string | undefined) ?? process.env['BATON_ENDPOINTS'];
-  const endpoints = endpointText === undefined ? undefined : endpointText.split(',').map((url) => url.trim()).filter((url) => url !== '');
+  if (format !== 'simple' && format !== 'json' && format !== 'table') {
+    throw new UsageError(`-w must be simple, json or table (not ${format})`);
+  }
+  const flag = values['endpoints'] as string | undefined;
+  const endpointText = flag ?? process.env['BATON_ENDPOINTS'];
+  const endpoints = endpointText?.split(',').map((url) => url.trim()).filter((url) => url !== '');
   return {
     values: parsed.values,
     positionals: parsed.positionals,
@@ -69,7 +80,8 @@ export function parseCommand<O extends NonNullable<ParseArgsConfig['options']>>(
 
 export function makeClient(endpoints: string[] | undefined): BatonClient {
   // A CLI call should fail within seconds rather than retry for half a minute.
-  return new BatonClient({ ...(endpoints === undefined ? {} : { endpoints }), retry: { deadlineMs: 10_000, attemptsMax: 6 } });
+  const retry = { deadlineMs: 10_000, attemptsMax: 6 };
+  return new BatonClient({ ...(endpoints === undefined ? {} : { endpoints }), retry });
 }
 
 /** Runs one command body with its client; maps every failure to a message and an exit code. */
@@ -94,9 +106,11 @@ export function reportError(error: unknown, help: string, format: OutputFormat):
     console.error(`baton: ${error.message}\n\n${help}`);
     return exitCodes.usage;
   }
-  if (error instanceof BatonError || error instanceof SessionLostError || error instanceof ClosedError) {
+  const coded = error instanceof SessionLostError || error instanceof ClosedError;
+  if (error instanceof BatonError || coded) {
     const details = error instanceof BatonError ? error.details : {};
-    if (format === 'json') console.error(JSON.stringify({ error: { code: error.code, message: error.message, ...details } }));
+    const wire = { error: { code: error.code, message: error.message, ...details } };
+    if (format === 'json') console.error(JSON.stringify(wire));
     else console.error(`baton: ${error.code}: ${error.message}${describeDetails(details)}`);
     if (error instanceof BatonError && error.retryable) return exitCodes.unavailable;
     return exitCodes.failed;
@@ -109,7 +123,8 @@ export function reportError(error: unknown, help: string, format: OutputFormat):
 function formatOf(args: readonly string[]): OutputFormat {
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
-    const value = arg === '-w' || arg === '--write-out' ? args[i + 1] : /^(?:--write-out=|-w=?)(.+)$/.exec(arg)?.[1];
+    const flagged = arg === '-w' || arg === '--write-out';
+    const value = flagged ? args[i + 1] : /^(?:--write-out=|-w=?)(.+)$/.exec(arg)?.[1];
     if (value === 'json' || value === 'table') return value;
   }
   return 'simple';
@@ -117,14 +132,19 @@ function formatOf(args: readonly string[]): OutputFormat {
 
 function describeDetails(details: Readonly<Record<string, unknown>>): string {
   const shown = Object.entries(details).filter(([name]) => name !== 'endpoint');
-  return shown.length === 0 ? '' : ` (${shown.map(([name, value]) => `${name}: ${JSON.stringify(value)}`).join(', ')})`;
+  const parts = shown.map(([name, value]) => `${name}: ${JSON.stringify(value)}`);
+  return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
 }
 
 /** Prints rows as an aligned table with a header line. */
 export function printTable(header: readonly string[], rows: readonly (readonly unknown[])[]): void {
   const cells = [header, ...rows.map((row) => row.map((cell) => String(cell)))];
-  const widths = header.map((_, column) => Math.max(...cells.map((row) => (row[column] ?? '').length)));
-  const line = (row: readonly string[]): string => `| ${row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join(' | ')} |`;
+  const width = (column: number): number =>
+    Math.max(...cells.map((row) => (row[column] ?? '').length));
+  const widths = header.map((_, column) => width(column));
+  const pad = (row: readonly string[]): string[] =>
+    row.map((cell, i) => cell.padEnd(widths[i] ?? 0));
+  const line = (row: readonly string[]): string => `| ${pad(row).join(' | ')} |`;
   const rule = `+${widths.map((w) => '-'.repeat(w + 2)).join('+')}+`;
   console.log([rule, line(header), rule, ...cells.slice(1).map(line), rule].join('\n'));
 }
@@ -137,10 +157,19 @@ export function printJson(value: unknown): void {
 export function integerFlag(value: string | undefined, name: string): number | undefined {
   if (value === undefined) return undefined;
   const number = Number(value);
-  if (!Number.isSafeInteger(number) || number < 0) throw new UsageError(`--${name} must be a non-negative integer (not ${value})`);
+  if (!Number.isSafeInteger(number) || number < 0) {
+    throw new UsageError(`--${name} must be a non-negative integer (not ${value})`);
+  }
   return number;
 }
 
-export function requirePositionals(positionals: readonly string[], min: number, max: number, what: string): void {
-  if (positionals.length < min || positionals.length > max) throw new UsageError(`expected ${what}`);
+export function requirePositionals(
+  positionals: readonly string[],
+  min: number,
+  max: number,
+  what: string,
+): void {
+  if (positionals.length < min || positionals.length > max) {
+    throw new UsageError(`expected ${what}`);
+  }
 }

@@ -1,6 +1,16 @@
 // `baton member list`, `baton status`, `baton compact`: the cell's shape and maintenance.
 import { BatonClient, defaultEndpoints } from '../client/index.js';
-import { makeClient, parseCommand, printJson, printTable, requirePositionals, runWithClient, exitCodes, integerFlag, UsageError } from './client-command.js';
+import {
+  exitCodes,
+  integerFlag,
+  makeClient,
+  parseCommand,
+  printJson,
+  printTable,
+  requirePositionals,
+  runWithClient,
+  UsageError,
+} from './client-command.js';
 
 const memberHelp = `usage: baton member list
   Lists the cell's members (id, name, role, health, URLs) as one node sees them.`;
@@ -19,8 +29,17 @@ export const memberCommand = (args: readonly string[]): Promise<number> =>
       const status = await client.status();
       if (format === 'json') printJson({ leader: status.leader, members: status.members });
       else {
-        const rows = status.members.map((m) => [m.id, m.name, m.role, m.healthy ? 'healthy' : 'unhealthy', m.id === status.leader ? 'leader' : '', m.clientUrl, m.peerUrl]);
-        if (format === 'table') printTable(['ID', 'NAME', 'ROLE', 'HEALTH', 'LEADER', 'CLIENT_URL', 'PEER_URL'], rows);
+        const rows = status.members.map((m) => [
+          m.id,
+          m.name,
+          m.role,
+          m.healthy ? 'healthy' : 'unhealthy',
+          m.id === status.leader ? 'leader' : '',
+          m.clientUrl,
+          m.peerUrl,
+        ]);
+        const header = ['ID', 'NAME', 'ROLE', 'HEALTH', 'LEADER', 'CLIENT_URL', 'PEER_URL'];
+        if (format === 'table') printTable(header, rows);
         else for (const row of rows) console.log(row.filter((cell) => cell !== '').join(', '));
       }
       return exitCodes.ok;
@@ -47,15 +66,21 @@ export const statusCommand = (args: readonly string[]): Promise<number> =>
       try {
         const status = await client.status();
         answers.push({ endpoint, ...status });
-        rows.push([endpoint, status.member, status.leader, status.term, status.commitIndex, status.appliedIndex, status.revision, status.compactRevision]);
+        const { member, leader, term, commitIndex, appliedIndex, revision } = status;
+        const compact = status.compactRevision;
+        rows.push([endpoint, member, leader, term, commitIndex, appliedIndex, revision, compact]);
       } catch (error) {
         failures++;
-        answers.push({ endpoint, error: { code: (error as { code?: string }).code ?? 'unavailable', message: (error as Error).message } });
+        const code = (error as { code?: string }).code ?? 'unavailable';
+        answers.push({ endpoint, error: { code, message: (error as Error).message } });
         rows.push([endpoint, 'unreachable', '', '', '', '', '', '']);
       }
     }
     if (format === 'json') printJson(answers);
-    else if (format === 'table') printTable(['ENDPOINT', 'MEMBER', 'LEADER', 'TERM', 'COMMIT', 'APPLIED', 'REVISION', 'COMPACT'], rows);
+    else if (format === 'table') {
+      const header = ['ENDPOINT', 'MEMBER', 'LEADER', 'TERM', 'COMMIT', 'APPLIED', 'REVISION'];
+      printTable([...header, 'COMPACT'], rows);
+    }
     else for (const row of rows) console.log(row.filter((cell) => cell !== '').join(', '));
     return failures === seeds.length ? exitCodes.unavailable : exitCodes.ok;
   });

@@ -15,13 +15,16 @@ import {
   type OutputFormat,
 } from './client-command.js';
 
-const getHelp = `usage: baton get KEY [--prefix] [--limit N] [--rev R] [--keys-only] [--count-only] [--serializable]
+const getHelp = `usage: baton get KEY [--prefix] [--limit N] [--rev R] [--keys-only] [--count-only]
+                 [--serializable]
   Reads a key (or, with --prefix, every key beginning with KEY). An absent single key exits 1.`;
-const putHelp = `usage: baton put KEY [VALUE] [--if-version N] [--if-revision R] [--lease ID] [--request-id ID]
+const putHelp = `usage: baton put KEY [VALUE] [--if-version N] [--if-revision R] [--lease ID]
+                 [--request-id ID]
   Writes KEY (VALUE, or stdin when omitted). --if-version 0 creates only if absent.
   Retries after no answer reuse one Request-ID, so the write applies at most once.
   Prints the revision and the key's fencing token.`;
-const delHelp = `usage: baton del KEY [--prefix] [--if-version N] [--if-revision R] [--request-id ID]
+const delHelp = `usage: baton del KEY [--prefix] [--if-version N] [--if-revision R]
+                 [--request-id ID]
   Deletes a key (or every key under a prefix). Prints how many were deleted.`;
 const txnHelp = `usage: baton txn [FILE|-] [--request-id ID]
   Runs one transaction read as JSON from FILE or stdin ("-" or omitted), as POST /v1/txn:
@@ -59,12 +62,24 @@ export const getCommand = (args: readonly string[]): Promise<number> =>
     }
   });
 
-function printRange(result: RangeResult, format: OutputFormat, keysOnly: boolean, countOnly: boolean): void {
+function printRange(
+  result: RangeResult,
+  format: OutputFormat,
+  keysOnly: boolean,
+  countOnly: boolean,
+): void {
   if (format === 'json') return printJson(result);
   if (format === 'table') {
     return printTable(
       ['KEY', 'VALUE', 'VERSION', 'CREATE_REV', 'MOD_REV', 'LEASE'],
-      result.kvs.map((kv: KeyValue) => [kv.key, kv.value, kv.version, kv.createRevision, kv.modRevision, kv.lease]),
+      result.kvs.map((kv: KeyValue) => [
+        kv.key,
+        kv.value,
+        kv.version,
+        kv.createRevision,
+        kv.modRevision,
+        kv.lease,
+      ]),
     );
   }
   if (countOnly) return console.log(String(result.count));
@@ -93,8 +108,13 @@ export const putCommand = (args: readonly string[]): Promise<number> =>
         ...(values['request-id'] !== undefined ? { requestId: values['request-id'] } : {}),
       });
       if (format === 'json') printJson(result);
-      else if (format === 'table') printTable(['REVISION', 'VERSION', 'CREATED', 'FENCING_TOKEN'], [[result.revision, result.version, result.created, result.fencingToken]]);
-      else console.log(`OK revision=${result.revision} version=${result.version} fencingToken=${result.fencingToken}`);
+      else if (format === 'table') {
+        const row = [result.revision, result.version, result.created, result.fencingToken];
+        printTable(['REVISION', 'VERSION', 'CREATED', 'FENCING_TOKEN'], [row]);
+      } else {
+        const { revision, version, fencingToken } = result;
+        console.log(`OK revision=${revision} version=${version} fencingToken=${fencingToken}`);
+      }
       return exitCodes.ok;
     } finally {
       await client.close();
@@ -121,7 +141,9 @@ export const delCommand = (args: readonly string[]): Promise<number> =>
         ...(values['request-id'] !== undefined ? { requestId: values['request-id'] } : {}),
       });
       if (format === 'json') printJson(result);
-      else if (format === 'table') printTable(['DELETED', 'REVISION'], [[result.deleted, result.revision]]);
+      else if (format === 'table') {
+        printTable(['DELETED', 'REVISION'], [[result.deleted, result.revision]]);
+      }
       else console.log(String(result.deleted));
       return exitCodes.ok;
     } finally {
@@ -131,24 +153,35 @@ export const delCommand = (args: readonly string[]): Promise<number> =>
 
 export const txnCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(txnHelp, args, async () => {
-    const { values, positionals, format, endpoints } = parseCommand(args, { 'request-id': { type: 'string' } });
+    const options = { 'request-id': { type: 'string' } } as const;
+    const { values, positionals, format, endpoints } = parseCommand(args, options);
     requirePositionals(positionals, 0, 1, '[FILE|-]');
     const source = positionals[0] ?? '-';
     let request: TxnRequest;
     try {
       request = JSON.parse(readFileSync(source === '-' ? 0 : source, 'utf8')) as TxnRequest;
     } catch (error) {
-      throw new UsageError(`cannot read the transaction from ${source}: ${error instanceof Error ? error.message : String(error)}`);
+      const why = error instanceof Error ? error.message : String(error);
+      throw new UsageError(`cannot read the transaction from ${source}: ${why}`);
     }
     const client = makeClient(endpoints);
     try {
       const result = await client.txn(
-        { compare: request.compare ?? [], success: request.success ?? [], failure: request.failure ?? [] },
+        {
+          compare: request.compare ?? [],
+          success: request.success ?? [],
+          failure: request.failure ?? [],
+        },
         values['request-id'] !== undefined ? { requestId: values['request-id'] } : {},
       );
       if (format === 'json') printJson(result);
-      else if (format === 'table') printTable(['SUCCEEDED', 'REVISION', 'RESULTS'], [[result.succeeded, result.revision, JSON.stringify(result.results)]]);
-      else console.log(`${result.succeeded ? 'SUCCESS' : 'FAILURE'} revision=${result.revision}\n${result.results.map((r) => JSON.stringify(r)).join('\n')}`);
+      else if (format === 'table') {
+        const row = [result.succeeded, result.revision, JSON.stringify(result.results)];
+        printTable(['SUCCEEDED', 'REVISION', 'RESULTS'], [row]);
+      } else {
+        console.log(`${result.succeeded ? 'SUCCESS' : 'FAILURE'} revision=${result.revision}`);
+        for (const opResult of result.results) console.log(JSON.stringify(opResult));
+      }
       return result.succeeded ? exitCodes.ok : exitCodes.failed;
     } finally {
       await client.close();

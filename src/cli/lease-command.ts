@@ -1,7 +1,17 @@
 // `baton lease grant|keepalive|revoke|timetolive`. There is no `lease list`: the API has no
 // endpoint that lists leases (api.md, docs/api/leases.md), so the CLI does not pretend to.
-import { makeClient, parseCommand, printJson, printTable, requirePositionals, runWithClient, exitCodes, integerFlag, UsageError } from './client-command.js';
-import { renewalDelayMs, type LeaseKeepaliveResult } from '../client/index.js';
+import {
+  exitCodes,
+  integerFlag,
+  makeClient,
+  parseCommand,
+  printJson,
+  printTable,
+  requirePositionals,
+  runWithClient,
+  UsageError,
+} from './client-command.js';
+import { renewalDelayMs, type LeaseKeepaliveResult as KeepaliveAnswer } from '../client/index.js';
 
 const leaseHelp = `usage: baton lease grant TTL_SECONDS
        baton lease keepalive ID [--once]   renew every TTL/3 over the stream until Ctrl-C
@@ -11,7 +21,8 @@ const leaseHelp = `usage: baton lease grant TTL_SECONDS
 
 export const leaseCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(leaseHelp, args, async () => {
-    const { values, positionals, format, endpoints } = parseCommand(args, { once: { type: 'boolean' } });
+    const options = { once: { type: 'boolean' } } as const;
+    const { values, positionals, format, endpoints } = parseCommand(args, options);
     const [action, idText] = positionals;
     requirePositionals(positionals, 2, 2, 'an action and one argument');
     const number = integerFlag(idText, action === 'grant' ? 'TTL' : 'ID') as number;
@@ -25,12 +36,21 @@ export const leaseCommand = (args: readonly string[]): Promise<number> =>
       } else if (action === 'revoke') {
         const revoked = await client.leaseRevoke(number);
         if (format === 'json') printJson(revoked);
-        else console.log(`lease ${number} revoked (${revoked.deleted} keys deleted at revision ${revoked.revision})`);
+        else {
+          const { deleted, revision } = revoked;
+          console.log(`lease ${number} revoked (${deleted} keys deleted at revision ${revision})`);
+        }
       } else if (action === 'timetolive') {
         const info = await client.leaseTimeToLive(number);
         if (format === 'json') printJson(info);
-        else if (format === 'table') printTable(['ID', 'TTL', 'GRANTED_TTL', 'KEYS'], [[info.id, info.ttl, info.grantedTtl, info.keys.join(',')]]);
-        else console.log(`lease ${info.id} remaining ${info.ttl}s (granted ${info.grantedTtl}s), keys: ${info.keys.join(', ') || '(none)'}`);
+        else if (format === 'table') {
+          const row = [info.id, info.ttl, info.grantedTtl, info.keys.join(',')];
+          printTable(['ID', 'TTL', 'GRANTED_TTL', 'KEYS'], [row]);
+        } else {
+          const keys = info.keys.join(', ') || '(none)';
+          const granted = `granted ${info.grantedTtl}s`;
+          console.log(`lease ${info.id} remaining ${info.ttl}s (${granted}), keys: ${keys}`);
+        }
       } else if (action === 'keepalive') {
         return await keepalive(client, number, values.once === true, format === 'json');
       } else {
@@ -42,17 +62,23 @@ export const leaseCommand = (args: readonly string[]): Promise<number> =>
     }
   });
 
-async function keepalive(client: ReturnType<typeof makeClient>, id: number, once: boolean, json: boolean): Promise<number> {
+async function keepalive(
+  client: ReturnType<typeof makeClient>,
+  id: number,
+  once: boolean,
+  json: boolean,
+): Promise<number> {
   let stopped = false;
   const stop = (): void => {
     stopped = true;
   };
   process.once('SIGINT', stop);
   try {
+    const frame = { type: 'keepalive', ids: [id] };
     while (!stopped) {
       const result = once
         ? await client.leaseKeepalive([id])
-        : ((await client.stream.request({ type: 'keepalive', ids: [id] }, 5_000)) as LeaseKeepaliveResult);
+        : ((await client.stream.request(frame, 5_000)) as KeepaliveAnswer);
       const entry = result.leases.find((lease) => lease.id === id);
       if (entry === undefined || 'error' in entry) {
         console.error(`baton: lease_not_found: lease ${id} has expired or was revoked`);
@@ -62,7 +88,9 @@ async function keepalive(client: ReturnType<typeof makeClient>, id: number, once
       else console.log(`lease ${id} kept alive with TTL ${entry.ttl}s`);
       if (once) break;
       const deadline = Date.now() + renewalDelayMs(entry.ttl * 1000);
-      while (!stopped && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+      while (!stopped && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
     }
     return exitCodes.ok;
   } finally {

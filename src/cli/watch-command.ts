@@ -1,10 +1,20 @@
 // `baton watch`: prints events as they commit until Ctrl-C or --count events. It rides the
 // client's resumable watch, so a node that stops or a dropped connection is bridged without a
 // gap or a duplicate; only `compacted` ends it (exit 1, with the compaction revision).
-import { makeClient, parseCommand, printJson, requirePositionals, runWithClient, exitCodes, integerFlag, UsageError } from './client-command.js';
+import {
+  exitCodes,
+  integerFlag,
+  makeClient,
+  parseCommand,
+  printJson,
+  requirePositionals,
+  runWithClient,
+  UsageError,
+} from './client-command.js';
 import type { WatchEvent } from '../client/index.js';
 
-const watchHelp = `usage: baton watch KEY [--prefix] [--rev R] [--prev-kv] [--filter put|delete] [--count N]
+const watchHelp = `usage: baton watch KEY [--prefix] [--rev R] [--prev-kv] [--filter put|delete]
+                   [--count N]
   Prints every change of KEY (or of keys under a prefix) from revision R (default: from now).
   Simple output is etcdctl-like (PUT|DELETE, key, value lines); -w json prints one batch per line
   {"revision", "events"}. Ends after N events with --count, or on Ctrl-C (exit 0).`;
@@ -20,7 +30,9 @@ export const watchCommand = (args: readonly string[]): Promise<number> =>
     });
     requirePositionals(positionals, 1, 1, 'one KEY');
     const filter = values.filter;
-    if (filter !== undefined && filter !== 'put' && filter !== 'delete') throw new UsageError('--filter must be put or delete');
+    if (filter !== undefined && filter !== 'put' && filter !== 'delete') {
+      throw new UsageError('--filter must be put or delete');
+    }
     const startRevision = integerFlag(values.rev, 'rev');
     const countMax = integerFlag(values.count, 'count') ?? Number.POSITIVE_INFINITY;
     const client = makeClient(endpoints);
@@ -53,6 +65,7 @@ export const watchCommand = (args: readonly string[]): Promise<number> =>
   });
 
 function describeEvent(event: WatchEvent, tabbed: boolean): string {
-  const parts = [event.type.toUpperCase(), event.kv.key, ...(event.type === 'put' ? [event.kv.value] : [])];
+  const value = event.type === 'put' ? [event.kv.value] : [];
+  const parts = [event.type.toUpperCase(), event.kv.key, ...value];
   return tabbed ? `${parts.join('\t')}\t${event.kv.modRevision}` : parts.join('\n');
 }
