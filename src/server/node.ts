@@ -24,6 +24,7 @@ import type { NodeConfig } from './config.js';
 import { NodeDriver } from './driver.js';
 import { KvStateMachine } from './kv-state-machine.js';
 import { DurableLogStore } from './log-store.js';
+import { Gauge } from './metrics.js';
 import { NodeMetrics } from './node-metrics.js';
 import { SnapshotTransfers } from './snapshot-transfer.js';
 import { leaseLimitsFromEnv, defaultLeaseServiceOptions } from './lease-config.js';
@@ -123,6 +124,10 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     requestTimeoutMs: config.requestTimeoutMs,
   });
   const stateMachine = new LeaseAwareStateMachine(new KvStateMachine(store), leases);
+  nodeMetrics.registry.add(new Gauge('baton_leases', 'Leases in the replicated table', () => store.leaseCount()));
+  nodeMetrics.registry.add(
+    new Gauge('baton_leases_tracked', 'Lease deadlines tracked here (the leader only)', () => leases.trackedCount),
+  );
   driver = new NodeDriver(core, logStore, stateMachine, transfers.peerSender(transport), realTimers,
     { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries },
     {

@@ -135,4 +135,5 @@ test('status, health, readiness and metrics', async () => {
   assert.match(metrics.body, /baton_raft_term \d+/);
   assert.match(metrics.body, /baton_proposal_seconds_count \d+/);
   assert.match(metrics.body, /baton_wal_fsync_seconds_count \d+/);
+  assert.match(metrics.body, /baton_leases \d+/);
 });
