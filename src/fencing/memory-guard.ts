@@ -1,0 +1,25 @@
+// A fencing guard in memory: for a resource that lives in the same process (or tests).
+import { InvalidArgumentError } from '../base/errors.js';
+import type { FencingGuard, FencingVerdict } from './types.js';
+
+export class MemoryFencingGuard implements FencingGuard {
+  private readonly tokens = new Map<string, number>();
+
+  check(resource: string, token: number): FencingVerdict {
+    validToken(token);
+    const highest = this.tokens.get(resource) ?? 0;
+    if (token < highest) return { accepted: false, token, highest };
+    this.tokens.set(resource, token);
+    return { accepted: true, token };
+  }
+
+  highest(resource: string): number {
+    return this.tokens.get(resource) ?? 0;
+  }
+}
+
+export function validToken(token: number): void {
+  if (!Number.isSafeInteger(token) || token < 1) {
+    throw new InvalidArgumentError(`a fencing token is a positive integer, not ${String(token)}`);
+  }
+}
