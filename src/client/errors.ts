@@ -1,7 +1,8 @@
 // The client's errors are the server's: every API answer with an error code becomes the same
 // BatonError class the server threw (src/base/errors.ts), so `error.code` and `error.retryable`
 // mean the same on both sides. Failures with no answer (network, timeout) are `unavailable` or
-// `timeout`: retryable, and for a mutation only with the same Request-ID.
+// `timeout`: retryable, and for a mutation only with the same Request-ID. The classes are
+// exported to users from index.ts.
 import {
   BatonError,
   CompactedError,
@@ -18,21 +19,6 @@ import {
   UnavailableError,
 } from '../base/errors.js';
 
-export {
-  BatonError,
-  CompactedError,
-  InvalidArgumentError,
-  KeyNotFoundError,
-  LeaseNotFoundError,
-  LockHeldError,
-  LockNotHeldError,
-  OverloadedError,
-  PreconditionFailedError,
-  QuotaExceededError,
-  SlowConsumerError,
-  TimeoutError,
-  UnavailableError,
-};
 
 /** An answer with a code this client does not know (a newer server): never retried. */
 export class UnknownCodeError extends BatonError {

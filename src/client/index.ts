@@ -23,7 +23,6 @@ export { StreamConnection } from './stream-connection.js';
 export { fetchTransport } from './http-transport.js';
 export {
   BatonError,
-  ClosedError,
   CompactedError,
   InvalidArgumentError,
   KeyNotFoundError,
@@ -33,14 +32,11 @@ export {
   OverloadedError,
   PreconditionFailedError,
   QuotaExceededError,
-  SessionLostError,
   SlowConsumerError,
   TimeoutError,
   UnavailableError,
-  UnknownCodeError,
-  errorFromHttp,
-  errorFromWire,
-} from './errors.js';
+} from '../base/errors.js';
+export { ClosedError, SessionLostError, UnknownCodeError, errorFromHttp, errorFromWire } from './errors.js';
 export { defaultEndpoints, defaultRetryPolicy } from './types.js';
 export type {
   ClientClock,

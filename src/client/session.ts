@@ -6,7 +6,8 @@
 // remains; a late acknowledgement never revives a lost session.
 import { EventEmitter } from 'node:events';
 import type { BatonClient } from './client.js';
-import { ClosedError, LeaseNotFoundError, SessionLostError } from './errors.js';
+import { LeaseNotFoundError } from '../base/errors.js';
+import { ClosedError, SessionLostError } from './errors.js';
 import { defaultSafetyMarginMs, renewalDelayMs, SafeUntil } from './safe-until.js';
 import type { LeaseKeepaliveResult } from './types.js';
 

@@ -75,16 +75,22 @@ function singleNode() {
 }
 
 const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+/** Elect the single member and let its first writes (term, no-op) reach the disk. */
+async function electedSingleNode() {
+  const node = singleNode();
+  node.core.campaign();
+  node.driver.tick();
+  for (let i = 0; i < 2; i++) {
+    node.disk.completeAll();
+    await flush();
+  }
+  return node;
+}
 const id = (n: number) => new Uint8Array(16).fill(n);
 
 test('a proposal is applied only after its entry is durable, and resolves with the outcome', async () => {
-  const { core, disk, machine, driver } = singleNode();
-  core.campaign();
-  driver.tick();
-  disk.completeAll();
-  await flush();
-  disk.completeAll();
-  await flush();
+  const { disk, machine, driver } = await electedSingleNode();
   assert.equal(driver.isLeader, true);
   const outcome = driver.propose(id(1), new TextEncoder().encode('hello'));
   assert.deepEqual(machine.log, [], 'nothing applied before the disk write completes');
@@ -98,26 +104,14 @@ test('a proposal is applied only after its entry is durable, and resolves with t
 });
 
 test('a proposal whose outcome is unknown rejects with a timeout', async () => {
-  const { core, disk, driver, timers } = singleNode();
-  core.campaign();
-  driver.tick();
-  disk.completeAll();
-  await flush();
-  disk.completeAll();
-  await flush();
+  const { driver, timers } = await electedSingleNode();
   const outcome = driver.propose(id(2), new TextEncoder().encode('stuck'));
   timers.advance(1001); // the disk never answers
   await assert.rejects(outcome, TimeoutError);
 });
 
 test('a linearizable read resolves once applied reaches the read index', async () => {
-  const { core, disk, driver } = singleNode();
-  core.campaign();
-  driver.tick();
-  disk.completeAll();
-  await flush();
-  disk.completeAll();
-  await flush();
+  const { disk, driver } = await electedSingleNode();
   let done = false;
   const read = driver.linearizableRead().then(() => { done = true; });
   await flush();
