@@ -77,9 +77,10 @@ export function readLease(reader: KvReader, id: number): LeaseRecord | null {
   return stored === undefined ? null : decodeLease(id, stored);
 }
 
-/** Every lease, ascending by id (a new leader's tracker starts from these). */
-export function* readLeases(reader: KvReader): Generator<LeaseRecord> {
-  for (const entry of reader.range({ start: grantPrefix, end: prefixEnd(grantPrefix) })) {
+/** Every lease with an id above `afterId`, ascending by id (a new leader's tracker starts from these). */
+export function* readLeases(reader: KvReader, afterId = 0): Generator<LeaseRecord> {
+  const start = afterId > 0 ? grantKey(afterId + 1) : grantPrefix;
+  for (const entry of reader.range({ start, end: prefixEnd(grantPrefix) })) {
     assert(entry.key.length === 9, 'lease key size');
     yield decodeLease(readU64(entry.key, 1), entry.value);
   }

@@ -207,6 +207,18 @@ export class MvccStore {
     return [...readLeases(this.engine)];
   }
 
+  /** At most `limit` leases with ids above `afterId`, ascending (a bounded page of the list). */
+  leasesPage(afterId: number, limit: number): LeaseRecord[] {
+    validateCount(afterId, 'afterId');
+    const out: LeaseRecord[] = [];
+    if (afterId >= Number.MAX_SAFE_INTEGER) return out;
+    for (const lease of readLeases(this.engine, afterId)) {
+      if (out.length >= limit) break;
+      out.push(lease);
+    }
+    return out;
+  }
+
   leaseCount(): number {
     return leaseCount(this.engine);
   }

@@ -8,7 +8,7 @@ import { LeaseNotFoundError, OverloadedError, UnavailableError } from '../base/e
 import { LeaseExpiryTracker } from '../lease/index.js';
 import { encodeCommand, type ApplyOutcome, type Command, type CommandResult, type MvccStore } from '../mvcc/index.js';
 import type { RaftApi } from '../raft/index.js';
-import type { KeepaliveAnswer, KeepaliveItem, LeaseApi, LeaseInfo } from '../api/http/lease-routes.js';
+import type { KeepaliveAnswer, KeepaliveItem, LeaseApi, LeaseInfo, LeaseList } from '../api/http/lease-routes.js';
 import type { NodeConfig } from './config.js';
 import type { NodeDriver } from './driver.js';
 import { defaultLeaseServiceOptions, type LeaseServiceOptions } from './lease-config.js';
@@ -286,6 +286,25 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
       keys: this.store.keysOfLease(id),
       revision: this.store.revision,
     };
+  }
+
+  async list(request: { after: number; limit: number }, forwarded: boolean): Promise<LeaseList> {
+    if (this.driver?.isLeader !== true) {
+      const path = `/v1/leases?after=${request.after}&limit=${request.limit}`;
+      return (await this.forward(forwarded, { method: 'GET', path })) as LeaseList;
+    }
+    this.maybePromote();
+    await this.whenPromoted();
+    await this.confirmLeadership();
+    this.requireServing();
+    // One more than asked tells whether another page follows.
+    const page = this.store.leasesPage(request.after, request.limit + 1);
+    const now = this.monotonicMs();
+    const leases = page.slice(0, request.limit).map((lease) => {
+      const remainingMs = this.tracker.remainingMs(lease.id, now) ?? lease.remainingMs;
+      return { id: lease.id, ttl: Math.floor(remainingMs / 1000), grantedTtl: lease.ttlMs / 1000 };
+    });
+    return { revision: this.store.revision, leases, more: page.length > request.limit };
   }
 
   private requireServing(): void {

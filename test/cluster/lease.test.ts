@@ -136,6 +136,39 @@ test('keepalive on followers and over /v1/stream; time-to-live lists keys; revok
   assert.equal((await http(url(leader, `/v1/leases/${id}`), { method: 'DELETE' })).status, 404);
 });
 
+test('GET /v1/leases lists leases in pages of `limit`, continued with `after`, from any member', async () => {
+  const leader = await findLeader(cell);
+  const follower = cell.names.find((n) => n !== leader) as string;
+  const granted = [await grant(leader, 10), await grant(leader, 10), await grant(leader, 7)];
+  const seen: any[] = [];
+  let after = 0;
+  for (let page = 0; page < 100; page++) {
+    const res = await http(url(follower, `/v1/leases?limit=2&after=${after}`));
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.ok(res.body.leases.length <= 2 && typeof res.body.revision === 'number');
+    seen.push(...res.body.leases);
+    if (!res.body.more) break;
+    after = res.body.leases.at(-1).id;
+  }
+  const ids = seen.map((l) => l.id);
+  assert.deepEqual(ids, [...ids].sort((a, b) => a - b), 'ascending, each once');
+  assert.equal(new Set(ids).size, ids.length);
+  for (const id of granted) {
+    const lease = seen.find((l) => l.id === id);
+    assert.ok(lease !== undefined, `lease ${id} listed`);
+    assert.ok(lease.ttl >= lease.grantedTtl - 2 && lease.ttl <= lease.grantedTtl, JSON.stringify(lease));
+  }
+  assert.equal(seen.find((l) => l.id === granted[2]).grantedTtl, 7);
+  const last = await http(url(leader, `/v1/leases?after=${Math.max(...ids)}`));
+  assert.deepEqual([last.status, last.body.leases, last.body.more], [200, [], false]);
+  for (const bad of ['limit=0', 'limit=10001', 'after=-1', 'after=x', 'sort=id']) {
+    const res = await http(url(leader, `/v1/leases?${bad}`));
+    assert.equal(res.status, 400, bad);
+    assert.equal(res.body.error.code, 'invalid_argument');
+  }
+  for (const id of granted) assert.equal((await http(url(leader, `/v1/leases/${id}`), { method: 'DELETE' })).status, 200);
+});
+
 test('under a flood of lists, lists are shed with 429 while keepalives are answered', async () => {
   const leader = await findLeader(cell);
   const value = 'v'.repeat(8192);

@@ -1,6 +1,7 @@
 // Leases over HTTP (api.md, Leases): grant, keepalive of many IDs in one call, time-to-live with
-// the attached keys, revoke. TTLs are seconds on the wire (milliseconds precision); a TTL outside
-// the cell's bounds is 400, never silently adjusted. The lease logic lives behind LeaseApi.
+// the attached keys, revoke, and a bounded list (`GET /v1/leases?limit=N&after=ID`). TTLs are
+// seconds on the wire (milliseconds precision); a TTL outside the cell's bounds is 400, never
+// silently adjusted. The lease logic lives behind LeaseApi.
 import { InvalidArgumentError } from '../../base/errors.js';
 import { readJson } from './body.js';
 import type { RouteGroup, RouteRequest } from './handler.js';
@@ -25,6 +26,25 @@ export interface LeaseInfo {
   readonly revision: number;
 }
 
+export interface LeaseListItem {
+  readonly id: number;
+  /** Remaining whole seconds (rounded down), as in the time-to-live answer. */
+  readonly ttl: number;
+  readonly grantedTtl: number;
+}
+
+export interface LeaseList {
+  readonly revision: number;
+  /** Ascending by id; at most `limit` of them. */
+  readonly leases: readonly LeaseListItem[];
+  /** More leases follow: ask again with after = the last id here. */
+  readonly more: boolean;
+}
+
+/** Leases per page of GET /v1/leases when no limit is given, and the most a page may hold. */
+export const leaseListLimitDefault = 1_000;
+export const leaseListLimitMax = 10_000;
+
 /** What the lease routes and stream frames need from the node (src/server/lease-service.ts). */
 export interface LeaseApi {
   grant(request: { ttlMs: number; id?: number }, requestId: string | undefined): Promise<{ id: number; ttl: number; revision: number }>;
@@ -32,6 +52,8 @@ export interface LeaseApi {
   /** `forwarded`: the call came from another member, so it must not be forwarded again. */
   keepalive(ids: readonly number[], forwarded: boolean): Promise<KeepaliveAnswer>;
   timeToLive(id: number, forwarded: boolean): Promise<LeaseInfo>;
+  /** Leases with ids above `after`, ascending, at most `limit` (answered by the leader). */
+  list(request: { after: number; limit: number }, forwarded: boolean): Promise<LeaseList>;
   readonly keepaliveIdsMax: number;
 }
 
@@ -84,6 +106,16 @@ export function createLeaseRoutes(leases: LeaseApi): RouteGroup {
 
 async function serveLeases(leases: LeaseApi, request: RouteRequest, path: string): Promise<void> {
   const { req, res, method, context, query, limits } = request;
+  if (path === '/v1/leases' && method === 'GET') {
+    const after = query.integer('after', 0) ?? 0;
+    const limit = query.integer('limit', 1) ?? leaseListLimitDefault;
+    query.rejectUnknown();
+    if (limit > leaseListLimitMax) {
+      throw new InvalidArgumentError(`at most ${leaseListLimitMax} leases per page`, { limit: leaseListLimitMax });
+    }
+    const list = await leases.list({ after, limit }, req.headers[forwardedHeader] !== undefined);
+    return sendJson(res, context, 200, list, list.revision);
+  }
   query.rejectUnknown();
   if (path === '/v1/leases' && method === 'POST') {
     const body = bodyObject(await readJson(req, limits.requestBytesMax));
