@@ -5,6 +5,7 @@ import { CompactedError, FutureRevisionError, PreconditionFailedError } from '..
 import { compareBytes, fromUtf8, utf8 } from './bytes.js';
 import { currentRange } from './layout.js';
 import { applyLeaseCommand, checkPutLeases } from './lease-apply.js';
+import { applySeqCommand } from './seq-apply.js';
 import { readLeaseKeys, readRange } from './read.js';
 import { RevisionWriter } from './revision-writer.js';
 import { validateCommand, validateDelete } from './validate.js';
@@ -64,6 +65,11 @@ export function applyCommand(
     case 'leaseRevoke':
     case 'leaseCheckpoint':
       result = applyLeaseCommand(revisions, op, limits);
+      break;
+    case 'seqCreate':
+    case 'seqCheck':
+    case 'seqRelease':
+      result = applySeqCommand(revisions, op, limits);
       break;
     default:
       return unreachable(op, 'command');

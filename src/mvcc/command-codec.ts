@@ -13,6 +13,9 @@
 //     7 leaseGrant      u64 ttlMs, ?id
 //     8 leaseRevoke     u64 id
 //     9 leaseCheckpoint u16 n, n x (u64 id, u64 remainingMs)
+//    10 seqCreate  prefix, value, u64 lease, bool ifEmpty
+//    11 seqCheck   prefix, key, u64 lease
+//    12 seqRelease prefix, key
 //   key/value: u32 length + bytes; ?x: u8 present [u64 x]
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
@@ -39,6 +42,9 @@ const opCode = {
   leaseGrant: 7,
   leaseRevoke: 8,
   leaseCheckpoint: 9,
+  seqCreate: 10,
+  seqCheck: 11,
+  seqRelease: 12,
 } as const;
 
 /** Validates and encodes; throws the typed error a client should see. */
@@ -148,6 +154,15 @@ function writeOp(writer: ByteWriter, op: Command | TxnOp): void {
       writer.u16(op.leases.length);
       for (const lease of op.leases) writer.u64(lease.id).u64(lease.remainingMs);
       return;
+    case 'seqCreate':
+      writer.string(op.prefix).bytes(op.value).u64(op.lease).u8(op.ifEmpty ? 1 : 0);
+      return;
+    case 'seqCheck':
+      writer.string(op.prefix).string(op.key).u64(op.lease);
+      return;
+    case 'seqRelease':
+      writer.string(op.prefix).string(op.key);
+      return;
   }
 }
 
@@ -208,6 +223,11 @@ function readOp(reader: ByteReader, inTxn: boolean): Command | TxnOp {
     case opCode.leaseCheckpoint:
       if (inTxn) reader.fail('lease commands are not txn operations');
       return readLeaseOp(reader, code);
+    case opCode.seqCreate:
+    case opCode.seqCheck:
+    case opCode.seqRelease:
+      if (inTxn) reader.fail('queue commands are not txn operations');
+      return readSeqOp(reader, code);
     default:
       return reader.fail(`unknown operation code ${code}`);
   }
@@ -224,6 +244,18 @@ function readLeaseOp(reader: ByteReader, code: number): Command {
   const leases: { id: number; remainingMs: number }[] = [];
   for (let i = 0; i < count; i++) leases.push({ id: reader.u64(), remainingMs: reader.u64() });
   return { type: 'leaseCheckpoint', leases };
+}
+
+function readSeqOp(reader: ByteReader, code: number): Command {
+  const prefix = reader.string();
+  if (code === opCode.seqCreate) {
+    const value = reader.bytes();
+    const lease = reader.u64();
+    return { type: 'seqCreate', prefix, value, lease, ifEmpty: reader.bool() };
+  }
+  const key = reader.string();
+  if (code === opCode.seqCheck) return { type: 'seqCheck', prefix, key, lease: reader.u64() };
+  return { type: 'seqRelease', prefix, key };
 }
 
 function readTxn(reader: ByteReader): Command {

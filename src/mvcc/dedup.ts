@@ -9,7 +9,11 @@ import {
   FutureRevisionError,
   InvalidArgumentError,
   KeyNotFoundError,
+  LeaseNotFoundError,
+  LockHeldError,
+  LockNotHeldError,
   PreconditionFailedError,
+  QuotaExceededError,
   TooLargeError,
 } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
@@ -130,6 +134,14 @@ function errorFromJson(json: ErrorJson): BatonError {
       return new PreconditionFailedError(json.message, details);
     case 'key_not_found':
       return new KeyNotFoundError(json.message, details);
+    case 'lease_not_found':
+      return new LeaseNotFoundError(json.message, details);
+    case 'lock_held':
+      return new LockHeldError(json.message, details);
+    case 'lock_not_held':
+      return new LockNotHeldError(json.message, details);
+    case 'quota_exceeded':
+      return new QuotaExceededError(json.message, details);
     case 'invalid_argument':
       if ('currentRevision' in details) {
         return new FutureRevisionError(number('revision'), number('currentRevision'));

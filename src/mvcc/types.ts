@@ -151,6 +151,38 @@ export interface LeaseCheckpointOp {
   readonly leases: readonly { readonly id: number; readonly remainingMs: number }[];
 }
 
+/**
+ * Creates `{prefix}{its own revision, 12 digits}` attached to `lease`: one contender's queue entry
+ * for a lock or election. The lowest key under the prefix owns. With `ifEmpty` (try-lock), an
+ * occupied queue fails with lock_held and writes nothing.
+ */
+export interface SeqCreateOp {
+  readonly type: 'seqCreate';
+  readonly prefix: string;
+  readonly value: Uint8Array;
+  readonly lease: number;
+  readonly ifEmpty: boolean;
+}
+
+/**
+ * A contender's place in its queue, decided in a committed step (no write): granted when `key`
+ * is the lowest. Its key gone means its lease ended (lease_not_found) or it was deleted
+ * (lock_not_held): a grant can never go to a dead lease.
+ */
+export interface SeqCheckOp {
+  readonly type: 'seqCheck';
+  readonly prefix: string;
+  readonly key: string;
+  readonly lease: number;
+}
+
+/** Deletes `key` only if it owns its queue (the lowest under `prefix`); else lock_not_held. */
+export interface SeqReleaseOp {
+  readonly type: 'seqRelease';
+  readonly prefix: string;
+  readonly key: string;
+}
+
 export type Command =
   | PutOp
   | DeleteOp
@@ -159,7 +191,10 @@ export type Command =
   | DeleteLeaseKeysOp
   | LeaseGrantOp
   | LeaseRevokeOp
-  | LeaseCheckpointOp;
+  | LeaseCheckpointOp
+  | SeqCreateOp
+  | SeqCheckOp
+  | SeqReleaseOp;
 export type CommandType = Command['type'];
 
 /** What a Raft entry's data carries. */
@@ -237,6 +272,30 @@ export interface LeaseCheckpointResult {
   readonly revision: number;
 }
 
+/** Where a contender stands, read in the same step as its command. */
+export interface SeqPosition {
+  /** The cell revision the position was read at (the command's own revision for a create). */
+  readonly revision: number;
+  readonly kv: KeyValue;
+  /** The queue's owner: the lowest key (equal to `kv` when granted). */
+  readonly owner: KeyValue;
+  /** The key just below `kv`, or null when `kv` owns. */
+  readonly predecessor: KeyValue | null;
+}
+
+export interface SeqCreateResult extends SeqPosition {
+  readonly type: 'seqCreate';
+}
+
+export interface SeqCheckResult extends SeqPosition {
+  readonly type: 'seqCheck';
+}
+
+export interface SeqReleaseResult {
+  readonly type: 'seqRelease';
+  readonly revision: number;
+}
+
 export type CommandResult =
   | PutResult
   | DeleteResult
@@ -245,7 +304,10 @@ export type CommandResult =
   | DeleteLeaseKeysResult
   | LeaseGrantResult
   | LeaseRevokeResult
-  | LeaseCheckpointResult;
+  | LeaseCheckpointResult
+  | SeqCreateResult
+  | SeqCheckResult
+  | SeqReleaseResult;
 
 interface OutcomeBase {
   readonly index: number;

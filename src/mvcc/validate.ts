@@ -187,7 +187,39 @@ export function validateCommand(op: Command, limits: MvccLimits): void {
         validateCount(lease.remainingMs, 'remainingMs');
       }
       return;
+    case 'seqCreate':
+      validateSeqPrefix(op.prefix, limits);
+      validateValue(op.value, limits);
+      validateLeaseId(op.lease);
+      return;
+    case 'seqCheck':
+      validateSeqKey(op.prefix, op.key, limits);
+      validateLeaseId(op.lease);
+      return;
+    case 'seqRelease':
+      validateSeqKey(op.prefix, op.key, limits);
+      return;
     default:
       throw new InvalidArgumentError(`unknown command ${String((op as Command).type)}`);
   }
+}
+
+/** Contender keys are `{prefix}{12 digits}`: fixed width, so key order is revision order. */
+export const seqDigits = 12;
+const seqKeyPattern = new RegExp(`^\\d{${seqDigits}}$`);
+
+function validateSeqPrefix(prefix: unknown, limits: MvccLimits): void {
+  const bytes = validateKey(prefix, limits);
+  if (!(prefix as string).endsWith('/') || bytes.length + seqDigits > limits.keyBytesMax) {
+    throw new InvalidArgumentError('a queue prefix ends with "/" and leaves room for the sequence', { prefix });
+  }
+}
+
+/** Returns the key's sequence number (its createRevision). */
+export function validateSeqKey(prefix: string, key: unknown, limits: MvccLimits): number {
+  validateSeqPrefix(prefix, limits);
+  if (typeof key !== 'string' || !key.startsWith(prefix) || !seqKeyPattern.test(key.slice(prefix.length))) {
+    throw new InvalidArgumentError(`not a contender key of ${prefix}`, { key });
+  }
+  return Number(key.slice(prefix.length));
 }

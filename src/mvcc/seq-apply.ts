@@ -1,0 +1,110 @@
+// Contender queues for locks and elections, applied in the state machine so that creating an
+// entry, reading its place, and granting it are each one committed step: the listing a waiter
+// gets is exactly the state at its own revision (nothing can slip between list and watch), and a
+// grant re-checks that the contender's key (hence its lease) is still alive.
+import { assert } from '../base/assert.js';
+import { LeaseNotFoundError, LockHeldError, LockNotHeldError } from '../base/errors.js';
+import { fromUtf8, prefixEnd, utf8 } from './bytes.js';
+import { currentKey, currentRange } from './layout.js';
+import { checkPutLeases } from './lease-apply.js';
+import { readLease } from './lease-state.js';
+import { decodeRecord } from './records.js';
+import type { RevisionWriter } from './revision-writer.js';
+import { seqDigits, validateSeqKey } from './validate.js';
+import type {
+  KeyValue,
+  KvReader,
+  MvccLimits,
+  SeqCheckOp,
+  SeqCreateOp,
+  SeqPosition,
+  SeqReleaseOp,
+  SeqCreateResult,
+  SeqCheckResult,
+  SeqReleaseResult,
+} from './types.js';
+
+export function applySeqCommand(
+  revisions: RevisionWriter,
+  op: SeqCreateOp | SeqCheckOp | SeqReleaseOp,
+  limits: MvccLimits,
+): SeqCreateResult | SeqCheckResult | SeqReleaseResult {
+  switch (op.type) {
+    case 'seqCreate':
+      return applyCreate(revisions, op, limits);
+    case 'seqCheck':
+      return { type: 'seqCheck', ...position(revisions.writer, op.prefix, ownKey(revisions.writer, op), revisions.baseRevision) };
+    case 'seqRelease':
+      return applyRelease(revisions, op, limits);
+  }
+}
+
+function applyCreate(revisions: RevisionWriter, op: SeqCreateOp, limits: MvccLimits): SeqCreateResult {
+  const key = `${op.prefix}${String(revisions.revision).padStart(seqDigits, '0')}`;
+  assert(key.length - op.prefix.length === seqDigits, 'revisions fit the sequence width');
+  if (op.ifEmpty) {
+    const owner = firstUnder(revisions.writer, op.prefix);
+    if (owner !== null) {
+      throw new LockHeldError(`${op.prefix} is held by ${owner.key}`, { holder: holderDetails(owner) });
+    }
+  }
+  // Before the first write: the lease exists and has room (lease_not_found / quota_exceeded).
+  checkPutLeases(revisions.writer, [{ type: 'put', key, value: op.value, lease: op.lease }], limits);
+  const kv = revisions.put(utf8(key), { key, value: op.value, lease: op.lease });
+  assert(kv.version === 1 && kv.createRevision === revisions.revision, 'a contender key is new');
+  return { type: 'seqCreate', ...position(revisions.writer, op.prefix, kv, revisions.revision) };
+}
+
+function applyRelease(revisions: RevisionWriter, op: SeqReleaseOp, limits: MvccLimits): SeqReleaseResult {
+  validateSeqKey(op.prefix, op.key, limits);
+  const owner = firstUnder(revisions.writer, op.prefix);
+  if (owner === null || owner.key !== op.key) {
+    throw new LockNotHeldError(`${op.key} does not hold ${op.prefix}`, {
+      holder: owner === null ? null : holderDetails(owner),
+    });
+  }
+  assert(revisions.delete(utf8(op.key), op.key), 'the owner key was live');
+  return { type: 'seqRelease', revision: revisions.finalRevision };
+}
+
+/** The contender's live key, or why it is gone. */
+function ownKey(reader: KvReader, op: SeqCheckOp): KeyValue {
+  const stored = reader.get(currentKey(utf8(op.key)));
+  if (stored !== undefined) {
+    const kv = decodeRecord(op.key, stored);
+    if (kv.lease === op.lease) {
+      // A live key implies a live lease: a revocation deletes its keys in the same step.
+      assert(readLease(reader, op.lease) !== null, 'a key attached to a lease outlives it');
+      return kv;
+    }
+  }
+  if (readLease(reader, op.lease) === null) {
+    throw new LeaseNotFoundError(`lease ${op.lease} ended before ${op.key} was granted`, { lease: op.lease });
+  }
+  throw new LockNotHeldError(`${op.key} is no longer queued (deleted)`, { key: op.key });
+}
+
+function position(reader: KvReader, prefix: string, kv: KeyValue, revision: number): SeqPosition {
+  let owner: KeyValue | null = null;
+  let predecessor: KeyValue | null = null;
+  // Keys below the contender's own, ascending: the first owns, the last is its predecessor.
+  for (const entry of reader.range(currentRange({ start: utf8(prefix), end: utf8(kv.key) }))) {
+    const below = decodeRecord(fromUtf8(entry.key.subarray(1)), entry.value);
+    owner ??= below;
+    predecessor = below;
+  }
+  return { revision, kv, owner: owner ?? kv, predecessor };
+}
+
+function firstUnder(reader: KvReader, prefix: string): KeyValue | null {
+  const bytes = utf8(prefix);
+  for (const entry of reader.range(currentRange({ start: bytes, end: prefixEnd(bytes) }))) {
+    return decodeRecord(fromUtf8(entry.key.subarray(1)), entry.value);
+  }
+  return null;
+}
+
+/** JSON-safe (errors are stored for Request-ID retries): the value as UTF-8 text. */
+export function holderDetails(kv: KeyValue): Record<string, unknown> {
+  return { key: kv.key, fencingToken: kv.createRevision, lease: kv.lease, value: fromUtf8(kv.value) };
+}
