@@ -1,8 +1,45 @@
-// Followers pass keepalives and time-to-live queries to the leader over its client HTTP API
-// (member client URLs come from the initial cluster): renewals never go through the log, and
-// only the leader holds deadlines. The leader's answer, or its error, is passed back unchanged.
+// Followers pass keepalives and time-to-live queries to the leader (renewals never go through
+// the log, and only the leader holds deadlines). The leader's answer, or its error, is passed
+// back unchanged. LeaseForwarder is the door; HttpLeaseForwarder uses the leader's client HTTP
+// API (member client URLs come from the initial cluster).
 import { BatonError, UnavailableError } from '../base/errors.js';
-import { forwardedHeader } from '../api/http/lease-routes.js';
+import {
+  forwardedHeader,
+  type KeepaliveAnswer,
+  type LeaseInfo,
+  type LeaseList,
+} from '../api/http/lease-routes.js';
+import type { MemberId } from '../raft/index.js';
+
+export interface LeaseForwarder {
+  keepalive(leader: MemberId, ids: readonly number[], timeoutMs: number): Promise<KeepaliveAnswer>;
+  timeToLive(leader: MemberId, id: number, timeoutMs: number): Promise<LeaseInfo>;
+  list(leader: MemberId, request: { after: number; limit: number }, timeoutMs: number): Promise<LeaseList>;
+}
+
+export class HttpLeaseForwarder implements LeaseForwarder {
+  constructor(private readonly members: readonly { readonly id: MemberId; readonly clientUrl: string }[]) {}
+
+  async keepalive(leader: MemberId, ids: readonly number[], timeoutMs: number): Promise<KeepaliveAnswer> {
+    const request = { method: 'POST' as const, path: '/v1/leases/keepalive', body: { ids }, timeoutMs };
+    return (await forwardToLeader(this.urlOf(leader), request)) as KeepaliveAnswer;
+  }
+
+  async timeToLive(leader: MemberId, id: number, timeoutMs: number): Promise<LeaseInfo> {
+    return (await forwardToLeader(this.urlOf(leader), { method: 'GET', path: `/v1/leases/${id}`, timeoutMs })) as LeaseInfo;
+  }
+
+  async list(leader: MemberId, request: { after: number; limit: number }, timeoutMs: number): Promise<LeaseList> {
+    const path = `/v1/leases?after=${request.after}&limit=${request.limit}`;
+    return (await forwardToLeader(this.urlOf(leader), { method: 'GET', path, timeoutMs })) as LeaseList;
+  }
+
+  private urlOf(leader: MemberId): string {
+    const member = this.members.find((m) => m.id === leader);
+    if (member === undefined) throw new UnavailableError(`leader ${leader} has no known client URL`);
+    return member.clientUrl;
+  }
+}
 
 /** An error answered by the leader, passed on with its code (the table maps it to a status). */
 export class ForwardedError extends BatonError {

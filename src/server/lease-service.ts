@@ -7,18 +7,45 @@
 import { LeaseNotFoundError, OverloadedError, UnavailableError } from '../base/errors.js';
 import { LeaseExpiryTracker } from '../lease/index.js';
 import { encodeCommand, type ApplyOutcome, type Command, type CommandResult, type MvccStore } from '../mvcc/index.js';
-import type { RaftApi } from '../raft/index.js';
+import type { MemberId } from '../raft/index.js';
 import type { KeepaliveAnswer, KeepaliveItem, LeaseApi, LeaseInfo, LeaseList } from '../api/http/lease-routes.js';
 import type { NodeConfig } from './config.js';
-import type { NodeDriver } from './driver.js';
 import { defaultLeaseServiceOptions, type LeaseServiceOptions } from './lease-config.js';
-import { forwardToLeader } from './lease-forward.js';
+import { HttpLeaseForwarder, type LeaseForwarder } from './lease-forward.js';
 import type { LeaseOutcomeObserver } from './lease-state-machine.js';
+import type { Timers } from './types.js';
+
+/** What the service needs from the node's driver (src/server/driver.ts, or the simulator's). */
+export interface LeaseDriver {
+  readonly isLeader: boolean;
+  readonly leaderId: MemberId;
+  linearizableRead(): Promise<void>;
+  newProposalId(): Uint8Array;
+  propose(proposalId: Uint8Array, command: Uint8Array): Promise<ApplyOutcome>;
+}
+
+/** What the service reads from the replicated state (the MVCC store). */
+export type LeaseStore = Pick<
+  MvccStore,
+  'appliedTerm' | 'revision' | 'limits' | 'lease' | 'leases' | 'leasesPage' | 'keysOfLease'
+>;
+
+/** Everything from outside, injected: the simulator runs the service on simulated time. */
+export interface LeaseServiceDeps {
+  readonly memberId: MemberId;
+  readonly store: LeaseStore;
+  /** The monotonic clock of deadlines and the timers of waits. */
+  readonly timers: Timers;
+  /** Wall-clock ms stamped on proposed commands (the Request-ID dedup window). */
+  readonly wallMs: () => number;
+  /** How a follower passes keepalives and queries to the leader. */
+  readonly forwarder: LeaseForwarder;
+}
 
 export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   private readonly tracker: LeaseExpiryTracker;
-  private driver: NodeDriver<ApplyOutcome> | null = null;
-  private core: RaftApi | null = null;
+  private driver: LeaseDriver | null = null;
+  private core: { status(): { term: number } } | null = null;
   /** The term whose leadership the tracker reflects; 0 = not promoted (empty tracker). */
   private promotedTerm = 0;
   private promotionWaiters: (() => void)[] = [];
@@ -28,14 +55,24 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   /** Checkpoint resets being committed, by lease: a second renewal waits for the same one. */
   private readonly resets = new Map<number, Promise<void>>();
   private stopped = false;
+  private readonly store: LeaseStore;
+
+  /** A node's service on real timers, forwarding to the leader's client URL. */
+  static forNode(config: NodeConfig, store: MvccStore, timers: Timers, options: LeaseServiceOptions): LeaseService {
+    const forwarder = new HttpLeaseForwarder(config.members);
+    return new LeaseService({ memberId: config.memberId, store, timers, wallMs: () => Date.now(), forwarder }, options);
+  }
 
   constructor(
-    private readonly config: NodeConfig,
-    private readonly store: MvccStore,
-    private readonly monotonicMs: () => number,
+    private readonly deps: LeaseServiceDeps,
     private readonly options: LeaseServiceOptions = defaultLeaseServiceOptions,
   ) {
     this.tracker = new LeaseExpiryTracker(options.tracker);
+    this.store = deps.store;
+  }
+
+  private monotonicMs(): number {
+    return this.deps.timers.monotonicMs();
   }
 
   get keepaliveIdsMax(): number {
@@ -47,7 +84,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     return this.tracker.size;
   }
 
-  attach(driver: NodeDriver<ApplyOutcome>, core: RaftApi): void {
+  attach(driver: LeaseDriver, core: { status(): { term: number } }): void {
     this.driver = driver;
     this.core = core;
   }
@@ -98,12 +135,12 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   private async whenPromoted(): Promise<void> {
     if (this.promotedTerm !== 0) return;
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.deps.timers.setTimeout(() => {
         this.promotionWaiters = this.promotionWaiters.filter((w) => w !== done);
         reject(new UnavailableError('the new leader is not serving leases yet'));
       }, this.options.requestTimeoutMs);
       const done = (): void => {
-        clearTimeout(timer);
+        timer.cancel();
         resolve();
       };
       this.promotionWaiters.push(done);
@@ -177,7 +214,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     const driver = this.driver;
     if (driver === null) throw new UnavailableError('the node is starting');
     const command = encodeCommand(
-      { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: Date.now(), op },
+      { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: this.deps.wallMs(), op },
       this.store.limits,
     );
     const outcome = await driver.propose(driver.newProposalId(), command);
@@ -208,8 +245,8 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     this.keepalivesInFlight++;
     try {
       if (this.driver?.isLeader !== true) {
-        const body = { ids };
-        return (await this.forward(forwarded, { method: 'POST', path: '/v1/leases/keepalive', body })) as KeepaliveAnswer;
+        const leader = this.leaderToForwardTo(forwarded);
+        return await this.deps.forwarder.keepalive(leader, ids, this.options.requestTimeoutMs);
       }
       this.maybePromote();
       await this.whenPromoted();
@@ -269,7 +306,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
 
   async timeToLive(id: number, forwarded: boolean): Promise<LeaseInfo> {
     if (this.driver?.isLeader !== true) {
-      return (await this.forward(forwarded, { method: 'GET', path: `/v1/leases/${id}` })) as LeaseInfo;
+      return await this.deps.forwarder.timeToLive(this.leaderToForwardTo(forwarded), id, this.options.requestTimeoutMs);
     }
     this.maybePromote();
     await this.whenPromoted();
@@ -290,8 +327,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
 
   async list(request: { after: number; limit: number }, forwarded: boolean): Promise<LeaseList> {
     if (this.driver?.isLeader !== true) {
-      const path = `/v1/leases?after=${request.after}&limit=${request.limit}`;
-      return (await this.forward(forwarded, { method: 'GET', path })) as LeaseList;
+      return await this.deps.forwarder.list(this.leaderToForwardTo(forwarded), request, this.options.requestTimeoutMs);
     }
     this.maybePromote();
     await this.whenPromoted();
@@ -313,14 +349,13 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     }
   }
 
-  private async forward(forwarded: boolean, request: { method: 'GET' | 'POST'; path: string; body?: unknown }): Promise<unknown> {
+  /** The leader to pass a call on to. */
+  private leaderToForwardTo(forwarded: boolean): MemberId {
     const leader = this.driver?.leaderId ?? 0;
     // A forwarded call that lands on a non-leader is not passed on again: no forwarding loops.
-    if (forwarded || leader === 0 || leader === this.config.memberId) {
+    if (forwarded || leader === 0 || leader === this.deps.memberId) {
       throw new UnavailableError('no leader to renew leases with; retry shortly', { leader });
     }
-    const member = this.config.members.find((m) => m.id === leader);
-    if (member === undefined) throw new UnavailableError(`leader ${leader} has no known client URL`);
-    return forwardToLeader(member.clientUrl, { ...request, timeoutMs: this.options.requestTimeoutMs });
+    return leader;
   }
 }

@@ -119,7 +119,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   );
   let service: CellService | null = null;
   const watches = new WatchService(store, watchOptionsFromEnv(process.env));
-  const leases = new LeaseService(config, store, () => realTimers.monotonicMs(), {
+  const leases = LeaseService.forNode(config, store, realTimers, {
     ...defaultLeaseServiceOptions,
     requestTimeoutMs: config.requestTimeoutMs,
   });
