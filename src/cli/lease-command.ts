@@ -1,5 +1,5 @@
-// `baton lease grant|keepalive|revoke|timetolive`. There is no `lease list`: the API has no
-// endpoint that lists leases (api.md, docs/api/leases.md), so the CLI does not pretend to.
+// `baton lease grant|keepalive|revoke|timetolive|list`. `list` pages through GET /v1/leases
+// (bounded pages, `after` = the last id seen) up to --limit leases.
 import {
   exitCodes,
   integerFlag,
@@ -17,13 +17,30 @@ const leaseHelp = `usage: baton lease grant TTL_SECONDS
        baton lease keepalive ID [--once]   renew every TTL/3 over the stream until Ctrl-C
        baton lease revoke ID               deletes every key attached, in one revision
        baton lease timetolive ID           remaining TTL and attached keys
-  (no "lease list": the API offers no way to list leases)`;
+       baton lease list [--limit N] [--after ID]
+                                           leases ascending by id with remaining TTL
+                                           (default at most 10,000; pages of 1,000)`;
 
 export const leaseCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(leaseHelp, args, async () => {
-    const options = { once: { type: 'boolean' } } as const;
+    const options = {
+      once: { type: 'boolean' },
+      limit: { type: 'string' },
+      after: { type: 'string' },
+    } as const;
     const { values, positionals, format, endpoints } = parseCommand(args, options);
     const [action, idText] = positionals;
+    if (action === 'list') {
+      requirePositionals(positionals, 1, 1, '"list" and no argument');
+      const limit = integerFlag(values.limit, 'limit') ?? 10_000;
+      const after = integerFlag(values.after, 'after') ?? 0;
+      const client = makeClient(endpoints);
+      try {
+        return await listLeases(client, limit, after, format);
+      } finally {
+        await client.close();
+      }
+    }
     requirePositionals(positionals, 2, 2, 'an action and one argument');
     const number = integerFlag(idText, action === 'grant' ? 'TTL' : 'ID') as number;
     const client = makeClient(endpoints);
@@ -61,6 +78,37 @@ export const leaseCommand = (args: readonly string[]): Promise<number> =>
       await client.close();
     }
   });
+
+const listPageMax = 1_000;
+
+async function listLeases(
+  client: ReturnType<typeof makeClient>,
+  limit: number,
+  afterId: number,
+  format: 'simple' | 'json' | 'table',
+): Promise<number> {
+  const leases: { id: number; ttl: number; grantedTtl: number }[] = [];
+  let after = afterId;
+  let revision = 0;
+  let more = true;
+  while (more && leases.length < limit) {
+    const page = await client.leaseList({ after, limit: Math.min(listPageMax, limit - leases.length) });
+    revision = page.revision;
+    leases.push(...page.leases);
+    const last = page.leases.at(-1);
+    more = page.more && last !== undefined;
+    if (last !== undefined) after = last.id;
+  }
+  // Pages are read one after another: each is exact at its own revision, not all at one.
+  if (format === 'json') printJson({ revision, leases, more });
+  else if (format === 'table') {
+    printTable(['ID', 'TTL', 'GRANTED_TTL'], leases.map((l) => [l.id, l.ttl, l.grantedTtl]));
+  } else {
+    for (const l of leases) console.log(`lease ${l.id} remaining ${l.ttl}s (granted ${l.grantedTtl}s)`);
+    if (more) console.log(`(more: baton lease list --after ${after})`);
+  }
+  return exitCodes.ok;
+}
 
 async function keepalive(
   client: ReturnType<typeof makeClient>,

@@ -18,6 +18,7 @@ const commands: Record<string, Command> = {
   member: async (args) => (await import('./cluster-commands.js')).memberCommand(args),
   status: async (args) => (await import('./cluster-commands.js')).statusCommand(args),
   compact: async (args) => (await import('./cluster-commands.js')).compactCommand(args),
+  snapshot: async (args) => (await import('./snapshot-command.js')).snapshotCommand(args),
 };
 
 async function main(argv: readonly string[]): Promise<number> {

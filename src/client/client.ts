@@ -2,7 +2,7 @@
 // HttpCaller (failover, same-Request-ID retries); watches and session keepalives share one
 // multiplexed WebSocket (StreamConnection). Locks and elections (issue 9) will be built on the
 // same two paths: their acquire/campaign calls are mutations with a Request-ID, and their
-// ownership is tied to a Session's signal.
+// ownership is tied to a Session's signal (lock.ts, election.ts, services.ts).
 import { monotonicNowMs, systemClock } from './clock.js';
 import { EndpointSet } from './endpoints.js';
 import { HttpCaller, type CallAnswer, type CallRequest } from './http-caller.js';
@@ -19,6 +19,7 @@ import {
   type LeaseGrant,
   type LeaseInfo,
   type LeaseKeepaliveResult,
+  type LeaseListPage,
   type PutResult,
   type RangeResult,
   type RetryPolicy,
@@ -27,6 +28,10 @@ import {
   type ClientOptions,
 } from './types.js';
 import { Watch, type WatchOptions } from './watch.js';
+import type { OwnerSession } from './coordination.js';
+import { Election } from './election.js';
+import { Locks } from './lock.js';
+import { Services } from './services.js';
 import { KeyNotFoundError } from '../base/errors.js';
 
 export interface MutationOptions {
@@ -190,6 +195,14 @@ export class BatonClient {
     return this.read<LeaseInfo>(`/v1/leases/${id}`);
   }
 
+  /** One page of the cell's leases, ascending by id, after `after` (answered by the leader). */
+  async leaseList(options: { after?: number; limit?: number } = {}): Promise<LeaseListPage> {
+    const query = new URLSearchParams();
+    if (options.after !== undefined) query.set('after', String(options.after));
+    if (options.limit !== undefined) query.set('limit', String(options.limit));
+    return this.read<LeaseListPage>(`/v1/leases${query.size > 0 ? `?${query.toString()}` : ''}`);
+  }
+
   /** Revokes a lease: every attached key is deleted in one revision. */
   async leaseRevoke(id: number, options: MutationOptions = {}): Promise<LeaseRevokeResult> {
     const path = `/v1/leases/${id}`;
@@ -219,6 +232,21 @@ export class BatonClient {
     return session;
   }
 
+  /** The locks held by `session` (a Session or WorkerSession): acquire, state, fencing check. */
+  locks(session: OwnerSession): Locks {
+    return new Locks(this, session);
+  }
+
+  /** Election `name` as `session` sees it (campaign needs a session; observe/leader do not). */
+  election(session: OwnerSession | null, name: string): Election {
+    return new Election(this, session, name);
+  }
+
+  /** Service registration (on `session`'s lease) and discovery. */
+  services(session: OwnerSession | null = null): Services {
+    return new Services(this, session);
+  }
+
   /** Closes sessions (revoking their leases), watches and the stream. */
   async close(): Promise<void> {
     await Promise.allSettled([...this.sessions].map((session) => session.close()));
@@ -227,6 +255,14 @@ export class BatonClient {
     this.caller.closed = true;
     this.streamConnection?.close();
     this.streamConnection = null;
+  }
+
+  /**
+   * Low level: one API call with this client's failover and retry rules (locks, elections and
+   * services are built on it). A mutation carries one Request-ID across all its attempts.
+   */
+  async request<T>(request: CallRequest): Promise<T> {
+    return (await this.caller.call<T>(request)).body;
   }
 
   private async read<T>(path: string): Promise<T> {

@@ -26,6 +26,14 @@ export interface CallRequest {
   /** Mutations carry a Request-ID (given, or drawn once here). */
   readonly mutation: boolean;
   readonly requestId?: string;
+  /** This call's per-attempt timeout (default: the policy's), e.g. for a lock wait. */
+  readonly attemptTimeoutMs?: number;
+  /** No new attempt starts after this long (default: the policy's deadline). */
+  readonly deadlineMs?: number;
+  /** Aborts the attempt in flight and stops retrying (the caller went away). */
+  readonly signal?: AbortSignal;
+  /** The body of attempt N (e.g. a wait shortened by the time already spent); overrides `body`. */
+  readonly bodyFor?: (attempt: number) => string;
 }
 
 export interface CallAnswer<T> {
@@ -59,9 +67,12 @@ export class HttpCaller {
     const neverDiscovered = this.endpoints.discoveredAtMs === Number.NEGATIVE_INFINITY;
     if (this.discover && neverDiscovered) await this.maybeDiscover();
     const startMs = this.clock.monotonicMs();
+    const deadlineMs = request.deadlineMs ?? this.policy.deadlineMs;
     for (let attempt = 0; ; attempt++) {
+      throwIfAborted(request.signal);
       const endpoint = this.endpoints.pick();
-      const outcome = await this.attempt(endpoint, request, headers);
+      const outcome = await this.attempt(endpoint, request, headers, attempt);
+      throwIfAborted(request.signal);
       if (!(outcome instanceof BatonError)) {
         if (outcome.status < 300) {
           const body = parseBody<T>(outcome.text);
@@ -76,7 +87,7 @@ export class HttpCaller {
       const retryAfterMs = answered ? parseRetryAfterMs(outcome.header('retry-after')) : undefined;
       const delayMs = backoffDelayMs(this.policy, attempt, this.random, retryAfterMs);
       const elapsedMs = this.clock.monotonicMs() - startMs;
-      if (attempt + 1 >= this.policy.attemptsMax || elapsedMs + delayMs > this.policy.deadlineMs) {
+      if (attempt + 1 >= this.policy.attemptsMax || elapsedMs + delayMs > deadlineMs) {
         (error.details as Record<string, unknown>)['attempts'] = attempt + 1;
         throw error;
       }
@@ -94,14 +105,17 @@ export class HttpCaller {
     endpoint: string,
     request: CallRequest,
     headers: Record<string, string>,
+    attempt: number,
   ): Promise<HttpAnswer | BatonError> {
+    const body = request.bodyFor?.(attempt) ?? request.body;
     try {
       return await this.transport({
         method: request.method,
         url: endpoint + request.path,
         headers,
-        ...(request.body === undefined ? {} : { body: request.body }),
-        timeoutMs: this.policy.attemptTimeoutMs,
+        ...(body === undefined ? {} : { body }),
+        timeoutMs: request.attemptTimeoutMs ?? this.policy.attemptTimeoutMs,
+        ...(request.signal === undefined ? {} : { signal: request.signal }),
       });
     } catch (cause) {
       return noAnswerError(endpoint, cause);
@@ -129,6 +143,11 @@ export class HttpCaller {
       }
     }
   }
+}
+
+/** The caller's abort reason (e.g. SessionLostError), thrown as is. */
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted === true) throw signal.reason;
 }
 
 function parseBody<T>(text: string): T {

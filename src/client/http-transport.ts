@@ -7,7 +7,10 @@ export const fetchTransport: HttpTransport = async (request: HttpRequest): Promi
     method: request.method,
     headers: request.headers,
     ...(request.body === undefined ? {} : { body: request.body }),
-    signal: AbortSignal.timeout(request.timeoutMs),
+    signal:
+      request.signal === undefined
+        ? AbortSignal.timeout(request.timeoutMs)
+        : AbortSignal.any([AbortSignal.timeout(request.timeoutMs), request.signal]),
   });
   const text = await response.text();
   return { status: response.status, header: (name) => response.headers.get(name), text };

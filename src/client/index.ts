@@ -12,6 +12,13 @@ export { Session } from './session.js';
 export type { SessionOptions } from './session.js';
 export { WorkerSession } from './worker-session.js';
 export type { WorkerSessionOptions } from './worker-session.js';
+export { Lock, Locks, defaultLockWaitMs, lockWaitMsMax } from './lock.js';
+export type { AcquireOptions, FencingCheckResult, LockEntry, LockState, ReleaseResult } from './lock.js';
+export { Election, Leadership, LeaderObserver, electionValueBytesMax } from './election.js';
+export type { CampaignOptions, LeaderInfo, LeadershipChange } from './election.js';
+export { ServiceSet, Services, serviceInstancesMax, serviceMetadataBytesMax, servicePrefix } from './services.js';
+export type { Registration, ServiceInstance } from './services.js';
+export type { OwnerSession } from './coordination.js';
 export { Watch } from './watch.js';
 export type { WatchOptions } from './watch.js';
 export { SafeUntil, defaultSafetyMarginMs, renewalDelayMs } from './safe-until.js';
@@ -33,6 +40,7 @@ export {
   PreconditionFailedError,
   QuotaExceededError,
   SlowConsumerError,
+  TooLargeError,
   TimeoutError,
   UnavailableError,
 } from '../base/errors.js';
@@ -51,6 +59,7 @@ export type {
   LeaseGrant,
   LeaseInfo,
   LeaseKeepaliveResult,
+  LeaseListPage,
   MemberStatus,
   PutResult,
   RangeResult,

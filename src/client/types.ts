@@ -104,6 +104,14 @@ export interface LeaseInfo {
   readonly keys: readonly string[];
 }
 
+export interface LeaseListPage {
+  readonly revision: number;
+  /** Ascending by id. `ttl` is the remaining whole seconds. */
+  readonly leases: readonly { readonly id: number; readonly ttl: number; readonly grantedTtl: number }[];
+  /** More follow: ask again with `after` = the last id here. */
+  readonly more: boolean;
+}
+
 export interface WatchEvent {
   readonly type: 'put' | 'delete';
   readonly kv: KeyValue;
@@ -136,6 +144,8 @@ export interface HttpRequest {
   readonly headers: Readonly<Record<string, string>>;
   readonly body?: string | Uint8Array;
   readonly timeoutMs: number;
+  /** The caller gave up: abort the request (the server sees the connection close). */
+  readonly signal?: AbortSignal;
 }
 
 export interface HttpAnswer {

@@ -11,6 +11,7 @@ import { createHttpHandler } from '../api/http/handler.js';
 import { defaultApiLimits } from '../api/http/limits.js';
 import { createWatchRoutes } from '../api/http/watch-routes.js';
 import { createLeaseRoutes } from '../api/http/lease-routes.js';
+import { createMaintenanceRoutes } from '../api/http/maintenance-routes.js';
 import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
 import { StreamServer, WatchService, watchOptionsFromEnv } from '../api/stream/index.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome } from '../mvcc/index.js';
@@ -156,7 +157,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   const handler = createHttpHandler({
     cell: service,
     limits: apiLimits,
-    routeGroups: [createWatchRoutes(watches), createLeaseRoutes(leases)],
+    routeGroups: [createWatchRoutes(watches), createLeaseRoutes(leases), createMaintenanceRoutes(store)],
     logError,
   });
   const http = createServer((req, res) => {

@@ -1,0 +1,83 @@
+// GET /v1/maintenance/snapshot: this node's whole state machine (every key, retained history,
+// leases, the dedup table) as one consistent view, streamed in the MVCC snapshot format
+// (src/mvcc/snapshot-stream.ts: its trailer holds an entry count and checksum). The view is the
+// node's applied state when the request arrives (like a serializable read). Headers name the
+// applied index, term and revision; the trailer `Baton-Snapshot-Sha256` is the SHA-256 of every
+// byte sent, so `baton snapshot save` can verify the file it wrote. Writes follow the socket's
+// pace (the read view stays open meanwhile), and only a few downloads run at once per node.
+import { createHash } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { OverloadedError } from '../../base/errors.js';
+import type { MvccStore } from '../../mvcc/index.js';
+import type { RouteGroup } from './handler.js';
+
+export const snapshotPath = '/v1/maintenance/snapshot';
+export const snapshotChecksumTrailer = 'baton-snapshot-sha256';
+/** Each download holds an LMDB read view open (old pages cannot be reused meanwhile). */
+const concurrentSnapshotsMax = 2;
+const chunkBytes = 256 * 1024;
+
+export function createMaintenanceRoutes(store: MvccStore): RouteGroup {
+  let running = 0;
+  return async (request) => {
+    if (request.url.pathname !== snapshotPath || request.method !== 'GET') return false;
+    request.query.rejectUnknown();
+    if (running >= concurrentSnapshotsMax) {
+      throw new OverloadedError(`${running} snapshot downloads already running on this node`);
+    }
+    running++;
+    try {
+      await streamSnapshot(store, request.res, request.context.cellId);
+    } finally {
+      running--;
+    }
+    return true;
+  };
+}
+
+async function streamSnapshot(store: MvccStore, res: ServerResponse, cellId: string): Promise<void> {
+  // snapshot() opens the read view synchronously, so the revision read next belongs to it.
+  const snapshot = store.snapshot({ chunkBytesMax: chunkBytes });
+  const revision = store.revision;
+  const chunks = snapshot.chunks[Symbol.iterator]();
+  const hash = createHash('sha256');
+  res.writeHead(200, {
+    'content-type': 'application/octet-stream',
+    'cache-control': 'no-store',
+    trailer: snapshotChecksumTrailer,
+    'baton-cell': cellId,
+    'baton-revision': String(revision),
+    'baton-snapshot-index': String(snapshot.appliedIndex),
+    'baton-snapshot-term': String(snapshot.appliedTerm),
+  });
+  let closed = false;
+  res.once('close', () => {
+    closed = true;
+  });
+  try {
+    for (let next = chunks.next(); next.done !== true; next = chunks.next()) {
+      if (closed) return;
+      hash.update(next.value);
+      if (!res.write(next.value)) await drained(res);
+    }
+    res.addTrailers({ [snapshotChecksumTrailer]: hash.digest('hex') });
+    res.end();
+  } catch (error) {
+    // Headers are sent: the only honest signal left is a broken stream (no checksum trailer).
+    res.destroy(error instanceof Error ? error : new Error(String(error)));
+  } finally {
+    chunks.return?.(); // closes the read view if the download stopped early
+  }
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.once('drain', done);
+    res.once('close', done);
+  });
+}
