@@ -89,6 +89,9 @@ export class BatonClient {
   private streamConnection: StreamConnection | null = null;
   private readonly sessions = new Set<Session>();
   private readonly watches = new Set<Watch>();
+  /** Long-lived helpers (service sets, leader observers) that end with the client. */
+  private readonly closers = new Set<() => void>();
+  private closed = false;
 
   constructor(options: ClientOptions = {}) {
     this.random = options.random ?? Math.random;
@@ -247,8 +250,24 @@ export class BatonClient {
     return new Services(this, session);
   }
 
-  /** Closes sessions (revoking their leases), watches and the stream. */
+  /**
+   * Internal: registers a long-lived helper to be ended by close() (ended at once if the client
+   * is already closed). Returns the function that forgets it.
+   */
+  onClose(close: () => void): () => void {
+    if (this.closed) {
+      close();
+      return () => undefined;
+    }
+    this.closers.add(close);
+    return () => this.closers.delete(close);
+  }
+
+  /** Closes sessions (revoking their leases), watches, service sets, observers and the stream. */
   async close(): Promise<void> {
+    this.closed = true;
+    for (const close of [...this.closers]) close();
+    this.closers.clear();
     await Promise.allSettled([...this.sessions].map((session) => session.close()));
     // Their loops end (return) rather than wait forever on a closed connection.
     for (const watch of [...this.watches]) watch.cancel();

@@ -228,7 +228,8 @@ export class LeaderObserver implements AsyncIterable<LeadershipChange> {
   ) {
     signal?.addEventListener('abort', () => this.cancel(), { once: true });
     if (signal?.aborted === true) this.cancel();
-    void this.run();
+    const forget = client.onClose(() => this.cancel());
+    void this.run().finally(forget);
   }
 
   cancel(): void {

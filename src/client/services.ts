@@ -122,7 +122,8 @@ export class ServiceSet extends EventEmitter<{ change: [Instances]; error: [Erro
     });
     this.ready.catch(() => undefined);
     signal?.addEventListener('abort', () => this.close(), { once: true });
-    void this.run();
+    const forget = client.onClose(() => this.close());
+    void this.run().finally(forget);
   }
 
   /** The last known instances by id (kept through interruptions). */
