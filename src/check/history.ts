@@ -81,10 +81,14 @@ export function formatOperation(operation: Operation, result: OperationResult | 
       const parts = `${showValue(operation.expected)} -> ${showValue(operation.value)}`;
       return `cas ${operation.key} ${parts}${outcome}`;
     }
-    case 'lease-grant':
-      return `lease-grant ttl=${operation.ttlMs}ms`;
-    case 'lease-keepalive':
-      return `lease-keepalive ${operation.leaseId}`;
+    case 'lease-grant': {
+      const id = result?.type === 'lease-grant' ? ` -> ${result.leaseId}` : '';
+      return `lease-grant ttl=${operation.ttlMs}ms${id}`;
+    }
+    case 'lease-keepalive': {
+      const expired = result?.type === 'lease-keepalive' ? (result.expired ? ' expired' : ' renewed') : '';
+      return `lease-keepalive ${operation.leaseId}${expired}`;
+    }
     case 'lease-revoke':
       return `lease-revoke ${operation.leaseId}`;
     case 'acquire': {
@@ -93,8 +97,16 @@ export function formatOperation(operation: Operation, result: OperationResult | 
     }
     case 'release':
       return `release ${operation.lock} token=${operation.fencingToken}`;
-    case 'guarded-write':
-      return `guarded-write ${operation.resource} token=${operation.fencingToken}`;
+    case 'guarded-write': {
+      const verdict = result?.type === 'guarded-write' ? (result.accepted ? ' accepted' : ' rejected') : '';
+      return `guarded-write ${operation.resource} token=${operation.fencingToken}${verdict}`;
+    }
+    case 'lease-put':
+      return `lease-put ${operation.key} := ${showValue(operation.value)} lease=${operation.leaseId}`;
+    case 'lease-read': {
+      const seen = result?.type === 'lease-read' ? showValue(result.value) : '?';
+      return `lease-read ${operation.key} -> ${seen}`;
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 // Checkers for recorded client histories (issue 11): linearizability of the key-value register
-// with CAS, lock safety with fencing, watch delivery, and durability of acknowledged writes.
+// with CAS, lock safety with fencing, lease expiry, watch delivery, and durability of
+// acknowledged writes.
 // Pure and deterministic: histories come in as data, nothing here reads a clock or does I/O.
 export type {
   CheckReport,
@@ -29,5 +30,6 @@ export {
   linearizabilityStepsMaxDefault,
 } from './linearizability.js';
 export { checkLockSafety } from './lock-safety.js';
+export { checkLeases, type LeaseCheckReport } from './lease-check.js';
 export { checkWatches } from './watch-check.js';
 export { checkDurability, type DurabilityInput } from './durability.js';

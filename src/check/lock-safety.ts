@@ -10,13 +10,8 @@
 //   (grant or keepalive invoke + TTL) among acknowledged ones. The server never cuts a TTL short,
 //   so a lease renewed at invoke time t lives at least until t + TTL;
 // - a lease is certainly dead once a keepalive answered "expired", or a revoke was acknowledged.
-import type {
-  CheckReport,
-  LockOperation,
-  Operation,
-  OperationRecord,
-  Violation,
-} from './types.js';
+import { leaseEvidence, ofType } from './lease-evidence.js';
+import type { CheckReport, OperationRecord, Violation } from './types.js';
 
 interface Hold {
   readonly record: OperationRecord;
@@ -27,55 +22,6 @@ interface Hold {
   readonly okMs: number;
   /** Until when the hold certainly lasted (a lower bound on its real end). */
   readonly certainEndMs: number;
-}
-
-interface LeaseEvidence {
-  validUntilMs: number; // lower bound on expiry
-  endInvokeMs: number; // earliest invoke of a revoke that may have happened
-  deadByMs: number; // certainly dead from here on
-}
-
-function ofType<T extends LockOperation['type']>(
-  records: readonly OperationRecord[],
-  type: T,
-): OperationRecord<Extract<Operation, { type: T }>>[] {
-  return records.filter(
-    (r): r is OperationRecord<Extract<Operation, { type: T }>> => r.operation.type === type,
-  );
-}
-
-function leaseEvidence(records: readonly OperationRecord[]): Map<string, LeaseEvidence> {
-  const leases = new Map<string, LeaseEvidence>();
-  const evidence = (leaseId: string): LeaseEvidence => {
-    let found = leases.get(leaseId);
-    if (found === undefined) {
-      found = { validUntilMs: -Infinity, endInvokeMs: Infinity, deadByMs: Infinity };
-      leases.set(leaseId, found);
-    }
-    return found;
-  };
-  for (const grant of ofType(records, 'lease-grant')) {
-    if (grant.result?.type !== 'lease-grant') continue;
-    const lease = evidence(grant.result.leaseId);
-    lease.validUntilMs = Math.max(lease.validUntilMs, grant.invokeMs + grant.operation.ttlMs);
-  }
-  for (const keepalive of ofType(records, 'lease-keepalive')) {
-    if (keepalive.result?.type !== 'lease-keepalive') continue;
-    const lease = evidence(keepalive.operation.leaseId);
-    if (keepalive.result.expired) {
-      lease.deadByMs = Math.min(lease.deadByMs, keepalive.completeMs);
-    } else {
-      const until = keepalive.invokeMs + keepalive.operation.ttlMs;
-      lease.validUntilMs = Math.max(lease.validUntilMs, until);
-    }
-  }
-  for (const revoke of ofType(records, 'lease-revoke')) {
-    if (revoke.status === 'fail') continue;
-    const lease = evidence(revoke.operation.leaseId);
-    lease.endInvokeMs = Math.min(lease.endInvokeMs, revoke.invokeMs);
-    if (revoke.status === 'ok') lease.deadByMs = Math.min(lease.deadByMs, revoke.completeMs);
-  }
-  return leases;
 }
 
 function holdsOf(records: readonly OperationRecord[]): Hold[] {

@@ -29,7 +29,11 @@ export type LockOperation =
   | { readonly type: 'acquire'; readonly lock: string; readonly leaseId: string }
   | { readonly type: 'release'; readonly lock: string; readonly fencingToken: number }
   /** A write to the protected resource, presented to the fencing guard with a token. */
-  | { readonly type: 'guarded-write'; readonly resource: string; readonly fencingToken: number };
+  | { readonly type: 'guarded-write'; readonly resource: string; readonly fencingToken: number }
+  /** A put of `key` attached to a lease (each such key is written once, with a unique value). */
+  | { readonly type: 'lease-put'; readonly key: string; readonly value: string; readonly leaseId: string }
+  /** A linearizable read of a lease-attached key. */
+  | { readonly type: 'lease-read'; readonly key: string };
 
 export type LockResult =
   | { readonly type: 'lease-grant'; readonly leaseId: string }
@@ -38,7 +42,9 @@ export type LockResult =
   | { readonly type: 'lease-revoke' }
   | { readonly type: 'acquire'; readonly fencingToken: number }
   | { readonly type: 'release' }
-  | { readonly type: 'guarded-write'; readonly accepted: boolean };
+  | { readonly type: 'guarded-write'; readonly accepted: boolean }
+  | { readonly type: 'lease-put' }
+  | { readonly type: 'lease-read'; readonly value: string | null };
 
 export type Operation = KvOperation | LockOperation;
 export type OperationResult = KvResult | LockResult;
@@ -117,7 +123,7 @@ export interface LinearizabilityOptions {
 
 /** One finding of the lock, watch or durability checkers. */
 export interface Violation {
-  readonly checker: 'lock-safety' | 'watch' | 'durability';
+  readonly checker: 'lock-safety' | 'lease' | 'watch' | 'durability' | 'dedup';
   readonly kind: string;
   readonly message: string;
 }

@@ -33,6 +33,9 @@ import { ReadGate, readGateOptionsFromEnv } from './lease-priority.js';
 import { LeaseService } from './lease-service.js';
 import { LeaseAwareStateMachine } from './lease-state-machine.js';
 import type { Timers } from './types.js';
+import { createNodeLocks, type NodeLocks } from './lock-wiring.js';
+import { createLockRoutes } from '../api/http/lock-routes.js';
+import { createElectionRoutes } from '../api/http/election-routes.js';
 
 export interface RunningNode {
   readonly service: CellService;
@@ -119,6 +122,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     (s) => nodeMetrics.snapshotSeconds.observe(s),
   );
   let service: CellService | null = null;
+  let locks: NodeLocks | null = null;
   const watches = new WatchService(store, watchOptionsFromEnv(process.env));
   const leases = LeaseService.forNode(config, store, realTimers, {
     ...defaultLeaseServiceOptions,
@@ -140,6 +144,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
       },
       onApplied: () => {
         service?.onApplied();
+        locks?.onApplied();
         watches.onApplied();
         leases.onApplied();
       },
@@ -148,6 +153,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   );
   leases.attach(driver, core);
   service = new CellService(config, core, driver, store, nodeMetrics, new ReadGate(readGateOptionsFromEnv(process.env)));
+  locks = createNodeLocks({ cell: service, store, timers: realTimers, registry: nodeMetrics.registry });
   const ticker = setInterval(() => {
     driver?.tick();
     leases.tick();
@@ -157,7 +163,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   const handler = createHttpHandler({
     cell: service,
     limits: apiLimits,
-    routeGroups: [createWatchRoutes(watches), createLeaseRoutes(leases), createMaintenanceRoutes(store)],
+    routeGroups: [createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections), createMaintenanceRoutes(store)],
     logError,
   });
   const http = createServer((req, res) => {

@@ -2,6 +2,7 @@
 // at run time, 2 bad configuration or damaged data found at startup.
 import { CorruptFileError } from '../base/errors.js';
 import { ConfigError, parseNodeConfig } from './config.js';
+import { installFaultHooks } from './fault-hooks.js';
 import { startNode, type NodeLogger } from './node.js';
 
 export async function runServer(argv: readonly string[]): Promise<number> {
@@ -33,6 +34,7 @@ export async function runServer(argv: readonly string[]): Promise<number> {
     warn: (m) => enabled('warn') && process.stderr.write(`${prefix} WARN ${m}\n`),
     error: (m) => process.stderr.write(`${prefix} ERROR ${m}\n`),
   };
+  installFaultHooks(process.env, log); // off unless BATON_FAULT_INJECTION=1 (test/faults)
   let finish: (code: number) => void = () => {};
   const done = new Promise<number>((resolve) => (finish = resolve));
   let node;

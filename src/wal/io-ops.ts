@@ -25,7 +25,10 @@ export const realFileIo: FileIo = {
       done += fs.writeSync(fd, data, done, data.length - done, position + done);
     }
   },
-  datasync: (fd) => fs.fdatasyncSync(fd),
+  datasync: (fd) => {
+    fs.fdatasyncSync(fd);
+    if (faultControlFile !== null) stallLikeASlowDisk();
+  },
   close: (fd) => fs.closeSync(fd),
   rename: (from, to) => fs.renameSync(from, to),
   unlink: (path) => {
@@ -37,6 +40,57 @@ export const realFileIo: FileIo = {
   },
   syncDir: (dir) => syncDirectory(dir),
 };
+
+// ---- fault injection (test/faults only) ------------------------------------------------------
+// A slow disk for the fault suite: each WAL fdatasync then waits `fsyncDelayMs` from the control
+// file (JSON, rewritten by the test at run time). Honoured only when BATON_FAULT_INJECTION=1 and
+// BATON_FAULT_CONTROL are both set, so a stray variable alone cannot slow a production node; the
+// node logs it loudly (src/server/fault-hooks.ts). Read once here: the sync worker thread gets a
+// copy of the node's environment.
+
+export interface FaultControl {
+  /** Added to every WAL fdatasync. */
+  readonly fsyncDelayMs: number;
+  /** Added to the node's wall clock (Date.now): an NTP step, forwards or back. */
+  readonly clockOffsetMs: number;
+}
+
+const noFaults: FaultControl = { fsyncDelayMs: 0, clockOffsetMs: 0 };
+const faultValueMaxMs = 24 * 3600 * 1000;
+
+/** The control file, or null when fault injection is off (the normal case). */
+export function faultControlPath(env: NodeJS.ProcessEnv): string | null {
+  const path = env['BATON_FAULT_CONTROL'];
+  return env['BATON_FAULT_INJECTION'] === '1' && path !== undefined && path !== '' ? path : null;
+}
+
+/** The control file's values; a missing or unreadable file means no faults. */
+export function readFaultControl(path: string): FaultControl {
+  try {
+    const raw = JSON.parse(fs.readFileSync(path, 'utf8')) as Partial<Record<keyof FaultControl, unknown>>;
+    const pick = (value: unknown, min: number): number =>
+      typeof value === 'number' && Number.isFinite(value) ? Math.max(min, Math.min(faultValueMaxMs, value)) : 0;
+    return { fsyncDelayMs: pick(raw.fsyncDelayMs, 0), clockOffsetMs: pick(raw.clockOffsetMs, -faultValueMaxMs) };
+  } catch {
+    return noFaults;
+  }
+}
+
+const faultControlFile = faultControlPath(process.env);
+const faultRereadMs = 100;
+let faultReadAtMs = -Infinity;
+let faultDelayMs = 0;
+const stallCell = new Int32Array(new SharedArrayBuffer(4));
+
+function stallLikeASlowDisk(): void {
+  const now = performance.now();
+  if (now - faultReadAtMs >= faultRereadMs) {
+    faultReadAtMs = now;
+    faultDelayMs = readFaultControl(faultControlFile as string).fsyncDelayMs;
+  }
+  // Blocks this thread as a slow fdatasync would (the sync worker, off the event loop).
+  if (faultDelayMs > 0) Atomics.wait(stallCell, 0, 0, faultDelayMs);
+}
 
 /** A directory's fsync makes a created, renamed or removed name durable. */
 export function syncDirectory(dir: string): void {

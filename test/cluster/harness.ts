@@ -76,11 +76,15 @@ export interface TestCell {
   readonly dataDir: string;
   /** Cut every link to and from `name` (both directions), or restore them all. */
   isolate(name: string): void;
+  /** Cut every link between group `a` and group `b` (both directions); others keep theirs. */
+  partition(a: readonly string[], b: readonly string[]): void;
   healAll(): void;
   close(): Promise<void>;
 }
 
-export async function startTestCell(options: { size?: number; proxies?: boolean; extraArgs?: string[] } = {}): Promise<TestCell> {
+export async function startTestCell(
+  options: { size?: number; proxies?: boolean; extraArgs?: string[]; nodeArgs?: (name: string) => string[] } = {},
+): Promise<TestCell> {
   const size = options.size ?? 3;
   const names = Array.from({ length: size }, (_, i) => `n${i + 1}`);
   const ports = await freePorts(size * 2 + (options.proxies === true ? size * size : 0));
@@ -101,6 +105,7 @@ export async function startTestCell(options: { size?: number; proxies?: boolean;
     dataDir,
     members,
     extraArgs: ['--tick-ms', '50', '--election-ticks', '10', '--request-timeout-ms', '3000', ...(options.extraArgs ?? [])],
+    ...(options.nodeArgs !== undefined ? { nodeArgs: options.nodeArgs } : {}),
     ...(options.proxies === true
       ? {
           argsFor: (name: string) => [
@@ -123,6 +128,12 @@ export async function startTestCell(options: { size?: number; proxies?: boolean;
     dataDir,
     isolate(name) {
       for (const [link, proxy] of proxies) if (link.split('->').includes(name)) proxy.block();
+    },
+    partition(a, b) {
+      for (const [link, proxy] of proxies) {
+        const [from, to] = link.split('->') as [string, string];
+        if ((a.includes(from) && b.includes(to)) || (b.includes(from) && a.includes(to))) proxy.block();
+      }
     },
     healAll() {
       for (const proxy of proxies.values()) proxy.unblock();

@@ -1,11 +1,12 @@
-// The short fault run of npm test: 20 s of reads, writes and CAS on a real 3-member cell while
-// the nemesis kills, pauses and partitions members, then the linearizability, durability and
-// watch checkers over the whole history. The long run is `npm run faults -- --time 600 --seed S`.
+// The short fault run of npm test: 20 s of reads, writes, CAS and leases through the client
+// library on a real 3-member cell while the nemesis kills, pauses, partitions, slows the disk of
+// and steps the clock of members; then the linearizability, durability, watch and lease checkers
+// over the whole history. The long run is `npm run faults -- --time 60 --seed S` (README).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runFaults } from './runner.js';
 
-test('a short fault run stays linearizable, loses no write and no watch event', { timeout: 120_000 }, async (t) => {
+test('a short fault run stays linearizable, loses no write, watch event or live lease', { timeout: 120_000 }, async (t) => {
   const seed = BigInt(process.env['BATON_SEED'] ?? '11');
   const summary = await runFaults({ timeS: 20, seed });
   for (const line of summary.lines) t.diagnostic(line);

@@ -1,7 +1,11 @@
-// One recorded client operation against a real member over HTTP. Each operation is one attempt
-// with its own Request-ID; its completion says what the client can know: ok (with the result),
-// fail (the request certainly did not take effect) or info (it may have, at any later time).
-import type { HistoryEvent, KvOperation, KvResult } from '../../src/check/index.js';
+// Recorded client operations through the real client library (src/client): the invoke event is
+// recorded before the call, the completion after it. BatonClient retries an attempt that timed out
+// or found no leader, with the same Request-ID, across members; so its final answer says what the
+// caller can know: a result (ok), a definite refusal (fail: a non-retryable error answered by the
+// cell, which dedup makes authoritative even after earlier lost attempts), or nothing certain
+// (info: a timeout or unavailability after the request may have been sent, for a mutation).
+import { BatonError, BatonClient, type ClientOptions } from '../../src/client/index.js';
+import type { HistoryEvent, KvOperation, KvResult, Operation, OperationResult } from '../../src/check/index.js';
 
 export interface Recorder {
   /** Milliseconds on one monotonic clock since the run started. */
@@ -15,7 +19,7 @@ export function keyPath(key: string): string {
   return `${prefix}${key}`;
 }
 
-type Outcome = { type: 'ok'; result: KvResult } | { type: 'fail' | 'info'; error: string };
+export type Outcome<R extends OperationResult> = { type: 'ok'; result: R } | { type: 'fail' | 'info'; error: string };
 
 /**
  * `serializable` reads may be stale by design: a run with them must fail the linearizability
@@ -23,21 +27,31 @@ type Outcome = { type: 'ok'; result: KvResult } | { type: 'fail' | 'info'; error
  */
 export type ReadConsistency = 'linearizable' | 'serializable';
 
-export async function runOperation(
+/** Retries bounded so one operation ends within a few seconds even while a fault lasts. */
+export function faultClient(urls: readonly string[], random: () => number, attemptTimeoutMs: number): BatonClient {
+  const options: ClientOptions = {
+    endpoints: urls,
+    random,
+    // The member list is the seed list here; discovery would only put everyone on the leader.
+    discover: false,
+    retry: { attemptsMax: 4, delayMsBase: 50, delayMsMax: 500, deadlineMs: attemptTimeoutMs * 2, attemptTimeoutMs },
+  };
+  return new BatonClient(options);
+}
+
+/** Records `operation`, runs `call`, records its completion. Reads never end `info`. */
+export async function recorded<R extends OperationResult>(
   recorder: Recorder,
   process: number,
-  baseUrl: string,
-  operation: KvOperation,
-  timeoutMs: number,
-  reads: ReadConsistency = 'linearizable',
-): Promise<Outcome> {
+  operation: Operation,
+  call: () => Promise<R>,
+): Promise<Outcome<R>> {
   recorder.record({ type: 'invoke', process, timeMs: recorder.now(), operation });
-  let outcome: Outcome;
+  let outcome: Outcome<R>;
   try {
-    const requestId = `p${process}-${recorder.now().toFixed(3)}`;
-    outcome = await send(baseUrl, operation, timeoutMs, requestId, reads);
+    outcome = { type: 'ok', result: await call() };
   } catch (error) {
-    outcome = transportFailure(operation, error);
+    outcome = classify(error, !isRead(operation));
   }
   const timeMs = recorder.now();
   if (outcome.type === 'ok') recorder.record({ type: 'ok', process, timeMs, result: outcome.result });
@@ -45,67 +59,42 @@ export async function runOperation(
   return outcome;
 }
 
-/** A refused connection never delivered the request; anything else may have. */
-function transportFailure(operation: KvOperation, error: unknown): Outcome {
-  const cause = error instanceof Error ? (error.cause as { code?: string } | undefined) : undefined;
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  if (cause?.code === 'ECONNREFUSED') return { type: 'fail', error: 'connection refused' };
-  // A read that did not answer changed nothing; the checker ignores it either way.
-  return { type: operation.type === 'read' ? 'fail' : 'info', error: cause?.code ?? message };
+function isRead(operation: Operation): boolean {
+  return operation.type === 'read' || operation.type === 'lease-read';
 }
 
-async function send(
-  baseUrl: string,
+export function classify(error: unknown, mutation: boolean): { type: 'fail' | 'info'; error: string } {
+  const text = error instanceof BatonError ? error.code : error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  // A read that did not answer changed nothing: the checkers ignore it either way.
+  if (!mutation) return { type: 'fail', error: text };
+  if (error instanceof BatonError && !error.retryable) return { type: 'fail', error: text };
+  return { type: 'info', error: text };
+}
+
+export function runKvOperation(
+  recorder: Recorder,
+  process: number,
+  client: BatonClient,
   operation: KvOperation,
-  timeoutMs: number,
-  requestId: string,
-  reads: ReadConsistency,
-): Promise<Outcome> {
-  const signal = AbortSignal.timeout(timeoutMs);
-  const url = `${baseUrl}/v1/kv${keyPath(operation.key)}`;
-  if (operation.type === 'read') {
-    const query = reads === 'serializable' ? '?consistency=serializable' : '';
-    const res = await fetch(`${url}${query}`, { signal });
-    const body = (await res.json()) as { kvs?: { value: string }[]; error?: { code: string } };
-    if (res.status === 200) return ok({ type: 'read', value: body.kvs?.[0]?.value ?? null });
-    if (res.status === 404 && body.error?.code === 'key_not_found') {
-      return ok({ type: 'read', value: null });
+  reads: ReadConsistency = 'linearizable',
+): Promise<Outcome<KvResult>> {
+  return recorded<KvResult>(recorder, process, operation, async () => {
+    const path = keyPath(operation.key);
+    if (operation.type === 'read') {
+      const kv = await client.getValue(path, { consistency: reads });
+      return { type: 'read', value: kv?.value ?? null };
     }
-    return { type: 'fail', error: `${res.status} ${body.error?.code ?? ''}` };
-  }
-  const headers = { 'Request-ID': requestId, 'content-type': 'application/json' };
-  if (operation.type === 'write') {
     if (operation.value === null) throw new Error('the runner writes values only');
-    const res = await fetch(url, { method: 'PUT', body: operation.value, headers, signal });
-    const body = (await res.json()) as { error?: { code: string } };
-    if (res.status === 200 || res.status === 201) return ok({ type: 'write' });
-    return writeError(res.status, body.error?.code);
-  }
-  if (operation.value === null) throw new Error('the runner swaps in values only');
-  const path = keyPath(operation.key);
-  const compare =
-    operation.expected === null
-      ? { key: path, target: 'version', op: '==', value: 0 }
-      : { key: path, target: 'value', op: '==', value: operation.expected };
-  const txn = { compare: [compare], success: [{ put: { key: path, value: operation.value } }] };
-  const res = await fetch(`${baseUrl}/v1/txn`, {
-    method: 'POST',
-    body: JSON.stringify(txn),
-    headers,
-    signal,
+    if (operation.type === 'write') {
+      await client.put(path, operation.value);
+      return { type: 'write' };
+    }
+    const compare =
+      operation.expected === null
+        ? ({ key: path, target: 'version', op: '==', value: 0 } as const)
+        : ({ key: path, target: 'value', op: '==', value: operation.expected } as const);
+    const txn = { compare: [compare], success: [{ put: { key: path, value: operation.value } }], failure: [] };
+    const result = await client.txn(txn);
+    return { type: 'cas', succeeded: result.succeeded };
   });
-  const body = (await res.json()) as { succeeded?: boolean; error?: { code: string } };
-  if (res.status === 200) return ok({ type: 'cas', succeeded: body.succeeded === true });
-  return writeError(res.status, body.error?.code);
-}
-
-function ok(result: KvResult): Outcome {
-  return { type: 'ok', result };
-}
-
-/** 4xx answers reject a write before it is proposed; 503 and 504 leave its outcome open. */
-function writeError(status: number, code: string | undefined): Outcome {
-  const error = `${status} ${code ?? ''}`.trim();
-  if (status >= 400 && status < 500 && status !== 429) return { type: 'fail', error };
-  return { type: 'info', error };
 }

@@ -1,9 +1,11 @@
-// npm run faults -- --time 60 --seed S [--clients 5] [--keys 3] [--reads serializable]
+// npm run faults -- --time 60 --seed S [--members 3|5] [--clients 5] [--lease-clients 2]
+//   [--keys 3] [--kinds kill,pause,...] [--clock-jump-max-ms N] [--reads serializable]
 //   [--history FILE]  (the raw events, one JSON line each)
 // Prints the summary (operations, faults by kind, each checker's verdict or its minimal failing
 // sub-history) and exits 1 on a violation, 2 when a checker could not decide.
 import { writeFileSync } from 'node:fs';
 import { runFaults } from './runner.js';
+import { faultKinds, type FaultKind } from './nemesis.js';
 
 function flag(name: string, fallback: string): string {
   const args = process.argv.slice(2);
@@ -11,22 +13,41 @@ function flag(name: string, fallback: string): string {
   return at >= 0 && args[at + 1] !== undefined ? (args[at + 1] as string) : fallback;
 }
 
+function kindsFlag(): FaultKind[] | undefined {
+  const text = flag('kinds', '');
+  if (text === '') return undefined;
+  const kinds = text.split(',');
+  for (const kind of kinds) {
+    if (!(faultKinds as readonly string[]).includes(kind)) throw new Error(`unknown fault kind ${kind}; known: ${faultKinds.join(',')}`);
+  }
+  return kinds as FaultKind[];
+}
+
 const seed = BigInt(flag('seed', String(Date.now() % 100_000)));
 const timeS = Number(flag('time', '60'));
+const members = Number(flag('members', '3'));
+if (members !== 3 && members !== 5) throw new Error('--members is 3 or 5');
+const kinds = kindsFlag();
+const clockJumpMaxMs = flag('clock-jump-max-ms', '');
 const summary = await runFaults({
   seed,
   timeS,
+  members,
   clients: Number(flag('clients', '5')),
+  leaseClients: Number(flag('lease-clients', '2')),
   keys: Number(flag('keys', '3')),
   reads: flag('reads', 'linearizable') === 'serializable' ? 'serializable' : 'linearizable',
+  ...(kinds !== undefined ? { kinds } : {}),
+  ...(clockJumpMaxMs !== '' ? { clockJumpMaxMs: Number(clockJumpMaxMs) } : {}),
   onHistory: (events) => {
     const path = flag('history', '');
     if (path !== '') writeFileSync(path, events.map((e) => JSON.stringify(e)).join('\n') + '\n');
   },
 });
-console.log(`faults run: seed ${seed}, ${timeS} s`);
+console.log(`faults run: seed ${seed}, ${timeS} s, ${members} members`);
 for (const line of summary.lines) console.log(line);
-const rerun = `npm run faults -- --time ${timeS} --seed ${seed}`;
+const extra = process.argv.slice(2).filter((a, i, all) => !['--time', '--seed'].includes(a) && !['--time', '--seed'].includes(all[i - 1] ?? ''));
+const rerun = `npm run faults -- --time ${timeS} --seed ${seed} ${extra.join(' ')}`.trim();
 if (summary.verdict === 'ok') console.log('result: ok');
 else console.log(`result: ${summary.verdict.toUpperCase()} (run the scenario again: ${rerun})`);
 process.exitCode = summary.verdict === 'ok' ? 0 : summary.verdict === 'violation' ? 1 : 2;

@@ -1,11 +1,48 @@
 // The nemesis: one fault at a time, drawn from a seed, each healed before the next so a majority
-// comes back between faults. Kinds: kill -9 (and restart from disk), pause (SIGSTOP, then
-// SIGCONT after longer than an election), and partitions (one member, often the leader, cut off
-// from its peers through the fault proxies).
+// comes back between faults. Kinds:
+// - kill: kill -9, restart from disk after the fault's duration;
+// - pause / pause-long: SIGSTOP then SIGCONT, after 1-4 s, or 6-8 s (longer than the 5 s TTL of
+//   the lease workload: the cell must neither lose live leases nor keep dead ones);
+// - partition-one / partition-leader: one member (any, or the leader) cut off from its peers;
+// - partition-majority: a minority (the leader in it half the time) cut off from the majority;
+// - partition-bridge: two groups cut apart, with one member (the bridge) talking to both;
+// - slow-disk: every WAL fdatasync of one member (the leader half the time) waits 50-400 ms;
+// - clock-jump: one member's wall clock (often the leader's) steps forward or back, then steps
+//   back to true time at the heal. Only Baton's wall-clock uses feel it: the proposal time in
+//   each entry, the clock of the Request-ID dedup window (see dedup-probe.ts);
+// Membership changes are not among them: the server has no member add/remove API yet.
 import { SeededRandom, randomInt } from '../../src/base/random.js';
 import { findLeader, sleep, type TestCell } from '../cluster/harness.js';
+import type { FaultControls } from './fault-controls.js';
 
-export type FaultKind = 'kill' | 'pause' | 'partition-leader' | 'partition-one';
+export const faultKinds = [
+  'kill',
+  'pause',
+  'pause-long',
+  'partition-one',
+  'partition-leader',
+  'partition-majority',
+  'partition-bridge',
+  'slow-disk',
+  'clock-jump',
+] as const;
+export type FaultKind = (typeof faultKinds)[number];
+
+export interface NemesisOptions {
+  readonly kinds?: readonly FaultKind[];
+  /** Longest ordinary fault (pause-long has its own 6-8 s). */
+  readonly faultMsMax?: number;
+  /**
+   * Largest clock step. The default stays inside the 10-minute dedup window; bigger steps break
+   * Request-ID dedup (see the report of issue 11), so they are opt-in (--clock-jump-max-ms).
+   */
+  readonly clockJumpMaxMs?: number;
+  /**
+   * Called just before a clock jump on `victim` (offsetMs 0) and again once it is in force (the
+   * dedup probe: a retry across the step, and a request sent after it).
+   */
+  readonly duringClockJump?: (victim: string, offsetMs: number) => Promise<void>;
+}
 
 export interface Nemesis {
   readonly counts: Map<FaultKind, number>;
@@ -16,28 +53,113 @@ export interface Nemesis {
 
 export function startNemesis(
   cell: TestCell,
+  controls: FaultControls,
   seed: bigint,
   now: () => number,
-  faultMsMax = 4_000,
+  options: NemesisOptions = {},
 ): Nemesis {
   const random = new SeededRandom(seed ^ 0x6e656d65n);
   const counts = new Map<FaultKind, number>();
   const log: string[] = [];
+  const kinds = options.kinds ?? faultKinds;
+  const faultMsMax = options.faultMsMax ?? 4_000;
+  const clockJumpMaxMs = options.clockJumpMaxMs ?? 60_000;
   let stopping = false;
-  const kinds: FaultKind[] = ['kill', 'pause', 'partition-leader', 'partition-one'];
+  const pick = <T>(items: readonly T[]): T => items[randomInt(random, 0, items.length - 1)] as T;
+  const shuffled = (items: readonly string[]): string[] => {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = randomInt(random, 0, i);
+      [out[i], out[j]] = [out[j] as string, out[i] as string];
+    }
+    return out;
+  };
+  const leaderOr = async (fallback: string): Promise<string> =>
+    findLeader(cell, cell.names, 3_000).catch(() => fallback);
   const loop = (async () => {
     for (let round = 0; round < 100_000 && !stopping; round++) {
       await sleep(randomInt(random, 1_000, 3_000));
       if (stopping) break;
-      const kind = kinds[randomInt(random, 0, kinds.length - 1)] as FaultKind;
-      const duration = randomInt(random, 1_000, faultMsMax);
-      let victim = cell.names[randomInt(random, 0, cell.names.length - 1)] as string;
-      if (kind === 'partition-leader') {
-        victim = await findLeader(cell, cell.names, 3_000).catch(() => victim);
-      }
+      const kind = pick(kinds);
+      const duration = kind === 'pause-long' ? randomInt(random, 6_000, 8_000) : randomInt(random, 1_000, faultMsMax);
+      const anyone = pick(cell.names);
+      const leaderFirst = randomInt(random, 0, 1) === 1;
       counts.set(kind, (counts.get(kind) ?? 0) + 1);
-      log.push(`${now().toFixed(0)} ms: ${kind} ${victim} for ${duration} ms`);
-      await inject(cell, kind, victim, duration);
+      const at = now().toFixed(0);
+      const note = (what: string): void => {
+        log.push(`${at} ms: ${kind} ${what} for ${duration} ms`);
+      };
+      switch (kind) {
+        case 'kill':
+          note(anyone);
+          await cell.cell.kill9(anyone);
+          await sleep(duration);
+          cell.cell.start(anyone);
+          break;
+        case 'pause':
+        case 'pause-long': {
+          const victim = kind === 'pause-long' && leaderFirst ? await leaderOr(anyone) : anyone;
+          note(victim);
+          cell.cell.signal(victim, 'SIGSTOP');
+          await sleep(duration);
+          cell.cell.signal(victim, 'SIGCONT');
+          break;
+        }
+        case 'partition-one':
+        case 'partition-leader': {
+          const victim = kind === 'partition-leader' ? await leaderOr(anyone) : anyone;
+          note(victim);
+          cell.isolate(victim);
+          await sleep(duration);
+          cell.healAll();
+          break;
+        }
+        case 'partition-majority': {
+          const leader = await leaderOr(anyone);
+          const others = shuffled(cell.names.filter((n) => n !== leader));
+          const minoritySize = Math.floor((cell.names.length - 1) / 2);
+          const minority = leaderFirst ? [leader, ...others.slice(0, minoritySize - 1)] : others.slice(0, minoritySize);
+          const majority = cell.names.filter((n) => !minority.includes(n));
+          note(`${minority.join(',')} | ${majority.join(',')}`);
+          cell.partition(minority, majority);
+          await sleep(duration);
+          cell.healAll();
+          break;
+        }
+        case 'partition-bridge': {
+          const [bridge, ...rest] = shuffled(cell.names) as [string, ...string[]];
+          const half = Math.ceil(rest.length / 2);
+          const left = rest.slice(0, half);
+          const right = rest.slice(half);
+          note(`${left.join(',')} | ${right.join(',')} bridged by ${bridge}`);
+          cell.partition(left, right);
+          await sleep(duration);
+          cell.healAll();
+          break;
+        }
+        case 'slow-disk': {
+          const victim = leaderFirst ? await leaderOr(anyone) : anyone;
+          const delayMs = randomInt(random, 50, 400);
+          note(`${victim} (fsync +${delayMs} ms)`);
+          controls.set(victim, { fsyncDelayMs: delayMs });
+          await sleep(duration);
+          controls.set(victim, { fsyncDelayMs: 0 });
+          break;
+        }
+        case 'clock-jump': {
+          const victim = leaderFirst ? await leaderOr(anyone) : anyone;
+          const sign = randomInt(random, 0, 1) === 1 ? 1 : -1;
+          const offsetMs = sign * randomInt(random, Math.min(1_000, clockJumpMaxMs), clockJumpMaxMs);
+          note(`${victim} (wall clock ${offsetMs > 0 ? '+' : ''}${offsetMs} ms)`);
+          await options.duringClockJump?.(victim, 0);
+          controls.set(victim, { clockOffsetMs: offsetMs });
+          await sleep(controls.pollMs * 3);
+          await options.duringClockJump?.(victim, offsetMs);
+          await sleep(duration);
+          controls.set(victim, { clockOffsetMs: 0 });
+          break;
+        }
+      }
     }
   })();
   return {
@@ -46,36 +168,16 @@ export function startNemesis(
     async stop() {
       stopping = true;
       await loop;
-      heal(cell);
+      heal(cell, controls);
       await cell.cell.waitReady(30_000);
     },
   };
 }
 
-async function inject(cell: TestCell, kind: FaultKind, victim: string, durationMs: number) {
-  switch (kind) {
-    case 'kill':
-      await cell.cell.kill9(victim);
-      await sleep(durationMs);
-      cell.cell.start(victim);
-      return;
-    case 'pause':
-      cell.cell.signal(victim, 'SIGSTOP');
-      await sleep(durationMs);
-      cell.cell.signal(victim, 'SIGCONT');
-      return;
-    case 'partition-leader':
-    case 'partition-one':
-      cell.isolate(victim);
-      await sleep(durationMs);
-      cell.healAll();
-      return;
-  }
-}
-
-function heal(cell: TestCell): void {
+function heal(cell: TestCell, controls: FaultControls): void {
   cell.healAll();
   for (const name of cell.names) {
+    controls.set(name, { fsyncDelayMs: 0, clockOffsetMs: 0 });
     if (cell.cell.isRunning(name)) cell.cell.signal(name, 'SIGCONT');
     else cell.cell.start(name);
   }

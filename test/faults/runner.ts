@@ -1,32 +1,49 @@
-// A fault run: a real 3-member cell behind fault proxies, concurrent clients doing reads, writes
-// and CAS (as transactions) on a few keys while the nemesis kills, pauses and partitions
-// members; then every fault heals, final reads are taken, and the history goes through the
-// linearizability and durability checkers. The seed draws the client mix and the fault schedule;
-// process scheduling still varies from run to run, so a seed names a scenario, not a replay.
+// A fault run: a real 3- or 5-member cell behind fault proxies, with fault control files (slow
+// disk, wall-clock steps); concurrent clients through the client library: reads, writes and CAS
+// (as transactions) on a few keys, a lease workload, watchers (SSE and the client's stream);
+// while the nemesis injects faults. Then every fault heals, final reads are taken, and the history
+// goes through the linearizability, durability, watch and lease checkers, plus the dedup probe of
+// the clock jumps. The seed draws the client mix and the fault schedule; process scheduling still
+// varies from run to run, so a seed names a scenario, not a replay.
 import { performance } from 'node:perf_hooks';
 import { SeededRandom, randomInt } from '../../src/base/random.js';
+import type { BatonClient } from '../../src/client/index.js';
 import {
   checkDurability,
+  checkLeases,
   checkLinearizable,
   isKvRecord,
   pairHistory,
   type HistoryEvent,
   type KvOperation,
+  type OperationRecord,
+  type Verdict,
 } from '../../src/check/index.js';
 import { sleep, startTestCell } from '../cluster/harness.js';
-import { keyPath, runOperation, type ReadConsistency, type Recorder } from './kv-client.js';
+import { ClientWatcher } from './client-watcher.js';
+import { startDedupProbe } from './dedup-probe.js';
+import { FaultControls } from './fault-controls.js';
+import { faultClient, keyPath, runKvOperation, type ReadConsistency, type Recorder } from './kv-client.js';
+import { leaseLoop } from './lease-client.js';
 import { startNemesis, type FaultKind } from './nemesis.js';
-import { checkRunWatches, type WatchVerdict } from './watch-verdict.js';
+import { checkRunWatches, type RunWatcher } from './watch-verdict.js';
 import { WatchSession } from './watch-client.js';
 
 export interface FaultRunOptions {
   readonly timeS: number;
   readonly seed: bigint;
+  /** Cell size: 3 or 5. */
+  readonly members?: number;
   readonly clients?: number;
+  readonly leaseClients?: number;
   readonly keys?: number;
   readonly requestTimeoutMs?: number;
   /** Client reads; `serializable` is the checker's self-test (stale reads must be caught). */
   readonly reads?: ReadConsistency;
+  /** Fault kinds to draw from (default: all). */
+  readonly kinds?: readonly FaultKind[];
+  /** Largest wall-clock step (default 60 s, inside the dedup window). */
+  readonly clockJumpMaxMs?: number;
   /** Receives the raw event history, for saving next to a failure. */
   readonly onHistory?: (events: readonly HistoryEvent[]) => void;
 }
@@ -34,73 +51,104 @@ export interface FaultRunOptions {
 export interface FaultRunSummary {
   readonly ok: boolean;
   /** `unknown` when a checker ran out of budget or a key had no final read. */
-  readonly verdict: 'ok' | 'violation' | 'unknown';
+  readonly verdict: Verdict;
   readonly lines: string[];
   readonly operations: number;
   readonly faults: ReadonlyMap<FaultKind, number>;
 }
 
 export async function runFaults(options: FaultRunOptions): Promise<FaultRunSummary> {
+  const members = options.members ?? 3;
   const clients = options.clients ?? 5;
+  const leaseClients = options.leaseClients ?? 2;
   const keyCount = options.keys ?? 3;
-  const timeoutMs = options.requestTimeoutMs ?? 2_000;
+  const timeoutMs = options.requestTimeoutMs ?? 1_500;
   const reads = options.reads ?? 'linearizable';
   const keys = Array.from({ length: keyCount }, (_, i) => `k${i}`);
   const started = performance.now();
   const events: HistoryEvent[] = [];
   const recorder: Recorder = { now: () => performance.now() - started, record: (e) => events.push(e) };
-  const cell = await startTestCell({ proxies: true });
-  let watchers: WatchSession[] = [];
+  const names = Array.from({ length: members }, (_, i) => `n${i + 1}`);
+  const controls = new FaultControls(names);
+  const cell = await startTestCell({ size: members, proxies: true, nodeArgs: (name) => controls.nodeArgs(name) });
+  const urls = cell.cell.clientUrls();
+  const random = new SeededRandom(options.seed ^ 0x636c6965n);
+  const newClient = (): BatonClient => faultClient(urls, () => random.uint32() / 2 ** 32, timeoutMs);
+  const kvClients = Array.from({ length: clients }, newClient);
+  const leaseClientList = Array.from({ length: leaseClients }, newClient);
+  const dedup = startDedupProbe((name) => cell.cell.clientUrl(name));
+  let watchers: RunWatcher[] = [];
   try {
-    const nemesis = startNemesis(cell, options.seed, recorder.now);
+    const nemesis = startNemesis(cell, controls, options.seed, recorder.now, {
+      ...(options.kinds !== undefined ? { kinds: options.kinds } : {}),
+      ...(options.clockJumpMaxMs !== undefined ? { clockJumpMaxMs: options.clockJumpMaxMs } : {}),
+      duringClockJump: (victim, offsetMs) => dedup.around(victim, offsetMs),
+    });
     const deadline = options.timeS * 1_000;
-    const urls = cell.cell.clientUrls();
-    watchers = urls.map((_, i) => new WatchSession(`w${i}`, urls, keyPath(''), i));
-    const workers = Array.from({ length: clients }, (_, process) =>
-      clientLoop({ recorder, process, urls, keys, deadline, timeoutMs, seed: options.seed, reads }),
-    );
+    watchers = [
+      ...urls.map((_, i) => new WatchSession(`sse${i}`, urls, keyPath(''), i)),
+      new ClientWatcher('client-watch', newClient(), keyPath('')),
+    ];
+    const workers = [
+      ...kvClients.map((client, process) =>
+        clientLoop({ recorder, process, client, keys, deadline, seed: options.seed, reads }),
+      ),
+      ...leaseClientList.map((client, i) =>
+        leaseLoop({ recorder, process: clients + i, client, deadline, seed: options.seed }),
+      ),
+    ];
     await Promise.all(workers);
     await nemesis.stop();
-    const finalValues = await finalReads(recorder, clients, urls, keys, timeoutMs);
+    const finalProcess = clients + leaseClients;
+    const finalValues = await finalReads(recorder, finalProcess, kvClients[0] as BatonClient, keys);
     options.onHistory?.(events);
-    const records = pairHistory(events).filter(isKvRecord);
+    const all = pairHistory(events);
+    const records = all.filter(isKvRecord);
     const linear = checkLinearizable(records, { stepsMax: 20_000_000 });
     const durable = checkDurability({ records, finalValues });
     const watch = await checkRunWatches(urls, watchers, records);
-    const lines = summarize(records, nemesis.counts, linear, durable);
+    const leases = checkLeases(all);
+    const dedupVerdict: Verdict = dedup.violations.length > 0 ? 'violation' : 'ok';
+    const lines = summarize(all, records, nemesis.counts, linear, durable);
     lines.push(...watch.lines);
+    lines.push(`leases: ${leases.verdict} (${leases.leases} leases, ${leases.keys} keys, ${leases.readsChecked} reads with a certain answer)`);
+    for (const violation of leases.violations.slice(0, 10)) lines.push(`  ${violation.kind}: ${violation.message}`);
+    lines.push(`dedup across clock jumps: ${dedupVerdict} (${dedup.probes} probes, ${dedup.unknown} without an answer)`);
+    for (const violation of dedup.violations) lines.push(`  ${violation}`);
+    lines.push('locks: not run (no lock workload yet)');
     lines.push(...nemesis.log.map((line) => `  nemesis ${line}`));
-    const verdicts = [linear.verdict, durable.verdict, watch.verdict];
+    const verdicts = [linear.verdict, durable.verdict, watch.verdict, leases.verdict, dedupVerdict];
     const ok = verdicts.every((v) => v === 'ok');
     const violated = verdicts.includes('violation');
     const verdict = ok ? 'ok' : violated ? 'violation' : 'unknown';
-    return { ok, verdict, lines, operations: records.length, faults: nemesis.counts };
+    return { ok, verdict, lines, operations: all.length, faults: nemesis.counts };
   } finally {
     // Watchers first: with the cell gone they would only retry their connections.
     await Promise.all(watchers.map((w) => w.finish(0, 0)));
+    await Promise.all([...kvClients, ...leaseClientList].map((client) => client.close()));
+    await dedup.close();
     await cell.close();
+    controls.close();
   }
 }
 
 interface ClientOptions {
   readonly recorder: Recorder;
   readonly process: number;
-  readonly urls: readonly string[];
+  readonly client: BatonClient;
   readonly keys: readonly string[];
   readonly deadline: number;
-  readonly timeoutMs: number;
   readonly seed: bigint;
   readonly reads: ReadConsistency;
 }
 
 async function clientLoop(options: ClientOptions): Promise<void> {
-  const { recorder, process, urls, keys } = options;
+  const { recorder, process, client, keys } = options;
   const random = new SeededRandom(options.seed * 1_000n + BigInt(process));
   // What this client last saw per key: CAS from it, so some swaps succeed.
   const seen = new Map<string, string | null>();
   for (let n = 0; n < 1_000_000 && recorder.now() < options.deadline; n++) {
     const key = keys[randomInt(random, 0, keys.length - 1)] as string;
-    const url = urls[randomInt(random, 0, urls.length - 1)] as string;
     const value = `p${process}-${n}`;
     const roll = randomInt(random, 0, 99);
     const operation: KvOperation =
@@ -109,13 +157,13 @@ async function clientLoop(options: ClientOptions): Promise<void> {
         : roll < 75
           ? { type: 'write', key, value }
           : { type: 'cas', key, expected: seen.get(key) ?? null, value };
-    const outcome = await runOperation(recorder, process, url, operation, options.timeoutMs, options.reads);
+    const outcome = await runKvOperation(recorder, process, client, operation, options.reads);
     if (outcome.type === 'ok' && outcome.result.type === 'read') seen.set(key, outcome.result.value);
     if (outcome.type === 'ok' && operation.type === 'write') seen.set(key, operation.value);
     if (outcome.type === 'ok' && outcome.result.type === 'cas' && outcome.result.succeeded) {
       seen.set(key, operation.type === 'cas' ? operation.value : null);
     }
-    // Refused connections answer at once: back off a little rather than spin.
+    // Failures after the client's own retries: back off a little rather than spin.
     if (outcome.type !== 'ok') await sleep(randomInt(random, 20, 100));
   }
 }
@@ -124,15 +172,13 @@ async function clientLoop(options: ClientOptions): Promise<void> {
 async function finalReads(
   recorder: Recorder,
   process: number,
-  urls: readonly string[],
+  client: BatonClient,
   keys: readonly string[],
-  timeoutMs: number,
 ): Promise<Map<string, string | null>> {
   const finals = new Map<string, string | null>();
   for (const key of keys) {
-    for (let attempt = 0; attempt < 50 && !finals.has(key); attempt++) {
-      const url = urls[attempt % urls.length] as string;
-      const outcome = await runOperation(recorder, process, url, { type: 'read', key }, timeoutMs);
+    for (let attempt = 0; attempt < 30 && !finals.has(key); attempt++) {
+      const outcome = await runKvOperation(recorder, process, client, { type: 'read', key });
       if (outcome.type === 'ok' && outcome.result.type === 'read') finals.set(key, outcome.result.value);
       else await sleep(200);
     }
@@ -141,18 +187,22 @@ async function finalReads(
 }
 
 function summarize(
-  records: ReturnType<typeof pairHistory>,
+  all: readonly OperationRecord[],
+  records: readonly OperationRecord<KvOperation>[],
   faults: ReadonlyMap<FaultKind, number>,
   linear: ReturnType<typeof checkLinearizable>,
   durable: ReturnType<typeof checkDurability>,
 ): string[] {
   const byStatus = { ok: 0, fail: 0, info: 0 };
-  for (const record of records) byStatus[record.status] += 1;
+  for (const record of all) byStatus[record.status] += 1;
+  const byType = new Map<string, number>();
+  for (const record of all) byType.set(record.operation.type, (byType.get(record.operation.type) ?? 0) + 1);
   const faultText = [...faults].map(([kind, n]) => `${kind}=${n}`).join(' ') || 'none';
   const lines = [
-    `operations: ${records.length} (ok ${byStatus.ok}, fail ${byStatus.fail}, info ${byStatus.info})`,
+    `operations: ${all.length} (ok ${byStatus.ok}, fail ${byStatus.fail}, info ${byStatus.info}; ` +
+      `${[...byType].map(([type, n]) => `${type} ${n}`).join(', ')})`,
     `faults: ${faultText}`,
-    `linearizability: ${linear.verdict} (${linear.keysChecked} keys, ${linear.steps} steps)`,
+    `linearizability: ${linear.verdict} (${records.length} operations on ${linear.keysChecked} keys, ${linear.steps} steps)`,
   ];
   for (const failure of linear.failures) lines.push(failure.explanation);
   if (linear.unknownKeys.length > 0) lines.push(`  unknown (budget): ${linear.unknownKeys.join(', ')}`);

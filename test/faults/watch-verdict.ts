@@ -1,9 +1,21 @@
 // The watch part of a fault run: after healing, the committed log of the run's prefix comes from
 // a fresh watch from revision 1; every watcher stream of the run is checked against it, and the
 // log itself must hold every acknowledged write (a cheap cross-check of both sides).
-import { checkWatches, type KvOperation, type OperationRecord, type Verdict } from '../../src/check/index.js';
+import {
+  checkWatches,
+  type KvOperation,
+  type OperationRecord,
+  type Verdict,
+  type WatchRecord,
+} from '../../src/check/index.js';
 import { keyPath } from './kv-client.js';
-import { committedLog, currentRevision, type WatchSession } from './watch-client.js';
+import { committedLog, currentRevision } from './watch-client.js';
+
+/** A watcher of the run: the SSE WatchSession or the client library's ClientWatcher. */
+export interface RunWatcher {
+  readonly records: readonly WatchRecord[];
+  finish(revision: number, timeoutMs: number): Promise<void>;
+}
 
 export interface WatchVerdict {
   readonly verdict: Verdict;
@@ -12,7 +24,7 @@ export interface WatchVerdict {
 
 export async function checkRunWatches(
   urls: readonly string[],
-  watchers: readonly WatchSession[],
+  watchers: readonly RunWatcher[],
   records: readonly OperationRecord<KvOperation>[],
 ): Promise<WatchVerdict> {
   let revision: number | null = null;
