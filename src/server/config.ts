@@ -18,6 +18,10 @@ export interface NodeConfig {
   readonly dataDir: string;
   readonly listenClient: URL;
   readonly listenPeer: URL;
+  /** The etcd v3 gRPC facade's address (docs/etcd-compat.md); null = not served. */
+  readonly listenGrpc: URL | null;
+  /** Member name -> gRPC URL, from --initial-cluster-grpc (etcd's MemberList clientURLs). */
+  readonly grpcUrls: ReadonlyMap<string, string>;
   readonly members: readonly MemberConfig[];
   /** Where to dial a peer when it differs from its peer URL (NAT, or a test's fault proxy). */
   readonly peerDial: ReadonlyMap<string, { host: string; port: number }>;
@@ -41,6 +45,8 @@ const options = {
   'data-dir': { type: 'string' },
   'listen-client': { type: 'string' },
   'listen-peer': { type: 'string' },
+  'listen-grpc': { type: 'string' },
+  'initial-cluster-grpc': { type: 'string' },
   'initial-cluster': { type: 'string' },
   'initial-cluster-clients': { type: 'string' },
   'initial-cluster-token': { type: 'string' },
@@ -98,6 +104,10 @@ function resolve(raw: Raw): NodeConfig {
   const listenClient = url(required(raw, 'listen-client'), 'listen-client');
   const listenPeer = url(required(raw, 'listen-peer'), 'listen-peer');
   const members = parseMembers(raw, name, listenClient);
+  const listenGrpc = raw['listen-grpc'] === undefined ? null : url(raw['listen-grpc'], 'listen-grpc');
+  const grpcUrls = new Map(pairs(raw['initial-cluster-grpc'] ?? '', 'initial-cluster-grpc'));
+  for (const grpcUrl of grpcUrls.values()) url(grpcUrl, 'initial-cluster-grpc');
+  if (listenGrpc !== null && !grpcUrls.has(name)) grpcUrls.set(name, listenGrpc.href.replace(/\/$/, ''));
   const self = members.find((member) => member.name === name);
   if (self === undefined) throw new ConfigError(`--initial-cluster does not name this node (${name})`);
   const token = raw['initial-cluster-token'] ?? 'baton';
@@ -108,6 +118,8 @@ function resolve(raw: Raw): NodeConfig {
     dataDir: required(raw, 'data-dir'),
     listenClient,
     listenPeer,
+    listenGrpc,
+    grpcUrls,
     members,
     peerDial: parsePeerDial(raw['peer-dial'] ?? '', members),
     cellId: raw.cell ?? 'cell-1',

@@ -12,14 +12,14 @@ export async function runDev(argv: readonly string[]): Promise<number> {
     strict: true,
   });
   if (values.help === true) {
-    process.stdout.write('baton dev [--data-dir DIR]: run a local 3-node cell (HTTP :7001-7003, peers :7101-7103)\n');
+    process.stdout.write('baton dev [--data-dir DIR]: run a local 3-node cell (HTTP :7001-7003, peers :7101-7103, etcd gRPC :7201-7203)\n');
     return 0;
   }
   const dataDir = resolve(values['data-dir'] ?? process.env['BATON_DATA_DIR'] ?? './data/dev');
   const cell = new ProcessCell({
     dataDir,
     output: 'inherit',
-    members: [1, 2, 3].map((i) => ({ name: `n${i}`, clientPort: 7000 + i, peerPort: 7100 + i })),
+    members: [1, 2, 3].map((i) => ({ name: `n${i}`, clientPort: 7000 + i, peerPort: 7100 + i, grpcPort: 7200 + i })),
   });
   let stopping = false;
   const stop = async (): Promise<void> => {

@@ -11,6 +11,7 @@ import { createHttpHandler } from '../api/http/handler.js';
 import { defaultApiLimits } from '../api/http/limits.js';
 import { createWatchRoutes } from '../api/http/watch-routes.js';
 import { createLeaseRoutes } from '../api/http/lease-routes.js';
+import { EtcdGrpcServer } from '../api/grpc/server.js';
 import { createMaintenanceRoutes } from '../api/http/maintenance-routes.js';
 import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
 import { StreamServer, WatchService, watchOptionsFromEnv } from '../api/stream/index.js';
@@ -180,7 +181,16 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   });
   stream.attach(http);
   await listen(http, Number(config.listenClient.port), config.listenClient.hostname);
-  log.info(`serving ${config.listenClient.href} (peers ${config.listenPeer.href}), member ${config.memberId}, cluster ${config.clusterId}`);
+  const grpc = config.listenGrpc === null ? null : await EtcdGrpcServer.start(
+    {
+      cell: service, leases, watches, logError,
+      leaseBounds: { ttlMsMin: store.limits.leaseTtlMsMin, ttlMsMax: store.limits.leaseTtlMsMax },
+      cluster: { grpcUrls: config.grpcUrls, dbBytes: () => engine.diskBytes() },
+    },
+    config.listenGrpc.hostname,
+    Number(config.listenGrpc.port),
+  );
+  log.info(`serving ${config.listenClient.href} (peers ${config.listenPeer.href}${grpc === null ? '' : `, etcd gRPC ${config.listenGrpc?.href}`}), member ${config.memberId}, cluster ${config.clusterId}`);
   return {
     service,
     async stop() {
@@ -190,6 +200,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
       // Watch streams end cleanly (each hears `unavailable` and its last revision) before sockets go.
       await watches.stop();
       stream.close();
+      await grpc?.stop();
       await new Promise<void>((resolve) => {
         http.close(() => resolve());
         http.closeAllConnections();

@@ -9,6 +9,8 @@ export interface CellMemberPorts {
   readonly name: string;
   readonly clientPort: number;
   readonly peerPort: number;
+  /** The etcd gRPC facade's port; absent = not served. */
+  readonly grpcPort?: number;
 }
 
 export interface ProcessCellOptions {
@@ -60,6 +62,11 @@ export class ProcessCell {
       .map((m) => `${m.name}=http://${this.host}:${m.peerPort}`)
       .join(',');
     const clients = this.options.members.map((m) => `${m.name}=http://${this.host}:${m.clientPort}`).join(',');
+    const grpc = this.options.members.filter((m) => m.grpcPort !== undefined);
+    const grpcArgs = member.grpcPort === undefined ? [] : [
+      '--listen-grpc', `http://${this.host}:${member.grpcPort}`,
+      '--initial-cluster-grpc', grpc.map((m) => `${m.name}=http://${this.host}:${m.grpcPort}`).join(','),
+    ];
     const args = [
       ...(this.options.nodeArgs?.(name) ?? []),
       cliPath,
@@ -70,6 +77,7 @@ export class ProcessCell {
       '--listen-peer', `http://${this.host}:${member.peerPort}`,
       '--initial-cluster', initialCluster,
       '--initial-cluster-clients', clients,
+      ...grpcArgs,
       ...(this.options.extraArgs ?? []),
       ...(this.options.argsFor?.(name) ?? []),
     ];

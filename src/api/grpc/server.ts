@@ -1,0 +1,181 @@
+// The etcd v3 gRPC facade of one node (issue 12, docs/etcd-compat.md): etcd's KV, Watch, Lease,
+// Cluster, Maintenance, Lock and Election services over the node's own interfaces (CellApi,
+// LeaseApi, the watch service, LockApi, ElectionApi): no second state machine.
+import { Server, ServerCredentials, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { ElectionApi, LockApi } from '../lock-types.js';
+import type { LeaseApi } from '../http/lease-routes.js';
+import type { WatchService } from '../stream/watch-service.js';
+import type { CellApi } from '../types.js';
+import { ClusterFacade, type ClusterInfo } from './cluster-service.js';
+import { GrpcStatusError, toGrpcError } from './errors.js';
+import { HeaderSource } from './header.js';
+import { KvFacade } from './kv-service.js';
+import { LeaseFacade, type LeaseBounds } from './lease-service.js';
+import { ElectionFacade, LockFacade } from './lock-service.js';
+import { etcdServices } from './proto.js';
+import { serveWatchStream, type WatchCall } from './watch-stream.js';
+
+export interface GrpcDeps {
+  readonly cell: CellApi;
+  readonly leases: LeaseApi;
+  readonly leaseBounds: LeaseBounds;
+  readonly watches: WatchService;
+  readonly cluster: ClusterInfo;
+  /** The lock and election services are served only when the node has them. */
+  readonly locks?: LockApi;
+  readonly elections?: ElectionApi;
+  readonly logError: (error: unknown) => void;
+}
+
+/** etcd: --max-request-bytes (1.5 MiB) plus gRPC's overhead; bigger messages are refused by gRPC. */
+const receiveBytesMax = 2 * 1024 * 1024;
+/** Keepalive requests queued on one stream before it is closed (a client not reading answers). */
+const keepalivesQueuedMax = 1024;
+
+interface Unary {
+  request: unknown;
+  getDeadline(): Date | number;
+  on(event: 'cancelled', listener: () => void): unknown;
+}
+type Handler = (call: Unary) => Promise<unknown> | unknown;
+
+export class EtcdGrpcServer {
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  static async start(deps: GrpcDeps, host: string, port: number): Promise<EtcdGrpcServer> {
+    const server = new Server({ 'grpc.max_receive_message_length': receiveBytesMax });
+    const services = etcdServices();
+    const headers = new HeaderSource(deps.cell);
+    const kv = new KvFacade(deps.cell, headers);
+    const leases = new LeaseFacade(deps.leases, headers, deps.leaseBounds);
+    const cluster = new ClusterFacade(deps.cell, headers, deps.cluster);
+    const unary = (handler: Handler) => (call: Unary, callback: (error: unknown, value?: unknown) => void) => {
+      Promise.resolve()
+        .then(() => handler(call))
+        .then(
+          (value) => callback(null, value),
+          (error: unknown) => callback(toGrpcError(error, deps.logError)),
+        );
+    };
+    const req = <T>(call: Unary): T => call.request as T;
+
+    server.addService(services.KV, {
+      Range: unary((call) => kv.range(req(call))),
+      Put: unary((call) => kv.put(req(call))),
+      DeleteRange: unary((call) => kv.deleteRange(req(call))),
+      Txn: unary((call) => kv.txn(req(call))),
+      Compact: unary((call) => kv.compact(req(call))),
+    } as UntypedServiceImplementation);
+    server.addService(services.Watch, {
+      Watch: (call: WatchCall) => serveWatchStream(call, deps.watches, headers, deps.logError),
+    } as UntypedServiceImplementation);
+    server.addService(services.Lease, {
+      LeaseGrant: unary((call) => leases.grant(req(call))),
+      LeaseRevoke: unary((call) => leases.revoke(req(call))),
+      LeaseTimeToLive: unary((call) => leases.timeToLive(req(call))),
+      LeaseLeases: unary(() => leases.list()),
+      LeaseKeepAlive: (call: WatchCall) => serveKeepalives(call, leases, deps.logError),
+    } as UntypedServiceImplementation);
+    server.addService(services.Cluster, {
+      MemberList: unary(() => cluster.memberList()),
+    } as UntypedServiceImplementation);
+    server.addService(services.Maintenance, {
+      Status: unary(() => cluster.status()),
+    } as UntypedServiceImplementation);
+    if (deps.locks !== undefined) {
+      const locks = new LockFacade(deps.locks, headers);
+      server.addService(services.Lock, {
+        Lock: unary((call) => waiting(call, (signal, deadline) => locks.lock(req(call), signal, deadline))),
+        Unlock: unary((call) => locks.unlock(req(call))),
+      } as UntypedServiceImplementation);
+    }
+    if (deps.elections !== undefined) {
+      const elections = new ElectionFacade(deps.elections, headers);
+      server.addService(services.Election, {
+        Campaign: unary((call) => waiting(call, (signal, deadline) => elections.campaign(req(call), signal, deadline))),
+        Proclaim: unary((call) => elections.proclaim(req(call))),
+        Resign: unary((call) => elections.resign(req(call))),
+        Leader: unary((call) => elections.leader(req(call))),
+        Observe: (call: WatchCall & { request: { name: Buffer } }) => {
+          const abort = new AbortController();
+          call.on('cancelled', () => abort.abort());
+          elections.observe(call.request.name, (message) => call.write(message), abort.signal).then(
+            () => call.end(),
+            (error: unknown) => {
+              if (!abort.signal.aborted) call.emit('error', toGrpcError(error, deps.logError));
+            },
+          );
+        },
+      } as UntypedServiceImplementation);
+    }
+    const bound = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (error, actual) => {
+        if (error !== null) reject(error);
+        else resolve(actual);
+      });
+    });
+    return new EtcdGrpcServer(server, bound);
+  }
+
+  /** Stops accepting calls; calls still open after a short grace are cut. */
+  async stop(graceMs = 500): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, graceMs);
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
+
+/** A waiting call (Lock, Campaign): aborted when the client goes away, bounded by its deadline. */
+function waiting<T>(call: Unary, body: (signal: AbortSignal, deadlineMs: number) => Promise<T>): Promise<T> {
+  const abort = new AbortController();
+  call.on('cancelled', () => abort.abort());
+  const deadline = call.getDeadline();
+  const deadlineMs = deadline instanceof Date ? deadline.getTime() : Number.isFinite(deadline) ? deadline : Number.POSITIVE_INFINITY;
+  return body(abort.signal, deadlineMs);
+}
+
+/** LeaseKeepAlive: answers in request order, one renewal at a time per stream. */
+function serveKeepalives(call: WatchCall, leases: LeaseFacade, logError: (error: unknown) => void): void {
+  let chain: Promise<void> = Promise.resolve();
+  let queued = 0;
+  let ended = false;
+  const end = (error: unknown): void => {
+    if (ended) return;
+    ended = true;
+    if (error === null) call.end();
+    else call.emit('error', toGrpcError(error, logError));
+  };
+  call.on('data', (request: unknown) => {
+    if (ended) return;
+    if (++queued > keepalivesQueuedMax) {
+      return end(new GrpcStatusError(status.RESOURCE_EXHAUSTED, 'etcdserver: too many keepalives queued on this stream'));
+    }
+    chain = chain.then(async () => {
+      queued--;
+      if (ended) return;
+      try {
+        const answer = await leases.keepalive(request as { ID: string });
+        if (!ended) call.write(answer);
+      } catch (error) {
+        end(error);
+      }
+    });
+  });
+  call.on('end', () => void chain.then(() => end(null)));
+  call.on('cancelled', () => {
+    ended = true;
+  });
+  call.on('error', () => {
+    ended = true;
+  });
+}
