@@ -22,6 +22,7 @@ export const exitCodeHelp = `Exit codes:
 
 export const commonHelp = `Common flags:
   --endpoints URLS   comma-separated, default http://127.0.0.1:7001,:7002,:7003 (or BATON_ENDPOINTS)
+  --no-discover      talk only to the given endpoints (do not learn the other members)
   -w, --write-out    simple (default) | json | table
   -h, --help         this help`;
 
@@ -33,6 +34,7 @@ export class UsageError extends Error {
 
 const commonOptions = {
   endpoints: { type: 'string' },
+  'no-discover': { type: 'boolean', default: false },
   'write-out': { type: 'string', short: 'w' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
@@ -42,6 +44,8 @@ export interface ParsedCommand<V> {
   readonly positionals: string[];
   readonly format: OutputFormat;
   readonly endpoints: string[] | undefined;
+  /** False with --no-discover: only the given endpoints are used. */
+  readonly discover: boolean;
   readonly help: boolean;
 }
 
@@ -74,14 +78,15 @@ export function parseCommand<O extends NonNullable<ParseArgsConfig['options']>>(
     positionals: parsed.positionals,
     format: format as OutputFormat,
     endpoints,
+    discover: values['no-discover'] !== true,
     help: values['help'] === true,
   };
 }
 
-export function makeClient(endpoints: string[] | undefined): BatonClient {
+export function makeClient(endpoints: string[] | undefined, discover = true): BatonClient {
   // A CLI call should fail within seconds rather than retry for half a minute.
   const retry = { deadlineMs: 10_000, attemptsMax: 6 };
-  return new BatonClient({ ...(endpoints === undefined ? {} : { endpoints }), retry });
+  return new BatonClient({ ...(endpoints === undefined ? {} : { endpoints }), retry, discover });
 }
 
 /** Runs one command body with its client; maps every failure to a message and an exit code. */
@@ -90,7 +95,9 @@ export async function runWithClient(
   args: readonly string[],
   body: (args: readonly string[]) => Promise<number>,
 ): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
+  // After "--" the words belong to a command run by baton (baton lock NAME -- CMD --help).
+  const own = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
+  if (own.includes('--help') || own.includes('-h')) {
     console.log(`${help}\n\n${commonHelp}\n\n${exitCodeHelp}`);
     return exitCodes.ok;
   }

@@ -21,10 +21,10 @@ const compactHelp = `usage: baton compact REVISION
 
 export const memberCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(memberHelp, args, async () => {
-    const { positionals, format, endpoints } = parseCommand(args, {});
+    const { positionals, format, endpoints, discover } = parseCommand(args, {});
     requirePositionals(positionals, 1, 1, '"list"');
     if (positionals[0] !== 'list') throw new UsageError(`unknown member action ${positionals[0]}`);
-    const client = makeClient(endpoints);
+    const client = makeClient(endpoints, discover);
     try {
       const status = await client.status();
       if (format === 'json') printJson({ leader: status.leader, members: status.members });
@@ -87,10 +87,10 @@ export const statusCommand = (args: readonly string[]): Promise<number> =>
 
 export const compactCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(compactHelp, args, async () => {
-    const { positionals, format, endpoints } = parseCommand(args, {});
+    const { positionals, format, endpoints, discover } = parseCommand(args, {});
     requirePositionals(positionals, 1, 1, 'one REVISION');
     const revision = integerFlag(positionals[0], 'REVISION') as number;
-    const client = makeClient(endpoints);
+    const client = makeClient(endpoints, discover);
     try {
       const result = await client.compact(revision);
       if (format === 'json') printJson(result);

@@ -34,7 +34,7 @@ const txnHelp = `usage: baton txn [FILE|-] [--request-id ID]
 
 export const getCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(getHelp, args, async () => {
-    const { values, positionals, format, endpoints } = parseCommand(args, {
+    const { values, positionals, format, endpoints, discover } = parseCommand(args, {
       prefix: { type: 'boolean' },
       limit: { type: 'string' },
       rev: { type: 'string' },
@@ -43,7 +43,7 @@ export const getCommand = (args: readonly string[]): Promise<number> =>
       serializable: { type: 'boolean' },
     });
     requirePositionals(positionals, 1, 1, 'one KEY');
-    const client = makeClient(endpoints);
+    const client = makeClient(endpoints, discover);
     try {
       const limit = integerFlag(values.limit, 'limit');
       const revision = integerFlag(values.rev, 'rev');
@@ -88,7 +88,7 @@ function printRange(
 
 export const putCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(putHelp, args, async () => {
-    const { values, positionals, format, endpoints } = parseCommand(args, {
+    const { values, positionals, format, endpoints, discover } = parseCommand(args, {
       'if-version': { type: 'string' },
       'if-revision': { type: 'string' },
       lease: { type: 'string' },
@@ -99,7 +99,7 @@ export const putCommand = (args: readonly string[]): Promise<number> =>
     const ifRevision = integerFlag(values['if-revision'], 'if-revision');
     const lease = integerFlag(values.lease, 'lease');
     const value = positionals[1] ?? readFileSync(0);
-    const client = makeClient(endpoints);
+    const client = makeClient(endpoints, discover);
     try {
       const result = await client.put(positionals[0] as string, value, {
         ...(ifVersion !== undefined ? { ifVersion } : {}),
@@ -123,7 +123,7 @@ export const putCommand = (args: readonly string[]): Promise<number> =>
 
 export const delCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(delHelp, args, async () => {
-    const { values, positionals, format, endpoints } = parseCommand(args, {
+    const { values, positionals, format, endpoints, discover } = parseCommand(args, {
       prefix: { type: 'boolean' },
       'if-version': { type: 'string' },
       'if-revision': { type: 'string' },
@@ -132,7 +132,7 @@ export const delCommand = (args: readonly string[]): Promise<number> =>
     requirePositionals(positionals, 1, 1, 'one KEY');
     const ifVersion = integerFlag(values['if-version'], 'if-version');
     const ifRevision = integerFlag(values['if-revision'], 'if-revision');
-    const client = makeClient(endpoints);
+    const client = makeClient(endpoints, discover);
     try {
       const result = await client.delete(positionals[0] as string, {
         ...(values.prefix === true ? { prefix: true } : {}),
@@ -154,7 +154,7 @@ export const delCommand = (args: readonly string[]): Promise<number> =>
 export const txnCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(txnHelp, args, async () => {
     const options = { 'request-id': { type: 'string' } } as const;
-    const { values, positionals, format, endpoints } = parseCommand(args, options);
+    const { values, positionals, format, endpoints, discover } = parseCommand(args, options);
     requirePositionals(positionals, 0, 1, '[FILE|-]');
     const source = positionals[0] ?? '-';
     let request: TxnRequest;
@@ -164,7 +164,7 @@ export const txnCommand = (args: readonly string[]): Promise<number> =>
       const why = error instanceof Error ? error.message : String(error);
       throw new UsageError(`cannot read the transaction from ${source}: ${why}`);
     }
-    const client = makeClient(endpoints);
+    const client = makeClient(endpoints, discover);
     try {
       const result = await client.txn(
         {

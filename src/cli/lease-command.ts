@@ -28,13 +28,13 @@ export const leaseCommand = (args: readonly string[]): Promise<number> =>
       limit: { type: 'string' },
       after: { type: 'string' },
     } as const;
-    const { values, positionals, format, endpoints } = parseCommand(args, options);
+    const { values, positionals, format, endpoints, discover } = parseCommand(args, options);
     const [action, idText] = positionals;
     if (action === 'list') {
       requirePositionals(positionals, 1, 1, '"list" and no argument');
       const limit = integerFlag(values.limit, 'limit') ?? 10_000;
       const after = integerFlag(values.after, 'after') ?? 0;
-      const client = makeClient(endpoints);
+      const client = makeClient(endpoints, discover);
       try {
         return await listLeases(client, limit, after, format);
       } finally {
@@ -43,7 +43,7 @@ export const leaseCommand = (args: readonly string[]): Promise<number> =>
     }
     requirePositionals(positionals, 2, 2, 'an action and one argument');
     const number = integerFlag(idText, action === 'grant' ? 'TTL' : 'ID') as number;
-    const client = makeClient(endpoints);
+    const client = makeClient(endpoints, discover);
     try {
       if (action === 'grant') {
         const grant = await client.leaseGrant(number);

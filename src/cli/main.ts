@@ -19,6 +19,8 @@ const commands: Record<string, Command> = {
   status: async (args) => (await import('./cluster-commands.js')).statusCommand(args),
   compact: async (args) => (await import('./cluster-commands.js')).compactCommand(args),
   snapshot: async (args) => (await import('./snapshot-command.js')).snapshotCommand(args),
+  lock: async (args) => (await import('./lock-command.js')).lockCommand(args),
+  elect: async (args) => (await import('./elect-command.js')).electCommand(args),
 };
 
 async function main(argv: readonly string[]): Promise<number> {

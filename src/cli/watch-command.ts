@@ -21,7 +21,7 @@ const watchHelp = `usage: baton watch KEY [--prefix] [--rev R] [--prev-kv] [--fi
 
 export const watchCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(watchHelp, args, async () => {
-    const { values, positionals, format, endpoints } = parseCommand(args, {
+    const { values, positionals, format, endpoints, discover } = parseCommand(args, {
       prefix: { type: 'boolean' },
       rev: { type: 'string' },
       'prev-kv': { type: 'boolean' },
@@ -35,7 +35,7 @@ export const watchCommand = (args: readonly string[]): Promise<number> =>
     }
     const startRevision = integerFlag(values.rev, 'rev');
     const countMax = integerFlag(values.count, 'count') ?? Number.POSITIVE_INFINITY;
-    const client = makeClient(endpoints);
+    const client = makeClient(endpoints, discover);
     const stop = new AbortController();
     const onSignal = (): void => stop.abort();
     process.once('SIGINT', onSignal);

@@ -134,6 +134,8 @@ export class Leadership {
   /** The fencing token of this leadership (the leader key's createRevision). */
   readonly term: number;
   readonly revision: number;
+  /** The session lease the leadership hangs on. */
+  readonly lease: number;
   private currentValue: string;
   private readonly ended = new AbortController();
   readonly signal: AbortSignal;
@@ -149,6 +151,7 @@ export class Leadership {
     this.key = answer.key;
     this.term = answer.term;
     this.revision = answer.revision;
+    this.lease = session.leaseId;
     this.currentValue = value;
     this.signal = anySignal([session.signal, this.ended.signal]);
   }

@@ -74,6 +74,11 @@ export class Session extends EventEmitter<{ lost: [SessionLostError]; renewed: [
     return this.state === 'alive' && this.safe.isSafe(this.client.clock.monotonicMs());
   }
 
+  /** Subtracted from every renewal's promise: the time owner-only work has to stop. */
+  get safetyMarginMs(): number {
+    return this.safe.safetyMarginMs;
+  }
+
   get lost(): boolean {
     return this.state === 'lost';
   }
