@@ -18,7 +18,8 @@ export const exitCodeHelp = `Exit codes:
   1  definite failure answered by the cell (precondition_failed, key_not_found, lease_not_found,
      compacted, invalid_argument, a txn whose compare failed, a lost lease)
   2  usage error (bad flags or arguments; nothing was sent)
-  3  no definite answer (unavailable, timeout, overloaded): a mutation may or may not have applied`;
+  3  no definite answer (unavailable, timeout, overloaded): a mutation may or may not have applied
+  4  baton lock/elect: the session was lost while holding the lock or leadership`;
 
 export const commonHelp = `Common flags:
   --endpoints URLS   comma-separated, default http://127.0.0.1:7001,:7002,:7003 (or BATON_ENDPOINTS)
