@@ -8,6 +8,8 @@ import {
   type Command,
   type CommandResult,
   type MvccStore,
+  type RangeRequest as MvccRangeRequest,
+  type RangeResult as MvccRangeResult,
   type TxnOp as MvccTxnOp,
 } from '../mvcc/index.js';
 import type { RaftApi } from '../raft/index.js';
@@ -108,6 +110,18 @@ export class CellService implements api.CellApi {
     return { revision: result.revision, count: result.count, more: result.more, kvs: result.kvs };
   }
 
+  /** A linearizable read of the MVCC store (not counted against the read gate: small, internal). */
+  async linearizableRange(request: MvccRangeRequest): Promise<MvccRangeResult> {
+    const started = performance.now();
+    await this.driver.linearizableRead();
+    this.metrics.readSeconds.observe((performance.now() - started) / 1000);
+    return this.store.range(request);
+  }
+
+  localRange(request: MvccRangeRequest): MvccRangeResult {
+    return this.store.range(request);
+  }
+
   status(): api.ClusterStatus {
     const status = this.core.status();
     const voters = new Set([...status.confState.voters, ...status.confState.votersOutgoing]);
@@ -156,6 +170,11 @@ export class CellService implements api.CellApi {
   }
 
   private async mutate(op: Command, requestId: string | undefined): Promise<CommandResult> {
+    return (await this.proposeCommand(op, requestId)).result;
+  }
+
+  /** Any command through the log (locks and elections use the queue commands). */
+  async proposeCommand(op: Command, requestId: string | undefined): Promise<{ result: CommandResult; duplicate: boolean }> {
     const command = encodeCommand(
       { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: Date.now(), op },
       this.store.limits,
@@ -163,7 +182,7 @@ export class CellService implements api.CellApi {
     const started = performance.now();
     const outcome = await this.driver.propose(this.driver.newProposalId(), command);
     this.metrics.proposalSeconds.observe((performance.now() - started) / 1000);
-    if (outcome.type === 'applied') return outcome.result;
+    if (outcome.type === 'applied') return { result: outcome.result, duplicate: outcome.duplicate };
     if (outcome.type === 'failed') throw outcome.error;
     throw new Error(`a command entry applied as ${outcome.type}`);
   }

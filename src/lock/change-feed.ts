@@ -1,0 +1,132 @@
+// Wakes lock waiters and election observers when keys they care about change in this node's
+// applied state. Subscriptions are by exact key (a waiter's predecessor and its own key) or by
+// prefix (an observer), so a release wakes exactly the one waiter behind it, not the herd.
+//
+// The feed is only a wake-up signal: every decision it triggers is taken by a committed command
+// (seqCheck) or a linearizable read, so a missed or early wake-up can cost a round trip but never
+// a wrong grant. It must not miss one for good, though: a subscriber states the key's incarnation
+// (createRevision) it saw, and subscribing checks the current state first, in the same turn of the
+// event loop as the events that follow, so a deletion between listing and subscribing still wakes.
+import { CompactedError, KeyNotFoundError } from '../base/errors.js';
+import type { KeyValue, MvccEvent, RangeRequest, RangeResult } from '../mvcc/index.js';
+
+/** The applied state the feed reads (the node's MvccStore). */
+export interface AppliedState {
+  readonly revision: number;
+  range(request: RangeRequest): RangeResult;
+  events(options: { startRevision: number; limit: number }): MvccEvent[];
+}
+
+export interface Subscription {
+  cancel(): void;
+}
+
+interface KeyWatch {
+  readonly key: string;
+  readonly onChange: () => void;
+}
+
+interface PrefixWatch {
+  readonly prefix: string;
+  readonly onEvents: (events: readonly MvccEvent[] | null) => void;
+}
+
+export class ChangeFeed {
+  private readonly byKey = new Map<string, Set<KeyWatch>>();
+  private readonly byPrefix = new Set<PrefixWatch>();
+  private seenRevision: number;
+
+  constructor(private readonly state: AppliedState) {
+    this.seenRevision = state.revision;
+  }
+
+  get subscriptions(): number {
+    let count = this.byPrefix.size;
+    for (const set of this.byKey.values()) count += set.size;
+    return count;
+  }
+
+  /**
+   * Calls `onGone` once when `kv` (this incarnation of its key) is deleted or replaced; at once
+   * (on a microtask) if it already is.
+   */
+  whenGone(kv: KeyValue, onGone: () => void): Subscription {
+    let done = false;
+    const fire = (): void => {
+      if (done) return;
+      done = true;
+      remove();
+      onGone();
+    };
+    const watch: KeyWatch = {
+      key: kv.key,
+      onChange: () => {
+        if (!this.isLive(kv)) fire();
+      },
+    };
+    let set = this.byKey.get(kv.key);
+    if (set === undefined) this.byKey.set(kv.key, (set = new Set()));
+    set.add(watch);
+    const remove = (): void => {
+      set.delete(watch);
+      if (set.size === 0 && this.byKey.get(kv.key) === set) this.byKey.delete(kv.key);
+    };
+    if (!this.isLive(kv)) queueMicrotask(fire);
+    return { cancel: () => { done = true; remove(); } };
+  }
+
+  /**
+   * Calls `onEvents` with the events under `prefix` of every applied batch that has some, or with
+   * null when history was compacted past the feed (the subscriber re-reads the state).
+   */
+  watchPrefix(prefix: string, onEvents: (events: readonly MvccEvent[] | null) => void): Subscription {
+    const watch: PrefixWatch = { prefix, onEvents };
+    this.byPrefix.add(watch);
+    return { cancel: () => this.byPrefix.delete(watch) };
+  }
+
+  /** Called after every applied batch. */
+  onApplied(): void {
+    const revision = this.state.revision;
+    if (revision <= this.seenRevision) return;
+    const from = this.seenRevision + 1;
+    this.seenRevision = revision;
+    if (this.byKey.size === 0 && this.byPrefix.size === 0) return;
+    let events: MvccEvent[] | null;
+    try {
+      // Everything since the last batch: what was just written, so bounded by the batch itself.
+      events = this.state.events({ startRevision: from, limit: Number.MAX_SAFE_INTEGER });
+    } catch (error) {
+      if (!(error instanceof CompactedError)) throw error;
+      events = null;
+    }
+    this.dispatch(events);
+  }
+
+  private dispatch(events: readonly MvccEvent[] | null): void {
+    if (events === null) {
+      for (const set of [...this.byKey.values()]) for (const watch of [...set]) watch.onChange();
+      for (const watch of [...this.byPrefix]) watch.onEvents(null);
+      return;
+    }
+    if (events.length === 0) return;
+    for (const event of events) {
+      const set = this.byKey.get(event.kv.key);
+      if (set !== undefined) for (const watch of [...set]) watch.onChange();
+    }
+    for (const watch of [...this.byPrefix]) {
+      const mine = events.filter((event) => event.kv.key.startsWith(watch.prefix));
+      if (mine.length > 0) watch.onEvents(mine);
+    }
+  }
+
+  private isLive(kv: KeyValue): boolean {
+    try {
+      const current = this.state.range({ type: 'get', key: kv.key }).kvs[0];
+      return current !== undefined && current.createRevision === kv.createRevision;
+    } catch (error) {
+      if (error instanceof KeyNotFoundError) return false;
+      throw error;
+    }
+  }
+}
