@@ -42,6 +42,13 @@ export class ProcessCell {
     return `http://${this.host}:${this.member(name).clientPort}`;
   }
 
+  /** HOST:PORT of a member's etcd gRPC facade (etcd clients take endpoints without a scheme). */
+  grpcEndpoint(name: string): string {
+    const port = this.member(name).grpcPort;
+    if (port === undefined) throw new Error(`${name} serves no etcd gRPC facade`);
+    return `${this.host}:${port}`;
+  }
+
   clientUrls(): string[] {
     return this.options.members.map((member) => this.clientUrl(member.name));
   }

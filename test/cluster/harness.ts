@@ -83,15 +83,21 @@ export interface TestCell {
 }
 
 export async function startTestCell(
-  options: { size?: number; proxies?: boolean; extraArgs?: string[]; nodeArgs?: (name: string) => string[] } = {},
+  options: { size?: number; proxies?: boolean; extraArgs?: string[]; nodeArgs?: (name: string) => string[]; grpc?: boolean } = {},
 ): Promise<TestCell> {
   const size = options.size ?? 3;
   const names = Array.from({ length: size }, (_, i) => `n${i + 1}`);
-  const ports = await freePorts(size * 2 + (options.proxies === true ? size * size : 0));
-  const members = names.map((name, i) => ({ name, clientPort: ports[i] as number, peerPort: ports[size + i] as number }));
+  const ports = await freePorts(size * 3 + (options.proxies === true ? size * size : 0));
+  // grpc: each node also serves the etcd gRPC facade (member.grpcPort).
+  const members = names.map((name, i) => ({
+    name,
+    clientPort: ports[i] as number,
+    peerPort: ports[size + i] as number,
+    ...(options.grpc === true ? { grpcPort: ports[size * 2 + i] as number } : {}),
+  }));
   const proxies = new Map<string, FaultProxy>();
   if (options.proxies === true) {
-    let next = size * 2;
+    let next = size * 3;
     for (const from of members) {
       for (const to of members) {
         if (from === to) continue;

@@ -13,15 +13,14 @@ import { int } from './wire.js';
 /** The longest single acquire the server allows (lock-http-contract: waitMs max 300 000). */
 export const acquireWaitMsMax = 300_000;
 
-/** A Baton contender key back to its lock or election name. */
+/** A Baton contender key (`{prefix}{name}/{12 digits}`, names hold no '/') back to its name. */
 export function nameOfKey(key: string, prefixOf: (name: string) => string): string | null {
-  const root = prefixOf('');
+  const root = prefixOf('').slice(0, -1);
   if (!key.startsWith(root)) return null;
-  const rest = key.slice(root.length);
-  const slash = rest.lastIndexOf('/');
-  if (slash <= 0) return null;
-  const name = rest.slice(0, slash);
-  return key === `${prefixOf(name)}${rest.slice(slash + 1)}` ? name : null;
+  const parts = key.slice(root.length).split('/');
+  if (parts.length !== 2 || !/^\d+$/.test(parts[1] as string)) return null;
+  const name = parts[0] as string;
+  return name !== '' && key === `${prefixOf(name)}${parts[1]}` ? name : null;
 }
 
 /**

@@ -1,0 +1,277 @@
+// The etcd v3 gRPC facade driven by real etcd clients against a 3-process cell: Debian's etcdctl
+// (3.4, ETCDCTL_API=3) and the `etcd3` npm client, including their own lock and election
+// helpers. Each check also looks at the same data through Baton's native HTTP API, so the facade
+// is shown to be a view of the one state machine (etcd key "foo" is native "/foo").
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
+import { Etcd3 } from 'etcd3';
+import { http, sleep, startTestCell, type TestCell } from './harness.js';
+
+const run = promisify(execFile);
+const etcdctlPath = findEtcdctl();
+const noEtcdctl = etcdctlPath === null ? 'etcdctl not installed (Debian: apt-get install etcd-client; .ci/run tries)' : false;
+if (noEtcdctl !== false) console.log(`# etcd-compat: SKIPPING the etcdctl tests: ${noEtcdctl}`);
+
+let cell: TestCell;
+let endpoints: string[];
+
+before(async () => {
+  // A 2 s lease minimum keeps the expiry checks short (the default is 5 s; the rules are the same).
+  process.env['BATON_LEASE_TTL_MS_MIN'] = '2000';
+  cell = await startTestCell({ grpc: true });
+  endpoints = cell.names.map((name) => cell.cell.grpcEndpoint(name));
+});
+
+after(async () => {
+  await cell?.close();
+});
+
+function findEtcdctl(): string | null {
+  for (const candidate of [process.env['ETCDCTL_PATH'], '/usr/bin/etcdctl', '/usr/local/bin/etcdctl']) {
+    if (candidate === undefined || candidate === '') continue;
+    if (spawnSync(candidate, ['version'], { env: { ...process.env, ETCDCTL_API: '3' } }).status === 0) return candidate;
+  }
+  return null;
+}
+
+const ctlEnv = (): NodeJS.ProcessEnv => ({ ...process.env, ETCDCTL_API: '3' });
+const ctlArgs = (args: string[], endpoint?: string): string[] => [
+  `--endpoints=${endpoint ?? endpoints.join(',')}`,
+  '--command-timeout=8s',
+  ...args,
+];
+
+async function etcdctl(args: string[], input?: string, endpoint?: string): Promise<string> {
+  const child = run(etcdctlPath as string, ctlArgs(args, endpoint), { env: ctlEnv(), timeout: 15_000 });
+  if (input !== undefined) {
+    child.child.stdin?.end(input);
+  }
+  return (await child).stdout;
+}
+
+/** etcdctl's failure text (its stderr), asserting that it failed. */
+async function etcdctlFails(args: string[]): Promise<string> {
+  try {
+    await etcdctl(args);
+  } catch (error) {
+    return String((error as { stderr?: string }).stderr ?? error);
+  }
+  assert.fail(`etcdctl ${args.join(' ')} succeeded`);
+}
+
+/** A long-running etcdctl (watch, lock, elect): its output so far and a way to stop it. */
+function etcdctlProcess(args: string[]): { child: ChildProcess; output: () => string; stop: () => Promise<void> } {
+  const child = spawn(etcdctlPath as string, ctlArgs(args), { env: ctlEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    child,
+    output: () => out,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+const native = (path: string, init?: RequestInit): ReturnType<typeof http> => http(`${cell.cell.clientUrl('n1')}${path}`, init);
+
+test('etcdctl put/get/del/txn: the same keys and revisions as the native API', { skip: noEtcdctl }, async () => {
+  const started = Date.now();
+  assert.equal((await etcdctl(['put', 'ctl/a', 'one'])).trim(), 'OK');
+  await etcdctl(['put', 'ctl/b', 'two']);
+  await etcdctl(['put', 'ctl/c', 'three']);
+  const got = JSON.parse(await etcdctl(['get', 'ctl/a', '-w', 'json']));
+  const nativeA = await native('/v1/kv/ctl/a');
+  assert.equal(nativeA.status, 200);
+  const kv = nativeA.body.kvs[0];
+  assert.equal(Buffer.from(got.kvs[0].key, 'base64').toString(), 'ctl/a');
+  assert.equal(Buffer.from(got.kvs[0].value, 'base64').toString(), 'one');
+  assert.equal(got.kvs[0].mod_revision, kv.modRevision);
+  assert.equal(got.kvs[0].create_revision, kv.createRevision);
+  assert.equal(got.kvs[0].version, 1);
+  assert.ok(got.header.revision >= kv.modRevision && got.header.raft_term >= 1 && got.header.member_id >= 1);
+
+  assert.equal(await etcdctl(['get', 'ctl/', '--prefix', '--keys-only']), 'ctl/a\n\nctl/b\n\nctl/c\n\n');
+  assert.equal(await etcdctl(['get', 'ctl/', '--prefix', '--sort-by=MODIFY', '--order=DESCEND', '--limit=1']), 'ctl/c\nthree\n');
+  assert.equal(await etcdctl(['get', 'ctl/b', 'ctl/c']), 'ctl/b\ntwo\n'); // [ctl/b, ctl/c): not a prefix
+  assert.equal(JSON.parse(await etcdctl(['get', 'ctl/', '--prefix', '--limit=1', '-w', 'json'])).count, 3);
+  assert.equal(await etcdctl(['get', 'ctl/zzz']), '');
+
+  // prev_kv on delete; the native API sees it gone.
+  assert.equal(await etcdctl(['del', 'ctl/a', '--prev-kv']), '1\nctl/a\none\n');
+  assert.equal((await native('/v1/kv/ctl/a')).status, 404);
+
+  // Txn: compare on value, then-branch put and get; the else-branch untouched.
+  const txn = await etcdctl(['txn'], 'value("ctl/b") = "two"\n\nput ctl/b deux\nget ctl/c\n\nput ctl/else yes\n\n');
+  assert.equal(txn, 'SUCCESS\n\nOK\n\nctl/c\nthree\n');
+  assert.equal((await native('/v1/kv/ctl/b')).body.kvs[0].value, 'deux');
+  assert.equal((await native('/v1/kv/ctl/else')).status, 404);
+  const failed = await etcdctl(['txn'], 'mod("ctl/b") < "1"\n\nput ctl/then x\n\nput ctl/else yes\n\n');
+  assert.equal(failed, 'FAILURE\n\nOK\n');
+  assert.equal((await native('/v1/kv/ctl/else')).body.kvs[0].value, 'yes');
+  console.log(`# etcdctl kv test took ${Date.now() - started} ms`);
+});
+
+test('etcdctl sees etcd errors: future revision, compacted revision, unknown lease', { skip: noEtcdctl }, async () => {
+  await etcdctl(['put', 'err/k', 'v1']);
+  const { header } = JSON.parse(await etcdctl(['put', 'err/k', 'v2', '-w', 'json']));
+  const revision = Number(header.revision);
+  assert.match(await etcdctlFails(['get', 'err/k', `--rev=${revision + 1000}`]), /etcdserver: mvcc: required revision is a future revision/);
+  assert.equal(await etcdctl(['get', 'err/k', `--rev=${revision - 1}`, '--print-value-only']), 'v1\n');
+  assert.match(await etcdctl(['compact', String(revision)]), new RegExp(`compacted revision ${revision}`));
+  assert.match(await etcdctlFails(['get', 'err/k', `--rev=${revision - 1}`]), /etcdserver: mvcc: required revision has been compacted/);
+  assert.match(await etcdctlFails(['lease', 'revoke', '7fffffff']), /etcdserver: requested lease not found/);
+  // A watch from a compacted revision is canceled with etcd's message.
+  const watch = etcdctlProcess(['watch', 'err/k', `--rev=${revision - 1}`]);
+  await until('the compacted watch to be canceled', () => watch.output().includes('required revision has been compacted'));
+  await watch.stop();
+});
+
+test('etcdctl watch: puts and deletes in order with prev_kv, from another node than the writes', { skip: noEtcdctl }, async () => {
+  const watch = etcdctlProcess(['watch', 'w/', '--prefix', '--prev-kv', `--endpoints=${endpoints[2]}`]);
+  await sleep(500); // etcdctl prints nothing when its watch is created
+  await etcdctl(['put', 'w/1', 'a'], undefined, endpoints[0]);
+  await native('/v1/kv/w/1', { method: 'PUT', body: 'b' }); // a native write is an etcd event too
+  await etcdctl(['del', 'w/1'], undefined, endpoints[1]);
+  await until('three events', () => (watch.output().match(/^(PUT|DELETE)$/gm) ?? []).length >= 3);
+  await watch.stop();
+  assert.equal(watch.output(), 'PUT\nw/1\na\nPUT\nw/1\na\nw/1\nb\nDELETE\nw/1\nb\nw/1\n\n');
+});
+
+test('etcdctl lease: grant, attach, keep-alive, time-to-live with keys, revoke deletes the keys', { skip: noEtcdctl }, async () => {
+  const granted = await etcdctl(['lease', 'grant', '10']);
+  const id = /lease ([0-9a-f]+) granted with TTL\(10s\)/.exec(granted)?.[1];
+  assert.ok(id !== undefined, granted);
+  await etcdctl(['put', 'leased/a', 'x', `--lease=${id}`]);
+  assert.match(await etcdctl(['lease', 'keep-alive', '--once', id]), new RegExp(`lease ${id} keepalived with TTL\\(10\\)`));
+  assert.match(await etcdctl(['lease', 'timetolive', id, '--keys']), /granted with TTL\(10s\), remaining\(\d+s\), attached keys\(\[leased\/a\]\)/);
+  assert.match(await etcdctl(['lease', 'list']), new RegExp(`\\b${id}\\b`));
+  const nativeKv = await native('/v1/kv/leased/a');
+  assert.equal(nativeKv.body.kvs[0].lease, Number.parseInt(id, 16));
+  assert.match(await etcdctl(['lease', 'revoke', id]), /revoked/);
+  assert.equal((await native('/v1/kv/leased/a')).status, 404);
+  assert.match(await etcdctl(['lease', 'timetolive', id]), /already expired/);
+  // Below the cell's minimum: raised to it, as etcd does, and the answer says so.
+  assert.match(await etcdctl(['lease', 'grant', '1']), /granted with TTL\(2s\)/);
+});
+
+test('etcdctl member list and endpoint status describe the cell', { skip: noEtcdctl }, async () => {
+  const members = JSON.parse(await etcdctl(['member', 'list', '-w', 'json']));
+  assert.equal(members.members.length, 3);
+  assert.deepEqual(
+    members.members.map((m: { name: string; clientURLs: string[] }) => [m.name, m.clientURLs[0]]),
+    cell.names.map((name) => [name, `http://${cell.cell.grpcEndpoint(name)}`]),
+  );
+  const status = JSON.parse(await etcdctl(['endpoint', 'status', '-w', 'json']));
+  assert.equal(status.length, 3);
+  const leaders = new Set(status.map((s: { Status: { leader: number } }) => s.Status.leader));
+  assert.equal(leaders.size, 1);
+  const nativeStatus = (await native('/v1/cluster/status')).body;
+  assert.equal([...leaders][0], nativeStatus.leader);
+  assert.equal(status[0].Status.version, '3.5.0');
+});
+
+test('etcdctl lock and elect: the second contender waits for the first', { skip: noEtcdctl }, async () => {
+  const first = etcdctlProcess(['lock', 'ctl-lock']);
+  await until('the first lock holder', () => first.output().startsWith('ctl-lock/'));
+  const second = etcdctlProcess(['lock', 'ctl-lock', 'echo', 'second-holds-it']);
+  await sleep(700);
+  assert.equal(second.output(), '', 'the second contender must wait');
+  await first.stop(); // releases: etcdctl revokes its session lease on SIGTERM
+  await until('the second contender to run', () => second.output().includes('second-holds-it'));
+  await second.stop();
+
+  const listen = etcdctlProcess(['elect', '-l', 'ctl-elect']);
+  const alice = etcdctlProcess(['elect', 'ctl-elect', 'alice']);
+  await until('alice elected', () => alice.output().includes('alice'));
+  const bob = etcdctlProcess(['elect', 'ctl-elect', 'bob']);
+  await sleep(500);
+  assert.equal(bob.output(), '', 'bob waits while alice leads');
+  await alice.stop();
+  await until('bob elected', () => bob.output().includes('bob'));
+  await until('the listener to see both', () => listen.output().includes('bob'));
+  assert.ok(listen.output().indexOf('alice') < listen.output().indexOf('bob'), listen.output());
+  await bob.stop();
+  await listen.stop();
+});
+
+test('the etcd3 npm client: kv, watch, leases, txn limits, and its lock and election helpers', async () => {
+  const client = new Etcd3({ hosts: endpoints });
+  try {
+    await client.put('e3/a').value('1');
+    assert.equal(await client.get('e3/a').string(), '1');
+    assert.equal((await native('/v1/kv/e3/a')).body.kvs[0].value, '1');
+    assert.deepEqual(await client.getAll().prefix('e3/').strings(), { 'e3/a': '1' });
+
+    const watcher = await client.watch().prefix('e3/').withPreviousKV().create();
+    const seen: string[] = [];
+    watcher.on('put', (kv, previous) => seen.push(`put ${kv.key.toString()}=${kv.value.toString()} was ${previous?.value.toString()}`));
+    watcher.on('delete', (kv) => seen.push(`delete ${kv.key.toString()}`));
+    await client.put('e3/a').value('2');
+    await client.delete().key('e3/a');
+    await until('two watch events', () => seen.length >= 2);
+    assert.deepEqual(seen, ['put e3/a=2 was 1', 'delete e3/a']);
+    await watcher.cancel();
+
+    const lease = client.lease(5);
+    await lease.put('e3/leased').value('x');
+    const leaseId = await lease.grant();
+    assert.equal((await native('/v1/kv/e3/leased')).body.kvs[0].lease, Number(leaseId));
+    await lease.revoke();
+    assert.equal(await client.get('e3/leased').string(), null);
+
+    const ops = Array.from({ length: 129 }, (_, i) => client.put(`e3/many/${i}`).value('x'));
+    await assert.rejects(client.if('e3/a', 'Version', '==', 0).then(...ops).commit(), /too many operations in txn request/);
+
+    // etcd3's Lock is a try-lock: while one holder is inside, the others fail, never overlap.
+    const trace: string[] = [];
+    const outcomes = await Promise.allSettled(
+      [1, 2, 3].map((i) =>
+        client.lock('e3-lock').ttl(5).do(async () => {
+          trace.push(`in${i}`);
+          await sleep(200);
+          trace.push(`out${i}`);
+        }),
+      ),
+    );
+    assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1, JSON.stringify(outcomes));
+    assert.equal(trace.length, 2);
+    await client.lock('e3-lock').do(async () => undefined); // released: free again
+
+    const election = client.election('e3-elect', 5);
+    const observer = await election.observe();
+    const leaders: (string | undefined)[] = [];
+    observer.on('change', (value) => leaders.push(value));
+    const alice = election.campaign('alice');
+    await alice.wait();
+    const bob = election.campaign('bob');
+    let bobElected = false;
+    bob.on('elected', () => (bobElected = true));
+    await sleep(300);
+    assert.equal(bobElected, false);
+    assert.equal(await election.leader(), 'alice');
+    await alice.proclaim('alice-2');
+    await alice.resign();
+    await bob.wait();
+    assert.equal(await election.leader(), 'bob');
+    await until('the observer to see bob', () => leaders.includes('bob'));
+    assert.deepEqual(leaders, ['alice', 'alice-2', 'bob']);
+    await bob.resign();
+    await observer.cancel();
+  } finally {
+    client.close();
+  }
+});

@@ -1,0 +1,144 @@
+// The etcd key mapping (etcd "K" = Baton "/K") and the read plans for etcd's ranges, checked
+// against a brute-force range over a set of keys: a plan must select exactly [key, range_end).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { status } from '@grpc/grpc-js';
+import { CompactedError, FutureRevisionError, InvalidArgumentError, LeaseNotFoundError, TooLargeError } from '../../../src/base/errors.js';
+import { batonKey, etcdKey, prefixEnd, rangePlan } from '../../../src/api/grpc/keys.js';
+import { rangeWork } from '../../../src/api/grpc/kv-read.js';
+import { toGrpcError } from '../../../src/api/grpc/errors.js';
+import { nameOfKey } from '../../../src/api/grpc/lock-service.js';
+import { lockKeyPrefix } from '../../../src/api/lock-types.js';
+import type { KeyValue } from '../../../src/api/types.js';
+import type { RangeRequestMsg } from '../../../src/api/grpc/wire.js';
+
+const b = (text: string): Buffer => Buffer.from(text, 'utf8');
+
+test('etcd keys map to Baton keys and back, one to one, keeping byte order', () => {
+  const keys = ['foo', '/foo', 'a/b/c', 'é', '日本', '\u0000x', 'z'];
+  for (const key of keys) assert.equal(etcdKey(batonKey(b(key))).toString('utf8'), key);
+  assert.equal(batonKey(b('foo')), '/foo');
+  assert.equal(batonKey(b('/foo')), '//foo');
+  const sortedEtcd = [...keys].map(b).sort(Buffer.compare).map((k) => k.toString());
+  const sortedBaton = keys.map((k) => Buffer.from(batonKey(b(k)))).sort(Buffer.compare).map((k) => k.toString().slice(1));
+  assert.deepEqual(sortedBaton, sortedEtcd);
+  assert.throws(() => batonKey(Buffer.alloc(0)), /key is not provided/);
+  assert.throws(() => batonKey(Buffer.from([0xff, 0xfe])), InvalidArgumentError);
+});
+
+test("prefixEnd is etcd's: last byte below 0xff plus one, the rest dropped", () => {
+  assert.deepEqual(prefixEnd(b('abc')), b('abd'));
+  assert.deepEqual(prefixEnd(Buffer.from([0x61, 0xff, 0xff])), b('b'));
+  assert.deepEqual(prefixEnd(Buffer.from([0xff])), Buffer.from([0]));
+});
+
+test('a range plan selects exactly the keys in [key, range_end)', () => {
+  const stored = ['a', 'a/1', 'a/2', 'ab', 'b', 'b/x', 'c', 'é', 'éa', 'z'];
+  const cases: [string | Buffer, string | Buffer][] = [
+    ['a', ''], // one key
+    ['a/', prefixEnd(b('a/'))], // a prefix
+    ['a', prefixEnd(b('a'))],
+    ['\u0000', '\u0000'], // every key
+    ['ab', '\u0000'], // from a key on
+    ['a/2', 'b/y'], // a range that is not a prefix
+    ['a', 'c'],
+    ['b', 'a'], // empty
+    ['é', prefixEnd(b('é'))], // a prefix ending in a multi-byte character
+    ['d', 'éa'],
+  ];
+  for (const [from, to] of cases) {
+    const key = typeof from === 'string' ? b(from) : from;
+    const end = typeof to === 'string' ? b(to) : to;
+    const expected = stored.filter((k) => {
+      const kb = b(k);
+      if (end.length === 0) return Buffer.compare(kb, key) === 0;
+      if (end.length === 1 && end[0] === 0) return Buffer.compare(kb, key) >= 0 || (key.length === 1 && key[0] === 0);
+      return Buffer.compare(kb, key) >= 0 && Buffer.compare(kb, end) < 0;
+    });
+    const plan = rangePlan(key, end);
+    // What the Baton query would return, then the edge filter.
+    const selected = stored.filter((k) => {
+      const baton = batonKey(b(k));
+      const inQuery = plan.prefix ? baton.startsWith(plan.key) : baton === plan.key;
+      return inQuery && (plan.filter === null || plan.filter(b(k)));
+    });
+    assert.deepEqual(selected, expected, `[${key.toString()}, ${end.toString('hex')})`);
+  }
+});
+
+const kv = (key: string, createRevision: number, modRevision: number, version: number, value: string): KeyValue => ({
+  key: `/${key}`,
+  value: b(value),
+  createRevision,
+  modRevision,
+  version,
+  lease: 0,
+});
+
+function request(fields: Partial<RangeRequestMsg>): RangeRequestMsg {
+  return {
+    key: b('k/'),
+    range_end: prefixEnd(b('k/')),
+    limit: '0',
+    revision: '0',
+    sort_order: 0,
+    sort_target: 0,
+    serializable: false,
+    keys_only: false,
+    count_only: false,
+    min_mod_revision: '0',
+    max_mod_revision: '0',
+    min_create_revision: '0',
+    max_create_revision: '0',
+    ...fields,
+  };
+}
+
+test("sorted and filtered ranges finish at the edge as etcd answers them (count before the limit)", () => {
+  const kvs = [kv('k/a', 5, 9, 3, 'zz'), kv('k/b', 2, 2, 1, 'aa'), kv('k/c', 7, 7, 1, 'mm')];
+  const result = { revision: 9, count: 3, more: false, kvs };
+  // Plain prefix: straight through.
+  assert.equal(rangeWork(request({ limit: '2' }), false).finish, null);
+  // Last created first, limit 1 (clientv3's WithLastCreate).
+  const lastCreate = rangeWork(request({ sort_order: 2, sort_target: 2, limit: '1' }), false);
+  const done = lastCreate.finish?.(result);
+  assert.deepEqual(done?.kvs.map((k) => k.key), ['/k/c']);
+  assert.equal(done?.count, 3);
+  assert.equal(done?.more, true);
+  // NONE with a target other than KEY sorts ascending (etcd).
+  const byValue = rangeWork(request({ sort_target: 4 }), false).finish?.(result);
+  assert.deepEqual(byValue?.kvs.map((k) => k.key), ['/k/b', '/k/c', '/k/a']);
+  // Revision filters.
+  const recent = rangeWork(request({ min_mod_revision: '7' }), false).finish?.(result);
+  assert.deepEqual(recent?.kvs.map((k) => k.key), ['/k/a', '/k/c']);
+  // count_only: the count, no kvs.
+  const counted = rangeWork(request({ count_only: true, sort_order: 2 }), false).finish?.(result);
+  assert.deepEqual([counted?.count, counted?.kvs.length], [3, 0]);
+  // Past the edge's bound: refused, not answered partially.
+  assert.throws(() => lastCreate.finish?.({ ...result, more: true }), TooLargeError);
+});
+
+test("Baton's errors become etcd's gRPC codes and messages", () => {
+  const log = (): void => assert.fail('typed errors are not logged');
+  assert.deepEqual(pick(toGrpcError(new CompactedError(5), log)), [status.OUT_OF_RANGE, 'etcdserver: mvcc: required revision has been compacted']);
+  assert.deepEqual(pick(toGrpcError(new FutureRevisionError(9, 5), log)), [status.OUT_OF_RANGE, 'etcdserver: mvcc: required revision is a future revision']);
+  assert.deepEqual(pick(toGrpcError(new LeaseNotFoundError('x'), log)), [status.NOT_FOUND, 'etcdserver: requested lease not found']);
+  assert.deepEqual(pick(toGrpcError(new TooLargeError('txn operations and compares', 130, 128), log)), [
+    status.INVALID_ARGUMENT,
+    'etcdserver: too many operations in txn request',
+  ]);
+  assert.match(toGrpcError(new TooLargeError('request', 2e6, 1.5e6), log).details, /^etcdserver: request is too large/);
+  let logged = 0;
+  assert.equal(toGrpcError(new Error('bug'), () => logged++).code, status.INTERNAL);
+  assert.equal(logged, 1);
+});
+
+test('a contender key names its lock back, and nothing else does', () => {
+  assert.equal(nameOfKey('/locks/jobs/000000000042', lockKeyPrefix), 'jobs');
+  assert.equal(nameOfKey('/locks/000000000042', lockKeyPrefix), null);
+  assert.equal(nameOfKey('/other/jobs/000000000042', lockKeyPrefix), null);
+});
+
+function pick(error: { code: number; details: string }): [number, string] {
+  return [error.code, error.details];
+}
