@@ -61,7 +61,8 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   mkdirSync(config.dataDir, { recursive: true });
   checkIdentity(config);
   const { wal, recovered, snapshot, snapshots } = await openDurableLog(config.dataDir, log);
-  const engine = LmdbEngine.open({ directory: join(config.dataDir, 'db') });
+  // Deferred commits: the WAL and snapshot rebuild the file after an OS crash (storage/boot-marker.ts).
+  const engine = LmdbEngine.open({ directory: join(config.dataDir, 'db'), commits: 'deferred', logger: log });
   const store = new MvccStore(engine, {
     ...defaultMvccLimits,
     valueBytesMax: config.valueBytesMax,

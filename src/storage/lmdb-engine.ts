@@ -1,8 +1,16 @@
 // The durable KvEngine: one LMDB environment, binary keys and values, every write batch one
-// `transactionSync` (committed and flushed to disk before it returns). No noSync, no writemap:
-// both trade crash safety for speed (../shared/guides/dependencies.md). Nothing else writes to
-// this environment, so no async lmdb writes can split a batch.
-import { mkdirSync, statSync } from 'node:fs';
+// `transactionSync` (atomic and visible when it returns). Nothing else writes to this
+// environment, so no async lmdb writes can split a batch. No writemap (a stray pointer could
+// corrupt the file).
+//
+// Commits are 'synced' (each waits for fdatasync: the file alone survives an OS crash) or
+// 'deferred' (no fsync on the commit path; for a store that a durable log can rebuild). Deferred
+// commits survive a process crash (they are in the page cache), and the boot marker
+// (boot-marker.ts) detects an OS crash, after which the file is deleted on open and the node
+// rebuilds it from its snapshot file and WAL. lmdb-js's asynchronous commits do not help here:
+// with overlappingSync their promise resolves only after the flush (measured: slower than a
+// synced transactionSync on this machine), so an acknowledgement would still wait for the disk.
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database } from 'lmdb';
 import { assert } from '../base/assert.js';
@@ -17,22 +25,47 @@ import {
   lmdbBounds,
   updateBucket,
 } from './long-key-bucket.js';
-import type { LmdbEngineOptions } from './types.js';
+import { clearBootMarker, currentBootId, readBootMarker, syncPath, writeBootMarker } from './boot-marker.js';
+import type { CommitMode, LmdbEngineOptions } from './types.js';
 
 const dataFileName = 'state.mdb';
 
 export class LmdbEngine implements KvEngine {
   private inWrite = false;
+  private closed = false;
 
   private constructor(
     private readonly db: Database<Uint8Array, Uint8Array>,
     readonly path: string,
+    /** How this open commits ('synced' when asked, or when the OS has no boot id). */
+    readonly commits: CommitMode,
+    /** Whether open deleted a file left by deferred commits before an OS restart. */
+    readonly discardedAfterReboot: boolean,
+    /** The directory whose boot marker close() clears, or null when there is none. */
+    private readonly markerDirectory: string | null,
   ) {}
 
   /** Opens (or creates) the store in directory `options.directory`. */
   static open(options: LmdbEngineOptions): LmdbEngine {
-    mkdirSync(options.directory, { recursive: true });
-    const path = join(options.directory, dataFileName);
+    const directory = options.directory;
+    mkdirSync(directory, { recursive: true });
+    const path = join(directory, dataFileName);
+    const bootId = options.bootId === undefined ? currentBootId() : options.bootId;
+    const marker = readBootMarker(directory);
+    // Deferred commits from another boot: the OS may have dropped any of their pages.
+    const discard = marker !== null && marker !== bootId;
+    if (discard) {
+      rmSync(path, { force: true });
+      rmSync(`${path}-lock`, { force: true });
+      syncPath(directory);
+      const warn = options.logger?.warn ?? ((m: string) => process.stderr.write(`${m}\n`));
+      warn(`${path}: the OS restarted while this file had unsynced commits; deleted it (rebuilt from the snapshot and the log)`);
+    }
+    const commits: CommitMode = options.commits === 'deferred' && bootId !== null ? 'deferred' : 'synced';
+    // The marker is durable before the first deferred commit; a synced open keeps an existing
+    // one until close() has synced the file.
+    if (commits === 'deferred' && marker !== bootId) writeBootMarker(directory, bootId as string);
+    const markerDirectory = commits === 'deferred' || (marker !== null && !discard) ? directory : null;
     const db = open<Uint8Array, Uint8Array>({
       path,
       keyEncoding: 'binary',
@@ -42,10 +75,12 @@ export class LmdbEngine implements KvEngine {
       mapSize: options.mapSizeBytes ?? 64 * 1024 * 1024 * 1024,
       compression: false,
       cache: false,
-      noSync: false,
+      noSync: commits === 'deferred',
+      // Plain synced commits: overlappingSync's flush happens inside the commit call anyway.
+      overlappingSync: false,
       useWritemap: false,
     });
-    return new LmdbEngine(db, path);
+    return new LmdbEngine(db, path, commits, discard, markerDirectory);
   }
 
   get(key: Uint8Array): Uint8Array | undefined {
@@ -107,8 +142,22 @@ export class LmdbEngine implements KvEngine {
     return statSync(this.path).blocks * 512;
   }
 
+  /** Resolves once every commit so far is on disk (fdatasync on a libuv thread). */
+  flush(): Promise<void> {
+    // lmdb-js has `sync(callback)` (mdb_env_sync on a worker) but leaves it out of its types.
+    const db = this.db as unknown as { sync(callback: (error?: Error | null) => void): void };
+    return new Promise((resolve, reject) => {
+      db.sync((error) => (error === undefined || error === null ? resolve() : reject(error)));
+    });
+  }
+
+  /** Syncs the file, closes it and, then only, clears the boot marker. */
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.markerDirectory !== null) await this.flush();
     await this.db.close();
+    if (this.markerDirectory !== null) clearBootMarker(this.markerDirectory);
   }
 
   private set(key: Uint8Array, value: Uint8Array | undefined): void {

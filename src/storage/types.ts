@@ -4,4 +4,16 @@ export interface LmdbEngineOptions {
   readonly directory: string;
   /** Upper bound of the memory map (address space, not disk); default 64 GiB. */
   readonly mapSizeBytes?: number;
+  /**
+   * 'synced' (default): each commit waits for fdatasync. 'deferred': commits only reach the page
+   * cache; for a store that a durable log and snapshot can rebuild, because after an OS crash
+   * the next open deletes the file (see boot-marker.ts). Falls back to 'synced' where the OS
+   * exposes no boot id.
+   */
+  readonly commits?: CommitMode;
+  /** The current boot's id (tests; default: the OS's, null where there is none). */
+  readonly bootId?: string | null;
+  readonly logger?: { warn(message: string): void };
 }
+
+export type CommitMode = 'synced' | 'deferred';

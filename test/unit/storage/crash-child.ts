@@ -1,19 +1,30 @@
 // Child process for crash.test.ts: opens the LMDB store in argv[2], and applies the seeded
 // workload (seed argv[3], argv[4] entries) from its applied index on, in seeded batches, until
-// done or killed. Prints "ready <appliedIndex>" once open, "done" at the end.
+// done or killed, with commits argv[5] ('synced' or 'deferred') under boot id argv[6].
+// Prints "ready <appliedIndex>" once open, "done" at the end. With argv[7] = 'hold' it prints
+// "applied" instead and waits to be killed (the store never closed).
 import { SeededRandom } from '../../../src/base/random.js';
 import { MvccStore } from '../../../src/mvcc/index.js';
 import { LmdbEngine } from '../../../src/storage/index.js';
 import { batches, generateWorkload, testLimits } from '../mvcc/workload.js';
 
-const [directory, seedText, countText] = process.argv.slice(2);
+const [directory, seedText, countText, commits, bootId, hold] = process.argv.slice(2);
 const seed = BigInt(seedText ?? '1');
 const entries = generateWorkload(seed, Number(countText ?? '1000')).map((item) => item.entry);
-const engine = LmdbEngine.open({ directory: directory ?? '.' });
+const engine = LmdbEngine.open({
+  directory: directory ?? '.',
+  commits: commits === 'deferred' ? 'deferred' : 'synced',
+  ...(bootId === undefined ? {} : { bootId }),
+});
 const store = new MvccStore(engine, testLimits);
 const start = store.appliedIndex;
 process.stdout.write(`ready ${start}\n`);
 const random = new SeededRandom(seed ^ BigInt(start + 1));
 for (const batch of batches(random, entries.slice(start), 48)) store.applyBatch(batch);
-await engine.close();
-process.stdout.write('done\n');
+if (hold === 'hold') {
+  process.stdout.write('applied\n');
+  setInterval(() => {}, 60_000);
+} else {
+  await engine.close();
+  process.stdout.write('done\n');
+}

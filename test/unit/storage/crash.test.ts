@@ -2,7 +2,8 @@
 // any point (between batches or inside one) the store equals the reference model at the applied
 // index it reports, and replaying the log from there ends exactly where an uncrashed store ends.
 // Crashes are (1) a fault injected mid-batch, after which the LMDB environment is closed without
-// committing and reopened, and (2) SIGKILL of a child process applying in a loop.
+// committing and reopened, and (2) SIGKILL of a child process applying in a loop, with the
+// deferred commits a node uses (a process crash loses nothing the OS already has) and synced ones.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -11,7 +12,7 @@ import { SeededRandom, randomInt } from '../../../src/base/random.js';
 import { MemoryEngine, MvccStore } from '../../../src/mvcc/index.js';
 import type { KvEngine, KvWriter } from '../../../src/mvcc/index.js';
 import type { Entry } from '../../../src/raft/types.js';
-import { LmdbEngine } from '../../../src/storage/index.js';
+import { LmdbEngine, type CommitMode } from '../../../src/storage/index.js';
 import { applyToModel, assertSameReads } from '../mvcc/model-check.js';
 import { ReferenceModel } from '../mvcc/reference-model.js';
 import { batches, generateWorkload, testLimits, type WorkItem } from '../mvcc/workload.js';
@@ -114,11 +115,14 @@ interface ChildRun {
   readonly finished: boolean;
 }
 
-function runChild(options: { dir: string; seed: bigint; count: number; killAfterMs: number }): Promise<ChildRun> {
+const bootId = 'boot-of-this-test';
+
+function runChild(
+  options: { dir: string; seed: bigint; count: number; killAfterMs: number; commits: CommitMode },
+): Promise<ChildRun> {
   const script = fileURLToPath(new URL('./crash-child.js', import.meta.url));
-  const child = spawn(process.execPath, [script, options.dir, String(options.seed), String(options.count)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const args = [script, options.dir, String(options.seed), String(options.count), options.commits, bootId];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   let timer: NodeJS.Timeout | undefined;
   child.stdout.on('data', (chunk: Buffer) => {
@@ -138,38 +142,40 @@ function runChild(options: { dir: string; seed: bigint; count: number; killAfter
   });
 }
 
-test('SIGKILL at any point during apply: the reopened store equals the model at its applied index', async () => {
-  await withTempDir(async (dir) => {
-    const seed = 41n;
-    const count = 1500;
-    const items = generateWorkload(seed, count);
-    const random = new SeededRandom(seed);
-    let previous = 0;
-    let kills = 0;
-    for (let round = 0; round < 3; round++) {
-      const run = await runChild({ dir, seed, count, killAfterMs: randomInt(random, 20, 300) });
-      assert.equal(run.startIndex, previous, 'the child resumed at the recovered applied index');
-      const engine = LmdbEngine.open({ directory: dir });
+for (const commits of ['deferred', 'synced'] as const) {
+  test(`SIGKILL at any point during apply (${commits} commits): the reopened store equals the model at its applied index`, async () => {
+    await withTempDir(async (dir) => {
+      const seed = 41n;
+      const count = 1500;
+      const items = generateWorkload(seed, count);
+      const random = new SeededRandom(seed);
+      let previous = 0;
+      let kills = 0;
+      for (let round = 0; round < 3; round++) {
+        const run = await runChild({ dir, seed, count, killAfterMs: randomInt(random, 20, 300), commits });
+        assert.equal(run.startIndex, previous, 'the child resumed at the recovered applied index');
+        const engine = LmdbEngine.open({ directory: dir, commits, bootId });
+        try {
+          const store = new MvccStore(engine, testLimits);
+          assert.ok(store.appliedIndex >= previous);
+          assertRecovered(store, items, `after kill ${round}`);
+          previous = store.appliedIndex;
+          if (!run.finished) kills++;
+        } finally {
+          await engine.close();
+        }
+      }
+      assert.ok(kills > 0, 'at least one child died mid-run');
+      const done = await runChild({ dir, seed, count, killAfterMs: 60_000, commits });
+      assert.ok(done.finished);
+      const engine = LmdbEngine.open({ directory: dir, commits, bootId });
       try {
         const store = new MvccStore(engine, testLimits);
-        assert.ok(store.appliedIndex >= previous);
-        assertRecovered(store, items, `after kill ${round}`);
-        previous = store.appliedIndex;
-        if (!run.finished) kills++;
+        assert.equal(store.appliedIndex, count);
+        assert.equal(store.hash({ includeAppliedIndex: true }), referenceAt(items, count).hash);
       } finally {
         await engine.close();
       }
-    }
-    assert.ok(kills > 0, 'at least one child died mid-run');
-    const done = await runChild({ dir, seed, count, killAfterMs: 60_000 });
-    assert.ok(done.finished);
-    const engine = LmdbEngine.open({ directory: dir });
-    try {
-      const store = new MvccStore(engine, testLimits);
-      assert.equal(store.appliedIndex, count);
-      assert.equal(store.hash({ includeAppliedIndex: true }), referenceAt(items, count).hash);
-    } finally {
-      await engine.close();
-    }
+    });
   });
-});
+}
