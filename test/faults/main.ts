@@ -1,5 +1,5 @@
 // npm run faults -- --time 60 --seed S [--members 3|5] [--clients 5] [--lease-clients 2]
-//   [--keys 3] [--kinds kill,pause,...] [--clock-jump-max-ms N] [--reads serializable]
+//   [--lock-clients 3] [--keys 3] [--kinds kill,pause,...] [--clock-jump-max-ms N] [--reads serializable]
 //   [--history FILE]  (the raw events, one JSON line each)
 // Prints the summary (operations, faults by kind, each checker's verdict or its minimal failing
 // sub-history) and exits 1 on a violation, 2 when a checker could not decide.
@@ -35,6 +35,7 @@ const summary = await runFaults({
   members,
   clients: Number(flag('clients', '5')),
   leaseClients: Number(flag('lease-clients', '2')),
+  lockClients: Number(flag('lock-clients', '3')),
   keys: Number(flag('keys', '3')),
   reads: flag('reads', 'linearizable') === 'serializable' ? 'serializable' : 'linearizable',
   ...(kinds !== undefined ? { kinds } : {}),

@@ -1,8 +1,9 @@
 // A fault run: a real 3- or 5-member cell behind fault proxies, with fault control files (slow
 // disk, wall-clock steps); concurrent clients through the client library: reads, writes and CAS
-// (as transactions) on a few keys, a lease workload, watchers (SSE and the client's stream);
-// while the nemesis injects faults. Then every fault heals, final reads are taken, and the history
-// goes through the linearizability, durability, watch and lease checkers, plus the dedup probe of
+// (as transactions) on a few keys, a lease workload, a lock workload with fenced writes (when
+// the cell serves locks), watchers (SSE and the client's stream); while the nemesis injects
+// faults. Then every fault heals, final reads are taken, and the history goes through the
+// linearizability, durability, watch, lease and lock-safety checkers, plus the dedup probe of
 // the clock jumps. The seed draws the client mix and the fault schedule; process scheduling still
 // varies from run to run, so a seed names a scenario, not a replay.
 import { performance } from 'node:perf_hooks';
@@ -12,6 +13,7 @@ import {
   checkDurability,
   checkLeases,
   checkLinearizable,
+  checkLockSafety,
   isKvRecord,
   pairHistory,
   type HistoryEvent,
@@ -19,12 +21,14 @@ import {
   type OperationRecord,
   type Verdict,
 } from '../../src/check/index.js';
-import { sleep, startTestCell } from '../cluster/harness.js';
+import { MemoryFencingGuard } from '../../src/fencing/index.js';
+import { http, sleep, startTestCell } from '../cluster/harness.js';
 import { ClientWatcher } from './client-watcher.js';
 import { startDedupProbe } from './dedup-probe.js';
 import { FaultControls } from './fault-controls.js';
 import { faultClient, keyPath, runKvOperation, type ReadConsistency, type Recorder } from './kv-client.js';
 import { leaseLoop } from './lease-client.js';
+import { lockLoop, lockName } from './lock-client.js';
 import { startNemesis, type FaultKind } from './nemesis.js';
 import { checkRunWatches, type RunWatcher } from './watch-verdict.js';
 import { WatchSession } from './watch-client.js';
@@ -36,6 +40,8 @@ export interface FaultRunOptions {
   readonly members?: number;
   readonly clients?: number;
   readonly leaseClients?: number;
+  /** Lock workers (run only when the cell has the lock API). */
+  readonly lockClients?: number;
   readonly keys?: number;
   readonly requestTimeoutMs?: number;
   /** Client reads; `serializable` is the checker's self-test (stale reads must be caught). */
@@ -61,6 +67,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
   const members = options.members ?? 3;
   const clients = options.clients ?? 5;
   const leaseClients = options.leaseClients ?? 2;
+  const lockClients = options.lockClients ?? 3;
   const keyCount = options.keys ?? 3;
   const timeoutMs = options.requestTimeoutMs ?? 1_500;
   const reads = options.reads ?? 'linearizable';
@@ -76,6 +83,9 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
   const newClient = (): BatonClient => faultClient(urls, () => random.uint32() / 2 ** 32, timeoutMs);
   const kvClients = Array.from({ length: clients }, newClient);
   const leaseClientList = Array.from({ length: leaseClients }, newClient);
+  const locksServed = lockClients > 0 && (await hasLockApi(urls[0] as string));
+  const lockClientList = Array.from({ length: locksServed ? lockClients : 0 }, newClient);
+  const guard = new MemoryFencingGuard();
   const dedup = startDedupProbe((name) => cell.cell.clientUrl(name));
   let watchers: RunWatcher[] = [];
   try {
@@ -84,7 +94,8 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
       ...(options.clockJumpMaxMs !== undefined ? { clockJumpMaxMs: options.clockJumpMaxMs } : {}),
       duringClockJump: (victim, offsetMs) => dedup.around(victim, offsetMs),
     });
-    const deadline = options.timeS * 1_000;
+    // The run's time counts from a ready cell (starting one takes seconds on a loaded machine).
+    const deadline = recorder.now() + options.timeS * 1_000;
     watchers = [
       ...urls.map((_, i) => new WatchSession(`sse${i}`, urls, keyPath(''), i)),
       new ClientWatcher('client-watch', newClient(), keyPath('')),
@@ -96,10 +107,14 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
       ...leaseClientList.map((client, i) =>
         leaseLoop({ recorder, process: clients + i, client, deadline, seed: options.seed }),
       ),
+      ...lockClientList.map((client, i) => {
+        const process = clients + leaseClients + 2 * i;
+        return lockLoop({ recorder, process, renewProcess: process + 1, client, guard, deadline, seed: options.seed });
+      }),
     ];
     await Promise.all(workers);
     await nemesis.stop();
-    const finalProcess = clients + leaseClients;
+    const finalProcess = clients + leaseClients + 2 * lockClients;
     const finalValues = await finalReads(recorder, finalProcess, kvClients[0] as BatonClient, keys);
     options.onHistory?.(events);
     const all = pairHistory(events);
@@ -108,6 +123,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
     const durable = checkDurability({ records, finalValues });
     const watch = await checkRunWatches(urls, watchers, records);
     const leases = checkLeases(all);
+    const locks = locksServed ? checkLockSafety(all) : null;
     const dedupVerdict: Verdict = dedup.violations.length > 0 ? 'violation' : 'ok';
     const lines = summarize(all, records, nemesis.counts, linear, durable);
     lines.push(...watch.lines);
@@ -115,9 +131,16 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
     for (const violation of leases.violations.slice(0, 10)) lines.push(`  ${violation.kind}: ${violation.message}`);
     lines.push(`dedup across clock jumps: ${dedupVerdict} (${dedup.probes} probes, ${dedup.unknown} without an answer)`);
     for (const violation of dedup.violations) lines.push(`  ${violation}`);
-    lines.push('locks: not run (no lock workload yet)');
+    if (locks === null) lines.push('locks: not run (the cell has no lock API: GET /v1/locks/{name} is 404)');
+    else {
+      const acquired = all.filter((r) => r.operation.type === 'acquire' && r.status === 'ok').length;
+      const writes = all.filter((r) => r.operation.type === 'guarded-write' && r.status === 'ok');
+      const rejected = writes.filter((r) => r.result?.type === 'guarded-write' && !r.result.accepted).length;
+      lines.push(`locks: ${locks.verdict} (${acquired} grants, ${writes.length} fenced writes, ${rejected} stale ones rejected)`);
+      for (const violation of locks.violations.slice(0, 10)) lines.push(`  ${violation.kind}: ${violation.message}`);
+    }
     lines.push(...nemesis.log.map((line) => `  nemesis ${line}`));
-    const verdicts = [linear.verdict, durable.verdict, watch.verdict, leases.verdict, dedupVerdict];
+    const verdicts = [linear.verdict, durable.verdict, watch.verdict, leases.verdict, dedupVerdict, locks?.verdict ?? 'ok'];
     const ok = verdicts.every((v) => v === 'ok');
     const violated = verdicts.includes('violation');
     const verdict = ok ? 'ok' : violated ? 'violation' : 'unknown';
@@ -125,7 +148,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
   } finally {
     // Watchers first: with the cell gone they would only retry their connections.
     await Promise.all(watchers.map((w) => w.finish(0, 0)));
-    await Promise.all([...kvClients, ...leaseClientList].map((client) => client.close()));
+    await Promise.all([...kvClients, ...leaseClientList, ...lockClientList].map((client) => client.close()));
     await dedup.close();
     await cell.close();
     controls.close();
@@ -184,6 +207,15 @@ async function finalReads(
     }
   }
   return finals;
+}
+
+/** Whether the cell serves the lock API (it answers a lock's state; 404 without the route). */
+async function hasLockApi(url: string): Promise<boolean> {
+  try {
+    return (await http(`${url}/v1/locks/${lockName}`, { timeoutMs: 5_000 })).status === 200;
+  } catch {
+    return false;
+  }
 }
 
 function summarize(
