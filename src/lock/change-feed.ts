@@ -71,7 +71,7 @@ export class ChangeFeed {
       set.delete(watch);
       if (set.size === 0 && this.byKey.get(kv.key) === set) this.byKey.delete(kv.key);
     };
-    if (!this.isLive(kv)) queueMicrotask(fire);
+    if (!this.isLive(kv)) void Promise.resolve().then(fire);
     return { cancel: () => { done = true; remove(); } };
   }
 

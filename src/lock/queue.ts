@@ -68,7 +68,7 @@ export class QueueContender {
     // A retried request's first answer may be old: ask where the entry stands now.
     if (created.duplicate) position = await this.check(request.prefix, position.kv, request.lease);
     const contended = position.predecessor !== null;
-    if (!contended) return this.grant(position, started, false);
+    if (!contended) return this.grant(position, started, false, request.signal);
     if (request.waitMs === 0) {
       // Try-lock answered by a retry whose first attempt queued: leave the queue again.
       await this.withdraw(position.kv);
@@ -80,10 +80,16 @@ export class QueueContender {
     } finally {
       this.metrics.waiting(-1);
     }
-    return this.grant(position, started, true);
+    return this.grant(position, started, true, request.signal);
   }
 
-  private grant(position: SeqPosition, started: number, contended: boolean): Grant {
+  private async grant(position: SeqPosition, started: number, contended: boolean, signal?: AbortSignal): Promise<Grant> {
+    if (signal?.aborted === true) {
+      // Granted to a caller that went away: give it back rather than hold it until the lease ends.
+      await this.withdraw(position.kv);
+      this.metrics.gaveUp('aborted');
+      throw signal.reason;
+    }
     const waitedMs = Math.max(0, Math.round(this.clock.monotonicMs() - started));
     this.metrics.granted(waitedMs, contended);
     return { kv: position.kv, revision: position.revision, waitedMs };
@@ -118,7 +124,7 @@ export class QueueContender {
       const timer = this.clock.setTimeout(() => done('deadline'), Math.max(0, deadline - this.clock.monotonicMs()));
       const onAbort = (): void => done('aborted');
       signal?.addEventListener('abort', onAbort, { once: true });
-      if (signal?.aborted === true) queueMicrotask(onAbort);
+      if (signal?.aborted === true) void Promise.resolve().then(onAbort);
       function done(why: 'changed' | 'deadline' | 'aborted'): void {
         for (const subscription of subscriptions) subscription.cancel();
         timer.cancel();

@@ -1,4 +1,4 @@
-// The deterministic core (base, raft, mvcc, lease, watch, apply) must not touch the world:
+// The deterministic core (base, raft, mvcc, lease, watch, apply, lock, election) must not touch the world:
 // no node:* modules, no wall clock, no Math.random, no timers, no process. This test reads the
 // sources and fails on any forbidden import or call, and on imports that point the wrong way.
 import { test } from 'node:test';
@@ -8,7 +8,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const coreFolders = ['base', 'raft', 'mvcc', 'lease', 'watch', 'apply'];
+const coreFolders = ['base', 'raft', 'mvcc', 'lease', 'watch', 'apply', 'lock', 'election'];
 // Which src folders each folder may import from (besides itself).
 const allowedImports: Record<string, readonly string[]> = {
   base: [],
@@ -17,6 +17,9 @@ const allowedImports: Record<string, readonly string[]> = {
   lease: ['base'],
   watch: ['base', 'mvcc'],
   apply: ['base', 'mvcc', 'lease', 'watch', 'raft'],
+  // api/lock-types.ts is the interface locks implement (types and key layout, no I/O).
+  lock: ['base', 'mvcc', 'api'],
+  election: ['base', 'mvcc', 'api', 'lock'],
 };
 const forbidden: readonly [RegExp, string][] = [
   [/from\s+['"]node:/, 'imports a node: module'],

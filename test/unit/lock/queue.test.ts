@@ -1,0 +1,175 @@
+// The lock queue logic against a real MVCC store applied in-process (no Raft, no network), with
+// a hand-driven clock: who gets woken, when a grant happens, and what a waiter's end leaves behind.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EntryType } from '../../../src/raft/types.js';
+import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand } from '../../../src/mvcc/index.js';
+import type { Command, CommandResult, RangeRequest } from '../../../src/mvcc/index.js';
+import { ChangeFeed } from '../../../src/lock/change-feed.js';
+import { QueueContender, type QueueCell, type QueueMetrics } from '../../../src/lock/queue.js';
+import { LockService } from '../../../src/lock/lock-service.js';
+
+class InProcessCell implements QueueCell {
+  readonly store = new MvccStore(new MemoryEngine(), defaultMvccLimits);
+  readonly feed = new ChangeFeed(this.store);
+  private index = 0;
+  /** Runs right after the next applied command, before its proposer hears the answer. */
+  afterNextApply: (() => void) | null = null;
+
+  apply(op: Command): CommandResult {
+    const data = encodeCommand({ proposedAtMs: 1, op }, defaultMvccLimits);
+    const [outcome] = this.store.applyBatch([{ index: ++this.index, term: 1, type: EntryType.normal, data }]);
+    this.feed.onApplied();
+    if (outcome?.type === 'failed') throw outcome.error;
+    assert.ok(outcome?.type === 'applied');
+    return outcome.result;
+  }
+
+  async proposeCommand(op: Command): Promise<{ result: CommandResult; duplicate: boolean }> {
+    await Promise.resolve();
+    const result = this.apply(op);
+    const hook = this.afterNextApply;
+    this.afterNextApply = null;
+    hook?.();
+    return { result, duplicate: false };
+  }
+
+  async linearizableRange(request: RangeRequest) {
+    return this.store.range(request);
+  }
+
+  localRange(request: RangeRequest) {
+    return this.store.range(request);
+  }
+}
+
+class ManualClock {
+  now = 0;
+  private timers: { at: number; callback: () => void; cancelled: boolean }[] = [];
+  monotonicMs = (): number => this.now;
+  setTimeout = (callback: () => void, ms: number) => {
+    const timer = { at: this.now + ms, callback, cancelled: false };
+    this.timers.push(timer);
+    return { cancel: () => { timer.cancelled = true; } };
+  };
+  async advance(ms: number): Promise<void> {
+    this.now += ms;
+    for (const timer of this.timers.filter((t) => t.at <= this.now && !t.cancelled)) {
+      timer.cancelled = true;
+      timer.callback();
+    }
+    await settle();
+  }
+}
+
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+function setup() {
+  const cell = new InProcessCell();
+  const clock = new ManualClock();
+  const counts = { wakeups: 0, granted: 0, gaveUp: [] as string[], waiting: 0 };
+  const metrics: QueueMetrics = {
+    wakeup: () => counts.wakeups++,
+    granted: () => counts.granted++,
+    gaveUp: (reason) => counts.gaveUp.push(reason),
+    waiting: (delta) => { counts.waiting += delta; },
+  };
+  const locks = new LockService(cell, new QueueContender(cell, cell.feed, clock, metrics), () => 0);
+  for (let id = 1; id <= 5; id++) cell.apply({ type: 'leaseGrant', ttlMs: 10_000, id });
+  return { cell, clock, counts, locks };
+}
+
+test('a release wakes exactly the waiter behind it, and grants go in queue order', async () => {
+  const { counts, locks } = setup();
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 60_000 }, undefined);
+  const order: string[] = [];
+  const b = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, undefined).then((g) => { order.push('b'); return g; });
+  await settle();
+  const c = locks.acquire('l', { lease: 3, owner: 'c', waitMs: 60_000 }, undefined).then((g) => { order.push('c'); return g; });
+  await settle();
+  assert.equal(counts.waiting, 2);
+  await locks.release('l', a.key, undefined);
+  const bGrant = await b;
+  await settle();
+  assert.equal(counts.wakeups, 1, 'only b woke');
+  assert.deepEqual(order, ['b']);
+  await locks.release('l', bGrant.key, undefined);
+  const cGrant = await c;
+  assert.equal(counts.wakeups, 2);
+  assert.ok(a.fencingToken < bGrant.fencingToken && bGrant.fencingToken < cGrant.fencingToken);
+  assert.equal(counts.waiting, 0);
+});
+
+test('a predecessor deleted between the listing and the subscription still wakes its waiter', async () => {
+  const { cell, locks } = setup();
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 60_000 }, undefined);
+  // A's entry goes right after B's create applied, before B's proposer hears where it stands.
+  cell.afterNextApply = () => cell.apply({ type: 'delete', key: a.key });
+  const b = await Promise.race([
+    locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, undefined),
+    settle().then(() => null),
+  ]);
+  assert.ok(b !== null, 'b was granted without any further event');
+  assert.ok(b.fencingToken > a.fencingToken);
+});
+
+test('a waiter whose lease ends is never granted and leaves no entry; the next one is', async () => {
+  const { cell, locks } = setup();
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 60_000 }, undefined);
+  const b = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, undefined);
+  const bOutcome = b.then(() => 'granted', (error: { code?: string }) => error.code);
+  await settle();
+  const c = locks.acquire('l', { lease: 3, owner: 'c', waitMs: 60_000 }, undefined);
+  await settle();
+  cell.apply({ type: 'leaseRevoke', id: 2 }); // b's lease expires while it waits
+  assert.equal(await bOutcome, 'lease_not_found');
+  const state = await locks.state('l');
+  assert.deepEqual(state.queue.map((entry) => entry.owner), ['c'], 'c now waits directly behind a');
+  await locks.release('l', a.key, undefined);
+  const granted = await c;
+  assert.equal(granted.owner, 'c');
+});
+
+test('when the wait ends, the waiter withdraws and hears lock_held naming the holder; try-lock writes nothing', async () => {
+  const { clock, counts, locks, cell } = setup();
+  await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
+  const revision = cell.store.revision;
+  await assert.rejects(locks.acquire('l', { lease: 2, owner: 'b', waitMs: 0 }, undefined), (error: { code?: string; details?: { holder?: { owner?: string } } }) =>
+    error.code === 'lock_held' && error.details?.holder?.owner === 'a');
+  assert.equal(cell.store.revision, revision, 'try-lock wrote nothing');
+  const waiting = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, undefined).then(() => 'granted', (e: { code?: string }) => e.code);
+  await settle();
+  assert.equal((await locks.state('l')).queue.length, 1);
+  await clock.advance(1_000);
+  assert.equal(await waiting, 'lock_held');
+  assert.deepEqual(counts.gaveUp, ['deadline']);
+  assert.equal((await locks.state('l')).queue.length, 0, 'nobody waits behind a ghost');
+});
+
+test('an abandoned waiter withdraws; a grant to a caller that went away is given back', async () => {
+  const { locks } = setup();
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
+  const abandon = new AbortController();
+  const gone = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000, signal: abandon.signal }, undefined).catch((e: Error) => e);
+  await settle();
+  abandon.abort(new Error('went away'));
+  assert.equal(((await gone) as Error).message, 'went away');
+  assert.equal((await locks.state('l')).queue.length, 0);
+  const late = new AbortController();
+  late.abort(new Error('already gone'));
+  await locks.release('l', a.key, undefined);
+  await assert.rejects(locks.acquire('l', { lease: 3, owner: 'c', waitMs: 0, signal: late.signal }, undefined), /already gone/);
+  assert.equal((await locks.state('l')).holder, null);
+});
+
+test('the fencing check names the current token', async () => {
+  const { locks } = setup();
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
+  assert.deepEqual(await locks.check('l', a.fencingToken).then((r) => [r.valid, r.currentToken]), [true, a.fencingToken]);
+  await locks.release('l', a.key, undefined);
+  const b = await locks.acquire('l', { lease: 2, owner: 'b', waitMs: 0 }, undefined);
+  const stale = await locks.check('l', a.fencingToken);
+  assert.deepEqual([stale.valid, stale.currentToken, stale.holder?.owner], [false, b.fencingToken, 'b']);
+});
