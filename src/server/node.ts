@@ -37,6 +37,7 @@ import type { Timers } from './types.js';
 import { createNodeLocks, type NodeLocks } from './lock-wiring.js';
 import { createLockRoutes } from '../api/http/lock-routes.js';
 import { createElectionRoutes } from '../api/http/election-routes.js';
+import { lockFrameHandlers } from '../api/stream/lock-frames.js';
 
 export interface RunningNode {
   readonly service: CellService;
@@ -178,7 +179,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     apiLimits,
     service: watches,
     logError,
-    handlers: { keepalive: keepaliveFrameHandler(leases) },
+    handlers: { keepalive: keepaliveFrameHandler(leases), ...lockFrameHandlers(locks.locks, locks.elections) },
   });
   stream.attach(http);
   await listen(http, Number(config.listenClient.port), config.listenClient.hostname);

@@ -218,3 +218,40 @@ async function waitFor(condition: () => Promise<boolean>, what: string, timeoutM
     await sleep(50);
   }
 }
+
+test('locks over /v1/stream: acquire and release as frames; closing the connection withdraws a waiting acquire', async () => {
+  const { WebSocket } = await import('ws');
+  const [a, b] = [await lease(), await lease()];
+  const open = async (url: string) => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/stream`);
+    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+    const answers = new Map<string, (frame: any) => void>();
+    ws.on('message', (data) => {
+      const frame = JSON.parse(String(data));
+      answers.get(String(frame.id))?.(frame);
+    });
+    const call = (id: string, body: Record<string, unknown>): Promise<any> =>
+      new Promise((resolve) => {
+        answers.set(id, resolve);
+        ws.send(JSON.stringify({ id, ...body }));
+      });
+    return { ws, call };
+  };
+  const first = await open(urls[0] as string);
+  const held = await first.call('1', { type: 'lockAcquire', name: 'streamed', lease: a, owner: 'a' });
+  assert.equal(held.type, 'result', JSON.stringify(held));
+  const second = await open(urls[1] as string);
+  const waiting = second.call('1', { type: 'lockAcquire', name: 'streamed', lease: b, owner: 'b', waitMs: 20_000 });
+  await waitFor(async () => (await http(`${urls[0]}/v1/locks/streamed`)).json.queue.length === 1, 'b queued over the stream');
+  second.ws.close();
+  await waitFor(async () => (await http(`${urls[0]}/v1/locks/streamed`)).json.queue.length === 0, 'the closed stream\'s entry withdrawn');
+  void waiting;
+  const checked = await first.call('2', { type: 'fencingCheck', lock: 'streamed', token: held.result.fencingToken });
+  assert.equal(checked.result.valid, true);
+  const released = await first.call('3', { type: 'lockRelease', name: 'streamed', key: held.result.key });
+  assert.equal(released.result.released, true);
+  const again = await first.call('4', { type: 'lockRelease', name: 'streamed', key: held.result.key });
+  assert.equal(again.type, 'error');
+  assert.equal(again.error.code, 'lock_not_held');
+  first.ws.close();
+});

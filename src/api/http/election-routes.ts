@@ -19,7 +19,7 @@ export function createElectionRoutes(elections: ElectionApi): RouteGroup {
   };
 }
 
-function leaderJson(leader: LeaderInfo | null, encoding: Encoding): unknown {
+export function leaderJson(leader: LeaderInfo | null, encoding: Encoding): unknown {
   if (leader === null) return null;
   return { key: leader.key, value: Buffer.from(leader.value).toString(encoding), term: leader.term, lease: leader.lease };
 }

@@ -1,6 +1,7 @@
 // Reading fields of a JSON request body: unknown fields are refused (a typo must not silently
 // change what a request means) and each field is checked for its type with a message naming it.
 import { InvalidArgumentError, UnavailableError } from '../../base/errors.js';
+import { decodeText, type Encoding } from './parse.js';
 
 export type JsonObject = Readonly<Record<string, unknown>>;
 
@@ -31,13 +32,8 @@ export function stringField(body: JsonObject, name: string, fallback?: string): 
 }
 
 /** A bytes field: UTF-8 text, or base64 with ?encoding=base64. */
-export function bytesField(body: JsonObject, name: string, encoding: 'utf8' | 'base64'): Uint8Array {
-  const text = stringField(body, name);
-  if (encoding === 'utf8') return new Uint8Array(Buffer.from(text, 'utf8'));
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) {
-    throw new InvalidArgumentError(`${name} is not valid base64`);
-  }
-  return new Uint8Array(Buffer.from(text, 'base64'));
+export function bytesField(body: JsonObject, name: string, encoding: Encoding): Uint8Array {
+  return new Uint8Array(decodeText(stringField(body, name), encoding, name));
 }
 
 /** One path segment after a route prefix, percent-decoded. */

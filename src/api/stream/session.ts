@@ -3,7 +3,7 @@
 // watches, paused while the socket holds more than the high-water mark).
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
-import { BatonError, InvalidArgumentError, OverloadedError } from '../../base/errors.js';
+import { BatonError, InvalidArgumentError, OverloadedError, UnavailableError } from '../../base/errors.js';
 import type { WatchConnection, WatchOutput } from '../../watch/index.js';
 import type { CellApi } from '../types.js';
 import type { ApiLimits } from '../http/limits.js';
@@ -31,6 +31,7 @@ export class StreamSession implements WatchSession {
   private inFlight = 0;
   private flushScheduled = false;
   private closed = false;
+  private readonly closedSignal = new AbortController();
   private readonly unregister: () => void;
   /** One callback for every send (no closure per frame): resumes a pump paused by backpressure. */
   private readonly written = (): void => this.onWritten();
@@ -43,7 +44,7 @@ export class StreamSession implements WatchSession {
   ) {
     this.service = options.service;
     this.connection = options.service.hub.openConnection(() => this.schedule());
-    this.context = { cell: options.cell, apiLimits: options.apiLimits, send: (body) => this.send(body) };
+    this.context = { cell: options.cell, apiLimits: options.apiLimits, send: (body) => this.send(body), closed: this.closedSignal.signal };
     this.unregister = options.service.onStop(() => this.stop());
     ws.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
     ws.on('close', () => this.cleanup());
@@ -164,5 +165,6 @@ export class StreamSession implements WatchSession {
     this.watches.clear();
     this.connection.close();
     this.unregister();
+    this.closedSignal.abort(new UnavailableError('the stream closed before the answer'));
   }
 }

@@ -62,6 +62,8 @@ export interface FrameContext {
   readonly apiLimits: ApiLimits;
   /** Sends one frame to the client (JSON-encoded here). */
   send(body: Record<string, unknown>): void;
+  /** Aborts when the connection closes: a waiting lock acquire then leaves its queue. */
+  readonly closed: AbortSignal;
 }
 
 /**

@@ -1,0 +1,89 @@
+// Locks and elections on the stream (/v1/stream), so a process keeps one connection for its
+// session, its locks and its watches. Frames mirror the HTTP routes (docs/api/locks.md):
+//   lockAcquire {name, lease, owner?, waitMs?, requestId?}   lockRelease {name, key, requestId?}
+//   lockState {name}   fencingCheck {lock, token}
+//   campaign {name, lease, value, waitMs?, requestId?, encoding?}   proclaim {name, key, value, ...}
+//   resign {name, key, requestId?}   leader {name, encoding?}
+// A waiting acquire or campaign ends (its queue entry deleted) when the connection closes.
+import type { ElectionApi, LockApi } from '../lock-types.js';
+import { leaderJson } from '../http/election-routes.js';
+import { decodeText, type Encoding } from '../http/parse.js';
+import { defaultAcquireWaitMs } from '../http/lock-routes.js';
+import { allowFields, optionalInteger, optionalOneOf, optionalString } from './frame-registry.js';
+import type { Frame, FrameHandler } from './types.js';
+import { InvalidArgumentError, TooLargeError } from '../../base/errors.js';
+
+function required<T>(value: T | undefined, name: string): T {
+  if (value === undefined) throw new InvalidArgumentError(`${name} is required`);
+  return value;
+}
+
+const nameOf = (frame: Frame, field = 'name'): string => required(optionalString(frame, field, 128), field);
+const requestIdOf = (frame: Frame): string | undefined => optionalString(frame, 'requestId', 128);
+const encodingOf = (frame: Frame): Encoding => optionalOneOf(frame, 'encoding', ['utf8', 'base64'] as const) ?? 'utf8';
+
+export function lockFrameHandlers<Session>(locks: LockApi, elections: ElectionApi): Record<string, FrameHandler<Session>> {
+  const valueOf = (frame: Frame, max: number): Uint8Array => {
+    const value = decodeText(frame.fields['value'], encodingOf(frame), 'value');
+    if (value.length > max) throw new TooLargeError('value', value.length, max);
+    return new Uint8Array(value);
+  };
+  return {
+    lockAcquire: async (frame, context) => {
+      allowFields(frame, ['name', 'lease', 'owner', 'waitMs', 'requestId']);
+      const result = await locks.acquire(
+        nameOf(frame),
+        {
+          lease: required(optionalInteger(frame, 'lease', 1), 'lease'),
+          owner: optionalString(frame, 'owner', 256) ?? '',
+          waitMs: optionalInteger(frame, 'waitMs', 0) ?? defaultAcquireWaitMs,
+          signal: context.closed,
+        },
+        requestIdOf(frame),
+      );
+      return { ...result };
+    },
+    lockRelease: async (frame) => {
+      allowFields(frame, ['name', 'key', 'requestId']);
+      const released = await locks.release(nameOf(frame), required(optionalString(frame, 'key', 4096), 'key'), requestIdOf(frame));
+      return { released: true, revision: released.revision };
+    },
+    lockState: async (frame) => {
+      allowFields(frame, ['name']);
+      return { ...(await locks.state(nameOf(frame))) };
+    },
+    fencingCheck: async (frame) => {
+      allowFields(frame, ['lock', 'token']);
+      return { ...(await locks.check(nameOf(frame, 'lock'), required(optionalInteger(frame, 'token', 1), 'token'))) };
+    },
+    campaign: async (frame, context) => {
+      allowFields(frame, ['name', 'lease', 'value', 'waitMs', 'requestId', 'encoding']);
+      const won = await elections.campaign(
+        nameOf(frame),
+        {
+          lease: required(optionalInteger(frame, 'lease', 1), 'lease'),
+          value: valueOf(frame, context.apiLimits.valueBytesMax),
+          waitMs: optionalInteger(frame, 'waitMs', 0) ?? defaultAcquireWaitMs,
+          signal: context.closed,
+        },
+        requestIdOf(frame),
+      );
+      return { ...won };
+    },
+    proclaim: async (frame, context) => {
+      allowFields(frame, ['name', 'key', 'value', 'requestId', 'encoding']);
+      const key = required(optionalString(frame, 'key', 4096), 'key');
+      return { ...(await elections.proclaim(nameOf(frame), key, valueOf(frame, context.apiLimits.valueBytesMax), requestIdOf(frame))) };
+    },
+    resign: async (frame) => {
+      allowFields(frame, ['name', 'key', 'requestId']);
+      const done = await elections.resign(nameOf(frame), required(optionalString(frame, 'key', 4096), 'key'), requestIdOf(frame));
+      return { resigned: true, revision: done.revision };
+    },
+    leader: async (frame) => {
+      allowFields(frame, ['name', 'encoding']);
+      const current = await elections.leader(nameOf(frame));
+      return { revision: current.revision, leader: leaderJson(current.leader, encodingOf(frame)) };
+    },
+  };
+}
