@@ -9,7 +9,10 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                  [--profile calm|mixed|chaos] [--fault-phase-ms MS] (a soak: e.g. 60000)
                  [--driver sim|server] (server: the production driver of src/server)
                  [--state-machine register|mvcc] (mvcc: the real MVCC store, in memory)
-                 [--bug commitOldTermEntries|doubleVote|applyUncommitted]`;
+                 [--workload kv|leases] (leases: lease holders on the production lease
+                   service; implies --driver server and the MVCC store)
+                 [--bug commitOldTermEntries|doubleVote|applyUncommitted]
+                 [--lease-bug promoteAtZero|renewWithoutQuorum]`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
   const { values } = parseArgs({
@@ -23,7 +26,9 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       'fault-phase-ms': { type: 'string' },
       driver: { type: 'string' },
       'state-machine': { type: 'string' },
+      workload: { type: 'string' },
       bug: { type: 'string', multiple: true },
+      'lease-bug': { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -46,8 +51,21 @@ export async function simCommand(args: readonly string[]): Promise<number> {
           { length: Number(values.seeds ?? '100') },
           (_, i) => parseSeed(values['seed-start'] ?? '1') + BigInt(i),
         );
-  const driver = values.driver ?? 'sim';
-  if (driver !== 'sim' && driver !== 'server') {
+  const workload = values.workload ?? 'kv';
+  if (workload !== 'kv' && workload !== 'leases') {
+    console.error(usage);
+    return 2;
+  }
+  const leaseBugs: Record<string, boolean> = {};
+  for (const bug of values['lease-bug'] ?? []) {
+    if (bug !== 'promoteAtZero' && bug !== 'renewWithoutQuorum') {
+      console.error(usage);
+      return 2;
+    }
+    leaseBugs[bug] = true;
+  }
+  const driver = values.driver ?? (workload === 'leases' ? 'server' : 'sim');
+  if ((driver !== 'sim' && driver !== 'server') || (workload === 'leases' && driver !== 'server')) {
     console.error(usage);
     return 2;
   }
@@ -65,9 +83,11 @@ export async function simCommand(args: readonly string[]): Promise<number> {
   const extra = [
     ...(profile === undefined ? [] : [`--profile ${profile}`]),
     ...(faultPhaseMs === undefined ? [] : [`--fault-phase-ms ${faultPhaseMs}`]),
-    ...(driver === 'sim' ? [] : [`--driver ${driver}`]),
+    ...(workload === 'kv' ? [] : [`--workload ${workload}`]),
+    ...(driver === 'sim' || workload === 'leases' ? [] : [`--driver ${driver}`]),
     ...(machine === 'register' ? [] : [`--state-machine ${machine}`]),
     ...(values.bug ?? []).map((bug) => `--bug ${bug}`),
+    ...(values['lease-bug'] ?? []).map((bug) => `--lease-bug ${bug}`),
   ].join(' ');
   const started = performance.now();
   let failed = 0;
@@ -76,7 +96,9 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     const options: SimOptions = {
       seed,
       driver,
-      ...(machine === 'mvcc' ? { stateMachine: mvccStateMachine() } : {}),
+      ...(workload === 'leases' ? { workload } : {}),
+      ...(values['lease-bug'] === undefined ? {} : { leaseBugs }),
+      ...(machine === 'mvcc' && workload === 'kv' ? { stateMachine: mvccStateMachine() } : {}),
       ...(profile === undefined ? {} : { profile }),
       ...(faultPhaseMs === undefined ? {} : { scenario: { faultPhaseMs } }),
       ...(values.bug === undefined ? {} : { bugs: bugs as RaftBugs }),

@@ -16,6 +16,15 @@ export interface LeaseServiceOptions {
   /** Lease IDs in one keepalive call. */
   readonly keepaliveIdsMax: number;
   readonly requestTimeoutMs: number;
+  /** Deliberately broken rules, for the simulator's teeth tests only. */
+  readonly bugs?: LeaseBugs;
+}
+
+export interface LeaseBugs {
+  /** A new leader starts every lease at 0 remaining instead of its checkpointed TTL. */
+  readonly promoteAtZero?: boolean;
+  /** Renew without confirming leadership with a quorum first (a deposed leader may promise). */
+  readonly renewWithoutQuorum?: boolean;
 }
 
 export const defaultLeaseServiceOptions: LeaseServiceOptions = {

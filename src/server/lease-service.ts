@@ -123,7 +123,8 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     // checkpoint an earlier leader committed: renewing before that could promise a lease that a
     // committed revocation is about to delete.
     if (this.store.appliedTerm !== term) return;
-    const leases = this.store.leases().map((l) => ({ id: l.id, ttlMs: l.ttlMs, remainingMs: l.remainingMs }));
+    const atZero = this.options.bugs?.promoteAtZero === true;
+    const leases = this.store.leases().map((l) => ({ id: l.id, ttlMs: l.ttlMs, remainingMs: atZero ? 0 : l.remainingMs }));
     this.tracker.promote(leases, this.monotonicMs());
     this.promotedTerm = term;
     this.lastCheckpointMs = this.monotonicMs();
@@ -250,7 +251,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
       }
       this.maybePromote();
       await this.whenPromoted();
-      await this.confirmLeadership();
+      if (this.options.bugs?.renewWithoutQuorum !== true) await this.confirmLeadership();
       return await this.renewAll(ids);
     } finally {
       this.keepalivesInFlight--;

@@ -12,6 +12,15 @@ export interface LeaseOutcomeObserver {
   leasesRestored(): void;
 }
 
+/** Tell the observer what one applied outcome did to the lease table. */
+export function observeLeaseOutcome(outcome: ApplyOutcome, observer: LeaseOutcomeObserver): void {
+  // A duplicate is an earlier outcome answered again: the table did not change.
+  if (outcome.type !== 'applied' || outcome.duplicate) return;
+  const result = outcome.result;
+  if (result.type === 'leaseGrant') observer.leaseGranted(result.id, result.ttlMs);
+  else if (result.type === 'leaseRevoke') observer.leaseRevoked(result.id);
+}
+
 export class LeaseAwareStateMachine implements StateMachine<ApplyOutcome> {
   constructor(
     private readonly inner: StateMachine<ApplyOutcome>,
@@ -24,13 +33,7 @@ export class LeaseAwareStateMachine implements StateMachine<ApplyOutcome> {
 
   applyBatch(entries: readonly Entry[]): ApplyOutcome[] {
     const outcomes = this.inner.applyBatch(entries);
-    for (const outcome of outcomes) {
-      // A duplicate is an earlier outcome answered again: the table did not change.
-      if (outcome.type !== 'applied' || outcome.duplicate) continue;
-      const result = outcome.result;
-      if (result.type === 'leaseGrant') this.observer.leaseGranted(result.id, result.ttlMs);
-      else if (result.type === 'leaseRevoke') this.observer.leaseRevoked(result.id);
-    }
+    for (const outcome of outcomes) observeLeaseOutcome(outcome, this.observer);
     return outcomes;
   }
 

@@ -6,16 +6,20 @@
 //   npm run sim -- --seed S --trace                one line per event
 //   npm run sim -- --seeds 50 --fault-phase-ms 60000   a soak
 //   npm run sim -- --seeds 200 --driver server     members run src/server/driver.ts
+//   npm run sim -- --seeds 200 --workload leases   lease holders on the production lease service
 //   BATON_SEEDS=20000 npm test                     the sharded sweep in test/sim, bigger
 //
 // Layout: simulate.ts (a run), world.ts (event loop, members), sim-node.ts (the sim's driver
 // and the checkers' taps), server-driver.ts (the production driver's doors), delivery.ts,
 // network.ts, disk.ts (the world models), nemesis.ts (faults), workload.ts (client),
-// checker.ts + mirror-log.ts (safety), register.ts (the default state machine).
+// checker.ts + mirror-log.ts (safety), register.ts (the default state machine), lease-*.ts (the
+// lease workload: holders, the service inside a member, forwarding, and the lease checker).
 export type {
   Applier,
   DriverBugs,
   FaultWeights,
+  LeaseBugs,
+  LeaseStats,
   Scenario,
   ScriptedFault,
   SimEvent,

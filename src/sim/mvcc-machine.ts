@@ -3,7 +3,10 @@
 // store's content hash across members at equal applied indexes. The client's write to register
 // k is an MVCC put of `/sim/k` whose value is the command id.
 import { assert } from '../base/assert.js';
+import { BatonError } from '../base/errors.js';
 import {
+  type ApplyOutcome,
+  type MvccLimits,
   MemoryEngine,
   MvccStore,
   decodeCommand,
@@ -17,13 +20,18 @@ import type { Applier, SimStateMachine, WriteCommand } from './types.js';
 
 const keyPrefix = '/sim/';
 
-/** A fresh adapter per run: it remembers at which log index each command id was applied. */
-export function mvccStateMachine(): SimStateMachine {
+/**
+ * A fresh adapter per run: it remembers at which log index each command id was applied. The
+ * limits are the cell's (the lease workload lowers the minimum TTL to the sim's time scale).
+ * The content hash is a full pass over the store: `hashEvery` > 1 compares members only at
+ * indexes that are multiples of it (a divergence persists, so it is still caught, a little later).
+ */
+export function mvccStateMachine(limits: MvccLimits = defaultMvccLimits, hashEvery = 1): SimStateMachine {
   // By state machine safety every member applies a command at the same index, so one map
   // serves all members, including ones that only received it inside a snapshot.
   const indexOfCommand = new Map<number, number>();
   return {
-    createApplier: () => new MvccApplier(indexOfCommand),
+    createApplier: () => new MvccApplier(indexOfCommand, limits, hashEvery),
     encodeWrite: (command: WriteCommand) =>
       encodeCommand(
         {
@@ -32,30 +40,47 @@ export function mvccStateMachine(): SimStateMachine {
           proposedAtMs: 0,
           op: { type: 'put', key: keyPrefix + command.key, value: utf8(String(command.commandId)) },
         },
-        defaultMvccLimits,
+        limits,
       ),
-    decodeWrite,
+    decodeWrite: (data: Uint8Array) => decodeWrite(data, limits),
   };
 }
 
-function decodeWrite(data: Uint8Array): WriteCommand | null {
+function decodeWrite(data: Uint8Array, limits: MvccLimits): WriteCommand | null {
   if (data.byteLength === 0) return null;
-  const { op } = decodeCommand(data, defaultMvccLimits);
+  const { op } = decodeCommand(data, limits);
   if (op.type !== 'put' || !op.key.startsWith(keyPrefix)) return null;
   return { key: op.key.slice(keyPrefix.length), commandId: Number(fromUtf8(op.value)) };
 }
 
-class MvccApplier implements Applier {
-  private store = new MvccStore(new MemoryEngine(), defaultMvccLimits);
+export class MvccApplier implements Applier {
+  private current: MvccStore;
   private hashCache: { index: number; hash: number } = { index: -1, hash: 0 };
+  /** What the last apply() answered (the lease service and its checker read it). */
+  lastOutcome: ApplyOutcome | null = null;
 
-  constructor(private readonly indexOfCommand: Map<number, number>) {}
+  constructor(
+    private readonly indexOfCommand: Map<number, number>,
+    private readonly limits: MvccLimits,
+    private readonly hashEvery: number,
+  ) {
+    this.current = new MvccStore(new MemoryEngine(), limits);
+  }
+
+  /** The store now (restore() replaces it). */
+  get store(): MvccStore {
+    return this.current;
+  }
 
   apply(entry: Entry): void {
+    this.lastOutcome = null;
     const [outcome] = this.store.applyBatch([entry]);
     assert(outcome !== undefined && this.store.appliedIndex === entry.index, 'the store applied the entry');
-    if (outcome.type === 'failed') throw outcome.error;
-    const write = entry.type === 0 && !(outcome.type === 'applied' && outcome.duplicate) ? decodeWrite(entry.data) : null;
+    // A refused command (a put naming an expired lease, a second revocation) is an answer to its
+    // client, not a fault; anything else failing is a bug.
+    if (outcome.type === 'failed' && !(outcome.error instanceof BatonError)) throw outcome.error;
+    this.lastOutcome = outcome;
+    const write = entry.type === 0 && !(outcome.type === 'applied' && outcome.duplicate) ? decodeWrite(entry.data, this.limits) : null;
     if (write !== null) {
       const known = this.indexOfCommand.get(write.commandId);
       assert(known === undefined || known === entry.index, `command ${write.commandId} applied at one index`);
@@ -70,7 +95,8 @@ class MvccApplier implements Applier {
   /** The store's content hash (48 of its 64 bits, as a number), recomputed once per index. */
   appliedHash(): number {
     if (this.hashCache.index !== this.store.appliedIndex) {
-      const hash = parseInt(this.store.hash().slice(0, 12), 16);
+      const sampled = this.store.appliedIndex % this.hashEvery === 0;
+      const hash = sampled ? parseInt(this.store.hash().slice(0, 12), 16) : 0;
       this.hashCache = { index: this.store.appliedIndex, hash };
     }
     return this.hashCache.hash;
@@ -88,7 +114,7 @@ class MvccApplier implements Applier {
   }
 
   restore(data: Uint8Array, index: number): void {
-    this.store = new MvccStore(new MemoryEngine(), defaultMvccLimits);
+    this.current = new MvccStore(new MemoryEngine(), this.limits);
     if (data.byteLength > 0) this.store.restore([data]);
     assert(this.store.appliedIndex === index, `snapshot data is at ${this.store.appliedIndex}, its meta says ${index}`);
     this.hashCache = { index: -1, hash: 0 };

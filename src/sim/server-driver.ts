@@ -7,10 +7,15 @@
 // promises (proposals, reads) settle as microtasks, which simulateAsync drains after every step.
 import { assert } from '../base/assert.js';
 import type { ConfChange, Entry, RaftApi, RaftMessage, Ready, Snapshot } from '../raft/index.js';
+import type { ApplyOutcome, MvccStore } from '../mvcc/index.js';
 import { NodeDriver } from '../server/driver.js';
+import type { LeaseService } from '../server/lease-service.js';
+import { observeLeaseOutcome } from '../server/lease-state-machine.js';
 import type { LogStore, PeerSender, StateMachine, Timers } from '../server/types.js';
 import type { DiskWrite } from './disk.js';
 import { diskWriteOfReady } from './disk.js';
+import { createSimLeaseService } from './lease-member.js';
+import { MvccApplier } from './mvcc-machine.js';
 import type { MemberDriver, NodeWorld, SimNode } from './sim-node.js';
 import type { Applier } from './types.js';
 
@@ -20,6 +25,8 @@ export interface AppliedOutcome {
   readonly term: number;
   /** The log-prefix hash at `index` (0 when the entry was refused by the checkers). */
   readonly chain: number;
+  /** The MVCC store's answer, when the state machine is the MVCC one. */
+  readonly mvcc?: ApplyOutcome;
 }
 
 const requestTimeoutMs = 2_000;
@@ -27,7 +34,10 @@ const proposalIdBytes = 16;
 
 export class ServerDriverBinding implements MemberDriver {
   readonly driver: NodeDriver<AppliedOutcome>;
+  /** The production lease service of this incarnation (lease workload runs only). */
+  readonly leases: LeaseService | null = null;
   private readonly pendingWrites = new Map<number, DiskThenable>();
+  private readonly mvccApplier: MvccApplier | null;
 
   constructor(
     private readonly node: SimNode,
@@ -37,6 +47,7 @@ export class ServerDriverBinding implements MemberDriver {
     snapshotEntries: number,
   ) {
     const incarnation = node.incarnation;
+    this.mvccApplier = applier instanceof MvccApplier ? applier : null;
     const logStore: LogStore = {
       persist: (ready) => this.write(diskWriteOfReady(ready)),
       saveSnapshot: (snapshot) => this.write({ kind: 'compact', snapshot }),
@@ -45,7 +56,10 @@ export class ServerDriverBinding implements MemberDriver {
       appliedIndex: () => applier.appliedIndex(),
       applyBatch: (entries) => entries.map((entry) => this.apply(entry)),
       snapshotData: () => applier.snapshot(),
-      restore: (snapshot: Snapshot) => node.installSnapshot(snapshot),
+      restore: (snapshot: Snapshot) => {
+        node.installSnapshot(snapshot);
+        this.leases?.leasesRestored();
+      },
     };
     const peers: PeerSender = {
       send: (messages: readonly RaftMessage[]) => node.sendMessages(messages),
@@ -62,7 +76,11 @@ export class ServerDriverBinding implements MemberDriver {
       },
     };
     const options = { requestTimeoutMs, snapshotEntries };
-    const events = { onFatal: (error: Error) => world.report('driver failed', error.message) };
+    const events = {
+      onFatal: (error: Error) => world.report('driver failed', error.message),
+      onApplied: () => this.leases?.onApplied(),
+      onLeaderChange: () => this.leases?.onLeaderChange(),
+    };
     this.driver = new NodeDriver(
       observed(core, node),
       logStore,
@@ -72,6 +90,21 @@ export class ServerDriverBinding implements MemberDriver {
       options,
       events,
     );
+    const leaseEnv = world.leases;
+    if (leaseEnv !== null) {
+      assert(this.mvccApplier !== null, 'the lease workload runs on the MVCC state machine');
+      this.leases = createSimLeaseService(node, world, this.driver, this.mvccApplier, timers, leaseEnv);
+    }
+  }
+
+  /** The member's MVCC store (null with the register machine). */
+  get mvccStore(): MvccStore | null {
+    return this.mvccApplier?.store ?? null;
+  }
+
+  /** A node tick: the lease service's expiry and checkpoint pass (the driver ticks the core). */
+  tick(): void {
+    this.leases?.tick();
   }
 
   /** The simulated disk finished write `writeId`: the driver's persist promise resolves. */
@@ -91,6 +124,7 @@ export class ServerDriverBinding implements MemberDriver {
   }
 
   stop(): void {
+    this.leases?.stop();
     this.driver.stop();
   }
 
@@ -105,7 +139,13 @@ export class ServerDriverBinding implements MemberDriver {
 
   private apply(entry: Entry): AppliedOutcome {
     const chain = this.node.applyEntry(entry);
-    return { index: entry.index, term: entry.term, chain: chain ?? 0 };
+    const mvcc = chain === null ? null : (this.mvccApplier?.lastOutcome ?? null);
+    if (mvcc === null) return { index: entry.index, term: entry.term, chain: chain ?? 0 };
+    if (this.leases !== null) {
+      observeLeaseOutcome(mvcc, this.leases);
+      this.world.leases?.onOutcome(this.node, entry, mvcc);
+    }
+    return { index: entry.index, term: entry.term, chain: chain ?? 0, mvcc };
   }
 }
 
@@ -153,7 +193,7 @@ function observed(core: RaftApi, node: SimNode): RaftApi {
 }
 
 /** A 16-byte proposal id from the sim's command id (unique across the whole run). */
-function proposalId(commandId: number): Uint8Array {
+export function proposalId(commandId: number): Uint8Array {
   const bytes = new Uint8Array(proposalIdBytes);
   let rest = commandId;
   for (let i = proposalIdBytes - 1; i >= 0 && rest > 0; i--) {

@@ -19,6 +19,7 @@ import { CommitSource } from './checker.js';
 import type { SimDisk } from './disk.js';
 import { emptyHardState } from './disk.js';
 import { MirrorLog } from './mirror-log.js';
+import type { SimLeaseEnv } from './lease-member.js';
 import { ServerDriverBinding } from './server-driver.js';
 import { SimDriver } from './sim-driver.js';
 import { describeReady } from './trace.js';
@@ -34,6 +35,8 @@ export interface NodeWorld {
   readonly scenario: Scenario;
   /** Drive members with the production driver (src/server/driver.ts) instead of this file's. */
   readonly serverDriver: boolean;
+  /** The lease workload's hooks into each member's lease service (null: no lease workload). */
+  readonly leases: SimLeaseEnv | null;
   at(atMs: number, name: string, run: () => void): void;
   traceNode(node: SimNode, text: string): void;
   send(node: SimNode, messages: readonly RaftMessage[]): void;
@@ -51,6 +54,8 @@ export type NodeState = 'running' | 'paused' | 'crashed' | 'removed';
 /** What drives one incarnation's core: the sim's own driver or the production one. */
 export interface MemberDriver {
   pump(): void;
+  /** A tick of the member's clock, after the core's (optional work on the member's timer). */
+  tick?(): void;
   onDiskDone(writeId: number): void;
   stop(): void;
 }
@@ -192,6 +197,12 @@ export class SimNode {
 
   onDiskDone(writeId: number): void {
     this.driver?.onDiskDone(writeId);
+  }
+
+  /** The member's timer fired (after the core's tick and a pump). */
+  onTick(): void {
+    if (this.core === null || this.state !== 'running') return;
+    this.driver?.tick?.();
   }
 
   /** Mirror the Ready into the checkers' view before anything leaves the member. */

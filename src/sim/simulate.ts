@@ -8,6 +8,8 @@ import type { MemberId, RaftApi } from '../raft/index.js';
 import { createCore } from './core-factory.js';
 import { Nemesis } from './nemesis.js';
 import { registerStateMachine } from './register.js';
+import { LeaseWorkload, simLeaseLimits } from './lease-workload.js';
+import { mvccStateMachine } from './mvcc-machine.js';
 import { drawScenario } from './scenario.js';
 import type { Scenario, ScriptedFault, SimOptions, SimResult, SimStats } from './types.js';
 import { Workload } from './workload.js';
@@ -61,15 +63,31 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   };
   const nemesisRandom = root.fork(4);
   const workloadRandom = root.fork(5);
+  const drawn = drawScenario(scenarioRandom, options.profile);
   const scenario: Scenario = {
-    ...drawScenario(scenarioRandom, options.profile),
+    ...drawn,
+    // Lease runs apply real MVCC commands, whose snapshots and hashes cost a pass over the
+    // store: fewer kv writes and compactions keep a seed fast while leases get the faults.
+    ...(options.workload === 'leases'
+      ? {
+          proposeIntervalMs: drawn.proposeIntervalMs * 3,
+          proposeBatchMax: Math.min(2, drawn.proposeBatchMax),
+          compactEveryEntries: Math.max(100, drawn.compactEveryEntries),
+        }
+      : {}),
     ...options.scenario,
   };
   const stats = emptyStats();
-  const stateMachine = options.stateMachine ?? registerStateMachine;
+  const withLeases = options.workload === 'leases';
+  assert(!withLeases || options.driver === 'server', 'the lease workload runs on the server driver');
+  const stateMachine =
+    options.stateMachine ?? (withLeases ? mvccStateMachine(simLeaseLimits, 32) : registerStateMachine);
   const world = new World(scenario, randoms, options, coreFactory, stateMachine, stats);
   const client = new Workload(world, workloadRandom, options.driverBugs?.localReads === true);
   world.hooks = client;
+  // Forked after every other subsystem's draw, so kv runs are unchanged by its existence.
+  const leaseWorkload = withLeases ? new LeaseWorkload(world, root.fork(8), options.leaseBugs) : null;
+  world.leases = leaseWorkload;
   world.trace('-', `seed ${options.seed} scenario ${JSON.stringify(scenario)}`);
 
   const voters = range(1, scenario.voterCount);
@@ -81,15 +99,18 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
 
   repeat(world, scenario.proposeIntervalMs, () => client.propose());
   repeat(world, scenario.readIntervalMs, () => client.read());
+  leaseWorkload?.start();
   scheduleFaults(world, nemesis, nemesisRandom);
   for (const scripted of options.script ?? []) scheduleScripted(world, scripted);
   const progressEveryMs = options.progressEveryMs;
   if (progressEveryMs !== undefined) repeat(world, progressEveryMs, () => emitProgress(world));
   let done = false;
+  let kvLive = false;
   const liveness = {
     startMs: scenario.faultPhaseMs,
     deadlineMs: scenario.faultPhaseMs + (options.livenessBudgetMs ?? livenessBudgetMsDefault),
   };
+  const leasesDeadlineMs = liveness.deadlineMs + LeaseWorkload.settleBudgetMs();
   world.at(scenario.faultPhaseMs, 'FAULTS END: heal, resume, restart', () => {
     nemesis.active = false;
     if (options.skipLiveness === true) {
@@ -99,7 +120,9 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
     endFaults(world);
     client.startProbe();
     repeat(world, probeEveryMs, () => {
-      if (!done) done = checkLiveness(world, nemesis, client, liveness);
+      if (done) return;
+      if (!kvLive) kvLive = checkLiveness(world, nemesis, client, liveness);
+      done = kvLive && (leaseWorkload === null || leaseWorkload.settled(leasesDeadlineMs));
     });
   });
 

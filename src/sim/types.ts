@@ -10,7 +10,10 @@ import type {
   RaftMessage,
   RecoveredState,
 } from '../raft/index.js';
+import type { LeaseBugs } from '../server/lease-config.js';
 import type { SimNode } from './sim-node.js';
+
+export type { LeaseBugs };
 
 /** Simulated time in milliseconds since the start of the run. */
 export type SimTimeMs = number;
@@ -148,6 +151,14 @@ export interface SimOptions {
   readonly progressEveryMs?: number;
   /** Stop after this many steps even if time remains (a guard against runaway runs). */
   readonly stepsMax?: number;
+  /**
+   * 'kv' (default): the register/kv client. 'leases': the kv client plus lease holders (grant,
+   * attach keys, renew on schedule or abandon) against the production lease service, on the
+   * MVCC store; needs the server driver. See lease-workload.ts and lease-checker.ts.
+   */
+  readonly workload?: 'kv' | 'leases';
+  /** Deliberately broken lease rules (teeth tests for the lease checker). */
+  readonly leaseBugs?: LeaseBugs;
 }
 
 export interface Violation {
@@ -184,6 +195,22 @@ export interface SimStats {
   messagesDropped: number;
   /** Simulated ms from the end of the faults until the liveness probe converged (-1: none). */
   livenessMs: number;
+  /** The lease workload's counts (runs with workload 'leases' only). */
+  leases?: LeaseStats;
+}
+
+export interface LeaseStats {
+  granted: number;
+  /** Renewals the holder heard answered with a TTL. */
+  renewalsAcked: number;
+  /** Renewals acknowledged by a leader of a later term than the lease's previous renewal. */
+  renewalsAcrossLeaders: number;
+  renewalsFailed: number;
+  keysAttached: number;
+  /** Leases the leader expired (revocations applied). */
+  expired: number;
+  /** Leases abandoned by their holders. */
+  abandoned: number;
 }
 
 /** Notable events for the demo cell and progress output. */

@@ -17,6 +17,7 @@ import { SafetyChecker } from './checker.js';
 import { SimDisk } from './disk.js';
 import { EventQueue } from './event-queue.js';
 import { SimNetwork } from './network.js';
+import type { SimLeaseEnv } from './lease-member.js';
 import type { NodeWorld } from './sim-node.js';
 import { SimNode } from './sim-node.js';
 import { Delivery } from './delivery.js';
@@ -45,6 +46,8 @@ export class World implements NodeWorld {
   readonly messagesBeforeDurable: boolean;
   readonly serverDriver: boolean;
   hooks: WorldHooks | null = null;
+  /** Set before the members start when the run has a lease workload. */
+  leases: SimLeaseEnv | null = null;
   onLeaderElected: ((node: SimNode) => void) | null = null;
   private readonly queue = new EventQueue<WorldEvent>();
   private readonly tickMsByMember = new Map<MemberId, number>();
@@ -321,6 +324,7 @@ export class World implements NodeWorld {
     if (node.state === 'paused') return; // a stopped process does not notice time passing
     (node.core as RaftApi).tick();
     node.pump();
+    node.onTick();
   }
 
   private onDiskDone(event: WorldEvent & { type: 'diskDone' }): void {
