@@ -57,9 +57,17 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   private stopped = false;
   private readonly store: LeaseStore;
 
-  /** A node's service on real timers, forwarding to the leader's client URL. */
-  static forNode(config: NodeConfig, store: MvccStore, timers: Timers, options: LeaseServiceOptions): LeaseService {
-    const forwarder = new HttpLeaseForwarder(config.members);
+  /**
+   * A node's service on real timers. Followers forward with `forwarder` (the peer transport's,
+   * lease-peer.ts), or else over HTTP to the leader's client URL.
+   */
+  static forNode(
+    config: NodeConfig,
+    store: MvccStore,
+    timers: Timers,
+    options: LeaseServiceOptions,
+    forwarder: LeaseForwarder = new HttpLeaseForwarder(config.members),
+  ): LeaseService {
     return new LeaseService({ memberId: config.memberId, store, timers, wallMs: () => Date.now(), forwarder }, options);
   }
 

@@ -31,6 +31,7 @@ import { NodeMetrics } from './node-metrics.js';
 import { SnapshotTransfers } from './snapshot-transfer.js';
 import { leaseLimitsFromEnv, defaultLeaseServiceOptions } from './lease-config.js';
 import { ReadGate, readGateOptionsFromEnv } from './lease-priority.js';
+import { PeerLeaseForwarder } from './lease-peer.js';
 import { LeaseService } from './lease-service.js';
 import { LeaseAwareStateMachine } from './lease-state-machine.js';
 import type { Timers } from './types.js';
@@ -99,6 +100,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     reportSnapshot: (to, ok) => core.reportSnapshot(to, ok),
     logger: log,
   });
+  const leasePeers = new PeerLeaseForwarder(config.members);
   const transport = await PeerTransport.start({
     memberId: config.memberId,
     clusterId: config.clusterId,
@@ -110,6 +112,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
       }),
     ),
     onMessages: (batch) => driver?.receive(batch),
+    onLeaseMessage: (from, message) => leasePeers.receive(from, message),
     onSnapshot: (incoming) => transfers.receive(incoming, (message) => driver?.receive([message])),
     reportUnreachable: (to) => core.reportUnreachable(to),
     reportSnapshot: (to, ok) => core.reportSnapshot(to, ok),
@@ -130,7 +133,8 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   const leases = LeaseService.forNode(config, store, realTimers, {
     ...defaultLeaseServiceOptions,
     requestTimeoutMs: config.requestTimeoutMs,
-  });
+  }, leasePeers);
+  leasePeers.attach(transport, leases);
   const stateMachine = new LeaseAwareStateMachine(new KvStateMachine(store), leases);
   nodeMetrics.registry.add(new Gauge('baton_leases', 'Leases in the replicated table', () => store.leaseCount()));
   nodeMetrics.registry.add(
@@ -198,6 +202,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     async stop() {
       clearInterval(ticker);
       leases.stop();
+      leasePeers.stop();
       driver?.stop();
       // Watch streams end cleanly (each hears `unavailable` and its last revision) before sockets go.
       await watches.stop();

@@ -27,6 +27,8 @@ export const FrameKind = {
   snapshotEnd: 6,
   snapshotAck: 7,
   snapshotResume: 8,
+  /** Lease keepalives forwarded between members (lease-frames.ts), on the raft channel. */
+  leases: 9,
 } as const;
 export type FrameKind = (typeof FrameKind)[keyof typeof FrameKind];
 

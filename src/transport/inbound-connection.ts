@@ -10,6 +10,7 @@ import {
 import {
   Channel, checkHandshake, decodeHandshake, encodeReply, type Handshake,
 } from './handshake.js';
+import { readLeaseFrameBody, type LeasePeerMessage } from './lease-frames.js';
 import { SnapshotReceiver } from './snapshot-receiver.js';
 import type { IncomingSnapshot, TransportLimits, TransportLogger } from './types.js';
 
@@ -28,6 +29,8 @@ export interface InboundContext {
   readonly counters: InboundCounters;
   readonly isMember: (id: MemberId) => boolean;
   readonly onMessages: (batch: readonly RaftMessage[]) => void;
+  /** Lease frames from member `from` (absent: such a frame is a protocol error). */
+  readonly onLeaseMessage: ((from: MemberId, message: LeasePeerMessage) => void) | undefined;
   readonly onSnapshot: (snapshot: IncomingSnapshot) => Promise<void>;
   /** A member's newer raft connection replaces its older one (a restarted peer). */
   readonly registerRaftConnection: (from: MemberId, socket: Socket) => void;
@@ -109,6 +112,10 @@ function onFrame(
     connection.snapshot = admit(socket, handshake, context);
   } else if (connection.snapshot !== null) {
     connection.snapshot.onFrame(frame);
+  } else if (frame.kind === FrameKind.leases && context.onLeaseMessage !== undefined) {
+    context.counters.receivedFrames++;
+    const message = readLeaseFrameBody(frame.body, context.limits.messageItemsMax);
+    context.onLeaseMessage(connection.handshake.from, message);
   } else {
     context.counters.receivedFrames++;
     const batch = readRaftFrame(frame, connection.handshake, context);

@@ -26,6 +26,7 @@ export type {
   TransportStats,
 } from './types.js';
 export { PeerTransport } from './peer-transport.js';
+export { encodeLeaseFrame, readLeaseFrameBody, type LeasePeerMessage } from './lease-frames.js';
 export { TransportError, TransportErrorReason } from './errors.js';
 export { defaultTransportLimits, resolveTransportLimits } from './limits.js';
 export { messageBytes, messageTag, writeMessage } from './codec.js';

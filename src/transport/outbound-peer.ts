@@ -37,6 +37,9 @@ export class OutboundPeer {
   private queue: RaftMessage[] = [];
   private sizes: number[] = [];
   private queuedBytes = 0;
+  // Pre-encoded frames (lease keepalives) waiting for the next flush; bounded like the queue.
+  private frames: Buffer[] = [];
+  private framesBytes = 0;
   // Set when messages were lost since the last takeUnreachable(); reported outside send().
   private unreachable = false;
   private counters = {
@@ -71,10 +74,27 @@ export class OutboundPeer {
     if (this.state === 'idle') this.connect();
   }
 
+  /**
+   * Queues a ready frame (not a Raft message) for the next flush. False when it cannot go now
+   * (closed, backing off after a failure, or the queue is full): the caller takes another path.
+   */
+  enqueueFrame(frame: Buffer): boolean {
+    const limits = this.context.limits;
+    if (this.state === 'closed' || this.state === 'backoff') return false;
+    if (this.frames.length >= limits.queueMessagesMax || this.framesBytes + frame.length > limits.queueBytesMax) {
+      return false;
+    }
+    this.frames.push(frame);
+    this.framesBytes += frame.length;
+    if (this.state === 'idle') this.connect();
+    return true;
+  }
+
   /** Writes everything queued as one buffer, unless not connected or the socket is backed up. */
   flush(): void {
     const socket = this.socket;
-    if (this.state !== 'connected' || socket === null || this.queue.length === 0) return;
+    if (this.state !== 'connected' || socket === null) return;
+    if (this.queue.length === 0 && this.frames.length === 0) return;
     if (this.waitingForDrain) return;
     if (socket.writableLength > this.context.limits.socketBufferedBytesMax) {
       // A slow peer: stop writing so memory stays bounded; the queue's bound takes over.
@@ -86,13 +106,18 @@ export class OutboundPeer {
       this.stallTimer.unref();
       return;
     }
-    const buffer = encodeMessageFrames(this.queue, this.sizes, this.context.limits);
+    const parts: Buffer[] = [];
+    if (this.queue.length > 0) parts.push(encodeMessageFrames(this.queue, this.sizes, this.context.limits));
+    parts.push(...this.frames);
+    const buffer = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
     this.counters.sentMessages += this.queue.length;
     this.counters.sentBytes += buffer.length;
     this.counters.sentFrames += countFrames(buffer);
     this.queue = [];
     this.sizes = [];
     this.queuedBytes = 0;
+    this.frames = [];
+    this.framesBytes = 0;
     socket.write(buffer);
   }
 
@@ -133,6 +158,8 @@ export class OutboundPeer {
     this.queue = [];
     this.sizes = [];
     this.queuedBytes = 0;
+    this.frames = [];
+    this.framesBytes = 0;
   }
 
   private clearStall(): void {
@@ -205,6 +232,9 @@ export class OutboundPeer {
     this.queue = [];
     this.sizes = [];
     this.queuedBytes = 0;
+    // Lost lease frames need no report: their callers time out and retry.
+    this.frames = [];
+    this.framesBytes = 0;
     if (!accepted) {
       this.failures++;
       this.counters.connectFailures++;

@@ -7,6 +7,7 @@ import { crc32 } from 'node:zlib';
 import { assert } from '../base/assert.js';
 import type { MemberId, RaftMessage } from '../raft/index.js';
 import { messageBytes } from './codec.js';
+import { encodeLeaseFrame, type LeasePeerMessage } from './lease-frames.js';
 import { acceptConnection, type InboundContext, type InboundCounters } from './inbound-connection.js';
 import { resolveTransportLimits } from './limits.js';
 import { OutboundPeer } from './outbound-peer.js';
@@ -125,6 +126,19 @@ export class PeerTransport {
     return done;
   }
 
+  /**
+   * Queues a lease frame for member `to` on its Raft connection (flushed with this turn's
+   * messages). False when it cannot go now (unknown member, closed, or the connection is backing
+   * off after a failure): the caller should use another path or fail fast.
+   */
+  sendLease(to: MemberId, message: LeasePeerMessage): boolean {
+    const peer = this.peers.get(to);
+    if (this.closed || peer === undefined) return false;
+    if (!peer.enqueueFrame(encodeLeaseFrame(message))) return false;
+    this.scheduleFlush();
+    return true;
+  }
+
   /** Membership changed: a new member, or a member's new address. */
   addPeer(id: MemberId, address: PeerAddress): void {
     assert(Number.isSafeInteger(id) && id > 0, 'member ids are positive integers');
@@ -200,6 +214,7 @@ export class PeerTransport {
       logger: this.logger, counters: this.counters,
       isMember: (id) => this.peers.has(id),
       onMessages: this.options.onMessages,
+      onLeaseMessage: this.options.onLeaseMessage,
       onSnapshot: this.options.onSnapshot ??
         collectSnapshotInMemory(this.limits, this.options.onMessages),
       registerRaftConnection: (from, socket) => {

@@ -2,6 +2,7 @@
 // Raft messages between the members of one cluster over TCP; it never interprets them beyond
 // checking that they come from the member that connected and are addressed to this one.
 import type { MemberId, RaftMessage, SnapshotMeta } from '../raft/index.js';
+import type { LeasePeerMessage } from './lease-frames.js';
 
 export type SnapshotMessage = Extract<RaftMessage, { type: 'snapshot' }>;
 
@@ -91,6 +92,8 @@ export interface PeerTransportOptions {
   readonly peers: ReadonlyMap<MemberId, PeerAddress>;
   /** Received messages, one call per decoded frame, in the order the peer sent them. */
   readonly onMessages: (batch: readonly RaftMessage[]) => void;
+  /** Lease keepalive frames from member `from` (lease-frames.ts); without it they are refused. */
+  readonly onLeaseMessage?: (from: MemberId, message: LeasePeerMessage) => void;
   /**
    * Streams an incoming snapshot (e.g. into a file); resolve once it is stored, reject to refuse.
    * The caller then steps a snapshot message itself. Without a handler the data is gathered in
