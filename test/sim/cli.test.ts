@@ -34,3 +34,17 @@ test('--trace prints one line per event, and replays identically', () => {
   assert.ok(first.length > 100);
   assert.deepEqual(second, first);
 });
+
+test('--workload leases runs lease holders; a broken lease rule prints its replay command', () => {
+  const clean = sim(['--workload', 'leases', '--seeds', '2']);
+  assert.equal(clean.status, 0, clean.lines.join('\n'));
+  assert.ok(clean.lines.includes('2 seeds, 0 violations'));
+  const broken = sim(['--workload', 'leases', '--seed', '1', '--lease-bug', 'promoteAtZero']);
+  assert.equal(broken.status, 1);
+  assert.match(broken.lines[0] ?? '', /^seed 1: lease never expires early at step \d+/);
+  assert.ok(
+    broken.lines.includes('  replay: npm run sim -- --seed 1 --trace --workload leases --lease-bug promoteAtZero'),
+    broken.lines.join('\n'),
+  );
+  assert.equal(sim(['--workload', 'leases', '--driver', 'sim']).status, 2);
+});
