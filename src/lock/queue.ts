@@ -19,7 +19,8 @@ export interface QueueCell {
 
 export interface QueueClock {
   monotonicMs(): number;
-  setTimeout(callback: () => void, ms: number): { cancel(): void };
+  /** Calls `callback` once after `ms` (unless cancelled). */
+  after(ms: number, callback: () => void): { cancel(): void };
 }
 
 export interface QueueMetrics {
@@ -121,7 +122,7 @@ export class QueueContender {
         this.feed.whenGone(position.predecessor as KeyValue, () => done('changed')),
         this.feed.whenGone(position.kv, () => done('changed')),
       ];
-      const timer = this.clock.setTimeout(() => done('deadline'), Math.max(0, deadline - this.clock.monotonicMs()));
+      const timer = this.clock.after(Math.max(0, deadline - this.clock.monotonicMs()), () => done('deadline'));
       const onAbort = (): void => done('aborted');
       signal?.addEventListener('abort', onAbort, { once: true });
       if (signal?.aborted === true) void Promise.resolve().then(onAbort);
@@ -144,7 +145,7 @@ export class QueueContender {
           if (transient) await this.withdraw(kv);
           throw error;
         }
-        await new Promise<void>((resolve) => this.clock.setTimeout(resolve, checkRetryMs));
+        await new Promise<void>((resolve) => this.clock.after(checkRetryMs, resolve));
       }
     }
   }

@@ -25,7 +25,9 @@ export function createNodeLocks(options: {
 }): NodeLocks {
   const feed = new ChangeFeed(options.store);
   const metrics = lockMetrics(options.registry, feed);
-  const contender = new QueueContender(options.cell, feed, options.timers, metrics);
+  const { timers } = options;
+  const clock = { monotonicMs: () => timers.monotonicMs(), after: (ms: number, callback: () => void) => timers.setTimeout(callback, ms) };
+  const contender = new QueueContender(options.cell, feed, clock, metrics);
   return {
     locks: new LockService(options.cell, contender, () => Date.now(), defaultLockLimits),
     elections: new ElectionService(options.cell, contender, feed, defaultLockLimits),

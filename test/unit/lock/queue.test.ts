@@ -47,7 +47,7 @@ class ManualClock {
   now = 0;
   private timers: { at: number; callback: () => void; cancelled: boolean }[] = [];
   monotonicMs = (): number => this.now;
-  setTimeout = (callback: () => void, ms: number) => {
+  after = (ms: number, callback: () => void) => {
     const timer = { at: this.now + ms, callback, cancelled: false };
     this.timers.push(timer);
     return { cancel: () => { timer.cancelled = true; } };
