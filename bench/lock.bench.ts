@@ -21,6 +21,7 @@ import { batonLocks, etcdLocks, type LockProtocol } from '../src/bench/lock-prot
 import { sameRunRatio, type PairedFigure } from '../src/bench/lock-stats.js';
 import { metricValue } from '../src/bench/metrics-text.js';
 import { freePorts } from '../src/bench/ports.js';
+import { batonProtocol, etcdProtocol } from '../src/bench/protocols.js';
 import { table } from '../src/bench/report.js';
 import { ProcessCell } from '../src/server/process-cell.js';
 
@@ -50,12 +51,12 @@ const positiveList = (text: string, flag: string): number[] => {
 const plan = {
   rounds: positiveList(values.rounds ?? (quick ? '1' : '3'), 'rounds')[0] as number,
   clients: positiveList(values.clients ?? (quick ? '1,8' : '1,16'), 'clients'),
-  loops: positiveList(values.loops ?? (quick ? '50' : '200'), 'loops')[0] as number,
-  warmupLoops: quick ? 10 : 30,
+  loops: positiveList(values.loops ?? (quick ? '40' : '200'), 'loops')[0] as number,
+  warmupLoops: quick ? 5 : 10,
   waiters: positiveList(values.waiters ?? (quick ? '10,1000' : '10,1000'), 'waiters'),
-  handoffs: positiveList(values.handoffs ?? (quick ? '40' : '150'), 'handoffs')[0] as number,
+  handoffs: positiveList(values.handoffs ?? (quick ? '30' : '150'), 'handoffs')[0] as number,
   /** Per measured run: uncontended phase / hand-off chain. */
-  capMs: quick ? 8_000 : 15_000,
+  capMs: quick ? 5_000 : 8_000,
 };
 const callOptions = { ttlSeconds: 900, requestTimeoutMs: 15_000 };
 const handoffOptions = { ...callOptions, waitMs: 280_000, stallMs: 10_000, setupMs: 90_000 };
@@ -185,9 +186,11 @@ async function main(): Promise<void> {
     const p50: PairedFigure[] = [];
     const p99: PairedFigure[] = [];
     const rate: PairedFigure[] = [];
+    const put: PairedFigure[] = [];
     try {
       for (const target of targets) {
-        const opened = await UncontendedCase.open(target.protocol, target.urls, clients, `bench-u${clients}-`, callOptions);
+        const kv = target.protocol.system === 'baton' ? batonProtocol : etcdProtocol;
+        const opened = await UncontendedCase.open(target.protocol, kv, target.urls, clients, `bench-u${clients}-`, callOptions);
         cases.set(target.protocol.system, opened);
       }
       for (let round = 0; round < plan.rounds; round++) {
@@ -195,13 +198,16 @@ async function main(): Promise<void> {
           const system = target.protocol.system;
           const result = await (cases.get(system) as UncontendedCase).run({
             ...callOptions, clients, loops: plan.loops, warmupLoops: plan.warmupLoops, capMs: plan.capMs,
+            putLoops: Math.ceil(plan.loops / 2),
           });
           runs.push(result);
           log(`  ${system} ${what}, round ${round + 1}: ${result.pairs} pairs in ${result.seconds.toFixed(1)} s, ` +
-            `${result.pairsPerSecond.toFixed(0)}/s, p50 ${ms(result.pair.p50Us).toFixed(2)} ms, p99 ${ms(result.pair.p99Us).toFixed(2)} ms`);
+            `${result.pairsPerSecond.toFixed(0)}/s, p50 ${ms(result.pair.p50Us).toFixed(2)} ms, p99 ${ms(result.pair.p99Us).toFixed(2)} ms; ` +
+            `acquire p50 ${ms(result.acquire.p50Us).toFixed(2)} ms; put p50 ${ms(result.put.p50Us).toFixed(2)} ms`);
           p50[round] = merge(p50[round], figure(system, ms(result.pair.p50Us)));
           p99[round] = merge(p99[round], figure(system, ms(result.pair.p99Us)));
           rate[round] = merge(rate[round], figure(system, result.pairsPerSecond));
+          put[round] = merge(put[round], figure(system, ms(result.put.p50Us)));
         }
       }
     } catch (error) {
@@ -214,6 +220,7 @@ async function main(): Promise<void> {
     rows.push({ what, figure: 'acquire+release p50 ms', rounds: p50 });
     rows.push({ what, figure: 'acquire+release p99 ms', rounds: p99 });
     rows.push({ what, figure: 'pairs/s', rounds: rate });
+    rows.push({ what, figure: 'baseline: put p50 ms', rounds: put });
   }
 
   for (const waiters of plan.waiters) {

@@ -10,7 +10,7 @@ import { closeEndpoints, openEndpoints, send, type Endpoint } from './http-clien
 import { LatencyHistogram, type HistogramSummary } from './histogram.js';
 import type { LockProtocol } from './lock-protocols.js';
 import { HandoffRecorder } from './lock-stats.js';
-import type { RequestSpec } from './protocols.js';
+import type { Protocol, RequestSpec } from './protocols.js';
 
 export interface LockCallOptions {
   /** Lease TTL: longer than the whole bench, so no lease needs renewing while it runs. */
@@ -49,6 +49,8 @@ export interface UncontendedOptions extends LockCallOptions {
   readonly warmupLoops: number;
   /** The measured phase stops here even if the loops are not done. */
   readonly capMs: number;
+  /** Then this many plain puts per client, as a baseline of one committed write on the same path. */
+  readonly putLoops: number;
 }
 
 export interface UncontendedResult {
@@ -60,21 +62,24 @@ export interface UncontendedResult {
   /** Acquire sent -> release answered. */
   readonly pair: HistogramSummary;
   readonly acquire: HistogramSummary;
+  /** One 256-byte put (the baseline), same clients and members. */
+  readonly put: HistogramSummary;
 }
 
 /** Uncontended acquire + release; lock names `${namePrefix}${client}`, one lease per client. */
 export class UncontendedCase {
   private constructor(
     private readonly protocol: LockProtocol,
+    private readonly kv: Protocol,
     private readonly endpoints: Endpoint[],
     private readonly leases: readonly string[],
     private readonly namePrefix: string,
   ) {}
 
-  static async open(protocol: LockProtocol, urls: readonly URL[], clients: number, namePrefix: string, options: LockCallOptions): Promise<UncontendedCase> {
+  static async open(protocol: LockProtocol, kv: Protocol, urls: readonly URL[], clients: number, namePrefix: string, options: LockCallOptions): Promise<UncontendedCase> {
     const endpoints = openEndpoints(urls, clients + urls.length);
     try {
-      return new UncontendedCase(protocol, endpoints, await grantLeases(protocol, endpoints, clients, options), namePrefix);
+      return new UncontendedCase(protocol, kv, endpoints, await grantLeases(protocol, endpoints, clients, options), namePrefix);
     } catch (error) {
       closeEndpoints(endpoints);
       throw error;
@@ -111,6 +116,18 @@ export class UncontendedCase {
     const done = await all(options.loops, options.capMs, true);
     const seconds = (performance.now() - started) / 1000;
     const pairs = done.reduce((a, b) => a + b, 0);
+    const put = new LatencyHistogram();
+    const value = Buffer.alloc(256, 0x61);
+    const putDeadline = performance.now() + options.capMs;
+    await Promise.all(Array.from({ length: clients }, async (_, client) => {
+      const endpoint = this.endpoints[client % this.endpoints.length] as Endpoint;
+      for (let n = 0; n < options.putLoops && performance.now() < putDeadline; n++) {
+        const started = performance.now();
+        const answer = await send(endpoint, this.kv.put(`/bench/lock-put/${client}`, value), false, options.requestTimeoutMs);
+        if (answer.status >= 300) throw new Error(`${this.kv.system} put: HTTP ${answer.status}`);
+        put.record((performance.now() - started) * 1000);
+      }
+    }));
     return {
       system: this.protocol.system,
       clients,
@@ -119,6 +136,7 @@ export class UncontendedCase {
       pairsPerSecond: pairs / seconds,
       pair: pair.summary(),
       acquire: acquire.summary(),
+      put: put.summary(),
     };
   }
 
