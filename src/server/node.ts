@@ -141,7 +141,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     new Gauge('baton_leases_tracked', 'Lease deadlines tracked here (the leader only)', () => leases.trackedCount),
   );
   driver = new NodeDriver(core, logStore, stateMachine, transfers.peerSender(transport), realTimers,
-    { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries },
+    { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries, readysInFlightMax: 8 },
     {
       onLeaderChange: (leader, role) => {
         nodeMetrics.leaderChanges.inc();
@@ -189,7 +189,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   await listen(http, Number(config.listenClient.port), config.listenClient.hostname);
   const grpc = config.listenGrpc === null ? null : await EtcdGrpcServer.start(
     {
-      cell: service, leases, watches, logError,
+      cell: service, leases, watches, logError, locks: locks.locks, elections: locks.elections,
       leaseBounds: { ttlMsMin: store.limits.leaseTtlMsMin, ttlMsMax: store.limits.leaseTtlMsMax },
       cluster: { grpcUrls: config.grpcUrls, dbBytes: () => engine.diskBytes() },
     },

@@ -7,6 +7,9 @@ import assert from 'node:assert/strict';
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Etcd3 } from 'etcd3';
+import { credentials, loadPackageDefinition, Metadata, status, type Client, type GrpcObject, type ServiceClientConstructor } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import { protoDir } from '../../src/api/grpc/proto.js';
 import { http, sleep, startTestCell, type TestCell } from './harness.js';
 
 const run = promisify(execFile);
@@ -14,6 +17,8 @@ const etcdctlPath = findEtcdctl();
 const noEtcdctl = etcdctlPath === null ? 'etcdctl not installed (Debian: apt-get install etcd-client; .ci/run tries)' : false;
 if (noEtcdctl !== false) console.log(`# etcd-compat: SKIPPING the etcdctl tests: ${noEtcdctl}`);
 
+/** A hung client fails its test instead of the whole run. */
+const testTimeoutMs = 40_000;
 let cell: TestCell;
 let endpoints: string[];
 
@@ -88,7 +93,7 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
 
 const native = (path: string, init?: RequestInit): ReturnType<typeof http> => http(`${cell.cell.clientUrl('n1')}${path}`, init);
 
-test('etcdctl put/get/del/txn: the same keys and revisions as the native API', { skip: noEtcdctl }, async () => {
+test('etcdctl put/get/del/txn: the same keys and revisions as the native API', { skip: noEtcdctl, timeout: testTimeoutMs }, async () => {
   const started = Date.now();
   assert.equal((await etcdctl(['put', 'ctl/a', 'one'])).trim(), 'OK');
   await etcdctl(['put', 'ctl/b', 'two']);
@@ -125,7 +130,7 @@ test('etcdctl put/get/del/txn: the same keys and revisions as the native API', {
   console.log(`# etcdctl kv test took ${Date.now() - started} ms`);
 });
 
-test('etcdctl sees etcd errors: future revision, compacted revision, unknown lease', { skip: noEtcdctl }, async () => {
+test('etcdctl sees etcd errors: future revision, compacted revision, unknown lease', { skip: noEtcdctl, timeout: testTimeoutMs }, async () => {
   await etcdctl(['put', 'err/k', 'v1']);
   const { header } = JSON.parse(await etcdctl(['put', 'err/k', 'v2', '-w', 'json']));
   const revision = Number(header.revision);
@@ -140,7 +145,7 @@ test('etcdctl sees etcd errors: future revision, compacted revision, unknown lea
   await watch.stop();
 });
 
-test('etcdctl watch: puts and deletes in order with prev_kv, from another node than the writes', { skip: noEtcdctl }, async () => {
+test('etcdctl watch: puts and deletes in order with prev_kv, from another node than the writes', { skip: noEtcdctl, timeout: testTimeoutMs }, async () => {
   const watch = etcdctlProcess(['watch', 'w/', '--prefix', '--prev-kv', `--endpoints=${endpoints[2]}`]);
   await sleep(500); // etcdctl prints nothing when its watch is created
   await etcdctl(['put', 'w/1', 'a'], undefined, endpoints[0]);
@@ -151,7 +156,7 @@ test('etcdctl watch: puts and deletes in order with prev_kv, from another node t
   assert.equal(watch.output(), 'PUT\nw/1\na\nPUT\nw/1\na\nw/1\nb\nDELETE\nw/1\nb\nw/1\n\n');
 });
 
-test('etcdctl lease: grant, attach, keep-alive, time-to-live with keys, revoke deletes the keys', { skip: noEtcdctl }, async () => {
+test('etcdctl lease: grant, attach, keep-alive, time-to-live with keys, revoke deletes the keys', { skip: noEtcdctl, timeout: testTimeoutMs }, async () => {
   const granted = await etcdctl(['lease', 'grant', '10']);
   const id = /lease ([0-9a-f]+) granted with TTL\(10s\)/.exec(granted)?.[1];
   assert.ok(id !== undefined, granted);
@@ -168,7 +173,7 @@ test('etcdctl lease: grant, attach, keep-alive, time-to-live with keys, revoke d
   assert.match(await etcdctl(['lease', 'grant', '1']), /granted with TTL\(2s\)/);
 });
 
-test('etcdctl member list and endpoint status describe the cell', { skip: noEtcdctl }, async () => {
+test('etcdctl member list and endpoint status describe the cell', { skip: noEtcdctl, timeout: testTimeoutMs }, async () => {
   const members = JSON.parse(await etcdctl(['member', 'list', '-w', 'json']));
   assert.equal(members.members.length, 3);
   assert.deepEqual(
@@ -184,7 +189,7 @@ test('etcdctl member list and endpoint status describe the cell', { skip: noEtcd
   assert.equal(status[0].Status.version, '3.5.0');
 });
 
-test('etcdctl lock and elect: the second contender waits for the first', { skip: noEtcdctl }, async () => {
+test('etcdctl lock and elect: the second contender waits for the first', { skip: noEtcdctl, timeout: testTimeoutMs }, async () => {
   const first = etcdctlProcess(['lock', 'ctl-lock']);
   await until('the first lock holder', () => first.output().startsWith('ctl-lock/'));
   const second = etcdctlProcess(['lock', 'ctl-lock', 'echo', 'second-holds-it']);
@@ -208,7 +213,7 @@ test('etcdctl lock and elect: the second contender waits for the first', { skip:
   await listen.stop();
 });
 
-test('the etcd3 npm client: kv, watch, leases, txn limits, and its lock and election helpers', async () => {
+test('the etcd3 npm client: kv, watch, leases, txn limits, and its lock and election helpers', { timeout: testTimeoutMs }, async () => {
   const client = new Etcd3({ hosts: endpoints });
   try {
     await client.put('e3/a').value('1');
@@ -273,5 +278,82 @@ test('the etcd3 npm client: kv, watch, leases, txn limits, and its lock and elec
     await observer.cancel();
   } finally {
     client.close();
+  }
+});
+
+/** etcd's Lock, Election and Lease services through a plain gRPC client on etcd's definitions. */
+function etcdGrpc(endpoint: string): { lock: Client; election: Client; lease: Client; close(): void } {
+  const definition = loadSync(['rpc.proto', 'v3lock.proto', 'v3election.proto'], {
+    includeDirs: [protoDir()],
+    keepCase: true,
+    longs: String,
+    defaults: true,
+    oneofs: true,
+  });
+  const root = loadPackageDefinition(definition);
+  const make = (pkg: string, name: string): Client =>
+    new ((root[pkg] as GrpcObject)[name] as ServiceClientConstructor)(endpoint, credentials.createInsecure());
+  const clients = { lock: make('v3lockpb', 'Lock'), election: make('v3electionpb', 'Election'), lease: make('etcdserverpb', 'Lease') };
+  return { ...clients, close: () => Object.values(clients).forEach((c) => c.close()) };
+}
+
+function call<T = any>(client: Client, method: string, request: unknown, deadlineMs = 15_000): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const fn = (client as unknown as Record<string, Function>)[method] as Function;
+    fn.call(client, request, new Metadata(), { deadline: Date.now() + deadlineMs }, (error: unknown, answer: T) =>
+      error ? reject(error) : resolve(answer),
+    );
+  });
+}
+
+const settled = <T>(promise: Promise<T>): (() => boolean) => {
+  let done = false;
+  promise.then(() => (done = true), () => (done = true));
+  return () => done;
+};
+
+test('v3lock and v3election over gRPC: queued in the same server-side queues as the native API', { timeout: testTimeoutMs }, async () => {
+  const etcd = etcdGrpc(endpoints[1] as string);
+  try {
+    const leaseA = (await call(etcd.lease, 'LeaseGrant', { TTL: 10 })).ID;
+    const leaseB = (await call(etcd.lease, 'LeaseGrant', { TTL: 10 })).ID;
+    const first = await call(etcd.lock, 'Lock', { name: Buffer.from('g-lock'), lease: leaseA });
+    const firstKey = first.key.toString();
+    assert.match(firstKey, /^locks\/g-lock\/\d{12}$/);
+    const waiting = call(etcd.lock, 'Lock', { name: Buffer.from('g-lock'), lease: leaseB });
+    const secondDone = settled(waiting);
+    await sleep(300);
+    assert.equal(secondDone(), false, 'the second Lock waits');
+    const state = (await native('/v1/locks/g-lock')).body;
+    assert.equal(state.holder.key, `/${firstKey}`);
+    assert.equal(state.queue.length, 1);
+    await assert.rejects(call(etcd.lock, 'Lock', { name: Buffer.from('g-lock'), lease: leaseA }, 400), (error: { code: number }) => error.code === status.DEADLINE_EXCEEDED);
+    await call(etcd.lock, 'Unlock', { key: first.key });
+    const second = await waiting;
+    assert.ok(second.key.toString() > firstKey, 'fencing order: the later contender has the larger revision');
+    await call(etcd.lock, 'Unlock', { key: second.key });
+
+    const values: string[] = [];
+    const observer = (etcd.election as unknown as Record<string, Function>)['Observe']!.call(etcd.election, { name: Buffer.from('g-elect') });
+    observer.on('data', (answer: { kv: { value: Buffer } }) => values.push(answer.kv.value.toString()));
+    observer.on('error', () => undefined);
+    const alice = (await call(etcd.election, 'Campaign', { name: Buffer.from('g-elect'), lease: leaseA, value: Buffer.from('alice') })).leader;
+    const bobCampaign = call(etcd.election, 'Campaign', { name: Buffer.from('g-elect'), lease: leaseB, value: Buffer.from('bob') });
+    const bobDone = settled(bobCampaign);
+    await sleep(300);
+    assert.equal(bobDone(), false, 'bob waits while alice leads');
+    assert.equal((await call(etcd.election, 'Leader', { name: Buffer.from('g-elect') })).kv.value.toString(), 'alice');
+    await call(etcd.election, 'Proclaim', { leader: alice, value: Buffer.from('alice-2') });
+    await call(etcd.election, 'Resign', { leader: alice });
+    const bob = (await bobCampaign).leader;
+    assert.ok(Number(bob.rev) > Number(alice.rev), 'a new term');
+    assert.equal((await call(etcd.election, 'Leader', { name: Buffer.from('g-elect') })).kv.value.toString(), 'bob');
+    await assert.rejects(call(etcd.election, 'Proclaim', { leader: alice, value: Buffer.from('stale') }), /election: not leader/);
+    await until('the observer to see bob', () => values.includes('bob'));
+    assert.deepEqual(values, ['alice', 'alice-2', 'bob']);
+    observer.cancel();
+    await call(etcd.election, 'Resign', { leader: bob });
+  } finally {
+    etcd.close();
   }
 });

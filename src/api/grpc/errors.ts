@@ -1,13 +1,7 @@
 // Baton's typed errors as etcd's gRPC statuses. etcd clients branch on the code and, for some
 // errors, on the exact message (Go's rpctypes, etcd3's error table), so those use etcd's words.
 import { status, type StatusObject } from '@grpc/grpc-js';
-import {
-  BatonError,
-  CompactedError,
-  FutureRevisionError,
-  LeaseNotFoundError,
-  TooLargeError,
-} from '../../base/errors.js';
+import { BatonError, FutureRevisionError } from '../../base/errors.js';
 
 export const etcdMessages = {
   compacted: 'etcdserver: mvcc: required revision has been compacted',
@@ -40,13 +34,20 @@ function make(code: status, details: string): GrpcError {
   return { code, details, message: details };
 }
 
+export function hasCode(error: unknown, code: string): error is BatonError {
+  return error instanceof BatonError && error.code === code;
+}
+
 /** The gRPC status for any error a handler throws; unexpected errors are INTERNAL and logged. */
 export function toGrpcError(error: unknown, logError: (error: unknown) => void): GrpcError {
   if (error instanceof GrpcStatusError) return make(error.code, error.details);
-  if (error instanceof CompactedError) return make(status.OUT_OF_RANGE, etcdMessages.compacted);
-  if (error instanceof FutureRevisionError) return make(status.OUT_OF_RANGE, etcdMessages.futureRevision);
-  if (error instanceof LeaseNotFoundError) return make(status.NOT_FOUND, etcdMessages.leaseNotFound);
-  if (error instanceof TooLargeError) {
+  // By code, not class: an error a follower passes on from the leader keeps only its code.
+  if (hasCode(error, 'compacted')) return make(status.OUT_OF_RANGE, etcdMessages.compacted);
+  if (error instanceof FutureRevisionError || (hasCode(error, 'invalid_argument') && 'currentRevision' in error.details)) {
+    return make(status.OUT_OF_RANGE, etcdMessages.futureRevision);
+  }
+  if (hasCode(error, 'lease_not_found')) return make(status.NOT_FOUND, etcdMessages.leaseNotFound);
+  if (hasCode(error, 'too_large')) {
     if (error.message.startsWith('txn operations')) return make(status.INVALID_ARGUMENT, etcdMessages.tooManyOps);
     return make(status.INVALID_ARGUMENT, `${etcdMessages.tooLarge} (${error.message})`);
   }

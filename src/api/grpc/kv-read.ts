@@ -1,7 +1,7 @@
 // etcd's Range over CellApi.range. Single keys and exact prefixes without sorting or revision
 // filters go straight through; everything else (sort, min/max revision filters, ranges that are
 // not a prefix) reads the covering Baton prefix, bounded by edgeScanKeysMax, and finishes here.
-import { KeyNotFoundError } from '../../base/errors.js';
+import { BatonError, KeyNotFoundError } from '../../base/errors.js';
 import type { CellApi, KeyValue, RangeRequest, RangeResult, ReadOptions } from '../types.js';
 import { checkScan, edgeScanKeysMax, etcdKey, rangePlan, type RangePlan } from './keys.js';
 import { int, sortTarget, type KeyValueMsg, type RangeRequestMsg, type RangeResponseMsg } from './wire.js';
@@ -11,7 +11,7 @@ export async function readRange(cell: CellApi, request: RangeRequest, options: R
   try {
     return await cell.range(request, options);
   } catch (error) {
-    if (!(error instanceof KeyNotFoundError)) throw error;
+    if (!(error instanceof KeyNotFoundError) && !(error instanceof BatonError && error.code === 'key_not_found')) throw error;
     const revision = Number(error.details['revision'] ?? cell.revision());
     return { revision, count: 0, more: false, kvs: [] };
   }

@@ -4,7 +4,7 @@
 import { status } from '@grpc/grpc-js';
 import { LeaseNotFoundError } from '../../base/errors.js';
 import type { LeaseApi } from '../http/lease-routes.js';
-import { GrpcStatusError, etcdMessages } from './errors.js';
+import { GrpcStatusError, etcdMessages, hasCode } from './errors.js';
 import type { HeaderSource, ResponseHeader } from './header.js';
 import { etcdKey } from './keys.js';
 import { int } from './wire.js';
@@ -70,7 +70,7 @@ export class LeaseFacade {
         keys: request.keys ? info.keys.map(etcdKey) : [],
       };
     } catch (error) {
-      if (!(error instanceof LeaseNotFoundError)) throw error;
+      if (!hasCode(error, 'lease_not_found')) throw error;
       return { header: this.headers.header(), ID: String(request.ID ?? '0'), TTL: '-1', grantedTTL: '0', keys: [] };
     }
   }

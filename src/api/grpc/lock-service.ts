@@ -3,9 +3,8 @@
 // UTF-8 Baton lock names; the key handed back is the Baton contender key in etcd form
 // (`locks/{name}/{12-digit revision}`), which Unlock and Resign take back.
 import { status } from '@grpc/grpc-js';
-import { LockHeldError, LockNotHeldError } from '../../base/errors.js';
 import { electionKeyPrefix, lockKeyPrefix, type ElectionApi, type LeaderInfo, type LockApi } from '../lock-types.js';
-import { GrpcStatusError, etcdMessages } from './errors.js';
+import { GrpcStatusError, etcdMessages, hasCode } from './errors.js';
 import type { HeaderSource, ResponseHeader } from './header.js';
 import { batonKey, etcdKey, utf8 } from './keys.js';
 import { int } from './wire.js';
@@ -38,7 +37,7 @@ export async function untilGranted<T>(
     try {
       return await attempt(Math.max(1, Math.min(acquireWaitMsMax, left)), signal);
     } catch (error) {
-      if (!(error instanceof LockHeldError)) throw error;
+      if (!hasCode(error, 'lock_held')) throw error;
     }
   }
 }
@@ -66,7 +65,7 @@ export class LockFacade {
       const released = await this.locks.release(name, key, undefined);
       return { header: this.headers.header(released.revision) };
     } catch (error) {
-      if (error instanceof LockNotHeldError) return { header: this.headers.header() };
+      if (hasCode(error, 'lock_not_held')) return { header: this.headers.header() };
       throw error;
     }
   }
@@ -110,7 +109,7 @@ export class ElectionFacade {
       const done = await this.elections.proclaim(name, key, request.value ?? Buffer.alloc(0), undefined);
       return { header: this.headers.header(done.revision) };
     } catch (error) {
-      if (error instanceof LockNotHeldError) throw new GrpcStatusError(status.FAILED_PRECONDITION, etcdMessages.notLeader);
+      if (hasCode(error, 'lock_not_held')) throw new GrpcStatusError(status.FAILED_PRECONDITION, etcdMessages.notLeader);
       throw error;
     }
   }
@@ -122,7 +121,7 @@ export class ElectionFacade {
       return { header: this.headers.header(done.revision) };
     } catch (error) {
       // etcd's Resign of a key that no longer leads succeeds (nothing to give up).
-      if (error instanceof LockNotHeldError) return { header: this.headers.header() };
+      if (hasCode(error, 'lock_not_held')) return { header: this.headers.header() };
       throw error;
     }
   }
