@@ -141,7 +141,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     new Gauge('baton_leases_tracked', 'Lease deadlines tracked here (the leader only)', () => leases.trackedCount),
   );
   driver = new NodeDriver(core, logStore, stateMachine, transfers.peerSender(transport), realTimers,
-    { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries, readysInFlightMax: 8 },
+    { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries },
     {
       onLeaderChange: (leader, role) => {
         nodeMetrics.leaderChanges.inc();
