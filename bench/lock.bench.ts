@@ -249,7 +249,8 @@ async function main(): Promise<void> {
           }
           runs.push(result);
           log(`  ${system} ${what}, round ${round + 1}: ${result.handoffs} hand-offs in ${result.seconds.toFixed(1)} s, ` +
-            `p50 ${ms(result.latency.p50Us).toFixed(2)} ms, p99 ${ms(result.latency.p99Us).toFixed(2)} ms, max ${ms(result.latency.maxUs).toFixed(1)} ms`);
+            `p50 ${ms(result.latency.p50Us).toFixed(2)} ms, p99 ${ms(result.latency.p99Us).toFixed(2)} ms, max ${ms(result.latency.maxUs).toFixed(1)} ms; ` +
+            `release alone p50 ${ms(result.release.p50Us).toFixed(2)} ms, max ${ms(result.release.maxUs).toFixed(1)} ms`);
           p50[round] = merge(p50[round], figure(system, ms(result.latency.p50Us)));
           p99[round] = merge(p99[round], figure(system, ms(result.latency.p99Us)));
         }

@@ -161,6 +161,8 @@ export interface HandoffResult {
   readonly handoffs: number;
   readonly seconds: number;
   readonly latency: HistogramSummary;
+  /** The release request alone (sent -> answered), for reading a hand-off's parts. */
+  readonly release: HistogramSummary;
 }
 
 /** Waiters are queued this many at a time during setup. */
@@ -179,6 +181,8 @@ interface RunState {
  */
 export class HandoffCase {
   private readonly recorder = new HandoffRecorder();
+  /** Release request latencies in the current run: the committed-delete part of a hand-off. */
+  private releases = new LatencyHistogram();
   private holder: { client: number; key: string } | null = null;
   private runState: RunState | null = null;
   private failure: Error | null = null;
@@ -234,6 +238,7 @@ export class HandoffCase {
     if (this.holder === null || this.runState !== null) throw new Error('a hand-off run needs a holder and no run going');
     const started = performance.now();
     this.recorder.take();
+    this.releases = new LatencyHistogram();
     await new Promise<void>((resolve, reject) => {
       this.runState = { remaining: handoffs, deadline: started + capMs, resolve, reject };
       this.handOff();
@@ -242,7 +247,14 @@ export class HandoffCase {
     const latencies = this.recorder.take();
     const histogram = new LatencyHistogram();
     for (const ms of latencies) histogram.record(ms * 1000);
-    return { system: this.protocol.system, waiters: this.options.waiters, handoffs: latencies.length, seconds, latency: histogram.summary() };
+    return {
+      system: this.protocol.system,
+      waiters: this.options.waiters,
+      handoffs: latencies.length,
+      seconds,
+      latency: histogram.summary(),
+      release: this.releases.summary(),
+    };
   }
 
   /** Drops every connection: the servers delete the abandoned waiters' entries (leases end later). */
@@ -284,12 +296,14 @@ export class HandoffCase {
     const holder = this.holder;
     if (holder === null) throw new Error('hand-off without a holder');
     this.holder = null;
-    this.recorder.releaseSent(performance.now());
+    const sentAt = performance.now();
+    this.recorder.releaseSent(sentAt);
     this.stallTimer = setTimeout(() => {
       this.fail(new Error(`${this.protocol.system}: no waiter was granted the lock within ${this.options.stallMs} ms of a release (stuck waiter)`));
     }, this.options.stallMs);
     call(this.protocol, this.endpointOf(holder.client), this.protocol.release(this.name, holder.key), this.options.requestTimeoutMs, `release by client ${holder.client}`)
       .then(() => {
+        if (this.runState !== null) this.releases.record((performance.now() - sentAt) * 1000);
         if (!this.closed) this.contend(holder.client);
       }, (error: Error) => this.fail(error));
   }
