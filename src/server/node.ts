@@ -192,6 +192,13 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
       cell: service, leases, watches, logError, locks: locks.locks, elections: locks.elections,
       leaseBounds: { ttlMsMin: store.limits.leaseTtlMsMin, ttlMsMax: store.limits.leaseTtlMsMax },
       cluster: { grpcUrls: config.grpcUrls, dbBytes: () => engine.diskBytes() },
+      snapshots: {
+        open: () => {
+          // snapshot() opens the read view synchronously: the revision read next belongs to it.
+          const view = store.snapshot({ chunkBytesMax: 256 * 1024 });
+          return { revision: store.revision, chunks: view.chunks };
+        },
+      },
     },
     config.listenGrpc.hostname,
     Number(config.listenGrpc.port),

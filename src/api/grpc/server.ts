@@ -13,6 +13,7 @@ import { KvFacade } from './kv-service.js';
 import { LeaseFacade, type LeaseBounds } from './lease-service.js';
 import { ElectionFacade, LockFacade } from './lock-service.js';
 import { etcdServices } from './proto.js';
+import { serveSnapshot, type SnapshotSource } from './snapshot-stream.js';
 import { serveWatchStream, type WatchCall } from './watch-stream.js';
 
 export interface GrpcDeps {
@@ -24,6 +25,8 @@ export interface GrpcDeps {
   /** The lock and election services are served only when the node has them. */
   readonly locks?: LockApi;
   readonly elections?: ElectionApi;
+  /** Maintenance.Snapshot is served only when given. */
+  readonly snapshots?: SnapshotSource;
   readonly logError: (error: unknown) => void;
 }
 
@@ -84,6 +87,9 @@ export class EtcdGrpcServer {
     } as UntypedServiceImplementation);
     server.addService(services.Maintenance, {
       Status: unary(() => cluster.status()),
+      ...(deps.snapshots !== undefined
+        ? { Snapshot: (call: WatchCall) => void serveSnapshot(call, deps.snapshots as SnapshotSource, headers, deps.logError) }
+        : {}),
     } as UntypedServiceImplementation);
     if (deps.locks !== undefined) {
       const locks = new LockFacade(deps.locks, headers);

@@ -8,6 +8,8 @@ import { batonKey, etcdKey, prefixEnd, rangePlan } from '../../../src/api/grpc/k
 import { rangeWork } from '../../../src/api/grpc/kv-read.js';
 import { toGrpcError } from '../../../src/api/grpc/errors.js';
 import { nameOfKey } from '../../../src/api/grpc/lock-service.js';
+import { snapshotBody, snapshotPadding } from '../../../src/api/grpc/snapshot-stream.js';
+import { createHash } from 'node:crypto';
 import { lockKeyPrefix } from '../../../src/api/lock-types.js';
 import type { KeyValue } from '../../../src/api/types.js';
 import type { RangeRequestMsg } from '../../../src/api/grpc/wire.js';
@@ -142,3 +144,14 @@ test('a contender key names its lock back, and nothing else does', () => {
 function pick(error: { code: number; details: string }): [number, string] {
   return [error.code, error.details];
 }
+
+test('snapshot framing: any length pads to 512-byte blocks and comes back exactly', () => {
+  for (const length of [0, 1, 300, 509, 510, 511, 512, 1023, 4096]) {
+    const body = Buffer.alloc(length, 7);
+    const content = Buffer.concat([body, snapshotPadding(length)]);
+    assert.equal(content.length % 512, 0, `length ${length}`);
+    const file = Buffer.concat([content, createHash('sha256').update(content).digest()]);
+    assert.deepEqual(snapshotBody(file), body);
+  }
+  assert.throws(() => snapshotBody(Buffer.alloc(600)), /wrong size/);
+});
