@@ -55,11 +55,16 @@ function holdsOf(records: readonly OperationRecord[]): Hold[] {
   return holds;
 }
 
+/** Whole milliseconds as they are; a runner's fractional clock to 0.1 ms. */
+function ms(value: number): string {
+  return Number.isInteger(value) ? String(value) : value.toFixed(1);
+}
+
 function describe(hold: Hold): string {
-  const end = hold.certainEndMs === -Infinity ? 'unknown' : String(hold.certainEndMs);
+  const end = hold.certainEndMs === -Infinity ? 'unknown' : ms(hold.certainEndMs);
   return (
     `p${hold.record.process} holds ${hold.lock} with token ${hold.fencingToken} ` +
-    `(lease ${hold.leaseId}, granted in [${hold.invokeMs} .. ${hold.okMs}], ` +
+    `(lease ${hold.leaseId}, granted in [${ms(hold.invokeMs)} .. ${ms(hold.okMs)}], ` +
     `certainly held until ${end})`
   );
 }
@@ -131,8 +136,8 @@ function checkGuard(
           'stale-write-accepted',
           `the guard of ${stale.operation.resource} accepted token ` +
             `${stale.operation.fencingToken} from p${stale.process} at ` +
-            `[${stale.invokeMs} .. ${stale.completeMs}] after accepting token ` +
-            `${newer.operation.fencingToken} from p${newer.process} by ${newer.completeMs}`,
+            `[${ms(stale.invokeMs)} .. ${ms(stale.completeMs)}] after accepting token ` +
+            `${newer.operation.fencingToken} from p${newer.process} by ${ms(newer.completeMs)}`,
         );
       }
     }

@@ -27,6 +27,8 @@ export interface LockLoopOptions {
   readonly guard: FencingGuard;
   readonly deadline: number;
   readonly seed: bigint;
+  /** One hold in this many pauses past its TTL (default 4). */
+  readonly pauseOneIn?: number;
 }
 
 /** A lease this worker renews itself, seen by Locks as its session. */
@@ -100,7 +102,7 @@ async function holdOnce(
     await write();
     await sleep(randomInt(random, 50, 400));
   }
-  if (randomInt(random, 0, 3) === 0) {
+  if (randomInt(random, 1, options.pauseOneIn ?? 4) === 1) {
     // A long pause: the lease runs out and the lock moves on; then a late write, fenced off.
     session.end('paused past the TTL');
     await sleep(ttlMs + randomInt(random, 1_000, 2_000));

@@ -21,7 +21,7 @@ import {
   type OperationRecord,
   type Verdict,
 } from '../../src/check/index.js';
-import { MemoryFencingGuard } from '../../src/fencing/index.js';
+import { MemoryFencingGuard, type FencingGuard } from '../../src/fencing/index.js';
 import { http, sleep, startTestCell } from '../cluster/harness.js';
 import { ClientWatcher } from './client-watcher.js';
 import { startDedupProbe } from './dedup-probe.js';
@@ -46,6 +46,11 @@ export interface FaultRunOptions {
   readonly requestTimeoutMs?: number;
   /** Client reads; `serializable` is the checker's self-test (stale reads must be caught). */
   readonly reads?: ReadConsistency;
+  /**
+   * `off`: the protected resource accepts every token, the lock checker's self-test (a paused
+   * holder's late write must be reported as a stale write accepted).
+   */
+  readonly fencing?: 'on' | 'off';
   /** Fault kinds to draw from (default: all). */
   readonly kinds?: readonly FaultKind[];
   /** Largest wall-clock step (default 60 s, inside the dedup window). */
@@ -66,7 +71,7 @@ export interface FaultRunSummary {
 export async function runFaults(options: FaultRunOptions): Promise<FaultRunSummary> {
   const members = options.members ?? 3;
   const clients = options.clients ?? 5;
-  const leaseClients = options.leaseClients ?? 2;
+  const leaseClients = options.leaseClients ?? 3;
   const lockClients = options.lockClients ?? 3;
   const keyCount = options.keys ?? 3;
   const timeoutMs = options.requestTimeoutMs ?? 1_500;
@@ -85,7 +90,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
   const leaseClientList = Array.from({ length: leaseClients }, newClient);
   const locksServed = lockClients > 0 && (await hasLockApi(urls[0] as string));
   const lockClientList = Array.from({ length: locksServed ? lockClients : 0 }, newClient);
-  const guard = new MemoryFencingGuard();
+  const guard: FencingGuard = options.fencing === 'off' ? acceptEveryToken : new MemoryFencingGuard();
   const dedup = startDedupProbe((name) => cell.cell.clientUrl(name));
   let watchers: RunWatcher[] = [];
   try {
@@ -109,7 +114,9 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
       ),
       ...lockClientList.map((client, i) => {
         const process = clients + leaseClients + 2 * i;
-        return lockLoop({ recorder, process, renewProcess: process + 1, client, guard, deadline, seed: options.seed });
+        // The self-test pauses every other hold, so a late write surely meets a newer token.
+        const pauseOneIn = options.fencing === 'off' ? 2 : 4;
+        return lockLoop({ recorder, process, renewProcess: process + 1, client, guard, deadline, seed: options.seed, pauseOneIn });
       }),
     ];
     await Promise.all(workers);
@@ -127,7 +134,10 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
     const dedupVerdict: Verdict = dedup.violations.length > 0 ? 'violation' : 'ok';
     const lines = summarize(all, records, nemesis.counts, linear, durable);
     lines.push(...watch.lines);
-    lines.push(`leases: ${leases.verdict} (${leases.leases} leases, ${leases.keys} keys, ${leases.readsChecked} reads with a certain answer)`);
+    lines.push(
+      `leases: ${leases.verdict} (${leases.leases} leases, ${leases.keys} of them with a key; ` +
+        `${leases.readsChecked} reads of those keys with a certain answer)`,
+    );
     for (const violation of leases.violations.slice(0, 10)) lines.push(`  ${violation.kind}: ${violation.message}`);
     lines.push(`dedup across clock jumps: ${dedupVerdict} (${dedup.probes} probes, ${dedup.unknown} without an answer)`);
     for (const violation of dedup.violations) lines.push(`  ${violation}`);
@@ -208,6 +218,12 @@ async function finalReads(
   }
   return finals;
 }
+
+/** No fencing at the resource: the lock checker's self-test. */
+const acceptEveryToken: FencingGuard = {
+  check: (_resource, token) => ({ accepted: true, token }),
+  highest: () => 0,
+};
 
 /** Whether the cell serves the lock API (it answers a lock's state; 404 without the route). */
 async function hasLockApi(url: string): Promise<boolean> {
