@@ -45,11 +45,12 @@ export interface UncontendedOptions extends LockCallOptions {
   readonly clients: number;
   /** Acquire + release pairs per client, measured. */
   readonly loops: number;
-  /** Unrecorded pairs per client first (JIT, connections). */
+  /** Unrecorded pairs per client first (JIT, connections), for at most warmupCapMs. */
   readonly warmupLoops: number;
+  readonly warmupCapMs: number;
   /** The measured phase stops here even if the loops are not done. */
   readonly capMs: number;
-  /** Then this many plain puts per client, as a baseline of one committed write on the same path. */
+  /** Then this many plain puts per client (for at most capMs / 2), as a baseline of one committed write on the same path. */
   readonly putLoops: number;
 }
 
@@ -111,14 +112,14 @@ export class UncontendedCase {
       const deadline = performance.now() + capMs;
       return Promise.all(Array.from({ length: clients }, (_, c) => loop(c, loops, deadline, record)));
     };
-    await all(options.warmupLoops, options.capMs, false);
+    await all(options.warmupLoops, options.warmupCapMs, false);
     const started = performance.now();
     const done = await all(options.loops, options.capMs, true);
     const seconds = (performance.now() - started) / 1000;
     const pairs = done.reduce((a, b) => a + b, 0);
     const put = new LatencyHistogram();
     const value = Buffer.alloc(256, 0x61);
-    const putDeadline = performance.now() + options.capMs;
+    const putDeadline = performance.now() + options.capMs / 2;
     await Promise.all(Array.from({ length: clients }, async (_, client) => {
       const endpoint = this.endpoints[client % this.endpoints.length] as Endpoint;
       for (let n = 0; n < options.putLoops && performance.now() < putDeadline; n++) {
