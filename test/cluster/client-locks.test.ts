@@ -1,0 +1,143 @@
+// Locks and elections through the client library against a real 3-process cell: waiters are
+// served in order with growing fencing tokens; the fencing check knows the current holder; the
+// leader killed while one client holds a lock and another waits: the holder's lock stays valid
+// or reports its loss (signal aborted) before anyone else gets it, and the waiter gets it after
+// the release with a larger token; elections hand over with growing terms and observers see
+// every change of leader or value, in order.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { findLeader, sleep, startTestCell, type TestCell } from './harness.js';
+import { BatonClient, LockHeldError, monotonicNowMs, type LeadershipChange, type Lock } from '../../src/client/index.js';
+
+let cell: TestCell;
+
+before(async () => {
+  cell = await startTestCell();
+});
+
+after(async () => {
+  await cell?.close();
+});
+
+const newClient = (): BatonClient => new BatonClient({ endpoints: cell.cell.clientUrls() });
+
+test('waiters are served in order with growing tokens; the fencing check knows the holder', async () => {
+  const clients = [newClient(), newClient(), newClient()];
+  try {
+    const sessions = await Promise.all(clients.map((c) => c.session({ ttlSeconds: 10 })));
+    const locks = clients.map((c, i) => c.locks(sessions[i]!));
+    const first = await locks[0]!.acquire('order', { owner: 'c0' });
+    await assert.rejects(locks[1]!.acquire('order', { waitMs: 0 }), (error: unknown) => {
+      assert.ok(error instanceof LockHeldError);
+      assert.equal((error.details['holder'] as { fencingToken: number }).fencingToken, first.token);
+      return true;
+    });
+    const granted: string[] = [];
+    const second = locks[1]!.acquire('order', { owner: 'c1' }).then((lock) => (granted.push('c1'), lock));
+    await sleep(200);
+    const third = locks[2]!.acquire('order', { owner: 'c2' }).then((lock) => (granted.push('c2'), lock));
+    await sleep(200);
+    const state = await locks[0]!.state('order');
+    assert.equal(state.holder?.owner, 'c0');
+    assert.deepEqual(state.queue.map((entry) => entry.owner), ['c1', 'c2']);
+
+    await first.release();
+    const lock1 = await second;
+    assert.ok(lock1.token > first.token);
+    assert.equal((await locks[0]!.check('order', first.token)).valid, false);
+    assert.equal((await locks[0]!.check('order', lock1.token)).valid, true);
+    await lock1.release();
+    const lock2 = await third;
+    assert.ok(lock2.token > lock1.token);
+    assert.deepEqual(granted, ['c1', 'c2']);
+    // The holder's session closes: the lease's revocation frees the lock.
+    await sessions[2]!.close();
+    assert.ok(lock2.signal.aborted);
+    const again = await locks[0]!.acquire('order', { waitMs: 5_000 });
+    assert.ok(again.token > lock2.token);
+    await again.release();
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+});
+
+test('leader killed while one client holds a lock and another waits: no overlap, honest loss, larger token', async () => {
+  const leader = await findLeader(cell);
+  const holderClient = newClient();
+  const waiterClient = newClient();
+  try {
+    await holderClient.status();
+    await waiterClient.status();
+    const holderSession = await holderClient.session({ ttlSeconds: 5 });
+    const waiterSession = await waiterClient.session({ ttlSeconds: 5 });
+    const held = await holderClient.locks(holderSession).acquire('failover');
+    let holderLostAtMs = Number.POSITIVE_INFINITY;
+    held.signal.addEventListener('abort', () => (holderLostAtMs = monotonicNowMs()), { once: true });
+    let waiterGotAtMs = Number.POSITIVE_INFINITY;
+    const waiting = waiterClient
+      .locks(waiterSession)
+      .acquire('failover', { waitMs: 40_000 })
+      .then((lock: Lock) => ((waiterGotAtMs = monotonicNowMs()), lock));
+    await sleep(300);
+    await cell.cell.kill9(leader);
+    await sleep(3_000); // a new leader is elected; renewals move to another node
+    const stillHeld = held.isSafe();
+    // Owner-only work: only while the lock is certainly held.
+    if (stillHeld) assert.equal(waiterGotAtMs, Number.POSITIVE_INFINITY, 'nobody else holds it while we are safe');
+    await held.release();
+    const next = await waiting;
+    assert.ok(next.token > held.token, `token ${next.token} > ${held.token}`);
+    assert.ok(holderLostAtMs <= waiterGotAtMs, 'the holder stopped (signal) before the waiter was granted');
+    console.log(`holder ${stillHeld ? 'kept its lock through the leader change' : `reported loss: ${String(held.signal.reason)}`}`);
+    await next.release();
+  } finally {
+    await holderClient.close();
+    await waiterClient.close();
+    if (!cell.cell.isRunning(leader)) {
+      cell.cell.start(leader);
+      await findLeader(cell);
+    }
+  }
+});
+
+test('elections: campaign, observe with terms, proclaim, resign hands over with a larger term', async () => {
+  const a = newClient();
+  const b = newClient();
+  const watcher = newClient();
+  try {
+    const sessionA = await a.session({ ttlSeconds: 10 });
+    const sessionB = await b.session({ ttlSeconds: 10 });
+    const leadA = await a.election(sessionA, 'primary').campaign('http://a:1');
+    const seen: LeadershipChange[] = [];
+    const observer = watcher.election(null, 'primary').observe();
+    const reading = (async () => {
+      for await (const change of observer) {
+        seen.push(change);
+        if (change.leader?.value === 'http://b:1') break;
+      }
+    })();
+    const current = await watcher.election(null, 'primary').leader();
+    assert.equal(current.leader?.value, 'http://a:1');
+    assert.equal(current.leader?.term, leadA.term);
+    await assert.rejects(b.election(sessionB, 'primary').campaign('http://b:1', { waitMs: 0 }), LockHeldError);
+    const campaignB = b.election(sessionB, 'primary').campaign('http://b:1', { waitMs: 20_000 });
+    await sleep(200);
+    await leadA.proclaim('http://a:2');
+    await sleep(200);
+    await leadA.resign();
+    assert.ok(leadA.signal.aborted);
+    const leadB = await campaignB;
+    assert.ok(leadB.term > leadA.term);
+    await Promise.race([reading, sleep(10_000).then(() => assert.fail(`observer saw ${JSON.stringify(seen)}`))]);
+    const values = seen.map((change) => change.leader?.value ?? null);
+    // Between A's resignation and B's election there may or may not be a "no leader" moment.
+    assert.deepEqual(values.filter((value) => value !== null), ['http://a:1', 'http://a:2', 'http://b:1']);
+    assert.deepEqual(seen.map((c) => c.revision), [...seen.map((c) => c.revision)].sort((x, y) => x - y));
+    const terms = seen.flatMap((change) => (change.leader === null ? [] : [change.leader.term]));
+    assert.deepEqual(terms, [leadA.term, leadA.term, leadB.term]);
+    await assert.rejects(leadA.proclaim('late'), { code: 'closed' });
+    await leadB.resign();
+  } finally {
+    await Promise.all([a.close(), b.close(), watcher.close()]);
+  }
+});
