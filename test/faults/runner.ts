@@ -92,7 +92,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
   const lockClientList = Array.from({ length: locksServed ? lockClients : 0 }, newClient);
   const guard: FencingGuard = options.fencing === 'off' ? acceptEveryToken : new MemoryFencingGuard();
   const dedup = startDedupProbe((name) => cell.cell.clientUrl(name));
-  let watchers: RunWatcher[] = [];
+  let watchers: (RunWatcher & { readonly id: string })[] = [];
   try {
     const nemesis = startNemesis(cell, controls, options.seed, recorder.now, {
       ...(options.kinds !== undefined ? { kinds: options.kinds } : {}),
@@ -134,6 +134,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
     const dedupVerdict: Verdict = dedup.violations.length > 0 ? 'violation' : 'ok';
     const lines = summarize(all, records, nemesis.counts, linear, durable);
     lines.push(...watch.lines);
+    lines.push(`  watchers: ${watchers.map(describeWatcher).join(', ')}`);
     lines.push(
       `leases: ${leases.verdict} (${leases.leases} leases, ${leases.keys} of them with a key; ` +
         `${leases.readsChecked} reads of those keys with a certain answer)`,
@@ -217,6 +218,13 @@ async function finalReads(
     }
   }
   return finals;
+}
+
+/** `sse0 412 events through 530`: how far a watcher got (its streams together). */
+function describeWatcher(watcher: RunWatcher & { readonly id: string }): string {
+  const events = watcher.records.reduce((n, r) => n + r.received.length, 0);
+  const through = Math.max(0, ...watcher.records.map((r) => (r.end.type === 'compacted' ? 0 : (r.end.progressRevision ?? 0))));
+  return `${watcher.id} ${events} events through ${through}`;
 }
 
 /** No fencing at the resource: the lock checker's self-test. */
