@@ -1,6 +1,10 @@
 // etcd's ResponseHeader: cluster_id, member_id, revision, raft_term on every answer.
-// Baton's cluster id is 16 hex digits (64 bits): the same number in decimal here.
+// Baton's cluster id is 16 hex digits (64 bits): the same number in decimal here. The term comes
+// from the node's status, which builds the member list: it is read at most every termCacheMs
+// (a term is informational to etcd clients; the revision is always exact).
 import type { CellApi } from '../types.js';
+
+const termCacheMs = 50;
 
 export interface ResponseHeader {
   readonly cluster_id: string;
@@ -12,11 +16,22 @@ export interface ResponseHeader {
 export class HeaderSource {
   private readonly clusterId: string;
   private readonly memberId: string;
+  private term = '0';
+  private termReadAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly cell: CellApi) {
     const status = cell.status();
     this.clusterId = BigInt(`0x${status.clusterId}`).toString();
     this.memberId = String(status.member);
+  }
+
+  private currentTerm(): string {
+    const now = performance.now();
+    if (now - this.termReadAt >= termCacheMs) {
+      this.term = String(this.cell.status().term);
+      this.termReadAt = now;
+    }
+    return this.term;
   }
 
   /** A header at `revision` (default: the node's applied revision now). */
@@ -25,7 +40,7 @@ export class HeaderSource {
       cluster_id: this.clusterId,
       member_id: this.memberId,
       revision: String(revision ?? this.cell.revision()),
-      raft_term: String(this.cell.status().term),
+      raft_term: this.currentTerm(),
     };
   }
 }
