@@ -102,10 +102,11 @@ export class Session extends EventEmitter<{ lost: [SessionLostError]; renewed: [
   private acknowledged(sentAtMs: number, grantedTtlMs: number): void {
     this.safe.acknowledge(sentAtMs, grantedTtlMs);
     this.renewals++;
-    // Synchronous on purpose: the worker mode copies safeUntil to shared memory right here.
-    this.emit('renewed', this.safe.valueMs);
+    // Timers first: a slow 'renewed' listener cannot delay the next renewal's scheduling.
     this.armLossTimer();
     this.scheduleRenewal(renewalDelayMs(grantedTtlMs));
+    // Synchronous on purpose: the worker mode copies safeUntil to shared memory right here.
+    this.emit('renewed', this.safe.valueMs);
   }
 
   private scheduleRenewal(delayMs: number): void {
