@@ -10,7 +10,7 @@ import { status } from '@grpc/grpc-js';
 import type { MvccEvent } from '../../mvcc/index.js';
 import type { Watcher, WatchConnection, WatchOutput } from '../../watch/index.js';
 import type { WatchService } from '../stream/watch-service.js';
-import { defaultStreamLimits, type WatchTag } from '../stream/types.js';
+import type { WatchTag } from '../stream/types.js';
 import { etcdMessages, toGrpcError } from './errors.js';
 import type { HeaderSource } from './header.js';
 import { etcdKey, rangePlan } from './keys.js';
@@ -25,7 +25,6 @@ export interface WatchCall {
   on(event: 'end' | 'close' | 'drain' | 'cancelled', listener: () => void): unknown;
   on(event: 'error', listener: (error: unknown) => void): unknown;
   once(event: 'drain', listener: () => void): unknown;
-  readonly writableLength: number;
 }
 
 export interface WatchRequestMsg {
@@ -140,9 +139,17 @@ export function serveWatchStream(
     send({ header: headers.header(hub.revision), watch_id: String(id), canceled: true });
   }
 
+  /** Writes one message; a full stream (write() false) pauses the flushes until it drains. */
   function send(message: unknown): void {
     if (ended) return;
-    if (!call.write(message)) waitingForDrain = true;
+    if (!call.write(message) && !waitingForDrain) {
+      waitingForDrain = true;
+      // Listening now, not at the next flush: a drain in between would otherwise be missed.
+      call.once('drain', () => {
+        waitingForDrain = false;
+        schedule();
+      });
+    }
   }
 
   function schedule(): void {
@@ -153,20 +160,12 @@ export function serveWatchStream(
 
   function flush(): void {
     flushScheduled = false;
-    if (ended) return;
-    if (waitingForDrain || call.writableLength >= defaultStreamLimits.socketBufferedBytesHigh) {
-      waitingForDrain = true;
-      call.once('drain', () => {
-        waitingForDrain = false;
-        schedule();
-      });
-      return;
-    }
+    if (ended || waitingForDrain) return; // the drain schedules the next flush
     for (let output = connection.next(); output !== null; output = connection.next()) {
       if (output.type === 'end') handleEnd(output);
       else deliver(output.tag.id as number, output.batch);
       if (ended) return;
-      if (waitingForDrain) return schedule();
+      if (waitingForDrain) return;
     }
     if (progressWanted && [...entries.values()].every((e) => e.watcher.state === 'synced' || e.watcher.state === 'waiting')) {
       // etcd's answer to a progress request: nothing at or below this revision is pending.
