@@ -1,11 +1,16 @@
-// `baton dev` (what `npm start` runs) until the real multi-process dev cell exists (a later
-// issue): a simulated 3-node cell in this process, printing elections, commits, a leader crash
-// and the re-election, for a bounded stretch of simulated time.
+// `baton sim-demo`: a simulated 3-node cell in this process, printing elections, commits, a
+// leader crash and the re-election, for a bounded stretch of simulated time.
 import { simulate } from '../sim/index.js';
 import type { SimEvent } from '../sim/index.js';
 
-export function devCommand(): number {
-  console.log('baton dev: a simulated 3-member cell in one process (the real server comes later)');
+export function devCommand(args: readonly string[] = []): number {
+  if (args.length > 0) {
+    const help = args.includes('--help') || args.includes('-h');
+    const usage = 'usage: baton sim-demo\n  A simulated 3-member cell in one process: elections, commits, a leader crash, re-election.';
+    (help ? console.log : console.error)(usage);
+    return help ? 0 : 2;
+  }
+  console.log('baton sim-demo: a simulated 3-member cell in one process');
   const result = simulate({
     seed: 7n,
     profile: 'calm',

@@ -8,7 +8,7 @@ const commands: Record<string, Command> = {
   dev: async (args) => (await import('../server/dev.js')).runDev(args),
   sim: async (args) => (await import('./sim-command.js')).simCommand(args),
   bench: async (args) => (await import('./bench-command.js')).benchCommand(args),
-  'sim-demo': async () => (await import('./dev-command.js')).devCommand(),
+  'sim-demo': async (args) => (await import('./dev-command.js')).devCommand(args),
   get: async (args) => (await import('./kv-commands.js')).getCommand(args),
   put: async (args) => (await import('./kv-commands.js')).putCommand(args),
   del: async (args) => (await import('./kv-commands.js')).delCommand(args),
@@ -25,9 +25,14 @@ const commands: Record<string, Command> = {
 
 async function main(argv: readonly string[]): Promise<number> {
   const [name, ...rest] = argv;
+  const usage = `usage: baton <${Object.keys(commands).join('|')}> [options]   (--help on each)`;
+  if (name === '--help' || name === '-h' || name === 'help') {
+    console.log(usage);
+    return 0;
+  }
   const command = name === undefined ? undefined : commands[name];
   if (command === undefined) {
-    console.error(`usage: baton <${Object.keys(commands).join('|')}> [options]   (--help on each)`);
+    console.error(usage);
     return 2;
   }
   return command(rest);
