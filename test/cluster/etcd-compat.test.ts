@@ -302,7 +302,7 @@ test('the etcd3 npm client: kv, watch, leases, txn limits, and its lock and elec
 });
 
 /** etcd's Lock, Election and Lease services through a plain gRPC client on etcd's definitions. */
-function etcdGrpc(endpoint: string): { lock: Client; election: Client; lease: Client; close(): void } {
+function etcdGrpc(endpoint: string): { lock: Client; election: Client; lease: Client; kv: Client; close(): void } {
   const definition = loadSync(['rpc.proto', 'v3lock.proto', 'v3election.proto'], {
     includeDirs: [protoDir()],
     keepCase: true,
@@ -313,7 +313,12 @@ function etcdGrpc(endpoint: string): { lock: Client; election: Client; lease: Cl
   const root = loadPackageDefinition(definition);
   const make = (pkg: string, name: string): Client =>
     new ((root[pkg] as GrpcObject)[name] as ServiceClientConstructor)(endpoint, credentials.createInsecure());
-  const clients = { lock: make('v3lockpb', 'Lock'), election: make('v3electionpb', 'Election'), lease: make('etcdserverpb', 'Lease') };
+  const clients = {
+    lock: make('v3lockpb', 'Lock'),
+    election: make('v3electionpb', 'Election'),
+    lease: make('etcdserverpb', 'Lease'),
+    kv: make('etcdserverpb', 'KV'),
+  };
   return { ...clients, close: () => Object.values(clients).forEach((c) => c.close()) };
 }
 
@@ -373,6 +378,31 @@ test('v3lock and v3election over gRPC: queued in the same server-side queues as 
     assert.deepEqual(values, ['alice', 'alice-2', 'bob']);
     observer.cancel();
     await call(etcd.election, 'Resign', { leader: bob });
+  } finally {
+    etcd.close();
+  }
+});
+
+test('bad input gets etcd-style errors, and the node keeps serving', { timeout: testTimeoutMs }, async () => {
+  const etcd = etcdGrpc(endpoints[0] as string);
+  const fails = async (method: string, request: unknown, code: number, message: RegExp, client = etcd.kv): Promise<void> => {
+    await assert.rejects(call(client, method, request), (error: { code: number; details: string }) => {
+      assert.equal(error.code, code, error.details);
+      assert.match(error.details, message);
+      return true;
+    });
+  };
+  try {
+    await fails('Put', { key: Buffer.from([0x66, 0xff]), value: Buffer.from('x') }, status.INVALID_ARGUMENT, /UTF-8/);
+    await fails('Put', { key: Buffer.alloc(0), value: Buffer.from('x') }, status.INVALID_ARGUMENT, /^etcdserver: key is not provided$/);
+    await fails('Put', { key: Buffer.from('big'), value: Buffer.alloc(1200 * 1024) }, status.INVALID_ARGUMENT, /^etcdserver: request is too large/);
+    await fails('Put', { key: Buffer.from('huge'), value: Buffer.alloc(3 * 1024 * 1024) }, status.RESOURCE_EXHAUSTED, /./);
+    await fails('Range', { key: Buffer.from('a'), revision: '-1' }, status.INVALID_ARGUMENT, /revision/);
+    await fails('LeaseGrant', { TTL: '1000000000' }, status.OUT_OF_RANGE, /^etcdserver: too large lease TTL$/, etcd.lease);
+    const txn = { success: Array.from({ length: 129 }, (_, i) => ({ request_put: { key: Buffer.from(`t/${i}`), value: Buffer.from('x') } })) };
+    await fails('Txn', txn, status.INVALID_ARGUMENT, /^etcdserver: too many operations in txn request$/);
+    const put = await call(etcd.kv, 'Put', { key: Buffer.from('still/serving'), value: Buffer.from('yes') });
+    assert.ok(Number(put.header.revision) > 0);
   } finally {
     etcd.close();
   }
