@@ -18,14 +18,20 @@ export interface LeaseLoopOptions {
   readonly client: BatonClient;
   readonly deadline: number;
   readonly seed: bigint;
+  /**
+   * The TTL written into the history (default: the real one). Three times the real TTL is the
+   * lease checker's self-test: an abandoned lease's key then vanishes inside its claimed life.
+   */
+  readonly claimedTtlMs?: number;
 }
 
 export async function leaseLoop(options: LeaseLoopOptions): Promise<void> {
   const { recorder, process, client } = options;
+  const claimedTtlMs = options.claimedTtlMs ?? leaseTtlMs;
   const random = new SeededRandom(options.seed * 7_919n + BigInt(process));
   // A lease's life is bounded (hold + TTL + slack), so stop starting new ones near the end.
   for (let n = 0; n < 10_000 && recorder.now() < options.deadline - leaseTtlMs; n++) {
-    const granted = await recorded<LockResult>(recorder, process, { type: 'lease-grant', ttlMs: leaseTtlMs }, async () => {
+    const granted = await recorded<LockResult>(recorder, process, { type: 'lease-grant', ttlMs: claimedTtlMs }, async () => {
       const grant = await client.leaseGrant(leaseTtlMs / 1000);
       return { type: 'lease-grant', leaseId: String(grant.id) };
     });
@@ -44,7 +50,7 @@ export async function leaseLoop(options: LeaseLoopOptions): Promise<void> {
     // Keep it: renew every ~TTL/4 and read the key in between, for 0-10 s.
     const holdUntil = recorder.now() + randomInt(random, 0, 10_000);
     while (recorder.now() < holdUntil) {
-      await keepalive(recorder, process, client, leaseId);
+      await keepalive(recorder, process, client, leaseId, claimedTtlMs);
       await read(recorder, process, client, key);
       await sleep(randomInt(random, 300, leaseTtlMs / 4));
     }
@@ -55,7 +61,7 @@ export async function leaseLoop(options: LeaseLoopOptions): Promise<void> {
       await read(recorder, process, client, key);
     }
     for (let attempt = 0; attempt < 5; attempt++) {
-      const answer = await keepalive(recorder, process, client, leaseId);
+      const answer = await keepalive(recorder, process, client, leaseId, claimedTtlMs);
       if (answer.type === 'ok') break;
       await sleep(300);
     }
@@ -63,8 +69,8 @@ export async function leaseLoop(options: LeaseLoopOptions): Promise<void> {
   }
 }
 
-function keepalive(recorder: Recorder, process: number, client: BatonClient, leaseId: string) {
-  return recorded<LockResult>(recorder, process, { type: 'lease-keepalive', leaseId, ttlMs: leaseTtlMs }, async () => {
+function keepalive(recorder: Recorder, process: number, client: BatonClient, leaseId: string, ttlMs: number) {
+  return recorded<LockResult>(recorder, process, { type: 'lease-keepalive', leaseId, ttlMs }, async () => {
     const answer = await client.leaseKeepalive([Number(leaseId)]);
     const item = answer.leases.find((lease) => String(lease.id) === leaseId);
     if (item === undefined) throw new Error(`keepalive answer without lease ${leaseId}`);

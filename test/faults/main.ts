@@ -1,6 +1,7 @@
 // npm run faults -- --time 60 --seed S [--members 3|5] [--clients 5] [--lease-clients 3]
 //   [--lock-clients 3] [--keys 3] [--kinds kill,pause,...] [--clock-jump-max-ms N] [--reads serializable]
 //   [--fencing off]  (self-test: the resource accepts stale tokens, which must be reported)
+//   [--leases overclaim]  (self-test: the history claims 3x the TTL; expiries must be reported)
 //   [--history FILE]  (the raw events, one JSON line each)
 // Prints the summary (operations, faults by kind, each checker's verdict or its minimal failing
 // sub-history) and exits 1 on a violation, 2 when a checker could not decide.
@@ -40,6 +41,7 @@ const summary = await runFaults({
   keys: Number(flag('keys', '3')),
   reads: flag('reads', 'linearizable') === 'serializable' ? 'serializable' : 'linearizable',
   fencing: flag('fencing', 'on') === 'off' ? 'off' : 'on',
+  leases: flag('leases', 'honest') === 'overclaim' ? 'overclaim' : 'honest',
   ...(kinds !== undefined ? { kinds } : {}),
   ...(clockJumpMaxMs !== '' ? { clockJumpMaxMs: Number(clockJumpMaxMs) } : {}),
   onHistory: (events) => {

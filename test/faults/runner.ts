@@ -27,7 +27,7 @@ import { ClientWatcher } from './client-watcher.js';
 import { startDedupProbe } from './dedup-probe.js';
 import { FaultControls } from './fault-controls.js';
 import { faultClient, keyPath, runKvOperation, type ReadConsistency, type Recorder } from './kv-client.js';
-import { leaseLoop } from './lease-client.js';
+import { leaseLoop, leaseTtlMs } from './lease-client.js';
 import { lockLoop, lockName } from './lock-client.js';
 import { startNemesis, type FaultKind } from './nemesis.js';
 import { checkRunWatches, type RunWatcher } from './watch-verdict.js';
@@ -51,6 +51,8 @@ export interface FaultRunOptions {
    * holder's late write must be reported as a stale write accepted).
    */
   readonly fencing?: 'on' | 'off';
+  /** `overclaim`: the history claims 3x the leases' TTL, the lease checker's self-test. */
+  readonly leases?: 'honest' | 'overclaim';
   /** Fault kinds to draw from (default: all). */
   readonly kinds?: readonly FaultKind[];
   /** Largest wall-clock step (default 60 s, inside the dedup window). */
@@ -110,7 +112,14 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
         clientLoop({ recorder, process, client, keys, deadline, seed: options.seed, reads }),
       ),
       ...leaseClientList.map((client, i) =>
-        leaseLoop({ recorder, process: clients + i, client, deadline, seed: options.seed }),
+        leaseLoop({
+          recorder,
+          process: clients + i,
+          client,
+          deadline,
+          seed: options.seed,
+          ...(options.leases === 'overclaim' ? { claimedTtlMs: 3 * leaseTtlMs } : {}),
+        }),
       ),
       ...lockClientList.map((client, i) => {
         const process = clients + leaseClients + 2 * i;
