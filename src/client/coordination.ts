@@ -1,9 +1,16 @@
 // What locks, elections and services share: the session they hang on (a Session or a
 // WorkerSession: anything with a lease, a signal and a truthful safeUntil), name checks done
 // before anything is sent, and the JSON POST they all make.
-import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
+import {
+  CompactedError,
+  InvalidArgumentError,
+  KeyNotFoundError,
+  LockNotHeldError,
+  TooLargeError,
+} from '../base/errors.js';
 import type { BatonClient } from './client.js';
 import { SessionLostError } from './errors.js';
+import type { RangeResult } from './types.js';
 
 /** The lease holder a lock, leadership or registration belongs to (Session or WorkerSession). */
 export interface OwnerSession {
@@ -71,4 +78,43 @@ export function postJson<T>(
 /** Combines signals (any abort aborts the result). */
 export function anySignal(signals: readonly (AbortSignal | undefined)[]): AbortSignal {
   return AbortSignal.any(signals.filter((signal): signal is AbortSignal => signal !== undefined));
+}
+
+/**
+ * Follows the key that makes this process the owner (a lock's or a leadership's), from the
+ * revision at which ownership was granted, and calls `gone` once if it is deleted or replaced by
+ * anyone (an operator's `baton del`, a revoke from elsewhere), so the owner's signal aborts now
+ * rather than at the session's next renewal. Ends when `signal` aborts. After a compaction it
+ * re-reads the key and carries on from there.
+ */
+export function followOwnKey(
+  client: BatonClient,
+  key: string,
+  createRevision: number,
+  fromRevision: number,
+  signal: AbortSignal,
+  gone: (reason: Error) => void,
+): void {
+  const lost = (revision: number): void =>
+    gone(new LockNotHeldError(`${key} was deleted or replaced at revision ${revision}`, { key, revision }));
+  void (async () => {
+    let start = fromRevision + 1;
+    while (!signal.aborted) {
+      try {
+        for await (const batch of client.watch(key, { startRevision: start, signal })) {
+          const event = batch.events.find((e) => e.type === 'delete' || e.kv.createRevision !== createRevision);
+          if (event !== undefined) return lost(event.kv.modRevision);
+        }
+        return; // canceled (signal) or the client closed
+      } catch (error) {
+        if (signal.aborted || !(error instanceof CompactedError)) return;
+        const read = await client.get(key).catch((failure: unknown) => failure);
+        if (read instanceof KeyNotFoundError) return lost(Number(read.details['revision'] ?? 0));
+        if (read instanceof Error || read === null || typeof read !== 'object') return; // the session decides
+        const { kvs, revision } = read as RangeResult;
+        if (kvs[0]?.createRevision !== createRevision) return lost(revision);
+        start = revision + 1;
+      }
+    }
+  })();
 }

@@ -9,6 +9,7 @@ import {
   anySignal,
   checkBytes,
   checkName,
+  followOwnKey,
   postJson,
   requireSafe,
   type OwnerSession,
@@ -97,6 +98,8 @@ export class Election {
       bodyFor,
     });
     const leadership = new Leadership(this.client, session, this.name, answer, value);
+    // The leader key deleted by anyone: leadership ends now, not at the next renewal.
+    followOwnKey(this.client, answer.key, answer.term, answer.revision, leadership.signal, (reason) => leadership.end(reason));
     if (!session.isSafe()) {
       void leadership.resign().catch(() => undefined);
       requireSafe(session);
@@ -166,6 +169,11 @@ export class Leadership {
 
   isSafe(): boolean {
     return !this.signal.aborted && this.session.isSafe();
+  }
+
+  /** Internal: leadership ended for `reason` (the key went). */
+  end(reason: Error): void {
+    this.ended.abort(reason);
   }
 
   /** Publishes a new value without giving up leadership; LockNotHeldError if no longer leader. */

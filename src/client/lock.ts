@@ -13,6 +13,7 @@ import {
   anySignal,
   checkBytes,
   checkName,
+  followOwnKey,
   postJson,
   requireSafe,
   type OwnerSession,
@@ -51,6 +52,11 @@ export interface AcquireOptions {
   readonly signal?: AbortSignal;
   /** A caller-chosen Request-ID; default: drawn once and reused by every retry. */
   readonly requestId?: string;
+  /**
+   * Watch the lock's key while held (default true): if anyone deletes it (an operator's
+   * `baton del`), `signal` aborts with LockNotHeldError at once, not at the next renewal.
+   */
+  readonly followKey?: boolean;
 }
 
 export interface ReleaseResult {
@@ -126,6 +132,7 @@ export class Locks {
       bodyFor,
     });
     const lock = new Lock(this.client, this.session, name, answer);
+    if (options.followKey !== false) lock.follow();
     if (!this.session.isSafe()) {
       // Granted, but the session cannot vouch for the lease any more: never hand that out.
       void lock.release().catch(() => undefined);
@@ -174,6 +181,13 @@ export class Lock {
     this.owner = answer.owner;
     this.waitedMs = answer.waitedMs;
     this.signal = anySignal([session.signal, this.released.signal]);
+  }
+
+  /** Internal: abort the signal if the key goes (see AcquireOptions.followKey). */
+  follow(): void {
+    followOwnKey(this.client, this.key, this.token, this.revision, this.signal, (reason) => {
+      this.released.abort(reason);
+    });
   }
 
   /** Monotonic ms until which the lock is certainly still held (-Infinity once released/lost). */

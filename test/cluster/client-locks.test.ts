@@ -61,6 +61,27 @@ test('waiters are served in order with growing tokens; the fencing check knows t
   }
 });
 
+test('a lock whose key an operator deletes: its signal aborts at once (not at the next renewal)', async () => {
+  const owner = newClient();
+  const operator = newClient();
+  try {
+    const session = await owner.session({ ttlSeconds: 30 }); // next renewal in 10 s
+    const lock = await owner.locks(session).acquire('deleted');
+    const aborted = new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)));
+    const startMs = monotonicNowMs();
+    await operator.delete(lock.key);
+    const reason = await Promise.race([aborted, sleep(5_000).then(() => 'not aborted')]);
+    assert.equal((reason as { code?: string }).code, 'lock_not_held', String(reason));
+    assert.ok(monotonicNowMs() - startMs < 5_000);
+    assert.equal(lock.isSafe(), false);
+    assert.equal(session.isSafe(), true, 'the session itself is fine');
+    assert.deepEqual(await lock.release(), { released: false });
+  } finally {
+    await owner.close();
+    await operator.close();
+  }
+});
+
 test('leader killed while one client holds a lock and another waits: no overlap, honest loss, larger token', async () => {
   const leader = await findLeader(cell);
   const holderClient = newClient();
