@@ -302,7 +302,7 @@ test('the etcd3 npm client: kv, watch, leases, txn limits, and its lock and elec
 });
 
 /** etcd's Lock, Election and Lease services through a plain gRPC client on etcd's definitions. */
-function etcdGrpc(endpoint: string): { lock: Client; election: Client; lease: Client; kv: Client; close(): void } {
+function etcdGrpc(endpoint: string): { lock: Client; election: Client; lease: Client; kv: Client; watch: Client; close(): void } {
   const definition = loadSync(['rpc.proto', 'v3lock.proto', 'v3election.proto'], {
     includeDirs: [protoDir()],
     keepCase: true,
@@ -318,6 +318,7 @@ function etcdGrpc(endpoint: string): { lock: Client; election: Client; lease: Cl
     election: make('v3electionpb', 'Election'),
     lease: make('etcdserverpb', 'Lease'),
     kv: make('etcdserverpb', 'KV'),
+    watch: make('etcdserverpb', 'Watch'),
   };
   return { ...clients, close: () => Object.values(clients).forEach((c) => c.close()) };
 }
@@ -405,5 +406,50 @@ test('bad input gets etcd-style errors, and the node keeps serving', { timeout: 
     assert.ok(Number(put.header.revision) > 0);
   } finally {
     etcd.close();
+  }
+});
+
+// Last: it stops n1.
+test('a stopping node ends its watch streams UNAVAILABLE; resuming on another node from the last revision loses nothing', { timeout: testTimeoutMs }, async () => {
+  const onN1 = etcdGrpc(endpoints[0] as string);
+  const onN2 = etcdGrpc(endpoints[1] as string);
+  const put = (i: number): ReturnType<typeof http> => http(`${cell.cell.clientUrl('n3')}/v1/kv/stop/k`, { method: 'PUT', body: String(i) });
+  const open = (etcd: ReturnType<typeof etcdGrpc>, startRevision: number) => {
+    const stream = (etcd.watch as unknown as Record<string, Function>)['Watch']!.call(etcd.watch);
+    const events: { value: string; revision: number }[] = [];
+    let ended: { code: number } | null = null;
+    stream.on('data', (m: { events: { kv: { value: Buffer; mod_revision: string } }[] }) => {
+      for (const e of m.events) events.push({ value: e.kv.value.toString(), revision: Number(e.kv.mod_revision) });
+    });
+    stream.on('error', (error: { code: number }) => (ended = error));
+    stream.write({ create_request: { key: Buffer.from('stop/'), range_end: Buffer.from('stop0'), start_revision: String(startRevision) } });
+    return { stream, events, ended: () => ended };
+  };
+  try {
+    const first = open(onN1, 0);
+    await sleep(300);
+    for (let i = 0; i < 5; i++) assert.equal((await put(i)).status < 300, true);
+    await until('five events on n1', () => first.events.length === 5);
+    cell.cell.signal('n1', 'SIGTERM');
+    await until('the stream to end', () => first.ended() !== null);
+    assert.equal(first.ended()?.code, status.UNAVAILABLE);
+    await cell.cell.waitExit('n1');
+    for (let i = 5; i < 10; i++) assert.equal((await putSurely(i)).status < 300, true);
+    const last = first.events.at(-1)?.revision as number;
+    const second = open(onN2, last + 1);
+    await until('the rest on n2', () => second.events.length >= 5);
+    assert.deepEqual([...first.events, ...second.events].map((e) => e.value), ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9']);
+    second.stream.end();
+  } finally {
+    onN1.close();
+    onN2.close();
+  }
+
+  async function putSurely(i: number): ReturnType<typeof http> {
+    for (let attempt = 0; ; attempt++) {
+      const answer = await put(i);
+      if (answer.status < 300 || attempt >= 50) return answer;
+      await sleep(200); // an election after n1 left
+    }
   }
 });
