@@ -7,7 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { findLeader, sleep, startTestCell, type TestCell } from './harness.js';
-import { BatonClient, LockHeldError, monotonicNowMs, type LeadershipChange, type Lock } from '../../src/client/index.js';
+import { BatonClient, LockHeldError, WorkerSession, monotonicNowMs, type LeadershipChange, type Lock } from '../../src/client/index.js';
 
 let cell: TestCell;
 
@@ -79,6 +79,26 @@ test('a lock whose key an operator deletes: its signal aborts at once (not at th
   } finally {
     await owner.close();
     await operator.close();
+  }
+});
+
+test('a lock on a worker-thread session stays certainly held while the main thread is blocked 2 s', async () => {
+  const client = newClient();
+  const worker = await WorkerSession.start({ endpoints: cell.cell.clientUrls(), ttlSeconds: 5 });
+  try {
+    const lock = await client.locks(worker).acquire('worker-held');
+    const safeBefore = lock.safeUntil;
+    const blockUntil = Date.now() + 2_000;
+    while (Date.now() < blockUntil) {
+      // a synchronous busy callback
+    }
+    assert.ok(lock.isSafe(), 'the worker renewed meanwhile: still certainly the holder');
+    assert.ok(lock.safeUntil > safeBefore);
+    assert.equal((await client.locks(worker).state('worker-held')).holder?.fencingToken, lock.token);
+    await lock.release();
+  } finally {
+    await worker.close();
+    await client.close();
   }
 });
 
