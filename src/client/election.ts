@@ -33,6 +33,17 @@ export interface LeadershipChange {
   readonly leader: LeaderInfo | null;
 }
 
+export interface ObserveOptions {
+  readonly signal?: AbortSignal;
+  /**
+   * Every this many ms (default 10,000; 0 = never) the observer also reads the leader
+   * (linearizable). A node cut off from its quorum keeps an SSE stream open but silent; if the
+   * read shows a change the stream did not, the change is delivered and the stream moves to
+   * another node. Bounds how stale an observer can be, at one read per interval.
+   */
+  readonly verifyMs?: number;
+}
+
 export interface CampaignOptions {
   /** How long to wait to become leader, ms (0 = only if nobody leads). Default 30 s. */
   readonly waitMs?: number;
@@ -121,8 +132,8 @@ export class Election {
    * dropped connections and node failures (reconnects elsewhere; a change already delivered is
    * not repeated). Ends when the signal aborts or `cancel()` is called on the result.
    */
-  observe(options: { signal?: AbortSignal } = {}): LeaderObserver {
-    return new LeaderObserver(this.client, this.name, options.signal);
+  observe(options: ObserveOptions = {}): LeaderObserver {
+    return new LeaderObserver(this.client, this.name, options);
   }
 
   private requireSession(): OwnerSession {
@@ -229,18 +240,55 @@ export class LeaderObserver implements AsyncIterable<LeadershipChange> {
   private failure: Error | null = null;
   private wake: (() => void) | null = null;
   private last: LeadershipChange | null = null;
+  /** The SSE connection now open (aborted to move elsewhere when it fell behind). */
+  private connection: AbortController | null = null;
   /** Connections opened (1 + reconnections). */
   connections = 0;
+  /** Changes found by the periodic leader read that the stream had not delivered. */
+  corrections = 0;
 
   constructor(
     private readonly client: BatonClient,
     private readonly name: string,
-    signal?: AbortSignal,
+    options: ObserveOptions = {},
   ) {
+    const { signal } = options;
     signal?.addEventListener('abort', () => this.cancel(), { once: true });
     if (signal?.aborted === true) this.cancel();
     const forget = client.onClose(() => this.cancel());
-    void this.run().finally(forget);
+    const verifyMs = options.verifyMs ?? 10_000;
+    const timer = verifyMs > 0 ? setInterval(() => void this.verify(), verifyMs) : null;
+    timer?.unref();
+    void this.run().finally(() => {
+      forget();
+      if (timer !== null) clearInterval(timer);
+    });
+  }
+
+  private verifying = false;
+
+  /** A linearizable read of the leader; a change the stream missed is delivered, the stream moved. */
+  private async verify(): Promise<void> {
+    if (this.verifying || this.controller.signal.aborted || this.last === null) return;
+    this.verifying = true;
+    try {
+      const current = await this.client.request<LeadershipChange>({
+        method: 'GET',
+        path: electionPath(this.name, 'leader'),
+        mutation: false,
+      });
+      const last = this.last;
+      if (this.controller.signal.aborted || last === null) return;
+      if (current.revision > last.revision && !sameLeader(last.leader, current.leader)) {
+        this.corrections++;
+        this.deliver({ revision: current.revision, leader: current.leader });
+        this.connection?.abort(new Error('the stream fell behind a linearizable read'));
+      }
+    } catch {
+      // No answer now: the stream (or the next read) will tell.
+    } finally {
+      this.verifying = false;
+    }
   }
 
   cancel(): void {
@@ -269,10 +317,13 @@ export class LeaderObserver implements AsyncIterable<LeadershipChange> {
     const signal = this.controller.signal;
     for (let failures = 0; !signal.aborted; ) {
       const endpoint = this.client.endpoints.pick();
+      const connection = new AbortController();
+      this.connection = connection;
       try {
         const url = `${endpoint}${electionPath(this.name, 'observe')}`;
         this.connections++;
-        for await (const data of sseData(url, signal, this.client.retryPolicy.attemptTimeoutMs)) {
+        const both = AbortSignal.any([signal, connection.signal]);
+        for await (const data of sseData(url, both, this.client.retryPolicy.attemptTimeoutMs)) {
           failures = 0;
           const frame = data as { error?: unknown; revision?: number; leader?: LeaderInfo | null };
           if (frame.error !== undefined) throw errorFromWire(frame.error);
@@ -289,7 +340,7 @@ export class LeaderObserver implements AsyncIterable<LeadershipChange> {
       if (signal.aborted) break;
       // The stream ended or failed: this node may be down or cut off; come back elsewhere, jittered.
       this.client.endpoints.failed(endpoint);
-      await sleep(backoffDelayMs(reconnectPolicy, failures++, Math.random), signal);
+      await sleep(backoffDelayMs(reconnectPolicy, failures++, this.client.random), signal);
     }
     this.controller.abort(this.failure ?? new ClosedError('observer ended'));
     this.notify();

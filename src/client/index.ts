@@ -15,7 +15,7 @@ export type { WorkerSessionOptions } from './worker-session.js';
 export { Lock, Locks, defaultLockWaitMs, lockWaitMsMax } from './lock.js';
 export type { AcquireOptions, FencingCheckResult, LockEntry, LockState, ReleaseResult } from './lock.js';
 export { Election, Leadership, LeaderObserver, electionValueBytesMax } from './election.js';
-export type { CampaignOptions, LeaderInfo, LeadershipChange } from './election.js';
+export type { CampaignOptions, LeaderInfo, LeadershipChange, ObserveOptions } from './election.js';
 export { ServiceSet, Services, serviceInstancesMax, serviceMetadataBytesMax, servicePrefix } from './services.js';
 export type { Registration, ServiceInstance } from './services.js';
 export type { OwnerSession } from './coordination.js';

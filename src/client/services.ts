@@ -157,7 +157,7 @@ export class ServiceSet extends EventEmitter<{ change: [Instances]; error: [Erro
         if (!(error instanceof CompactedError)) {
           this.emitLater('error', error instanceof Error ? error : new Error(String(error)));
         }
-        const delayMs = backoffDelayMs(relistPolicy, failures++, Math.random);
+        const delayMs = backoffDelayMs(relistPolicy, failures++, this.client.random);
         await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
     }

@@ -58,3 +58,40 @@ test('observe: reconnects after a drop without repeating a change; terms passed 
     server.close();
   }
 });
+
+test('observe: a silent stream (a node cut off from its quorum) is corrected by the periodic leader read', async () => {
+  let observeConnections = 0;
+  let silentClosed = false;
+  const server = createServer((req, res) => {
+    if (req.url === '/v1/elections/x/leader') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ revision: 9, leader: leaderB }));
+      return;
+    }
+    observeConnections++;
+    if (observeConnections === 1) res.once('close', () => (silentClosed = true));
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    // The first node is stale and silent forever; the next one knows B.
+    const frame = observeConnections === 1 ? { revision: 5, leader: leaderA } : { revision: 9, leader: leaderB };
+    res.write(`data: ${JSON.stringify(frame)}\n\n`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const client = new BatonClient({ endpoints: [url], discover: false });
+  try {
+    const observer = client.election(null, 'x').observe({ verifyMs: 200 });
+    const seen: (string | null)[] = [];
+    for await (const change of observer) {
+      seen.push(change.leader?.value ?? null);
+      if (change.leader?.term === 9) break;
+    }
+    assert.deepEqual(seen, ['a1', 'b1']);
+    assert.equal(observer.corrections, 1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(silentClosed, 'the stream left the silent node');
+  } finally {
+    await client.close();
+    server.closeAllConnections();
+    server.close();
+  }
+});
