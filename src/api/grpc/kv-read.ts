@@ -129,7 +129,8 @@ export function rangeResponse(work: RangeWork, result: RangeResult, header: Rang
   const done = work.finish === null ? { kvs: result.kvs, count: result.count, more: result.more } : work.finish(result);
   return {
     ...(header !== undefined ? { header } : {}),
-    kvs: done.kvs.map((kv) => kvMsg(kv, work.keysOnly)),
+    // count_only inside a txn: the Baton get has no such option, so the kvs are dropped here.
+    kvs: work.countOnly ? [] : done.kvs.map((kv) => kvMsg(kv, work.keysOnly)),
     more: done.more,
     count: String(done.count),
   };

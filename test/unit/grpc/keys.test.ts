@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { status } from '@grpc/grpc-js';
 import { CompactedError, FutureRevisionError, InvalidArgumentError, LeaseNotFoundError, TooLargeError } from '../../../src/base/errors.js';
 import { batonKey, etcdKey, prefixEnd, rangePlan } from '../../../src/api/grpc/keys.js';
-import { rangeWork } from '../../../src/api/grpc/kv-read.js';
+import { rangeResponse, rangeWork } from '../../../src/api/grpc/kv-read.js';
 import { toGrpcError } from '../../../src/api/grpc/errors.js';
 import { nameOfKey } from '../../../src/api/grpc/lock-service.js';
 import { snapshotBody, snapshotPadding } from '../../../src/api/grpc/snapshot-stream.js';
@@ -116,6 +116,12 @@ test("sorted and filtered ranges finish at the edge as etcd answers them (count 
   // count_only: the count, no kvs.
   const counted = rangeWork(request({ count_only: true, sort_order: 2 }), false).finish?.(result);
   assert.deepEqual([counted?.count, counted?.kvs.length], [3, 0]);
+  // In a txn the plain path cannot ask Baton for count_only or keys_only: the answer is trimmed here.
+  const inTxn = rangeWork(request({ count_only: true }), true);
+  assert.deepEqual(rangeResponse(inTxn, result, undefined).kvs, []);
+  assert.equal(rangeResponse(inTxn, result, undefined).count, '3');
+  const keysOnly = rangeResponse(rangeWork(request({ keys_only: true }), true), result, undefined);
+  assert.deepEqual(keysOnly.kvs.map((k) => k.value.length), [0, 0, 0]);
   // Past the edge's bound: refused, not answered partially.
   assert.throws(() => lastCreate.finish?.({ ...result, more: true }), TooLargeError);
 });
