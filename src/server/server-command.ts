@@ -12,6 +12,7 @@ export async function runServer(argv: readonly string[]): Promise<number> {
         '             --initial-cluster n1=URL,n2=URL,... [--initial-cluster-clients n1=URL,...]\n' +
         '             [--cell ID] [--tick-ms N] [--election-ticks N] [--snapshot-entries N]\n' +
         '             [--request-timeout-ms N] [--value-bytes-max N] [--log-level L] [--config FILE]\n' +
+        '             [--listen-grpc URL] [--initial-cluster-grpc n1=URL,...] (etcd v3 gRPC, docs/etcd-compat.md)\n' +
         'Every flag also reads from BATON_<FLAG> (e.g. BATON_DATA_DIR) and from the JSON --config file.\n',
     );
     return 0;
