@@ -9,10 +9,11 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                  [--profile calm|mixed|chaos] [--fault-phase-ms MS] (a soak: e.g. 60000)
                  [--driver sim|server] (server: the production driver of src/server)
                  [--state-machine register|mvcc] (mvcc: the real MVCC store, in memory)
-                 [--workload kv|leases] (leases: lease holders on the production lease
-                   service; implies --driver server and the MVCC store)
+                 [--workload kv|leases|locks] (leases: lease holders on the production lease
+                   service; locks: lock contenders on the production lock service, with
+                   leases; both imply --driver server and the MVCC store)
                  [--bug commitOldTermEntries|doubleVote|applyUncommitted]
-                 [--lease-bug promoteAtZero|renewWithoutQuorum]`;
+                 [--lease-bug promoteAtZero|renewWithoutQuorum] [--lock-bug grantOnWake]`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
   const { values } = parseArgs({
@@ -29,6 +30,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       workload: { type: 'string' },
       bug: { type: 'string', multiple: true },
       'lease-bug': { type: 'string', multiple: true },
+      'lock-bug': { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -52,7 +54,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
           (_, i) => parseSeed(values['seed-start'] ?? '1') + BigInt(i),
         );
   const workload = values.workload ?? 'kv';
-  if (workload !== 'kv' && workload !== 'leases') {
+  if (workload !== 'kv' && workload !== 'leases' && workload !== 'locks') {
     console.error(usage);
     return 2;
   }
@@ -64,8 +66,16 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     }
     leaseBugs[bug] = true;
   }
-  const driver = values.driver ?? (workload === 'leases' ? 'server' : 'sim');
-  if ((driver !== 'sim' && driver !== 'server') || (workload === 'leases' && driver !== 'server')) {
+  for (const bug of values['lock-bug'] ?? []) {
+    if (bug !== 'grantOnWake') {
+      console.error(usage);
+      return 2;
+    }
+  }
+  const lockBugs = { grantOnWake: (values['lock-bug'] ?? []).includes('grantOnWake') };
+  const onServer = workload === 'leases' || workload === 'locks';
+  const driver = values.driver ?? (onServer ? 'server' : 'sim');
+  if ((driver !== 'sim' && driver !== 'server') || (onServer && driver !== 'server')) {
     console.error(usage);
     return 2;
   }
@@ -84,10 +94,11 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     ...(profile === undefined ? [] : [`--profile ${profile}`]),
     ...(faultPhaseMs === undefined ? [] : [`--fault-phase-ms ${faultPhaseMs}`]),
     ...(workload === 'kv' ? [] : [`--workload ${workload}`]),
-    ...(driver === 'sim' || workload === 'leases' ? [] : [`--driver ${driver}`]),
+    ...(driver === 'sim' || onServer ? [] : [`--driver ${driver}`]),
     ...(machine === 'register' ? [] : [`--state-machine ${machine}`]),
     ...(values.bug ?? []).map((bug) => `--bug ${bug}`),
     ...(values['lease-bug'] ?? []).map((bug) => `--lease-bug ${bug}`),
+    ...(values['lock-bug'] ?? []).map((bug) => `--lock-bug ${bug}`),
   ].join(' ');
   const started = performance.now();
   let failed = 0;
@@ -96,7 +107,8 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     const options: SimOptions = {
       seed,
       driver,
-      ...(workload === 'leases' ? { workload } : {}),
+      ...(onServer ? { workload } : {}),
+      ...(values['lock-bug'] === undefined ? {} : { lockBugs }),
       ...(values['lease-bug'] === undefined ? {} : { leaseBugs }),
       ...(machine === 'mvcc' && workload === 'kv' ? { stateMachine: mvccStateMachine() } : {}),
       ...(profile === undefined ? {} : { profile }),

@@ -40,6 +40,11 @@ export class ChangeFeed {
     this.seenRevision = state.revision;
   }
 
+  /** The applied revision the feed reads. */
+  get revision(): number {
+    return this.state.revision;
+  }
+
   get subscriptions(): number {
     let count = this.byPrefix.size;
     for (const set of this.byKey.values()) count += set.size;

@@ -3,7 +3,7 @@
 // (or our own entry) is gone, and ask again with a committed check. Only the check grants, and it
 // grants only a live entry, so a wake-up can be early, late or spurious without a wrong owner.
 // Giving up (deadline, abort) deletes our entry so nobody waits behind a ghost.
-import { BatonError, LockHeldError } from '../base/errors.js';
+import { BatonError, LockHeldError, LockNotHeldError } from '../base/errors.js';
 import type { Command, CommandResult, KeyValue, RangeRequest, RangeResult, SeqPosition } from '../mvcc/index.js';
 import type { ChangeFeed } from './change-feed.js';
 
@@ -48,6 +48,13 @@ export interface Grant {
 
 /** Transient failures of a check (no leader for a moment) are retried this often until the deadline. */
 const checkRetryMs = 100;
+/** Withdrawal attempts before an answer admits the outcome is unknown; more when nobody waits. */
+const withdrawTriesMax = 3;
+const withdrawTriesBackground = 20;
+
+function isTransient(error: unknown): boolean {
+  return error instanceof BatonError && error.retryable;
+}
 
 export class QueueContender {
   constructor(
@@ -55,6 +62,8 @@ export class QueueContender {
     private readonly feed: ChangeFeed,
     private readonly clock: QueueClock,
     private readonly metrics: QueueMetrics,
+    /** Test-only broken rules, so the simulator's lock checker shows it has teeth. */
+    private readonly bugs: { readonly grantOnWake?: boolean } = {},
   ) {}
 
   async contend(request: ContendRequest, requestId: string | undefined): Promise<Grant> {
@@ -67,7 +76,7 @@ export class QueueContender {
     if (created.result.type !== 'seqCreate') throw new Error(`seqCreate answered with ${created.result.type}`);
     let position: SeqPosition = created.result;
     // A retried request's first answer may be old: ask where the entry stands now.
-    if (created.duplicate) position = await this.check(request.prefix, position.kv, request.lease);
+    if (created.duplicate) position = await this.recheck(request, position);
     const contended = position.predecessor !== null;
     if (!contended) return this.grant(position, started, false, request.signal);
     if (request.waitMs === 0) {
@@ -87,7 +96,7 @@ export class QueueContender {
   private async grant(position: SeqPosition, started: number, contended: boolean, signal?: AbortSignal): Promise<Grant> {
     if (signal?.aborted === true) {
       // Granted to a caller that went away: give it back rather than hold it until the lease ends.
-      await this.withdraw(position.kv);
+      this.withdrawInBackground(position.kv);
       this.metrics.gaveUp('aborted');
       throw signal.reason;
     }
@@ -104,13 +113,21 @@ export class QueueContender {
         // The grant may have happened meanwhile: one last committed look before giving up.
         const last = await this.check(request.prefix, position.kv, request.lease).catch(() => null);
         if (last !== null && last.predecessor === null) return last;
-        await this.withdraw(position.kv);
         this.metrics.gaveUp(woke);
-        if (woke === 'aborted') throw request.signal?.reason ?? new Error('aborted');
+        if (woke === 'aborted') {
+          this.withdrawInBackground(position.kv);
+          throw request.signal?.reason ?? new Error('aborted');
+        }
+        // Answered only once the entry is gone: "not granted" must mean "not queued" too.
+        await this.withdraw(position.kv);
         throw heldError(last?.owner ?? position.owner, this.clock.monotonicMs() - (deadline - request.waitMs));
       }
       this.metrics.wakeup();
-      position = await this.checkUntil(request, position.kv, deadline);
+      if (this.bugs.grantOnWake === true) {
+        // The etcd bug: a waiter that saw a deletion takes the lock without a committed check.
+        return { ...position, predecessor: null, owner: position.kv, revision: this.feed.revision };
+      }
+      position = await this.checkUntil(request, position, deadline);
     }
     return position;
   }
@@ -135,19 +152,42 @@ export class QueueContender {
     });
   }
 
-  private async checkUntil(request: ContendRequest, kv: KeyValue, deadline: number): Promise<SeqPosition> {
+  private async checkUntil(request: ContendRequest, position: SeqPosition, deadline: number): Promise<SeqPosition> {
     for (;;) {
       try {
-        return await this.check(request.prefix, kv, request.lease);
+        return await this.check(request.prefix, position.kv, request.lease);
       } catch (error) {
-        const transient = error instanceof BatonError && error.retryable;
-        if (!transient || this.clock.monotonicMs() + checkRetryMs >= deadline || request.signal?.aborted === true) {
-          if (transient) await this.withdraw(kv);
-          throw error;
+        if (!isTransient(error)) throw error;
+        if (request.signal?.aborted === true) {
+          this.withdrawInBackground(position.kv);
+          throw request.signal.reason;
         }
-        await new Promise<void>((resolve) => this.clock.after(checkRetryMs, resolve));
+        if (this.clock.monotonicMs() + checkRetryMs >= deadline) {
+          await this.withdraw(position.kv);
+          throw heldError(position.owner, this.clock.monotonicMs() - (deadline - request.waitMs));
+        }
+        await this.pause(checkRetryMs);
       }
     }
+  }
+
+  /**
+   * Where a retried request's entry stands now. If the first attempt's entry was withdrawn (its
+   * wait ended, or it was abandoned) the retry did not get the lock: lock_held, as for a wait that
+   * ended, and the caller acquires anew with a new Request-ID.
+   */
+  private async recheck(request: ContendRequest, first: SeqPosition): Promise<SeqPosition> {
+    try {
+      return await this.check(request.prefix, first.kv, request.lease);
+    } catch (error) {
+      if (!(error instanceof LockNotHeldError)) throw error;
+      const owner = this.cell.localRange({ type: 'get', key: request.prefix, prefix: true, limit: 1 }).kvs[0] ?? first.owner;
+      throw heldError(owner);
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => this.clock.after(ms, resolve));
   }
 
   private async check(prefix: string, kv: KeyValue, lease: number): Promise<SeqPosition> {
@@ -156,19 +196,34 @@ export class QueueContender {
     return result;
   }
 
-  /** Deletes our entry if it is still this incarnation; best effort (the lease would end it too). */
-  async withdraw(kv: KeyValue): Promise<void> {
-    await this.cell
-      .proposeCommand(
-        {
-          type: 'txn',
-          compare: [{ key: kv.key, target: 'createRevision', op: '==', value: kv.createRevision }],
-          success: [{ type: 'delete', key: kv.key }],
-          failure: [],
-        },
-        undefined,
-      )
-      .catch(() => undefined);
+  /**
+   * Deletes our entry if it is still this incarnation (the compare spares a later one). Retries a
+   * transient failure a few times, then throws it: the caller's answer is then "unknown outcome,
+   * retry with the same Request-ID", and the retry finds the entry and withdraws it again.
+   */
+  async withdraw(kv: KeyValue, triesMax = withdrawTriesMax): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      try {
+        await this.cell.proposeCommand(
+          {
+            type: 'txn',
+            compare: [{ key: kv.key, target: 'createRevision', op: '==', value: kv.createRevision }],
+            success: [{ type: 'delete', key: kv.key }],
+            failure: [],
+          },
+          undefined,
+        );
+        return;
+      } catch (error) {
+        if (!isTransient(error) || tries >= triesMax) throw error;
+        await this.pause(checkRetryMs * tries);
+      }
+    }
+  }
+
+  /** For a caller that went away: nobody hears the outcome, so keep trying longer. */
+  private withdrawInBackground(kv: KeyValue): void {
+    this.withdraw(kv, withdrawTriesBackground).catch(() => undefined);
   }
 }
 

@@ -38,6 +38,11 @@ export class LeaseChecker {
     return this.revoked.has(id);
   }
 
+  /** The revision at which lease `id` was revoked, if it was (the lock checker's dead-lease rule). */
+  revokedAtRevision(id: number): number | undefined {
+    return this.revoked.get(id)?.revision;
+  }
+
   /** The holder heard an answer to a grant or renewal sent at `sendMs`: alive for `ttlMs` more. */
   onPromise(id: number, sendMs: number, ttlMs: number, nowMs: number, what: string): void {
     const untilMs = sendMs + ttlMs;

@@ -264,11 +264,11 @@ export class LeaseWorkload implements SimLeaseEnv {
   // --- the end of the run ----------------------------------------------------------------------
 
   /**
-   * True once every running member's lease table holds only leases that live keepers still
-   * renew; at `deadlineMs` it reports what is left instead (and is also done).
+   * True once every running member's lease table holds only leases that live keepers (or
+   * `keptElsewhere`: another workload's holders) still renew; at `deadlineMs` it reports what is left instead (and is also done).
    */
-  settled(deadlineMs: number): boolean {
-    const kept = new Set<number>();
+  settled(deadlineMs: number, keptElsewhere: Iterable<number> = []): boolean {
+    const kept = new Set<number>(keptElsewhere);
     for (const session of this.sessions) if (!session.over && session.keeper) for (const id of session.leases) kept.add(id);
     const left: string[] = [];
     for (const node of this.world.runningNodes()) {

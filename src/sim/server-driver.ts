@@ -15,6 +15,7 @@ import type { LogStore, PeerSender, StateMachine, Timers } from '../server/types
 import type { DiskWrite } from './disk.js';
 import { diskWriteOfReady } from './disk.js';
 import { createSimLeaseService } from './lease-member.js';
+import { createSimLocks, type SimLocks } from './lock-member.js';
 import { MvccApplier } from './mvcc-machine.js';
 import type { MemberDriver, NodeWorld, SimNode } from './sim-node.js';
 import type { Applier } from './types.js';
@@ -36,6 +37,8 @@ export class ServerDriverBinding implements MemberDriver {
   readonly driver: NodeDriver<AppliedOutcome>;
   /** The production lease service of this incarnation (lease workload runs only). */
   readonly leases: LeaseService | null = null;
+  /** The production lock service of this incarnation (lock workload runs only). */
+  readonly locks: SimLocks | null = null;
   private readonly pendingWrites = new Map<number, DiskThenable>();
   private readonly mvccApplier: MvccApplier | null;
 
@@ -78,7 +81,10 @@ export class ServerDriverBinding implements MemberDriver {
     const options = { requestTimeoutMs, snapshotEntries };
     const events = {
       onFatal: (error: Error) => world.report('driver failed', error.message),
-      onApplied: () => this.leases?.onApplied(),
+      onApplied: () => {
+        this.leases?.onApplied();
+        this.locks?.feed.onApplied();
+      },
       onLeaderChange: () => this.leases?.onLeaderChange(),
     };
     this.driver = new NodeDriver(
@@ -94,6 +100,10 @@ export class ServerDriverBinding implements MemberDriver {
     if (leaseEnv !== null) {
       assert(this.mvccApplier !== null, 'the lease workload runs on the MVCC state machine');
       this.leases = createSimLeaseService(node, world, this.driver, this.mvccApplier, timers, leaseEnv);
+    }
+    if (world.locks !== null) {
+      assert(this.mvccApplier !== null, 'the lock workload runs on the MVCC state machine');
+      this.locks = createSimLocks(this.driver, this.mvccApplier, timers, () => world.nowMs, world.locks);
     }
   }
 

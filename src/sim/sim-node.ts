@@ -20,6 +20,7 @@ import type { SimDisk } from './disk.js';
 import { emptyHardState } from './disk.js';
 import { MirrorLog } from './mirror-log.js';
 import type { SimLeaseEnv } from './lease-member.js';
+import type { SimLockEnv } from './lock-member.js';
 import { ServerDriverBinding } from './server-driver.js';
 import { SimDriver } from './sim-driver.js';
 import { describeReady } from './trace.js';
@@ -37,6 +38,8 @@ export interface NodeWorld {
   readonly serverDriver: boolean;
   /** The lease workload's hooks into each member's lease service (null: no lease workload). */
   readonly leases: SimLeaseEnv | null;
+  /** The lock workload's hooks into each member's lock service (null: no lock workload). */
+  readonly locks: SimLockEnv | null;
   at(atMs: number, name: string, run: () => void): void;
   traceNode(node: SimNode, text: string): void;
   send(node: SimNode, messages: readonly RaftMessage[]): void;

@@ -9,6 +9,7 @@ import { createCore } from './core-factory.js';
 import { Nemesis } from './nemesis.js';
 import { registerStateMachine } from './register.js';
 import { LeaseWorkload, simLeaseLimits } from './lease-workload.js';
+import { LockWorkload } from './lock-workload.js';
 import { mvccStateMachine } from './mvcc-machine.js';
 import { drawScenario } from './scenario.js';
 import type { Scenario, ScriptedFault, SimOptions, SimResult, SimStats } from './types.js';
@@ -68,7 +69,7 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
     ...drawn,
     // Lease runs apply real MVCC commands, whose snapshots and hashes cost a pass over the
     // store: fewer kv writes and compactions keep a seed fast while leases get the faults.
-    ...(options.workload === 'leases'
+    ...(options.workload === 'leases' || options.workload === 'locks'
       ? {
           proposeIntervalMs: drawn.proposeIntervalMs * 3,
           proposeBatchMax: Math.min(2, drawn.proposeBatchMax),
@@ -78,8 +79,10 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
     ...options.scenario,
   };
   const stats = emptyStats();
-  const withLeases = options.workload === 'leases';
-  assert(!withLeases || options.driver === 'server', 'the lease workload runs on the server driver');
+  // Locks need leases: a lock run is a lease run plus lock contenders.
+  const withLocks = options.workload === 'locks';
+  const withLeases = options.workload === 'leases' || withLocks;
+  assert(!withLeases || options.driver === 'server', 'the lease and lock workloads run on the server driver');
   const stateMachine =
     options.stateMachine ?? (withLeases ? mvccStateMachine(simLeaseLimits, 32) : registerStateMachine);
   const world = new World(scenario, randoms, options, coreFactory, stateMachine, stats);
@@ -88,6 +91,8 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   // Forked after every other subsystem's draw, so kv runs are unchanged by its existence.
   const leaseWorkload = withLeases ? new LeaseWorkload(world, root.fork(8), options.leaseBugs) : null;
   world.leases = leaseWorkload;
+  const lockWorkload = withLocks && leaseWorkload !== null ? new LockWorkload(world, root.fork(9), leaseWorkload, options.lockBugs) : null;
+  world.locks = lockWorkload;
   world.trace('-', `seed ${options.seed} scenario ${JSON.stringify(scenario)}`);
 
   const voters = range(1, scenario.voterCount);
@@ -100,6 +105,7 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   repeat(world, scenario.proposeIntervalMs, () => client.propose());
   repeat(world, scenario.readIntervalMs, () => client.read());
   leaseWorkload?.start();
+  lockWorkload?.start();
   scheduleFaults(world, nemesis, nemesisRandom);
   for (const scripted of options.script ?? []) scheduleScripted(world, scripted);
   const progressEveryMs = options.progressEveryMs;
@@ -111,6 +117,7 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
     deadlineMs: scenario.faultPhaseMs + (options.livenessBudgetMs ?? livenessBudgetMsDefault),
   };
   const leasesDeadlineMs = liveness.deadlineMs + LeaseWorkload.settleBudgetMs();
+  const locksDeadlineMs = liveness.deadlineMs + LockWorkload.settleBudgetMs();
   world.at(scenario.faultPhaseMs, 'FAULTS END: heal, resume, restart', () => {
     nemesis.active = false;
     if (options.skipLiveness === true) {
@@ -122,7 +129,10 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
     repeat(world, probeEveryMs, () => {
       if (done) return;
       if (!kvLive) kvLive = checkLiveness(world, nemesis, client, liveness);
-      done = kvLive && (leaseWorkload === null || leaseWorkload.settled(leasesDeadlineMs));
+      done =
+        kvLive &&
+        (leaseWorkload === null || leaseWorkload.settled(leasesDeadlineMs, lockWorkload?.liveLeases() ?? [])) &&
+        (lockWorkload === null || lockWorkload.settled(locksDeadlineMs));
     });
   });
 

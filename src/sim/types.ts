@@ -156,9 +156,11 @@ export interface SimOptions {
    * attach keys, renew on schedule or abandon) against the production lease service, on the
    * MVCC store; needs the server driver. See lease-workload.ts and lease-checker.ts.
    */
-  readonly workload?: 'kv' | 'leases';
+  readonly workload?: 'kv' | 'leases' | 'locks';
   /** Deliberately broken lease rules (teeth tests for the lease checker). */
   readonly leaseBugs?: LeaseBugs;
+  /** Deliberately broken lock rules (teeth tests for the lock checker). */
+  readonly lockBugs?: { readonly grantOnWake?: boolean };
 }
 
 export interface Violation {
@@ -197,6 +199,21 @@ export interface SimStats {
   livenessMs: number;
   /** The lease workload's counts (runs with workload 'leases' only). */
   leases?: LeaseStats;
+  /** The lock workload's counts (runs with workload 'locks' only). */
+  locks?: LockStats;
+}
+
+export interface LockStats {
+  acquires: number;
+  grants: number;
+  /** Waits that ended without the lock (try-lock, or the wait elapsed). */
+  heldErrors: number;
+  leaseLost: number;
+  /** Holders frozen past their TTL while holding. */
+  freezes: number;
+  /** Waiters woken by their predecessor's deletion (on any member). */
+  wakeups: number;
+  gaveUp: number;
 }
 
 export interface LeaseStats {

@@ -18,6 +18,7 @@ import { SimDisk } from './disk.js';
 import { EventQueue } from './event-queue.js';
 import { SimNetwork } from './network.js';
 import type { SimLeaseEnv } from './lease-member.js';
+import type { SimLockEnv } from './lock-member.js';
 import type { NodeWorld } from './sim-node.js';
 import { SimNode } from './sim-node.js';
 import { Delivery } from './delivery.js';
@@ -48,6 +49,8 @@ export class World implements NodeWorld {
   hooks: WorldHooks | null = null;
   /** Set before the members start when the run has a lease workload. */
   leases: SimLeaseEnv | null = null;
+  /** Set before the members start when the run has a lock workload. */
+  locks: SimLockEnv | null = null;
   onLeaderElected: ((node: SimNode) => void) | null = null;
   private readonly queue = new EventQueue<WorldEvent>();
   private readonly tickMsByMember = new Map<MemberId, number>();

@@ -1,0 +1,373 @@
+// Lock contenders against the production lock service of every member (the `locks` workload,
+// on top of the lease workload). Each contender holds a lease it renews every TTL/3 and loops:
+// acquire the one lock through a member it picks (waiting a drawn time), hold it a little, and
+// release; sometimes it freezes while holding (no renewals, no release) for longer than its TTL,
+// like a paused process, then carries on. The lock checker sees every grant and how long the
+// holder could rightly believe it held; after the faults, every live contender must get the lock
+// once more (no waiter sleeps forever once its predecessor is gone).
+import type { Random } from '../base/random.js';
+import { chance, pick, randomInt } from '../base/random.js';
+import type { QueueMetrics } from '../lock/queue.js';
+import type { LockService } from '../lock/lock-service.js';
+import type { LeaseService } from '../server/lease-service.js';
+import type { MemberId } from '../raft/index.js';
+import { LockChecker, type Tenure } from './lock-checker.js';
+import type { SimLockEnv } from './lock-member.js';
+import type { LeaseWorkload } from './lease-workload.js';
+import { proposalId } from './server-driver.js';
+import type { LockStats } from './types.js';
+import type { World } from './world.js';
+
+const contendersMin = 3;
+const contendersMax = 6;
+const ttlMsMin = 200;
+const ttlMsMax = 600;
+const waitMsMax = 1_500;
+const holdMsMax = 150;
+const freezeRate = 0.15;
+const clientTimeoutMs = 700;
+/** An acquire must end within its wait plus this (create, checks and withdrawal at the driver's timeout). */
+const acquireBoundMs = 9_000;
+const proposalIdBase = 3e12;
+const lockName = 'sim';
+
+interface Contender {
+  readonly n: number;
+  readonly ttlMs: number;
+  member: MemberId;
+  lease: number | null;
+  /** The lease's promise: send time of the last answered grant/renewal + TTL. */
+  leaseUntilMs: number;
+  frozenUntilMs: number;
+  tenure: Tenure | null;
+  /** The run is over for it (the faults ended and it got the lock again). */
+  done: boolean;
+  grantsAfterFaults: number;
+  renewing: boolean;
+}
+
+export class LockWorkload implements SimLockEnv {
+  readonly checker: LockChecker;
+  readonly stats: LockStats = { acquires: 0, grants: 0, heldErrors: 0, leaseLost: 0, freezes: 0, wakeups: 0, gaveUp: 0 };
+  readonly metrics: QueueMetrics;
+  readonly bugs: { readonly grantOnWake?: boolean };
+  private readonly contenders: Contender[] = [];
+  private nextProposal = proposalIdBase;
+
+  constructor(
+    private readonly world: World,
+    private readonly random: Random,
+    private readonly leases: LeaseWorkload,
+    bugs: { grantOnWake?: boolean } | undefined,
+  ) {
+    this.checker = new LockChecker((invariant, detail) => world.report(invariant, detail));
+    this.bugs = bugs ?? {};
+    this.metrics = {
+      wakeup: () => this.stats.wakeups++,
+      granted: () => undefined,
+      gaveUp: () => this.stats.gaveUp++,
+      waiting: () => undefined,
+    };
+    world.stats.locks = this.stats;
+  }
+
+  nextProposalId(): Uint8Array {
+    return proposalId(this.nextProposal++);
+  }
+
+  start(): void {
+    const count = randomInt(this.random, contendersMin, contendersMax);
+    for (let n = 1; n <= count; n++) {
+      const member = this.pickMember();
+      if (member === null) continue;
+      const contender: Contender = {
+        n,
+        ttlMs: randomInt(this.random, ttlMsMin, ttlMsMax),
+        member,
+        lease: null,
+        leaseUntilMs: 0,
+        frozenUntilMs: 0,
+        tenure: null,
+        done: false,
+        grantsAfterFaults: 0,
+        renewing: false,
+      };
+      this.contenders.push(contender);
+      this.world.at(this.world.nowMs + randomInt(this.random, 1, 100), '', () => this.next(contender));
+    }
+  }
+
+  // --- one contender's loop ---------------------------------------------------------------------
+
+  private next(contender: Contender): void {
+    if (contender.done) return;
+    if (contender.lease === null || this.world.nowMs >= contender.leaseUntilMs) {
+      this.endTenure(contender);
+      this.grantLease(contender);
+    } else {
+      this.acquire(contender);
+    }
+  }
+
+  private later(contender: Contender, ms: number, run: () => void = () => this.next(contender)): void {
+    this.world.at(this.world.nowMs + ms, '', run);
+  }
+
+  private grantLease(contender: Contender): void {
+    const service = this.leaseService(contender);
+    if (service === null) return this.later(contender, 20);
+    const sendMs = this.world.nowMs;
+    this.call(service.grant({ ttlMs: contender.ttlMs }, undefined), clientTimeoutMs, (granted) => {
+      contender.lease = granted.id;
+      contender.leaseUntilMs = sendMs + granted.ttl * 1000;
+      this.leases.checker.onPromise(granted.id, sendMs, granted.ttl * 1000, this.world.nowMs, 'grant');
+      if (!contender.renewing) {
+        contender.renewing = true;
+        this.later(contender, Math.floor(contender.ttlMs / 3), () => this.renew(contender));
+      }
+      this.next(contender);
+    }, () => {
+      this.moveOn(contender);
+      this.later(contender, randomInt(this.random, 10, 40));
+    });
+  }
+
+  private renew(contender: Contender): void {
+    if (contender.done && contender.tenure === null) {
+      contender.renewing = false;
+      return;
+    }
+    const again = (ms: number): void => this.later(contender, ms, () => this.renew(contender));
+    const lease = contender.lease;
+    if (lease === null || this.world.nowMs < contender.frozenUntilMs) return again(Math.floor(contender.ttlMs / 3));
+    const service = this.leaseService(contender);
+    if (service === null) return again(20);
+    const sendMs = this.world.nowMs;
+    this.call(service.keepalive([lease], false), clientTimeoutMs, (answer) => {
+      const item = answer.leases[0];
+      if (contender.lease !== lease) return again(1);
+      if (item !== undefined && 'ttl' in item) {
+        const untilMs = sendMs + item.ttl * 1000;
+        this.leases.checker.onPromise(lease, sendMs, item.ttl * 1000, this.world.nowMs, 'renewal');
+        if (untilMs > contender.leaseUntilMs) contender.leaseUntilMs = untilMs;
+        if (contender.tenure !== null) this.checker.onPromise(contender.tenure, untilMs);
+      } else {
+        this.leases.checker.onNotFound(lease, sendMs, this.world.nowMs);
+        this.stats.leaseLost++;
+        this.endTenure(contender);
+        contender.lease = null;
+      }
+      again(Math.max(1, sendMs + Math.floor(contender.ttlMs / 3) - this.world.nowMs));
+    }, () => {
+      this.moveOn(contender);
+      again(randomInt(this.random, 10, 40));
+    });
+  }
+
+  /**
+   * One acquire. Like the client library, a call that got no answer (its member crashed, paused,
+   * or the answer is late) is abandoned (the member withdraws the entry if it still runs) and
+   * retried elsewhere with the same Request-ID and the remaining wait, so an entry created by the
+   * first try is found again rather than left behind as a ghost holding the lock.
+   */
+  private acquire(contender: Contender, attempt?: { requestId: string; deadlineMs: number; tries: number }): void {
+    const service = this.lockService(contender);
+    const lease = contender.lease;
+    if (service === null || lease === null) return this.later(contender, 20);
+    const requestId = attempt?.requestId ?? `lock-c${contender.n}-${this.stats.acquires}`;
+    const deadlineMs = attempt?.deadlineMs ?? this.world.nowMs + randomInt(this.random, 0, waitMsMax);
+    const tries = attempt?.tries ?? 0;
+    const waitMs = Math.max(0, deadlineMs - this.world.nowMs);
+    const sentMs = this.world.nowMs;
+    const member = this.world.nodes.get(contender.member);
+    const incarnation = member?.incarnation;
+    const pausesAtSend = this.world.stats.pauses;
+    if (attempt === undefined) this.stats.acquires++;
+    const abandon = new AbortController();
+    this.trace(contender, `acquire ${requestId} sent via member ${contender.member} (lease ${lease}, wait ${waitMs} ms, try ${tries})`);
+    const answered = this.call(
+      service.acquire(lockName, { lease, owner: `c${contender.n}`, waitMs, signal: abandon.signal }, requestId),
+      waitMs + acquireBoundMs,
+      (grant) => {
+        this.stats.grants++;
+        this.trace(contender, `granted ${grant.key} (lease ${lease}, revision ${grant.revision}) via member ${contender.member}`);
+        if (this.world.nowMs >= contender.leaseUntilMs || contender.lease !== lease) {
+          // Granted, but the holder can no longer trust its lease: it must not act; it releases.
+          const tenure = this.checker.onGrant({ contender: contender.n, token: grant.fencingToken, lease, revision: grant.revision }, this.world.nowMs, this.world.nowMs);
+          this.checker.onEnd(tenure, this.world.nowMs);
+          this.release(contender, service, grant.key);
+          return;
+        }
+        contender.tenure = this.checker.onGrant(
+          { contender: contender.n, token: grant.fencingToken, lease, revision: grant.revision },
+          this.world.nowMs,
+          contender.leaseUntilMs,
+        );
+        if (this.world.nowMs >= this.world.scenario.faultPhaseMs) contender.grantsAfterFaults++;
+        const holdMs = randomInt(this.random, 0, holdMsMax);
+        if (chance(this.random, freezeRate) && this.world.nowMs < this.world.scenario.faultPhaseMs) {
+          // Frozen: no renewals and no release for longer than the TTL, then it carries on.
+          this.stats.freezes++;
+          contender.frozenUntilMs = this.world.nowMs + contender.ttlMs + randomInt(this.random, 50, 2 * contender.ttlMs);
+          this.world.at(contender.frozenUntilMs, '', () => this.release(contender, service, grant.key));
+        } else {
+          this.later(contender, holdMs, () => this.release(contender, service, grant.key));
+        }
+      },
+      (error) => {
+        const code = (error as { code?: string } | null)?.code;
+        this.trace(contender, `acquire ${requestId} failed: ${code ?? (error === null ? 'no answer' : String(error))} ${(error as Error | null)?.message ?? ''}`);
+        const retryable = error === null || (error as { retryable?: boolean }).retryable === true;
+        if (retryable && tries < 5 && contender.lease === lease) {
+          abandon.abort(new Error('the client gave up on this call'));
+          this.moveOn(contender);
+          return this.later(contender, randomInt(this.random, 5, 30), () =>
+            this.acquire(contender, { requestId, deadlineMs: Math.max(deadlineMs, this.world.nowMs), tries: tries + 1 }));
+        }
+        if (code === 'lock_held') this.stats.heldErrors++;
+        else if (code === 'lease_not_found') {
+          this.stats.leaseLost++;
+          contender.lease = null;
+        } else this.moveOn(contender);
+        this.later(contender, randomInt(this.random, 1, 30));
+      },
+    );
+    // No answer at all within the bound, from a member that neither crashed nor paused meanwhile.
+    this.world.at(sentMs + waitMs + acquireBoundMs, '', () => {
+      if (answered.settledByAnswer) return;
+      const now = this.world.nodes.get(contender.member);
+      const sameMember = now === member && now?.incarnation === incarnation && now?.state === 'running';
+      if (sameMember && this.world.stats.pauses === pausesAtSend) this.checker.onStuck(contender.n, sentMs, this.world.nowMs, waitMs);
+    });
+  }
+
+  /**
+   * Releases `key`, retrying a call that got no answer elsewhere (as the client library does);
+   * if it cannot, it drops the lease instead (stops renewing), so the entry goes with it.
+   */
+  private release(contender: Contender, service: LockService | null, key: string, tries = 0): void {
+    this.endTenure(contender);
+    if (service === null) return this.releaseFailed(contender, key, tries, null);
+    this.call(
+      service.release(lockName, key, undefined),
+      clientTimeoutMs,
+      () => {
+        this.trace(contender, `released ${key}`);
+        this.afterRelease(contender);
+      },
+      (error) => this.releaseFailed(contender, key, tries, error),
+    );
+  }
+
+  private releaseFailed(contender: Contender, key: string, tries: number, error: unknown): void {
+    const code = (error as { code?: string } | null)?.code;
+    this.trace(contender, `release of ${key} failed: ${code ?? 'no answer'}`);
+    const definite = error !== null && (error as { retryable?: boolean }).retryable !== true;
+    if (definite) return this.afterRelease(contender); // lock_not_held: the entry is gone already
+    if (tries < 10) {
+      this.moveOn(contender);
+      return this.later(contender, randomInt(this.random, 10, 40), () =>
+        this.release(contender, this.lockService(contender), key, tries + 1));
+    }
+    this.trace(contender, `gives up releasing ${key}: drops lease ${contender.lease}`);
+    contender.lease = null;
+    this.afterRelease(contender);
+  }
+
+  private trace(contender: Contender, text: string): void {
+    this.world.trace('-', `lock c${contender.n}: ${text}`);
+  }
+
+  private afterRelease(contender: Contender): void {
+    const faultsOver = this.world.nowMs >= this.world.scenario.faultPhaseMs;
+    if (faultsOver && contender.grantsAfterFaults > 0) contender.done = true;
+    this.later(contender, randomInt(this.random, 1, 50));
+  }
+
+  private endTenure(contender: Contender): void {
+    if (contender.tenure === null) return;
+    this.checker.onEnd(contender.tenure, this.world.nowMs);
+    contender.tenure = null;
+  }
+
+  // --- plumbing ------------------------------------------------------------------------------------
+
+  /** Exactly one continuation runs, at most once; `settledByAnswer` says whether the call answered. */
+  private call<T>(promise: Promise<T>, timeoutMs: number, ok: (value: T) => void, failed: (error: unknown) => void): { settledByAnswer: boolean } {
+    const state = { settled: false, settledByAnswer: false };
+    this.world.at(this.world.nowMs + timeoutMs, '', () => {
+      if (state.settled) return;
+      state.settled = true;
+      failed(null);
+    });
+    promise.then(
+      (value) => {
+        if (state.settled) return;
+        state.settled = state.settledByAnswer = true;
+        ok(value);
+      },
+      (error: unknown) => {
+        if (state.settled) return;
+        state.settled = state.settledByAnswer = true;
+        failed(error);
+      },
+    );
+    return state;
+  }
+
+  private leaseService(contender: Contender): LeaseService | null {
+    const node = this.world.nodes.get(contender.member);
+    const service = node?.state === 'running' ? (node.serverDriver?.leases ?? null) : null;
+    if (service === null) this.moveOn(contender);
+    return service;
+  }
+
+  private lockService(contender: Contender): LockService | null {
+    const node = this.world.nodes.get(contender.member);
+    const service = node?.state === 'running' ? (node.serverDriver?.locks?.locks ?? null) : null;
+    if (service === null) this.moveOn(contender);
+    return service;
+  }
+
+  private moveOn(contender: Contender): void {
+    const member = this.pickMember();
+    if (member !== null) contender.member = member;
+  }
+
+  private pickMember(): MemberId | null {
+    const nodes = this.world.runningNodes().filter((node) => node.serverDriver?.locks != null);
+    return nodes.length === 0 ? null : pick(this.random, nodes).id;
+  }
+
+  // --- the end of the run ------------------------------------------------------------------------------
+
+  /** Leases contenders still renew (the lease workload must not count them as abandoned). */
+  liveLeases(): number[] {
+    return this.contenders.filter((c) => c.renewing && c.lease !== null).map((c) => c.lease as number);
+  }
+
+  /** True once every contender got the lock again after the faults; at the deadline, reports who did not. */
+  settled(deadlineMs: number): boolean {
+    const waiting = this.contenders.filter((contender) => !contender.done);
+    if (waiting.length === 0) {
+      this.checker.checkLeases((lease) => this.leases.checker.revokedAtRevision(lease));
+      return true;
+    }
+    if (this.world.nowMs < deadlineMs) return false;
+    this.checker.checkLeases((lease) => this.leases.checker.revokedAtRevision(lease));
+    const store = this.world.runningNodes()[0]?.serverDriver?.mvccStore;
+    const queue = store?.range({ type: 'get', key: `/locks/${lockName}/`, prefix: true }).kvs ?? [];
+    const entries = queue.map((kv) => `${kv.key} (lease ${kv.lease})`).join(', ');
+    const leases = this.contenders.map((c) => `c${c.n}: lease ${c.lease}${c.renewing ? ' renewing' : ''}`).join(', ');
+    this.world.report(
+      'no waiter sleeps forever',
+      `after the faults, contenders ${waiting.map((c) => c.n).join(', ')} never got the lock again; ` +
+        `queue: [${entries}]; ${leases}`,
+    );
+    return true;
+  }
+
+  static settleBudgetMs(): number {
+    return contendersMax * (waitMsMax + holdMsMax) + acquireBoundMs + 5_000;
+  }
+}
