@@ -191,6 +191,7 @@ test('etcdctl member list and endpoint status describe the cell', { skip: noEtcd
   const nativeStatus = (await native('/v1/cluster/status')).body;
   assert.equal([...leaders][0], nativeStatus.leader);
   assert.equal(status[0].Status.version, '3.5.0');
+  assert.equal((await etcdctl(['alarm', 'list'])).trim(), '');
 });
 
 test('etcdctl snapshot save: a checksummed file that restores into a Baton store', { skip: noEtcdctl, timeout: testTimeoutMs }, async () => {

@@ -87,6 +87,8 @@ export class EtcdGrpcServer {
     } as UntypedServiceImplementation);
     server.addService(services.Maintenance, {
       Status: unary(() => cluster.status()),
+      // Baton raises no etcd alarms (NOSPACE, CORRUPT): the list is empty, and activate/deactivate change nothing.
+      Alarm: unary(() => ({ header: headers.header(), alarms: [] })),
       ...(deps.snapshots !== undefined
         ? { Snapshot: (call: WatchCall) => void serveSnapshot(call, deps.snapshots as SnapshotSource, headers, deps.logError) }
         : {}),
