@@ -1,7 +1,9 @@
 // The node's driver: it feeds the Raft core ticks, messages and proposals, and performs each
 // Ready's I/O in the order Raft's safety needs: leader appends leave at once (in parallel with
 // the disk write), then the disk, then votes and acknowledgements, then apply, then advance.
-// One Ready is in flight at a time; whatever arrives meanwhile travels in the next (batching).
+// Up to `readysInFlightMax` Readys may be on their way to disk at once (the WAL group-commits
+// them); they complete strictly in order. Committed entries are applied as soon as they are on
+// this node's disk, without waiting for the writes of newer entries.
 import { randomBytes } from 'node:crypto';
 import { assert } from '../base/assert.js';
 import { TimeoutError, UnavailableError, OverloadedError } from '../base/errors.js';
@@ -17,6 +19,11 @@ export interface DriverOptions {
   readonly snapshotEntries: number;
   /** ...or once this many bytes of entries were written since the last one (default 64 MiB). */
   readonly snapshotLogBytes?: number;
+  /**
+   * Readys handed to the log store and not yet completed (default 1: each waits for the one
+   * before). More lets commits and applies proceed while newer entries are being synced.
+   */
+  readonly readysInFlightMax?: number;
 }
 
 export interface DriverEvents {
@@ -32,6 +39,12 @@ interface ProposalWaiter<Outcome> {
   cancelTimer(): void;
 }
 
+/** A Ready handed to the disk (or with nothing to write) that has not completed yet. */
+interface InFlightReady {
+  readonly ready: Ready;
+  persisted: boolean;
+}
+
 interface ReadWaiter {
   readonly resolve: () => void;
   readonly reject: (error: Error) => void;
@@ -41,7 +54,10 @@ interface ReadWaiter {
 }
 
 export class NodeDriver<Outcome> {
-  private readyInFlight = false;
+  /** Readys in hand-off order; the head completes first. */
+  private readonly inFlight: InFlightReady[] = [];
+  /** Committed entries handed out by the core and not applied yet, in index order. */
+  private toApply: Entry[] = [];
   private stopped = false;
   private leader: MemberId = 0;
   private role: Role = 'follower';
@@ -59,7 +75,7 @@ export class NodeDriver<Outcome> {
   /** The hard state last handed to the disk, and a commit-only change still waiting for a write. */
   private syncedHardState: HardState | null = null;
   private deferredHardState: HardState | null = null;
-  /** The last log index known to be on this node's disk (the WAL), as of completed writes. */
+  /** The last log index on this node's disk (the WAL), as of completed writes. */
   private durableIndex: number;
 
   constructor(
@@ -165,37 +181,53 @@ export class NodeDriver<Outcome> {
   }
 
   private pump(): void {
-    while (!this.readyInFlight && !this.stopped && this.core.hasReady()) {
+    const inFlightMax = this.options.readysInFlightMax ?? 1;
+    while (!this.stopped && this.inFlight.length < inFlightMax && this.core.hasReady()) {
       const ready = this.core.ready();
       this.observeSoftState(ready);
       // Thesis §10.2.1: the leader's appends go out while its own disk write is in progress.
       this.peers.send(ready.appendMessages);
+      this.toApply.push(...ready.committed);
       if (ready.snapshot === null && ready.entries.length === 0 && !this.mustSync(ready.hardState)) {
         // Only the commit index moved: it need not be durable (a restart relearns it, and the
         // state machine keeps its applied index), so it waits for the next write instead of
         // costing an fsync of its own.
         if (ready.hardState !== null) this.deferredHardState = ready.hardState;
-        this.finish(ready);
+        if (this.inFlight.length === 0) {
+          this.finish(ready);
+        } else {
+          // Its messages may acknowledge entries still being written: it completes in turn.
+          this.inFlight.push({ ready, persisted: true });
+          this.applyDurable();
+        }
         continue;
       }
       const hardState = ready.hardState ?? this.deferredHardState;
       this.deferredHardState = null;
       if (ready.hardState !== null) this.syncedHardState = ready.hardState;
+      const handed: InFlightReady = { ready, persisted: false };
+      this.inFlight.push(handed);
       // Committed entries already on this node's disk need not wait for this write: applying
       // them now saves the leader (and followers) a whole fsync cycle per write.
-      const early = ready.snapshot === null ? this.durablePrefix(ready.committed) : 0;
-      if (early > 0) this.apply(ready.committed.slice(0, early));
-      this.readyInFlight = true;
+      this.applyDurable();
       this.logStore.persist(hardState === ready.hardState ? ready : { ...ready, hardState }).then(
         () => {
-          this.readyInFlight = false;
+          handed.persisted = true;
           if (this.stopped) return;
-          this.markDurable(ready);
-          this.finish(ready, early);
+          this.completeInOrder();
           this.pump();
         },
         (error: Error) => this.fail(error),
       );
+    }
+  }
+
+  /** Finishes persisted Readys from the head, in hand-off order. */
+  private completeInOrder(): void {
+    while (!this.stopped && this.inFlight[0]?.persisted === true) {
+      const { ready } = this.inFlight.shift() as InFlightReady;
+      this.markDurable(ready);
+      this.finish(ready);
     }
   }
 
@@ -206,11 +238,30 @@ export class NodeDriver<Outcome> {
     return synced === null || hardState.term !== synced.term || hardState.vote !== synced.vote;
   }
 
-  /** How many of `committed` (a prefix) are already durable here, before this Ready's write. */
-  private durablePrefix(committed: readonly Entry[]): number {
+  /**
+   * The highest index whose entry on this node's disk is the one in the core's log: written by
+   * a completed write and not being replaced by a Ready still in flight (a follower's suffix
+   * overwrite, or a snapshot that replaces the log: what follows it waits for its install).
+   */
+  private applicableIndex(): number {
+    let limit = this.durableIndex;
+    for (const { ready } of this.inFlight) {
+      if (ready.snapshot !== null) limit = Math.min(limit, ready.snapshot.meta.index);
+      const first = ready.entries[0];
+      if (first !== undefined) limit = Math.min(limit, first.index - 1);
+    }
+    return limit;
+  }
+
+  /** Applies the committed entries, in order, that are on this node's disk. */
+  private applyDurable(): void {
+    const limit = this.applicableIndex();
     let count = 0;
-    while (count < committed.length && (committed[count] as Entry).index <= this.durableIndex) count++;
-    return count;
+    while (count < this.toApply.length && (this.toApply[count] as Entry).index <= limit) count++;
+    if (count === 0) return;
+    const batch = this.toApply.slice(0, count);
+    this.toApply = this.toApply.slice(count);
+    this.apply(batch);
   }
 
   private markDurable(ready: Ready): void {
@@ -221,15 +272,18 @@ export class NodeDriver<Outcome> {
     if (last !== undefined) this.durableIndex = last.index;
   }
 
-  /** The rest of a Ready once its writes are durable; `appliedEarly` committed entries are done. */
-  private finish(ready: Ready, appliedEarly = 0): void {
+  /** The rest of a Ready once its writes (and those of every earlier Ready) are durable. */
+  private finish(ready: Ready): void {
     // Votes and acknowledgements promise durability: they leave only now.
     this.peers.send(ready.messages);
     if (ready.snapshot !== null) {
+      // Applied in order up to here; whatever the snapshot covers is replaced by it.
+      const covered = ready.snapshot.meta.index;
+      this.toApply = this.toApply.filter((entry) => entry.index > covered);
       this.stateMachine.restore(ready.snapshot);
-      this.lastSnapshotIndex = Math.max(this.lastSnapshotIndex, ready.snapshot.meta.index);
+      this.lastSnapshotIndex = Math.max(this.lastSnapshotIndex, covered);
     }
-    if (ready.committed.length > appliedEarly) this.apply(ready.committed.slice(appliedEarly));
+    this.applyDurable();
     for (const context of ready.droppedReads) this.failRead(context);
     for (const state of ready.readStates) {
       const read = this.reads.get(state.context);
