@@ -124,10 +124,10 @@ export class QueueContender {
       }
       this.metrics.wakeup();
       if (this.bugs.grantOnWake === true) {
-        // The etcd bug: a waiter that saw a deletion takes the lock without a committed check.
+        // The etcd bug: a waiter that saw a deletion takes the lock without checking its own entry.
         return { ...position, predecessor: null, owner: position.kv, revision: this.feed.revision };
       }
-      position = await this.checkUntil(request, position, deadline);
+      position = this.ownsInAppliedState(request.prefix, position) ?? (await this.checkUntil(request, position, deadline));
     }
     return position;
   }
@@ -169,6 +169,21 @@ export class QueueContender {
         await this.pause(checkRetryMs);
       }
     }
+  }
+
+  /**
+   * The common hand-off, decided without another log entry: the step that deleted the entry
+   * ahead is committed and applied here; if our entry (this incarnation, so its lease is alive:
+   * a revocation deletes its keys in the same step) is the lowest in the state at that step, we
+   * became the owner in that very step. Anything else (our entry gone, someone still ahead) goes
+   * to a committed check, which also names the reason or the new predecessor.
+   */
+  private ownsInAppliedState(prefix: string, position: SeqPosition): SeqPosition | null {
+    const first = this.cell.localRange({ type: 'get', key: prefix, prefix: true, limit: 1 });
+    const owner = first.kvs[0];
+    if (owner === undefined || owner.key !== position.kv.key || owner.createRevision !== position.kv.createRevision) return null;
+    if (owner.lease !== position.kv.lease) return null;
+    return { revision: first.revision, kv: owner, owner, predecessor: null };
   }
 
   /**
