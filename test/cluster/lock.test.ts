@@ -253,5 +253,24 @@ test('locks over /v1/stream: acquire and release as frames; closing the connecti
   const again = await first.call('4', { type: 'lockRelease', name: 'streamed', key: held.result.key });
   assert.equal(again.type, 'error');
   assert.equal(again.error.code, 'lock_not_held');
+
+  // Election observation on the stream: the current leadership, then each change, in order.
+  const pushes: any[] = [];
+  first.ws.on('message', (data) => {
+    const frame = JSON.parse(String(data));
+    if (frame.id === 'obs' && frame.type === 'leadership') pushes.push(frame);
+  });
+  first.ws.send(JSON.stringify({ id: 'obs', type: 'observe', name: 'streamed-election' }));
+  await waitFor(async () => pushes.length === 1, 'the first leadership push');
+  assert.equal(pushes[0].leader, null);
+  const won = await first.call('5', { type: 'campaign', name: 'streamed-election', lease: a, value: 'here' });
+  assert.equal(won.type, 'result', JSON.stringify(won));
+  await waitFor(async () => pushes.length === 2, 'the new leader pushed');
+  assert.deepEqual([pushes[1].leader.value, pushes[1].leader.term], ['here', won.result.term]);
+  const canceled = await first.call('obs', { type: 'observeCancel' });
+  assert.equal(canceled.type, 'canceled');
+  await first.call('6', { type: 'resign', name: 'streamed-election', key: won.result.key });
+  await sleep(300);
+  assert.equal(pushes.length, 2, 'nothing after the cancel');
   first.ws.close();
 });

@@ -4,6 +4,8 @@
 //   lockState {name}   fencingCheck {lock, token}
 //   campaign {name, lease, value, waitMs?, requestId?, encoding?}   proclaim {name, key, value, ...}
 //   resign {name, key, requestId?}   leader {name, encoding?}
+//   observe {name, encoding?}: the current leadership, then every change, each pushed as
+//   {id, type: "leadership", revision, leader}; observeCancel (same id) ends it ("canceled").
 // A waiting acquire or campaign ends (its queue entry deleted) when the connection closes.
 import type { ElectionApi, LockApi } from '../lock-types.js';
 import { leaderJson } from '../http/election-routes.js';
@@ -22,7 +24,12 @@ const nameOf = (frame: Frame, field = 'name'): string => required(optionalString
 const requestIdOf = (frame: Frame): string | undefined => optionalString(frame, 'requestId', 128);
 const encodingOf = (frame: Frame): Encoding => optionalOneOf(frame, 'encoding', ['utf8', 'base64'] as const) ?? 'utf8';
 
-export function lockFrameHandlers<Session>(locks: LockApi, elections: ElectionApi): Record<string, FrameHandler<Session>> {
+/** Observations open on each connection, by the id of the frame that opened them. */
+const observations = new WeakMap<object, Map<string, AbortController>>();
+/** Per connection: observations are cheap but not free (a feed subscription each). */
+const observationsPerConnectionMax = 64;
+
+export function lockFrameHandlers<Session extends object>(locks: LockApi, elections: ElectionApi): Record<string, FrameHandler<Session>> {
   const valueOf = (frame: Frame, max: number): Uint8Array => {
     const value = decodeText(frame.fields['value'], encodingOf(frame), 'value');
     if (value.length > max) throw new TooLargeError('value', value.length, max);
@@ -79,6 +86,47 @@ export function lockFrameHandlers<Session>(locks: LockApi, elections: ElectionAp
       allowFields(frame, ['name', 'key', 'requestId']);
       const done = await elections.resign(nameOf(frame), required(optionalString(frame, 'key', 4096), 'key'), requestIdOf(frame));
       return { resigned: true, revision: done.revision };
+    },
+    observe: (frame, context, session) => {
+      allowFields(frame, ['name', 'encoding']);
+      const name = nameOf(frame);
+      const encoding = encodingOf(frame);
+      let open = observations.get(session);
+      if (open === undefined) observations.set(session, (open = new Map()));
+      const key = JSON.stringify(frame.id);
+      if (open.has(key)) throw new InvalidArgumentError(`an observation with id ${key} is already open`);
+      if (open.size >= observationsPerConnectionMax) {
+        throw new TooLargeError('observations on one connection', open.size + 1, observationsPerConnectionMax);
+      }
+      const controller = new AbortController();
+      open.set(key, controller);
+      const stop = (): void => controller.abort();
+      context.closed.addEventListener('abort', stop, { once: true });
+      const mine = open;
+      elections
+        .observe(
+          name,
+          (change) => context.send({ id: frame.id, type: 'leadership', revision: change.revision, leader: leaderJson(change.leader, encoding) }),
+          controller.signal,
+        )
+        .catch((error: { code?: string; message?: string }) => {
+          if (!context.closed.aborted) {
+            context.send({ id: frame.id, type: 'error', error: { code: error.code ?? 'unavailable', message: error.message ?? 'observe ended' } });
+          }
+        })
+        .finally(() => {
+          mine.delete(key);
+          context.closed.removeEventListener('abort', stop);
+        });
+      return undefined;
+    },
+    observeCancel: (frame, context, session) => {
+      allowFields(frame, []);
+      const controller = observations.get(session)?.get(JSON.stringify(frame.id));
+      if (controller === undefined) throw new InvalidArgumentError(`no observation with id ${JSON.stringify(frame.id)}`);
+      controller.abort();
+      context.send({ id: frame.id, type: 'canceled' });
+      return undefined;
     },
     leader: async (frame) => {
       allowFields(frame, ['name', 'encoding']);
