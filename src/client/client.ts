@@ -1,8 +1,8 @@
 // BatonClient: the entry point. Unary calls (kv, txn, leases, status) go over HTTP through
 // HttpCaller (failover, same-Request-ID retries); watches and session keepalives share one
-// multiplexed WebSocket (StreamConnection). Locks and elections (issue 9) will be built on the
-// same two paths: their acquire/campaign calls are mutations with a Request-ID, and their
-// ownership is tied to a Session's signal (lock.ts, election.ts, services.ts).
+// multiplexed WebSocket (StreamConnection), and so do locks and elections (lock.ts, election.ts
+// over stream-call.ts): a process keeps one connection for its session, locks and watches.
+// Acquire/campaign are mutations with a Request-ID; ownership is tied to a Session's signal.
 import { monotonicNowMs, systemClock } from './clock.js';
 import { EndpointSet } from './endpoints.js';
 import { HttpCaller, type CallAnswer, type CallRequest } from './http-caller.js';
@@ -106,6 +106,11 @@ export class BatonClient {
       this.random,
       options.discover ?? true,
     );
+  }
+
+  /** True once close() was called. */
+  get isClosed(): boolean {
+    return this.closed;
   }
 
   /** The one WebSocket of this client, opened on first use. */

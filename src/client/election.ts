@@ -1,23 +1,17 @@
-// Elections over the cell's election API (POST /v1/elections/{name}/campaign, proclaim, resign,
-// GET .../leader and the SSE .../observe). Like a lock, leadership is held by a session's lease;
-// its `term` (the leader key's createRevision) is the fencing token of that leadership. Values
-// are UTF-8 strings here (the API's default encoding).
+// Elections over the client's stream (/v1/stream frames campaign, proclaim, resign, leader and
+// observe, whose changes are pushed as `leadership` frames; docs/api/locks.md "On the stream"),
+// sharing the one connection of the session, locks and watches. Like a lock, leadership is held
+// by a session's lease; its `term` (the leader key's createRevision) is the fencing token of that
+// leadership. Values are UTF-8 strings here (the API's default encoding).
 import { InvalidArgumentError, LockNotHeldError } from '../base/errors.js';
 import type { BatonClient } from './client.js';
 import { monotonicNowMs } from './clock.js';
-import {
-  anySignal,
-  checkBytes,
-  checkName,
-  followOwnKey,
-  postJson,
-  requireSafe,
-  type OwnerSession,
-} from './coordination.js';
+import { anySignal, checkBytes, checkName, followOwnKey, requireSafe, type OwnerSession } from './coordination.js';
 import { ClosedError, errorFromWire } from './errors.js';
-import { defaultLockWaitMs, lockWaitMsMax } from './lock.js';
+import { answerSlackMs, defaultLockWaitMs, lockWaitMsMax, withdrawInBackground } from './lock.js';
 import { backoffDelayMs } from './retry.js';
-import { sseData } from './sse.js';
+import { sleep, streamCall } from './stream-call.js';
+import type { ServerFrame, StreamConnection } from './stream-connection.js';
 
 export interface LeaderInfo {
   readonly key: string;
@@ -37,9 +31,10 @@ export interface ObserveOptions {
   readonly signal?: AbortSignal;
   /**
    * Every this many ms (default 10,000; 0 = never) the observer also reads the leader
-   * (linearizable). A node cut off from its quorum keeps an SSE stream open but silent; if the
-   * read shows a change the stream did not, the change is delivered and the stream moves to
-   * another node. Bounds how stale an observer can be, at one read per interval.
+   * (linearizable). A node cut off from its quorum may keep an observation open but silent; if
+   * the read shows a change the observation did not, the change is delivered and the observation
+   * is opened again (a node that cannot read fails the read, and the stream moves elsewhere after
+   * a few such answers). Bounds how stale an observer can be, at one read per interval.
    */
   readonly verifyMs?: number;
 }
@@ -59,10 +54,6 @@ interface CampaignAnswer {
 
 /** Published values: the election API keeps them small (they are read by every observer). */
 export const electionValueBytesMax = 64 * 1024;
-const answerSlackMs = 5_000;
-
-const electionPath = (name: string, action: string): string =>
-  `/v1/elections/${encodeURIComponent(name)}/${action}`;
 
 /**
  * One election, seen by one session.
@@ -96,17 +87,25 @@ export class Election {
     requireSafe(session);
     const lease = session.leaseId;
     const startMs = monotonicNowMs();
-    const bodyFor = (attempt: number): string => {
+    const name = this.name;
+    const frameFor = (attempt: number): Record<string, unknown> => {
       const left = attempt === 0 ? waitMs : Math.max(0, waitMs - Math.round(monotonicNowMs() - startMs));
-      return JSON.stringify({ lease, value, waitMs: left });
+      return { type: 'campaign', name, lease, value, waitMs: left };
     };
-    const answer = await postJson<CampaignAnswer>(this.client, electionPath(this.name, 'campaign'), null, {
+    const answer = await streamCall<CampaignAnswer>(this.client, frameFor(0), {
       mutation: true,
       requestId: options.requestId,
       signal: anySignal([session.signal, options.signal]),
       attemptTimeoutMs: waitMs + answerSlackMs,
       deadlineMs: waitMs + this.client.retryPolicy.deadlineMs,
-      bodyFor,
+      frameFor,
+      // Session lost or caller gone: leave the queue (or give back a grant that crossed).
+      onAbandon: (requestId) =>
+        withdrawInBackground<CampaignAnswer>(this.client, { ...frameFor(0), waitMs: 0 }, requestId, (won) => ({
+          type: 'resign',
+          name,
+          key: won.key,
+        })),
     });
     const leadership = new Leadership(this.client, session, this.name, answer, value);
     // The leader key deleted by anyone: leadership ends now, not at the next renewal.
@@ -120,11 +119,7 @@ export class Election {
 
   /** The current leader (linearizable), or null. */
   async leader(): Promise<LeadershipChange> {
-    return this.client.request<LeadershipChange>({
-      method: 'GET',
-      path: electionPath(this.name, 'leader'),
-      mutation: false,
-    });
+    return streamCall<LeadershipChange>(this.client, { type: 'leader', name: this.name }, { mutation: false });
   }
 
   /**
@@ -192,10 +187,9 @@ export class Leadership {
     if (this.signal.aborted) throw this.signal.reason;
     checkBytes(value, 'election value', electionValueBytesMax);
     try {
-      const answer = await postJson<{ revision: number; term: number }>(
+      const answer = await streamCall<{ revision: number; term: number }>(
         this.client,
-        electionPath(this.name, 'proclaim'),
-        { key: this.key, value },
+        { type: 'proclaim', name: this.name, key: this.key, value },
         { mutation: true },
       );
       this.currentValue = value;
@@ -215,7 +209,7 @@ export class Leadership {
   private async doResign(): Promise<{ resigned: boolean }> {
     this.ended.abort(new ClosedError(`resigned from ${this.name}`));
     try {
-      await postJson(this.client, electionPath(this.name, 'resign'), { key: this.key }, { mutation: true });
+      await streamCall(this.client, { type: 'resign', name: this.name, key: this.key }, { mutation: true });
       return { resigned: true };
     } catch (error) {
       if (error instanceof LockNotHeldError) return { resigned: false };
@@ -224,7 +218,7 @@ export class Leadership {
   }
 }
 
-const reconnectPolicy = {
+const reopenPolicy = {
   attemptsMax: 0,
   delayMsBase: 100,
   delayMsMax: 3_000,
@@ -232,19 +226,30 @@ const reconnectPolicy = {
   attemptTimeoutMs: 5_000,
 };
 const queuedChangesMax = 1_000;
+let observationCounter = 0;
 
-/** An async iterator of leadership changes (see Election.observe). */
+/**
+ * An async iterator of leadership changes (see Election.observe), fed by an `observe` frame on
+ * the client's stream. The server ends an observation with its connection; on the next
+ * connection (maybe another node) it is opened again and starts with the current leadership,
+ * which `deliver` drops when already seen.
+ */
 export class LeaderObserver implements AsyncIterable<LeadershipChange> {
   private readonly controller = new AbortController();
   private readonly queue: LeadershipChange[] = [];
+  private readonly stream: StreamConnection;
   private failure: Error | null = null;
   private wake: (() => void) | null = null;
   private last: LeadershipChange | null = null;
-  /** The SSE connection now open (aborted to move elsewhere when it fell behind). */
-  private connection: AbortController | null = null;
-  /** Connections opened (1 + reconnections). */
+  /** The id of the observation now open (null between observations). */
+  private currentId: string | null = null;
+  private failures = 0;
+  private verifying = false;
+  private timer: NodeJS.Timeout | null = null;
+  private forget: () => void = () => undefined;
+  /** Observations opened (1 + reopenings after reconnections, ends and corrections). */
   connections = 0;
-  /** Changes found by the periodic leader read that the stream had not delivered. */
+  /** Changes found by the periodic leader read that the observation had not delivered. */
   corrections = 0;
 
   constructor(
@@ -252,47 +257,23 @@ export class LeaderObserver implements AsyncIterable<LeadershipChange> {
     private readonly name: string,
     options: ObserveOptions = {},
   ) {
+    this.stream = client.stream;
+    const verifyMs = options.verifyMs ?? 10_000;
+    this.timer = verifyMs > 0 ? setInterval(() => void this.verify(), verifyMs) : null;
+    this.timer?.unref();
+    this.forget = client.onClose(() => this.cancel()); // cancels at once if the client is closed
     const { signal } = options;
     signal?.addEventListener('abort', () => this.cancel(), { once: true });
-    if (signal?.aborted === true) this.cancel();
-    const forget = client.onClose(() => this.cancel());
-    const verifyMs = options.verifyMs ?? 10_000;
-    const timer = verifyMs > 0 ? setInterval(() => void this.verify(), verifyMs) : null;
-    timer?.unref();
-    void this.run().finally(() => {
-      forget();
-      if (timer !== null) clearInterval(timer);
-    });
-  }
-
-  private verifying = false;
-
-  /** A linearizable read of the leader; a change the stream missed is delivered, the stream moved. */
-  private async verify(): Promise<void> {
-    if (this.verifying || this.controller.signal.aborted || this.last === null) return;
-    this.verifying = true;
-    try {
-      const current = await this.client.request<LeadershipChange>({
-        method: 'GET',
-        path: electionPath(this.name, 'leader'),
-        mutation: false,
-      });
-      const last = this.last;
-      if (this.controller.signal.aborted || last === null) return;
-      if (current.revision > last.revision && !sameLeader(last.leader, current.leader)) {
-        this.corrections++;
-        this.deliver({ revision: current.revision, leader: current.leader });
-        this.connection?.abort(new Error('the stream fell behind a linearizable read'));
-      }
-    } catch {
-      // No answer now: the stream (or the next read) will tell.
-    } finally {
-      this.verifying = false;
-    }
+    if (signal?.aborted === true || this.controller.signal.aborted) this.cancel();
+    else this.open();
   }
 
   cancel(): void {
     if (!this.controller.signal.aborted) this.controller.abort(new ClosedError('observer canceled'));
+    this.close();
+    this.forget();
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
     this.notify();
   }
 
@@ -313,40 +294,76 @@ export class LeaderObserver implements AsyncIterable<LeadershipChange> {
     }
   }
 
-  private async run(): Promise<void> {
-    const signal = this.controller.signal;
-    for (let failures = 0; !signal.aborted; ) {
-      const endpoint = this.client.endpoints.pick();
-      const connection = new AbortController();
-      this.connection = connection;
-      try {
-        const url = `${endpoint}${electionPath(this.name, 'observe')}`;
+  /** Opens a new observation under a fresh id (an old id may still be closing on the server). */
+  private open(): void {
+    if (this.controller.signal.aborted) return;
+    const id = `o${++observationCounter}`;
+    this.currentId = id;
+    this.stream.subscribe(id, {
+      onConnected: () => {
         this.connections++;
-        const both = AbortSignal.any([signal, connection.signal]);
-        for await (const data of sseData(url, both, this.client.retryPolicy.attemptTimeoutMs)) {
-          failures = 0;
-          const frame = data as { error?: unknown; revision?: number; leader?: LeaderInfo | null };
-          if (frame.error !== undefined) throw errorFromWire(frame.error);
-          this.deliver({ revision: Number(frame.revision), leader: frame.leader ?? null });
-        }
-      } catch (error) {
-        if (signal.aborted) break;
-        const code = (error as { code?: string }).code;
-        if (code === 'invalid_argument' || code === 'too_large') {
-          this.failure = error as Error;
-          break;
-        }
-      }
-      if (signal.aborted) break;
-      // The stream ended or failed: this node may be down or cut off; come back elsewhere, jittered.
-      this.client.endpoints.failed(endpoint);
-      await sleep(backoffDelayMs(reconnectPolicy, failures++, this.client.random), signal);
-    }
-    this.controller.abort(this.failure ?? new ClosedError('observer ended'));
-    this.notify();
+        this.stream.send({ id, type: 'observe', name: this.name });
+      },
+      onDisconnected: () => undefined, // the server ended it; onConnected opens it there again
+      onFrame: (frame) => this.onFrame(id, frame),
+    });
   }
 
-  /** Only real changes pass: a reconnection restarts with the current state, maybe seen already. */
+  private close(): void {
+    const id = this.currentId;
+    if (id === null) return;
+    this.currentId = null;
+    this.stream.send({ id, type: 'observeCancel' });
+    this.stream.unsubscribe(id);
+  }
+
+  private onFrame(id: string, frame: ServerFrame): void {
+    if (id !== this.currentId || this.controller.signal.aborted) return;
+    if (frame.type === 'leadership') {
+      this.failures = 0;
+      this.deliver({ revision: Number(frame['revision']), leader: (frame['leader'] as LeaderInfo | null) ?? null });
+      return;
+    }
+    if (frame.type !== 'error') return;
+    const error = errorFromWire(frame['error']);
+    this.stream.unsubscribe(id);
+    this.currentId = null;
+    if (error.code === 'invalid_argument' || error.code === 'too_large') {
+      this.failure = error;
+      this.cancel();
+      return;
+    }
+    // Ended on the server (its node cannot serve it now): open again after a jittered pause.
+    const delayMs = backoffDelayMs(reopenPolicy, this.failures++, this.client.random);
+    void sleep(delayMs, this.controller.signal).then(() => this.open());
+  }
+
+  /** A linearizable read of the leader; a change the observation missed is delivered, and it reopens. */
+  private async verify(): Promise<void> {
+    if (this.verifying || this.controller.signal.aborted || this.last === null) return;
+    this.verifying = true;
+    try {
+      const current = await streamCall<LeadershipChange>(
+        this.client,
+        { type: 'leader', name: this.name },
+        { mutation: false, signal: this.controller.signal },
+      );
+      const last = this.last;
+      if (this.controller.signal.aborted || last === null) return;
+      if (current.revision > last.revision && !sameLeader(last.leader, current.leader)) {
+        this.corrections++;
+        this.deliver({ revision: current.revision, leader: current.leader });
+        this.close();
+        this.open();
+      }
+    } catch {
+      // No answer now: the observation (or the next read) will tell.
+    } finally {
+      this.verifying = false;
+    }
+  }
+
+  /** Only real changes pass: a reopened observation starts with the current state, maybe seen already. */
   private deliver(change: LeadershipChange): void {
     const last = this.last;
     if (last !== null && change.revision < last.revision) return;
@@ -366,16 +383,4 @@ export class LeaderObserver implements AsyncIterable<LeadershipChange> {
 function sameLeader(a: LeaderInfo | null, b: LeaderInfo | null): boolean {
   if (a === null || b === null) return a === b;
   return a.key === b.key && a.value === b.value && a.term === b.term;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 }

@@ -1,24 +1,17 @@
-// Locks over the cell's lock API (POST /v1/locks/{name}/acquire, .../release, GET
-// /v1/locks/{name}, POST /v1/fencing/check). A lock is held by a session's lease: the cell
-// queues contenders in revision order and deletes the holder's key when its lease ends. On this
-// side, a held lock is a `Lock` whose `signal` aborts as soon as the session can no longer vouch
-// for the lease (safeUntil passed) or the lock is released: owner-only work tied to the signal
-// stops before the cell can hand the lock to someone else. That stops a well-behaved owner;
-// only the fencing token, checked by the protected resource, stops a badly delayed one
-// (docs/client.md).
+// Locks over the client's stream (/v1/stream frames lockAcquire, lockRelease, lockState,
+// fencingCheck; docs/api/locks.md "On the stream"), so a process's locks share the one connection
+// of its session and watches. A lock is held by a session's lease: the cell queues contenders in
+// revision order and deletes the holder's key when its lease ends. On this side, a held lock is a
+// `Lock` whose `signal` aborts as soon as the session can no longer vouch for the lease
+// (safeUntil passed) or the lock is released: owner-only work tied to the signal stops before the
+// cell can hand the lock to someone else. That stops a well-behaved owner; only the fencing
+// token, checked by the protected resource, stops a badly delayed one (docs/client.md).
 import { InvalidArgumentError, LockNotHeldError } from '../base/errors.js';
 import type { BatonClient } from './client.js';
 import { ClosedError } from './errors.js';
-import {
-  anySignal,
-  checkBytes,
-  checkName,
-  followOwnKey,
-  postJson,
-  requireSafe,
-  type OwnerSession,
-} from './coordination.js';
+import { anySignal, checkBytes, checkName, followOwnKey, requireSafe, type OwnerSession } from './coordination.js';
 import { monotonicNowMs } from './clock.js';
+import { streamCall } from './stream-call.js';
 
 export interface LockEntry {
   readonly key: string;
@@ -78,10 +71,26 @@ export const defaultLockWaitMs = 30_000;
 export const lockWaitMsMax = 300_000;
 const ownerBytesMax = 256;
 /** Extra time an attempt may take beyond the wait it asked for (commit, network). */
-const answerSlackMs = 5_000;
+export const answerSlackMs = 5_000;
 
-export const lockPath = (name: string, action = ''): string =>
-  `/v1/locks/${encodeURIComponent(name)}${action === '' ? '' : `/${action}`}`;
+/**
+ * Withdraws the queue entry of an abandoned acquire or campaign. A sent frame cannot be taken
+ * back, and the server ends a waiting request only when the (shared) connection closes; so the
+ * request is repeated with its Request-ID and no wait: the server finds the same entry and,
+ * still queued, deletes it (lock_held), or, granted meanwhile, answers the grant, which is then
+ * given back with `release`. Best effort: if this fails too, the entry goes with the lease.
+ */
+export function withdrawInBackground<T>(
+  client: BatonClient,
+  noWaitFrame: Record<string, unknown>,
+  requestId: string | undefined,
+  release: (granted: T) => Record<string, unknown>,
+): void {
+  if (requestId === undefined || client.isClosed) return;
+  void streamCall<T>(client, noWaitFrame, { mutation: true, requestId, attemptTimeoutMs: answerSlackMs })
+    .then((granted) => streamCall(client, release(granted), { mutation: true }))
+    .catch(() => undefined);
+}
 
 /**
  * The locks of one session.
@@ -119,17 +128,24 @@ export class Locks {
     const startMs = monotonicNowMs();
     // A retry after a lost answer resumes the same queue entry (same Request-ID) and waits only
     // for what is left of the caller's wait.
-    const bodyFor = (attempt: number): string => {
+    const frameFor = (attempt: number): Record<string, unknown> => {
       const left = attempt === 0 ? waitMs : Math.max(0, waitMs - Math.round(monotonicNowMs() - startMs));
-      return JSON.stringify({ lease, owner, waitMs: left });
+      return { type: 'lockAcquire', name, lease, ...(owner === '' ? {} : { owner }), waitMs: left };
     };
-    const answer = await postJson<AcquireAnswer>(this.client, lockPath(name, 'acquire'), null, {
+    const answer = await streamCall<AcquireAnswer>(this.client, frameFor(0), {
       mutation: true,
       requestId: options.requestId,
       signal: anySignal([this.session.signal, options.signal]),
       attemptTimeoutMs: waitMs + answerSlackMs,
       deadlineMs: waitMs + this.client.retryPolicy.deadlineMs,
-      bodyFor,
+      frameFor,
+      // Session lost or caller gone: take the entry out of the queue rather than leave a ghost.
+      onAbandon: (requestId) =>
+        withdrawInBackground<AcquireAnswer>(this.client, { ...frameFor(0), waitMs: 0 }, requestId, (granted) => ({
+          type: 'lockRelease',
+          name,
+          key: granted.key,
+        })),
     });
     const lock = new Lock(this.client, this.session, name, answer);
     if (options.followKey !== false) lock.follow();
@@ -144,15 +160,13 @@ export class Locks {
   /** The holder and the queue (linearizable). */
   state(name: string): Promise<LockState> {
     checkName(name, 'lock name');
-    return this.client.request<LockState>({ method: 'GET', path: lockPath(name), mutation: false });
+    return streamCall<LockState>(this.client, { type: 'lockState', name }, { mutation: false });
   }
 
   /** Is `token` the current holder's token? (linearizable; for resources that cannot store tokens) */
   check(name: string, token: number): Promise<FencingCheckResult> {
     checkName(name, 'lock name');
-    return postJson<FencingCheckResult>(this.client, '/v1/fencing/check', { lock: name, token }, {
-      mutation: false,
-    });
+    return streamCall<FencingCheckResult>(this.client, { type: 'fencingCheck', lock: name, token }, { mutation: false });
   }
 }
 
@@ -218,10 +232,9 @@ export class Lock {
   private async doRelease(): Promise<ReleaseResult> {
     this.released.abort(new ClosedError(`lock ${this.name} released`));
     try {
-      const answer = await postJson<{ released: boolean; revision: number }>(
+      const answer = await streamCall<{ released: boolean; revision: number }>(
         this.client,
-        lockPath(this.name, 'release'),
-        { key: this.key },
+        { type: 'lockRelease', name: this.name, key: this.key },
         { mutation: true },
       );
       return { released: answer.released, revision: answer.revision };

@@ -14,7 +14,7 @@ import { backoffDelayMs } from './retry.js';
 /** A frame from the server, as documented in docs/api/stream.md. */
 export interface ServerFrame {
   readonly id: string | number | null;
-  readonly type: 'result' | 'error' | 'created' | 'events' | 'canceled';
+  readonly type: 'result' | 'error' | 'created' | 'events' | 'canceled' | 'leadership';
   readonly [field: string]: unknown;
 }
 
@@ -218,7 +218,7 @@ export class StreamConnection {
   }
 
   private countUnavailable(frame: ServerFrame): void {
-    if (frame.type === 'result' || frame.type === 'created') {
+    if (frame.type === 'result' || frame.type === 'created' || frame.type === 'leadership') {
       this.unavailableAnswers = 0;
       return;
     }
