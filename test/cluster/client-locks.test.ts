@@ -3,11 +3,20 @@
 // leader killed while one client holds a lock and another waits: the holder's lock stays valid
 // or reports its loss (signal aborted) before anyone else gets it, and the waiter gets it after
 // the release with a larger token; elections hand over with growing terms and observers see
-// every change of leader or value, in order.
+// every change of leader or value, in order; a client's locks, elections and observers use its
+// one stream connection (no HTTP), and a wait the caller abandons leaves the queue at once.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { findLeader, sleep, startTestCell, type TestCell } from './harness.js';
-import { BatonClient, LockHeldError, WorkerSession, monotonicNowMs, type LeadershipChange, type Lock } from '../../src/client/index.js';
+import {
+  BatonClient,
+  LockHeldError,
+  WorkerSession,
+  fetchTransport,
+  monotonicNowMs,
+  type LeadershipChange,
+  type Lock,
+} from '../../src/client/index.js';
 
 let cell: TestCell;
 
@@ -182,3 +191,58 @@ test('elections: campaign, observe with terms, proclaim, resign hands over with 
     await Promise.all([a.close(), b.close(), watcher.close()]);
   }
 });
+
+test('one connection: locks, an election and an observer go over the client stream (no HTTP); an abandoned wait leaves the queue', async () => {
+  let httpRequests = 0;
+  const client = new BatonClient({
+    endpoints: cell.cell.clientUrls(),
+    transport: (request) => {
+      httpRequests++;
+      return fetchTransport(request);
+    },
+  });
+  const other = newClient();
+  try {
+    const session = await client.session({ ttlSeconds: 10 }); // the lease grant is HTTP
+    const before = httpRequests;
+    const locks = client.locks(session);
+    const lock = await locks.acquire('one-stream', { owner: 'one' });
+    assert.equal((await locks.check('one-stream', lock.token)).valid, true);
+    const election = client.election(session, 'one-stream');
+    const observer = election.observe();
+    const lead = await election.campaign('v1');
+    await lead.proclaim('v2');
+    const seen: string[] = [];
+    for await (const change of observer) {
+      if (change.leader !== null) seen.push(change.leader.value);
+      if (change.leader?.value === 'v2') break;
+    }
+    assert.deepEqual(seen.slice(-2), ['v1', 'v2']);
+    assert.equal((await election.leader()).leader?.term, lead.term);
+    assert.deepEqual(await lead.resign(), { resigned: true });
+
+    // Another client waits for the lock and gives up: its queue entry goes at once, not with its lease.
+    const otherSession = await other.session({ ttlSeconds: 10 });
+    const controller = new AbortController();
+    const waiting = other.locks(otherSession).acquire('one-stream', { waitMs: 20_000, signal: controller.signal });
+    await until(async () => (await locks.state('one-stream')).queue.length === 1);
+    controller.abort(new Error('gave up'));
+    await assert.rejects(waiting, /gave up/);
+    await until(async () => (await locks.state('one-stream')).queue.length === 0);
+    assert.equal((await lock.release()).released, true);
+    assert.equal((await locks.state('one-stream')).holder, null, 'nobody got it: the waiter had left');
+
+    assert.equal(httpRequests, before, 'no HTTP request after the session started');
+    assert.equal(client.stream.connections, 1, 'one stream connection');
+  } finally {
+    await Promise.all([client.close(), other.close()]);
+  }
+});
+
+async function until(condition: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = monotonicNowMs() + timeoutMs;
+  while (!(await condition())) {
+    if (monotonicNowMs() > deadline) assert.fail('condition not met in time');
+    await sleep(50);
+  }
+}
