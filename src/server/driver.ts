@@ -187,6 +187,9 @@ export class NodeDriver<Outcome> {
       this.observeSoftState(ready);
       // Thesis §10.2.1: the leader's appends go out while its own disk write is in progress.
       this.peers.send(ready.appendMessages);
+      // A snapshot replaces the log it covers: nothing below it is applied any more (its install
+      // brings the state), even entries committed and handed out earlier.
+      if (ready.snapshot !== null) this.dropCovered(ready.snapshot.meta.index);
       this.toApply.push(...ready.committed);
       if (ready.snapshot === null && ready.entries.length === 0 && !this.mustSync(ready.hardState)) {
         // Only the commit index moved: it need not be durable (a restart relearns it, and the
@@ -264,6 +267,10 @@ export class NodeDriver<Outcome> {
     this.apply(batch);
   }
 
+  private dropCovered(snapshotIndex: number): void {
+    this.toApply = this.toApply.filter((entry) => entry.index > snapshotIndex);
+  }
+
   private markDurable(ready: Ready): void {
     for (const entry of ready.entries) this.logBytesSinceSnapshot += entry.data.byteLength;
     if (ready.snapshot !== null) this.durableIndex = ready.snapshot.meta.index;
@@ -279,7 +286,7 @@ export class NodeDriver<Outcome> {
     if (ready.snapshot !== null) {
       // Applied in order up to here; whatever the snapshot covers is replaced by it.
       const covered = ready.snapshot.meta.index;
-      this.toApply = this.toApply.filter((entry) => entry.index > covered);
+      this.dropCovered(covered);
       this.stateMachine.restore(ready.snapshot);
       this.lastSnapshotIndex = Math.max(this.lastSnapshotIndex, covered);
     }
