@@ -5,10 +5,10 @@
 // leadership. Values are UTF-8 strings here (the API's default encoding).
 import { InvalidArgumentError, LockNotHeldError } from '../base/errors.js';
 import type { BatonClient } from './client.js';
-import { monotonicNowMs } from './clock.js';
 import { anySignal, checkBytes, checkName, followOwnKey, requireSafe, type OwnerSession } from './coordination.js';
 import { ClosedError, errorFromWire } from './errors.js';
-import { answerSlackMs, defaultLockWaitMs, lockWaitMsMax, withdrawInBackground } from './lock.js';
+import { contend } from './contend.js';
+import { defaultLockWaitMs, lockWaitMsMax } from './lock.js';
 import { backoffDelayMs } from './retry.js';
 import { sleep, streamCall } from './stream-call.js';
 import type { ServerFrame, StreamConnection } from './stream-connection.js';
@@ -85,27 +85,13 @@ export class Election {
       throw new InvalidArgumentError(`waitMs must be an integer in 0..${lockWaitMsMax}`);
     }
     requireSafe(session);
-    const lease = session.leaseId;
-    const startMs = monotonicNowMs();
     const name = this.name;
-    const frameFor = (attempt: number): Record<string, unknown> => {
-      const left = attempt === 0 ? waitMs : Math.max(0, waitMs - Math.round(monotonicNowMs() - startMs));
-      return { type: 'campaign', name, lease, value, waitMs: left };
-    };
-    const answer = await streamCall<CampaignAnswer>(this.client, frameFor(0), {
-      mutation: true,
+    const answer = await contend<CampaignAnswer>(this.client, {
+      frame: { type: 'campaign', name, lease: session.leaseId, value },
+      waitMs,
       requestId: options.requestId,
       signal: anySignal([session.signal, options.signal]),
-      attemptTimeoutMs: waitMs + answerSlackMs,
-      deadlineMs: waitMs + this.client.retryPolicy.deadlineMs,
-      frameFor,
-      // Session lost or caller gone: leave the queue (or give back a grant that crossed).
-      onAbandon: (requestId) =>
-        withdrawInBackground<CampaignAnswer>(this.client, { ...frameFor(0), waitMs: 0 }, requestId, (won) => ({
-          type: 'resign',
-          name,
-          key: won.key,
-        })),
+      giveBack: (won) => ({ type: 'resign', name, key: won.key }),
     });
     const leadership = new Leadership(this.client, session, this.name, answer, value);
     // The leader key deleted by anyone: leadership ends now, not at the next renewal.

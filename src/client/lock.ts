@@ -10,7 +10,7 @@ import { InvalidArgumentError, LockNotHeldError } from '../base/errors.js';
 import type { BatonClient } from './client.js';
 import { ClosedError } from './errors.js';
 import { anySignal, checkBytes, checkName, followOwnKey, requireSafe, type OwnerSession } from './coordination.js';
-import { monotonicNowMs } from './clock.js';
+import { contend } from './contend.js';
 import { streamCall } from './stream-call.js';
 
 export interface LockEntry {
@@ -70,28 +70,6 @@ interface AcquireAnswer {
 export const defaultLockWaitMs = 30_000;
 export const lockWaitMsMax = 300_000;
 const ownerBytesMax = 256;
-/** Extra time an attempt may take beyond the wait it asked for (commit, network). */
-export const answerSlackMs = 5_000;
-
-/**
- * Withdraws the queue entry of an abandoned acquire or campaign. A sent frame cannot be taken
- * back, and the server ends a waiting request only when the (shared) connection closes; so the
- * request is repeated with its Request-ID and no wait: the server finds the same entry and,
- * still queued, deletes it (lock_held), or, granted meanwhile, answers the grant, which is then
- * given back with `release`. Best effort: if this fails too, the entry goes with the lease.
- */
-export function withdrawInBackground<T>(
-  client: BatonClient,
-  noWaitFrame: Record<string, unknown>,
-  requestId: string | undefined,
-  release: (granted: T) => Record<string, unknown>,
-): void {
-  if (requestId === undefined || client.isClosed) return;
-  void streamCall<T>(client, noWaitFrame, { mutation: true, requestId, attemptTimeoutMs: answerSlackMs })
-    .then((granted) => streamCall(client, release(granted), { mutation: true }))
-    .catch(() => undefined);
-}
-
 /**
  * The locks of one session.
  *
@@ -124,28 +102,12 @@ export class Locks {
     const owner = options.owner ?? '';
     checkBytes(owner, 'owner', ownerBytesMax);
     requireSafe(this.session);
-    const lease = this.session.leaseId;
-    const startMs = monotonicNowMs();
-    // A retry after a lost answer resumes the same queue entry (same Request-ID) and waits only
-    // for what is left of the caller's wait.
-    const frameFor = (attempt: number): Record<string, unknown> => {
-      const left = attempt === 0 ? waitMs : Math.max(0, waitMs - Math.round(monotonicNowMs() - startMs));
-      return { type: 'lockAcquire', name, lease, ...(owner === '' ? {} : { owner }), waitMs: left };
-    };
-    const answer = await streamCall<AcquireAnswer>(this.client, frameFor(0), {
-      mutation: true,
+    const answer = await contend<AcquireAnswer>(this.client, {
+      frame: { type: 'lockAcquire', name, lease: this.session.leaseId, ...(owner === '' ? {} : { owner }) },
+      waitMs,
       requestId: options.requestId,
       signal: anySignal([this.session.signal, options.signal]),
-      attemptTimeoutMs: waitMs + answerSlackMs,
-      deadlineMs: waitMs + this.client.retryPolicy.deadlineMs,
-      frameFor,
-      // Session lost or caller gone: take the entry out of the queue rather than leave a ghost.
-      onAbandon: (requestId) =>
-        withdrawInBackground<AcquireAnswer>(this.client, { ...frameFor(0), waitMs: 0 }, requestId, (granted) => ({
-          type: 'lockRelease',
-          name,
-          key: granted.key,
-        })),
+      giveBack: (granted) => ({ type: 'lockRelease', name, key: granted.key }),
     });
     const lock = new Lock(this.client, this.session, name, answer);
     if (options.followKey !== false) lock.follow();

@@ -1,5 +1,6 @@
 // Lock behaviour over a scripted /v1/stream server (no cell): what acquire sends, that a retry
-// after a dropped connection reuses the Request-ID and waits only for what is left, that a
+// after a dropped connection reuses the Request-ID and waits only for what is left (and starts a
+// new entry when that retry finds the old one withdrawn with the closed connection), that a
 // session lost (or a caller gone) while waiting withdraws the queue entry by repeating the
 // request with no wait (and gives back a grant that crossed), that a granted lock's signal
 // follows the session, and that release stops owner work (signal) before it deletes the key, once.
@@ -82,6 +83,27 @@ test('a retry after a dropped connection reuses the Request-ID and waits only fo
     assert.equal(sent[0]?.['requestId'], sent[1]?.['requestId'], 'same queue entry on the server');
     const secondWait = sent[1]?.['waitMs'] as number;
     assert.ok(secondWait <= 700 && secondWait >= 300, `second attempt waits ${secondWait} ms`);
+  } finally {
+    await client.close();
+    await server.close();
+  }
+});
+
+test('a retry that finds its entry withdrawn (its connection closed) waits again, under a new Request-ID, for what is left', async () => {
+  const server = await lockServer((received) => {
+    if (received.connection === 0) setTimeout(() => received.socket.terminate(), 200);
+    else if (server.frames('lockAcquire').length === 2) error(received, { code: 'lock_held', message: 'not queued' });
+    else result(received, granted);
+  });
+  const client = server.client();
+  try {
+    const { session } = fakeSession();
+    const lock = await client.locks(session).acquire('jobs', { waitMs: 5_000 });
+    assert.equal(lock.token, 42);
+    const [first, retry, fresh] = server.frames('lockAcquire');
+    assert.equal(retry?.['requestId'], first?.['requestId']);
+    assert.notEqual(fresh?.['requestId'], first?.['requestId'], 'a new entry, not the withdrawn one');
+    assert.ok((fresh?.['waitMs'] as number) < 5_000 && (fresh?.['waitMs'] as number) > 4_000);
   } finally {
     await client.close();
     await server.close();

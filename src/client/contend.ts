@@ -1,0 +1,75 @@
+// Waiting in a lock's or an election's queue over the client's stream (lockAcquire, campaign):
+// what acquire and campaign share.
+// - A retry after a lost answer resumes the same queue entry (same Request-ID) and waits only
+//   for what is left of the caller's wait.
+// - The server withdraws a waiting request's entry when the connection it came on closes. A
+//   connection the client dropped while the server was alive (a missed ping, moving off a node
+//   that answers `unavailable`) can thus turn the retry's answer into lock_held although the
+//   caller's wait is not over; the entry is gone, so the wait starts again with a new
+//   Request-ID for what is left (a later place in the queue, never two entries).
+// - A frame cannot be taken back, and the connection is shared, so an abandoned wait (caller
+//   abort, session lost) is withdrawn by repeating it with its Request-ID and no wait.
+import { LockHeldError } from '../base/errors.js';
+import type { BatonClient } from './client.js';
+import { monotonicNowMs } from './clock.js';
+import { streamCall } from './stream-call.js';
+
+/** Extra time an attempt may take beyond the wait it asked for (commit, network). */
+export const answerSlackMs = 5_000;
+/** Fresh starts after a withdrawn entry (each needs a dropped connection: rare). */
+const restartsMax = 3;
+
+export interface ContendRequest<T> {
+  /** The frame without waitMs (lockAcquire or campaign). */
+  readonly frame: Record<string, unknown>;
+  readonly waitMs: number;
+  readonly requestId?: string | undefined;
+  readonly signal: AbortSignal;
+  /** The frame that gives back a grant nobody wants any more (lockRelease, resign). */
+  readonly giveBack: (granted: T) => Record<string, unknown>;
+}
+
+export async function contend<T>(client: BatonClient, request: ContendRequest<T>): Promise<T> {
+  const startMs = monotonicNowMs();
+  const leftMs = (): number => Math.max(0, request.waitMs - Math.round(monotonicNowMs() - startMs));
+  for (let restart = 0; ; restart++) {
+    let retried = false;
+    const roundWaitMs = leftMs();
+    const frameFor = (attempt: number): Record<string, unknown> => {
+      retried ||= attempt > 0;
+      return { ...request.frame, waitMs: attempt === 0 ? roundWaitMs : leftMs() };
+    };
+    try {
+      return await streamCall<T>(client, frameFor(0), {
+        mutation: true,
+        requestId: restart === 0 ? request.requestId : undefined,
+        signal: request.signal,
+        attemptTimeoutMs: roundWaitMs + answerSlackMs,
+        deadlineMs: roundWaitMs + client.retryPolicy.deadlineMs,
+        frameFor,
+        onAbandon: (requestId) => withdrawInBackground(client, { ...request.frame, waitMs: 0 }, requestId, request.giveBack),
+      });
+    } catch (error) {
+      const withdrawn = error instanceof LockHeldError && retried && request.waitMs > 0 && leftMs() > 0;
+      if (!withdrawn || restart >= restartsMax) throw error;
+    }
+  }
+}
+
+/**
+ * Withdraws the queue entry of an abandoned acquire or campaign: the request repeated with its
+ * Request-ID and no wait finds the same entry and, still queued, deletes it (lock_held), or,
+ * granted meanwhile, answers the grant, which is then given back. Best effort: if this fails
+ * too, the entry goes with the session's lease, as for a crashed process.
+ */
+function withdrawInBackground<T>(
+  client: BatonClient,
+  noWaitFrame: Record<string, unknown>,
+  requestId: string | undefined,
+  giveBack: (granted: T) => Record<string, unknown>,
+): void {
+  if (requestId === undefined || client.isClosed) return;
+  void streamCall<T>(client, noWaitFrame, { mutation: true, requestId, attemptTimeoutMs: answerSlackMs })
+    .then((granted) => streamCall(client, giveBack(granted), { mutation: true }))
+    .catch(() => undefined);
+}
