@@ -2,7 +2,9 @@
 // to 1 MiB, so no JSON/base64 on the apply path). Decoding validates everything, so apply sees
 // only well-formed commands; both directions enforce the request size limit.
 //
-//   u8 0xB7  u8 format=1  u64 proposedAtMs  u8 hasRequestId [u32 len, UTF-8 requestId]  op
+//   u8 0xB7  u8 format=1  u64 proposedAtMs  u8 flags [u32 len, UTF-8 requestId] [u64 source]  op
+//   flags: bit 0 a requestId follows, bit 1 a source (proposing member id) follows; older
+//   versions wrote 0 or 1 there, so their entries decode unchanged (no source)
 //   op:  u8 code, then per code:
 //     1 put     key, value, ?lease, ?ifVersion, ?ifRevision
 //     2 delete  key, bool prefix, ?ifVersion, ?ifRevision
@@ -32,6 +34,8 @@ import {
 
 const magic = 0xb7;
 const format = 1;
+const flagRequestId = 1;
+const flagSource = 2;
 const opCode = {
   put: 1,
   delete: 2,
@@ -50,6 +54,7 @@ const opCode = {
 /** Validates and encodes; throws the typed error a client should see. */
 export function encodeCommand(envelope: CommandEnvelope, limits: MvccLimits): Uint8Array {
   validateCount(envelope.proposedAtMs, 'proposedAtMs');
+  if (envelope.source !== undefined) validateCount(envelope.source, 'source');
   if (envelope.requestId !== undefined) validateRequestId(envelope.requestId, limits);
   validateCommand(envelope.op, limits);
   const bytes = encodeCommandUnchecked(envelope);
@@ -64,8 +69,10 @@ export function encodeCommand(envelope: CommandEnvelope, limits: MvccLimits): Ui
 export function encodeCommandUnchecked(envelope: CommandEnvelope): Uint8Array {
   const writer = new ByteWriter(64);
   writer.u8(magic).u8(format).u64(envelope.proposedAtMs);
-  writer.u8(envelope.requestId === undefined ? 0 : 1);
+  const hasSource = envelope.source !== undefined;
+  writer.u8((envelope.requestId === undefined ? 0 : flagRequestId) | (hasSource ? flagSource : 0));
   if (envelope.requestId !== undefined) writer.string(envelope.requestId);
+  if (envelope.source !== undefined) writer.u64(envelope.source);
   writeOp(writer, envelope.op);
   return writer.finish();
 }
@@ -94,10 +101,18 @@ export function decodeCommandUnchecked(data: Uint8Array): CommandEnvelope {
   const version = reader.u8();
   if (version !== format) reader.fail(`unknown command format ${version}`);
   const proposedAtMs = reader.u64();
-  const requestId = reader.bool() ? reader.string() : undefined;
+  const flags = reader.u8();
+  if ((flags & ~(flagRequestId | flagSource)) !== 0) reader.fail(`unknown command flags ${flags}`);
+  const requestId = (flags & flagRequestId) !== 0 ? reader.string() : undefined;
+  const source = (flags & flagSource) !== 0 ? reader.u64() : undefined;
   const op = readOp(reader, false) as Command;
   reader.end();
-  return requestId === undefined ? { proposedAtMs, op } : { requestId, proposedAtMs, op };
+  return {
+    ...(requestId === undefined ? {} : { requestId }),
+    proposedAtMs,
+    ...(source === undefined ? {} : { source }),
+    op,
+  };
 }
 
 function writeOptional(writer: ByteWriter, value: number | undefined): void {

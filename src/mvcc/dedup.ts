@@ -1,7 +1,18 @@
 // Request-ID deduplication as replicated state: the outcome of every mutation that carries a
 // Request-ID is stored beside the data, keyed by the ID, so a retry (even through a new leader,
-// after a restart or a snapshot install) gets the first answer and changes nothing. Time is the
-// leaders' proposal time carried in the entries (a monotonic max), never a local clock.
+// after a restart or a snapshot install) gets the first answer and changes nothing.
+//
+// Time is the dedup clock, replicated state advanced only by what the entries carry, never a
+// local clock. Each entry carries its proposer's wall clock and id; proposers' clocks disagree
+// and step (NTP, a VM restore, an RTC years off), so the absolute values are never compared
+// across members. The clock advances by each member's own step since its previous entry,
+// clamped to [0, stepMax], counted from where the clock stood at that previous entry (so that
+// several members' overlapping steps are not added up). A member off by any amount, or one step
+// of any size, moves the clock by at most stepMax (window / 60). Records are stamped with the
+// clock at apply, and expire when it has moved more than the window past their stamp. Sparse
+// traffic (a member's entries more than stepMax apart) only lengthens the window in real time:
+// the clock still moves stepMax per such entry, so pruning never stalls for long (records live
+// at most about members x 60 entries beyond the window).
 import { assert } from '../base/assert.js';
 import {
   BatonError,
@@ -17,7 +28,7 @@ import {
   TooLargeError,
 } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
-import { emptyBytes, fromLatin1, fromUtf8, latin1, utf8 } from './bytes.js';
+import { concatBytes, emptyBytes, fromLatin1, fromUtf8, latin1, u64Bytes, utf8 } from './bytes.js';
 import { dedupKey, expiryKey, parseExpiryKey, tablePrefix, tableRange } from './layout.js';
 import type { CommandResult, KvReader, KvWriter, MvccLimits } from './types.js';
 
@@ -26,8 +37,44 @@ export type StoredOutcome =
   | { readonly ok: false; readonly error: BatonError };
 
 interface DedupRecord {
-  readonly proposedAtMs: number;
+  /** The dedup clock when the record was written (stored where older versions kept the proposal time). */
+  readonly stampMs: number;
   readonly outcome: StoredOutcome;
+}
+
+/** How far one entry may move the dedup clock: a clock step costs at most this much window. */
+export function dedupClockStepMaxMs(limits: MvccLimits): number {
+  return Math.max(1, Math.floor(limits.dedupWindowMs / 60));
+}
+
+/**
+ * The dedup clock after an entry stamped `atMs` by member `source` (undefined: an older version's
+ * entry, counted as member 0), and records that member's stamp. Deterministic: the same entries
+ * give the same clock and bytes on every replica.
+ */
+export function dedupAdvanceClock(
+  writer: KvWriter,
+  clockMs: number,
+  stamp: { source: number | undefined; atMs: number },
+  limits: MvccLimits,
+): number {
+  const key = concatBytes([tablePrefix.dedupSource, u64Bytes(stamp.source ?? 0)]);
+  const stored = writer.get(key);
+  let next = clockMs;
+  if (clockMs === 0) {
+    // The first stamp ever starts the clock (so its values read as wall times).
+    next = stamp.atMs;
+  } else if (stored !== undefined) {
+    const previous = new ByteReader(stored, 'stored', 'dedup source');
+    const lastMs = previous.u64();
+    const anchorMs = previous.u64();
+    const stepMs = Math.min(Math.max(stamp.atMs - lastMs, 0), dedupClockStepMaxMs(limits));
+    next = Math.max(clockMs, anchorMs + stepMs);
+  }
+  // A member seen for the first time only records its stamp: its next entry measures a step.
+  writer.put(key, new ByteWriter(16).u64(stamp.atMs).u64(next).finish());
+  assert(next >= clockMs, 'the dedup clock only moves forward');
+  return next;
 }
 
 /** The recorded outcome of `requestId` if it is still inside the window at `clockMs`. */
@@ -40,20 +87,21 @@ export function dedupLookup(
   if (stored === undefined) return null;
   const record = decodeDedupRecord(stored);
   // An expired record not yet pruned must act exactly like a pruned one.
-  if (request.clockMs - record.proposedAtMs > limits.dedupWindowMs) return null;
+  if (request.clockMs - record.stampMs > limits.dedupWindowMs) return null;
   return record.outcome;
 }
 
+/** Records `outcome` stamped with the dedup clock `clockMs` (never an entry's own time). */
 export function dedupRecord(
   writer: KvWriter,
-  request: { requestId: Uint8Array; proposedAtMs: number },
+  request: { requestId: Uint8Array; clockMs: number },
   outcome: StoredOutcome,
 ): void {
   const key = dedupKey(request.requestId);
   const old = writer.get(key);
-  if (old !== undefined) writer.delete(expiryKey(decodeDedupRecord(old).proposedAtMs, request.requestId));
-  writer.put(key, encodeDedupRecord({ proposedAtMs: request.proposedAtMs, outcome }));
-  writer.put(expiryKey(request.proposedAtMs, request.requestId), emptyBytes);
+  if (old !== undefined) writer.delete(expiryKey(decodeDedupRecord(old).stampMs, request.requestId));
+  writer.put(key, encodeDedupRecord({ stampMs: request.clockMs, outcome }));
+  writer.put(expiryKey(request.clockMs, request.requestId), emptyBytes);
 }
 
 /** Drops at most `dedupPrunePerCommandMax` records that expired at `clockMs`, oldest first. */
@@ -89,12 +137,12 @@ function encodeDedupRecord(record: DedupRecord): Uint8Array {
       return raw instanceof Uint8Array ? { $bytes: latin1(raw) } : value;
     },
   );
-  return new ByteWriter(16 + json.length).u64(record.proposedAtMs).raw(utf8(json)).finish();
+  return new ByteWriter(16 + json.length).u64(record.stampMs).raw(utf8(json)).finish();
 }
 
 function decodeDedupRecord(bytes: Uint8Array): DedupRecord {
   const reader = new ByteReader(bytes, 'stored', 'dedup record');
-  const proposedAtMs = reader.u64();
+  const stampMs = reader.u64();
   const parsed = JSON.parse(fromUtf8(reader.raw(reader.remaining)), (_name, value: unknown) => {
     if (typeof value === 'object' && value !== null && '$bytes' in value) {
       return fromLatin1((value as { $bytes: string }).$bytes);
@@ -104,7 +152,7 @@ function decodeDedupRecord(bytes: Uint8Array): DedupRecord {
   const outcome: StoredOutcome = parsed.ok
     ? { ok: true, result: parsed.result }
     : { ok: false, error: errorFromJson(parsed.error) };
-  return { proposedAtMs, outcome };
+  return { stampMs, outcome };
 }
 
 interface ErrorJson {

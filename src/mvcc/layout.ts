@@ -9,6 +9,7 @@
 //   'k' key                               current value and metadata of each live key
 //   'l' lease:8 key                       which keys a lease holds
 //   'r' escaped(key) 00 00 revision:8     per-key revision index -> seq of the event in 'h'
+//   's' member:8                          dedup clock: a proposer's last stamp and the clock then
 import { assert } from '../base/assert.js';
 import {
   concatBytes,
@@ -32,6 +33,7 @@ export const tablePrefix = {
   current: Uint8Array.of(0x6b),
   lease: Uint8Array.of(0x6c),
   revisionIndex: Uint8Array.of(0x72),
+  dedupSource: Uint8Array.of(0x73),
 } as const;
 
 export function tableRange(prefix: Uint8Array): KvRange {

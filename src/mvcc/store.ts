@@ -7,7 +7,14 @@ import { EntryType, type Entry } from '../raft/types.js';
 import { applyCommand } from './apply-command.js';
 import { checkRequestBytes, decodeCommandUnchecked } from './command-codec.js';
 import { ContentHasher } from './content-hash.js';
-import { dedupLookup, dedupOldestMs, dedupPrune, dedupRecord, type StoredOutcome } from './dedup.js';
+import {
+  dedupAdvanceClock,
+  dedupLookup,
+  dedupOldestMs,
+  dedupPrune,
+  dedupRecord,
+  type StoredOutcome,
+} from './dedup.js';
 import { compactHistoryStep, oldestHistoryRevision } from './history-compactor.js';
 import { metaKey } from './layout.js';
 import { leaseCount, readLease, readLeases, type LeaseRecord } from './lease-state.js';
@@ -151,7 +158,8 @@ export class MvccStore {
       return { outcome, meta };
     }
     // A malformed entry (above) changes nothing, not even the dedup clock.
-    const clockMs = Math.max(meta.dedupClockMs, envelope.proposedAtMs);
+    const stamp = { source: envelope.source, atMs: envelope.proposedAtMs };
+    const clockMs = dedupAdvanceClock(writer, meta.dedupClockMs, stamp, this.limits);
     let next: MvccMeta = { ...meta, dedupClockMs: clockMs };
     this.pruneDedup(writer, clockMs);
     const requestId = envelope.requestId ?? null;
@@ -173,10 +181,8 @@ export class MvccStore {
       stored = { ok: false, error };
     }
     if (requestIdBytes !== null) {
-      dedupRecord(writer, { requestId: requestIdBytes, proposedAtMs: envelope.proposedAtMs }, stored);
-      if (this.dedupOldestMs !== null) {
-        this.dedupOldestMs = Math.min(this.dedupOldestMs ?? Infinity, envelope.proposedAtMs);
-      }
+      dedupRecord(writer, { requestId: requestIdBytes, clockMs }, stored);
+      if (this.dedupOldestMs !== null) this.dedupOldestMs = Math.min(this.dedupOldestMs ?? Infinity, clockMs);
     }
     return { outcome: toOutcome(stored, { ...base, requestId, duplicate: false }), meta: next };
   }
@@ -229,10 +235,10 @@ export class MvccStore {
     return oldest !== undefined && oldest < this.meta.compactRevision;
   }
 
-  /** Whether `requestId` has a recorded outcome that a retry proposed at `atMs` would get. */
-  hasRequest(requestId: string, atMs: number): boolean {
+  /** Whether `requestId` has a recorded outcome still inside the window at the current dedup clock. */
+  hasRequest(requestId: string): boolean {
     const requestIdBytes = validateRequestId(requestId, this.limits);
-    const clockMs = Math.max(this.meta.dedupClockMs, atMs);
+    const clockMs = this.meta.dedupClockMs;
     return dedupLookup(this.engine, { requestId: requestIdBytes, clockMs }, this.limits) !== null;
   }
 

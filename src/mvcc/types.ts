@@ -201,8 +201,14 @@ export type CommandType = Command['type'];
 export interface CommandEnvelope {
   /** Opaque, ≤ 128 UTF-8 bytes; a retry with the same id returns the first outcome. */
   readonly requestId?: string;
-  /** The leader's clock when it proposed the entry: the only clock the dedup window uses. */
+  /** The proposer's wall clock (Date.now()) when it proposed the entry. */
   readonly proposedAtMs: number;
+  /**
+   * The proposing member's id. The dedup clock advances by each member's own clock *steps*
+   * (differences between its consecutive stamps, clamped), so a member whose clock is off by any
+   * amount cannot move the window; entries without it (older versions) count as member 0.
+   */
+  readonly source?: number;
   readonly op: Command;
 }
 
@@ -384,6 +390,6 @@ export interface MvccMeta {
   /** Invariant: revision >= compactRevision. */
   readonly revision: number;
   readonly compactRevision: number;
-  /** The highest proposedAtMs applied so far: "now" for dedup expiry, monotonic. */
+  /** "Now" for dedup expiry: advanced by the proposers' clock steps (see dedup.ts), monotonic. */
   readonly dedupClockMs: number;
 }

@@ -176,7 +176,8 @@ export class CellService implements api.CellApi {
   /** Any command through the log (locks and elections use the queue commands). */
   async proposeCommand(op: Command, requestId: string | undefined): Promise<{ result: CommandResult; duplicate: boolean }> {
     const command = encodeCommand(
-      { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: Date.now(), op },
+      // The member id lets the dedup clock follow this member's clock by its steps only.
+      { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: Date.now(), source: this.config.memberId, op },
       this.store.limits,
     );
     const started = performance.now();

@@ -223,7 +223,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     const driver = this.driver;
     if (driver === null) throw new UnavailableError('the node is starting');
     const command = encodeCommand(
-      { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: this.deps.wallMs(), op },
+      { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: this.deps.wallMs(), source: this.deps.memberId, op },
       this.store.limits,
     );
     const outcome = await driver.propose(driver.newProposalId(), command);

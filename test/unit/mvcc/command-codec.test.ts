@@ -102,3 +102,16 @@ test('malformed bytes never decode', () => {
     }
   }
 });
+
+test('the proposer id round-trips; entries of older versions (no flags beyond the Request-ID bit) still decode', () => {
+  const op = { type: 'put', key: '/k', value: new Uint8Array([7]) } as const;
+  const withSource = encodeCommand({ requestId: 'r', proposedAtMs: 9, source: 2 ** 40, op }, limits);
+  assert.deepEqual(decodeCommand(withSource, limits), { requestId: 'r', proposedAtMs: 9, source: 2 ** 40, op });
+  // Bytes as the previous format wrote them: flags byte 1 = Request-ID present, no source.
+  const old = encodeCommand({ requestId: 'r', proposedAtMs: 9, op }, limits);
+  assert.equal(old[10], 1);
+  assert.deepEqual(decodeCommand(old, limits), { requestId: 'r', proposedAtMs: 9, op });
+  const unknownFlag = Uint8Array.from(old);
+  unknownFlag[10] = 1 | 4;
+  assert.throws(() => decodeCommand(unknownFlag, limits), /unknown command flags/);
+});

@@ -40,7 +40,9 @@ export class ReferenceModel {
   private clockMs = 0;
   private states = new Map<number, State>([[0, new Map()]]);
   private events: MvccEvent[] = [];
-  private dedup = new Map<string, { proposedAtMs: number; outcome: ModelOutcome }>();
+  private dedup = new Map<string, { stampMs: number; outcome: ModelOutcome }>();
+  /** Per proposer: its last stamp and the dedup clock right after that entry. */
+  private sources = new Map<number, { lastMs: number; anchorMs: number }>();
 
   constructor(private readonly limits: MvccLimits) {}
 
@@ -54,10 +56,10 @@ export class ReferenceModel {
 
   apply(index: number, envelope: CommandEnvelope): ModelOutcome {
     this.appliedIndex = index;
-    this.clockMs = Math.max(this.clockMs, envelope.proposedAtMs);
+    this.advanceClock(envelope.source ?? 0, envelope.proposedAtMs);
     const id = envelope.requestId;
     const earlier = id === undefined ? undefined : this.dedup.get(id);
-    if (earlier !== undefined && this.clockMs - earlier.proposedAtMs <= this.limits.dedupWindowMs) {
+    if (earlier !== undefined && this.clockMs - earlier.stampMs <= this.limits.dedupWindowMs) {
       return { ...earlier.outcome, duplicate: true };
     }
     let outcome: ModelOutcome;
@@ -67,8 +69,21 @@ export class ReferenceModel {
       if (!(error instanceof BatonError)) throw error;
       outcome = { ok: false, error, duplicate: false };
     }
-    if (id !== undefined) this.dedup.set(id, { proposedAtMs: envelope.proposedAtMs, outcome });
+    if (id !== undefined) this.dedup.set(id, { stampMs: this.clockMs, outcome });
     return outcome;
+  }
+
+  /** The documented rule: a proposer's own step since its last entry, clamped to [0, window/60]. */
+  private advanceClock(source: number, atMs: number): void {
+    const previous = this.sources.get(source);
+    if (this.clockMs === 0) {
+      this.clockMs = atMs;
+    } else if (previous !== undefined) {
+      const stepMaxMs = Math.max(1, Math.floor(this.limits.dedupWindowMs / 60));
+      const stepMs = Math.min(stepMaxMs, Math.max(0, atMs - previous.lastMs));
+      this.clockMs = Math.max(this.clockMs, previous.anchorMs + stepMs);
+    }
+    this.sources.set(source, { lastMs: atMs, anchorMs: this.clockMs });
   }
 
   private checkLimits(op: Command): void {
