@@ -9,7 +9,8 @@
 // clamped to [0, stepMax], counted from where the clock stood at that previous entry (so that
 // several members' overlapping steps are not added up). A member off by any amount, or one step
 // of any size, moves the clock by at most stepMax (window / 60). Records are stamped with the
-// clock at apply, and expire when it has moved more than the window past their stamp. Sparse
+// clock at apply, and expire when it has moved more than the window past their stamp. A stamp
+// at most stepMax older than the member's last one (proposals reordered) is ignored. Sparse
 // traffic (a member's entries more than stepMax apart) only lengthens the window in real time:
 // the clock still moves stepMax per such entry, so pruning never stalls for long (records live
 // at most about members x 60 entries beyond the window).
@@ -48,9 +49,10 @@ export function dedupClockStepMaxMs(limits: MvccLimits): number {
 }
 
 /**
- * The dedup clock after an entry stamped `atMs` by member `source` (undefined: an older version's
- * entry, counted as member 0), and records that member's stamp. Deterministic: the same entries
- * give the same clock and bytes on every replica.
+ * The dedup clock after an entry stamped `atMs` by member `source`, and records that member's
+ * stamp. Entries without a source (older versions: a log tail written before an upgrade, mixing
+ * all members' clocks) only start the clock. Deterministic: the same entries give the same clock
+ * and bytes on every replica.
  */
 export function dedupAdvanceClock(
   writer: KvWriter,
@@ -58,17 +60,21 @@ export function dedupAdvanceClock(
   stamp: { source: number | undefined; atMs: number },
   limits: MvccLimits,
 ): number {
-  const key = concatBytes([tablePrefix.dedupSource, u64Bytes(stamp.source ?? 0)]);
+  // The first stamp ever starts the clock (so its values read as wall times).
+  if (clockMs === 0) clockMs = stamp.atMs;
+  if (stamp.source === undefined) return clockMs;
+  const key = concatBytes([tablePrefix.dedupSource, u64Bytes(stamp.source)]);
   const stored = writer.get(key);
+  const stepMaxMs = dedupClockStepMaxMs(limits);
   let next = clockMs;
-  if (clockMs === 0) {
-    // The first stamp ever starts the clock (so its values read as wall times).
-    next = stamp.atMs;
-  } else if (stored !== undefined) {
+  if (stored !== undefined) {
     const previous = new ByteReader(stored, 'stored', 'dedup source');
     const lastMs = previous.u64();
     const anchorMs = previous.u64();
-    const stepMs = Math.min(Math.max(stamp.atMs - lastMs, 0), dedupClockStepMaxMs(limits));
+    // Slightly older than the member's last stamp: proposals reordered on the way; it moves
+    // nothing and the last stamp stays (a real step back of more than stepMax re-anchors below).
+    if (stamp.atMs < lastMs && lastMs - stamp.atMs <= stepMaxMs) return clockMs;
+    const stepMs = Math.min(Math.max(stamp.atMs - lastMs, 0), stepMaxMs);
     next = Math.max(clockMs, anchorMs + stepMs);
   }
   // A member seen for the first time only records its stamp: its next entry measures a step.

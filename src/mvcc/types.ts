@@ -206,7 +206,7 @@ export interface CommandEnvelope {
   /**
    * The proposing member's id. The dedup clock advances by each member's own clock *steps*
    * (differences between its consecutive stamps, clamped), so a member whose clock is off by any
-   * amount cannot move the window; entries without it (older versions) count as member 0.
+   * amount cannot move the window; entries without it (older versions) only start the clock.
    */
   readonly source?: number;
   readonly op: Command;

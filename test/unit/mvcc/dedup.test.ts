@@ -18,9 +18,10 @@ const value = (text: string): Uint8Array => new TextEncoder().encode(text);
 class Log {
   private index = 0;
   /** An entry proposed by `member` (default 1) whose wall clock read `atMs`. */
-  entry(op: Command, options: { requestId?: string; atMs: number; member?: number }): Entry {
+  entry(op: Command, options: { requestId?: string; atMs: number; member?: number | null }): Entry {
     const { requestId, atMs, member = 1 } = options;
-    const envelope = { ...(requestId === undefined ? {} : { requestId }), proposedAtMs: atMs, source: member, op };
+    const source = member === null ? {} : { source: member };
+    const envelope = { ...(requestId === undefined ? {} : { requestId }), proposedAtMs: atMs, ...source, op };
     return { index: ++this.index, term: 1, type: EntryType.normal, data: encodeCommand(envelope, limits) };
   }
 }
@@ -208,4 +209,22 @@ test('the same entries from skewed, stepping members give the same bytes on ever
     return store.hash({ includeAppliedIndex: true });
   });
   assert.equal(new Set(hashes).size, 1);
+});
+
+test('reordered stamps of one member and entries without a proposer id (older versions) do not move the window', () => {
+  const store = new MvccStore(new MemoryEngine(), limits);
+  const log = new Log();
+  const put: Command = { type: 'put', key: '/k', value: value('v') };
+  store.applyBatch([log.entry(put, { requestId: 'o', atMs: 50_000, member: 1 })]);
+  // Member 1's proposals arrive out of order by up to 5 s, 400 times over 40 s of its clock.
+  for (let i = 1; i <= 400; i++) store.applyBatch([log.entry(tick, { atMs: 50_000 + i * 100 - (i % 2) * 5_000, member: 1 })]);
+  // An older version's entries (no id) stamped a year ahead and a year behind, alternating.
+  for (let i = 0; i < 200; i++) store.applyBatch([log.entry(tick, { atMs: 50_000 + (i % 2 === 0 ? yearMs : 0), member: null })]);
+  // The clock moved about 40 s: the record lives until member 1's clock passes 50 s + the window.
+  let tens = 0;
+  while (store.hasRequest('o')) {
+    tens++;
+    store.applyBatch([log.entry(tick, { atMs: 90_000 + tens * stepMaxMs, member: 1 })]);
+  }
+  assert.equal(tens, 57);
 });

@@ -56,7 +56,7 @@ export class ReferenceModel {
 
   apply(index: number, envelope: CommandEnvelope): ModelOutcome {
     this.appliedIndex = index;
-    this.advanceClock(envelope.source ?? 0, envelope.proposedAtMs);
+    this.advanceClock(envelope.source, envelope.proposedAtMs);
     const id = envelope.requestId;
     const earlier = id === undefined ? undefined : this.dedup.get(id);
     if (earlier !== undefined && this.clockMs - earlier.stampMs <= this.limits.dedupWindowMs) {
@@ -74,12 +74,13 @@ export class ReferenceModel {
   }
 
   /** The documented rule: a proposer's own step since its last entry, clamped to [0, window/60]. */
-  private advanceClock(source: number, atMs: number): void {
+  private advanceClock(source: number | undefined, atMs: number): void {
+    if (this.clockMs === 0) this.clockMs = atMs;
+    if (source === undefined) return;
     const previous = this.sources.get(source);
-    if (this.clockMs === 0) {
-      this.clockMs = atMs;
-    } else if (previous !== undefined) {
-      const stepMaxMs = Math.max(1, Math.floor(this.limits.dedupWindowMs / 60));
+    const stepMaxMs = Math.max(1, Math.floor(this.limits.dedupWindowMs / 60));
+    if (previous !== undefined) {
+      if (atMs < previous.lastMs && previous.lastMs - atMs <= stepMaxMs) return;
       const stepMs = Math.min(stepMaxMs, Math.max(0, atMs - previous.lastMs));
       this.clockMs = Math.max(this.clockMs, previous.anchorMs + stepMs);
     }
