@@ -12,29 +12,10 @@ import { ClosedError } from './errors.js';
 import { anySignal, checkBytes, checkName, followOwnKey, requireSafe, type OwnerSession } from './coordination.js';
 import { contend } from './contend.js';
 import { streamCall } from './stream-call.js';
+import type { FencingCheckResult, LockEntry, LockState } from '../api/lock-types.js';
 
-export interface LockEntry {
-  readonly key: string;
-  readonly owner: string;
-  readonly fencingToken: number;
-  readonly lease: number;
-  /** The proposing leader's wall clock (epoch ms) when the entry was created. */
-  readonly waitingSinceMs: number;
-}
-
-export interface LockState {
-  readonly revision: number;
-  readonly holder: LockEntry | null;
-  /** Waiters in grant order. */
-  readonly queue: readonly LockEntry[];
-}
-
-export interface FencingCheckResult {
-  readonly valid: boolean;
-  readonly currentToken: number | null;
-  readonly holder: LockEntry | null;
-  readonly revision: number;
-}
+// The wire shapes are the server's (the same JSON over HTTP and the stream).
+export type { FencingCheckResult, LockEntry, LockState } from '../api/lock-types.js';
 
 export interface AcquireOptions {
   /** How long to wait in the queue, ms: 0 = try once (LockHeldError when taken). Default 30 s. */

@@ -15,6 +15,7 @@ import { LeaseChecker } from './lease-checker.js';
 import { SimLeaseForwarder } from './lease-forwarder.js';
 import type { SimLeaseEnv } from './lease-member.js';
 import { proposalId } from './server-driver.js';
+import { timedCall } from './timed-call.js';
 import type { SimNode } from './sim-node.js';
 import type { LeaseBugs, LeaseStats } from './types.js';
 import type { World } from './world.js';
@@ -215,31 +216,9 @@ export class LeaseWorkload implements SimLeaseEnv {
     });
   }
 
-  /**
-   * Run a call with the client's own timeout: a member that crashed never answers. Exactly one
-   * of the two continuations runs, at most once.
-   */
+  /** A call with the client's own timeout (a crashed member never answers). */
   private call<T>(promise: Promise<T>, ok: (value: T) => void, failed: () => void): void {
-    let settled = false;
-    this.world.at(this.world.nowMs + clientTimeoutMs, '', () => {
-      if (settled) return;
-      settled = true;
-      failed();
-    });
-    promise.then(
-      (value) => {
-        if (settled) {
-          return;
-        }
-        settled = true;
-        ok(value);
-      },
-      () => {
-        if (settled) return;
-        settled = true;
-        failed();
-      },
-    );
+    timedCall(this.world, promise, clientTimeoutMs, ok, () => failed());
   }
 
   private serviceOf(session: Session): LeaseService | null {

@@ -15,6 +15,7 @@ import { LockChecker, type Tenure } from './lock-checker.js';
 import type { SimLockEnv } from './lock-member.js';
 import type { LeaseWorkload } from './lease-workload.js';
 import { proposalId } from './server-driver.js';
+import { timedCall } from './timed-call.js';
 import type { LockStats } from './types.js';
 import type { World } from './world.js';
 
@@ -292,27 +293,8 @@ export class LockWorkload implements SimLockEnv {
 
   // --- plumbing ------------------------------------------------------------------------------------
 
-  /** Exactly one continuation runs, at most once; `settledByAnswer` says whether the call answered. */
-  private call<T>(promise: Promise<T>, timeoutMs: number, ok: (value: T) => void, failed: (error: unknown) => void): { settledByAnswer: boolean } {
-    const state = { settled: false, settledByAnswer: false };
-    this.world.at(this.world.nowMs + timeoutMs, '', () => {
-      if (state.settled) return;
-      state.settled = true;
-      failed(null);
-    });
-    promise.then(
-      (value) => {
-        if (state.settled) return;
-        state.settled = state.settledByAnswer = true;
-        ok(value);
-      },
-      (error: unknown) => {
-        if (state.settled) return;
-        state.settled = state.settledByAnswer = true;
-        failed(error);
-      },
-    );
-    return state;
+  private call<T>(promise: Promise<T>, timeoutMs: number, ok: (value: T) => void, failed: (error: unknown) => void): { readonly settledByAnswer: boolean } {
+    return timedCall(this.world, promise, timeoutMs, ok, failed);
   }
 
   private leaseService(contender: Contender): LeaseService | null {

@@ -4,15 +4,14 @@
 // observes and resigns on Ctrl-C.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { FaultProxy, freePorts, sleep, startTestCell, type TestCell } from './harness.js';
+import { baton, cliPath } from './cli-run.js';
 import { BatonClient } from '../../src/client/index.js';
 
-const cliPath = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'cli', 'main.js');
 let cell: TestCell;
 let client: BatonClient;
 let endpoints: string[];
@@ -30,21 +29,6 @@ after(async () => {
   await cell?.close();
   rmSync(scratch, { recursive: true, force: true });
 });
-
-interface CliResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function baton(args: readonly string[], timeoutMs = 30_000): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [cliPath, ...args], { timeout: timeoutMs }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 test('baton lock -- CMD: CMD gets the token, its exit code is passed on, the lock is released', async () => {
   const script = 'process.stdout.write(String(process.env.BATON_FENCING_TOKEN)); process.exit(7)';

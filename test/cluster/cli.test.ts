@@ -3,16 +3,14 @@
 // `lease list` pages through the cell's leases. (lock/elect: cli-lock.test.ts)
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { freePorts, startTestCell, type TestCell } from './harness.js';
+import { baton } from './cli-run.js';
 import { BatonClient } from '../../src/client/index.js';
 import { MemoryEngine, MvccStore, defaultMvccLimits } from '../../src/mvcc/index.js';
 
-const cliPath = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'cli', 'main.js');
 let cell: TestCell;
 let client: BatonClient;
 let endpoints: string[];
@@ -30,21 +28,6 @@ after(async () => {
   await cell?.close();
   rmSync(scratch, { recursive: true, force: true });
 });
-
-interface CliResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function baton(args: readonly string[], timeoutMs = 30_000): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [cliPath, ...args], { timeout: timeoutMs }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 test('snapshot save: the file decodes, restores to the cell\'s keys, and appears only when whole', async () => {
   const session = await client.session({ ttlSeconds: 10 });

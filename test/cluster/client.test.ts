@@ -6,16 +6,14 @@
 // put/get/del/watch round trip gives the documented outputs and exit codes.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { FaultProxy, findLeader, freePorts, sleep, startTestCell, type TestCell } from './harness.js';
+import { baton } from './cli-run.js';
 import { BatonClient, WorkerSession, fetchTransport, monotonicNowMs, type SessionLostError, type WatchBatch } from '../../src/client/index.js';
 
-const cliPath = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'cli', 'main.js');
 let cell: TestCell;
 
 before(async () => {
@@ -59,21 +57,6 @@ test('a put whose answer was dropped is retried with the same Request-ID and app
     await client.close();
   }
 });
-
-interface CliResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function baton(args: readonly string[], timeoutMs = 30_000): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [cliPath, ...args], { timeout: timeoutMs }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 test('CLI round trip: put/get/del/watch with -w json, errors and exit codes', async () => {
   const endpoints = ['--endpoints', cell.cell.clientUrls().join(',')];
