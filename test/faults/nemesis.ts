@@ -33,8 +33,9 @@ export interface NemesisOptions {
   /** Longest ordinary fault (pause-long has its own 6-8 s). */
   readonly faultMsMax?: number;
   /**
-   * Largest clock step. The default stays inside the 10-minute dedup window; bigger steps break
-   * Request-ID dedup (see the report of issue 11), so they are opt-in (--clock-jump-max-ms).
+   * Largest clock step. The default (15 min) is beyond the 10-minute dedup window on purpose:
+   * the dedup clock follows each member's clock steps, clamped, so a step of any size must not
+   * break Request-ID dedup (issue 11 finding).
    */
   readonly clockJumpMaxMs?: number;
   /**
@@ -63,7 +64,7 @@ export function startNemesis(
   const log: string[] = [];
   const kinds = options.kinds ?? faultKinds;
   const faultMsMax = options.faultMsMax ?? 4_000;
-  const clockJumpMaxMs = options.clockJumpMaxMs ?? 60_000;
+  const clockJumpMaxMs = options.clockJumpMaxMs ?? 900_000;
   let stopping = false;
   const pick = <T>(items: readonly T[]): T => items[randomInt(random, 0, items.length - 1)] as T;
   const shuffled = (items: readonly string[]): string[] => {

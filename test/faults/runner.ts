@@ -55,7 +55,7 @@ export interface FaultRunOptions {
   readonly leases?: 'honest' | 'overclaim';
   /** Fault kinds to draw from (default: all). */
   readonly kinds?: readonly FaultKind[];
-  /** Largest wall-clock step (default 60 s, inside the dedup window). */
+  /** Largest wall-clock step (default 15 min, beyond the dedup window). */
   readonly clockJumpMaxMs?: number;
   /** Receives the raw event history, for saving next to a failure. */
   readonly onHistory?: (events: readonly HistoryEvent[]) => void;
