@@ -201,7 +201,7 @@ export type CommandType = Command['type'];
 export interface CommandEnvelope {
   /** Opaque, ≤ 128 UTF-8 bytes; a retry with the same id returns the first outcome. */
   readonly requestId?: string;
-  /** The proposer's wall clock (Date.now()) when it proposed the entry. */
+  /** The proposer's wall clock (epoch ms) when it proposed the entry. */
   readonly proposedAtMs: number;
   /**
    * The proposing member's id. The dedup clock advances by each member's own clock *steps*
