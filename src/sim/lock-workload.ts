@@ -219,7 +219,11 @@ export class LockWorkload implements SimLockEnv {
         const code = (error as { code?: string } | null)?.code;
         this.trace(contender, `acquire ${requestId} failed: ${code ?? (error === null ? 'no answer' : String(error))} ${(error as Error | null)?.message ?? ''}`);
         const retryable = error === null || (error as { retryable?: boolean }).retryable === true;
-        if (retryable && tries < 5 && contender.lease === lease) {
+        // An unknown outcome may have left an entry queued: retry the same Request-ID (after the
+        // deadline with no wait, which withdraws it) until the answer is definite, as long as the
+        // lease lives; giving up here would leave a ghost entry that holds the lock while the
+        // lease is renewed.
+        if (retryable && contender.lease === lease) {
           abandon.abort(new Error('the client gave up on this call'));
           this.moveOn(contender);
           return this.later(contender, randomInt(this.random, 5, 30), () =>
