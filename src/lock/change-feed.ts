@@ -31,6 +31,9 @@ interface PrefixWatch {
   readonly onEvents: (events: readonly MvccEvent[] | null) => void;
 }
 
+/** Revisions read as events per applied batch; beyond it, subscribers re-check instead. */
+const eventsReadMax = 10_000;
+
 export class ChangeFeed {
   private readonly byKey = new Map<string, Set<KeyWatch>>();
   private readonly byPrefix = new Set<PrefixWatch>();
@@ -97,13 +100,15 @@ export class ChangeFeed {
     const from = this.seenRevision + 1;
     this.seenRevision = revision;
     if (this.byKey.size === 0 && this.byPrefix.size === 0) return;
-    let events: MvccEvent[] | null;
-    try {
-      // Everything since the last batch: what was just written, so bounded by the batch itself.
-      events = this.state.events({ startRevision: from, limit: Number.MAX_SAFE_INTEGER });
-    } catch (error) {
-      if (!(error instanceof CompactedError)) throw error;
-      events = null;
+    let events: MvccEvent[] | null = null;
+    // A big jump (a snapshot installed) is not read event by event on the apply path: every
+    // subscriber re-checks the state instead, as after a compaction.
+    if (revision - from < eventsReadMax) {
+      try {
+        events = this.state.events({ startRevision: from, limit: Number.MAX_SAFE_INTEGER });
+      } catch (error) {
+        if (!(error instanceof CompactedError)) throw error;
+      }
     }
     this.dispatch(events);
   }
