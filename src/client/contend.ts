@@ -9,9 +9,17 @@
 //   Request-ID for what is left (a later place in the queue, never two entries).
 // - A frame cannot be taken back, and the connection is shared, so an abandoned wait (caller
 //   abort, session lost) is withdrawn by repeating it with its Request-ID and no wait.
+// - An acquire that ends with an unknown outcome (no answer before the retry deadline) may have
+//   left an entry queued on the cell; while the session renews its lease, that ghost would hold
+//   the lock for everyone, for ever. So after the caller hears "unknown", the same repeat (same
+//   Request-ID, no wait) goes on in the background until the cell answers definitely (see
+//   settle.ts).
 import { LockHeldError } from '../base/errors.js';
 import type { BatonClient } from './client.js';
 import { monotonicNowMs } from './clock.js';
+import type { OwnerSession } from './coordination.js';
+import { newRequestId } from './retry.js';
+import { isUnknownOutcome, settleInBackground, type ClosableSession } from './settle.js';
 import { streamCall } from './stream-call.js';
 
 /** Extra time an attempt may take beyond the wait it asked for (commit, network). */
@@ -24,9 +32,14 @@ export interface ContendRequest<T> {
   readonly frame: Record<string, unknown>;
   readonly waitMs: number;
   readonly requestId?: string | undefined;
+  /** The session whose lease the entry hangs on: background settling lasts while it lives. */
+  readonly session: OwnerSession & ClosableSession;
+  /** The session's signal and the caller's. */
   readonly signal: AbortSignal;
   /** The frame that gives back a grant nobody wants any more (lockRelease, resign). */
   readonly giveBack: (granted: T) => Record<string, unknown>;
+  /** Tests: how long background settling may take before it ends the session instead. */
+  readonly settleMsMax?: number | undefined;
 }
 
 export async function contend<T>(client: BatonClient, request: ContendRequest<T>): Promise<T> {
@@ -35,6 +48,9 @@ export async function contend<T>(client: BatonClient, request: ContendRequest<T>
   for (let restart = 0; ; restart++) {
     let retried = false;
     const roundWaitMs = leftMs();
+    // Drawn here, not in streamCall: settling an unknown outcome needs it.
+    const requestId = restart === 0 ? (request.requestId ?? newRequestId()) : newRequestId();
+    const settle = (): void => settleInBackground(client, { ...request, frame: { ...request.frame, waitMs: 0 }, requestId });
     const frameFor = (attempt: number): Record<string, unknown> => {
       retried ||= attempt > 0;
       return { ...request.frame, waitMs: attempt === 0 ? roundWaitMs : leftMs() };
@@ -42,34 +58,19 @@ export async function contend<T>(client: BatonClient, request: ContendRequest<T>
     try {
       return await streamCall<T>(client, frameFor(0), {
         mutation: true,
-        requestId: restart === 0 ? request.requestId : undefined,
+        requestId,
         signal: request.signal,
         attemptTimeoutMs: roundWaitMs + answerSlackMs,
         deadlineMs: roundWaitMs + client.retryPolicy.deadlineMs,
         frameFor,
-        onAbandon: (requestId) => withdrawInBackground(client, { ...request.frame, waitMs: 0 }, requestId, request.giveBack),
+        onAbandon: settle,
       });
     } catch (error) {
       const withdrawn = error instanceof LockHeldError && retried && request.waitMs > 0 && leftMs() > 0;
-      if (!withdrawn || restart >= restartsMax) throw error;
+      if (withdrawn && restart < restartsMax) continue;
+      // An abandoned call (signal aborted) was handed to onAbandon already.
+      if (isUnknownOutcome(error) && !request.signal.aborted) settle();
+      throw error;
     }
   }
-}
-
-/**
- * Withdraws the queue entry of an abandoned acquire or campaign: the request repeated with its
- * Request-ID and no wait finds the same entry and, still queued, deletes it (lock_held), or,
- * granted meanwhile, answers the grant, which is then given back. Best effort: if this fails
- * too, the entry goes with the session's lease, as for a crashed process.
- */
-function withdrawInBackground<T>(
-  client: BatonClient,
-  noWaitFrame: Record<string, unknown>,
-  requestId: string | undefined,
-  giveBack: (granted: T) => Record<string, unknown>,
-): void {
-  if (requestId === undefined || client.isClosed) return;
-  void streamCall<T>(client, noWaitFrame, { mutation: true, requestId, attemptTimeoutMs: answerSlackMs })
-    .then((granted) => streamCall(client, giveBack(granted), { mutation: true }))
-    .catch(() => undefined);
 }

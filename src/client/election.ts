@@ -9,7 +9,8 @@ import { anySignal, checkBytes, checkName, followOwnKey, requireSafe, type Owner
 import { ClosedError, errorFromWire } from './errors.js';
 import { contend } from './contend.js';
 import { defaultLockWaitMs, lockWaitMsMax } from './lock.js';
-import { backoffDelayMs } from './retry.js';
+import { backoffDelayMs, newRequestId } from './retry.js';
+import { isUnknownOutcome, settleInBackground } from './settle.js';
 import { sleep, streamCall } from './stream-call.js';
 import type { ServerFrame, StreamConnection } from './stream-connection.js';
 
@@ -90,6 +91,7 @@ export class Election {
       frame: { type: 'campaign', name, lease: session.leaseId, value },
       waitMs,
       requestId: options.requestId,
+      session,
       signal: anySignal([session.signal, options.signal]),
       giveBack: (won) => ({ type: 'resign', name, key: won.key }),
     });
@@ -194,11 +196,15 @@ export class Leadership {
 
   private async doResign(): Promise<{ resigned: boolean }> {
     this.ended.abort(new ClosedError(`resigned from ${this.name}`));
+    const frame = { type: 'resign', name: this.name, key: this.key };
+    const requestId = newRequestId();
     try {
-      await streamCall(this.client, { type: 'resign', name: this.name, key: this.key }, { mutation: true });
+      await streamCall(this.client, frame, { mutation: true, requestId });
       return { resigned: true };
     } catch (error) {
       if (error instanceof LockNotHeldError) return { resigned: false };
+      // Maybe still leading (and renewed): keep resigning in the background until it is definite.
+      if (isUnknownOutcome(error)) settleInBackground(this.client, { frame, requestId, session: this.session });
       throw error;
     }
   }

@@ -11,6 +11,8 @@ import type { BatonClient } from './client.js';
 import { ClosedError } from './errors.js';
 import { anySignal, checkBytes, checkName, followOwnKey, requireSafe, type OwnerSession } from './coordination.js';
 import { contend } from './contend.js';
+import { newRequestId } from './retry.js';
+import { isUnknownOutcome, settleInBackground } from './settle.js';
 import { streamCall } from './stream-call.js';
 import type { FencingCheckResult, LockEntry, LockState } from '../api/lock-types.js';
 
@@ -87,6 +89,7 @@ export class Locks {
       frame: { type: 'lockAcquire', name, lease: this.session.leaseId, ...(owner === '' ? {} : { owner }) },
       waitMs,
       requestId: options.requestId,
+      session: this.session,
       signal: anySignal([this.session.signal, options.signal]),
       giveBack: (granted) => ({ type: 'lockRelease', name, key: granted.key }),
     });
@@ -174,15 +177,15 @@ export class Lock {
 
   private async doRelease(): Promise<ReleaseResult> {
     this.released.abort(new ClosedError(`lock ${this.name} released`));
+    const frame = { type: 'lockRelease', name: this.name, key: this.key };
+    const requestId = newRequestId();
     try {
-      const answer = await streamCall<{ released: boolean; revision: number }>(
-        this.client,
-        { type: 'lockRelease', name: this.name, key: this.key },
-        { mutation: true },
-      );
+      const answer = await streamCall<{ released: boolean; revision: number }>(this.client, frame, { mutation: true, requestId });
       return { released: answer.released, revision: answer.revision };
     } catch (error) {
       if (error instanceof LockNotHeldError) return { released: false };
+      // Maybe still held (and renewed): keep releasing in the background until it is definite.
+      if (isUnknownOutcome(error)) settleInBackground(this.client, { frame, requestId, session: this.session });
       throw error;
     }
   }

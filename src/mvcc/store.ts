@@ -17,6 +17,7 @@ import {
 } from './dedup.js';
 import { compactHistoryStep, oldestHistoryRevision } from './history-compactor.js';
 import { metaKey } from './layout.js';
+import { applyMembersRecord, readMembersRecord } from './members-record.js';
 import { leaseCount, readLease, readLeases, type LeaseRecord } from './lease-state.js';
 import { readEvents, readLeaseKeys, readRange, type ReadContext } from './read.js';
 import { decodeMeta, encodeMeta, initialMeta } from './records.js';
@@ -146,6 +147,8 @@ export class MvccStore {
     const base = { index: entry.index, term: entry.term };
     // Leader no-ops and membership changes advance the applied index only.
     if (entry.type === EntryType.config || entry.data.length === 0) {
+      // ...and a membership change carries the member table (names, URLs) into the state.
+      if (entry.type === EntryType.config) applyMembersRecord(writer, entry.data);
       return { outcome: { type: 'noop', ...base }, meta };
     }
     let envelope;
@@ -223,6 +226,11 @@ export class MvccStore {
       out.push(lease);
     }
     return out;
+  }
+
+  /** The member table of the last membership change (JSON text), or null before any. */
+  membersRecord(): string | null {
+    return readMembersRecord(this.engine);
   }
 
   leaseCount(): number {

@@ -52,7 +52,12 @@ export interface Snapshot {
  * the matching `leaveJoint` entry (C_new) by itself once the first is committed.
  */
 export type ConfChange =
-  | { readonly type: 'enterJoint'; readonly changes: readonly ConfChangeItem[] }
+  | {
+      readonly type: 'enterJoint';
+      readonly changes: readonly ConfChangeItem[];
+      /** Opaque to the core, replicated with the entry (the server's member table: names, URLs). */
+      readonly context?: string;
+    }
   | { readonly type: 'leaveJoint' };
 
 export interface ConfChangeItem {
