@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { findLeader, sleep, startTestCell, type TestCell } from './harness.js';
 import {
   BatonClient,
+  BatonError,
   LockHeldError,
   WorkerSession,
   fetchTransport,
@@ -236,6 +237,54 @@ test('one connection: locks, an election and an observer go over the client stre
     assert.equal(client.stream.connections, 1, 'one stream connection');
   } finally {
     await Promise.all([client.close(), other.close()]);
+  }
+});
+
+test('an acquire whose outcome stayed unknown (its node killed while it waited) leaves no ghost: once the node is back, the lock is free again while the session lives', async () => {
+  // The waiter's node (a follower) dies with the wait on it, so no server withdraws the entry, and
+  // the waiter's client can reach no other node: its acquire ends "unknown" while its session,
+  // renewed through the other nodes, keeps the entry's lease alive. Without settling, that entry
+  // becomes the holder when the lock is released and holds it as long as the session renews.
+  const leader = await findLeader(cell);
+  const served = cell.names.find((name) => name !== leader) as string;
+  const otherUrls = cell.names.filter((name) => name !== served).map((name) => cell.cell.clientUrl(name));
+  const sessionClient = new BatonClient({ endpoints: otherUrls, discover: false });
+  const holderClient = new BatonClient({ endpoints: otherUrls, discover: false });
+  const waiterClient = new BatonClient({
+    endpoints: [cell.cell.clientUrl(served)],
+    discover: false,
+    retry: { deadlineMs: 2_000, attemptTimeoutMs: 1_000 },
+  });
+  try {
+    const session = await sessionClient.session({ ttlSeconds: 10 });
+    const holderSession = await holderClient.session({ ttlSeconds: 10 });
+    const locks = holderClient.locks(holderSession);
+    const held = await locks.acquire('ghost');
+    const waiting = waiterClient.locks(session).acquire('ghost', { waitMs: 3_000, followKey: false }).then(
+      (lock) => lock,
+      (error: unknown) => error,
+    );
+    await until(async () => (await locks.state('ghost')).queue.some((entry) => entry.lease === session.leaseId));
+    await cell.cell.kill9(served);
+    const outcome = await waiting;
+    assert.ok(outcome instanceof BatonError && outcome.retryable, `an unknown outcome, got ${String(outcome)}`);
+    const left = await locks.state('ghost');
+    assert.ok(left.queue.some((entry) => entry.lease === session.leaseId), 'the entry outlived its acquire');
+    await held.release(); // the left-over entry is now the holder
+
+    cell.cell.start(served);
+    const restartMs = monotonicNowMs();
+    const next = await locks.acquire('ghost', { waitMs: 40_000 });
+    const freedMs = monotonicNowMs() - restartMs;
+    console.log(`lock free again ${Math.round(freedMs)} ms after the waiter's node restarted`);
+    assert.ok(freedMs < 30_000, `freed after ${Math.round(freedMs)} ms`);
+    assert.ok(session.isSafe(), 'the session lived throughout: the entry was withdrawn, not expired');
+    assert.ok(next.token > held.token);
+    await next.release();
+  } finally {
+    await Promise.all([sessionClient.close(), holderClient.close(), waiterClient.close()]);
+    if (!cell.cell.isRunning(served)) cell.cell.start(served);
+    await cell.cell.waitReady(30_000);
   }
 });
 
