@@ -302,6 +302,7 @@ export class RaftNode implements RaftApi {
       role: this.role,
       leader: this.leader,
       commitIndex: this.log.committedIndex,
+      commitTerm: this.log.term(this.log.committedIndex) ?? 0,
       appliedIndex: this.log.appliedIndex,
       lastIndex: this.log.lastIndex(),
       firstIndex: this.log.firstIndex(),

@@ -229,6 +229,12 @@ export interface RaftStatus {
   readonly role: Role;
   readonly leader: MemberId;
   readonly commitIndex: number;
+  /**
+   * The term of the entry at commitIndex. Equal to `term` once an entry of the current leader's
+   * term has committed (and, on a follower, is known here): before that, the commit index known
+   * here may lag what earlier leaders committed (right after a restart, say).
+   */
+  readonly commitTerm: number;
   readonly appliedIndex: number;
   readonly lastIndex: number;
   readonly firstIndex: number;

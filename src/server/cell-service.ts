@@ -159,6 +159,11 @@ export class CellService implements api.CellApi {
   ready(): { ready: boolean; reason: string } {
     const status = this.core.status();
     if (status.leader === 0) return { ready: false, reason: 'no leader' };
+    // Until an entry of the current term commits, the commit index known here can lag what earlier
+    // leaders committed (right after a restart): a serializable read could miss acknowledged writes.
+    if (status.commitTerm !== status.term) {
+      return { ready: false, reason: `waiting for the first commit of term ${status.term}` };
+    }
     if (this.store.appliedIndex < status.commitIndex) {
       return { ready: false, reason: `applying (${this.store.appliedIndex}/${status.commitIndex})` };
     }
