@@ -18,6 +18,14 @@ import type { NodeConfig } from './config.js';
 import type { NodeDriver } from './driver.js';
 import type { NodeMetrics } from './node-metrics.js';
 import { ReadGate } from './lease-priority.js';
+import type { MemberView } from './membership.js';
+
+/** What the cell's status needs to know about membership (src/server/membership.ts). */
+export interface MembershipView {
+  members(): MemberView[];
+  readonly removed: boolean;
+  isMember(): boolean;
+}
 
 export class CellService implements api.CellApi {
   readonly cellId: string;
@@ -31,6 +39,8 @@ export class CellService implements api.CellApi {
     private readonly metrics: NodeMetrics,
     /** Sheds reads (lists first) under overload, so keepalives are still answered. */
     private readonly readGate: ReadGate = new ReadGate(),
+    /** Members from the committed configuration; absent: the static --initial-cluster list. */
+    private readonly membership: MembershipView | null = null,
   ) {
     this.cellId = config.cellId;
   }
@@ -135,7 +145,7 @@ export class CellService implements api.CellApi {
       appliedIndex: this.store.appliedIndex,
       revision: this.store.revision,
       compactRevision: this.store.compactRevision,
-      members: this.config.members.map((member) => {
+      members: (this.membership?.members() ?? this.config.members).map((member) => {
         const progress = status.progress.get(member.id);
         return {
           id: member.id,
@@ -158,6 +168,7 @@ export class CellService implements api.CellApi {
 
   ready(): { ready: boolean; reason: string } {
     const status = this.core.status();
+    if (this.membership?.removed === true) return { ready: false, reason: 'removed from the cell' };
     if (status.leader === 0) return { ready: false, reason: 'no leader' };
     // Until an entry of the current term commits, the commit index known here can lag what earlier
     // leaders committed (right after a restart): a serializable read could miss acknowledged writes.

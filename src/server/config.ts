@@ -23,6 +23,12 @@ export interface NodeConfig {
   /** Member name -> gRPC URL, from --initial-cluster-grpc (etcd's MemberList clientURLs). */
   readonly grpcUrls: ReadonlyMap<string, string>;
   readonly members: readonly MemberConfig[];
+  /**
+   * `new`: bootstrap a cell from --initial-cluster (ids follow the list). `existing`: join a
+   * running cell that registered this node (`baton member add`); id and cluster id come from it.
+   * Either way, once the data directory has an identity (member.json), that identity decides.
+   */
+  readonly initialClusterState: 'new' | 'existing';
   /** Where to dial a peer when it differs from its peer URL (NAT, or a test's fault proxy). */
   readonly peerDial: ReadonlyMap<string, { host: string; port: number }>;
   readonly cellId: string;
@@ -50,6 +56,7 @@ const options = {
   'initial-cluster': { type: 'string' },
   'initial-cluster-clients': { type: 'string' },
   'initial-cluster-token': { type: 'string' },
+  'initial-cluster-state': { type: 'string' },
   'peer-dial': { type: 'string' },
   cell: { type: 'string' },
   'tick-ms': { type: 'string' },
@@ -121,6 +128,7 @@ function resolve(raw: Raw): NodeConfig {
     listenGrpc,
     grpcUrls,
     members,
+    initialClusterState: clusterState(raw['initial-cluster-state'] ?? 'new'),
     peerDial: parsePeerDial(raw['peer-dial'] ?? '', members),
     cellId: raw.cell ?? 'cell-1',
     clusterId: createHash('sha256').update(identity).digest('hex').slice(0, 16),
@@ -200,6 +208,11 @@ function integer(raw: Raw, flag: keyof typeof options, fallback: number, min: nu
     throw new ConfigError(`--${flag}: "${text}" must be an integer from ${min} to ${max}`);
   }
   return value;
+}
+
+function clusterState(text: string): NodeConfig['initialClusterState'] {
+  if (text === 'new' || text === 'existing') return text;
+  throw new ConfigError(`--initial-cluster-state: "${text}" must be new or existing`);
 }
 
 function logLevel(text: string): NodeConfig['logLevel'] {

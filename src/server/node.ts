@@ -2,7 +2,7 @@
 // peer transport, the HTTP API and real timers. This is the only place that wires them; the
 // driver and everything below it are written against interfaces.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync, renameSync, existsSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { SeededRandom } from '../base/random.js';
@@ -39,6 +39,11 @@ import { createNodeLocks, type NodeLocks } from './lock-wiring.js';
 import { createLockRoutes } from '../api/http/lock-routes.js';
 import { createElectionRoutes } from '../api/http/election-routes.js';
 import { lockFrameHandlers } from '../api/stream/lock-frames.js';
+import { createMemberRoutes } from '../api/http/member-routes.js';
+import { MemberDirectory } from './member-directory.js';
+import { resolveIdentity } from './member-identity.js';
+import { Membership } from './membership.js';
+import { MembershipAwareStateMachine } from './membership-state-machine.js';
 
 export interface RunningNode {
   readonly service: CellService;
@@ -61,7 +66,10 @@ const realTimers: Timers = {
 
 export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (error: Error) => void): Promise<RunningNode> {
   mkdirSync(config.dataDir, { recursive: true });
-  checkIdentity(config);
+  // A node that joined a running cell got its id and cluster id from the cell (member.json).
+  const identity = await resolveIdentity(config, log);
+  config = { ...config, memberId: identity.memberId, clusterId: identity.clusterId };
+  const directory = new MemberDirectory(identity.bootstrap);
   const { wal, recovered, snapshot, snapshots } = await openDurableLog(config.dataDir, log);
   // Deferred commits: the WAL and snapshot rebuild the file after an OS crash (storage/boot-marker.ts).
   const engine = LmdbEngine.open({ directory: join(config.dataDir, 'db'), commits: 'deferred', logger: log });
@@ -85,7 +93,12 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
       hardState: recovered.hardState,
       snapshot,
       entries: recovered.entries,
-      initialConfState: { voters: config.members.map((m) => m.id), votersOutgoing: [], learners: [] },
+      // A joining node starts with no configuration: the first one it applies comes from the log.
+      initialConfState: {
+        voters: identity.joined ? [] : config.members.map((m) => m.id),
+        votersOutgoing: [],
+        learners: [],
+      },
       appliedIndex: store.appliedIndex,
     },
     new SeededRandom(randomBytes(8).readBigUInt64LE()),
@@ -100,17 +113,14 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     reportSnapshot: (to, ok) => core.reportSnapshot(to, ok),
     logger: log,
   });
-  const leasePeers = new PeerLeaseForwarder(config.members);
+  // The directory's live list: lease forwarding finds members added later.
+  const leasePeers = new PeerLeaseForwarder(directory.live);
   const transport = await PeerTransport.start({
     memberId: config.memberId,
     clusterId: config.clusterId,
     listen: { host: config.listenPeer.hostname, port: Number(config.listenPeer.port) },
-    peers: new Map(
-      config.members.map((m) => {
-        const url = new URL(m.peerUrl);
-        return [m.id, config.peerDial.get(m.name) ?? { host: url.hostname, port: Number(url.port) }];
-      }),
-    ),
+    // Membership dials the configuration's members (membership.start(), below).
+    peers: new Map(),
     onMessages: (batch) => driver?.receive(batch),
     onLeaseMessage: (from, message) => leasePeers.receive(from, message),
     onSnapshot: (incoming) => transfers.receive(incoming, (message) => driver?.receive([message])),
@@ -130,17 +140,24 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   let service: CellService | null = null;
   let locks: NodeLocks | null = null;
   const watches = new WatchService(store, watchOptionsFromEnv(process.env));
-  const leases = LeaseService.forNode(config, store, realTimers, {
+  const leases = LeaseService.forNode({ ...config, members: directory.live }, store, realTimers, {
     ...defaultLeaseServiceOptions,
     requestTimeoutMs: config.requestTimeoutMs,
   }, leasePeers);
   leasePeers.attach(transport, leases);
-  const stateMachine = new LeaseAwareStateMachine(new KvStateMachine(store), leases);
+  const stateMachine = new MembershipAwareStateMachine(new LeaseAwareStateMachine(new KvStateMachine(store), leases));
+  const membership = new Membership(config, core, {
+    get isLeader() { return driver?.isLeader ?? false; },
+    get leaderId() { return driver?.leaderId ?? 0; },
+    receive: (messages) => driver?.receive(messages),
+  }, store, directory, transport, realTimers, log);
+  stateMachine.attach(membership);
+  membership.start();
   nodeMetrics.registry.add(new Gauge('baton_leases', 'Leases in the replicated table', () => store.leaseCount()));
   nodeMetrics.registry.add(
     new Gauge('baton_leases_tracked', 'Lease deadlines tracked here (the leader only)', () => leases.trackedCount),
   );
-  driver = new NodeDriver(core, logStore, stateMachine, transfers.peerSender(transport), realTimers,
+  driver = new NodeDriver(core, logStore, stateMachine, membership.peerSender(transfers.peerSender(transport)), realTimers,
     { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries },
     {
       onLeaderChange: (leader, role) => {
@@ -151,6 +168,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
       },
       onApplied: () => {
         service?.onApplied();
+        membership.onApplied();
         locks?.onApplied();
         watches.onApplied();
         leases.onApplied();
@@ -159,7 +177,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     },
   );
   leases.attach(driver, core);
-  service = new CellService(config, core, driver, store, nodeMetrics, new ReadGate(readGateOptionsFromEnv(process.env)));
+  service = new CellService(config, core, driver, store, nodeMetrics, new ReadGate(readGateOptionsFromEnv(process.env)), membership);
   locks = createNodeLocks({ cell: service, store, timers: realTimers, registry: nodeMetrics.registry });
   const ticker = setInterval(() => {
     driver?.tick();
@@ -170,7 +188,7 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
   const handler = createHttpHandler({
     cell: service,
     limits: apiLimits,
-    routeGroups: [createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections), createMaintenanceRoutes(store)],
+    routeGroups: [createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections), createMaintenanceRoutes(store), createMemberRoutes(membership, service, driver)],
     logError,
   });
   const http = createServer((req, res) => {
@@ -278,29 +296,4 @@ async function loadSnapshotAt(snapshots: SnapshotStore, meta: SnapshotMeta | nul
     throw new CorruptFileError(snapshots.dir, 0, `the WAL needs snapshot ${meta.index}/${meta.term}, which is missing`);
   }
   return snapshots.load(info.path);
-}
-
-/** A data directory belongs to one member of one cluster; refuse to start as anything else. */
-function checkIdentity(config: NodeConfig): void {
-  const path = join(config.dataDir, 'member.json');
-  const identity = { clusterId: config.clusterId, cellId: config.cellId, memberId: config.memberId, name: config.name };
-  if (!existsSync(path)) {
-    writeFileSync(`${path}.tmp`, JSON.stringify(identity, null, 2));
-    renameSync(`${path}.tmp`, path);
-    return;
-  }
-  let stored: typeof identity;
-  try {
-    stored = JSON.parse(readFileSync(path, 'utf8')) as typeof identity;
-  } catch (error) {
-    throw new CorruptFileError(path, 0, `unreadable member identity: ${(error as Error).message}`);
-  }
-  for (const field of ['clusterId', 'cellId', 'memberId', 'name'] as const) {
-    if (stored[field] !== identity[field]) {
-      throw new Error(
-        `${path}: this data directory belongs to ${field} ${String(stored[field])}, not ${String(identity[field])}; ` +
-          'refusing to start (use another --data-dir, or the original --initial-cluster)',
-      );
-    }
-  }
 }

@@ -16,6 +16,8 @@ export interface CellMemberPorts {
 export interface ProcessCellOptions {
   readonly dataDir: string;
   readonly members: readonly CellMemberPorts[];
+  /** Nodes outside the initial cluster, started later to join it (`baton member add` first). */
+  readonly spares?: readonly CellMemberPorts[];
   readonly host?: string;
   /** Extra flags for every node (e.g. ['--tick-ms', '50']). */
   readonly extraArgs?: readonly string[];
@@ -33,6 +35,8 @@ export class ProcessCell {
   private readonly processes = new Map<string, ChildProcess>();
   readonly logs = new Map<string, string[]>();
   private readonly host: string;
+  /** Nodes that join the running cell (--initial-cluster-state existing) when (re)started. */
+  private readonly joining = new Set<string>();
 
   constructor(private readonly options: ProcessCellOptions) {
     this.host = options.host ?? '127.0.0.1';
@@ -61,14 +65,30 @@ export class ProcessCell {
     for (const member of this.options.members) this.start(member.name);
   }
 
-  start(name: string): void {
+  /** The data directory of a member (a test may wipe it to re-add the member as a new one). */
+  dataDirOf(name: string): string {
+    return join(this.options.dataDir, name);
+  }
+
+  /** Peer URL of a member or spare, as `baton member add` takes it. */
+  peerUrl(name: string): string {
+    return `http://${this.host}:${this.member(name).peerPort}`;
+  }
+
+  /**
+   * Starts a member. With `join`, it (and every later restart of it) joins the running cell
+   * with --initial-cluster-state existing, which must have registered it (`member add`) first.
+   */
+  start(name: string, options: { join?: boolean } = {}): void {
     const member = this.member(name);
+    if (options.join === true) this.joining.add(name);
     const dataDir = join(this.options.dataDir, name);
     mkdirSync(dataDir, { recursive: true });
-    const initialCluster = this.options.members
+    const listed = this.options.members.some((m) => m.name === name) ? this.options.members : [...this.options.members, member];
+    const initialCluster = listed
       .map((m) => `${m.name}=http://${this.host}:${m.peerPort}`)
       .join(',');
-    const clients = this.options.members.map((m) => `${m.name}=http://${this.host}:${m.clientPort}`).join(',');
+    const clients = listed.map((m) => `${m.name}=http://${this.host}:${m.clientPort}`).join(',');
     const grpc = this.options.members.filter((m) => m.grpcPort !== undefined);
     const grpcArgs = member.grpcPort === undefined ? [] : [
       '--listen-grpc', `http://${this.host}:${member.grpcPort}`,
@@ -84,6 +104,7 @@ export class ProcessCell {
       '--listen-peer', `http://${this.host}:${member.peerPort}`,
       '--initial-cluster', initialCluster,
       '--initial-cluster-clients', clients,
+      ...(this.joining.has(name) ? ['--initial-cluster-state', 'existing'] : []),
       ...grpcArgs,
       ...(this.options.extraArgs ?? []),
       ...(this.options.argsFor?.(name) ?? []),
@@ -179,7 +200,7 @@ export class ProcessCell {
   }
 
   private member(name: string): CellMemberPorts {
-    const member = this.options.members.find((m) => m.name === name);
+    const member = [...this.options.members, ...(this.options.spares ?? [])].find((m) => m.name === name);
     if (member === undefined) throw new Error(`no member ${name}`);
     return member;
   }

@@ -73,6 +73,8 @@ export class FaultProxy {
 export interface TestCell {
   readonly cell: ProcessCell;
   readonly names: string[];
+  /** Nodes outside the initial cluster (n4, ...), to be added with `member add` and started with join. */
+  readonly spares: string[];
   readonly dataDir: string;
   /** Cut every link to and from `name` (both directions), or restore them all. */
   isolate(name: string): void;
@@ -83,11 +85,20 @@ export interface TestCell {
 }
 
 export async function startTestCell(
-  options: { size?: number; proxies?: boolean; extraArgs?: string[]; nodeArgs?: (name: string) => string[]; grpc?: boolean } = {},
+  options: {
+    size?: number;
+    proxies?: boolean;
+    extraArgs?: string[];
+    nodeArgs?: (name: string) => string[];
+    grpc?: boolean;
+    /** Spare nodes (not started) that a test may add to the cell. */
+    spares?: number;
+  } = {},
 ): Promise<TestCell> {
   const size = options.size ?? 3;
   const names = Array.from({ length: size }, (_, i) => `n${i + 1}`);
-  const ports = await freePorts(size * 3 + (options.proxies === true ? size * size : 0));
+  const spareNames = Array.from({ length: options.spares ?? 0 }, (_, i) => `n${size + i + 1}`);
+  const ports = await freePorts(size * 3 + (options.proxies === true ? size * size : 0) + spareNames.length * 2);
   // grpc: each node also serves the etcd gRPC facade (member.grpcPort).
   const members = names.map((name, i) => ({
     name,
@@ -105,16 +116,23 @@ export async function startTestCell(
       }
     }
   }
+  const sparePortsAt = size * 3 + (options.proxies === true ? size * size : 0);
+  const spares = spareNames.map((name, i) => ({
+    name,
+    clientPort: ports[sparePortsAt + 2 * i] as number,
+    peerPort: ports[sparePortsAt + 2 * i + 1] as number,
+  }));
   const proxyPort = (from: string, to: string): number => (proxies.get(`${from}->${to}`) as FaultProxy).port;
   const dataDir = mkdtempSync(join(tmpdir(), 'baton-cell-'));
   const cell = new ProcessCell({
     dataDir,
     members,
+    spares,
     extraArgs: ['--tick-ms', '50', '--election-ticks', '10', '--request-timeout-ms', '3000', ...(options.extraArgs ?? [])],
     ...(options.nodeArgs !== undefined ? { nodeArgs: options.nodeArgs } : {}),
     ...(options.proxies === true
       ? {
-          argsFor: (name: string) => [
+          argsFor: (name: string) => spareNames.includes(name) ? [] : [
             '--peer-dial',
             names.filter((n) => n !== name).map((n) => `${n}=127.0.0.1:${proxyPort(name, n)}`).join(','),
           ],
@@ -131,6 +149,7 @@ export async function startTestCell(
   return {
     cell,
     names,
+    spares: spareNames,
     dataDir,
     isolate(name) {
       for (const [link, proxy] of proxies) if (link.split('->').includes(name)) proxy.block();
@@ -179,9 +198,12 @@ export async function findLeader(cell: TestCell, among = cell.names, timeoutMs =
       try {
         const status = await http(`${cell.cell.clientUrl(name)}/v1/cluster/status`, { timeoutMs: 1000 });
         const leader = status.body.leader as number;
-        if (leader > 0 && among.includes(`n${leader}`)) {
-          const leaderStatus = await http(`${cell.cell.clientUrl(`n${leader}`)}/v1/cluster/status`, { timeoutMs: 1000 });
-          if (leaderStatus.body.leader === leader) return `n${leader}`;
+        // Members added later have ids that do not follow their names: look the name up.
+        const members = status.body.members as { id: number; name: string }[];
+        const leaderName = members.find((m) => m.id === leader)?.name ?? `n${leader}`;
+        if (leader > 0 && among.includes(leaderName)) {
+          const leaderStatus = await http(`${cell.cell.clientUrl(leaderName)}/v1/cluster/status`, { timeoutMs: 1000 });
+          if (leaderStatus.body.leader === leader) return leaderName;
         }
       } catch {
         // not answering: try the next one

@@ -1,0 +1,136 @@
+// Cluster membership over HTTP (docs/api/README.md, "Members"):
+//   GET    /v1/cluster/members                  the committed configuration, role voter|learner
+//   POST   /v1/cluster/members                  {"name","peerUrl","clientUrl"}: add as a learner
+//   POST   /v1/cluster/members/{id}/promote     learner -> voter, once it has caught up
+//   DELETE /v1/cluster/members/{id}             remove a voter or a learner
+// Changes are made by the leader, one at a time; any other member forwards the request to it
+// (as it forwards writes), so an operator may talk to any node.
+import type { IncomingMessage } from 'node:http';
+import { InvalidArgumentError, UnavailableError } from '../../base/errors.js';
+import type { Membership, NewMember } from '../../server/membership.js';
+import { memberNamePattern, memberUrlBytesMax } from '../../server/member-directory.js';
+import { readJson } from './body.js';
+import type { RouteGroup, RouteRequest } from './handler.js';
+import { parseInteger } from './parse.js';
+import { sendJson } from './respond.js';
+
+const membersPath = '/v1/cluster/members';
+/** Marks a request a member forwarded to the leader: it is never forwarded a second time. */
+const forwardedHeader = 'baton-forwarded';
+
+interface CellInfo {
+  status(): { cell: string; clusterId: string; leader: number };
+}
+
+export function createMemberRoutes(
+  membership: Membership,
+  cell: CellInfo,
+  reads: { linearizableRead(): Promise<void> },
+): RouteGroup {
+  return async (request) => {
+    const path = request.url.pathname;
+    if (path !== membersPath && !path.startsWith(`${membersPath}/`)) return false;
+    const { method } = request;
+    if (path === membersPath && method === 'GET') {
+      const consistency = request.query.oneOf('consistency', ['linearizable', 'serializable'] as const, 'linearizable');
+      request.query.rejectUnknown();
+      if (consistency === 'linearizable') await reads.linearizableRead();
+      const status = cell.status();
+      sendJson(request.res, request.context, 200, {
+        cell: status.cell,
+        clusterId: status.clusterId,
+        leader: status.leader,
+        members: membership.members(),
+      });
+      return true;
+    }
+    request.query.rejectUnknown();
+    if (path === membersPath && method === 'POST') {
+      const input = parseNewMember(await readJson(request.req, request.limits.requestBytesMax));
+      if (await forwarded(request, membership, JSON.stringify(input))) return true;
+      const added = await membership.add(input);
+      sendJson(request.res, request.context, 201, { ...added, initialClusterState: 'existing' });
+      return true;
+    }
+    const match = /^\/v1\/cluster\/members\/([^/]+)(\/promote)?$/.exec(path);
+    if (match === null) throw new InvalidArgumentError(`no such endpoint: ${method} ${path}`);
+    const id = parseInteger(match[1] as string, 'member id', 1);
+    if (match[2] !== undefined && method === 'POST') {
+      if (await forwarded(request, membership, null)) return true;
+      sendJson(request.res, request.context, 200, { member: await membership.promote(id) });
+      return true;
+    }
+    if (match[2] === undefined && method === 'DELETE') {
+      if (await forwarded(request, membership, null)) return true;
+      sendJson(request.res, request.context, 200, { member: await membership.remove(id) });
+      return true;
+    }
+    throw new InvalidArgumentError(`no such endpoint: ${method} ${path}`);
+  };
+}
+
+function parseNewMember(body: unknown): NewMember {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new InvalidArgumentError('expected a JSON object {"name", "peerUrl", "clientUrl"}');
+  }
+  const fields = body as Record<string, unknown>;
+  for (const key of Object.keys(fields)) {
+    if (!['name', 'peerUrl', 'clientUrl'].includes(key)) throw new InvalidArgumentError(`unknown field "${key}"`);
+  }
+  const { name } = fields;
+  if (typeof name !== 'string' || !memberNamePattern.test(name)) {
+    throw new InvalidArgumentError('name: 1-64 letters, digits, - and _');
+  }
+  return { name, peerUrl: httpUrl(fields['peerUrl'], 'peerUrl'), clientUrl: httpUrl(fields['clientUrl'], 'clientUrl') };
+}
+
+/** http://HOST:PORT, without a trailing slash (the form the member table keeps). */
+function httpUrl(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value === '') throw new InvalidArgumentError(`${what} is required (http://HOST:PORT)`);
+  if (Buffer.byteLength(value) > memberUrlBytesMax) throw new InvalidArgumentError(`${what} is over ${memberUrlBytesMax} bytes`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError(`${what}: "${value}" is not a URL`);
+  }
+  if (url.protocol !== 'http:' || url.port === '' || (url.pathname !== '/' && url.pathname !== '') || url.search !== '') {
+    throw new InvalidArgumentError(`${what}: "${value}" must be http://HOST:PORT`);
+  }
+  return `http://${url.host}`;
+}
+
+/** Sends the request on to the leader and relays its answer; false when this node leads. */
+async function forwarded(request: RouteRequest, membership: Membership, body: string | null): Promise<boolean> {
+  const leaderUrl = membership.leaderClientUrl();
+  if (leaderUrl === '') return false;
+  if (leaderUrl === null || request.req.headers[forwardedHeader] !== undefined) {
+    throw new UnavailableError('no leader known to take the membership change; retry shortly');
+  }
+  let answer: Response;
+  try {
+    answer = await fetch(`${leaderUrl}${request.url.pathname}`, {
+      method: request.method,
+      headers: { [forwardedHeader]: '1', ...(body === null ? {} : { 'content-type': 'application/json' }), ...requestIdHeader(request.req) },
+      ...(body === null ? {} : { body }),
+      signal: AbortSignal.timeout(30_000),
+    });
+  } catch (error) {
+    throw new UnavailableError(`could not reach the leader at ${leaderUrl}: ${(error as Error).message}`);
+  }
+  const text = await answer.text();
+  request.res.writeHead(answer.status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'baton-revision': answer.headers.get('baton-revision') ?? String(request.context.revision()),
+    'baton-cell': request.context.cellId,
+    ...(answer.headers.get('retry-after') !== null ? { 'retry-after': answer.headers.get('retry-after') as string } : {}),
+  });
+  request.res.end(text);
+  return true;
+}
+
+function requestIdHeader(req: IncomingMessage): Record<string, string> {
+  const id = req.headers['request-id'];
+  return typeof id === 'string' ? { 'request-id': id } : {};
+}

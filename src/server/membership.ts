@@ -1,0 +1,356 @@
+// Membership changes on a running cell, the way an etcd operator expects them: a new member
+// joins as a learner (it receives the log or a snapshot but does not vote), is promoted to voter
+// once it has caught up, and any member can be removed. Each change is one joint-consensus step
+// of the Raft core (enterJoint, then the leader's own leaveJoint); its entry carries the whole
+// member table (names, URLs), so every replica learns where the members are from the log. One
+// change at a time, on the leader. This class also keeps the peer transport in step with the
+// committed configuration: new members are dialled, removed ones dropped.
+import { assert } from '../base/assert.js';
+import {
+  InvalidArgumentError,
+  KeyNotFoundError,
+  PreconditionFailedError,
+  TimeoutError,
+  UnavailableError,
+} from '../base/errors.js';
+import { applyConfChange, type ConfChange, type ConfState, type RaftApi, type RaftMessage } from '../raft/index.js';
+import type { NodeConfig } from './config.js';
+import { encodeMembersRecord, type MemberDirectory, type MemberInfo } from './member-directory.js';
+import type { PeerSender, Timers } from './types.js';
+
+export type MemberRole = 'voter' | 'learner';
+export interface MemberView extends MemberInfo {
+  readonly role: MemberRole;
+}
+
+export interface NewMember {
+  readonly name: string;
+  readonly peerUrl: string;
+  readonly clientUrl: string;
+}
+
+export interface AddedMember {
+  readonly member: MemberView;
+  /** What the new node starts with: `--initial-cluster` and `--initial-cluster-clients`. */
+  readonly initialCluster: string;
+  readonly initialClusterClients: string;
+}
+
+export interface MembershipOptions {
+  /** A learner is promoted only when at most this many committed entries behind the leader. */
+  readonly promoteLagEntriesMax: number;
+  readonly learnersMax: number;
+  readonly membersMax: number;
+  /** Removed peers' connections close this long after the change (queued messages leave first). */
+  readonly removeDelayMs: number;
+}
+
+export const defaultMembershipOptions: MembershipOptions = {
+  promoteLagEntriesMax: 1000,
+  learnersMax: 2,
+  membersMax: 9,
+  removeDelayMs: 2000,
+};
+
+interface PeerDialer {
+  addPeer(id: number, address: { host: string; port: number }): void;
+  removePeer(id: number): void;
+}
+
+interface ChangeWaiter {
+  readonly done: (conf: ConfState) => boolean;
+  readonly resolve: () => void;
+}
+
+interface DriverView {
+  readonly isLeader: boolean;
+  readonly leaderId: number;
+  /** Handing it no messages makes it collect the core's Ready (the proposal leaves at once). */
+  receive(messages: readonly RaftMessage[]): void;
+}
+
+export function allMemberIds(conf: ConfState): number[] {
+  return [...new Set([...conf.voters, ...conf.votersOutgoing, ...conf.learners])].sort((a, b) => a - b);
+}
+
+function isJoint(conf: ConfState): boolean {
+  return conf.votersOutgoing.length > 0;
+}
+
+export class Membership {
+  private readonly dialed = new Set<number>();
+  /** Removed members (never dialled again: ids are not reused) and ids without known URLs yet. */
+  private readonly gone = new Set<number>();
+  private readonly unknown = new Set<number>();
+  /** The configuration as of the last configuration entry (or snapshot) this node applied. */
+  private lastConf: ConfState;
+  private removedFromCell = false;
+  private changeInFlight: string | null = null;
+  private readonly waiters = new Set<ChangeWaiter>();
+
+  constructor(
+    private readonly config: NodeConfig,
+    private readonly core: RaftApi,
+    private readonly driver: DriverView,
+    private readonly store: { membersRecord(): string | null },
+    private readonly directory: MemberDirectory,
+    private readonly transport: PeerDialer,
+    private readonly timers: Timers,
+    private readonly log: { info(message: string): void; warn(message: string): void },
+    private readonly options: MembershipOptions = defaultMembershipOptions,
+  ) {
+    this.lastConf = core.status().confState;
+    directory.mergeRecordText(store.membersRecord());
+  }
+
+  /** Dials the members of the configuration (everyone known, while this node is not in it). */
+  start(): void {
+    const conf = this.core.status().confState;
+    const ids = allMemberIds(conf).includes(this.config.memberId)
+      ? allMemberIds(conf)
+      : [...new Set([...allMemberIds(conf), ...this.directory.all().map((m) => m.id)])];
+    for (const id of ids) this.ensurePeer(id);
+  }
+
+  get removed(): boolean {
+    return this.removedFromCell;
+  }
+
+  /** Whether this node is in the configuration it has applied (a joining node is not, at first). */
+  isMember(): boolean {
+    return allMemberIds(this.core.status().confState).includes(this.config.memberId);
+  }
+
+  members(): MemberView[] {
+    const conf = this.core.status().confState;
+    const voters = new Set([...conf.voters, ...conf.votersOutgoing]);
+    return allMemberIds(conf).map((id) => {
+      const info = this.directory.get(id) ?? { id, name: `member-${id}`, peerUrl: '', clientUrl: '' };
+      return { ...info, role: voters.has(id) ? 'voter' : 'learner' };
+    });
+  }
+
+  /** The leader's client URL, '' when this node leads, null when no leader is known. */
+  leaderClientUrl(): string | null {
+    if (this.driver.isLeader) return '';
+    const leader = this.driver.leaderId;
+    if (leader === 0) return null;
+    const url = this.directory.get(leader)?.clientUrl ?? '';
+    return url === '' ? null : url;
+  }
+
+  async add(input: NewMember): Promise<AddedMember> {
+    const conf = this.beginChange();
+    const current = this.members();
+    for (const member of current) {
+      if (member.name === input.name) throw new InvalidArgumentError(`name ${input.name} is already member ${member.id}'s`);
+      if (member.peerUrl === input.peerUrl) throw new InvalidArgumentError(`peerUrl ${input.peerUrl} is already member ${member.id}'s`);
+      if (member.clientUrl === input.clientUrl) throw new InvalidArgumentError(`clientUrl ${input.clientUrl} is already member ${member.id}'s`);
+    }
+    if (current.length >= this.options.membersMax) {
+      throw new PreconditionFailedError(`the cell has ${current.length} members, the most it takes`, { reason: 'too_many_members' });
+    }
+    if (conf.learners.length >= this.options.learnersMax) {
+      throw new PreconditionFailedError(`the cell already has ${conf.learners.length} learners: promote or remove one first`,
+        { reason: 'too_many_learners' });
+    }
+    const id = Math.max(this.directory.maxMemberId, ...allMemberIds(conf)) + 1;
+    const added: MemberInfo = { id, ...input };
+    this.directory.merge([added], id);
+    await this.change(conf, { type: 'addLearner', id }, `add ${input.name} as learner ${id}`,
+      (next) => next.learners.includes(id));
+    const everyone = this.members();
+    return {
+      member: { ...added, role: 'learner' },
+      initialCluster: everyone.map((m) => `${m.name}=${m.peerUrl}`).join(','),
+      initialClusterClients: everyone.map((m) => `${m.name}=${m.clientUrl}`).join(','),
+    };
+  }
+
+  async promote(id: number): Promise<MemberView> {
+    const conf = this.beginChange();
+    if (conf.voters.includes(id)) throw new PreconditionFailedError(`member ${id} is already a voter`, { reason: 'already_voter' });
+    if (!conf.learners.includes(id)) throw new KeyNotFoundError(`member ${id} is not in the cell`, { member: id });
+    const status = this.core.status();
+    const progress = status.progress.get(id);
+    const match = progress?.match ?? 0;
+    const lag = status.commitIndex - match;
+    if (progress === undefined || progress.state !== 'replicate' || lag > this.options.promoteLagEntriesMax) {
+      // Like etcd's "learner not in sync": a voter that must first catch up would weaken the quorum.
+      throw new PreconditionFailedError(
+        `learner ${id} is not in sync with the leader (has ${match} of ${status.commitIndex} committed entries, ` +
+          `${progress?.state ?? 'unknown'}); promote it once it has caught up`,
+        { reason: 'learner_not_in_sync', match, commitIndex: status.commitIndex },
+      );
+    }
+    await this.change(conf, { type: 'addVoter', id }, `promote learner ${id}`, (next) => next.voters.includes(id));
+    return this.viewOf(id, 'voter');
+  }
+
+  async remove(id: number): Promise<MemberView> {
+    const conf = this.beginChange();
+    if (!allMemberIds(conf).includes(id)) throw new KeyNotFoundError(`member ${id} is not in the cell`, { member: id });
+    if (conf.voters.length === 1 && conf.voters[0] === id) {
+      throw new PreconditionFailedError(`member ${id} is the last voter: a cell needs one`, { reason: 'last_voter' });
+    }
+    const view = this.viewOf(id, conf.voters.includes(id) ? 'voter' : 'learner');
+    await this.change(conf, { type: 'remove', id }, `remove member ${id}`, (next) => !allMemberIds(next).includes(id));
+    return view;
+  }
+
+  /** A configuration entry was applied (its resulting configuration). */
+  onConfigApplied(next: ConfState): void {
+    this.unknown.clear();
+    this.directory.mergeRecordText(this.store.membersRecord());
+    this.follow(next);
+  }
+
+  /** A snapshot replaced the state: its configuration and member table are the news. */
+  onRestored(next: ConfState): void {
+    this.onConfigApplied(next);
+  }
+
+  /** After every applied batch: changes this node waits for may be complete. */
+  onApplied(): void {
+    if (this.waiters.size === 0) return;
+    const conf = this.core.status().confState;
+    if (isJoint(conf)) return;
+    for (const waiter of this.waiters) {
+      if (!waiter.done(conf)) continue;
+      this.waiters.delete(waiter);
+      waiter.resolve();
+    }
+  }
+
+  /** Wraps the sender so that a message to a member not dialled yet dials it first. */
+  peerSender(inner: PeerSender): PeerSender {
+    return {
+      send: (messages) => {
+        for (const message of messages) {
+          if (!this.dialed.has(message.to) && !this.unknown.has(message.to)) this.ensurePeer(message.to);
+        }
+        inner.send(messages);
+      },
+    };
+  }
+
+  private viewOf(id: number, role: MemberRole): MemberView {
+    const info = this.directory.get(id) ?? { id, name: `member-${id}`, peerUrl: '', clientUrl: '' };
+    return { ...info, role };
+  }
+
+  /** Leader only, one change at a time: the configuration the change starts from. */
+  private beginChange(): ConfState {
+    if (!this.driver.isLeader) throw new UnavailableError('not the leader: membership changes go to the leader');
+    const conf = this.core.status().confState;
+    if (this.changeInFlight !== null || isJoint(conf)) {
+      throw new PreconditionFailedError(
+        `a membership change is in progress (${this.changeInFlight ?? 'joint consensus'}); retry when it is done`,
+        { reason: 'change_in_progress' },
+      );
+    }
+    return conf;
+  }
+
+  private async change(
+    conf: ConfState,
+    item: { type: 'addVoter' | 'addLearner' | 'remove'; id: number },
+    what: string,
+    done: (next: ConfState) => boolean,
+  ): Promise<void> {
+    const next = applyConfChange(conf, { type: 'enterJoint', changes: [item] });
+    const members = allMemberIds(next).map((id) => this.directory.get(id));
+    const known = members.filter((m): m is MemberInfo => m !== undefined);
+    if (known.length !== members.length) {
+      throw new UnavailableError('this leader does not know every member\'s URLs yet; retry shortly');
+    }
+    const context = encodeMembersRecord({ version: 1, maxMemberId: this.directory.maxMemberId, members: known });
+    const change: ConfChange = { type: 'enterJoint', changes: [item], context };
+    const result = this.core.proposeConfChange(change);
+    if (!result.ok) {
+      if (result.reason === 'confChangePending') {
+        throw new PreconditionFailedError('a membership change is in progress; retry when it is done',
+          { reason: 'change_in_progress' });
+      }
+      if (result.reason === 'invalidConfChange') throw new InvalidArgumentError(`${what}: not a valid change now`);
+      throw new UnavailableError(`the leader cannot take the change now (${result.reason})`);
+    }
+    this.changeInFlight = what;
+    this.log.info(`membership: proposed ${what} at index ${result.index}`);
+    try {
+      this.driver.receive([]);
+      await this.waitFor(done);
+      this.log.info(`membership: ${what} is committed`);
+    } finally {
+      this.changeInFlight = null;
+    }
+  }
+
+  private waitFor(done: (next: ConfState) => boolean): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timeoutMs = 2 * this.config.requestTimeoutMs;
+      const waiter: ChangeWaiter = {
+        done,
+        resolve: () => {
+          timer.cancel();
+          resolve();
+        },
+      };
+      const timer = this.timers.setTimeout(() => {
+        this.waiters.delete(waiter);
+        reject(new TimeoutError(`the membership change did not complete within ${timeoutMs} ms: check GET /v1/cluster/members`));
+      }, timeoutMs);
+      this.waiters.add(waiter);
+      this.onApplied();
+    });
+  }
+
+  private follow(next: ConfState): void {
+    const self = this.config.memberId;
+    const before = allMemberIds(this.lastConf);
+    const after = allMemberIds(next);
+    this.lastConf = next;
+    // Ids are never reused: a member that leaves a configuration this node applied is gone for good.
+    const gone = before.filter((id) => !after.includes(id));
+    if (gone.includes(self)) {
+      this.removedFromCell = true;
+      this.log.warn('membership: this member was removed from the cell; it no longer takes part');
+      this.dropLater([...this.dialed]);
+      return;
+    }
+    this.dropLater(gone.filter((id) => id !== self));
+    for (const id of after) this.ensurePeer(id);
+  }
+
+  private dropLater(ids: number[]): void {
+    if (ids.length === 0) return;
+    for (const id of ids) {
+      this.dialed.delete(id);
+      this.gone.add(id);
+    }
+    // Messages queued this turn (the commit of the change itself) still leave first.
+    this.timers.setTimeout(() => {
+      for (const id of ids) {
+        if (this.dialed.has(id)) continue;
+        this.transport.removePeer(id);
+        this.log.info(`membership: stopped talking to removed member ${id}`);
+      }
+    }, this.options.removeDelayMs);
+  }
+
+  private ensurePeer(id: number): void {
+    if (id === this.config.memberId || this.dialed.has(id) || this.gone.has(id) || this.removedFromCell) return;
+    let info = this.directory.get(id);
+    if (info === undefined && this.directory.mergeRecordText(this.store.membersRecord())) info = this.directory.get(id);
+    if (info === undefined || info.peerUrl === '') {
+      if (!this.unknown.has(id)) this.log.warn(`membership: no peer URL known for member ${id} yet`);
+      this.unknown.add(id);
+      return;
+    }
+    const url = new URL(info.peerUrl);
+    const address = this.config.peerDial.get(info.name) ?? { host: url.hostname, port: Number(url.port) };
+    assert(address.port > 0, 'a member\'s peer URL has a port');
+    this.transport.addPeer(id, address);
+    this.dialed.add(id);
+  }
+}

@@ -1,0 +1,184 @@
+// Membership changes on real processes. A 3-node cell takes writes while a 4th node is added as
+// a learner (it catches up by snapshot: the log is compacted every 50 entries), promoted, and
+// the leader and another original voter are removed; every acknowledged write must then be
+// readable from every remaining member, a removed node must not count toward quorum, and a
+// restart of everyone keeps the membership. Bad input, a second change while one is in flight
+// and promoting a learner that lags are refused with clear errors.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { findLeader, http, putSurely, sleep, startTestCell, type TestCell } from './harness.js';
+
+interface Member {
+  id: number;
+  name: string;
+  role: 'voter' | 'learner';
+}
+
+async function members(cell: TestCell, name: string): Promise<Member[]> {
+  for (let attempt = 0; ; attempt++) {
+    const answer = await http(`${cell.cell.clientUrl(name)}/v1/cluster/members`);
+    // A linearizable read: between leaders (one was just removed) it may have to wait.
+    if (answer.status === 503 && attempt < 40) {
+      await sleep(250);
+      continue;
+    }
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    return answer.body.members as Member[];
+  }
+}
+
+function idOf(list: readonly Member[], name: string): number {
+  const member = list.find((m) => m.name === name);
+  assert.ok(member !== undefined, `${name} is in ${JSON.stringify(list)}`);
+  return member.id;
+}
+
+/** Writes keys one after another until stopped; returns the acknowledged ones. */
+function writeLoop(cell: TestCell, among: () => string[]): { stop(): Promise<Map<string, string>> } {
+  const acked = new Map<string, string>();
+  let stopping = false;
+  const loop = (async () => {
+    for (let n = 0; n < 100_000 && !stopping; n++) {
+      const names = among();
+      const name = names[n % names.length] as string;
+      const key = `/load/k${n % 40}`;
+      const value = `v${n}`;
+      try {
+        await putSurely(`${cell.cell.clientUrl(name)}/v1/kv${key}`, value, 40);
+        acked.set(key, value);
+      } catch {
+        // that node is going away: the next write goes to another
+      }
+    }
+  })();
+  return {
+    async stop() {
+      stopping = true;
+      await loop;
+      return acked;
+    },
+  };
+}
+
+async function promoteWhenCaughtUp(cell: TestCell, via: string, id: number): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const answer = await http(`${cell.cell.clientUrl(via)}/v1/cluster/members/${id}/promote`, { method: 'POST' });
+    if (answer.status === 200) return;
+    assert.equal(answer.status, 412, JSON.stringify(answer.body));
+    if (Date.now() > deadline) assert.fail(`learner ${id} never caught up: ${JSON.stringify(answer.body)}`);
+    await sleep(200);
+  }
+}
+
+async function removeMember(cell: TestCell, via: string, id: number): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const answer = await http(`${cell.cell.clientUrl(via)}/v1/cluster/members/${id}`, { method: 'DELETE' });
+    if (answer.status === 200) return;
+    // Right after a change the new leader may not have applied it yet (change in progress).
+    if (attempt > 40 || (answer.status !== 412 && answer.status !== 503)) assert.fail(JSON.stringify(answer.body));
+    await sleep(250);
+  }
+}
+
+test('members are added as learners, promoted and removed under a write load', { timeout: 90_000 }, async () => {
+  const cell = await startTestCell({ spares: 1, extraArgs: ['--snapshot-entries', '50'] });
+  try {
+    let live = ['n1', 'n2', 'n3'];
+    const load = writeLoop(cell, () => live);
+    await sleep(1500);
+    // Bad input: 400 with a message, from any member.
+    for (const body of ['{}', '{"name":"x y","peerUrl":"http://127.0.0.1:1","clientUrl":"http://127.0.0.1:2"}',
+      '{"name":"n9","peerUrl":"ftp://h:1","clientUrl":"http://127.0.0.1:2"}',
+      '{"name":"n1","peerUrl":"http://127.0.0.1:1","clientUrl":"http://127.0.0.1:2"}',
+      '{"name":"n9","peerUrl":"http://127.0.0.1:1","clientUrl":"http://127.0.0.1:2","extra":1}']) {
+      const answer = await http(`${cell.cell.clientUrl('n2')}/v1/cluster/members`, { method: 'POST', body });
+      assert.equal(answer.status, 400, `${body}: ${JSON.stringify(answer.body)}`);
+      assert.equal(answer.body.error.code, 'invalid_argument');
+    }
+    assert.equal((await http(`${cell.cell.clientUrl('n1')}/v1/cluster/members/99`, { method: 'DELETE' })).status, 404);
+
+    // Changes at once: one is made, the others are refused while it is in flight.
+    const leaderNow = await findLeader(cell);
+    const ghost = (name: string, port: number): Promise<{ status: number; body: any }> =>
+      http(`${cell.cell.clientUrl(leaderNow)}/v1/cluster/members`, {
+        method: 'POST',
+        body: JSON.stringify({ name, peerUrl: `http://127.0.0.1:${port}`, clientUrl: `http://127.0.0.1:${port + 1}` }),
+      });
+    const both = await Promise.all([ghost('ghost1', 1), ghost('ghost2', 3), ghost('ghost3', 5)]);
+    assert.deepEqual(both.map((a) => a.status).sort(), [201, 412, 412], JSON.stringify(both.map((a) => a.body)));
+    const refused = both.find((a) => a.status === 412);
+    assert.equal(refused?.body.error.reason, 'change_in_progress');
+    const ghostId = both.find((a) => a.status === 201)?.body.member.id as number;
+    await removeMember(cell, 'n2', ghostId);
+
+    // Add n4 as a learner through a follower (forwarded to the leader), then start it.
+    const leader = await findLeader(cell);
+    const follower = live.find((n) => n !== leader) as string;
+    const add = await http(`${cell.cell.clientUrl(follower)}/v1/cluster/members`, {
+      method: 'POST',
+      body: JSON.stringify({ name: 'n4', peerUrl: cell.cell.peerUrl('n4'), clientUrl: cell.cell.clientUrl('n4') }),
+    });
+    assert.equal(add.status, 201, JSON.stringify(add.body));
+    assert.equal(add.body.member.role, 'learner');
+    assert.match(add.body.initialCluster, /n4=http/);
+    const n4 = add.body.member.id as number;
+    // One change at a time, and a learner that has not caught up (not even started) is not promoted.
+    const early = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/members/${n4}/promote`, { method: 'POST' });
+    assert.equal(early.status, 412, JSON.stringify(early.body));
+    assert.equal(early.body.error.reason, 'learner_not_in_sync');
+    const status = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/status`);
+    assert.equal(status.body.members.find((m: Member) => m.id === n4)?.role, 'learner');
+
+    cell.cell.start('n4', { join: true });
+    await cell.cell.waitReady(30_000, ['n4']);
+    await promoteWhenCaughtUp(cell, follower, n4);
+    live = ['n1', 'n2', 'n3', 'n4'];
+    assert.equal((await members(cell, 'n4')).find((m) => m.id === n4)?.role, 'voter');
+
+    // Remove the leader, then another original voter.
+    const first = await findLeader(cell);
+    const firstId = idOf(await members(cell, 'n4'), first);
+    live = live.filter((n) => n !== first);
+    await removeMember(cell, 'n4', firstId);
+    const second = live.find((n) => n !== 'n4') as string;
+    const secondId = idOf(await members(cell, 'n4'), second);
+    live = live.filter((n) => n !== second);
+    await removeMember(cell, 'n4', secondId);
+    const remaining = await members(cell, 'n4');
+    assert.deepEqual(remaining.map((m) => m.name).sort(), [...live].sort());
+    await sleep(1000);
+    const acked = await load.stop();
+    assert.ok(acked.size > 10, `writes got through (${acked.size})`);
+
+    // Every acknowledged write is readable from every remaining member.
+    for (const name of live) {
+      for (const [key, value] of acked) {
+        const read = await http(`${cell.cell.clientUrl(name)}/v1/kv${key}`);
+        assert.equal(read.status, 200, `${name} ${key}`);
+        assert.equal(read.body.kvs[0].value, value, `${name} ${key}`);
+      }
+    }
+
+    // The removed nodes no longer count: with them stopped, 2 of the 2 voters still commit;
+    // with one of the two voters stopped, nothing commits (a removed node cannot make a quorum).
+    await cell.cell.kill9(first);
+    await cell.cell.kill9(second);
+    await putSurely(`${cell.cell.clientUrl('n4')}/v1/kv/after/removal`, 'ok');
+
+    // Restart everyone: the membership persists.
+    for (const name of live) await cell.cell.kill9(name);
+    for (const name of live) cell.cell.start(name);
+    await cell.cell.waitReady(30_000, live);
+    const after = await members(cell, live[0] as string);
+    assert.deepEqual(after.map((m) => `${m.name}:${m.role}`).sort(), live.map((n) => `${n}:voter`).sort());
+    const read = await http(`${cell.cell.clientUrl(live[1] as string)}/v1/kv/after/removal`);
+    assert.equal(read.body.kvs[0].value, 'ok');
+    const other = live.find((n) => n !== 'n4') as string;
+    await cell.cell.kill9(other);
+    const stalled = await http(`${cell.cell.clientUrl('n4')}/v1/kv/after/quorum`, { method: 'PUT', body: 'x', timeoutMs: 8000 });
+    assert.ok(stalled.status === 503 || stalled.status === 504, `no quorum without ${other}: ${stalled.status}`);
+  } finally {
+    await cell.close();
+  }
+});
