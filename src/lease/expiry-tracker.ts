@@ -12,8 +12,13 @@
 // TTL/3, so leases renewed on time cost no log writes at all). A renewal of a lease whose
 // checkpoint is below its TTL first resets that checkpoint through the log (renew() says so):
 // only then is its full TTL promised, so no election can cut a promised TTL short.
+//
+// Cost: a renewal only writes the lease's deadline (no heap work, no allocation). Each lease sits
+// in two heaps exactly once, keyed at or before the next moment it needs a look (its deadline,
+// its checkpoint, a revocation's retry); renewals only ever move those moments later, so the
+// key is left behind and the lease is re-filed when the old key comes up, about once per TTL.
 import { assert } from '../base/assert.js';
-import { MinHeap } from './min-heap.js';
+import { IndexedMinHeap, type HeapSlots } from './indexed-heap.js';
 
 export interface TrackedLease {
   readonly id: number;
@@ -22,14 +27,47 @@ export interface TrackedLease {
   readonly remainingMs: number;
 }
 
+/** A renewal's answer (see renew()). */
+export interface Renewal {
+  readonly ttlMs: number;
+  readonly resetCheckpoint: boolean;
+}
+
+// Times are whole milliseconds, rounded up from the clock (a deadline is never earlier than
+// promised), which also keeps them small integers in the engine (no boxed doubles per lease).
 interface Deadline {
-  ttlMs: number;
+  readonly id: number;
+  readonly ttlMs: number;
   expiresAtMs: number;
   /** Remaining TTL recorded by the last checkpoint this leader proposed or inherited. */
   checkpointedMs: number;
   /** Set once a revocation was proposed; cleared if it did not commit in time. */
   revokingSinceMs: number;
+  /** Invariant: at or before the next look expired() must take (deadline or retry). */
+  expiryKeyMs: number;
+  expiryAt: number;
+  /** Invariant: at or before the moment the lease is due for a checkpoint. */
+  checkpointKeyMs: number;
+  checkpointAt: number;
 }
+
+const expirySlots: HeapSlots<Deadline> = {
+  key: (d) => d.expiryKeyMs,
+  id: (d) => d.id,
+  position: (d) => d.expiryAt,
+  setPosition: (d, at) => {
+    d.expiryAt = at;
+  },
+};
+
+const checkpointSlots: HeapSlots<Deadline> = {
+  key: (d) => d.checkpointKeyMs,
+  id: (d) => d.id,
+  position: (d) => d.checkpointAt,
+  setPosition: (d, at) => {
+    d.checkpointAt = at;
+  },
+};
 
 export interface ExpiryTrackerOptions {
   /** Leases named per expired() call. */
@@ -39,6 +77,11 @@ export interface ExpiryTrackerOptions {
   /** Checkpoint a lease when it went unrenewed for this fraction of its TTL (0..1]. */
   readonly checkpointFraction: number;
   readonly checkpointBatchMax: number;
+  /**
+   * Leases looked at per expired() or checkpoints() call (re-filing renewed ones included), so
+   * that one call stays short when many old keys come up at once; default 10x the larger batch.
+   */
+  readonly lookBatchMax?: number;
 }
 
 export const defaultExpiryTrackerOptions: ExpiryTrackerOptions = {
@@ -46,14 +89,20 @@ export const defaultExpiryTrackerOptions: ExpiryTrackerOptions = {
   revokeRetryMs: 2000,
   checkpointFraction: 0.4,
   checkpointBatchMax: 1000,
+  lookBatchMax: 10_000,
 };
 
 export class LeaseExpiryTracker {
+  private readonly lookBatchMax: number;
   private readonly leases = new Map<number, Deadline>();
-  // Lazy deletion: a heap item is stale when its deadline no longer matches the lease's.
-  private readonly heap = new MinHeap<number>();
+  private readonly expiryHeap = new IndexedMinHeap(expirySlots);
+  private readonly checkpointHeap = new IndexedMinHeap(checkpointSlots);
 
-  constructor(private readonly options: ExpiryTrackerOptions = defaultExpiryTrackerOptions) {}
+  constructor(private readonly options: ExpiryTrackerOptions = defaultExpiryTrackerOptions) {
+    assert(options.revokeRetryMs > 0 && options.checkpointFraction > 0 && options.checkpointFraction <= 1, 'tracker options');
+    this.lookBatchMax = options.lookBatchMax ?? 10 * Math.max(options.expireBatchMax, options.checkpointBatchMax);
+    assert(this.lookBatchMax >= options.expireBatchMax && this.lookBatchMax >= options.checkpointBatchMax, 'look budget');
+  }
 
   get size(): number {
     return this.leases.size;
@@ -62,38 +111,42 @@ export class LeaseExpiryTracker {
   /** This node became leader: deadlines restart from the checkpointed remaining TTLs. */
   promote(leases: Iterable<TrackedLease>, nowMs: number): void {
     this.clear();
+    const now = Math.ceil(nowMs);
     for (const lease of leases) {
       assert(lease.remainingMs >= 0 && lease.remainingMs <= lease.ttlMs, 'remaining TTL within the TTL');
-      this.track(lease.id, lease.ttlMs, nowMs + lease.remainingMs, lease.remainingMs);
+      this.track(lease.id, lease.ttlMs, now + lease.remainingMs, lease.remainingMs);
     }
   }
 
   clear(): void {
     this.leases.clear();
-    this.heap.clear();
+    this.expiryHeap.clear();
+    this.checkpointHeap.clear();
   }
 
   /** A grant was applied (the full TTL starts now). */
   granted(id: number, ttlMs: number, nowMs: number): void {
-    this.track(id, ttlMs, nowMs + ttlMs, ttlMs);
+    this.track(id, ttlMs, Math.ceil(nowMs) + ttlMs, ttlMs);
   }
 
   /** A revocation was applied. */
   removed(id: number): void {
+    const lease = this.leases.get(id);
+    if (lease === undefined) return;
     this.leases.delete(id);
+    this.expiryHeap.remove(lease);
+    this.checkpointHeap.remove(lease);
   }
 
   /**
    * A keepalive. Null when the lease is unknown or being revoked. `resetCheckpoint`: the lease's
    * checkpoint is below its TTL, so the caller must commit a checkpoint of the full TTL before it
-   * promises the TTL to the client.
+   * promises the TTL to the client. O(1): both heap keys stay where they are (see the top).
    */
-  renew(id: number, nowMs: number): { ttlMs: number; resetCheckpoint: boolean } | null {
+  renew(id: number, nowMs: number): Renewal | null {
     const lease = this.leases.get(id);
     if (lease === undefined || lease.revokingSinceMs >= 0) return null;
-    lease.expiresAtMs = nowMs + lease.ttlMs;
-    this.heap.push(lease.expiresAtMs, id);
-    this.compactHeapIfStale();
+    lease.expiresAtMs = Math.ceil(nowMs) + lease.ttlMs;
     const resetCheckpoint = lease.checkpointedMs < lease.ttlMs;
     lease.checkpointedMs = lease.ttlMs;
     return { ttlMs: lease.ttlMs, resetCheckpoint };
@@ -117,7 +170,14 @@ export class LeaseExpiryTracker {
 
   private checkpointLost(id: number): void {
     const lease = this.leases.get(id);
-    if (lease !== undefined) lease.checkpointedMs = Math.max(0, lease.ttlMs - 1);
+    if (lease === undefined) return;
+    lease.checkpointedMs = Math.max(0, lease.ttlMs - 1);
+    // The only change that can bring a lease's checkpoint moment earlier: move its key back.
+    const due = this.checkpointDueMs(lease);
+    if (due < lease.checkpointKeyMs) {
+      lease.checkpointKeyMs = due;
+      this.checkpointHeap.update(lease);
+    }
   }
 
   has(id: number): boolean {
@@ -126,32 +186,31 @@ export class LeaseExpiryTracker {
 
   remainingMs(id: number, nowMs: number): number | null {
     const lease = this.leases.get(id);
-    return lease === undefined ? null : Math.max(0, lease.expiresAtMs - nowMs);
+    return lease === undefined ? null : Math.min(lease.ttlMs, Math.max(0, lease.expiresAtMs - nowMs));
   }
 
   /** Leases past their deadline whose revocation should be proposed now (bounded). */
   expired(nowMs: number): number[] {
     const out: number[] = [];
-    const retry: number[] = [];
-    while (out.length < this.options.expireBatchMax) {
-      const key = this.heap.peekKey();
-      if (key === undefined || key > nowMs) break;
-      const item = this.heap.pop() as { key: number; value: number };
-      const lease = this.leases.get(item.value);
-      if (lease === undefined || lease.expiresAtMs !== item.key) continue; // stale heap item
-      if (lease.revokingSinceMs >= 0 && nowMs - lease.revokingSinceMs < this.options.revokeRetryMs) {
-        retry.push(item.value);
-        continue;
+    const retryMs = this.options.revokeRetryMs;
+    for (let looked = 0; out.length < this.options.expireBatchMax && looked < this.lookBatchMax; looked++) {
+      const lease = this.expiryHeap.peek();
+      if (lease === undefined || lease.expiryKeyMs > nowMs) break;
+      if (lease.revokingSinceMs >= 0) {
+        // Proposed before and not committed since: propose again once the retry delay passed.
+        if (nowMs - lease.revokingSinceMs >= retryMs) {
+          lease.revokingSinceMs = nowMs;
+          out.push(lease.id);
+        }
+      } else if (lease.expiresAtMs <= nowMs) {
+        lease.revokingSinceMs = nowMs;
+        out.push(lease.id);
       }
-      lease.revokingSinceMs = nowMs;
-      out.push(item.value);
-      retry.push(item.value);
-    }
-    // Keep revoking leases in the heap so that a lost proposal is retried.
-    for (const id of retry) {
-      const lease = this.leases.get(id) as Deadline;
-      lease.expiresAtMs = Math.max(lease.expiresAtMs, lease.revokingSinceMs + this.options.revokeRetryMs);
-      this.heap.push(lease.expiresAtMs, id);
+      // Re-file: a revoking lease at its retry (kept so that a lost proposal is retried), a
+      // renewed one at its new deadline. Either is later than now, so this loop ends.
+      lease.expiryKeyMs = lease.revokingSinceMs >= 0 ? lease.revokingSinceMs + retryMs : lease.expiresAtMs;
+      assert(lease.expiryKeyMs > nowMs, 'a re-filed lease is looked at later');
+      this.expiryHeap.update(lease);
     }
     return out;
   }
@@ -163,34 +222,49 @@ export class LeaseExpiryTracker {
    */
   checkpoints(nowMs: number): { id: number; remainingMs: number }[] {
     const out: { id: number; remainingMs: number }[] = [];
-    for (const [id, lease] of this.leases) {
-      if (out.length >= this.options.checkpointBatchMax) break;
-      if (lease.revokingSinceMs >= 0) continue;
-      // Whole milliseconds (the log's unit), rounded up: a checkpoint never cuts a TTL short.
-      const remaining = Math.min(lease.ttlMs, Math.max(0, Math.ceil(lease.expiresAtMs - nowMs)));
-      if (lease.checkpointedMs - remaining >= lease.ttlMs * this.options.checkpointFraction) {
-        lease.checkpointedMs = remaining;
-        out.push({ id, remainingMs: remaining });
+    for (let looked = 0; out.length < this.options.checkpointBatchMax && looked < this.lookBatchMax; looked++) {
+      const lease = this.checkpointHeap.peek();
+      if (lease === undefined || lease.checkpointKeyMs > nowMs) break;
+      if (lease.revokingSinceMs >= 0) {
+        lease.checkpointKeyMs = lease.revokingSinceMs + this.options.revokeRetryMs;
+      } else {
+        // Whole milliseconds (the log's unit), rounded up: a checkpoint never cuts a TTL short.
+        const remaining = Math.min(lease.ttlMs, Math.max(0, Math.ceil(lease.expiresAtMs - nowMs)));
+        if (lease.checkpointedMs - remaining >= lease.ttlMs * this.options.checkpointFraction) {
+          lease.checkpointedMs = remaining;
+          out.push({ id: lease.id, remainingMs: remaining });
+        }
+        lease.checkpointKeyMs = this.checkpointDueMs(lease);
       }
+      // An expired lease not yet revoked can be due already: look again at the next pass.
+      lease.checkpointKeyMs = Math.max(lease.checkpointKeyMs, Math.floor(nowMs) + 1);
+      this.checkpointHeap.update(lease);
     }
     return out;
   }
 
-  /**
-   * Every renewal leaves its old heap item behind (lazy deletion), and those only leave the heap
-   * once their old deadline passes: a client renewing far more often than TTL/3 would grow it
-   * without bound. Rebuilding once stale items outnumber the leases keeps memory per lease
-   * bounded at O(1) amortized cost per renewal.
-   */
-  private compactHeapIfStale(): void {
-    if (this.heap.size <= 2 * this.leases.size + 1024) return;
-    this.heap.clear();
-    for (const [id, lease] of this.leases) this.heap.push(lease.expiresAtMs, id);
-    assert(this.heap.size === this.leases.size, 'one heap item per lease after a rebuild');
+  /** When the lease will have gone unrenewed for the checkpoint fraction since its checkpoint. */
+  private checkpointDueMs(lease: Deadline): number {
+    return lease.expiresAtMs - lease.checkpointedMs + Math.ceil(lease.ttlMs * this.options.checkpointFraction);
   }
 
   private track(id: number, ttlMs: number, expiresAtMs: number, checkpointedMs: number): void {
-    this.leases.set(id, { ttlMs, expiresAtMs, checkpointedMs, revokingSinceMs: -1 });
-    this.heap.push(expiresAtMs, id);
+    const previous = this.leases.get(id);
+    if (previous !== undefined) this.removed(id);
+    const lease: Deadline = {
+      id,
+      ttlMs,
+      expiresAtMs,
+      checkpointedMs,
+      revokingSinceMs: -1,
+      expiryKeyMs: expiresAtMs,
+      expiryAt: -1,
+      checkpointKeyMs: 0,
+      checkpointAt: -1,
+    };
+    lease.checkpointKeyMs = this.checkpointDueMs(lease);
+    this.leases.set(id, lease);
+    this.expiryHeap.push(lease);
+    this.checkpointHeap.push(lease);
   }
 }

@@ -1,3 +1,4 @@
 export { LeaseExpiryTracker, defaultExpiryTrackerOptions } from './expiry-tracker.js';
-export type { ExpiryTrackerOptions, TrackedLease } from './expiry-tracker.js';
-export { MinHeap } from './min-heap.js';
+export type { ExpiryTrackerOptions, Renewal, TrackedLease } from './expiry-tracker.js';
+export { IndexedMinHeap } from './indexed-heap.js';
+export type { HeapSlots } from './indexed-heap.js';

@@ -3,17 +3,35 @@
 // TTL short across a leader change while still letting abandoned leases die under churn.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeaseExpiryTracker, MinHeap, defaultExpiryTrackerOptions } from '../../../src/lease/index.js';
+import { IndexedMinHeap, LeaseExpiryTracker, defaultExpiryTrackerOptions } from '../../../src/lease/index.js';
 import { SeededRandom, randomInt } from '../../../src/base/random.js';
 
-test('the min-heap pops in key order', () => {
+test('the indexed heap pops in key order, and re-keys and removes items in place', () => {
   const random = new SeededRandom(9n);
-  const heap = new MinHeap<number>();
-  const keys = Array.from({ length: 500 }, () => randomInt(random, 0, 1000));
-  keys.forEach((k, i) => heap.push(k, i));
+  interface Item { id: number; key: number; at: number }
+  const heap = new IndexedMinHeap<Item>({
+    key: (item) => item.key,
+    id: (item) => item.id,
+    position: (item) => item.at,
+    setPosition: (item, at) => {
+      item.at = at;
+    },
+  });
+  const items: Item[] = Array.from({ length: 500 }, (_, id) => ({ id, key: randomInt(random, 0, 1000), at: -1 }));
+  for (const item of items) heap.push(item);
+  // Re-key a third (both ways) and remove a tenth.
+  for (const item of items) if (item.id % 3 === 0) {
+    item.key = randomInt(random, 0, 1000);
+    heap.update(item);
+  }
+  for (const item of items) if (item.id % 10 === 1) heap.remove(item);
+  const expected = items.filter((i) => i.id % 10 !== 1).sort((a, b) => a.key - b.key || a.id - b.id).map((i) => i.id);
   const popped: number[] = [];
-  for (let item = heap.pop(); item !== undefined; item = heap.pop()) popped.push(item.key);
-  assert.deepEqual(popped, [...keys].sort((a, b) => a - b));
+  for (let item = heap.pop(); item !== undefined; item = heap.pop()) {
+    assert.equal(item.at, -1, 'a popped item knows it left');
+    popped.push(item.id);
+  }
+  assert.deepEqual(popped, expected);
 });
 
 test('renewed leases do not expire; abandoned ones expire in bounded batches', () => {
@@ -64,12 +82,43 @@ test('a new leader keeps checkpointed remaining TTLs; renewed leases keep their 
   assert.ok(replicated.has(1));
 });
 
-test('renewing far more often than TTL/3 does not grow memory without bound', () => {
+test('renewing far more often than TTL/3 costs no heap work and no memory', () => {
   const tracker = new LeaseExpiryTracker();
   for (let id = 1; id <= 100; id++) tracker.granted(id, 60_000, 0);
   for (let now = 1; now <= 20_000; now++) tracker.renew((now % 100) + 1, now);
-  const heapSize = (tracker as unknown as { heap: { size: number } }).heap.size;
-  assert.ok(heapSize <= 2 * 100 + 1024, `heap holds ${heapSize} items for 100 leases`);
-  assert.deepEqual(tracker.expired(20_000 + 59_999 - 100), [], 'no lease expires early after compaction');
+  const heaps = tracker as unknown as { expiryHeap: { size: number }; checkpointHeap: { size: number } };
+  assert.equal(heaps.expiryHeap.size, 100, 'one expiry heap item per lease');
+  assert.equal(heaps.checkpointHeap.size, 100, 'one checkpoint heap item per lease');
+  // Old keys (from the grant at 0) come up first: the leases are re-filed, none is named. The
+  // last renewals were at 19,901-20,000: due for a checkpoint 40% of the TTL later, not before.
+  assert.deepEqual(tracker.checkpoints(19_901 + 24_000 - 1), []);
+  assert.equal(tracker.checkpoints(19_901 + 24_000).length, 1);
+  assert.deepEqual(tracker.expired(60_000), []);
+  assert.deepEqual(tracker.expired(20_000 + 59_999 - 100), [], 'no lease expires early');
   assert.equal(tracker.expired(20_000 + 60_000).length, 100);
+});
+
+test('a lease re-filed many times still expires at its last deadline, and is checkpointed when quiet', () => {
+  const tracker = new LeaseExpiryTracker();
+  tracker.granted(1, 10_000, 0);
+  let now = 0;
+  for (; now < 50_000; now += 3_000) {
+    tracker.renew(1, now);
+    assert.deepEqual(tracker.expired(now), []);
+    assert.deepEqual(tracker.checkpoints(now), [], 'a lease renewed every TTL/3 is never checkpointed');
+  }
+  const last = now - 3_000; // renewed last at 48,000: deadline 58,000; quiet from then on
+  assert.deepEqual(tracker.checkpoints(last + 3_999), []);
+  assert.deepEqual(tracker.checkpoints(last + 4_000), [{ id: 1, remainingMs: 6_000 }]);
+  assert.deepEqual(tracker.checkpoints(last + 7_999), []);
+  assert.deepEqual(tracker.checkpoints(last + 8_000), [{ id: 1, remainingMs: 2_000 }]);
+  // Lost: the next pass checkpoints it again.
+  tracker.checkpointFailed([1]);
+  assert.deepEqual(tracker.checkpoints(last + 8_500), [{ id: 1, remainingMs: 1_500 }]);
+  assert.deepEqual(tracker.expired(last + 9_999), []);
+  assert.deepEqual(tracker.expired(last + 10_000), [1]);
+  tracker.removed(1);
+  assert.equal(tracker.size, 0);
+  assert.deepEqual(tracker.expired(last + 20_000), []);
+  assert.deepEqual(tracker.checkpoints(last + 20_000), []);
 });
