@@ -16,6 +16,11 @@ export interface LeaseServiceOptions {
   /** Lease IDs in one keepalive call. */
   readonly keepaliveIdsMax: number;
   readonly requestTimeoutMs: number;
+  /**
+   * Minimum time between the starts of two leadership confirmations for renewals (each is a
+   * quorum round shared by every renewal that arrived before it); default 10 ms.
+   */
+  readonly confirmIntervalMs?: number;
   /** Deliberately broken rules, for the simulator's teeth tests only. */
   readonly bugs?: LeaseBugs;
 }
@@ -36,6 +41,7 @@ export const defaultLeaseServiceOptions: LeaseServiceOptions = {
   keepalivesInFlightMax: 8_192,
   keepaliveIdsMax: 1_000,
   requestTimeoutMs: 5_000,
+  confirmIntervalMs: 10,
 };
 
 function envInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {

@@ -56,6 +56,11 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   private readonly resets = new Map<number, Promise<void>>();
   private stopped = false;
   private readonly store: LeaseStore;
+  /** Renewals waiting for the next leadership confirmation (not yet started: see confirmLeadership). */
+  private confirmNext: { resolve: () => void; reject: (error: Error) => void }[] = [];
+  private confirmInFlight = false;
+  private confirmTimer: { cancel(): void } | null = null;
+  private lastConfirmStartMs = Number.NEGATIVE_INFINITY;
 
   /**
    * A node's service on real timers. Followers forward with `forwarder` (the peer transport's,
@@ -100,6 +105,11 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   stop(): void {
     this.stopped = true;
     this.demote();
+    this.confirmTimer?.cancel();
+    this.confirmTimer = null;
+    const waiters = this.confirmNext;
+    this.confirmNext = [];
+    for (const waiter of waiters) waiter.reject(new UnavailableError('the node is stopping'));
   }
 
   // --- leadership -------------------------------------------------------------------------
@@ -158,12 +168,55 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
 
   /**
    * A quorum confirms this node still leads, in a heartbeat round that starts after the call
-   * (ReadIndex; the core batches concurrent calls into one round). A round that started before
-   * a renewal arrived could not vouch for it: a newer leader may have promoted its tracker since.
+   * (ReadIndex). A round that started before a renewal arrived could not vouch for it: a newer
+   * leader may have promoted its tracker since. So calls join the next round, never the one in
+   * flight, and all the calls that arrived before a round starts share it: one ReadIndex call
+   * per round, and rounds at most every confirmIntervalMs, however many keepalives arrive (each
+   * round is a heartbeat to every follower and its answers, work that puts wait behind).
    */
   private confirmLeadership(): Promise<void> {
     if (this.driver === null) return Promise.reject(new UnavailableError('the node is starting'));
-    return this.driver.linearizableRead();
+    return new Promise<void>((resolve, reject) => {
+      this.confirmNext.push({ resolve, reject });
+      this.scheduleConfirm();
+    });
+  }
+
+  private scheduleConfirm(): void {
+    if (this.confirmInFlight || this.confirmTimer !== null || this.confirmNext.length === 0) return;
+    const intervalMs = this.options.confirmIntervalMs ?? defaultLeaseServiceOptions.confirmIntervalMs ?? 0;
+    const waitMs = this.lastConfirmStartMs + intervalMs - this.monotonicMs();
+    if (waitMs <= 0) {
+      this.startConfirm();
+      return;
+    }
+    this.confirmTimer = this.deps.timers.setTimeout(() => {
+      this.confirmTimer = null;
+      this.startConfirm();
+    }, waitMs);
+  }
+
+  private startConfirm(): void {
+    const driver = this.driver;
+    const waiters = this.confirmNext;
+    this.confirmNext = [];
+    if (driver === null || waiters.length === 0) return;
+    this.confirmInFlight = true;
+    this.lastConfirmStartMs = this.monotonicMs();
+    // The round starts here, after every waiter above arrived.
+    driver.linearizableRead().then(
+      () => this.endConfirm(waiters, null),
+      (error: unknown) => this.endConfirm(waiters, error instanceof Error ? error : new Error(String(error))),
+    );
+  }
+
+  private endConfirm(waiters: readonly { resolve: () => void; reject: (error: Error) => void }[], error: Error | null): void {
+    this.confirmInFlight = false;
+    for (const waiter of waiters) {
+      if (error === null) waiter.resolve();
+      else waiter.reject(error);
+    }
+    if (!this.stopped) this.scheduleConfirm();
   }
 
   // --- applied outcomes (LeaseOutcomeObserver) ---------------------------------------------
