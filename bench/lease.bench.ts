@@ -1,7 +1,10 @@
 // `npm run bench:leases`: lease renewals on a real 3-process Baton cell (issue 7's benchmark).
 //   1. put p99 alone (the baseline), 8 closed-loop put clients on the leader;
-//   2. grant N leases (TTL 600 s, see ttlSeconds) and measure the leader's anonymous RSS growth per lease;
-//   3. steady load: N leases on N/100 WebSocket streams spread over all three members (followers
+//   2. grant N leases (TTL 600 s, see ttlSeconds), --grant-concurrency requests at once spread over
+//      the three members (followers forward the proposals), so that each Raft batch carries
+//      hundreds of grants; memory per lease on the leader = its JS heap after a full GC (taken
+//      through the inspector, see src/bench/inspector.ts) after the grants minus before, / N;
+//   3. steady load, once per --period-ms value: N leases on N/100 WebSocket streams spread over all three members (followers
 //      forward to the leader), each stream renewing its 100 leases in one keepalive frame every
 //      period (default 10 s, staggered), while the same put load runs: renewals/s, frame p99,
 //      leader CPU, put p99 with renewals / without. The renewals are switched on and off in
@@ -10,18 +13,22 @@
 //      whose load drifts, that is the only ratio worth quoting (the phase-1 ratio is printed too);
 //   4. maximum renewals/s: closed-loop keepalive frames of 1,000 IDs on 8 streams to the leader.
 // Plus the expiry tracker's own heap per lease, measured in-process (run with --expose-gc).
+// --profile writes a CPU profile of the leader over the first steady phase and prints its top rows.
 //
 //   npm run bench:leases                      20,000 leases (fits a shared 2-core machine)
-//   npm run bench:leases -- --leases 100000   the seed's scale
+//   npm run bench:leases -- --leases 100000   the seed's scale (10,000 renewals/s)
+//   npm run bench:leases -- --leases 100000 --period-ms 10000,1000   and then 100,000 renewals/s
 //   npm run bench:leases -- --seconds 20 --period-ms 10000
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'node:http';
 import WebSocket from 'ws';
 import { freePorts } from '../src/bench/ports.js';
 import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
+import { summarizeCpuProfile } from '../src/bench/cpu-profile.js';
+import { InspectorSession } from '../src/bench/inspector.js';
 import { LatencyHistogram } from '../src/bench/histogram.js';
 import { LeaseExpiryTracker } from '../src/lease/index.js';
 import { ProcessCell } from '../src/server/process-cell.js';
@@ -35,12 +42,17 @@ const { values } = parseArgs({
     'put-clients': { type: 'string' },
     'ttl-s': { type: 'string' },
     'alternate-ms': { type: 'string' },
+    'grant-concurrency': { type: 'string' },
+    'max-seconds': { type: 'string' },
+    profile: { type: 'boolean' },
   },
   strict: true,
 });
 const leaseCount = Number(values.leases ?? 20_000);
 const seconds = Number(values.seconds ?? 20);
-const periodMs = Number(values['period-ms'] ?? 10_000);
+const periodsMs = (values['period-ms'] ?? '10000').split(',').map(Number);
+const grantConcurrency = Number(values['grant-concurrency'] ?? 384);
+const maxSeconds = Number(values['max-seconds'] ?? 10);
 const putClients = Number(values['put-clients'] ?? 8);
 const perStream = 100;
 // Longer than the grant phase (100K grants take minutes here), so no lease expires before its
@@ -52,6 +64,7 @@ const switchGuardMs = 250;
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const ms = (us: number): string => (us / 1000).toFixed(1);
+const load = (): string => loadavg().map((l) => l.toFixed(1)).join(' ');
 
 function rssAnonKiB(pid: number): number {
   return Number(/RssAnon:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
@@ -172,13 +185,122 @@ function trackerHeapBytesPerLease(count: number): number {
   return bytes / count;
 }
 
+/** Grants `count` leases, `grantConcurrency` requests at once spread over `bases`; their IDs ascending. */
+async function grantAll(bases: readonly string[], count: number): Promise<number[]> {
+  const agents = bases.map(() => new Agent({ keepAlive: true, maxSockets: Math.ceil(grantConcurrency / bases.length) }));
+  const ids: number[] = [];
+  let next = 0;
+  await Promise.all(Array.from({ length: grantConcurrency }, async (_, worker) => {
+    const member = worker % bases.length;
+    while (next < count) {
+      const n = next++;
+      // A timeout's outcome is unknown: retry with the same Request-ID (never a second lease).
+      for (let attempt = 1; ; attempt++) {
+        const res = await httpJson(agents[member] as Agent, bases[member] as string, 'POST', '/v1/leases', { ttl: ttlSeconds },
+          { 'request-id': `bench-grant-${n}` }).catch((error: Error) => ({ status: 0, body: error.message }));
+        if (res.status === 200) {
+          ids.push(res.body.id as number);
+          break;
+        }
+        if (attempt >= 10 || ![0, 429, 503, 504].includes(res.status)) {
+          throw new Error(`grant: ${res.status} ${JSON.stringify(res.body)}`);
+        }
+        await sleep(200 * attempt);
+      }
+    }
+  }));
+  for (const agent of agents) agent.destroy();
+  return ids.sort((a, b) => a - b);
+}
+
+interface PhaseResult {
+  renewalsPerSecond: number;
+  frames: ReturnType<LatencyHistogram['summary']>;
+  on: ReturnType<LatencyHistogram['summary']>;
+  off: ReturnType<LatencyHistogram['summary']>;
+  cpuOn: number;
+  cpuOff: number;
+  /** CPU cores used by all three members, renewals on / off. */
+  cellCpuOn: number;
+  cellCpuOff: number;
+  windows: number;
+}
+
+/**
+ * Puts run throughout; renewals are switched on and off in alternating windows (off first).
+ * `renewers` start the renewal loops, which renew only while `state.renewing` and end once
+ * `state.running` is false.
+ */
+async function alternatingPhase(
+  leaderBase: string,
+  leaderPid: number,
+  cellPids: readonly number[],
+  phaseSeconds: number,
+  renewers: (state: { renewing: boolean; running: boolean; renewed: number; frames: LatencyHistogram }) => Promise<void>[],
+): Promise<PhaseResult> {
+  const state = { renewing: false, running: true, renewed: 0, frames: new LatencyHistogram() };
+  let switchedAtMs = performance.now();
+  const putsOn = new LatencyHistogram();
+  const putsOff = new LatencyHistogram();
+  const pick = (): LatencyHistogram | null =>
+    performance.now() - switchedAtMs < switchGuardMs ? null : state.renewing ? putsOn : putsOff;
+  const cpu = { on: 0, off: 0 };
+  const cellCpu = { on: 0, off: 0 };
+  const secondsIn = { on: 0, off: 0 };
+  const puts = putLoad(leaderBase, putClients, pick);
+  const loops = renewers(state);
+  const windows = Math.max(2, 2 * Math.round((phaseSeconds * 1000) / alternateMs / 2));
+  let renewedOn = 0;
+  for (let w = 0; w < windows; w++) {
+    const side = state.renewing ? 'on' : 'off';
+    const cpuAtStart = cpuSeconds([leaderPid]);
+    const cellCpuAtStart = cpuSeconds(cellPids);
+    const renewedAtStart = state.renewed;
+    const startedMs = performance.now();
+    await sleep(alternateMs);
+    cpu[side] += cpuSeconds([leaderPid]) - cpuAtStart;
+    cellCpu[side] += cpuSeconds(cellPids) - cellCpuAtStart;
+    secondsIn[side] += (performance.now() - startedMs) / 1000;
+    if (side === 'on') renewedOn += state.renewed - renewedAtStart;
+    state.renewing = !state.renewing;
+    switchedAtMs = performance.now();
+  }
+  state.running = false;
+  await puts.stop();
+  await Promise.race([Promise.all(loops), sleep(Math.max(...periodsMs) + 5_000)]);
+  return {
+    renewalsPerSecond: renewedOn / secondsIn.on,
+    frames: state.frames.summary(),
+    on: putsOn.summary(),
+    off: putsOff.summary(),
+    cpuOn: cpu.on / secondsIn.on,
+    cpuOff: cpu.off / secondsIn.off,
+    cellCpuOn: cellCpu.on / secondsIn.on,
+    cellCpuOff: cellCpu.off / secondsIn.off,
+    windows,
+  };
+}
+
+function logPhase(label: string, target: string, result: PhaseResult): void {
+  const { on, off, frames } = result;
+  log(`${label} (${result.windows} alternating ${alternateMs / 1000} s windows, load ${load()}): ` +
+    `${result.renewalsPerSecond.toFixed(0)} renewals/s while on${target}, frame p50 ${ms(frames.p50Us)} ms ` +
+    `p99 ${ms(frames.p99Us)} ms, leader CPU ${result.cpuOn.toFixed(2)} cores on / ${result.cpuOff.toFixed(2)} off, ` +
+    `cell ${result.cellCpuOn.toFixed(2)} / ${result.cellCpuOff.toFixed(2)} (` +
+    `${((1e6 * (result.cellCpuOn - result.cellCpuOff)) / result.renewalsPerSecond).toFixed(1)} cell CPU-µs per renewal)`);
+  log(`  puts with renewals: ${on.count}, p50 ${ms(on.p50Us)} ms p99 ${ms(on.p99Us)} ms; without (interleaved): ${off.count}, ` +
+    `p50 ${ms(off.p50Us)} ms p99 ${ms(off.p99Us)} ms; p99 ratio ${(on.p99Us / off.p99Us).toFixed(2)}x`);
+}
+
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'baton-lease-bench-'));
-  const ports = await freePorts(6);
+  const ports = await freePorts(9);
   const names = ['n1', 'n2', 'n3'];
+  const inspectPort = (name: string): number => ports[6 + names.indexOf(name)] as number;
   const cell = new ProcessCell({
     dataDir,
     members: names.map((name, i) => ({ name, clientPort: ports[i] as number, peerPort: ports[3 + i] as number })),
+    nodeArgs: (name) => [`--inspect=127.0.0.1:${inspectPort(name)}`],
     output: 'pipe',
   });
   cell.startAll();
@@ -190,121 +312,86 @@ async function main(): Promise<void> {
       leader = (await httpJson(agent, cell.clientUrl('n1'), 'GET', '/v1/cluster/status')).body.leader as number;
       if (leader === 0) await sleep(100);
     }
-    const leaderBase = cell.clientUrl(`n${leader}`);
-    const leaderPid = findPids(join(dataDir, `n${leader}`))[0] as number;
-    log(`cell up, leader n${leader} (pid ${leaderPid}); ${leaseCount} leases, ${leaseCount / perStream} streams, period ${periodMs} ms, ${seconds} s windows`);
+    const leaderName = `n${leader}`;
+    const leaderBase = cell.clientUrl(leaderName);
+    const leaderPid = findPids(join(dataDir, leaderName))[0] as number;
+    const cellPids = names.flatMap((name) => findPids(join(dataDir, name)));
+    const inspector = await InspectorSession.connect('127.0.0.1', inspectPort(leaderName));
+    log(`cell up, leader ${leaderName} (pid ${leaderPid}); ${leaseCount} leases, ${leaseCount / perStream} streams, ` +
+      `periods ${periodsMs.join(', ')} ms, ${seconds} s phases; load ${load()}`);
 
+    // Informative only (minutes before the phases): the same-run ratios below are what counts.
+    const baselineSeconds = Math.min(seconds, 30);
     const baseline = putLoad(leaderBase, putClients);
-    await sleep(seconds * 1000);
+    await sleep(baselineSeconds * 1000);
     const putAlone = (await baseline.stop()).summary();
-    log(`puts alone: ${putAlone.count} in ${seconds} s, p50 ${ms(putAlone.p50Us)} ms, p99 ${ms(putAlone.p99Us)} ms`);
+    log(`puts alone: ${putAlone.count} in ${baselineSeconds} s, p50 ${ms(putAlone.p50Us)} ms, p99 ${ms(putAlone.p99Us)} ms`);
 
+    const heapBefore = await inspector.heapUsedAfterGc();
     const rssBefore = rssAnonKiB(leaderPid);
     const grantStarted = performance.now();
-    const ids: number[] = [];
-    let next = 0;
-    await Promise.all(Array.from({ length: 64 }, async () => {
-      while (next < leaseCount) {
-        const n = next++;
-        // A timeout's outcome is unknown: retry with the same Request-ID (never a second lease).
-        for (let attempt = 1; ; attempt++) {
-          const res = await httpJson(agent, leaderBase, 'POST', '/v1/leases', { ttl: ttlSeconds }, { 'request-id': `bench-grant-${n}` })
-            .catch((error: Error) => ({ status: 0, body: error.message }));
-          if (res.status === 200) {
-            ids.push(res.body.id as number);
-            break;
-          }
-          if (attempt >= 10 || ![0, 429, 503, 504].includes(res.status)) {
-            throw new Error(`grant: ${res.status} ${JSON.stringify(res.body)}`);
-          }
-          await sleep(200 * attempt);
-        }
-      }
-    }));
+    const ids = await grantAll(cell.clientUrls(), leaseCount);
     const grantSeconds = (performance.now() - grantStarted) / 1000;
-    log(`granted ${ids.length} in ${grantSeconds.toFixed(1)} s (${(ids.length / grantSeconds).toFixed(0)}/s)`);
+    log(`granted ${ids.length} in ${grantSeconds.toFixed(1)} s (${(ids.length / grantSeconds).toFixed(0)}/s, ` +
+      `${grantConcurrency} at once over 3 members; load ${load()})`);
+    const heapAfterGrants = await inspector.heapUsedAfterGc();
+    log(`leader heap after GC: ${((heapAfterGrants - heapBefore) / ids.length).toFixed(0)} bytes per lease after the grants ` +
+      `(${(heapBefore / 2 ** 20).toFixed(1)} -> ${(heapAfterGrants / 2 ** 20).toFixed(1)} MiB)`);
 
     const streams: KeepaliveStream[] = [];
     for (let s = 0; s < ids.length / perStream; s++) streams.push(await KeepaliveStream.open(cell.clientUrl(names[s % 3] as string)));
-    const frames = new LatencyHistogram();
-    let renewed = 0;
-    let running = true;
-    // Windows alternate: off (no renewals), on, off, on, ...; puts run throughout.
-    let renewing = false;
-    let switchedAtMs = performance.now();
-    const putsOn = new LatencyHistogram();
-    const putsOff = new LatencyHistogram();
-    const pick = (): LatencyHistogram | null =>
-      performance.now() - switchedAtMs < switchGuardMs ? null : renewing ? putsOn : putsOff;
-    const cpu = { on: 0, off: 0 };
-    const secondsIn = { on: 0, off: 0 };
-    const puts = putLoad(leaderBase, putClients, pick);
-    const loops = streams.map(async (stream, s) => {
-      const mine = ids.slice(s * perStream, (s + 1) * perStream);
-      // Staggered slots, as independent clients would be; a slot in an off window is skipped.
-      let next = performance.now() + (s / streams.length) * periodMs;
-      while (running) {
-        await sleep(Math.max(0, next - performance.now()));
-        next += periodMs;
-        if (!running || !renewing) continue;
-        const answer = await stream.keepalive(mine);
-        frames.record(answer.latencyUs);
-        if (renewing) renewed += answer.renewed;
-        next = Math.max(next, performance.now());
+    for (const [p, periodMs] of periodsMs.entries()) {
+      if (p === 0 && values.profile === true) await inspector.startProfile();
+      const result = await alternatingPhase(leaderBase, leaderPid, cellPids, seconds, (state) => streams.map(async (stream, s) => {
+        const mine = ids.slice(s * perStream, (s + 1) * perStream);
+        // Staggered slots, as independent clients would be; a slot in an off window is skipped.
+        let next = performance.now() + (s / streams.length) * periodMs;
+        while (state.running) {
+          await sleep(Math.max(0, next - performance.now()));
+          next += periodMs;
+          if (!state.running || !state.renewing) continue;
+          const answer = await stream.keepalive(mine);
+          state.frames.record(answer.latencyUs);
+          state.renewed += answer.renewed;
+          next = Math.max(next, performance.now());
+        }
+      }));
+      if (p === 0 && values.profile === true) {
+        const profile = await inspector.stopProfile();
+        const kept = join(tmpdir(), `baton-lease-leader-${Date.now()}.cpuprofile`);
+        writeFileSync(kept, JSON.stringify(profile));
+        const summary = summarizeCpuProfile(profile as Parameters<typeof summarizeCpuProfile>[0], '', 30);
+        log(`leader profile (${(summary.durationMs / 1000).toFixed(1)} s, idle ${summary.idlePercent.toFixed(1)}%), kept at ${kept}:`);
+        for (const row of summary.rows) log(`  ${row.busyPercent.toFixed(1).padStart(5)}%  ${row.name}  ${row.location}`);
       }
-    });
-    const windows = Math.max(2, 2 * Math.round((seconds * 1000) / alternateMs));
-    for (let w = 0; w < windows; w++) {
-      const side = renewing ? 'on' : 'off';
-      const cpuAtStart = cpuSeconds([leaderPid]);
-      const startedMs = performance.now();
-      await sleep(alternateMs);
-      cpu[side] += cpuSeconds([leaderPid]) - cpuAtStart;
-      secondsIn[side] += (performance.now() - startedMs) / 1000;
-      renewing = !renewing;
-      switchedAtMs = performance.now();
+      logPhase(`steady, every ${periodMs} ms`, ` (target ${(ids.length * 1000 / periodMs).toFixed(0)}/s)`, result);
+      if (p === 0) {
+        const heapAfterRenewals = await inspector.heapUsedAfterGc();
+        log(`leader heap after GC: ${((heapAfterRenewals - heapBefore) / ids.length).toFixed(0)} bytes per lease after renewals ` +
+          `(anonymous RSS grew ${(((rssAnonKiB(leaderPid) - rssBefore) * 1024) / ids.length).toFixed(0)} bytes per lease, ` +
+          `the table in LMDB is file-backed, not counted)`);
+      }
     }
-    running = false;
-    await puts.stop();
-    await Promise.race([Promise.all(loops), sleep(periodMs + 5_000)]);
-    const rssAfter = rssAnonKiB(leaderPid);
-    const frameSummary = frames.summary();
-    const on = putsOn.summary();
-    const off = putsOff.summary();
-    log(`steady (${windows} alternating ${alternateMs / 1000} s windows): ${(renewed / secondsIn.on).toFixed(0)} renewals/s while on ` +
-      `(target ${(ids.length * 1000 / periodMs).toFixed(0)}/s), frame p50 ${ms(frameSummary.p50Us)} ms p99 ${ms(frameSummary.p99Us)} ms, ` +
-      `leader CPU ${(cpu.on / secondsIn.on).toFixed(2)} cores on / ${(cpu.off / secondsIn.off).toFixed(2)} off`);
-    log(`puts with renewals: ${on.count}, p50 ${ms(on.p50Us)} ms p99 ${ms(on.p99Us)} ms; without (interleaved): ${off.count}, ` +
-      `p50 ${ms(off.p50Us)} ms p99 ${ms(off.p99Us)} ms; p99 ratio ${(on.p99Us / off.p99Us).toFixed(2)}x ` +
-      `(vs phase 1 alone: ${(on.p99Us / putAlone.p99Us).toFixed(2)}x)`);
-    log(`leader anonymous RSS growth: ${(((rssAfter - rssBefore) * 1024) / ids.length).toFixed(0)} bytes per lease (table in LMDB is file-backed, not counted)`);
     for (const stream of streams) stream.close();
 
     // Maximum renewals/s: 8 streams to the leader, each keeping 2 frames of 1,000 IDs in flight.
     const maxStreams = await Promise.all(Array.from({ length: 8 }, () => KeepaliveStream.open(leaderBase)));
-    const maxFrames = new LatencyHistogram();
-    let maxRenewed = 0;
-    running = true;
-    const maxCpuStart = cpuSeconds([leaderPid]);
-    const maxStart = performance.now();
     const batch = 1000;
-    const maxLoops = maxStreams.flatMap((stream, s) => [0, 1].map(async (lane) => {
-      for (let n = 0; running; n++) {
+    const max = await alternatingPhase(leaderBase, leaderPid, cellPids, maxSeconds, (state) => maxStreams.flatMap((stream, s) => [0, 1].map(async (lane) => {
+      for (let n = 0; state.running; n++) {
+        if (!state.renewing) {
+          await sleep(20);
+          continue;
+        }
         const from = ((s * 2 + lane + n * 16) * batch) % Math.max(batch, ids.length - batch);
         const answer = await stream.keepalive(ids.slice(from, from + batch));
-        maxFrames.record(answer.latencyUs);
-        maxRenewed += answer.renewed;
+        state.frames.record(answer.latencyUs);
+        state.renewed += answer.renewed;
       }
-    }));
-    await sleep(Math.min(seconds, 10) * 1000);
-    running = false;
-    await Promise.all(maxLoops);
-    const maxSeconds = (performance.now() - maxStart) / 1000;
-    const maxCpu = (cpuSeconds([leaderPid]) - maxCpuStart) / maxSeconds;
-    const maxSummary = maxFrames.summary();
-    log(`maximum: ${(maxRenewed / maxSeconds).toFixed(0)} renewals/s, frame (1,000 IDs) p50 ${ms(maxSummary.p50Us)} ms ` +
-      `p99 ${ms(maxSummary.p99Us)} ms, leader CPU ${maxCpu.toFixed(2)} cores`);
+    })));
+    logPhase('maximum (1,000-ID frames, 8 streams x 2 in flight)', '', max);
     for (const stream of maxStreams) stream.close();
+    inspector.close();
     agent.destroy();
     log(`expiry tracker heap: ${trackerHeapBytesPerLease(Math.max(ids.length, 100_000)).toFixed(0)} bytes per lease (in-process, --expose-gc)`);
   } finally {
