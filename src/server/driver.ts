@@ -22,10 +22,17 @@ export interface DriverOptions {
   /**
    * Readys handed to the log store and not yet completed (default 1: each waits for the one
    * before). More lets commits and applies proceed while newer entries are being synced (1-client
-   * put p50 about 30% lower in the bench), but it is not switched on: the simulator still finds a
-   * liveness failure with 8 (`npm run sim -- --seed 6876 --driver server --profile chaos`).
+   * put p50 about 30% lower in the bench).
    */
   readonly readysInFlightMax?: number;
+  /**
+   * A leader whose oldest uncommitted entry has waited this long refuses new proposals (its own:
+   * 429 overloaded; forwarded ones are dropped, and their senders time out and retry). Default
+   * requestTimeoutMs / 2. Without it an overloaded leader queues more than it can commit within
+   * the clients' timeout: every proposal then times out before it commits, clients send new
+   * ones, and nothing is acknowledged again (the sim's seed 6876, chaos, found this).
+   */
+  readonly uncommittedAgeMsMax?: number;
 }
 
 export interface DriverEvents {
@@ -79,6 +86,14 @@ export class NodeDriver<Outcome> {
   private deferredHardState: HardState | null = null;
   /** The last log index on this node's disk (the WAL), as of completed writes. */
   private durableIndex: number;
+  /**
+   * While leader: the last index and hand-out time of each Ready's new entries not yet known
+   * committed, oldest first (the age of the oldest is the leader's queueing delay).
+   */
+  private uncommittedMarks: { lastIndex: number; atMs: number }[] = [];
+  private readonly uncommittedAgeMsMax: number;
+  /** Forwarded proposal messages dropped because this leader was overloaded. */
+  forwardedDropped = 0;
 
   constructor(
     private readonly core: RaftApi,
@@ -91,6 +106,7 @@ export class NodeDriver<Outcome> {
   ) {
     this.lastSnapshotIndex = core.status().firstIndex - 1;
     this.durableIndex = core.status().lastIndex;
+    this.uncommittedAgeMsMax = options.uncommittedAgeMsMax ?? options.requestTimeoutMs / 2;
   }
 
   get leaderId(): MemberId {
@@ -109,7 +125,13 @@ export class NodeDriver<Outcome> {
 
   receive(messages: readonly RaftMessage[]): void {
     if (this.stopped) return;
-    for (const message of messages) this.core.step(message);
+    for (const message of messages) {
+      if (message.type === 'propose' && this.role === 'leader' && this.overloaded()) {
+        this.forwardedDropped += message.commands.length;
+        continue;
+      }
+      this.core.step(message);
+    }
     this.pump();
   }
 
@@ -130,6 +152,9 @@ export class NodeDriver<Outcome> {
     if (this.stopped) return Promise.reject(new UnavailableError('the node is stopping'));
     if (this.proposals.size >= (this.options.proposalsPendingMax ?? 10_000)) {
       return Promise.reject(new OverloadedError('too many proposals in flight on this node; retry later'));
+    }
+    if (this.role === 'leader' && this.overloaded()) {
+      return Promise.reject(new OverloadedError('the leader is behind: its oldest uncommitted entry waits too long; retry later'));
     }
     const data = frameCommand(proposalId, command);
     const key = Buffer.from(proposalId).toString('hex');
@@ -187,6 +212,7 @@ export class NodeDriver<Outcome> {
     while (!this.stopped && this.inFlight.length < inFlightMax && this.core.hasReady()) {
       const ready = this.core.ready();
       this.observeSoftState(ready);
+      this.trackUncommitted(ready);
       // Thesis §10.2.1: the leader's appends go out while its own disk write is in progress.
       this.peers.send(ready.appendMessages);
       // A snapshot replaces the log it covers: nothing below it is applied any more (its install
@@ -225,6 +251,27 @@ export class NodeDriver<Outcome> {
         (error: Error) => this.fail(error),
       );
     }
+  }
+
+  /** True when this leader's oldest uncommitted entry has waited past the bound. */
+  private overloaded(): boolean {
+    const oldest = this.uncommittedMarks[0];
+    return oldest !== undefined && this.timers.monotonicMs() - oldest.atMs > this.uncommittedAgeMsMax;
+  }
+
+  private trackUncommitted(ready: Ready): void {
+    const marks = this.uncommittedMarks;
+    if (this.role !== 'leader') {
+      if (marks.length > 0) this.uncommittedMarks = [];
+      return;
+    }
+    const last = ready.entries[ready.entries.length - 1];
+    if (last !== undefined) marks.push({ lastIndex: last.index, atMs: this.timers.monotonicMs() });
+    const committed = ready.committed[ready.committed.length - 1]?.index ?? 0;
+    const known = Math.max(committed, ready.hardState?.commit ?? 0);
+    let done = 0;
+    while (done < marks.length && (marks[done] as { lastIndex: number }).lastIndex <= known) done++;
+    if (done > 0) marks.splice(0, done);
   }
 
   /** Finishes persisted Readys from the head, in hand-off order. */

@@ -53,7 +53,11 @@ export class Delivery {
     }
     world.stats.messagesDelivered++;
     if (world.tracing) world.trace(node, `recv ${describeMessage(message)}`);
-    (node.core as RaftApi).step(message);
+    // Through the production driver when it runs, as in a real node: it may refuse a message
+    // (an overloaded leader drops forwarded proposals).
+    const binding = node.serverDriver;
+    if (binding !== null) binding.driver.receive([message]);
+    else (node.core as RaftApi).step(message);
     if (message.type === 'snapshot') {
       const backMs = world.nowMs + world.scenario.networkDelayMsMin;
       world.schedule(backMs, {

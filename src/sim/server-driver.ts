@@ -78,7 +78,7 @@ export class ServerDriverBinding implements MemberDriver {
         return { cancel: () => (cancelled = true) };
       },
     };
-    const options = { requestTimeoutMs, snapshotEntries };
+    const options = { requestTimeoutMs, snapshotEntries, readysInFlightMax: 8 };
     const events = {
       onFatal: (error: Error) => world.report('driver failed', error.message),
       onApplied: () => {
