@@ -81,9 +81,12 @@ async function removeMember(cell: TestCell, via: string, id: number): Promise<vo
   }
 }
 
-test('members are added as learners, promoted and removed under a write load', { timeout: 90_000 }, async () => {
+test('members are added as learners, promoted and removed under a write load', { timeout: 90_000 }, async (t) => {
+  const started = Date.now();
+  const mark = (what: string): void => t.diagnostic(`${((Date.now() - started) / 1000).toFixed(1)} s: ${what}`);
   const cell = await startTestCell({ spares: 1, extraArgs: ['--snapshot-entries', '50'] });
   try {
+    mark('cell ready');
     let live = ['n1', 'n2', 'n3'];
     const load = writeLoop(cell, () => live);
     await sleep(1500);
@@ -132,7 +135,11 @@ test('members are added as learners, promoted and removed under a write load', {
 
     cell.cell.start('n4', { join: true });
     await cell.cell.waitReady(30_000, ['n4']);
+    mark('n4 joined and ready');
+    // The log was compacted long before: n4 caught up from a snapshot.
+    assert.match(cell.cell.tail('n4', 200), /snapshot \d+ from member/);
     await promoteWhenCaughtUp(cell, follower, n4);
+    mark('n4 promoted');
     live = ['n1', 'n2', 'n3', 'n4'];
     assert.equal((await members(cell, 'n4')).find((m) => m.id === n4)?.role, 'voter');
 
@@ -145,6 +152,7 @@ test('members are added as learners, promoted and removed under a write load', {
     const secondId = idOf(await members(cell, 'n4'), second);
     live = live.filter((n) => n !== second);
     await removeMember(cell, 'n4', secondId);
+    mark('two original voters removed');
     const remaining = await members(cell, 'n4');
     assert.deepEqual(remaining.map((m) => m.name).sort(), [...live].sort());
     await sleep(1000);
@@ -160,12 +168,14 @@ test('members are added as learners, promoted and removed under a write load', {
       }
     }
 
+    mark(`${acked.size} keys read back from every member`);
     // The removed nodes no longer count: with them stopped, 2 of the 2 voters still commit;
     // with one of the two voters stopped, nothing commits (a removed node cannot make a quorum).
     await cell.cell.kill9(first);
     await cell.cell.kill9(second);
     await putSurely(`${cell.cell.clientUrl('n4')}/v1/kv/after/removal`, 'ok');
 
+    mark('a write without the removed nodes');
     // Restart everyone: the membership persists.
     for (const name of live) await cell.cell.kill9(name);
     for (const name of live) cell.cell.start(name);
@@ -174,6 +184,7 @@ test('members are added as learners, promoted and removed under a write load', {
     assert.deepEqual(after.map((m) => `${m.name}:${m.role}`).sort(), live.map((n) => `${n}:voter`).sort());
     const read = await http(`${cell.cell.clientUrl(live[1] as string)}/v1/kv/after/removal`);
     assert.equal(read.body.kvs[0].value, 'ok');
+    mark('restarted, membership kept');
     const other = live.find((n) => n !== 'n4') as string;
     await cell.cell.kill9(other);
     const stalled = await http(`${cell.cell.clientUrl('n4')}/v1/kv/after/quorum`, { method: 'PUT', body: 'x', timeoutMs: 8000 });

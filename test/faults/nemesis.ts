@@ -10,10 +10,13 @@
 // - clock-jump: one member's wall clock (often the leader's) steps forward or back, then steps
 //   back to true time at the heal. Only Baton's wall-clock uses feel it: the proposal time in
 //   each entry, the clock of the Request-ID dedup window (see dedup-probe.ts);
-// Membership changes are not among them: the server has no member add/remove API yet.
+// - membership: one member (the leader half the time) is removed through the API, killed, and
+//   after the fault's duration added back as a new learner with a wiped data directory, then
+//   promoted once in sync (membership-fault.ts).
 import { SeededRandom, randomInt } from '../../src/base/random.js';
 import { findLeader, sleep, type TestCell } from '../cluster/harness.js';
 import type { FaultControls } from './fault-controls.js';
+import { replaceMember } from './membership-fault.js';
 
 export const faultKinds = [
   'kill',
@@ -25,6 +28,7 @@ export const faultKinds = [
   'partition-bridge',
   'slow-disk',
   'clock-jump',
+  'membership',
 ] as const;
 export type FaultKind = (typeof faultKinds)[number];
 
@@ -145,6 +149,12 @@ export function startNemesis(
           controls.set(victim, { fsyncDelayMs: delayMs });
           await sleep(duration);
           controls.set(victim, { fsyncDelayMs: 0 });
+          break;
+        }
+        case 'membership': {
+          const victim = leaderFirst ? await leaderOr(anyone) : anyone;
+          note(victim);
+          await replaceMember(cell, victim, duration, (what) => log.push(`${now().toFixed(0)} ms:   ${what}`));
           break;
         }
         case 'clock-jump': {
