@@ -156,9 +156,8 @@ export class Membership {
     }
     const id = Math.max(this.directory.maxMemberId, ...allMemberIds(conf)) + 1;
     const added: MemberInfo = { id, ...input };
-    this.directory.merge([added], id);
     await this.change(conf, { type: 'addLearner', id }, `add ${input.name} as learner ${id}`,
-      (next) => next.learners.includes(id));
+      (next) => next.learners.includes(id), added);
     const everyone = this.members();
     return {
       member: { ...added, role: 'learner' },
@@ -257,14 +256,16 @@ export class Membership {
     item: { type: 'addVoter' | 'addLearner' | 'remove'; id: number },
     what: string,
     done: (next: ConfState) => boolean,
+    added: MemberInfo | null = null,
   ): Promise<void> {
     const next = applyConfChange(conf, { type: 'enterJoint', changes: [item] });
-    const members = allMemberIds(next).map((id) => this.directory.get(id));
+    const members = allMemberIds(next).map((id) => (id === added?.id ? added : this.directory.get(id)));
     const known = members.filter((m): m is MemberInfo => m !== undefined);
     if (known.length !== members.length) {
       throw new UnavailableError('this leader does not know every member\'s URLs yet; retry shortly');
     }
-    const context = encodeMembersRecord({ version: 1, maxMemberId: this.directory.maxMemberId, members: known });
+    const maxMemberId = Math.max(this.directory.maxMemberId, added?.id ?? 0);
+    const context = encodeMembersRecord({ version: 1, maxMemberId, members: known });
     const change: ConfChange = { type: 'enterJoint', changes: [item], context };
     const result = this.core.proposeConfChange(change);
     if (!result.ok) {
@@ -275,6 +276,8 @@ export class Membership {
       if (result.reason === 'invalidConfChange') throw new InvalidArgumentError(`${what}: not a valid change now`);
       throw new UnavailableError(`the leader cannot take the change now (${result.reason})`);
     }
+    // The leader dials the new member as soon as it starts replicating to it (before the apply).
+    if (added !== null) this.directory.merge([added], added.id);
     this.changeInFlight = what;
     this.log.info(`membership: proposed ${what} at index ${result.index}`);
     try {
