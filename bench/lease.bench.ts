@@ -1,5 +1,6 @@
 // `npm run bench:leases`: lease renewals on a real 3-process Baton cell (issue 7's benchmark).
-//   1. put p99 alone (the baseline), 8 closed-loop put clients on the leader;
+//   1. put p99 alone (the baseline), 8 closed-loop put clients on the leader, in a worker thread
+//      of their own (see PutWorker);
 //   2. grant N leases (TTL 600 s, see ttlSeconds), --grant-concurrency requests at once spread over
 //      the three members (followers forward the proposals), so that each Raft batch carries
 //      hundreds of grants; memory per lease on the leader = its JS heap after a full GC (taken
@@ -23,6 +24,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { Agent, request } from 'node:http';
 import WebSocket from 'ws';
 import { freePorts } from '../src/bench/ports.js';
@@ -34,7 +36,7 @@ import { LeaseExpiryTracker } from '../src/lease/index.js';
 import { ProcessCell } from '../src/server/process-cell.js';
 
 const { values } = parseArgs({
-  args: process.argv.slice(2),
+  args: isMainThread ? process.argv.slice(2) : [],
   options: {
     leases: { type: 'string' },
     seconds: { type: 'string' },
@@ -138,6 +140,58 @@ function putLoad(
   };
 }
 
+type Summary = ReturnType<LatencyHistogram['summary']>;
+type PutSide = 'all' | 'on' | 'off';
+
+/**
+ * The put load in a worker thread of its own: put latencies are timed on an event loop that
+ * does nothing else, so the renewal clients' work in this thread (1,000 streams) cannot show up
+ * as put latency (clients of a real cell are other processes). Puts are recorded as 'all', or,
+ * once the main thread says which side a window is on, as 'on' / 'off' (none in the first
+ * switchGuardMs of a window).
+ */
+class PutWorker {
+  private constructor(private readonly worker: Worker) {}
+  static async start(base: string, clients: number): Promise<PutWorker> {
+    const worker = new Worker(new URL(import.meta.url), { workerData: { base, clients } });
+    await new Promise<void>((resolve, reject) => worker.once('message', () => resolve()).once('error', reject));
+    return new PutWorker(worker);
+  }
+  side(side: PutSide): void {
+    this.worker.postMessage({ type: 'side', side });
+  }
+  async stop(): Promise<Record<PutSide, Summary>> {
+    const done = new Promise<Record<PutSide, Summary>>((resolve, reject) =>
+      this.worker.once('message', resolve).once('error', reject));
+    this.worker.postMessage({ type: 'stop' });
+    const result = await done;
+    await this.worker.terminate();
+    return result;
+  }
+}
+
+function runPutWorker(): void {
+  const port = parentPort;
+  if (port === null) throw new Error('not a worker');
+  const { base, clients } = workerData as { base: string; clients: number };
+  const histograms: Record<PutSide, LatencyHistogram> = { all: new LatencyHistogram(), on: new LatencyHistogram(), off: new LatencyHistogram() };
+  let side: PutSide = 'all';
+  let switchedAtMs = performance.now();
+  const load = putLoad(base, clients, () =>
+    side !== 'all' && performance.now() - switchedAtMs < switchGuardMs ? null : histograms[side]);
+  port.on('message', (message: { type: 'side'; side: PutSide } | { type: 'stop' }) => {
+    if (message.type === 'side') {
+      side = message.side;
+      switchedAtMs = performance.now();
+      return;
+    }
+    void load.stop().then(() => port.postMessage({
+      all: histograms.all.summary(), on: histograms.on.summary(), off: histograms.off.summary(),
+    }));
+  });
+  port.postMessage('started');
+}
+
 /** One WebSocket carrying keepalive frames; answers resolve in order of their frame ids. */
 class KeepaliveStream {
   private readonly pending = new Map<number, { sentMs: number; resolve: (renewed: number) => void }>();
@@ -239,15 +293,11 @@ async function alternatingPhase(
   renewers: (state: { renewing: boolean; running: boolean; renewed: number; frames: LatencyHistogram }) => Promise<void>[],
 ): Promise<PhaseResult> {
   const state = { renewing: false, running: true, renewed: 0, frames: new LatencyHistogram() };
-  let switchedAtMs = performance.now();
-  const putsOn = new LatencyHistogram();
-  const putsOff = new LatencyHistogram();
-  const pick = (): LatencyHistogram | null =>
-    performance.now() - switchedAtMs < switchGuardMs ? null : state.renewing ? putsOn : putsOff;
   const cpu = { on: 0, off: 0 };
   const cellCpu = { on: 0, off: 0 };
   const secondsIn = { on: 0, off: 0 };
-  const puts = putLoad(leaderBase, putClients, pick);
+  const puts = await PutWorker.start(leaderBase, putClients);
+  puts.side('off');
   const loops = renewers(state);
   const windows = Math.max(2, 2 * Math.round((phaseSeconds * 1000) / alternateMs / 2));
   let renewedOn = 0;
@@ -263,16 +313,16 @@ async function alternatingPhase(
     secondsIn[side] += (performance.now() - startedMs) / 1000;
     if (side === 'on') renewedOn += state.renewed - renewedAtStart;
     state.renewing = !state.renewing;
-    switchedAtMs = performance.now();
+    puts.side(state.renewing ? 'on' : 'off');
   }
   state.running = false;
-  await puts.stop();
+  const put = await puts.stop();
   await Promise.race([Promise.all(loops), sleep(Math.max(...periodsMs) + 5_000)]);
   return {
     renewalsPerSecond: renewedOn / secondsIn.on,
     frames: state.frames.summary(),
-    on: putsOn.summary(),
-    off: putsOff.summary(),
+    on: put.on,
+    off: put.off,
     cpuOn: cpu.on / secondsIn.on,
     cpuOff: cpu.off / secondsIn.off,
     cellCpuOn: cellCpu.on / secondsIn.on,
@@ -322,9 +372,9 @@ async function main(): Promise<void> {
 
     // Informative only (minutes before the phases): the same-run ratios below are what counts.
     const baselineSeconds = Math.min(seconds, 30);
-    const baseline = putLoad(leaderBase, putClients);
+    const baseline = await PutWorker.start(leaderBase, putClients);
     await sleep(baselineSeconds * 1000);
-    const putAlone = (await baseline.stop()).summary();
+    const putAlone = (await baseline.stop()).all;
     log(`puts alone: ${putAlone.count} in ${baselineSeconds} s, p50 ${ms(putAlone.p50Us)} ms, p99 ${ms(putAlone.p99Us)} ms`);
 
     const heapBefore = await inspector.heapUsedAfterGc();
@@ -400,4 +450,5 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+if (isMainThread) await main();
+else runPutWorker();
