@@ -192,6 +192,7 @@ export class Membership {
     if (conf.voters.length === 1 && conf.voters[0] === id) {
       throw new PreconditionFailedError(`member ${id} is the last voter: a cell needs one`, { reason: 'last_voter' });
     }
+    if (conf.voters.includes(id)) this.checkQuorumAfterRemoving(id, conf);
     const view = this.viewOf(id, conf.voters.includes(id) ? 'voter' : 'learner');
     await this.change(conf, { type: 'remove', id }, `remove member ${id}`, (next) => !allMemberIds(next).includes(id));
     return view;
@@ -231,6 +232,27 @@ export class Membership {
         inner.send(messages);
       },
     };
+  }
+
+  /**
+   * Like etcd's strict reconfiguration check: refuse to remove a voter when the voters left would
+   * not include a quorum the leader is replicating to (one down, another removed: the cell would
+   * stop until the first comes back).
+   */
+  private checkQuorumAfterRemoving(id: number, conf: ConfState): void {
+    const status = this.core.status();
+    const remaining = conf.voters.filter((voter) => voter !== id);
+    const inContact = remaining.filter(
+      (voter) => voter === this.config.memberId || status.progress.get(voter)?.state === 'replicate',
+    );
+    const quorum = Math.floor(remaining.length / 2) + 1;
+    if (inContact.length < quorum) {
+      throw new PreconditionFailedError(
+        `removing member ${id} would leave ${inContact.length} of ${remaining.length} voters in contact with ` +
+          `the leader, fewer than the ${quorum} a quorum needs; bring the others back first`,
+        { reason: 'unhealthy_cell', inContact, remaining },
+      );
+    }
   }
 
   private viewOf(id: number, role: MemberRole): MemberView {

@@ -115,6 +115,22 @@ test('members are added as learners, promoted and removed under a write load', {
     const ghostId = both.find((a) => a.status === 201)?.body.member.id as number;
     await removeMember(cell, 'n2', ghostId);
 
+    // With one voter down, removing another would leave no quorum in contact: refused.
+    const [down, kept] = live.filter((n) => n !== leaderNow) as [string, string];
+    await cell.cell.kill9(down);
+    for (let i = 0; i < 100; i++) {
+      const status = await http(`${cell.cell.clientUrl(leaderNow)}/v1/cluster/status`);
+      if (status.body.members.find((m: { name: string }) => m.name === down)?.healthy === false) break;
+      await sleep(100);
+    }
+    const keptId = idOf(await members(cell, leaderNow), kept);
+    const unsafe = await http(`${cell.cell.clientUrl(leaderNow)}/v1/cluster/members/${keptId}`, { method: 'DELETE' });
+    assert.equal(unsafe.status, 412, JSON.stringify(unsafe.body));
+    assert.equal(unsafe.body.error.reason, 'unhealthy_cell');
+    cell.cell.start(down);
+    await cell.cell.waitReady(30_000, [down]);
+    mark('checks of bad input, concurrent changes, an unsafe removal');
+
     // Add n4 as a learner through a follower (forwarded to the leader), then start it.
     const leader = await findLeader(cell);
     const follower = live.find((n) => n !== leader) as string;
