@@ -29,6 +29,11 @@ export interface PutResult {
 export interface RangeRequest {
   readonly key: string;
   readonly prefix?: boolean;
+  /**
+   * Every key in [key, rangeEnd), by UTF-8 byte order (the etcd facade's ranges; the native HTTP
+   * API has no such form). A bound, not a key: any bytes; `0x30` ('0') = every key from `key` on.
+   */
+  readonly rangeEnd?: Uint8Array;
   readonly limit?: number;
   readonly keysOnly?: boolean;
   readonly countOnly?: boolean;

@@ -27,6 +27,15 @@ export class MemoryEngine implements KvEngine {
 
   *range(range: KvRange): Generator<KvEntry, void, undefined> {
     const generation = this.generation;
+    if (range.reverse === true) {
+      for (let i = this.lowerBound(range.end) - 1; i >= 0; i--) {
+        assert(this.generation === generation, 'write during a range iteration');
+        const entry = this.entries[i] as KvEntry;
+        if (compareBytes(entry.key, range.start) < 0) return;
+        yield entry;
+      }
+      return;
+    }
     for (let i = this.lowerBound(range.start); i < this.entries.length; i++) {
       assert(this.generation === generation, 'write during a range iteration');
       const entry = this.entries[i] as KvEntry;

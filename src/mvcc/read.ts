@@ -4,7 +4,7 @@
 // so a past read needs nothing below it.
 import { assert } from '../base/assert.js';
 import { CompactedError, FutureRevisionError, KeyNotFoundError } from '../base/errors.js';
-import { compareBytes, emptyBytes, fromUtf8, latin1, readU32 } from './bytes.js';
+import { compareBytes, emptyBytes, fromUtf8, readU32 } from './bytes.js';
 import {
   currentKey,
   currentRange,
@@ -16,9 +16,10 @@ import {
   tablePrefix,
 } from './layout.js';
 import { decodeEvent, decodeRecord, recordModRevision } from './records.js';
-import { validateRange } from './validate.js';
+import { isSingleKeyRead, validateRange } from './validate.js';
 import type {
   KeyValue,
+  KvEntry,
   KvRange,
   KvReader,
   MvccEvent,
@@ -51,7 +52,7 @@ export function readRange(context: ReadContext, request: RangeRequest, inTxn: bo
     revision === context.meta.revision
       ? readCurrent(context.reader, range, request, limit)
       : readPast(context.reader, range, request, { revision, limit });
-  if (!inTxn && request.prefix !== true && result.count === 0) {
+  if (!inTxn && isSingleKeyRead(request) && result.count === 0) {
     throw new KeyNotFoundError(`key ${request.key} not found`, { key: request.key, revision });
   }
   return { type: 'get', revision, ...result };
@@ -60,22 +61,24 @@ export function readRange(context: ReadContext, request: RangeRequest, inTxn: bo
 type RangePart = Pick<RangeResult, 'count' | 'more' | 'kvs'>;
 
 function readCurrent(reader: KvReader, range: KvRange, request: RangeRequest, limit: number): RangePart {
-  if (request.prefix !== true) {
+  if (isSingleKeyRead(request)) {
     // A single key is a point lookup: much cheaper than opening a range cursor.
     const stored = reader.get(currentKey(range.start));
     if (stored === undefined) return { count: 0, more: false, kvs: [] };
     const kvs = request.countOnly === true ? [] : [decodeRecord(request.key, stored, request.keysOnly === true)];
     return { count: 1, more: false, kvs };
   }
+  // The count covers the whole range (etcd's too); only the first `limit` keys are decoded.
+  const collect = request.countOnly !== true;
   const kvs: KeyValue[] = [];
   let count = 0;
   for (const entry of reader.range(currentRange(range))) {
     count++;
-    if (request.countOnly === true || (limit > 0 && kvs.length >= limit)) continue;
+    if (!collect || (limit > 0 && kvs.length >= limit)) continue;
     const key = fromUtf8(entry.key.subarray(1));
     kvs.push(decodeRecord(key, entry.value, request.keysOnly === true));
   }
-  return { count, more: kvs.length < count && request.countOnly !== true, kvs };
+  return { count, more: collect && kvs.length < count, kvs };
 }
 
 function readPast(
@@ -84,33 +87,86 @@ function readPast(
   request: RangeRequest,
   at: { revision: number; limit: number },
 ): RangePart {
-  const found: { key: Uint8Array; kv: KeyValue }[] = [];
-  // The first event after `revision` of each key decides: its prevKv was the state at `revision`.
-  const decided = new Set<string>();
+  const collect = request.countOnly !== true;
+  const keysOnly = request.keysOnly === true;
+  const kvs: KeyValue[] = [];
+  let count = 0;
+  for (const found of keysAtRevision(reader, range, at.revision)) {
+    count++;
+    if (!collect || (at.limit > 0 && kvs.length >= at.limit)) continue;
+    if ('kv' in found) kvs.push(keysOnly ? { ...found.kv, value: emptyBytes } : found.kv);
+    else kvs.push(decodeRecord(fromUtf8(found.current.key.subarray(1)), found.current.value, keysOnly));
+  }
+  return { count, more: collect && kvs.length < count, kvs };
+}
+
+/** A key live at the past revision: decided by a later event, or its current record (undecoded). */
+type PastKey = { readonly kv: KeyValue } | { readonly current: KvEntry };
+
+/**
+ * The keys in `range` as they were at `revision`, in key order, by merging two ordered streams:
+ * the revision index (per key, its events' revisions ascending) and the current table. The first
+ * event after `revision` of a key decides (its prevKv was the key's state then); a key with no
+ * such event reads as it is now. Memory stays constant whatever the range's size.
+ */
+function* keysAtRevision(reader: KvReader, range: KvRange, revision: number): Generator<PastKey> {
+  const groups = firstEventsAfter(reader, range, revision)[Symbol.iterator]();
+  const currents = reader.range(currentRange(range))[Symbol.iterator]();
+  let group = groups.next();
+  let current = currents.next();
+  try {
+    while (group.done !== true || current.done !== true) {
+      const order =
+        group.done === true ? 1 : current.done === true ? -1 : compareBytes(group.value.key, current.value.key.subarray(1));
+      if (order <= 0) {
+        const decided = (group.value as EventGroup).decider;
+        if (decided !== null) {
+          if (decided.prevKv !== null) yield { kv: decided.prevKv };
+        } else if (order === 0) {
+          yield checkedCurrent((current.value as KvEntry), revision);
+        }
+        // order < 0 with no later event: deleted at or before `revision`, and absent now.
+        group = groups.next();
+        if (order === 0) current = currents.next();
+      } else {
+        // No index entry (compacted history): unchanged since before the compaction point.
+        yield checkedCurrent(current.value as KvEntry, revision);
+        current = currents.next();
+      }
+    }
+  } finally {
+    groups.return(undefined);
+    currents.return?.(undefined);
+  }
+}
+
+function checkedCurrent(entry: KvEntry, revision: number): PastKey {
+  assert(recordModRevision(entry.value) <= revision, 'a changed key has no index entry');
+  return { current: entry };
+}
+
+/** One key's revision-index entries: the first event after the read revision, if any. */
+interface EventGroup {
+  readonly key: Uint8Array;
+  readonly decider: { readonly prevKv: KeyValue | null } | null;
+}
+
+function* firstEventsAfter(reader: KvReader, range: KvRange, revision: number): Generator<EventGroup> {
+  let key: Uint8Array | null = null;
+  let decider: EventGroup['decider'] = null;
   for (const entry of reader.range(revisionIndexRange(range))) {
-    const { key, revision } = parseRevisionIndexKey(entry.key);
-    if (revision <= at.revision) continue;
-    const mapKey = latin1(key);
-    if (decided.has(mapKey)) continue;
-    decided.add(mapKey);
-    const stored = reader.get(historyKey(revision, readU32(entry.value, 0)));
+    const parsed = parseRevisionIndexKey(entry.key);
+    if (key === null || compareBytes(parsed.key, key) !== 0) {
+      if (key !== null) yield { key, decider };
+      key = parsed.key;
+      decider = null;
+    }
+    if (decider !== null || parsed.revision <= revision) continue;
+    const stored = reader.get(historyKey(parsed.revision, readU32(entry.value, 0)));
     assert(stored !== undefined, 'the revision index points at a missing event');
-    const prevKv = decodeEvent(stored).prevKv;
-    if (prevKv !== null) found.push({ key, kv: prevKv });
+    decider = { prevKv: decodeEvent(stored).prevKv };
   }
-  // Keys unchanged since `revision` read as they are now.
-  for (const entry of reader.range(currentRange(range))) {
-    const key = entry.key.subarray(1);
-    if (decided.has(latin1(key))) continue;
-    assert(recordModRevision(entry.value) <= at.revision, 'a changed key has no index entry');
-    found.push({ key, kv: decodeRecord(fromUtf8(key), entry.value) });
-  }
-  found.sort((a, b) => compareBytes(a.key, b.key));
-  const count = found.length;
-  if (request.countOnly === true) return { count, more: false, kvs: [] };
-  const kept = at.limit > 0 ? found.slice(0, at.limit) : found;
-  const kvs = kept.map(({ kv }) => (request.keysOnly === true ? { ...kv, value: emptyBytes } : kv));
-  return { count, more: kvs.length < count, kvs };
+  if (key !== null) yield { key, decider };
 }
 
 /** Events with revision >= startRevision, in order, at most `limit` (watch catch-up). */

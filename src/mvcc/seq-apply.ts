@@ -13,6 +13,7 @@ import type { RevisionWriter } from './revision-writer.js';
 import { seqDigits, validateSeqKey } from './validate.js';
 import type {
   KeyValue,
+  KvRange,
   KvReader,
   MvccLimits,
   SeqCheckOp,
@@ -85,20 +86,24 @@ function ownKey(reader: KvReader, op: SeqCheckOp): KeyValue {
 }
 
 function position(reader: KvReader, prefix: string, kv: KeyValue, revision: number): SeqPosition {
-  let owner: KeyValue | null = null;
-  let predecessor: KeyValue | null = null;
-  // Keys below the contender's own, ascending: the first owns, the last is its predecessor.
-  for (const entry of reader.range(currentRange({ start: utf8(prefix), end: utf8(kv.key) }))) {
-    const below = decodeRecord(fromUtf8(entry.key.subarray(1)), entry.value);
-    owner ??= below;
-    predecessor = below;
-  }
-  return { revision, kv, owner: owner ?? kv, predecessor };
+  // Keys below the contender's own: the first owns, the last is its predecessor. Two seeks (one
+  // forward, one back from the contender's key), whatever the queue's length.
+  const below = currentRange({ start: utf8(prefix), end: utf8(kv.key) });
+  const owner = firstIn(reader, below);
+  if (owner === null) return { revision, kv, owner: kv, predecessor: null };
+  const predecessor = firstIn(reader, { ...below, reverse: true });
+  assert(predecessor !== null, 'a range with a first key has a last one');
+  return { revision, kv, owner, predecessor };
 }
 
 function firstUnder(reader: KvReader, prefix: string): KeyValue | null {
   const bytes = utf8(prefix);
-  for (const entry of reader.range(currentRange({ start: bytes, end: prefixEnd(bytes) }))) {
+  return firstIn(reader, currentRange({ start: bytes, end: prefixEnd(bytes) }));
+}
+
+/** The first entry of a range of the current table (the last one for a reverse range). */
+function firstIn(reader: KvReader, range: KvRange): KeyValue | null {
+  for (const entry of reader.range(range)) {
     return decodeRecord(fromUtf8(entry.key.subarray(1)), entry.value);
   }
   return null;

@@ -11,16 +11,24 @@ export interface KvEntry {
   readonly value: Uint8Array;
 }
 
-/** Keys in [start, end), ascending by unsigned byte order. */
+/** Keys in [start, end), ascending by unsigned byte order (descending with `reverse`). */
 export interface KvRange {
   readonly start: Uint8Array;
   readonly end: Uint8Array;
+  /**
+   * Descending: the engine seeks to the last key below `end` and steps back, so the first entry
+   * costs the same as a forward seek (the key just below another, a queue's predecessor).
+   */
+  readonly reverse?: boolean;
 }
 
 /** Keys are never empty (LMDB refuses them); the store's keys always start with a table byte. */
 export interface KvReader {
   get(key: Uint8Array): Uint8Array | undefined;
-  /** Ascending. The caller consumes the iterable before writing: no writes while iterating. */
+  /**
+   * Ascending (descending if `range.reverse`), starting with a seek, never a scan from the first
+   * key. The caller consumes the iterable (or stops it) before writing: no writes while iterating.
+   */
   range(range: KvRange): Iterable<KvEntry>;
 }
 
@@ -91,6 +99,12 @@ export interface RangeRequest {
   readonly type: 'get';
   readonly key: string;
   readonly prefix?: boolean;
+  /**
+   * The keys in [key, rangeEnd), compared as UTF-8 bytes: a bound, so any bytes (at most
+   * keyBytesMax + 1 of them); `0x30` ('0', just past '/') reads every key from `key` on. Not with
+   * `prefix`, and not inside a txn (its gets read one key or a prefix).
+   */
+  readonly rangeEnd?: Uint8Array;
   /** 0 or absent = no limit. */
   readonly limit?: number;
   readonly keysOnly?: boolean;

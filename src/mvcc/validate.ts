@@ -105,7 +105,19 @@ export function validateRange(request: RangeRequest, limits: MvccLimits, inTxn: 
   if (inTxn && request.revision !== undefined && request.revision !== 0) {
     throw new InvalidArgumentError('a get inside a txn reads the txn revision');
   }
-  return keyRangeOf(key, request.prefix);
+  if (request.rangeEnd === undefined) return keyRangeOf(key, request.prefix);
+  const end = request.rangeEnd;
+  if (inTxn) throw new InvalidArgumentError('a get inside a txn reads one key or a prefix, not [key, rangeEnd)');
+  if (request.prefix === true) throw new InvalidArgumentError('a get has prefix or rangeEnd, not both');
+  if (!(end instanceof Uint8Array) || end.length === 0) throw new InvalidArgumentError('rangeEnd is non-empty bytes');
+  if (end.length > limits.keyBytesMax + 1) throw new TooLargeError('rangeEnd', end.length, limits.keyBytesMax + 1);
+  // An end at or below the key is an empty range (as in etcd), not an error.
+  return { start: key, end: compareBytes(end, key) > 0 ? end : key };
+}
+
+/** Whether a read names a single key (absent: key_not_found), not a prefix or a range. */
+export function isSingleKeyRead(request: RangeRequest): boolean {
+  return request.prefix !== true && request.rangeEnd === undefined;
 }
 
 function validateCompare(compare: Compare, limits: MvccLimits): void {

@@ -101,7 +101,7 @@ export class CellService implements api.CellApi {
   }
 
   async range(request: api.RangeRequest, options: api.ReadOptions): Promise<api.RangeResult> {
-    const release = this.readGate.enter(request.prefix === true);
+    const release = this.readGate.enter(request.prefix === true || request.rangeEnd !== undefined);
     try {
       return await this.rangeAdmitted(request, options);
     } finally {

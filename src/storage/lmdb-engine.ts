@@ -94,8 +94,17 @@ export class LmdbEngine implements KvEngine {
   *range(range: KvRange): Generator<KvEntry, void, undefined> {
     const bounds = lmdbBounds(range);
     if (compareBytes(bounds.start, bounds.end) >= 0) return;
+    if (range.reverse === true) {
+      // lmdb-js's reverse range includes its start and excludes its end, the opposite of
+      // [start, end): seek from the upper bound without an end, stop below the lower one.
+      for (const { key, value } of this.db.getRange({ start: bounds.end, reverse: true })) {
+        if (compareBytes(key, bounds.start) < 0) return;
+        yield* inRange(range, key, value, true);
+      }
+      return;
+    }
     for (const { key, value } of this.db.getRange(bounds)) {
-      yield* inRange(range, key, value);
+      yield* inRange(range, key, value, false);
     }
   }
 
@@ -176,8 +185,9 @@ export class LmdbEngine implements KvEngine {
   }
 }
 
-function* inRange(range: KvRange, key: Uint8Array, value: Uint8Array): Generator<KvEntry> {
+function* inRange(range: KvRange, key: Uint8Array, value: Uint8Array, reverse: boolean): Generator<KvEntry> {
   const entries = isBucketKey(key) ? decodeBucket(value) : [{ key, value }];
+  if (reverse) entries.reverse();
   for (const entry of entries) {
     if (compareBytes(entry.key, range.start) >= 0 && compareBytes(entry.key, range.end) < 0) {
       yield entry;
