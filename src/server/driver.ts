@@ -33,6 +33,13 @@ export interface DriverOptions {
    * ones, and nothing is acknowledged again (the sim's seed 6876, chaos, found this).
    */
   readonly uncommittedAgeMsMax?: number;
+  /**
+   * The first linearizable-read context of this incarnation (default: random below 2^48). Contexts
+   * must not repeat across restarts: a leader's late answer to the previous incarnation's read
+   * would otherwise serve this one's read with an older read index (a stale read; the simulator's
+   * seed 40029, chaos, --driver server, found it).
+   */
+  readonly readContextStart?: number;
 }
 
 export interface DriverEvents {
@@ -70,7 +77,7 @@ export class NodeDriver<Outcome> {
   private stopped = false;
   private leader: MemberId = 0;
   private role: Role = 'follower';
-  private nextReadContext = 1;
+  private nextReadContext: number;
   private readonly proposals = new Map<string, ProposalWaiter<Outcome>>();
   private readonly reads = new Map<number, ReadWaiter>();
   /** Confirmed reads waiting for apply, in ascending read-index order of arrival. */
@@ -107,6 +114,8 @@ export class NodeDriver<Outcome> {
     this.lastSnapshotIndex = core.status().firstIndex - 1;
     this.durableIndex = core.status().lastIndex;
     this.uncommittedAgeMsMax = options.uncommittedAgeMsMax ?? options.requestTimeoutMs / 2;
+    this.nextReadContext = options.readContextStart ?? randomBytes(6).readUIntBE(0, 6) + 1;
+    assert(Number.isSafeInteger(this.nextReadContext) && this.nextReadContext > 0, 'read contexts are positive safe integers');
   }
 
   get leaderId(): MemberId {

@@ -78,7 +78,10 @@ export class ServerDriverBinding implements MemberDriver {
         return { cancel: () => (cancelled = true) };
       },
     };
-    const options = { requestTimeoutMs, snapshotEntries, readysInFlightMax: 8 };
+    // Each incarnation reads with its own contexts (a late answer to a crashed one's read must
+    // not serve this one's), deterministically.
+    const readContextStart = incarnation * 2 ** 32 + 1;
+    const options = { requestTimeoutMs, snapshotEntries, readysInFlightMax: 8, readContextStart };
     const events = {
       onFatal: (error: Error) => world.report('driver failed', error.message),
       onApplied: () => {

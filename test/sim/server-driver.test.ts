@@ -37,3 +37,13 @@ test('a production-driver run replays byte for byte', async () => {
   assert.ok(first.length > 100, 'a run has a substantial trace');
   assert.deepEqual(await traceOf(11n), first);
 });
+
+test('seeds that found pipelined-driver bugs stay fixed (readysInFlightMax 8)', async () => {
+  // 6876: an overloaded leader queued more than it could commit within the proposal timeout, so
+  // nothing was acknowledged again. 40029: a restarted follower's read matched a late answer to
+  // its previous incarnation's read context and was served at an older read index.
+  for (const seed of [6876n, 40029n]) {
+    const result = await simulateAsync({ seed, driver: 'server', profile: 'chaos' });
+    assert.deepEqual(result.violations.map((v) => `${seed}: ${v.invariant}: ${v.detail}`), []);
+  }
+});
