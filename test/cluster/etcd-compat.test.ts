@@ -134,6 +134,51 @@ test('etcdctl put/get/del/txn: the same keys and revisions as the native API', {
   assert.equal((await native('/v1/kv/ctl/else')).body.kvs[0].value, 'yes');
 });
 
+test('ranges: etcdctl get FROM TO, --from-key, --limit with count and more, at a past revision; etcd3 pages through a range', { timeout: testTimeoutMs }, async () => {
+  // '~' (0x7e) sorts after every other test's keys, so "from ~rg/27 on" is exactly these.
+  const client = new Etcd3({ hosts: endpoints });
+  try {
+    const names = Array.from({ length: 30 }, (_, i) => `~rg/${String(i).padStart(2, '0')}`);
+    for (const name of names) await client.put(name).value(`v${name.slice(4)}`);
+    const putRevision = Number((await client.get(names[29] as string).exec()).header.revision);
+    await client.put('~rg/05').value('changed');
+    await client.delete().key('~rg/06');
+
+    if (noEtcdctl === false) {
+      assert.equal(await etcdctl(['get', '~rg/05', '~rg/08']), '~rg/05\nchanged\n~rg/07\nv07\n');
+      assert.equal(await etcdctl(['get', '~rg/27', '--from-key', '--keys-only']), '~rg/27\n\n~rg/28\n\n~rg/29\n\n');
+      const limited = JSON.parse(await etcdctl(['get', '~rg/27', '--from-key', '--limit=2', '-w', 'json']));
+      assert.deepEqual([limited.kvs.length, limited.count, limited.more], [2, 3, true]);
+      const page = JSON.parse(await etcdctl(['get', '~rg/', '~rg0', '--limit=10', '-w', 'json']));
+      assert.deepEqual([page.kvs.length, page.count, page.more], [10, 29, true]);
+      assert.equal(Buffer.from(page.kvs[9].key, 'base64').toString(), '~rg/10');
+      // The state before the change and the delete, by revision.
+      const past = await etcdctl(['get', '~rg/05', '~rg/07', `--rev=${putRevision}`]);
+      assert.equal(past, '~rg/05\nv05\n~rg/06\nv06\n');
+    }
+
+    // Pagination as clients do it: the next page starts just after the last key ("\0" appended).
+    const seen: string[] = [];
+    let start = Buffer.from('~rg/');
+    const end = Buffer.from('~rg0');
+    for (let pages = 0; pages < 10; pages++) {
+      const answer = await client.getAll().inRange({ start, end }).limit(7).exec();
+      for (const kv of answer.kvs) seen.push(kv.key.toString());
+      assert.equal(Number(answer.count), 29 - (seen.length - answer.kvs.length), 'count: every key from the page start on');
+      if (!answer.more) break;
+      start = Buffer.concat([answer.kvs[answer.kvs.length - 1]?.key as Buffer, Buffer.from([0])]);
+    }
+    assert.deepEqual(seen, names.filter((name) => name !== '~rg/06'));
+    assert.equal(await client.getAll().inRange({ start: '~rg/10', end: '~rg/20' }).count(), 10);
+    assert.deepEqual(await client.getAll().inRange({ start: '~rg/28', end: '~rg0' }).keys(), ['~rg/28', '~rg/29']);
+    // A range delete that is not a prefix, seen through the native API.
+    await client.delete().inRange({ start: '~rg/20', end: '~rg/25' }).exec();
+    assert.equal((await native('/v1/kv/~rg/?prefix=true&countOnly=true')).body.count, 24);
+  } finally {
+    client.close();
+  }
+});
+
 test('etcdctl sees etcd errors: future revision, compacted revision, unknown lease', { skip: noEtcdctl, timeout: testTimeoutMs }, async () => {
   await etcdctl(['put', 'err/k', 'v1']);
   const { header } = JSON.parse(await etcdctl(['put', 'err/k', 'v2', '-w', 'json']));

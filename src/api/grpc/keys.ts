@@ -1,7 +1,9 @@
 // etcd keys are arbitrary bytes; Baton keys are UTF-8 strings that begin with '/'. The facade maps
 // etcd key K to Baton key '/' + K (K must be UTF-8): a bijection that keeps byte order, so etcd's
-// prefix and [key, range_end) ranges become Baton prefixes plus, for ranges that are not a
-// prefix, a byte filter at the edge. Native `/locks/a` is `locks/a` to an etcd client.
+// prefixes are Baton prefixes and its [key, range_end) ranges are Baton [key, rangeEnd) reads
+// ('/' + range_end, any bytes: a bound, not a key). Watches and the gets inside a txn have no
+// range end on Baton: they read the covering prefix with a byte filter at the edge (rangePlan).
+// Native `/locks/a` is `locks/a` to an etcd client.
 import { InvalidArgumentError, TooLargeError } from '../../base/errors.js';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -37,8 +39,31 @@ export function prefixEnd(key: Uint8Array): Buffer {
   return Buffer.from([0]);
 }
 
+/** An etcd range as one Baton read: a single key, a prefix, or [key, rangeEnd). */
+export interface RangeTarget {
+  readonly key: string;
+  readonly prefix: boolean;
+  /** Exclusive bound on the Baton key's bytes; absent for a single key or a prefix. */
+  readonly rangeEnd?: Uint8Array;
+}
+
+const slash = Buffer.from('/');
+/** Just past '/': above every Baton key, so [key, allKeysEnd) is "every key from key on". */
+const allKeysEnd = Buffer.from('0');
+
+export function rangeTarget(key: Uint8Array, rangeEnd: Uint8Array): RangeTarget {
+  if (rangeEnd.length === 0) return { key: batonKey(key), prefix: false };
+  if (rangeEnd.length === 1 && rangeEnd[0] === 0) {
+    // [key, +inf) (etcd's WithFromKey); key "\0" (or empty) is every key.
+    if (key.length === 0 || (key.length === 1 && key[0] === 0)) return { key: '/', prefix: true };
+    return { key: batonKey(key), prefix: false, rangeEnd: allKeysEnd };
+  }
+  if (key.length > 0 && Buffer.compare(prefixEnd(key), rangeEnd) === 0) return { key: batonKey(key), prefix: true };
+  return { key: batonKey(key), prefix: false, rangeEnd: Buffer.concat([slash, rangeEnd]) };
+}
+
 /**
- * How to read an etcd range on Baton: a single key, or a Baton prefix, with an extra byte filter
+ * For watches and txn gets (no range end on Baton): a single key, or a Baton prefix, with an extra byte filter
  * (on the etcd key) when the range is not exactly that prefix.
  */
 export interface RangePlan {
@@ -80,11 +105,11 @@ function commonUtf8Prefix(a: Buffer, b: Buffer): string {
   return utf8(a.subarray(0, n), 'key');
 }
 
-/** Reads that the facade completes at the edge (sort, byte ranges) load at most this many keys. */
+/** Reads that the facade completes at the edge (sort, revision filters, ranges in a txn) load at most this many keys. */
 export const edgeScanKeysMax = 10_000;
 
 export function checkScan(count: number): void {
   if (count > edgeScanKeysMax) {
-    throw new TooLargeError('the keys a sorted, filtered or non-prefix range reads', count, edgeScanKeysMax);
+    throw new TooLargeError('the keys a sorted or filtered range (or a non-prefix range in a txn) reads', count, edgeScanKeysMax);
   }
 }

@@ -1,9 +1,11 @@
-// etcd's Range over CellApi.range. Single keys and exact prefixes without sorting or revision
-// filters go straight through; everything else (sort, min/max revision filters, ranges that are
-// not a prefix) reads the covering Baton prefix, bounded by edgeScanKeysMax, and finishes here.
+// etcd's Range over CellApi.range. A key, a prefix or a [key, range_end) range is one Baton read,
+// limit, count and more included (so pagination seeks, as on etcd). Sorting and min/max revision
+// filters need the whole range: it is read (bounded by edgeScanKeysMax) and finished here; so are
+// ranges that are not a prefix inside a txn, whose gets carry no range end (the covering prefix
+// with a byte filter).
 import { BatonError, KeyNotFoundError } from '../../base/errors.js';
 import type { CellApi, KeyValue, RangeRequest, RangeResult, ReadOptions } from '../types.js';
-import { checkScan, edgeScanKeysMax, etcdKey, rangePlan, type RangePlan } from './keys.js';
+import { checkScan, edgeScanKeysMax, etcdKey, rangePlan, rangeTarget, type RangePlan, type RangeTarget } from './keys.js';
 import { int, sortTarget, type KeyValueMsg, type RangeRequestMsg, type RangeResponseMsg } from './wire.js';
 
 /** etcd answers an absent single key with an empty range, not an error. */
@@ -41,7 +43,6 @@ function sortOrder(request: RangeRequestMsg): Order {
 
 /** A Range split into the Baton read and the work left for the edge. */
 export interface RangeWork {
-  readonly plan: RangePlan;
   readonly baton: RangeRequest;
   /** null: the Baton answer is the etcd answer. */
   finish: ((result: RangeResult) => { kvs: KeyValue[]; count: number; more: boolean }) | null;
@@ -49,8 +50,8 @@ export interface RangeWork {
   readonly countOnly: boolean;
 }
 
+/** `inTxn`: the read becomes a txn get (one key or a prefix, at the txn's revision). */
 export function rangeWork(request: RangeRequestMsg, inTxn: boolean): RangeWork {
-  const plan = rangePlan(request.key, request.range_end);
   const limit = int(request.limit, 'limit');
   const revision = int(request.revision, 'revision');
   const minMod = int(request.min_mod_revision, 'min_mod_revision');
@@ -62,30 +63,31 @@ export function rangeWork(request: RangeRequestMsg, inTxn: boolean): RangeWork {
   const countOnly = request.count_only === true;
   const revisionFilters = minMod + maxMod + minCreate + maxCreate > 0;
   const at = inTxn || revision === 0 ? {} : { revision };
-  if (plan.filter === null && order === null && !revisionFilters) {
+  let target: RangeTarget;
+  let filter: RangePlan['filter'] = null;
+  if (inTxn) {
+    const plan = rangePlan(request.key, request.range_end);
+    target = { key: plan.key, prefix: plan.prefix };
+    filter = plan.filter;
+  } else {
+    target = rangeTarget(request.key, request.range_end);
+  }
+  if (filter === null && order === null && !revisionFilters) {
     return {
-      plan,
-      baton: { key: plan.key, prefix: plan.prefix, ...(limit > 0 ? { limit } : {}), keysOnly, countOnly, ...at },
+      baton: { ...target, ...(limit > 0 ? { limit } : {}), keysOnly, countOnly, ...at },
       finish: null,
       keysOnly,
       countOnly,
     };
   }
-  const filter = plan.filter;
   return {
-    plan,
-    baton: {
-      key: plan.key,
-      prefix: plan.prefix,
-      limit: edgeScanKeysMax + 1,
-      keysOnly: keysOnly && order?.target !== sortTarget.VALUE,
-      ...at,
-    },
+    baton: { ...target, limit: edgeScanKeysMax + 1, keysOnly: keysOnly && order?.target !== sortTarget.VALUE, ...at },
     keysOnly,
     countOnly,
     finish(result) {
       checkScan(result.more ? edgeScanKeysMax + 1 : result.kvs.length);
       let kvs = filter === null ? [...result.kvs] : result.kvs.filter((kv) => filter(etcdKey(kv.key)));
+      // etcd counts the range before its revision filters.
       const count = kvs.length;
       if (revisionFilters) {
         kvs = kvs.filter(

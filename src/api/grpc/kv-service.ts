@@ -6,7 +6,7 @@ import { status } from '@grpc/grpc-js';
 import type { CellApi, Compare, CompareOp, CompareTarget, DeleteResult, KeyValue, RangeResult, TxnOp, TxnOpResult } from '../types.js';
 import { GrpcStatusError, etcdMessages } from './errors.js';
 import type { HeaderSource } from './header.js';
-import { batonKey, checkScan, edgeScanKeysMax, etcdKey, rangePlan } from './keys.js';
+import { batonKey, checkScan, edgeScanKeysMax, rangePlan, rangeTarget, type RangeTarget } from './keys.js';
 import { kvMsg, rangeResponse, rangeWork, readRange } from './kv-read.js';
 import {
   int,
@@ -77,9 +77,9 @@ export class KvFacade {
   }
 
   async deleteRange(request: DeleteRangeRequestMsg): Promise<DeleteRangeResponseMsg> {
-    const plan = rangePlan(request.key, request.range_end);
-    if (plan.filter !== null) return this.deleteFiltered(request, plan.key, plan.prefix, plan.filter);
-    const target = { key: plan.key, prefix: plan.prefix };
+    const range = rangeTarget(request.key, request.range_end);
+    if (range.rangeEnd !== undefined) return this.deleteRangeEnd(request, range);
+    const target = { key: range.key, prefix: range.prefix };
     if (!request.prev_kv) {
       const result = await this.cell.deleteRange(target, undefined);
       return { header: this.headers.header(result.revision), deleted: String(result.deleted), prev_kvs: [] };
@@ -91,19 +91,15 @@ export class KvFacade {
   }
 
   /**
-   * A range that is not a prefix: read the keys in it, then delete exactly those in one txn that
-   * checks none of them changed. Keys created in the range meanwhile are not deleted (documented).
+   * A range that is not a prefix (Baton deletes keys and prefixes): read the keys in it, then
+   * delete exactly those in one txn that checks none of them changed. Keys created in the range
+   * meanwhile are not deleted (documented).
    */
-  private async deleteFiltered(
-    request: DeleteRangeRequestMsg,
-    key: string,
-    prefix: boolean,
-    filter: (k: Buffer) => boolean,
-  ): Promise<DeleteRangeResponseMsg> {
+  private async deleteRangeEnd(request: DeleteRangeRequestMsg, range: RangeTarget): Promise<DeleteRangeResponseMsg> {
     for (let attempt = 0; attempt < casAttemptsMax; attempt++) {
-      const read = await readRange(this.cell, { key, prefix, limit: edgeScanKeysMax + 1 }, { consistency: 'linearizable' });
+      const read = await readRange(this.cell, { ...range, limit: edgeScanKeysMax + 1 }, { consistency: 'linearizable' });
       checkScan(read.more ? edgeScanKeysMax + 1 : read.kvs.length);
-      const victims = read.kvs.filter((kv) => filter(etcdKey(kv.key)));
+      const victims = read.kvs;
       if (victims.length === 0) return { header: this.headers.header(read.revision), deleted: '0', prev_kvs: [] };
       const result = await this.cell.txn(
         {

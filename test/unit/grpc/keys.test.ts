@@ -4,7 +4,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { status } from '@grpc/grpc-js';
 import { CompactedError, FutureRevisionError, InvalidArgumentError, LeaseNotFoundError, TooLargeError } from '../../../src/base/errors.js';
-import { batonKey, etcdKey, prefixEnd, rangePlan } from '../../../src/api/grpc/keys.js';
+import { batonKey, etcdKey, prefixEnd, rangePlan, rangeTarget } from '../../../src/api/grpc/keys.js';
+import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand } from '../../../src/mvcc/index.js';
+import { EntryType } from '../../../src/raft/types.js';
 import { rangeResponse, rangeWork } from '../../../src/api/grpc/kv-read.js';
 import { toGrpcError } from '../../../src/api/grpc/errors.js';
 import { nameOfKey } from '../../../src/api/grpc/lock-service.js';
@@ -66,6 +68,58 @@ test('a range plan selects exactly the keys in [key, range_end)', () => {
     });
     assert.deepEqual(selected, expected, `[${key.toString()}, ${end.toString('hex')})`);
   }
+});
+
+test('a range target reads exactly [key, range_end) in one Baton read, with limit, count and more', () => {
+  const stored = ['a', 'a/1', 'a/2', 'ab', 'b', 'b/x', 'c', 'é', 'éa', 'z', '\u0000x', 'y\u0000'];
+  const store = new MvccStore(new MemoryEngine());
+  stored.forEach((key, i) => {
+    const data = encodeCommand({ proposedAtMs: 1, op: { type: 'put', key: batonKey(b(key)), value: b('v') } }, defaultMvccLimits);
+    store.applyBatch([{ index: i + 1, term: 1, type: EntryType.normal, data }]);
+  });
+  const sorted = stored.map(b).sort(Buffer.compare);
+  const cases: [string | Buffer, string | Buffer][] = [
+    ['a', ''], // one key
+    ['a/', prefixEnd(b('a/'))], // a prefix
+    ['\u0000', '\u0000'], // every key
+    ['ab', '\u0000'], // from a key on
+    ['a/2', 'b/y'],
+    ['a', 'c'],
+    ['b', 'a'], // empty
+    ['d', 'éa'],
+    ['a', Buffer.from([0xff])], // an end that is not UTF-8
+    ['é', Buffer.from([0xc3, 0xa9, 0xff])],
+    ['y', 'y\u0000\u0000'],
+  ];
+  for (const [from, to] of cases) {
+    const key = typeof from === 'string' ? b(from) : from;
+    const end = typeof to === 'string' ? b(to) : to;
+    const expected = sorted.filter((k) => {
+      if (end.length === 0) return Buffer.compare(k, key) === 0;
+      if (end.length === 1 && end[0] === 0) return Buffer.compare(k, key) >= 0;
+      return Buffer.compare(k, key) >= 0 && Buffer.compare(k, end) < 0;
+    });
+    const target = rangeTarget(key, end);
+    const what = `[${key.toString('hex')}, ${end.toString('hex')})`;
+    if (end.length === 0) {
+      assert.deepEqual(target, { key: batonKey(key), prefix: false }, what);
+      continue;
+    }
+    for (const limit of [0, 2]) {
+      const result = store.range({ type: 'get', ...target, limit });
+      const kept = limit === 0 ? expected : expected.slice(0, limit);
+      assert.deepEqual(result.kvs.map((kv) => etcdKey(kv.key)), kept, what);
+      assert.equal(result.count, expected.length, what);
+      assert.equal(result.more, kept.length < expected.length, what);
+    }
+  }
+  assert.throws(() => rangeTarget(Buffer.alloc(0), b('z')), /key is not provided/);
+  // Outside a txn a plain range goes straight through, limit and all; inside, it is filtered here.
+  const plain = rangeWork(request({ key: b('a'), range_end: b('c'), limit: '5' }), false);
+  assert.equal(plain.finish, null);
+  assert.deepEqual([plain.baton.key, Buffer.from(plain.baton.rangeEnd ?? []).toString(), plain.baton.limit], ['/a', '/c', 5]);
+  const inTxn = rangeWork(request({ key: b('a'), range_end: b('c') }), true);
+  assert.ok(inTxn.finish !== null && inTxn.baton.rangeEnd === undefined && inTxn.baton.prefix === true);
 });
 
 const kv = (key: string, createRevision: number, modRevision: number, version: number, value: string): KeyValue => ({
