@@ -26,6 +26,8 @@ import { sleep } from './stream-call.js';
 export const settleMsMaxDefault = 120_000;
 /** One settling attempt's answer wait (no queue wait: a commit and a check). */
 const settleAttemptMs = 5_000;
+/** Settlings one client runs at once; beyond, the session is ended at once (the safe fallback). */
+export const settlingsMax = 1_000;
 
 /** Session and WorkerSession can be ended; a bare OwnerSession has its lease revoked. */
 export interface ClosableSession {
@@ -55,9 +57,12 @@ export function isUnknownOutcome(error: unknown): boolean {
 
 export function settleInBackground<T>(client: BatonClient, request: SettleRequest<T>): void {
   if (client.isClosed) return; // close() closes the client's sessions: the leases go
-  const settling = settle(client, request).catch(() => 'clientClosed' as const);
   let set = running.get(client);
   if (set === undefined) running.set(client, (set = new Set()));
+  const settling =
+    set.size >= settlingsMax
+      ? endSession(client, request.session).then(() => 'endedSession' as const)
+      : settle(client, request).catch(() => 'clientClosed' as const);
   set.add(settling);
   void settling.then(() => set.delete(settling));
 }
