@@ -117,10 +117,18 @@ async function askMember(config: NodeConfig, clientUrl: string): Promise<Discove
   if (body.cell !== config.cellId) {
     throw new ConfigError(`${clientUrl} serves cell ${String(body.cell)}, this node is configured for ${config.cellId}`);
   }
-  const members = body.members.filter(isMemberInfo).map(({ id, name, peerUrl, clientUrl: url }) => ({ id, name, peerUrl, clientUrl: url }));
-  const self = members.find((m) => m.name === config.name);
+  const listed = body.members.filter(isMemberInfo) as (MemberInfo & { role?: unknown })[];
+  const members = listed.map(({ id, name, peerUrl, clientUrl: url }) => ({ id, name, peerUrl, clientUrl: url }));
+  const self = listed.find((m) => m.name === config.name);
   if (self === undefined) {
     throw new Error(`the cell has no member named ${config.name} yet (add it first: baton member add ${config.name} ...)`);
+  }
+  if (self.role !== 'learner') {
+    // A voter that restarts with an empty log would forget votes and entries it acknowledged.
+    throw new ConfigError(
+      `${config.name} is member ${self.id}, a ${String(self.role)} of the cell: only a new learner joins with an empty ` +
+        'data directory (remove the member, then add it again)',
+    );
   }
   const ownPeerUrl = config.members.find((m) => m.name === config.name)?.peerUrl ?? '';
   if (sameUrl(self.peerUrl, ownPeerUrl) === false) {

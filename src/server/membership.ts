@@ -97,15 +97,27 @@ export class Membership {
     private readonly transport: PeerDialer,
     private readonly timers: Timers,
     private readonly log: { info(message: string): void; warn(message: string): void },
+    /** Called once this member has been removed (like etcd, the process then stops). */
+    private readonly onRemoved: () => void = () => {},
     private readonly options: MembershipOptions = defaultMembershipOptions,
   ) {
     this.lastConf = core.status().confState;
     directory.mergeRecordText(store.membersRecord());
   }
 
-  /** Dials the members of the configuration (everyone known, while this node is not in it). */
-  start(): void {
+  /**
+   * Dials the members of the configuration (everyone known, while this node is not in it).
+   * `joined`: this node joined a running cell, so not being in the configuration yet is normal;
+   * a node that bootstrapped the cell and is not in it was removed.
+   */
+  start(joined: boolean): void {
     const conf = this.core.status().confState;
+    if (!joined && conf.voters.length > 0 && !allMemberIds(conf).includes(this.config.memberId)) {
+      this.removedFromCell = true;
+      this.log.warn('membership: this member was removed from the cell; wipe its data directory before adding it again');
+      this.timers.setTimeout(() => this.onRemoved(), 0);
+      return;
+    }
     const ids = allMemberIds(conf).includes(this.config.memberId)
       ? allMemberIds(conf)
       : [...new Set([...allMemberIds(conf), ...this.directory.all().map((m) => m.id)])];
@@ -341,6 +353,8 @@ export class Membership {
       this.removedFromCell = true;
       this.log.warn('membership: this member was removed from the cell; it no longer takes part');
       this.dropLater([...this.dialed]);
+      // Its last answers (the removal's own) leave before it stops.
+      this.timers.setTimeout(() => this.onRemoved(), this.options.removeDelayMs);
       return;
     }
     this.dropLater(gone.filter((id) => id !== self));

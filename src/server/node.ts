@@ -64,7 +64,13 @@ const realTimers: Timers = {
   monotonicMs: () => performance.now(),
 };
 
-export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (error: Error) => void): Promise<RunningNode> {
+export async function startNode(
+  config: NodeConfig,
+  log: NodeLogger,
+  onFatal: (error: Error) => void,
+  /** This member was removed from the cell: the caller stops it. */
+  onRemoved: () => void = () => {},
+): Promise<RunningNode> {
   mkdirSync(config.dataDir, { recursive: true });
   // A node that joined a running cell got its id and cluster id from the cell (member.json).
   const identity = await resolveIdentity(config, log);
@@ -150,15 +156,15 @@ export async function startNode(config: NodeConfig, log: NodeLogger, onFatal: (e
     get isLeader() { return driver?.isLeader ?? false; },
     get leaderId() { return driver?.leaderId ?? 0; },
     receive: (messages) => driver?.receive(messages),
-  }, store, directory, transport, realTimers, log);
+  }, store, directory, transport, realTimers, log, onRemoved);
   stateMachine.attach(membership);
-  membership.start();
+  membership.start(identity.joined);
   nodeMetrics.registry.add(new Gauge('baton_leases', 'Leases in the replicated table', () => store.leaseCount()));
   nodeMetrics.registry.add(
     new Gauge('baton_leases_tracked', 'Lease deadlines tracked here (the leader only)', () => leases.trackedCount),
   );
   driver = new NodeDriver(core, logStore, stateMachine, membership.peerSender(transfers.peerSender(transport)), realTimers,
-    { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries },
+    { requestTimeoutMs: config.requestTimeoutMs, snapshotEntries: config.snapshotEntries, readysInFlightMax: 8 },
     {
       onLeaderChange: (leader, role) => {
         nodeMetrics.leaderChanges.inc();

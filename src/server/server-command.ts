@@ -10,6 +10,7 @@ export async function runServer(argv: readonly string[]): Promise<number> {
     process.stdout.write(
       'baton server --name NAME --data-dir DIR --listen-client URL --listen-peer URL\n' +
         '             --initial-cluster n1=URL,n2=URL,... [--initial-cluster-clients n1=URL,...]\n' +
+        '             [--initial-cluster-state new|existing] (existing: join a running cell, docs/api/members.md)\n' +
         '             [--cell ID] [--tick-ms N] [--election-ticks N] [--snapshot-entries N]\n' +
         '             [--request-timeout-ms N] [--value-bytes-max N] [--log-level L] [--config FILE]\n' +
         '             [--listen-grpc URL] [--initial-cluster-grpc n1=URL,...] (etcd v3 gRPC, docs/etcd-compat.md)\n' +
@@ -43,6 +44,9 @@ export async function runServer(argv: readonly string[]): Promise<number> {
     node = await startNode(config, log, (error) => {
       log.error(`stopping after a fatal error: ${error.message}`);
       finish(1);
+    }, () => {
+      log.warn('removed from the cell: stopping');
+      finish(0);
     });
   } catch (error) {
     log.error(error instanceof CorruptFileError ? `refusing to start: ${error.message}` : `cannot start: ${(error as Error).message}`);
