@@ -62,7 +62,8 @@ export function prefixEnd(prefix: Uint8Array): Uint8Array {
 
 /** Writes a non-negative safe integer as 8 big-endian bytes. */
 export function writeU64(out: Uint8Array, offset: number, value: number): void {
-  assert(Number.isSafeInteger(value) && value >= 0, `u64 out of range: ${value}`);
+  // The message is built only on failure: this runs several times per applied entry.
+  if (!(Number.isSafeInteger(value) && value >= 0)) assert(false, `u64 out of range: ${value}`);
   const high = Math.floor(value / 0x1_0000_0000);
   const low = value >>> 0;
   out[offset] = high >>> 24;

@@ -90,7 +90,7 @@ export class MvccStore {
     const outcomes = this.writeBatch((writer) => {
       const list: ApplyOutcome[] = [];
       for (const entry of fresh) {
-        assert(entry.index === meta.appliedIndex + 1, `apply gap: ${meta.appliedIndex} -> ${entry.index}`);
+        if (entry.index !== meta.appliedIndex + 1) assert(false, `apply gap: ${meta.appliedIndex} -> ${entry.index}`);
         assert(entry.term >= meta.appliedTerm, 'applied terms never decrease');
         const applied = this.applyEntry(writer, meta, entry);
         list.push(applied.outcome);

@@ -55,7 +55,8 @@ export class RaftLog {
 
   entry(index: number): Entry {
     const entry = this.entries[index - this.snapshotIndex - 1];
-    assert(entry !== undefined && entry.index === index, `entry ${index} is in memory`);
+    // The message is built only on failure (this runs for every entry the log hands out).
+    if (entry === undefined || entry.index !== index) return assert(false, `entry ${index} is in memory`) as never;
     return entry;
   }
 
@@ -116,7 +117,7 @@ export class RaftLog {
 
   commitTo(index: number): boolean {
     if (index <= this.committedIndex) return false;
-    assert(index <= this.lastIndex(), `commit ${index} is within the log (last ${this.lastIndex()})`);
+    if (index > this.lastIndex()) assert(false, `commit ${index} is within the log (last ${this.lastIndex()})`);
     this.committedIndex = index;
     return true;
   }

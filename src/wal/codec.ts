@@ -9,7 +9,8 @@ const formatVersion = 1;
 const entryFixedBytes = 17;
 
 export function writeUint(target: Buffer, offset: number, value: number): void {
-  assert(Number.isSafeInteger(value) && value >= 0, `non-negative safe integer: ${value}`);
+  // The message is built only on failure (this runs for every integer of every record).
+  if (!(Number.isSafeInteger(value) && value >= 0)) assert(false, `non-negative safe integer: ${value}`);
   target.writeUInt32LE(value >>> 0, offset);
   target.writeUInt32LE(Math.floor(value / 0x1_0000_0000), offset + 4);
 }

@@ -158,7 +158,7 @@ export function executeOps(ops: readonly WalOp[], open: OpenSegments, io: FileIo
 
 function descriptor(open: OpenSegments, seq: number): number {
   const fd = open.get(seq);
-  assert(fd !== undefined, `segment ${seq} is open`);
+  if (fd === undefined) return assert(false, `segment ${seq} is open`) as never;
   return fd;
 }
 

@@ -29,8 +29,9 @@ export class LogView {
 
   /** Appends one entry; an index already present replaces it and every later one (Raft). */
   append(index: number, term: number): void {
-    assert(index > this.start, `entry ${index} is not below the log start ${this.start}`);
-    assert(index <= this.lastIndex + 1, `entry ${index} leaves no gap after ${this.lastIndex}`);
+    // Messages are built only on failure (once per appended entry).
+    if (index <= this.start) assert(false, `entry ${index} is not below the log start ${this.start}`);
+    if (index > this.lastIndex + 1) assert(false, `entry ${index} leaves no gap after ${this.lastIndex}`);
     this.terms.length = index - this.start - 1;
     this.terms.push(term);
     assert(this.lastIndex === index);
