@@ -64,18 +64,24 @@ async function route(
   options: HttpApiOptions,
   context: ResponseContext,
 ): Promise<void> {
+  const method = req.method ?? 'GET';
+  const { cell, limits } = options;
+  // Key-value requests (the hot path) skip the WHATWG URL parse and the route groups (no group
+  // owns /v1/kv), each of which costs an await per request.
+  const target = simpleTarget(req.url ?? '/');
+  if (target !== null && (target.path === '/v1/kv' || target.path.startsWith('/v1/kv/'))) {
+    const kvRoute = kvRoutes(req, res, context, cell, limits, method, target.path, new Query(new URLSearchParams(target.search)));
+    if (kvRoute !== null) return kvRoute;
+  }
   const url = new URL(req.url ?? '/', 'http://localhost');
   const path = url.pathname;
-  const method = req.method ?? 'GET';
   const query = new Query(url.searchParams);
-  const { cell, limits } = options;
   for (const group of options.routeGroups ?? []) {
     if (await group({ req, res, url, method, query, context, limits })) return;
   }
   if (path === '/v1/kv' || path.startsWith('/v1/kv/')) {
-    if (method === 'PUT') return putKey(req, res, context, cell, limits, keyFromPath(path, limits), query);
-    if (method === 'GET') return getKey(res, context, cell, limits, keyFromPath(path, limits), query);
-    if (method === 'DELETE') return deleteKey(req, res, context, cell, limits, keyFromPath(path, limits), query);
+    const kvRoute = kvRoutes(req, res, context, cell, limits, method, path, query);
+    if (kvRoute !== null) return kvRoute;
   } else if (path === '/v1/txn' && method === 'POST') {
     const encoding = query.oneOf<Encoding>('encoding', ['utf8', 'base64'], 'utf8');
     query.rejectUnknown();
@@ -110,6 +116,34 @@ async function route(
     return;
   }
   throw new InvalidArgumentError(`no such endpoint: ${method} ${path}`);
+}
+
+function kvRoutes(
+  req: IncomingMessage,
+  res: ServerResponse,
+  context: ResponseContext,
+  cell: CellApi,
+  limits: ApiLimits,
+  method: string,
+  path: string,
+  query: Query,
+): Promise<void> | null {
+  if (method === 'PUT') return putKey(req, res, context, cell, limits, keyFromPath(path, limits), query);
+  if (method === 'GET') return getKey(res, context, cell, limits, keyFromPath(path, limits), query);
+  if (method === 'DELETE') return deleteKey(req, res, context, cell, limits, keyFromPath(path, limits), query);
+  return null;
+}
+
+/**
+ * The path and query of a request target that WHATWG URL parsing would leave exactly as it is
+ * (printable ASCII, one leading slash, no dot segments, backslashes, %2e or fragment), else null
+ * (such targets take the full parse, so both ways give the same path for every target).
+ */
+export function simpleTarget(target: string): { path: string; search: string } | null {
+  if (!/^\/(?!\/)[!-~]*$/.test(target) || /[\\#]|\/\.|%2e/i.test(target)) return null;
+  const question = target.indexOf('?');
+  if (question < 0) return { path: target, search: '' };
+  return { path: target.slice(0, question), search: target.slice(question + 1) };
 }
 
 async function putKey(
