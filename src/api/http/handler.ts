@@ -136,14 +136,15 @@ function kvRoutes(
 
 /**
  * The path and query of a request target that WHATWG URL parsing would leave exactly as it is
- * (printable ASCII, one leading slash, no dot segments, backslashes, %2e or fragment), else null
- * (such targets take the full parse, so both ways give the same path for every target).
+ * (printable ASCII that the path keeps unencoded, one leading slash, no dot segment, %2e or
+ * fragment), else null: such targets take the full parse, so both give the same path and query.
  */
 export function simpleTarget(target: string): { path: string; search: string } | null {
-  if (!/^\/(?!\/)[!-~]*$/.test(target) || /[\\#]|\/\.|%2e/i.test(target)) return null;
+  if (!/^\/(?!\/)[!-~]*$/.test(target) || /["#<>\\`{}]|\/\.|%2e/i.test(target)) return null;
   const question = target.indexOf('?');
   if (question < 0) return { path: target, search: '' };
-  return { path: target.slice(0, question), search: target.slice(question + 1) };
+  // The search keeps its '?': URLSearchParams drops exactly one, as URL does ("??a=1" is "?a").
+  return { path: target.slice(0, question), search: target.slice(question) };
 }
 
 async function putKey(
