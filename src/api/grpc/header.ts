@@ -7,28 +7,29 @@ import type { CellApi } from '../types.js';
 const termCacheMs = 50;
 
 export interface ResponseHeader {
+  /** uint64: decimal text (it may exceed 2^53). */
   readonly cluster_id: string;
-  readonly member_id: string;
-  readonly revision: string;
-  readonly raft_term: string;
+  readonly member_id: number;
+  readonly revision: number;
+  readonly raft_term: number;
 }
 
 export class HeaderSource {
   private readonly clusterId: string;
-  private readonly memberId: string;
-  private term = '0';
+  private readonly memberId: number;
+  private term = 0;
   private termReadAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly cell: CellApi) {
     const status = cell.status();
     this.clusterId = BigInt(`0x${status.clusterId}`).toString();
-    this.memberId = String(status.member);
+    this.memberId = status.member;
   }
 
-  private currentTerm(): string {
+  private currentTerm(): number {
     const now = performance.now();
     if (now - this.termReadAt >= termCacheMs) {
-      this.term = String(this.cell.status().term);
+      this.term = this.cell.status().term;
       this.termReadAt = now;
     }
     return this.term;
@@ -39,7 +40,7 @@ export class HeaderSource {
     return {
       cluster_id: this.clusterId,
       member_id: this.memberId,
-      revision: String(revision ?? this.cell.revision()),
+      revision: revision ?? this.cell.revision(),
       raft_term: this.currentTerm(),
     };
   }

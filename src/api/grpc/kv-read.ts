@@ -19,14 +19,16 @@ export async function readRange(cell: CellApi, request: RangeRequest, options: R
   }
 }
 
+const emptyValue = Buffer.alloc(0);
+
 export function kvMsg(kv: KeyValue, keysOnly = false): KeyValueMsg {
   return {
     key: etcdKey(kv.key),
-    create_revision: String(kv.createRevision),
-    mod_revision: String(kv.modRevision),
-    version: String(kv.version),
-    value: keysOnly ? Buffer.alloc(0) : Buffer.from(kv.value.buffer, kv.value.byteOffset, kv.value.byteLength),
-    lease: String(kv.lease),
+    create_revision: kv.createRevision,
+    mod_revision: kv.modRevision,
+    version: kv.version,
+    value: keysOnly ? emptyValue : Buffer.from(kv.value.buffer, kv.value.byteOffset, kv.value.byteLength),
+    lease: kv.lease,
   };
 }
 
@@ -62,7 +64,8 @@ export function rangeWork(request: RangeRequestMsg, inTxn: boolean): RangeWork {
   const keysOnly = request.keys_only === true;
   const countOnly = request.count_only === true;
   const revisionFilters = minMod + maxMod + minCreate + maxCreate > 0;
-  const at = inTxn || revision === 0 ? {} : { revision };
+  // Built field by field (no spreads of optional parts): this runs on every Range.
+  const at = inTxn || revision === 0 ? undefined : revision;
   let target: RangeTarget;
   let filter: RangePlan['filter'] = null;
   if (inTxn) {
@@ -73,15 +76,18 @@ export function rangeWork(request: RangeRequestMsg, inTxn: boolean): RangeWork {
     target = rangeTarget(request.key, request.range_end);
   }
   if (filter === null && order === null && !revisionFilters) {
-    return {
-      baton: { ...target, ...(limit > 0 ? { limit } : {}), keysOnly, countOnly, ...at },
-      finish: null,
-      keysOnly,
-      countOnly,
-    };
+    const baton = { key: target.key, prefix: target.prefix, rangeEnd: target.rangeEnd, limit: limit > 0 ? limit : undefined, keysOnly, countOnly, revision: at };
+    return { baton, finish: null, keysOnly, countOnly };
   }
   return {
-    baton: { ...target, limit: edgeScanKeysMax + 1, keysOnly: keysOnly && order?.target !== sortTarget.VALUE, ...at },
+    baton: {
+      key: target.key,
+      prefix: target.prefix,
+      rangeEnd: target.rangeEnd,
+      limit: edgeScanKeysMax + 1,
+      keysOnly: keysOnly && order?.target !== sortTarget.VALUE,
+      revision: at,
+    },
     keysOnly,
     countOnly,
     finish(result) {
@@ -130,10 +136,10 @@ function sortKvs(kvs: KeyValue[], order: NonNullable<Order>): void {
 export function rangeResponse(work: RangeWork, result: RangeResult, header: RangeResponseMsg['header']): RangeResponseMsg {
   const done = work.finish === null ? { kvs: result.kvs, count: result.count, more: result.more } : work.finish(result);
   return {
-    ...(header !== undefined ? { header } : {}),
+    header,
     // count_only inside a txn: the Baton get has no such option, so the kvs are dropped here.
     kvs: work.countOnly ? [] : done.kvs.map((kv) => kvMsg(kv, work.keysOnly)),
     more: done.more,
-    count: String(done.count),
+    count: done.count,
   };
 }

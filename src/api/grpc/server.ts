@@ -9,6 +9,7 @@ import type { CellApi } from '../types.js';
 import { ClusterFacade, type ClusterInfo } from './cluster-service.js';
 import { GrpcStatusError, toGrpcError } from './errors.js';
 import { HeaderSource } from './header.js';
+import { withKvCodecs } from './kv-codec.js';
 import { KvFacade } from './kv-service.js';
 import { LeaseFacade, type LeaseBounds } from './lease-service.js';
 import { ElectionFacade, LockFacade } from './lock-service.js';
@@ -49,23 +50,28 @@ export class EtcdGrpcServer {
   ) {}
 
   static async start(deps: GrpcDeps, host: string, port: number): Promise<EtcdGrpcServer> {
-    const server = new Server({ 'grpc.max_receive_message_length': receiveBytesMax });
+    // No channelz: its per-call bookkeeping (counters, timestamps) serves a debugging service
+    // that the facade does not expose.
+    const server = new Server({ 'grpc.max_receive_message_length': receiveBytesMax, 'grpc.enable_channelz': 0 });
     const services = etcdServices();
     const headers = new HeaderSource(deps.cell);
     const kv = new KvFacade(deps.cell, headers);
     const leases = new LeaseFacade(deps.leases, headers, deps.leaseBounds);
     const cluster = new ClusterFacade(deps.cell, headers, deps.cluster);
     const unary = (handler: Handler) => (call: Unary, callback: (error: unknown, value?: unknown) => void) => {
-      Promise.resolve()
-        .then(() => handler(call))
-        .then(
-          (value) => callback(null, value),
-          (error: unknown) => callback(toGrpcError(error, deps.logError)),
-        );
+      const failed = (error: unknown): void => callback(toGrpcError(error, deps.logError));
+      let answer: Promise<unknown> | unknown;
+      try {
+        answer = handler(call);
+      } catch (error) {
+        return failed(error);
+      }
+      if (!(answer instanceof Promise)) return callback(null, answer);
+      answer.then((value) => callback(null, value), failed);
     };
     const req = <T>(call: Unary): T => call.request as T;
 
-    server.addService(services.KV, {
+    server.addService(withKvCodecs(services.KV), {
       Range: unary((call) => kv.range(req(call))),
       Put: unary((call) => kv.put(req(call))),
       DeleteRange: unary((call) => kv.deleteRange(req(call))),

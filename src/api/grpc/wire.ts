@@ -1,9 +1,11 @@
 // The etcd messages as @grpc/proto-loader decodes them (keepCase, longs as strings, enums as
-// numbers, defaults filled in, oneof names set): only the fields the facade reads or writes.
+// numbers, defaults filled in, oneof names set), or kv-codec.ts for Range and Put (longs as
+// numbers): only the fields the facade reads or writes.
 import { InvalidArgumentError } from '../../base/errors.js';
 import type { ResponseHeader } from './header.js';
 
-export type Int64 = string;
+/** Decimal text from proto-loader, a number from kv-codec.ts; answers use numbers (both encoders take them). */
+export type Int64 = string | number;
 
 export interface KeyValueMsg {
   key: Buffer;
@@ -37,7 +39,7 @@ export interface RangeRequestMsg {
 }
 
 export interface RangeResponseMsg {
-  header?: ResponseHeader;
+  header?: ResponseHeader | undefined;
   kvs: KeyValueMsg[];
   more: boolean;
   count: Int64;
