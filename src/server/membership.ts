@@ -3,9 +3,8 @@
 // once it has caught up, and any member can be removed. Each change is one joint-consensus step
 // of the Raft core (enterJoint, then the leader's own leaveJoint); its entry carries the whole
 // member table (names, URLs), so every replica learns where the members are from the log. One
-// change at a time, on the leader. This class also keeps the peer transport in step with the
-// committed configuration: new members are dialled, removed ones dropped.
-import { assert } from '../base/assert.js';
+// change at a time, on the leader. The peer transport follows the committed configuration
+// through MemberPeers (member-peers.ts).
 import {
   InvalidArgumentError,
   KeyNotFoundError,
@@ -16,6 +15,7 @@ import {
 import { applyConfChange, type ConfChange, type ConfState, type RaftApi, type RaftMessage } from '../raft/index.js';
 import type { NodeConfig } from './config.js';
 import { encodeMembersRecord, type MemberDirectory, type MemberInfo } from './member-directory.js';
+import { MemberPeers, allMemberIds, type PeerDialer } from './member-peers.js';
 import type { PeerSender, Timers } from './types.js';
 
 export type MemberRole = 'voter' | 'learner';
@@ -52,11 +52,6 @@ export const defaultMembershipOptions: MembershipOptions = {
   removeDelayMs: 2000,
 };
 
-interface PeerDialer {
-  addPeer(id: number, address: { host: string; port: number }): void;
-  removePeer(id: number): void;
-}
-
 interface ChangeWaiter {
   readonly done: (conf: ConfState) => boolean;
   readonly resolve: () => void;
@@ -69,22 +64,12 @@ interface DriverView {
   receive(messages: readonly RaftMessage[]): void;
 }
 
-export function allMemberIds(conf: ConfState): number[] {
-  return [...new Set([...conf.voters, ...conf.votersOutgoing, ...conf.learners])].sort((a, b) => a - b);
-}
-
 function isJoint(conf: ConfState): boolean {
   return conf.votersOutgoing.length > 0;
 }
 
 export class Membership {
-  private readonly dialed = new Set<number>();
-  /** Removed members (never dialled again: ids are not reused) and ids without known URLs yet. */
-  private readonly gone = new Set<number>();
-  private readonly unknown = new Set<number>();
-  /** The configuration as of the last configuration entry (or snapshot) this node applied. */
-  private lastConf: ConfState;
-  private removedFromCell = false;
+  private readonly peers: MemberPeers;
   private changeInFlight: string | null = null;
   private readonly waiters = new Set<ChangeWaiter>();
 
@@ -92,17 +77,20 @@ export class Membership {
     private readonly config: NodeConfig,
     private readonly core: RaftApi,
     private readonly driver: DriverView,
-    private readonly store: { membersRecord(): string | null },
+    store: { membersRecord(): string | null },
     private readonly directory: MemberDirectory,
-    private readonly transport: PeerDialer,
+    transport: PeerDialer,
     private readonly timers: Timers,
     private readonly log: { info(message: string): void; warn(message: string): void },
     /** Called once this member has been removed (like etcd, the process then stops). */
-    private readonly onRemoved: () => void = () => {},
+    onRemoved: () => void = () => {},
     private readonly options: MembershipOptions = defaultMembershipOptions,
   ) {
-    this.lastConf = core.status().confState;
     directory.mergeRecordText(store.membersRecord());
+    this.peers = new MemberPeers(
+      { memberId: config.memberId, peerDial: config.peerDial, removeDelayMs: options.removeDelayMs },
+      core.status().confState, store, directory, transport, timers, log, onRemoved,
+    );
   }
 
   /**
@@ -113,19 +101,16 @@ export class Membership {
   start(joined: boolean): void {
     const conf = this.core.status().confState;
     if (!joined && conf.voters.length > 0 && !allMemberIds(conf).includes(this.config.memberId)) {
-      this.removedFromCell = true;
-      this.log.warn('membership: this member was removed from the cell; wipe its data directory before adding it again');
-      this.timers.setTimeout(() => this.onRemoved(), 0);
+      this.peers.markSelfRemoved(0);
       return;
     }
-    const ids = allMemberIds(conf).includes(this.config.memberId)
+    this.peers.dialAll(allMemberIds(conf).includes(this.config.memberId)
       ? allMemberIds(conf)
-      : [...new Set([...allMemberIds(conf), ...this.directory.all().map((m) => m.id)])];
-    for (const id of ids) this.ensurePeer(id);
+      : [...new Set([...allMemberIds(conf), ...this.directory.all().map((m) => m.id)])]);
   }
 
   get removed(): boolean {
-    return this.removedFromCell;
+    return this.peers.removed;
   }
 
   /** Whether this node is in the configuration it has applied (a joining node is not, at first). */
@@ -212,9 +197,7 @@ export class Membership {
 
   /** A configuration entry was applied (its resulting configuration). */
   onConfigApplied(next: ConfState): void {
-    this.unknown.clear();
-    this.directory.mergeRecordText(this.store.membersRecord());
-    this.follow(next);
+    this.peers.follow(next);
   }
 
   /** A snapshot replaced the state: its configuration and member table are the news. */
@@ -236,14 +219,7 @@ export class Membership {
 
   /** Wraps the sender so that a message to a member not dialled yet dials it first. */
   peerSender(inner: PeerSender): PeerSender {
-    return {
-      send: (messages) => {
-        for (const message of messages) {
-          if (!this.dialed.has(message.to) && !this.unknown.has(message.to)) this.ensurePeer(message.to);
-        }
-        inner.send(messages);
-      },
-    };
+    return this.peers.sender(inner);
   }
 
   /**
@@ -340,56 +316,5 @@ export class Membership {
       this.waiters.add(waiter);
       this.onApplied();
     });
-  }
-
-  private follow(next: ConfState): void {
-    const self = this.config.memberId;
-    const before = allMemberIds(this.lastConf);
-    const after = allMemberIds(next);
-    this.lastConf = next;
-    // Ids are never reused: a member that leaves a configuration this node applied is gone for good.
-    const gone = before.filter((id) => !after.includes(id));
-    if (gone.includes(self)) {
-      this.removedFromCell = true;
-      this.log.warn('membership: this member was removed from the cell; it no longer takes part');
-      this.dropLater([...this.dialed]);
-      // Its last answers (the removal's own) leave before it stops.
-      this.timers.setTimeout(() => this.onRemoved(), this.options.removeDelayMs);
-      return;
-    }
-    this.dropLater(gone.filter((id) => id !== self));
-    for (const id of after) this.ensurePeer(id);
-  }
-
-  private dropLater(ids: number[]): void {
-    if (ids.length === 0) return;
-    for (const id of ids) {
-      this.dialed.delete(id);
-      this.gone.add(id);
-    }
-    // Messages queued this turn (the commit of the change itself) still leave first.
-    this.timers.setTimeout(() => {
-      for (const id of ids) {
-        if (this.dialed.has(id)) continue;
-        this.transport.removePeer(id);
-        this.log.info(`membership: stopped talking to removed member ${id}`);
-      }
-    }, this.options.removeDelayMs);
-  }
-
-  private ensurePeer(id: number): void {
-    if (id === this.config.memberId || this.dialed.has(id) || this.gone.has(id) || this.removedFromCell) return;
-    let info = this.directory.get(id);
-    if (info === undefined && this.directory.mergeRecordText(this.store.membersRecord())) info = this.directory.get(id);
-    if (info === undefined || info.peerUrl === '') {
-      if (!this.unknown.has(id)) this.log.warn(`membership: no peer URL known for member ${id} yet`);
-      this.unknown.add(id);
-      return;
-    }
-    const url = new URL(info.peerUrl);
-    const address = this.config.peerDial.get(info.name) ?? { host: url.hostname, port: Number(url.port) };
-    assert(address.port > 0, 'a member\'s peer URL has a port');
-    this.transport.addPeer(id, address);
-    this.dialed.add(id);
   }
 }

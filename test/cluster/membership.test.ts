@@ -60,6 +60,18 @@ function writeLoop(cell: TestCell, among: () => string[]): { stop(): Promise<Map
   };
 }
 
+/** Waits for /readyz on `names`; a failure names what each said last and its log. */
+async function ready(cell: TestCell, names: string[]): Promise<void> {
+  try {
+    await cell.cell.waitReady(45_000, names);
+  } catch (error) {
+    const states = await Promise.all(names.map(async (name) =>
+      `${name}: ${JSON.stringify((await http(`${cell.cell.clientUrl(name)}/readyz`, { timeoutMs: 2000 }).catch(() => null))?.body)}\n` +
+      cell.cell.tail(name, 30)));
+    throw new Error(`${(error as Error).message}\n${states.join('\n')}`);
+  }
+}
+
 async function promoteWhenCaughtUp(cell: TestCell, via: string, id: number): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
@@ -128,7 +140,7 @@ test('members are added as learners, promoted and removed under a write load', {
     assert.equal(unsafe.status, 412, JSON.stringify(unsafe.body));
     assert.equal(unsafe.body.error.reason, 'unhealthy_cell');
     cell.cell.start(down);
-    await cell.cell.waitReady(30_000, [down]);
+    await ready(cell, [down]);
     mark('checks of bad input, concurrent changes, an unsafe removal');
 
     // Add n4 as a learner through a follower (forwarded to the leader), then start it.
@@ -150,7 +162,7 @@ test('members are added as learners, promoted and removed under a write load', {
     assert.equal(status.body.members.find((m: Member) => m.id === n4)?.role, 'learner');
 
     cell.cell.start('n4', { join: true });
-    await cell.cell.waitReady(30_000, ['n4']);
+    await ready(cell, ['n4']);
     mark('n4 joined and ready');
     // The log was compacted long before: n4 caught up from a snapshot.
     assert.match(cell.cell.tail('n4', 200), /snapshot \d+ from member/);
@@ -195,7 +207,7 @@ test('members are added as learners, promoted and removed under a write load', {
     // Restart everyone: the membership persists.
     for (const name of live) await cell.cell.kill9(name);
     for (const name of live) cell.cell.start(name);
-    await cell.cell.waitReady(30_000, live);
+    await ready(cell, live);
     const after = await members(cell, live[0] as string);
     assert.deepEqual(after.map((m) => `${m.name}:${m.role}`).sort(), live.map((n) => `${n}:voter`).sort());
     const read = await http(`${cell.cell.clientUrl(live[1] as string)}/v1/kv/after/removal`);

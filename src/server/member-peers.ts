@@ -1,0 +1,127 @@
+// The peer transport follows the committed configuration: every member of it is dialled (its
+// address from the member directory), a member that leaves it is dropped for good (ids are never
+// reused), and this node notices its own removal. Driven by the configuration entries and
+// snapshots the node applies, in log order, so a node replaying old history never drops a member
+// it has not seen leave.
+import { assert } from '../base/assert.js';
+import type { ConfState } from '../raft/index.js';
+import type { MemberDirectory } from './member-directory.js';
+import type { PeerSender, Timers } from './types.js';
+
+export interface PeerDialer {
+  addPeer(id: number, address: { host: string; port: number }): void;
+  removePeer(id: number): void;
+}
+
+export interface MemberPeersOptions {
+  readonly memberId: number;
+  /** Where to dial a member by name when it differs from its peer URL (a test's fault proxy). */
+  readonly peerDial: ReadonlyMap<string, { host: string; port: number }>;
+  /** Removed peers' connections close this long after the change (queued messages leave first). */
+  readonly removeDelayMs: number;
+}
+
+export function allMemberIds(conf: ConfState): number[] {
+  return [...new Set([...conf.voters, ...conf.votersOutgoing, ...conf.learners])].sort((a, b) => a - b);
+}
+
+export class MemberPeers {
+  private readonly dialed = new Set<number>();
+  /** Removed members (never dialled again) and ids whose URLs are not known yet. */
+  private readonly gone = new Set<number>();
+  private readonly unknown = new Set<number>();
+  /** The configuration as of the last configuration entry (or snapshot) this node applied. */
+  private lastConf: ConfState;
+  private selfRemoved = false;
+
+  constructor(
+    private readonly options: MemberPeersOptions,
+    initialConf: ConfState,
+    private readonly store: { membersRecord(): string | null },
+    private readonly directory: MemberDirectory,
+    private readonly transport: PeerDialer,
+    private readonly timers: Timers,
+    private readonly log: { info(message: string): void; warn(message: string): void },
+    /** This member left the configuration (called once, after its last messages had time to leave). */
+    private readonly onSelfRemoved: () => void,
+  ) {
+    this.lastConf = initialConf;
+  }
+
+  get removed(): boolean {
+    return this.selfRemoved;
+  }
+
+  /** Dials `ids` (at start: the configuration, or everyone known while not in it yet). */
+  dialAll(ids: readonly number[]): void {
+    for (const id of ids) this.ensure(id);
+  }
+
+  /** A configuration entry or snapshot this node applied: follow it. */
+  follow(next: ConfState): void {
+    this.unknown.clear();
+    this.directory.mergeRecordText(this.store.membersRecord());
+    const self = this.options.memberId;
+    const after = allMemberIds(next);
+    const gone = allMemberIds(this.lastConf).filter((id) => !after.includes(id));
+    this.lastConf = next;
+    if (gone.includes(self)) {
+      this.markSelfRemoved(this.options.removeDelayMs);
+      this.dropLater([...this.dialed]);
+      return;
+    }
+    this.dropLater(gone);
+    for (const id of after) this.ensure(id);
+  }
+
+  /** This member is not in the configuration any more (now, or found so at start). */
+  markSelfRemoved(stopAfterMs: number): void {
+    if (this.selfRemoved) return;
+    this.selfRemoved = true;
+    this.log.warn('membership: this member was removed from the cell; it stops (wipe its data before adding it again)');
+    this.timers.setTimeout(() => this.onSelfRemoved(), stopAfterMs);
+  }
+
+  /** Wraps the sender so that a message to a member not dialled yet dials it first. */
+  sender(inner: PeerSender): PeerSender {
+    return {
+      send: (messages) => {
+        for (const message of messages) {
+          if (!this.dialed.has(message.to) && !this.unknown.has(message.to)) this.ensure(message.to);
+        }
+        inner.send(messages);
+      },
+    };
+  }
+
+  private dropLater(ids: readonly number[]): void {
+    if (ids.length === 0) return;
+    for (const id of ids) {
+      this.dialed.delete(id);
+      this.gone.add(id);
+    }
+    // Messages queued this turn (the commit of the change itself) still leave first.
+    this.timers.setTimeout(() => {
+      for (const id of ids) {
+        this.transport.removePeer(id);
+        this.log.info(`membership: stopped talking to removed member ${id}`);
+      }
+    }, this.options.removeDelayMs);
+  }
+
+  private ensure(id: number): void {
+    if (id === this.options.memberId || this.dialed.has(id) || this.gone.has(id) || this.selfRemoved) return;
+    let info = this.directory.get(id);
+    if (info === undefined && this.directory.mergeRecordText(this.store.membersRecord())) info = this.directory.get(id);
+    if (info === undefined || info.peerUrl === '') {
+      if (!this.unknown.has(id)) this.log.warn(`membership: no peer URL known for member ${id} yet`);
+      this.unknown.add(id);
+      return;
+    }
+    const url = new URL(info.peerUrl);
+    const address = this.options.peerDial.get(info.name) ?? { host: url.hostname, port: Number(url.port) };
+    assert(address.port > 0 && address.port < 65536, 'a member\'s peer URL has a port');
+    this.transport.addPeer(id, address);
+    this.dialed.add(id);
+  }
+}
