@@ -176,11 +176,14 @@ export class ProcessCell {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const states = await Promise.all(names.map((name) => this.probe(`${this.clientUrl(name)}/readyz`)));
-      if (states.every(Boolean)) return;
+      if (states.every((state) => state === 'ready')) return;
       for (const name of names) {
         if (!this.isRunning(name)) throw new Error(`${name} exited: ${this.tail(name)}`);
       }
-      if (Date.now() > deadline) throw new Error(`cell not ready within ${timeoutMs} ms`);
+      if (Date.now() > deadline) {
+        const said = names.map((name, i) => `${name}: ${states[i]}`).join(', ');
+        throw new Error(`cell not ready within ${timeoutMs} ms (${said})`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
@@ -189,13 +192,14 @@ export class ProcessCell {
     return (this.logs.get(name) ?? []).join('').split('\n').slice(-lines).join('\n');
   }
 
-  private async probe(url: string): Promise<boolean> {
+  /** 'ready', or why not: the node's own reason, or that it did not answer. */
+  private async probe(url: string): Promise<string> {
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
-      await res.arrayBuffer();
-      return res.status === 200;
+      const body = (await res.json().catch(() => null)) as { reason?: unknown } | null;
+      return res.status === 200 ? 'ready' : String(body?.reason ?? `status ${res.status}`);
     } catch {
-      return false;
+      return 'no answer';
     }
   }
 

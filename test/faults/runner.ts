@@ -129,7 +129,12 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
       }),
     ];
     await Promise.all(workers);
-    await nemesis.stop();
+    try {
+      await nemesis.stop();
+    } catch (error) {
+      // The cell did not come back: say what the nemesis did before.
+      throw new Error(`${(error as Error).message}\nnemesis:\n${nemesis.log.join('\n')}`, { cause: error });
+    }
     const finalProcess = clients + leaseClients + 2 * lockClients;
     const finalValues = await finalReads(recorder, finalProcess, kvClients[0] as BatonClient, keys);
     options.onHistory?.(events);
