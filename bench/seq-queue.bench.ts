@@ -1,7 +1,8 @@
 // The state machine's side of a lock queue: W contenders queued on one lock name (one seqCreate
 // entry each, applied one entry per batch as a busy leader would), then a seqCheck by the last
 // contender and a release/re-check cycle at the head. Each create reads the contender's place
-// (owner and predecessor) in the same step, so this measures how that read grows with the queue.
+// (owner and predecessor) in the same step, so this measures how that read grows with the queue;
+// "head read" is a limit-1 read of the queue's prefix (it counts the whole queue).
 // In process, on LMDB (deferred commits, as a node runs) and on the in-memory engine; medians
 // of --runs runs.
 //
@@ -60,6 +61,7 @@ interface RunFigures {
   lastHundredCreateUs: number;
   checkLastUs: number;
   handoffUs: number;
+  headReadUs: number;
 }
 
 function oneRun(engine: KvEngine, waiters: number): RunFigures {
@@ -94,11 +96,18 @@ function oneRun(engine: KvEngine, waiters: number): RunFigures {
     applier.apply({ type: 'seqCheck', prefix, key: keys[i + 1] as string, lease });
   }
   const handoffEnded = performance.now();
+  // What a waiting node reads at each hand-off to see whether it now owns (src/lock/queue.ts's
+  // ownsInAppliedState): the first key under the prefix, whose answer also counts the whole queue.
+  const headReads = 100;
+  const headStarted = performance.now();
+  for (let i = 0; i < headReads; i++) applier.store.range({ type: 'get', key: prefix, prefix: true, limit: 1 });
+  const headEnded = performance.now();
   return {
     queueMs: values.prefill ? Number.NaN : ended - started,
     lastHundredCreateUs: ((ended - lastHundredStarted) * 1000) / Math.min(100, waiters),
     checkLastUs: ((checkEnded - checkStarted) * 1000) / checks,
     handoffUs: handoffs === 0 ? 0 : ((handoffEnded - handoffStarted) * 1000) / handoffs,
+    headReadUs: ((headEnded - headStarted) * 1000) / headReads,
   };
 }
 
@@ -117,7 +126,7 @@ function freshEngine(kind: 'lmdb' | 'memory'): { engine: KvEngine; close(): Prom
 }
 
 try {
-  console.log('engine  waiters  queue ms  create us (last 100)  check last us  release+check us');
+  console.log('engine  waiters  queue ms  create us (last 100)  check last us  release+check us  head read us');
   for (const kind of engines) {
     for (const waiters of waiterCounts) {
       const figures: RunFigures[] = [];
@@ -133,7 +142,7 @@ try {
       console.log(
         `${kind.padEnd(7)} ${String(waiters).padStart(7)} ${m((f) => f.queueMs).padStart(9)} ` +
           `${m((f) => f.lastHundredCreateUs).padStart(21)} ${m((f) => f.checkLastUs).padStart(14)} ` +
-          `${m((f) => f.handoffUs).padStart(17)}`,
+          `${m((f) => f.handoffUs).padStart(17)} ${m((f) => f.headReadUs).padStart(13)}`,
       );
     }
   }
