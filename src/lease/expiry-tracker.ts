@@ -14,9 +14,13 @@
 // only then is its full TTL promised, so no election can cut a promised TTL short.
 //
 // Cost: a renewal only writes the lease's deadline (no heap work, no allocation). Each lease sits
-// in two heaps exactly once, keyed at or before the next moment it needs a look (its deadline,
-// its checkpoint, a revocation's retry); renewals only ever move those moments later, so the
-// key is left behind and the lease is re-filed when the old key comes up, about once per TTL.
+// in the expiry heap exactly once, keyed at or before the next moment it needs a look (its
+// deadline, a revocation's retry); renewals only ever move that moment later, so the key is left
+// behind and the lease is re-filed when the old key comes up, about once per TTL. Checkpoints
+// come from a scan that resumes where the previous pass stopped, a bounded number of leases per
+// pass: a heap would re-file every renewed lease once per renewal period (its checkpoint moment
+// moves with each renewal), which costs more than the scan, and a whole-table scan at once is a
+// pause of the leader's event loop that puts wait behind.
 import { assert } from '../base/assert.js';
 import { IndexedMinHeap, type HeapSlots } from './indexed-heap.js';
 
@@ -46,9 +50,6 @@ interface Deadline {
   /** Invariant: at or before the next look expired() must take (deadline or retry). */
   expiryKeyMs: number;
   expiryAt: number;
-  /** Invariant: at or before the moment the lease is due for a checkpoint. */
-  checkpointKeyMs: number;
-  checkpointAt: number;
 }
 
 const expirySlots: HeapSlots<Deadline> = {
@@ -57,15 +58,6 @@ const expirySlots: HeapSlots<Deadline> = {
   position: (d) => d.expiryAt,
   setPosition: (d, at) => {
     d.expiryAt = at;
-  },
-};
-
-const checkpointSlots: HeapSlots<Deadline> = {
-  key: (d) => d.checkpointKeyMs,
-  id: (d) => d.id,
-  position: (d) => d.checkpointAt,
-  setPosition: (d, at) => {
-    d.checkpointAt = at;
   },
 };
 
@@ -78,8 +70,9 @@ export interface ExpiryTrackerOptions {
   readonly checkpointFraction: number;
   readonly checkpointBatchMax: number;
   /**
-   * Leases looked at per expired() or checkpoints() call (re-filing renewed ones included), so
-   * that one call stays short when many old keys come up at once; default 10x the larger batch.
+   * Leases looked at per expired() call (re-filing renewed ones included) and per checkpoints()
+   * call (a slice of the scan), so that one call stays short however many leases there are;
+   * default 10x the larger batch. A full checkpoint scan takes leases / lookBatchMax passes.
    */
   readonly lookBatchMax?: number;
 }
@@ -89,14 +82,15 @@ export const defaultExpiryTrackerOptions: ExpiryTrackerOptions = {
   revokeRetryMs: 2000,
   checkpointFraction: 0.4,
   checkpointBatchMax: 1000,
-  lookBatchMax: 10_000,
+  lookBatchMax: 25_000,
 };
 
 export class LeaseExpiryTracker {
   private readonly lookBatchMax: number;
   private readonly leases = new Map<number, Deadline>();
   private readonly expiryHeap = new IndexedMinHeap(expirySlots);
-  private readonly checkpointHeap = new IndexedMinHeap(checkpointSlots);
+  /** Where the checkpoint scan resumes (Map iterators survive inserts and deletes). */
+  private checkpointScan: Iterator<Deadline> | null = null;
 
   constructor(private readonly options: ExpiryTrackerOptions = defaultExpiryTrackerOptions) {
     assert(options.revokeRetryMs > 0 && options.checkpointFraction > 0 && options.checkpointFraction <= 1, 'tracker options');
@@ -121,7 +115,7 @@ export class LeaseExpiryTracker {
   clear(): void {
     this.leases.clear();
     this.expiryHeap.clear();
-    this.checkpointHeap.clear();
+    this.checkpointScan = null;
   }
 
   /** A grant was applied (the full TTL starts now). */
@@ -135,13 +129,12 @@ export class LeaseExpiryTracker {
     if (lease === undefined) return;
     this.leases.delete(id);
     this.expiryHeap.remove(lease);
-    this.checkpointHeap.remove(lease);
   }
 
   /**
    * A keepalive. Null when the lease is unknown or being revoked. `resetCheckpoint`: the lease's
    * checkpoint is below its TTL, so the caller must commit a checkpoint of the full TTL before it
-   * promises the TTL to the client. O(1): both heap keys stay where they are (see the top).
+   * promises the TTL to the client. O(1): the heap key stays where it is (see the top).
    */
   renew(id: number, nowMs: number): Renewal | null {
     const lease = this.leases.get(id);
@@ -172,12 +165,6 @@ export class LeaseExpiryTracker {
     const lease = this.leases.get(id);
     if (lease === undefined) return;
     lease.checkpointedMs = Math.max(0, lease.ttlMs - 1);
-    // The only change that can bring a lease's checkpoint moment earlier: move its key back.
-    const due = this.checkpointDueMs(lease);
-    if (due < lease.checkpointKeyMs) {
-      lease.checkpointKeyMs = due;
-      this.checkpointHeap.update(lease);
-    }
   }
 
   has(id: number): boolean {
@@ -219,33 +206,29 @@ export class LeaseExpiryTracker {
    * Remaining TTLs to checkpoint through the log: leases that went unrenewed for the checkpoint
    * fraction of their TTL since the last checkpoint. Marked checkpointed at once: if the proposal
    * is lost, the log keeps the older, longer value, which errs on the side of not cutting short.
+   * Each call looks at the next slice of the table (at most lookBatchMax leases) and stops at
+   * the end of a full scan, so a lease is looked at once per leases / lookBatchMax calls.
    */
   checkpoints(nowMs: number): { id: number; remainingMs: number }[] {
     const out: { id: number; remainingMs: number }[] = [];
+    const scan = this.checkpointScan ?? this.leases.values();
+    this.checkpointScan = scan;
     for (let looked = 0; out.length < this.options.checkpointBatchMax && looked < this.lookBatchMax; looked++) {
-      const lease = this.checkpointHeap.peek();
-      if (lease === undefined || lease.checkpointKeyMs > nowMs) break;
-      if (lease.revokingSinceMs >= 0) {
-        lease.checkpointKeyMs = lease.revokingSinceMs + this.options.revokeRetryMs;
-      } else {
-        // Whole milliseconds (the log's unit), rounded up: a checkpoint never cuts a TTL short.
-        const remaining = Math.min(lease.ttlMs, Math.max(0, Math.ceil(lease.expiresAtMs - nowMs)));
-        if (lease.checkpointedMs - remaining >= lease.ttlMs * this.options.checkpointFraction) {
-          lease.checkpointedMs = remaining;
-          out.push({ id: lease.id, remainingMs: remaining });
-        }
-        lease.checkpointKeyMs = this.checkpointDueMs(lease);
+      const next = scan.next();
+      if (next.done === true) {
+        this.checkpointScan = null; // the next call starts a new scan
+        break;
       }
-      // An expired lease not yet revoked can be due already: look again at the next pass.
-      lease.checkpointKeyMs = Math.max(lease.checkpointKeyMs, Math.floor(nowMs) + 1);
-      this.checkpointHeap.update(lease);
+      const lease = next.value;
+      if (lease.revokingSinceMs >= 0) continue;
+      // Whole milliseconds (the log's unit), rounded up: a checkpoint never cuts a TTL short.
+      const remaining = Math.min(lease.ttlMs, Math.max(0, Math.ceil(lease.expiresAtMs - nowMs)));
+      if (lease.checkpointedMs - remaining >= lease.ttlMs * this.options.checkpointFraction) {
+        lease.checkpointedMs = remaining;
+        out.push({ id: lease.id, remainingMs: remaining });
+      }
     }
     return out;
-  }
-
-  /** When the lease will have gone unrenewed for the checkpoint fraction since its checkpoint. */
-  private checkpointDueMs(lease: Deadline): number {
-    return lease.expiresAtMs - lease.checkpointedMs + Math.ceil(lease.ttlMs * this.options.checkpointFraction);
   }
 
   private track(id: number, ttlMs: number, expiresAtMs: number, checkpointedMs: number): void {
@@ -259,12 +242,8 @@ export class LeaseExpiryTracker {
       revokingSinceMs: -1,
       expiryKeyMs: expiresAtMs,
       expiryAt: -1,
-      checkpointKeyMs: 0,
-      checkpointAt: -1,
     };
-    lease.checkpointKeyMs = this.checkpointDueMs(lease);
     this.leases.set(id, lease);
     this.expiryHeap.push(lease);
-    this.checkpointHeap.push(lease);
   }
 }

@@ -86,16 +86,29 @@ test('renewing far more often than TTL/3 costs no heap work and no memory', () =
   const tracker = new LeaseExpiryTracker();
   for (let id = 1; id <= 100; id++) tracker.granted(id, 60_000, 0);
   for (let now = 1; now <= 20_000; now++) tracker.renew((now % 100) + 1, now);
-  const heaps = tracker as unknown as { expiryHeap: { size: number }; checkpointHeap: { size: number } };
-  assert.equal(heaps.expiryHeap.size, 100, 'one expiry heap item per lease');
-  assert.equal(heaps.checkpointHeap.size, 100, 'one checkpoint heap item per lease');
+  const heaps = tracker as unknown as { expiryHeap: { size: number } };
+  assert.equal(heaps.expiryHeap.size, 100, 'one heap item per lease');
   // Old keys (from the grant at 0) come up first: the leases are re-filed, none is named. The
   // last renewals were at 19,901-20,000: due for a checkpoint 40% of the TTL later, not before.
+  // (100 leases: each checkpoints() call scans them all.)
   assert.deepEqual(tracker.checkpoints(19_901 + 24_000 - 1), []);
   assert.equal(tracker.checkpoints(19_901 + 24_000).length, 1);
   assert.deepEqual(tracker.expired(60_000), []);
   assert.deepEqual(tracker.expired(20_000 + 59_999 - 100), [], 'no lease expires early');
   assert.equal(tracker.expired(20_000 + 60_000).length, 100);
+});
+
+test('the checkpoint scan looks at a bounded slice per call and resumes where it stopped', () => {
+  const tracker = new LeaseExpiryTracker({ ...defaultExpiryTrackerOptions, expireBatchMax: 10, checkpointBatchMax: 10, lookBatchMax: 40 });
+  for (let id = 1; id <= 100; id++) tracker.granted(id, 10_000, 0);
+  tracker.removed(50);
+  const seen: number[] = [];
+  // All quiet for 40% of the TTL: 99 leases due, at most 10 named per call.
+  for (let call = 0; call < 12; call++) seen.push(...tracker.checkpoints(4_000).map((c) => c.id));
+  assert.deepEqual(seen, Array.from({ length: 100 }, (_, i) => i + 1).filter((id) => id !== 50));
+  const bounded = new LeaseExpiryTracker({ ...defaultExpiryTrackerOptions, lookBatchMax: 1000, checkpointBatchMax: 1000 });
+  for (let id = 1; id <= 2500; id++) bounded.granted(id, 10_000, 0);
+  assert.deepEqual([1, 2, 3, 4].map(() => bounded.checkpoints(4_000).length), [1000, 1000, 500, 0], 'a call stops at the end of a scan');
 });
 
 test('a lease re-filed many times still expires at its last deadline, and is checkpointed when quiet', () => {
