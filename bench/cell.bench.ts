@@ -11,6 +11,9 @@
 //   npm run bench -- --json             the same, plus every run as JSON on stdout
 // Other flags: --workload LIST|all --clients 1,16,... --duration-s N --warmup-s N --repeats N
 // --prime-s N (unrecorded load per workload on each cell first, default 3) --baton-only.
+// --baton-b DIR: also run a second Baton cell from another build (DIR/dist, e.g. the previous
+// commit's) in the same run, interleaved, as system "baton-b": an A/B of two builds on one noisy
+// machine, each against the same etcd runs.
 // Everything started here is stopped at the end, on errors and on Ctrl-C.
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,7 +30,7 @@ import {
 import { leaderActivity } from '../src/bench/metrics-text.js';
 import { freePorts } from '../src/bench/ports.js';
 import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
-import { batonProtocol, etcdProtocol } from '../src/bench/protocols.js';
+import { batonProtocol, etcdProtocol, type SystemName } from '../src/bench/protocols.js';
 import { ratioTable, ratios, resultsTable, summarize, table } from '../src/bench/report.js';
 import { ProcessCell } from '../src/server/process-cell.js';
 
@@ -40,6 +43,7 @@ const { values } = parseArgs({
     profile: { type: 'boolean' },
     json: { type: 'boolean' },
     'baton-only': { type: 'boolean' },
+    'baton-b': { type: 'string' },
     workload: { type: 'string' },
     clients: { type: 'string' },
     'duration-s': { type: 'string' },
@@ -118,7 +122,18 @@ async function startBaton(nodeArgs?: (name: string) => readonly string[]): Promi
   });
   cleanups.push(() => cell.stopAll(10_000));
   cell.startAll();
-  await cell.waitReady(30_000);
+  await cell.waitReady(60_000);
+  return cell;
+}
+
+/** A cell of another build (its own ProcessCell, so its own server binary). */
+async function startOtherBaton(buildDir: string): Promise<{ clientUrls(): string[] }> {
+  const modulePath = join(resolve(buildDir), 'dist', 'src', 'server', 'process-cell.js');
+  const { ProcessCell: OtherCell } = (await import(modulePath)) as { ProcessCell: typeof ProcessCell };
+  const cell = new OtherCell({ dataDir: join(workDir, 'other'), output: 'pipe', members: await memberPorts('n') });
+  cleanups.push(() => cell.stopAll(10_000));
+  cell.startAll();
+  await cell.waitReady(60_000);
   return cell;
 }
 
@@ -126,7 +141,7 @@ async function startEtcd(): Promise<EtcdCell> {
   const cell = new EtcdCell(join(workDir, 'etcd'), await memberPorts('e'));
   cleanups.push(() => cell.stopAll(10_000));
   cell.startAll();
-  await cell.waitReady(30_000);
+  await cell.waitReady(60_000);
   return cell;
 }
 
@@ -138,8 +153,17 @@ async function compare(): Promise<void> {
   const targets: BenchTarget[] = [{
     protocol: batonProtocol,
     urls: baton.clientUrls().map((u) => new URL(u)),
-    serverPids: pidsOf(join(workDir, 'baton')),
+    serverPids: pidsOf(`${join(workDir, 'baton')}/`),
   }];
+  const otherBuild = values['baton-b'];
+  if (otherBuild !== undefined) {
+    const other = await startOtherBaton(otherBuild);
+    targets.push({
+      protocol: { ...batonProtocol, system: 'baton-b' as SystemName },
+      urls: other.clientUrls().map((u) => new URL(u)),
+      serverPids: pidsOf(join(workDir, 'other')),
+    });
+  }
   if (version !== null) {
     const etcd = await startEtcd();
     const serverPids = pidsOf(join(workDir, 'etcd'));
