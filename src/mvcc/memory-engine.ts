@@ -44,6 +44,10 @@ export class MemoryEngine implements KvEngine {
     }
   }
 
+  count(range: KvRange): number {
+    return Math.max(0, this.lowerBound(range.end) - this.lowerBound(range.start));
+  }
+
   write<T>(body: (writer: KvWriter) => T): T {
     assert(this.undo === null, 'write transactions do not nest');
     const undo: Undo[] = [];

@@ -71,8 +71,20 @@ function readCurrent(reader: KvReader, range: KvRange, request: RangeRequest, li
   // The count covers the whole range (etcd's too); only the first `limit` keys are decoded.
   const collect = request.countOnly !== true;
   const kvs: KeyValue[] = [];
+  const engineRange = currentRange(range);
+  if (reader.count !== undefined && (!collect || limit > 0)) {
+    if (collect) {
+      for (const entry of reader.range(engineRange)) {
+        kvs.push(decodeRecord(fromUtf8(entry.key.subarray(1)), entry.value, request.keysOnly === true));
+        if (kvs.length >= limit) break;
+      }
+    }
+    const count = reader.count(engineRange);
+    assert(count >= kvs.length, 'a range counts at least the keys read from it');
+    return { count, more: collect && kvs.length < count, kvs };
+  }
   let count = 0;
-  for (const entry of reader.range(currentRange(range))) {
+  for (const entry of reader.range(engineRange)) {
     count++;
     if (!collect || (limit > 0 && kvs.length >= limit)) continue;
     const key = fromUtf8(entry.key.subarray(1));

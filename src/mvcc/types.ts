@@ -30,6 +30,12 @@ export interface KvReader {
    * key. The caller consumes the iterable (or stops it) before writing: no writes while iterating.
    */
   range(range: KvRange): Iterable<KvEntry>;
+  /**
+   * How many keys [start, end) holds (`reverse` aside), without reading their values: a read's
+   * `count` covers its whole range while only `limit` keys are decoded. Optional: readers without
+   * it (a write transaction's) are counted by iterating.
+   */
+  count?(range: KvRange): number;
 }
 
 export interface KvWriter extends KvReader {

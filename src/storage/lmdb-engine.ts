@@ -108,6 +108,18 @@ export class LmdbEngine implements KvEngine {
     }
   }
 
+  count(range: KvRange): number {
+    const bounds = lmdbBounds(range);
+    if (compareBytes(bounds.start, bounds.end) >= 0) return 0;
+    let count = 0;
+    // Keys only (no value copied), but a bucket's: it holds several long keys and may straddle a bound.
+    for (const key of this.db.getKeys({ start: bounds.start, end: bounds.end })) {
+      if (!isBucketKey(key)) count += isInRange(range, key) ? 1 : 0;
+      else for (const entry of decodeBucket(this.db.get(key) ?? new Uint8Array(0))) count += isInRange(range, entry.key) ? 1 : 0;
+    }
+    return count;
+  }
+
   write<T>(body: (writer: KvWriter) => T): T {
     assert(!this.inWrite, 'write transactions do not nest');
     const writer: KvWriter = {
@@ -189,8 +201,10 @@ function* inRange(range: KvRange, key: Uint8Array, value: Uint8Array, reverse: b
   const entries = isBucketKey(key) ? decodeBucket(value) : [{ key, value }];
   if (reverse) entries.reverse();
   for (const entry of entries) {
-    if (compareBytes(entry.key, range.start) >= 0 && compareBytes(entry.key, range.end) < 0) {
-      yield entry;
-    }
+    if (isInRange(range, entry.key)) yield entry;
   }
+}
+
+function isInRange(range: KvRange, key: Uint8Array): boolean {
+  return compareBytes(key, range.start) >= 0 && compareBytes(key, range.end) < 0;
 }

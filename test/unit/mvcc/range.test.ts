@@ -31,7 +31,7 @@ const bytes = (text: string): Uint8Array => utf8(text);
 const keyText = (entry: KvEntry): string => Buffer.from(entry.key).toString('latin1');
 
 for (const kind of ['memory', 'lmdb'] as const) {
-  test(`${kind}: reverse ranges yield [start, end) descending, long (bucketed) keys included`, () =>
+  test(`${kind}: reverse ranges yield [start, end) descending and counts count it, long (bucketed) keys included`, () =>
     withEngine(kind, (engine) => {
       const random = new SeededRandom(7n);
       const long = (stem: string): string => stem + 'x'.repeat(4_000) + String(randomInt(random, 0, 9));
@@ -50,6 +50,7 @@ for (const kind of ['memory', 'lmdb'] as const) {
           const backward = [...engine.range({ start, end, reverse: true })].map(keyText);
           assert.deepEqual(forward, expected, `[${from.length}, ${to.length})`);
           assert.deepEqual(backward, [...expected].reverse(), `reverse [${from.length}, ${to.length})`);
+          assert.equal(engine.count?.({ start, end }), expected.length, `count [${from.length}, ${to.length})`);
         }
       }
     }));
