@@ -9,7 +9,8 @@
 //   (--tracker: another build's dist/src/lease/index.js, to compare with an older tracker)
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
-import type { LeaseExpiryTracker as Tracker } from '../src/lease/index.js';
+import type { LeaseExpiryTracker as Tracker, ExpiryTrackerOptions } from '../src/lease/index.js';
+import { defaultLeaseServiceOptions } from '../src/server/lease-config.js';
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
@@ -31,7 +32,7 @@ const checkpointIntervalMs = 500;
 
 const module = (values.tracker === undefined
   ? await import('../src/lease/index.js')
-  : await import(pathToFileURL(values.tracker).href)) as { LeaseExpiryTracker: new () => Tracker };
+  : await import(pathToFileURL(values.tracker).href)) as { LeaseExpiryTracker: new (options: ExpiryTrackerOptions) => Tracker };
 
 interface Timed {
   calls: number;
@@ -54,7 +55,8 @@ function time<T>(into: Timed, body: () => T): T {
 const gc = (globalThis as { gc?: () => void }).gc;
 gc?.();
 const heapBefore = process.memoryUsage().heapUsed;
-const tracker = new module.LeaseExpiryTracker();
+// The server's settings (an older tracker ignores options it does not know).
+const tracker = new module.LeaseExpiryTracker(defaultLeaseServiceOptions.tracker);
 const startMs = 1_000_000.25; // a monotonic clock with fractions, like performance.now()
 for (let id = 1; id <= leaseCount; id++) tracker.granted(id, ttlMs, startMs + (id % 1000) / 3);
 

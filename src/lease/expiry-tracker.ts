@@ -70,11 +70,16 @@ export interface ExpiryTrackerOptions {
   readonly checkpointFraction: number;
   readonly checkpointBatchMax: number;
   /**
-   * Leases looked at per expired() call (re-filing renewed ones included) and per checkpoints()
-   * call (a slice of the scan), so that one call stays short however many leases there are;
-   * default 10x the larger batch. A full checkpoint scan takes leases / lookBatchMax passes.
+   * Leases looked at per expired() call, re-filing renewed ones included (about 2 µs each), so
+   * that a pass stays short when many old keys come up at once (leases granted or promoted
+   * together); default 10x expireBatchMax.
    */
   readonly lookBatchMax?: number;
+  /**
+   * Leases looked at per checkpoints() call (a slice of the scan, well under 1 µs each); a full
+   * scan takes leases / checkpointScanMax passes. Default 25,000.
+   */
+  readonly checkpointScanMax?: number;
 }
 
 export const defaultExpiryTrackerOptions: ExpiryTrackerOptions = {
@@ -82,11 +87,11 @@ export const defaultExpiryTrackerOptions: ExpiryTrackerOptions = {
   revokeRetryMs: 2000,
   checkpointFraction: 0.4,
   checkpointBatchMax: 1000,
-  lookBatchMax: 25_000,
 };
 
 export class LeaseExpiryTracker {
   private readonly lookBatchMax: number;
+  private readonly checkpointScanMax: number;
   private readonly leases = new Map<number, Deadline>();
   private readonly expiryHeap = new IndexedMinHeap(expirySlots);
   /** Where the checkpoint scan resumes (Map iterators survive inserts and deletes). */
@@ -94,8 +99,9 @@ export class LeaseExpiryTracker {
 
   constructor(private readonly options: ExpiryTrackerOptions = defaultExpiryTrackerOptions) {
     assert(options.revokeRetryMs > 0 && options.checkpointFraction > 0 && options.checkpointFraction <= 1, 'tracker options');
-    this.lookBatchMax = options.lookBatchMax ?? 10 * Math.max(options.expireBatchMax, options.checkpointBatchMax);
-    assert(this.lookBatchMax >= options.expireBatchMax && this.lookBatchMax >= options.checkpointBatchMax, 'look budget');
+    this.lookBatchMax = options.lookBatchMax ?? 10 * options.expireBatchMax;
+    this.checkpointScanMax = options.checkpointScanMax ?? 25_000;
+    assert(this.lookBatchMax >= options.expireBatchMax && this.checkpointScanMax >= options.checkpointBatchMax, 'look budgets');
   }
 
   get size(): number {
@@ -206,14 +212,14 @@ export class LeaseExpiryTracker {
    * Remaining TTLs to checkpoint through the log: leases that went unrenewed for the checkpoint
    * fraction of their TTL since the last checkpoint. Marked checkpointed at once: if the proposal
    * is lost, the log keeps the older, longer value, which errs on the side of not cutting short.
-   * Each call looks at the next slice of the table (at most lookBatchMax leases) and stops at
-   * the end of a full scan, so a lease is looked at once per leases / lookBatchMax calls.
+   * Each call looks at the next slice of the table (at most checkpointScanMax leases) and stops
+   * at the end of a full scan, so a lease is looked at once per leases / checkpointScanMax calls.
    */
   checkpoints(nowMs: number): { id: number; remainingMs: number }[] {
     const out: { id: number; remainingMs: number }[] = [];
     const scan = this.checkpointScan ?? this.leases.values();
     this.checkpointScan = scan;
-    for (let looked = 0; out.length < this.options.checkpointBatchMax && looked < this.lookBatchMax; looked++) {
+    for (let looked = 0; out.length < this.options.checkpointBatchMax && looked < this.checkpointScanMax; looked++) {
       const next = scan.next();
       if (next.done === true) {
         this.checkpointScan = null; // the next call starts a new scan

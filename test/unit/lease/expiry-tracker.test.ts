@@ -99,14 +99,14 @@ test('renewing far more often than TTL/3 costs no heap work and no memory', () =
 });
 
 test('the checkpoint scan looks at a bounded slice per call and resumes where it stopped', () => {
-  const tracker = new LeaseExpiryTracker({ ...defaultExpiryTrackerOptions, expireBatchMax: 10, checkpointBatchMax: 10, lookBatchMax: 40 });
+  const tracker = new LeaseExpiryTracker({ ...defaultExpiryTrackerOptions, checkpointBatchMax: 10, checkpointScanMax: 40 });
   for (let id = 1; id <= 100; id++) tracker.granted(id, 10_000, 0);
   tracker.removed(50);
   const seen: number[] = [];
   // All quiet for 40% of the TTL: 99 leases due, at most 10 named per call.
   for (let call = 0; call < 12; call++) seen.push(...tracker.checkpoints(4_000).map((c) => c.id));
   assert.deepEqual(seen, Array.from({ length: 100 }, (_, i) => i + 1).filter((id) => id !== 50));
-  const bounded = new LeaseExpiryTracker({ ...defaultExpiryTrackerOptions, lookBatchMax: 1000, checkpointBatchMax: 1000 });
+  const bounded = new LeaseExpiryTracker({ ...defaultExpiryTrackerOptions, checkpointScanMax: 1000, checkpointBatchMax: 1000 });
   for (let id = 1; id <= 2500; id++) bounded.granted(id, 10_000, 0);
   assert.deepEqual([1, 2, 3, 4].map(() => bounded.checkpoints(4_000).length), [1000, 1000, 500, 0], 'a call stops at the end of a scan');
 });
