@@ -7,6 +7,14 @@ import type { Wal } from '../wal/index.js';
 import type { LogStore } from './types.js';
 
 export class DurableLogStore implements LogStore {
+  /**
+   * Set while a Ready with a leader's snapshot is being persisted. Several Readys may be handed
+   * over at once, and their WAL writes must stay in hand-off order: the snapshot's checks await
+   * the disk, so later Readys wait for it instead of overtaking it (a later hard state written
+   * first made the earlier one look like a commit index going back).
+   */
+  private snapshotInFlight: Promise<void> | null = null;
+
   constructor(
     private readonly wal: Wal,
     private readonly snapshots: SnapshotStore,
@@ -15,6 +23,21 @@ export class DurableLogStore implements LogStore {
   ) {}
 
   async persist(ready: Ready): Promise<void> {
+    if (ready.snapshot === null && this.snapshotInFlight === null) return this.persistInOrder(ready);
+    const previous = this.snapshotInFlight;
+    const run = (async () => {
+      if (previous !== null) await previous.catch(() => {});
+      await this.persistInOrder(ready);
+    })();
+    const tracked = run.finally(() => {
+      if (this.snapshotInFlight === tracked) this.snapshotInFlight = null;
+    });
+    tracked.catch(() => {}); // the caller handles `run`'s failure; this copy only orders
+    this.snapshotInFlight = tracked;
+    return run;
+  }
+
+  private async persistInOrder(ready: Ready): Promise<void> {
     const started = performance.now();
     if (ready.snapshot !== null) {
       // A snapshot from the leader arrives as a verified, installed file: not written twice.

@@ -2,8 +2,9 @@
 // a learner (it catches up by snapshot: the log is compacted every 50 entries), promoted, and
 // the leader and another original voter are removed; every acknowledged write must then be
 // readable from every remaining member, a removed node must not count toward quorum, and a
-// restart of everyone keeps the membership. Bad input, a second change while one is in flight
-// and promoting a learner that lags are refused with clear errors.
+// restart of everyone keeps the membership. A member that was down through the change catches
+// up by snapshot and knows the new member's URLs. Bad input, a second change while one is in
+// flight, removing a voter while another is down and promoting a learner that lags are refused.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { findLeader, http, putSurely, sleep, startTestCell, type TestCell } from './harness.js';
@@ -129,6 +130,7 @@ test('members are added as learners, promoted and removed under a write load', {
 
     // With one voter down, removing another would leave no quorum in contact: refused.
     const [down, kept] = live.filter((n) => n !== leaderNow) as [string, string];
+    live = live.filter((n) => n !== down);
     await cell.cell.kill9(down);
     for (let i = 0; i < 100; i++) {
       const status = await http(`${cell.cell.clientUrl(leaderNow)}/v1/cluster/status`);
@@ -139,10 +141,11 @@ test('members are added as learners, promoted and removed under a write load', {
     const unsafe = await http(`${cell.cell.clientUrl(leaderNow)}/v1/cluster/members/${keptId}`, { method: 'DELETE' });
     assert.equal(unsafe.status, 412, JSON.stringify(unsafe.body));
     assert.equal(unsafe.body.error.reason, 'unhealthy_cell');
-    cell.cell.start(down);
-    await ready(cell, [down]);
     mark('checks of bad input, concurrent changes, an unsafe removal');
 
+    // Enough writes that the log is compacted past where the down member stopped (and past the
+    // start: n4 must catch up by snapshot).
+    for (let i = 0; i < 120; i++) await putSurely(`${cell.cell.clientUrl(kept)}/v1/kv/fill/${i % 10}`, `f${i}`);
     // Add n4 as a learner through a follower (forwarded to the leader), then start it.
     const leader = await findLeader(cell);
     const follower = live.find((n) => n !== leader) as string;
@@ -168,8 +171,20 @@ test('members are added as learners, promoted and removed under a write load', {
     assert.match(cell.cell.tail('n4', 200), /snapshot \d+ from member/);
     await promoteWhenCaughtUp(cell, follower, n4);
     mark('n4 promoted');
-    live = ['n1', 'n2', 'n3', 'n4'];
     assert.equal((await members(cell, 'n4')).find((m) => m.id === n4)?.role, 'voter');
+
+    // The member that was down through all of it catches up (usually by snapshot: the log is
+    // compacted every 50 entries) and knows n4's URLs from the replicated member table.
+    for (let i = 0; i < 60; i++) await putSurely(`${cell.cell.clientUrl('n4')}/v1/kv/more/${i % 10}`, `m${i}`);
+    cell.cell.start(down);
+    await ready(cell, [down]);
+    const bySnapshot = /snapshot \d+ from member/.test(cell.cell.tail(down, 200));
+    const seen = await http(`${cell.cell.clientUrl(down)}/v1/cluster/members?consistency=serializable`);
+    const n4Seen = (seen.body.members as (Member & { peerUrl: string; clientUrl: string })[]).find((m) => m.id === n4);
+    assert.equal(n4Seen?.peerUrl, cell.cell.peerUrl('n4'));
+    assert.equal(n4Seen?.clientUrl, cell.cell.clientUrl('n4'));
+    live = ['n1', 'n2', 'n3', 'n4'];
+    mark(`${down}, down since before the change, caught up (${bySnapshot ? 'by snapshot' : 'from the log'}) and knows n4`);
 
     // Remove the leader, then another original voter.
     const first = await findLeader(cell);
