@@ -105,6 +105,9 @@ export class WatchHub<Tag> {
   onApplied(): void {
     const target = this.source.revision;
     assert(target >= this.hubRevision, 'the applied revision never goes back');
+    // No synced watcher: nobody needs the live fan-out, so the history is not read at all (a
+    // catching-up watcher reads it itself, up to hubRevision, before it joins).
+    if (this.index.size === 0) this.hubRevision = target;
     while (this.hubRevision < target) {
       let chunk: HistoryChunk;
       try {
