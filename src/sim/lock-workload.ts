@@ -32,6 +32,14 @@ const acquireBoundMs = 9_000;
 const proposalIdBase = 3e12;
 const lockName = 'sim';
 
+/** A retry of an acquire whose outcome is unknown: the same Request-ID, for the same lease. */
+interface Attempt {
+  readonly requestId: string;
+  readonly lease: number;
+  readonly deadlineMs: number;
+  readonly tries: number;
+}
+
 interface Contender {
   readonly n: number;
   readonly ttlMs: number;
@@ -171,9 +179,15 @@ export class LockWorkload implements SimLockEnv {
    * retried elsewhere with the same Request-ID and the remaining wait, so an entry created by the
    * first try is found again rather than left behind as a ghost holding the lock.
    */
-  private acquire(contender: Contender, attempt?: { requestId: string; deadlineMs: number; tries: number }): void {
+  private acquire(contender: Contender, attempt?: Attempt): void {
     const service = this.lockService(contender);
     const lease = contender.lease;
+    if (service === null && lease !== null && attempt !== undefined && attempt.lease === lease) {
+      // No member to ask right now: the retry waits, with its Request-ID. Starting a new acquire
+      // instead would leave the first try's entry queued, a ghost holding the lock while the
+      // lease is renewed (seed 2: an acquire answered `overloaded` after its entry was created).
+      return this.later(contender, 20, () => this.acquire(contender, attempt));
+    }
     if (service === null || lease === null) return this.later(contender, 20);
     const requestId = attempt?.requestId ?? `lock-c${contender.n}-${this.stats.acquires}`;
     const deadlineMs = attempt?.deadlineMs ?? this.world.nowMs + randomInt(this.random, 0, waitMsMax);
@@ -227,7 +241,7 @@ export class LockWorkload implements SimLockEnv {
           abandon.abort(new Error('the client gave up on this call'));
           this.moveOn(contender);
           return this.later(contender, randomInt(this.random, 5, 30), () =>
-            this.acquire(contender, { requestId, deadlineMs: Math.max(deadlineMs, this.world.nowMs), tries: tries + 1 }));
+            this.acquire(contender, { requestId, lease, deadlineMs: Math.max(deadlineMs, this.world.nowMs), tries: tries + 1 }));
         }
         if (code === 'lock_held') this.stats.heldErrors++;
         else if (code === 'lease_not_found') {
