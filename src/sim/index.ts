@@ -12,8 +12,9 @@
 // Layout: simulate.ts (a run), world.ts (event loop, members), sim-node.ts (the sim's driver
 // and the checkers' taps), server-driver.ts (the production driver's doors), delivery.ts,
 // network.ts, disk.ts (the world models), nemesis.ts (faults), workload.ts (client),
-// checker.ts + mirror-log.ts (safety), register.ts (the default state machine), lease-*.ts (the
-// lease workload: holders, the service inside a member, forwarding, and the lease checker).
+// checker.ts + mirror-log.ts (safety), catch-up.ts (the liveness deadline's allowance for the
+// log the faults left behind), register.ts (the default state machine), lease-*.ts (the lease
+// workload: holders, the service inside a member, forwarding, and the lease checker).
 export type {
   Applier,
   DriverBugs,

@@ -6,12 +6,14 @@ import type { Entry } from '../raft/index.js';
 import { hashChain, hashEntry } from './hash.js';
 
 export class MirrorLog {
-  // Invariant: terms.length === chains.length; terms[i] belongs to index baseIndex + 1 + i.
+  // Invariant: terms, chains and dataBytes have one item per entry; item i is index baseIndex + 1 + i.
   private baseIndex = 0;
   private baseTerm = 0;
   private baseChain = 0;
   private terms: number[] = [];
   private chains: number[] = [];
+  /** Data bytes of each entry (what an append message's byte budget counts). */
+  private dataBytes: number[] = [];
 
   get firstIndex(): number {
     return this.baseIndex + 1;
@@ -36,6 +38,11 @@ export class MirrorLog {
     return this.chains[index - this.baseIndex - 1];
   }
 
+  /** The data bytes of the entry at `index`, or undefined when it is compacted away or past the end. */
+  dataBytesAt(index: number): number | undefined {
+    return this.dataBytes[index - this.baseIndex - 1];
+  }
+
   /** Append (truncating at the first entry's index); calls `onEntry` for each new entry. */
   append(
     entries: readonly Entry[],
@@ -54,12 +61,14 @@ export class MirrorLog {
     const keep = first.index - this.baseIndex - 1;
     this.terms.length = keep;
     this.chains.length = keep;
+    this.dataBytes.length = keep;
     let chain = keep === 0 ? this.baseChain : (this.chains[keep - 1] as number);
     for (const entry of entries) {
       assert(entry.index === this.lastIndex + 1, 'entries are contiguous');
       chain = hashChain(chain, entry.index, hashEntry(entry.term, entry.type, entry.data));
       this.terms.push(entry.term);
       this.chains.push(chain);
+      this.dataBytes.push(entry.data.byteLength);
       onEntry(entry.index, entry.term, chain);
     }
   }
@@ -71,6 +80,7 @@ export class MirrorLog {
     this.baseChain = chain;
     this.terms = [];
     this.chains = [];
+    this.dataBytes = [];
   }
 
   /** Drop entries up to `index` (the member compacted its log). */
@@ -83,5 +93,6 @@ export class MirrorLog {
     this.baseIndex = index;
     this.terms = this.terms.slice(drop);
     this.chains = this.chains.slice(drop);
+    this.dataBytes = this.dataBytes.slice(drop);
   }
 }

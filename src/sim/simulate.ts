@@ -5,6 +5,7 @@ import { assert } from '../base/assert.js';
 import { SeededRandom } from '../base/random.js';
 import { randomInt } from '../base/random.js';
 import type { MemberId, RaftApi } from '../raft/index.js';
+import { catchUpAfterFaults } from './catch-up.js';
 import { createCore } from './core-factory.js';
 import { Nemesis } from './nemesis.js';
 import { registerStateMachine } from './register.js';
@@ -20,6 +21,8 @@ import { World } from './world.js';
 export const livenessBudgetMsDefault = 8_000;
 const stepsMaxDefault = 3_000_000;
 const probeEveryMs = 25;
+/** Half the production driver's request timeout in the sim (server-driver.ts: 2 s). */
+const kvQueueDelayMsMax = 1_000;
 
 /** One run with the sim's own driver: synchronous from start to end. */
 export function simulate(options: SimOptions, coreFactory: CoreFactory = createCore): SimResult {
@@ -86,10 +89,15 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   const stateMachine =
     options.stateMachine ?? (withLeases ? mvccStateMachine(simLeaseLimits, 32) : registerStateMachine);
   const world = new World(scenario, randoms, options, coreFactory, stateMachine, stats);
-  const client = new Workload(world, workloadRandom, options.driverBugs?.localReads === true);
-  world.hooks = client;
   // Forked after every other subsystem's draw, so kv runs are unchanged by its existence.
   const leaseWorkload = withLeases ? new LeaseWorkload(world, root.fork(8), options.leaseBugs) : null;
+  // The kv client keeps the cell's queueing delay within half the tightest timeout of the run's
+  // clients (the production driver's 2 s for writes; the lease service's for lease and lock
+  // calls, which wait in the same log), so a saturated cell still answers them in time.
+  const queueDelayMsMax =
+    leaseWorkload === null ? kvQueueDelayMsMax : leaseWorkload.options.requestTimeoutMs / 2;
+  const client = new Workload(world, workloadRandom, options.driverBugs?.localReads === true, queueDelayMsMax);
+  world.hooks = client;
   world.leases = leaseWorkload;
   const lockWorkload = withLocks && leaseWorkload !== null ? new LockWorkload(world, root.fork(9), leaseWorkload, options.lockBugs) : null;
   world.locks = lockWorkload;
@@ -112,12 +120,10 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   if (progressEveryMs !== undefined) repeat(world, progressEveryMs, () => emitProgress(world));
   let done = false;
   let kvLive = false;
-  const liveness = {
-    startMs: scenario.faultPhaseMs,
-    deadlineMs: scenario.faultPhaseMs + (options.livenessBudgetMs ?? livenessBudgetMsDefault),
-  };
-  const leasesDeadlineMs = liveness.deadlineMs + LeaseWorkload.settleBudgetMs();
-  const locksDeadlineMs = liveness.deadlineMs + LockWorkload.settleBudgetMs();
+  const budgetMs = options.livenessBudgetMs ?? livenessBudgetMsDefault;
+  const liveness = { startMs: scenario.faultPhaseMs, deadlineMs: 0, budget: '' };
+  let leasesDeadlineMs = 0;
+  let locksDeadlineMs = 0;
   world.at(scenario.faultPhaseMs, 'FAULTS END: heal, resume, restart', () => {
     nemesis.active = false;
     if (options.skipLiveness === true) {
@@ -125,10 +131,23 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
       return;
     }
     endFaults(world);
+    // The budget is for recovering; shipping the log the faults left behind comes on top.
+    const catchUp = catchUpAfterFaults(world.nodes.values(), scenario);
+    liveness.deadlineMs = scenario.faultPhaseMs + budgetMs + catchUp.allowanceMs;
+    liveness.budget =
+      catchUp.allowanceMs === 0
+        ? `${budgetMs} ms`
+        : `${budgetMs} ms + ${catchUp.allowanceMs} ms to ship ${catchUp.entries} entries (${catchUp.messages} appends)`;
+    world.trace('-', `liveness deadline ${liveness.deadlineMs} ms: ${liveness.budget}`);
+    leasesDeadlineMs = liveness.deadlineMs + LeaseWorkload.settleBudgetMs();
+    locksDeadlineMs = liveness.deadlineMs + LockWorkload.settleBudgetMs();
     client.startProbe();
     repeat(world, probeEveryMs, () => {
       if (done) return;
-      if (!kvLive) kvLive = checkLiveness(world, nemesis, client, liveness);
+      // A member leaves once its removal completed, also after the kv probe: a removed member
+      // left running gets no more entries, so the lease and lock checks would wait on it forever.
+      nemesis.decommissionRemoved();
+      if (!kvLive) kvLive = checkLiveness(world, client, liveness);
       done =
         kvLive &&
         (leaseWorkload === null || leaseWorkload.settled(leasesDeadlineMs, lockWorkload?.liveLeases() ?? [])) &&
@@ -217,11 +236,9 @@ function endFaults(world: World): void {
 /** True once a leader committed a new proposal and every member of its configuration applied it. */
 function checkLiveness(
   world: World,
-  nemesis: Nemesis,
   client: Workload,
-  liveness: { startMs: number; deadlineMs: number },
+  liveness: { startMs: number; deadlineMs: number; budget: string },
 ): boolean {
-  nemesis.decommissionRemoved();
   const leader = world.leader();
   const ack = client.probeAck;
   let lagging: string[] = [];
@@ -250,7 +267,7 @@ function checkLiveness(
           : `members not caught up to ${ack.index}: ${lagging.join(' ')}`;
     world.report(
       'liveness',
-      `${liveness.deadlineMs - liveness.startMs} ms after the faults stopped: ${what}`,
+      `${liveness.deadlineMs - liveness.startMs} ms after the faults stopped (${liveness.budget}): ${what}`,
     );
     return true;
   }

@@ -11,6 +11,9 @@ import type { SimNode } from './sim-node.js';
 import type { WorldHooks } from './types.js';
 import type { World } from './world.js';
 
+/** A production-driver write unanswered this long (the driver times out at 2 s) is given up on. */
+const writeAbandonMs = 2_500;
+
 interface ReadRecord {
   readonly key: string;
   readonly member: MemberId;
@@ -28,12 +31,16 @@ export class Workload implements WorldHooks {
   /** Set by the liveness phase: the first acknowledged write proposed after this command id. */
   private probeFromCommandId = Number.POSITIVE_INFINITY;
   probeAck: { readonly index: number; readonly timeMs: number } | null = null;
+  /** When each write through the production driver was sent, until it is answered. */
+  private readonly sentMsByCommand = new Map<number, number>();
 
   constructor(
     private readonly world: World,
     private readonly random: Random,
     /** Test-only: answer reads from local state with no ReadIndex round (stale reads). */
     private readonly localReads = false,
+    /** Production-driver writes: no new write through a member whose oldest has waited longer. */
+    private readonly queueDelayMsMax = Number.POSITIVE_INFINITY,
   ) {}
 
   /** Propose a batch of writes to the member believed to lead; follow its leader hint. */
@@ -136,23 +143,46 @@ export class Workload implements WorldHooks {
     // Backpressure, as a server answers `overloaded`: a client that times out and proposes again
     // would otherwise grow the leader's backlog past what it can commit within any time bound.
     if (node.log.lastIndex - node.appliedIndex >= outstandingMax) return;
+    if (this.queueDelayed(node)) return;
     const commandId = this.nextCommandId++;
     const key = this.key();
     this.world.stats.proposals++;
     node.forwarded.add(commandId);
+    this.sentMsByCommand.set(commandId, this.world.nowMs);
     if (this.world.tracing)
       this.world.traceNode(node, `propose #${commandId} ${key} (server driver)`);
     binding.propose(commandId, this.world.stateMachine.encodeWrite({ commandId, key })).then(
       (outcome) => {
         node.forwarded.delete(commandId);
+        this.sentMsByCommand.delete(commandId);
         if (outcome.chain !== 0)
           this.acknowledge(node, outcome.index, outcome.term, outcome.chain, key, commandId);
       },
       () => {
         node.forwarded.delete(commandId);
+        this.sentMsByCommand.delete(commandId);
         this.leaderGuess = node.leader;
       },
     );
+  }
+
+  /**
+   * True while the oldest write outstanding through `node` has waited longer than the client's
+   * queue-delay bound: the cell commits more slowly than this client offers writes, so it waits
+   * for answers instead of adding more. A window counted in writes alone (clientOutstandingMax)
+   * lets the queue grow to whatever it holds: at the slowest scenarios' rates (64-byte appends,
+   * one in flight, 80-110 commits/s) 256 queued writes wait 2-3 s, past every client's timeout,
+   * so no write, lock call or lease call is answered in time while the cell commits at full speed.
+   */
+  private queueDelayed(node: SimNode): boolean {
+    for (const commandId of node.forwarded) {
+      const waitedMs = this.world.nowMs - (this.sentMsByCommand.get(commandId) ?? this.world.nowMs);
+      if (waitedMs <= writeAbandonMs) return waitedMs > this.queueDelayMsMax;
+      // No answer long past the driver's timeout (it was paused when that fired): given up.
+      node.forwarded.delete(commandId);
+      this.sentMsByCommand.delete(commandId);
+    }
+    return false;
   }
 
   onApplied(node: SimNode, entry: Entry, chain: number): void {
