@@ -98,10 +98,11 @@ test('members are added as learners, promoted and removed under a write load', {
   const started = Date.now();
   const mark = (what: string): void => t.diagnostic(`${((Date.now() - started) / 1000).toFixed(1)} s: ${what}`);
   const cell = await startTestCell({ spares: 1, extraArgs: ['--snapshot-entries', '50'] });
+  let load: ReturnType<typeof writeLoop> | null = null;
   try {
     mark('cell ready');
     let live = ['n1', 'n2', 'n3'];
-    const load = writeLoop(cell, () => live);
+    load = writeLoop(cell, () => live);
     await sleep(1500);
     // Bad input: 400 with a message, from any member.
     for (const body of ['{}', '{"name":"x y","peerUrl":"http://127.0.0.1:1","clientUrl":"http://127.0.0.1:2"}',
@@ -179,8 +180,13 @@ test('members are added as learners, promoted and removed under a write load', {
     cell.cell.start(down);
     await ready(cell, [down]);
     const bySnapshot = /snapshot \d+ from member/.test(cell.cell.tail(down, 200));
-    const seen = await http(`${cell.cell.clientUrl(down)}/v1/cluster/members?consistency=serializable`);
-    const n4Seen = (seen.body.members as (Member & { peerUrl: string; clientUrl: string })[]).find((m) => m.id === n4);
+    // Ready means applied up to the commit index it knows; a serializable read may still trail the
+    // leader by what is on its way, so the member table is polled until it shows n4 (bounded).
+    let n4Seen: (Member & { peerUrl: string; clientUrl: string }) | undefined;
+    for (const until = Date.now() + 20_000; n4Seen === undefined && Date.now() < until; await sleep(200)) {
+      const seen = await http(`${cell.cell.clientUrl(down)}/v1/cluster/members?consistency=serializable`);
+      n4Seen = (seen.body.members as (Member & { peerUrl: string; clientUrl: string })[]).find((m) => m.id === n4);
+    }
     assert.equal(n4Seen?.peerUrl, cell.cell.peerUrl('n4'));
     assert.equal(n4Seen?.clientUrl, cell.cell.clientUrl('n4'));
     live = ['n1', 'n2', 'n3', 'n4'];
@@ -233,6 +239,10 @@ test('members are added as learners, promoted and removed under a write load', {
     const stalled = await http(`${cell.cell.clientUrl('n4')}/v1/kv/after/quorum`, { method: 'PUT', body: 'x', timeoutMs: 8000 });
     assert.ok(stalled.status === 503 || stalled.status === 504, `no quorum without ${other}: ${stalled.status}`);
   } finally {
+    // A failed assertion must not leave the write loop retrying against a closed cell (the test
+    // process would never exit).
+    const stopping = load?.stop();
     await cell.close();
+    await stopping;
   }
 });
