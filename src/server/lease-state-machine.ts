@@ -1,9 +1,10 @@
 // The state machine as the lease service sees it: the MVCC store's, plus a look at each applied
 // outcome, so the leader's expiry tracker learns of grants and revocations in log order (the
 // same moment every replica's table changes). Followers' trackers are empty and ignore this.
-import type { Entry, Snapshot } from '../raft/index.js';
+import type { Entry } from '../raft/index.js';
 import type { ApplyOutcome } from '../mvcc/index.js';
 import type { StateMachine } from './types.js';
+import { ObservedStateMachine } from './observed-state-machine.js';
 
 export interface LeaseOutcomeObserver {
   leaseGranted(id: number, ttlMs: number): void;
@@ -21,32 +22,19 @@ export function observeLeaseOutcome(outcome: ApplyOutcome, observer: LeaseOutcom
   else if (result.type === 'leaseRevoke') observer.leaseRevoked(result.id);
 }
 
-export class LeaseAwareStateMachine implements StateMachine<ApplyOutcome> {
+export class LeaseAwareStateMachine extends ObservedStateMachine<ApplyOutcome> {
   constructor(
-    private readonly inner: StateMachine<ApplyOutcome>,
+    inner: StateMachine<ApplyOutcome>,
     private readonly observer: LeaseOutcomeObserver,
-  ) {}
-
-  appliedIndex(): number {
-    return this.inner.appliedIndex();
+  ) {
+    super(inner);
   }
 
-  applyBatch(entries: readonly Entry[]): ApplyOutcome[] {
-    const outcomes = this.inner.applyBatch(entries);
+  protected applied(_entries: readonly Entry[], outcomes: readonly ApplyOutcome[]): void {
     for (const outcome of outcomes) observeLeaseOutcome(outcome, this.observer);
-    return outcomes;
   }
 
-  snapshotData(): Uint8Array {
-    return this.inner.snapshotData();
-  }
-
-  snapshotChunks(): Iterable<Uint8Array> {
-    return this.inner.snapshotChunks?.() ?? [this.inner.snapshotData()];
-  }
-
-  restore(snapshot: Snapshot): void {
-    this.inner.restore(snapshot);
+  protected restored(): void {
     this.observer.leasesRestored();
   }
 }
