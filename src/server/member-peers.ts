@@ -52,6 +52,11 @@ export class MemberPeers {
     return this.selfRemoved;
   }
 
+  /** The configuration this node has applied (its member table is in the directory with it). */
+  get appliedConf(): ConfState {
+    return this.lastConf;
+  }
+
   /** Dials `ids` (at start: the configuration, or everyone known while not in it yet). */
   dialAll(ids: readonly number[]): void {
     for (const id of ids) this.ensure(id);

@@ -118,8 +118,13 @@ export class Membership {
     return allMemberIds(this.core.status().confState).includes(this.config.memberId);
   }
 
+  /**
+   * The applied configuration, not the core's: the core takes a snapshot's configuration as soon
+   * as it receives it, while the member table with the new members' URLs arrives with the restore
+   * (a member caught up by snapshot listed the new one with no URLs in between).
+   */
   members(): MemberView[] {
-    const conf = this.core.status().confState;
+    const conf = this.peers.appliedConf;
     const voters = new Set([...conf.voters, ...conf.votersOutgoing]);
     return allMemberIds(conf).map((id) => {
       const info = this.directory.get(id) ?? { id, name: `member-${id}`, peerUrl: '', clientUrl: '' };
