@@ -7,7 +7,7 @@
 //
 //   npm run bench                       all workloads, 1/16/64/256 clients, 3 x 4 s each (~10 min)
 //   npm run bench -- --quick            1 and 64 clients, 1 x 2 s each (~1.5 min)
-//   npm run bench -- --profile          Baton only: CPU profile of the leader under put, 64 clients
+//   npm run bench -- --profile          Baton only: CPU profiles of the leader and a follower under put, 64 clients
 //   npm run bench -- --json             the same, plus every run as JSON on stdout
 // Other flags: --workload LIST|all --clients 1,16,... --duration-s N --warmup-s N --repeats N
 // --prime-s N (unrecorded load per workload on each cell first, default 3) --baton-only.
@@ -239,10 +239,11 @@ async function profileLeader(): Promise<void> {
     .join(', ');
   out(`\nIn the measured window: ${result.opsPerSecond.toFixed(0)} ops/s; ` +
     `process CPU (all threads): ${cpuText}`);
-  out(`Leader: ${activity.walFsyncs} WAL fsyncs (mean ${activity.walFsyncMeanMs.toFixed(1)} ms), ` +
+  out(`Leader: ${activity.walFsyncs} Readys written (mean ${activity.walFsyncMeanMs.toFixed(1)} ms each), ` +
     `${activity.committedEntries} entries committed ` +
-    `(${activity.entriesPerFsync.toFixed(1)} per fsync), proposal mean ` +
-    `${activity.proposalMeanMs.toFixed(1)} ms (requests sent to the leader itself)`);
+    `(${activity.entriesPerFsync.toFixed(1)} per Ready), proposal mean ` +
+    `${activity.proposalMeanMs.toFixed(1)} ms (requests sent to the leader itself); ` +
+    `${activity.walSyncs} fdatasyncs, ${activity.applyBatches} apply transactions`);
   out(`\nLeader ${leader} main thread, ${(summary.durationMs / 1000).toFixed(1)} s profiled ` +
     `(warm-up included), idle ${summary.idlePercent.toFixed(1)}%; profile kept at ${kept}`);
   out('Self time: time blocked inside a native call (an fsync, a lock) counts as that call\'s.');
@@ -252,8 +253,25 @@ async function profileLeader(): Promise<void> {
       r.name, r.location, r.selfMs.toFixed(0), r.percent.toFixed(1), r.busyPercent.toFixed(1),
     ]),
   ));
+  // A follower's work per op counts as much as the leader's: the three share the machine's cores.
+  const follower = baton.names().find((n) => n !== leader);
+  let followerSummary: ReturnType<typeof summarizeCpuProfile> | null = null;
+  if (follower !== undefined) {
+    const followerPath = mainThreadProfile(join(profileDir, follower));
+    const keptFollower = join(tmpdir(), `baton-follower-${workload}-${clients}-${Date.now()}.cpuprofile`);
+    copyFileSync(followerPath, keptFollower);
+    followerSummary = summarizeCpuProfile(JSON.parse(readFileSync(followerPath, 'utf8')), `${repoDir}/`, 20);
+    out(`\nFollower ${follower} main thread, idle ${followerSummary.idlePercent.toFixed(1)}%; ` +
+      `profile kept at ${keptFollower}`);
+    out(table(
+      ['function', 'location', 'self ms', '% all', '% busy'],
+      followerSummary.rows.map((r) => [
+        r.name, r.location, r.selfMs.toFixed(0), r.percent.toFixed(1), r.busyPercent.toFixed(1),
+      ]),
+    ));
+  }
   if (values.json === true) {
-    out(JSON.stringify({ leader, result, cpuCores, activity, profile: summary }, null, 2));
+    out(JSON.stringify({ leader, result, cpuCores, activity, profile: summary, followerProfile: followerSummary }, null, 2));
   }
 }
 

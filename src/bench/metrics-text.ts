@@ -14,8 +14,12 @@ export function metricValue(text: string, name: string): number {
 }
 
 export interface LeaderActivity {
+  /** Readys written (the baton_wal_fsync_seconds histogram counts one per Ready). */
   readonly walFsyncs: number;
   readonly walFsyncMeanMs: number;
+  /** Real fdatasync calls (group commits), and state machine write transactions. */
+  readonly walSyncs: number;
+  readonly applyBatches: number;
   readonly committedEntries: number;
   readonly entriesPerFsync: number;
   readonly proposalMeanMs: number;
@@ -30,6 +34,8 @@ export function leaderActivity(before: string, after: string): LeaderActivity {
   return {
     walFsyncs,
     walFsyncMeanMs: (1000 * delta('baton_wal_fsync_seconds_sum')) / walFsyncs,
+    walSyncs: delta('baton_wal_syncs_total'),
+    applyBatches: delta('baton_apply_batches_total'),
     committedEntries,
     entriesPerFsync: committedEntries / walFsyncs,
     proposalMeanMs: (1000 * delta('baton_proposal_seconds_sum')) / proposals,

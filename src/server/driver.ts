@@ -116,6 +116,8 @@ export class NodeDriver<Outcome> {
   private termChangesInFlight = 0;
   /** Forwarded proposal messages dropped because this leader was overloaded. */
   forwardedDropped = 0;
+  /** State machine batches applied (each one write transaction). */
+  applyBatches = 0;
 
   constructor(
     private readonly core: RaftApi,
@@ -417,6 +419,7 @@ export class NodeDriver<Outcome> {
       return framed === null ? entry : { ...entry, data: framed.command };
     });
     const outcomes = this.stateMachine.applyBatch(entries);
+    this.applyBatches++;
     assert(outcomes.length === entries.length, 'one outcome per applied entry');
     proposalIds.forEach((id, i) => {
       if (id === null) return;

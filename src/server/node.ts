@@ -159,6 +159,8 @@ export async function startNode(
   }, store, directory, transport, realTimers, log, onRemoved);
   stateMachine.attach(membership);
   membership.start(identity.joined);
+  nodeMetrics.registry.add(new Gauge('baton_wal_syncs_total', 'WAL fdatasync calls for appends (one per group commit)', () => wal.stats().syncs));
+  nodeMetrics.registry.add(new Gauge('baton_apply_batches_total', 'State machine write transactions for committed entries', () => driver?.applyBatches ?? 0));
   nodeMetrics.registry.add(new Gauge('baton_leases', 'Leases in the replicated table', () => store.leaseCount()));
   nodeMetrics.registry.add(
     new Gauge('baton_leases_tracked', 'Lease deadlines tracked here (the leader only)', () => leases.trackedCount),
