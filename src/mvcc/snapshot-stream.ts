@@ -1,27 +1,74 @@
 // The snapshot stream: every engine entry of one consistent view, in key order (meta first), cut
 // into chunks of about `chunkBytesMax` (a chunk grows past it only to hold one large entry).
 //
-//   "BTSN" u8 format=1, then per entry: u32 keyLength (>0), key, u32 valueLength, value
-//   end:   u32 0, u64 entryCount, u32 checksum (ContentHasher.digest32 of every entry's bytes)
+//   "BTSN" u8 format, then per entry: u32 keyLength (>0), key, u32 valueLength, value
+//   end:   u32 0, u64 entryCount, u32 checksum of every entry's bytes (the records between the
+//          format byte and the end record)
 //
+// Format 2 (written now) checks with CRC-32; format 1 (read still) used ContentHasher.digest32,
+// a byte-at-a-time hash that took 80% of the time to encode a snapshot.
 // Records may span chunks: the receiver may re-chunk the stream freely (files, network frames).
+import { crc32 } from '../base/crc32.js';
 import { CorruptFileError } from '../base/errors.js';
 import { readU32, readU64, writeU32 } from './bytes.js';
 import { ContentHasher } from './content-hash.js';
 import type { KvEntry } from './types.js';
 
 const magic = Uint8Array.of(0x42, 0x54, 0x53, 0x4e);
-const format = 1;
+const format = 2;
 const streamName = 'snapshot stream';
+const recordHeaderBytes = 8;
+const trailerBytes = 16;
 
 export function* encodeSnapshot(
   entries: Iterable<KvEntry>,
   chunkBytesMax: number,
 ): Generator<Uint8Array, void, undefined> {
-  let parts: Uint8Array[] = [magic, Uint8Array.of(format)];
-  let partBytes = 5;
+  const chunkBytes = Math.max(chunkBytesMax, magic.length + 1 + trailerBytes);
+  // Records are written straight into the chunk: no per-entry buffers, one copy of each byte.
+  let chunk = new Uint8Array(chunkBytes);
+  chunk.set(magic, 0);
+  chunk[magic.length] = format;
+  let at = magic.length + 1;
+  let checkedTo = at; // chunk bytes before this are in `crc`
+  let crc = 0;
   let entryCount = 0;
+  for (const entry of entries) {
+    const recordBytes = recordHeaderBytes + entry.key.length + entry.value.length;
+    if (at + recordBytes > chunk.length) {
+      crc = crc32(chunk.subarray(checkedTo, at), crc);
+      if (at > 0) yield chunk.subarray(0, at);
+      chunk = new Uint8Array(Math.max(chunkBytes, recordBytes));
+      at = 0;
+      checkedTo = 0;
+    }
+    writeU32(chunk, at, entry.key.length);
+    chunk.set(entry.key, at + 4);
+    at += 4 + entry.key.length;
+    writeU32(chunk, at, entry.value.length);
+    chunk.set(entry.value, at + 4);
+    at += 4 + entry.value.length;
+    entryCount++;
+  }
+  crc = crc32(chunk.subarray(checkedTo, at), crc);
+  if (at + trailerBytes > chunk.length) {
+    yield chunk.subarray(0, at);
+    chunk = new Uint8Array(trailerBytes);
+    at = 0;
+  }
+  writeU32(chunk, at, 0);
+  const count = new DataView(chunk.buffer, chunk.byteOffset + at + 4, 8);
+  count.setUint32(0, Math.floor(entryCount / 0x1_0000_0000));
+  count.setUint32(4, entryCount >>> 0);
+  writeU32(chunk, at + 12, crc);
+  yield chunk.subarray(0, at + trailerBytes);
+}
+
+/** The format-1 stream (FNV checksum), kept so tests can prove old snapshot files still read. */
+export function* encodeSnapshotFormat1(entries: Iterable<KvEntry>): Generator<Uint8Array, void, undefined> {
   const hasher = new ContentHasher();
+  const parts: Uint8Array[] = [magic, Uint8Array.of(1)];
+  let entryCount = 0;
   for (const entry of entries) {
     const header = new Uint8Array(4);
     writeU32(header, 0, entry.key.length);
@@ -30,43 +77,44 @@ export function* encodeSnapshot(
     for (const part of [header, entry.key, valueHeader, entry.value]) {
       hasher.update(part);
       parts.push(part);
-      partBytes += part.length;
     }
     entryCount++;
-    if (partBytes >= chunkBytesMax) {
-      yield join(parts, partBytes);
-      parts = [];
-      partBytes = 0;
-    }
   }
-  const trailer = new Uint8Array(16);
-  writeU32(trailer, 0, 0);
+  const trailer = new Uint8Array(trailerBytes);
   const count = new DataView(trailer.buffer);
   count.setUint32(4, Math.floor(entryCount / 0x1_0000_0000));
   count.setUint32(8, entryCount >>> 0);
   writeU32(trailer, 12, hasher.digest32());
   parts.push(trailer);
-  yield join(parts, partBytes + trailer.length);
+  for (const part of parts) yield part;
 }
 
-function join(parts: readonly Uint8Array[], length: number): Uint8Array {
-  const out = new Uint8Array(length);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
+/** The running checksum of one stream format. */
+interface StreamCheck {
+  update(bytes: Uint8Array): void;
+  digest32(): number;
+}
+
+function streamCheck(streamFormat: number): StreamCheck {
+  if (streamFormat === 1) return new ContentHasher();
+  let crc = 0;
+  return {
+    update: (bytes) => {
+      crc = crc32(bytes, crc);
+    },
+    digest32: () => crc,
+  };
 }
 
 /** Parses a stream; throws CorruptFileError (before yielding the last entry is confirmed). */
 export function* decodeSnapshot(chunks: Iterable<Uint8Array>): Generator<KvEntry, void, undefined> {
   const input = new ChunkReader(chunks[Symbol.iterator]());
   const header = input.take(5);
-  if (header.subarray(0, 4).some((byte, i) => byte !== magic[i]) || header[4] !== format) {
+  const streamFormat = header[4] as number;
+  if (header.subarray(0, 4).some((byte, i) => byte !== magic[i]) || (streamFormat !== 1 && streamFormat !== format)) {
     throw new CorruptFileError(streamName, 0, 'not a Baton snapshot (bad magic or format)');
   }
-  const hasher = new ContentHasher();
+  const hasher = streamCheck(streamFormat);
   let entryCount = 0;
   for (;;) {
     const keyHeader = input.take(4);

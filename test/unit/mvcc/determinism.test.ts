@@ -4,9 +4,12 @@
 // leaves the store as it was.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { crc32 as zlibCrc32 } from 'node:zlib';
+import { crc32 } from '../../../src/base/crc32.js';
 import { CorruptFileError } from '../../../src/base/errors.js';
-import { SeededRandom } from '../../../src/base/random.js';
-import { MemoryEngine, MvccStore } from '../../../src/mvcc/index.js';
+import { SeededRandom, randomInt } from '../../../src/base/random.js';
+import { MemoryEngine, MvccStore, decodeSnapshot, encodeSnapshot } from '../../../src/mvcc/index.js';
+import { encodeSnapshotFormat1 } from '../../../src/mvcc/snapshot-stream.js';
 import { batches, generateWorkload, testLimits } from './workload.js';
 
 function concat(chunks: Iterable<Uint8Array>): Uint8Array {
@@ -82,3 +85,55 @@ test('re-chunked streams restore; damaged or truncated ones are refused and chan
     assert.equal(victim.appliedIndex, 50);
   }
 });
+
+test('a format-1 stream (the FNV checksum of earlier versions) still restores; damage to it is caught', () => {
+  const source = fedStore(11n, 300, 10);
+  const entries = [...new MemoryEngineView(source).entries()];
+  const old = concat(encodeSnapshotFormat1(entries));
+  assert.equal(old[4], 1, 'format byte');
+  const target = new MvccStore(new MemoryEngine(), testLimits);
+  target.restore([old]);
+  assert.equal(target.hash({ includeAppliedIndex: true }), source.hash({ includeAppliedIndex: true }));
+  const flipped = Uint8Array.from(old);
+  const middle = Math.floor(old.length / 2);
+  flipped[middle] = (flipped[middle] as number) ^ 0x01;
+  assert.throws(() => new MvccStore(new MemoryEngine(), testLimits).restore([flipped]), CorruptFileError);
+});
+
+test('entries larger than a chunk get a chunk of their own; the stream still round-trips', () => {
+  const entries = [
+    { key: Uint8Array.of(1), value: new Uint8Array(10).fill(1) },
+    { key: Uint8Array.of(2), value: new Uint8Array(5000).fill(2) },
+    { key: Uint8Array.of(3), value: new Uint8Array(3).fill(3) },
+  ];
+  for (const chunkBytesMax of [1, 64, 4096, 1 << 20]) {
+    const chunks = [...encodeSnapshot(entries, chunkBytesMax)];
+    for (const chunk of chunks.slice(0, -1)) {
+      assert.ok(chunk.length <= Math.max(chunkBytesMax, 21, 5009), `chunk of ${chunk.length} bytes`);
+    }
+    const back = [...decodeSnapshot(chunks)];
+    assert.deepEqual(back.map((e) => [...e.key]), [[1], [2], [3]]);
+    assert.deepEqual(back.map((e) => e.value.length), [10, 5000, 3]);
+  }
+});
+
+test('crc32 matches zlib on any split of any bytes', () => {
+  const random = new SeededRandom(5n);
+  for (let round = 0; round < 200; round++) {
+    const bytes = new Uint8Array(randomInt(random, 0, 300));
+    for (let i = 0; i < bytes.length; i++) bytes[i] = randomInt(random, 0, 255);
+    const cut = randomInt(random, 0, bytes.length);
+    assert.equal(crc32(bytes), zlibCrc32(bytes));
+    assert.equal(crc32(bytes.subarray(cut), crc32(bytes.subarray(0, cut))), zlibCrc32(bytes));
+  }
+});
+
+/** Every engine entry of a store, in key order (what a snapshot carries). */
+class MemoryEngineView {
+  constructor(private readonly store: MvccStore) {}
+  *entries(): Generator<{ key: Uint8Array; value: Uint8Array }> {
+    const target = new MemoryEngine();
+    new MvccStore(target, testLimits).restore(this.store.snapshot().chunks);
+    yield* target.snapshotEntries();
+  }
+}
