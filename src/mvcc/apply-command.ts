@@ -94,8 +94,9 @@ function checkPreconditions(
 
 function applyPut(revisions: RevisionWriter, op: PutOp): PutResult {
   const keyBytes = utf8(op.key);
-  checkPreconditions(revisions.current(keyBytes, op.key), op);
-  const kv = revisions.put(keyBytes, { key: op.key, value: op.value, lease: op.lease ?? 0 });
+  const prev = revisions.current(keyBytes, op.key);
+  checkPreconditions(prev, op);
+  const kv = revisions.put(keyBytes, { key: op.key, value: op.value, lease: op.lease ?? 0 }, prev);
   return {
     type: 'put',
     created: kv.version === 1,

@@ -49,13 +49,58 @@ export function dedupClockStepMaxMs(limits: MvccLimits): number {
 }
 
 /**
+ * Each member's last stamp and the clock it anchored, read once and written once per applied batch
+ * (a get and a put of the same record for every entry cost ~10% of applying a put). Write it back
+ * with `flush` before the batch commits; the stored bytes equal those of writing every time.
+ */
+export class DedupSources {
+  private readonly known = new Map<number, { lastMs: number; anchorMs: number } | null>();
+  private readonly dirty = new Set<number>();
+
+  constructor(private readonly writer: KvWriter) {}
+
+  get(source: number): { lastMs: number; anchorMs: number } | null {
+    let record = this.known.get(source);
+    if (record === undefined) {
+      const stored = this.writer.get(sourceKey(source));
+      if (stored === undefined) {
+        record = null;
+      } else {
+        const reader = new ByteReader(stored, 'stored', 'dedup source');
+        record = { lastMs: reader.u64(), anchorMs: reader.u64() };
+      }
+      this.known.set(source, record);
+    }
+    return record;
+  }
+
+  set(source: number, lastMs: number, anchorMs: number): void {
+    this.known.set(source, { lastMs, anchorMs });
+    this.dirty.add(source);
+  }
+
+  flush(): void {
+    for (const source of this.dirty) {
+      const record = this.known.get(source);
+      assert(record !== undefined && record !== null, 'a changed source is known');
+      this.writer.put(sourceKey(source), new ByteWriter(16).u64(record.lastMs).u64(record.anchorMs).finish());
+    }
+    this.dirty.clear();
+  }
+}
+
+function sourceKey(source: number): Uint8Array {
+  return concatBytes([tablePrefix.dedupSource, u64Bytes(source)]);
+}
+
+/**
  * The dedup clock after an entry stamped `atMs` by member `source`, and records that member's
  * stamp. Entries without a source (older versions: a log tail written before an upgrade, mixing
  * all members' clocks) only start the clock. Deterministic: the same entries give the same clock
  * and bytes on every replica.
  */
 export function dedupAdvanceClock(
-  writer: KvWriter,
+  sources: DedupSources,
   clockMs: number,
   stamp: { source: number | undefined; atMs: number },
   limits: MvccLimits,
@@ -63,14 +108,11 @@ export function dedupAdvanceClock(
   // The first stamp ever starts the clock (so its values read as wall times).
   if (clockMs === 0) clockMs = stamp.atMs;
   if (stamp.source === undefined) return clockMs;
-  const key = concatBytes([tablePrefix.dedupSource, u64Bytes(stamp.source)]);
-  const stored = writer.get(key);
+  const previous = sources.get(stamp.source);
   const stepMaxMs = dedupClockStepMaxMs(limits);
   let next = clockMs;
-  if (stored !== undefined) {
-    const previous = new ByteReader(stored, 'stored', 'dedup source');
-    const lastMs = previous.u64();
-    const anchorMs = previous.u64();
+  if (previous !== null) {
+    const { lastMs, anchorMs } = previous;
     // Slightly older than the member's last stamp: proposals reordered on the way; it moves
     // nothing and the last stamp stays (a real step back of more than stepMax re-anchors below).
     if (stamp.atMs < lastMs && lastMs - stamp.atMs <= stepMaxMs) return clockMs;
@@ -78,7 +120,7 @@ export function dedupAdvanceClock(
     next = Math.max(clockMs, anchorMs + stepMs);
   }
   // A member seen for the first time only records its stamp: its next entry measures a step.
-  writer.put(key, new ByteWriter(16).u64(stamp.atMs).u64(next).finish());
+  sources.set(stamp.source, stamp.atMs, next);
   assert(next >= clockMs, 'the dedup clock only moves forward');
   return next;
 }

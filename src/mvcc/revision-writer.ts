@@ -34,8 +34,12 @@ export class RevisionWriter {
     return stored === undefined ? null : decodeRecord(key, stored);
   }
 
-  put(keyBytes: Uint8Array, update: { key: string; value: Uint8Array; lease: number }): KeyValue {
-    const prev = this.current(keyBytes, update.key);
+  /** `prev`: the key's current record when the caller has just read it (saves a second read). */
+  put(
+    keyBytes: Uint8Array,
+    update: { key: string; value: Uint8Array; lease: number },
+    prev: KeyValue | null = this.current(keyBytes, update.key),
+  ): KeyValue {
     assert(prev === null || prev.modRevision < this.revision, 'one write per key per revision');
     const kv: KeyValue = {
       key: update.key,

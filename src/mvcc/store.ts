@@ -8,6 +8,7 @@ import { applyCommand } from './apply-command.js';
 import { checkRequestBytes, decodeCommandUnchecked } from './command-codec.js';
 import { ContentHasher } from './content-hash.js';
 import {
+  DedupSources,
   dedupAdvanceClock,
   dedupLookup,
   dedupOldestMs,
@@ -89,15 +90,17 @@ export class MvccStore {
     let meta = this.meta;
     const outcomes = this.writeBatch((writer) => {
       const list: ApplyOutcome[] = [];
+      const sources = new DedupSources(writer);
       for (const entry of fresh) {
         if (entry.index !== meta.appliedIndex + 1) assert(false, `apply gap: ${meta.appliedIndex} -> ${entry.index}`);
         assert(entry.term >= meta.appliedTerm, 'applied terms never decrease');
-        const applied = this.applyEntry(writer, meta, entry);
+        const applied = this.applyEntry(writer, sources, meta, entry);
         list.push(applied.outcome);
         meta = { ...applied.meta, appliedIndex: entry.index, appliedTerm: entry.term };
         // Every entry, no-ops included, carries one bounded step of pending compaction.
         this.compactStep(writer, meta.compactRevision);
       }
+      sources.flush();
       writer.put(metaKey, encodeMeta(meta));
       return list;
     });
@@ -141,6 +144,7 @@ export class MvccStore {
 
   private applyEntry(
     writer: KvWriter,
+    sources: DedupSources,
     meta: MvccMeta,
     entry: Entry,
   ): { outcome: ApplyOutcome; meta: MvccMeta } {
@@ -162,7 +166,7 @@ export class MvccStore {
     }
     // A malformed entry (above) changes nothing, not even the dedup clock.
     const stamp = { source: envelope.source, atMs: envelope.proposedAtMs };
-    const clockMs = dedupAdvanceClock(writer, meta.dedupClockMs, stamp, this.limits);
+    const clockMs = dedupAdvanceClock(sources, meta.dedupClockMs, stamp, this.limits);
     let next: MvccMeta = { ...meta, dedupClockMs: clockMs };
     this.pruneDedup(writer, clockMs);
     const requestId = envelope.requestId ?? null;
