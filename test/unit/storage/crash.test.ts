@@ -117,18 +117,26 @@ interface ChildRun {
 
 const bootId = 'boot-of-this-test';
 
+/**
+ * Runs the child; kills it `killDelayMs` after it reported `killAfterBatches` applied batches (a
+ * count, not a time from start: on a fast, idle machine the whole run took less than the shortest
+ * delay, and no child ever died mid-run). Infinity: never killed.
+ */
 function runChild(
-  options: { dir: string; seed: bigint; count: number; killAfterMs: number; commits: CommitMode },
+  options: { dir: string; seed: bigint; count: number; killAfterBatches: number; killDelayMs: number; commits: CommitMode },
 ): Promise<ChildRun> {
   const script = fileURLToPath(new URL('./crash-child.js', import.meta.url));
   const args = [script, options.dir, String(options.seed), String(options.count), options.commits, bootId];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   let timer: NodeJS.Timeout | undefined;
+  let batches = 0;
   child.stdout.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-    if (timer === undefined && output.includes('ready')) {
-      timer = setTimeout(() => child.kill('SIGKILL'), options.killAfterMs);
+    const text = chunk.toString();
+    output += text;
+    batches += text.split('batch ').length - 1;
+    if (timer === undefined && batches >= options.killAfterBatches) {
+      timer = setTimeout(() => child.kill('SIGKILL'), options.killDelayMs);
     }
   });
   return new Promise((resolve, reject) => {
@@ -152,7 +160,9 @@ for (const commits of ['deferred', 'synced'] as const) {
       let previous = 0;
       let kills = 0;
       for (let round = 0; round < 3; round++) {
-        const run = await runChild({ dir, seed, count, killAfterMs: randomInt(random, 20, 300), commits });
+        // About 60 batches in all: the kill lands early, in the middle or late, at a random moment.
+        const killAfterBatches = randomInt(random, 1, 25);
+        const run = await runChild({ dir, seed, count, killAfterBatches, killDelayMs: randomInt(random, 0, 3), commits });
         assert.equal(run.startIndex, previous, 'the child resumed at the recovered applied index');
         const engine = LmdbEngine.open({ directory: dir, commits, bootId });
         try {
@@ -166,7 +176,7 @@ for (const commits of ['deferred', 'synced'] as const) {
         }
       }
       assert.ok(kills > 0, 'at least one child died mid-run');
-      const done = await runChild({ dir, seed, count, killAfterMs: 60_000, commits });
+      const done = await runChild({ dir, seed, count, killAfterBatches: Infinity, killDelayMs: 0, commits });
       assert.ok(done.finished);
       const engine = LmdbEngine.open({ directory: dir, commits, bootId });
       try {
