@@ -873,6 +873,7 @@ export class RaftNode implements RaftApi {
       this.applyEntryMembership(entry);
       this.log.appliedIndex = entry.index;
     }
+    this.maybeLeaveJoint();
     return entries;
   }
 
@@ -888,18 +889,34 @@ export class RaftNode implements RaftApi {
     }
     if (change.type === 'enterJoint') {
       // C_old,new is committed: move on to C_new.
-      const leaveChange: ConfChange = { type: 'leaveJoint' };
-      const leave = encodeConfEntry({ change: leaveChange, confState: applyConfChange(confState, leaveChange) });
-      const index = this.log.lastIndex() + 1;
-      this.log.appendNew({ index, term: this.term, type: EntryType.config, data: leave });
-      this.pendingConfIndex = index;
-      this.broadcastPending = true;
+      this.appendLeaveJoint();
     } else if (!isVoter(this.confState, this.id)) {
       // Removed from the cell: stop leading; the remaining voters elect a leader.
       this.becomeFollower(this.term, noMember);
     } else {
       this.maybeCommit();
     }
+  }
+
+  private appendLeaveJoint(): void {
+    const leaveChange: ConfChange = { type: 'leaveJoint' };
+    const leave = encodeConfEntry({ change: leaveChange, confState: applyConfChange(this.confState, leaveChange) });
+    const index = this.log.lastIndex() + 1;
+    this.log.appendNew({ index, term: this.term, type: EntryType.config, data: leave });
+    this.pendingConfIndex = index;
+    this.broadcastPending = true;
+  }
+
+  /**
+   * A leader elected while the configuration is joint (its predecessor applied C_old,new, but C_new
+   * never committed) moves on to C_new itself once it has applied everything it inherited, as
+   * etcd's auto-leave does; otherwise the cell stayed joint, and refused every later change, for
+   * good (the simulator's seed 7097, leases, found it).
+   */
+  private maybeLeaveJoint(): void {
+    if (this.role !== Role.leader || this.confState.votersOutgoing.length === 0) return;
+    if (this.pendingConfIndex > this.log.appliedIndex) return;
+    this.appendLeaveJoint();
   }
 
   private confStateAt(index: number): ConfState {

@@ -3,6 +3,7 @@
 // check what users see (who leads, what every member applied), not internal calls.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { EntryType, type RaftMessage } from '../../../src/raft/index.js';
 import { TestCluster, encode } from './harness.js';
 
 test('three members elect one leader and apply the same entries', () => {
@@ -178,4 +179,49 @@ test('the leader sends appends before its own write is durable but counts itself
   assert.equal(leader.status().commitIndex, before);
   leader.advance(ready);
   assert.equal(leader.status().commitIndex, before + 1);
+});
+
+test('a leader elected while the configuration is joint leaves it (auto-leave after an election)', () => {
+  const cluster = new TestCluster([1, 2, 3], { learners: [4] });
+  cluster.electLeader(1);
+  cluster.tickAll(2);
+  const leader = cluster.member(1).raft;
+  assert.ok(leader.proposeConfChange({ type: 'enterJoint', changes: [{ type: 'remove', id: 4 }] }).ok);
+  // Member 1 replicates C_old,new and, on applying it, appends C_new; then only heartbeats get out
+  // (they tell 2 and 3 that C_old,new committed, so they apply it as followers) before 1 is cut off.
+  let leaveAppended = false;
+  for (let round = 0; round < 50 && !leaveAppended; round++) {
+    const inFlight: RaftMessage[] = [];
+    for (const [id, member] of cluster.members) {
+      while (member.raft.hasReady()) {
+        const ready = member.raft.ready();
+        if (id === 1 && ready.entries.some((e) => e.type === EntryType.config) && leader.status().confState.votersOutgoing.length > 0) {
+          leaveAppended = true;
+        }
+        inFlight.push(...(leaveAppended && id === 1 ? [] : [...ready.appendMessages, ...ready.messages]));
+        member.raft.advance(ready);
+      }
+    }
+    for (const message of inFlight) cluster.member(message.to).raft.step(message);
+  }
+  assert.ok(leaveAppended, 'member 1 applied C_old,new and appended C_new');
+  leader.tick();
+  while (leader.hasReady()) {
+    const ready = leader.ready();
+    for (const message of [...ready.appendMessages, ...ready.messages]) {
+      if (message.type === 'heartbeat') cluster.member(message.to).raft.step(message);
+    }
+    leader.advance(ready);
+  }
+  cluster.isolate(1);
+  cluster.stabilize();
+  assert.deepEqual(cluster.member(2).raft.status().confState.votersOutgoing, [1, 2, 3], 'member 2 applied C_old,new');
+  cluster.tickAll(40); // 2 and 3 elect a leader between them
+  const next = cluster.leader();
+  assert.ok(next === 2 || next === 3, `a new leader (${next})`);
+  for (const id of [2, 3]) {
+    assert.deepEqual(cluster.member(id).raft.status().confState, { voters: [1, 2, 3], votersOutgoing: [], learners: [] });
+  }
+  // And the cell takes changes again.
+  assert.ok(cluster.member(next).raft.proposeConfChange({ type: 'enterJoint', changes: [{ type: 'remove', id: 1 }] }).ok);
 });
