@@ -124,6 +124,8 @@ export class NodeDriver<Outcome> {
   forwardedDropped = 0;
   /** State machine batches applied (each one write transaction). */
   applyBatches = 0;
+  /** A pump is scheduled through timers.soon (cleared by any pump). */
+  private pumpSoon = false;
 
   constructor(
     private readonly core: RaftApi,
@@ -164,6 +166,12 @@ export class NodeDriver<Outcome> {
       }
       this.core.step(message);
     }
+    this.schedulePump();
+  }
+
+  /** Hands out everything pending now instead of at the next timers.soon (the simulator's step). */
+  flush(): void {
+    if (this.stopped) return;
     this.pump();
   }
 
@@ -204,7 +212,7 @@ export class NodeDriver<Outcome> {
       }, this.options.requestTimeoutMs);
       this.proposals.set(key, { resolve, reject, cancelTimer: () => timer.cancel() });
     });
-    this.pump();
+    this.schedulePump();
     return promise;
   }
 
@@ -220,7 +228,7 @@ export class NodeDriver<Outcome> {
       this.reads.set(context, { resolve, reject, cancelTimer: () => timer.cancel(), index: -1 });
     });
     this.core.readIndex(context);
-    this.pump();
+    this.schedulePump();
     return promise;
   }
 
@@ -239,7 +247,22 @@ export class NodeDriver<Outcome> {
     this.reads.clear();
   }
 
+  /**
+   * Proposals, reads and peer messages that arrive in one turn of the event loop share one Ready:
+   * one WAL save, one append per follower, one acknowledgement back (under 64 clients the leader
+   * had made a Ready per request, 3.6 entries each).
+   */
+  private schedulePump(): void {
+    const soon = this.timers.soon;
+    if (soon === undefined) return this.pump();
+    if (this.pumpSoon) return;
+    this.pumpSoon = true;
+    // A dropped callback (a paused simulated member) is harmless: the next tick pumps.
+    soon(() => this.pump());
+  }
+
   private pump(): void {
+    this.pumpSoon = false;
     const inFlightMax = this.options.readysInFlightMax ?? 1;
     while (!this.stopped && this.inFlight.length < inFlightMax && this.core.hasReady()) {
       const ready = this.core.ready();

@@ -62,6 +62,7 @@ const realTimers: Timers = {
     return { cancel: () => clearTimeout(timer) };
   },
   monotonicMs: () => performance.now(),
+  soon: (callback) => void setImmediate(callback),
 };
 
 export async function startNode(

@@ -37,4 +37,9 @@ export interface PeerSender {
 export interface Timers {
   setTimeout(callback: () => void, ms: number): { cancel(): void };
   monotonicMs(): number;
+  /**
+   * Runs `callback` once the I/O callbacks already due have run (setImmediate). Optional: without
+   * it the driver handles each proposal and message batch at once.
+   */
+  soon?(callback: () => void): void;
 }

@@ -77,6 +77,11 @@ export class ServerDriverBinding implements MemberDriver {
         });
         return { cancel: () => (cancelled = true) };
       },
+      soon: (callback) => {
+        world.at(world.nowMs, '', () => {
+          if (node.incarnation === incarnation && node.state === 'running') callback();
+        });
+      },
     };
     // Each incarnation reads with its own contexts (a late answer to a crashed one's read must
     // not serve this one's), deterministically.
@@ -129,7 +134,7 @@ export class ServerDriverBinding implements MemberDriver {
   }
 
   pump(): void {
-    this.driver.receive([]);
+    this.driver.flush();
   }
 
   propose(commandId: number, command: Uint8Array): Promise<AppliedOutcome> {
