@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { SeededRandom } from '../base/random.js';
 import { CorruptFileError } from '../base/errors.js';
 import { createHttpHandler } from '../api/http/handler.js';
@@ -160,6 +161,14 @@ export async function startNode(
   }, store, directory, transport, realTimers, log, onRemoved);
   stateMachine.attach(membership);
   membership.start(identity.joined);
+  // How long ready callbacks wait behind the running one: every request's latency includes it.
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
+  for (const [quantile, label] of [[50, 'p50'], [99, 'p99'], [99.9, 'p999']] as const) {
+    nodeMetrics.registry.add(new Gauge(`baton_event_loop_delay_${label}_seconds`,
+      `Event loop delay ${label} since start (or the last reset)`, () => loopDelay.percentile(quantile) / 1e9));
+  }
+  nodeMetrics.registry.add(new Gauge('baton_event_loop_delay_max_seconds', 'Longest event loop delay seen', () => loopDelay.max / 1e9));
   nodeMetrics.registry.add(new Gauge('baton_wal_syncs_total', 'WAL fdatasync calls for appends (one per group commit)', () => wal.stats().syncs));
   nodeMetrics.registry.add(new Gauge('baton_apply_batches_total', 'State machine write transactions for committed entries', () => driver?.applyBatches ?? 0));
   nodeMetrics.registry.add(new Gauge('baton_leases', 'Leases in the replicated table', () => store.leaseCount()));
