@@ -113,6 +113,18 @@ export class Membership {
     return this.peers.removed;
   }
 
+  /**
+   * Member `peer` applied this member's removal, which this member never received (it was cut off
+   * or down meanwhile): it stops as if it had applied it, instead of dialling and campaigning on.
+   * Only a peer that saw the removal says so; a peer that merely does not know this member yet (it
+   * has not applied this member's addition) refuses it as unknown, which stops nothing.
+   */
+  removedByPeer(peer: number): void {
+    if (this.peers.removed) return;
+    this.log.warn(`membership: member ${peer} says this member was removed from the cell`);
+    this.peers.markSelfRemoved(0);
+  }
+
   /** Whether this node is in the configuration it has applied (a joining node is not, at first). */
   isMember(): boolean {
     return allMemberIds(this.core.status().confState).includes(this.config.memberId);

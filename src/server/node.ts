@@ -121,6 +121,8 @@ export async function startNode(
     reportSnapshot: (to, ok) => core.reportSnapshot(to, ok),
     logger: log,
   });
+  // Set once membership exists (the transport, created first, reports removals to it).
+  let membershipRef: Membership | null = null;
   // The directory's live list: lease forwarding finds members added later.
   const leasePeers = new PeerLeaseForwarder(directory.live);
   const transport = await PeerTransport.start({
@@ -134,6 +136,7 @@ export async function startNode(
     onSnapshot: (incoming) => transfers.receive(incoming, (message) => driver?.receive([message])),
     reportUnreachable: (to) => core.reportUnreachable(to),
     reportSnapshot: (to, ok) => core.reportSnapshot(to, ok),
+    onRemovedByPeer: (peer) => membershipRef?.removedByPeer(peer),
     logger: {
       info: (fields, message) => log.info(`${message} ${JSON.stringify(fields)}`),
       warn: (fields, message) => log.warn(`${message} ${JSON.stringify(fields)}`),
@@ -159,6 +162,7 @@ export async function startNode(
     get leaderId() { return driver?.leaderId ?? 0; },
     receive: (messages) => driver?.receive(messages),
   }, store, directory, transport, realTimers, log, onRemoved);
+  membershipRef = membership;
   stateMachine.attach(membership);
   membership.start(identity.joined);
   // How long ready callbacks wait behind the running one: every request's latency includes it.

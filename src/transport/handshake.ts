@@ -63,10 +63,25 @@ export function decodeHandshake(frame: Frame): Handshake {
   return { version, channel, clusterId, from, to };
 }
 
+/**
+ * How a refusal says "you were removed from the cell" (the reply has only a reason text; both ends
+ * are this code, so a fixed prefix is the signal, see isRemovalRefusal).
+ */
+const removalPrefix = 'removed: ';
+
+export function isRemovalRefusal(reason: string): boolean {
+  return reason.startsWith(removalPrefix);
+}
+
 /** Why the listener refuses `handshake`, or null to accept it. */
 export function checkHandshake(
   handshake: Handshake,
-  local: { memberId: MemberId; clusterId: string; isMember: (id: MemberId) => boolean },
+  local: {
+    memberId: MemberId;
+    clusterId: string;
+    isMember: (id: MemberId) => boolean;
+    wasRemoved?: (id: MemberId) => boolean;
+  },
 ): string | null {
   if (handshake.version !== protocolVersion) {
     return `protocol version ${handshake.version}, expected ${protocolVersion}`;
@@ -76,6 +91,9 @@ export function checkHandshake(
   }
   if (handshake.to !== local.memberId) {
     return `addressed to member ${handshake.to}, this is member ${local.memberId}`;
+  }
+  if (local.wasRemoved?.(handshake.from) === true) {
+    return `${removalPrefix}member ${handshake.from} was removed from the cell`;
   }
   if (handshake.from === local.memberId || !local.isMember(handshake.from)) {
     return `member ${handshake.from} is not a known peer`;

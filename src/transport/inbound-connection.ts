@@ -28,6 +28,8 @@ export interface InboundContext {
   readonly logger: TransportLogger;
   readonly counters: InboundCounters;
   readonly isMember: (id: MemberId) => boolean;
+  /** Members removed from the cell: refused with a reason that tells them so. */
+  readonly wasRemoved: (id: MemberId) => boolean;
   readonly onMessages: (batch: readonly RaftMessage[]) => void;
   /** Lease frames from member `from` (absent: such a frame is a protocol error). */
   readonly onLeaseMessage: ((from: MemberId, message: LeasePeerMessage) => void) | undefined;

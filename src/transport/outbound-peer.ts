@@ -10,7 +10,7 @@ import { TransportError } from './errors.js';
 import {
   FrameKind, FrameReader, controlFrameBytesMax, encodeMessageFrames, messagesFrameBytes,
 } from './frame.js';
-import { Channel, decodeReply, encodeHandshake, protocolVersion } from './handshake.js';
+import { Channel, decodeReply, encodeHandshake, isRemovalRefusal, protocolVersion } from './handshake.js';
 import type { PeerAddress, PeerStats, TransportLimits, TransportLogger } from './types.js';
 
 export interface OutboundContext {
@@ -21,6 +21,8 @@ export interface OutboundContext {
   readonly random: { uint32(): number };
   /** Asks the owner to run flush() soon (after a connect, a drain or a failure). */
   readonly scheduleFlush: () => void;
+  /** The peer refused us as a member removed from the cell. */
+  readonly onRemoved?: () => void;
 }
 
 type State = 'idle' | 'connecting' | 'connected' | 'backoff' | 'closed';
@@ -204,7 +206,10 @@ export class OutboundPeer {
           // The listener answers once and then only reads: anything more is a protocol error.
           if (accepted) throw new TransportError('unexpectedFrame', 'data after the reply');
           const reply = decodeReply(frame, FrameKind.handshakeReply);
-          if (!reply.accepted) throw new TransportError('rejected', reply.reason);
+          if (!reply.accepted) {
+            if (isRemovalRefusal(reply.reason)) this.context.onRemoved?.();
+            throw new TransportError('rejected', reply.reason);
+          }
           accepted = true;
           this.failures = 0;
           socket.setTimeout(0); // from here on, stalled writes are watched by flush()

@@ -25,6 +25,8 @@ export class PeerTransport {
   readonly limits: TransportLimits;
   private readonly logger: TransportLogger;
   private readonly peers = new Map<MemberId, OutboundPeer>();
+  /** Members removed while this process ran: told so when they dial (bounded by the ids ever added). */
+  private readonly removed = new Set<MemberId>();
   private readonly inboundRaft = new Map<MemberId, Socket>();
   private readonly inboundSockets = new Set<Socket>();
   private readonly counters: InboundCounters = {
@@ -150,11 +152,14 @@ export class PeerTransport {
       memberId: this.options.memberId, clusterId: this.options.clusterId, limits: this.limits,
       logger: this.logger, random: this.options.random ?? mathRandom,
       scheduleFlush: () => this.scheduleFlush(),
+      onRemoved: () => this.options.onRemovedByPeer?.(id),
     }));
+    this.removed.delete(id);
   }
 
   /** A member left: its connections close and its future connections are refused. */
   removePeer(id: MemberId): void {
+    this.removed.add(id);
     this.peers.get(id)?.close();
     this.peers.delete(id);
     this.inboundRaft.get(id)?.destroy();
@@ -213,6 +218,7 @@ export class PeerTransport {
       memberId: this.options.memberId, clusterId: this.options.clusterId, limits: this.limits,
       logger: this.logger, counters: this.counters,
       isMember: (id) => this.peers.has(id),
+      wasRemoved: (id) => this.removed.has(id),
       onMessages: this.options.onMessages,
       onLeaseMessage: this.options.onLeaseMessage,
       onSnapshot: this.options.onSnapshot ??

@@ -104,6 +104,11 @@ export interface PeerTransportOptions {
   readonly reportUnreachable?: (to: MemberId) => void;
   /** A snapshot stream to `to` finished (ok) or failed. */
   readonly reportSnapshot?: (to: MemberId, ok: boolean) => void;
+  /**
+   * Member `peer` refused our connection because it saw this member removed from the cell (it
+   * applied the removal; this member never did, e.g. it was cut off meanwhile).
+   */
+  readonly onRemovedByPeer?: (peer: MemberId) => void;
   readonly logger?: TransportLogger;
   readonly limits?: Partial<TransportLimits>;
   /** Jitter source for reconnect delays; a seeded one makes tests repeatable. */

@@ -3,7 +3,7 @@
 // a reason that names the mismatch, so a mixed-version or misconfigured cell refuses to form.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Channel, checkHandshake, decodeHandshake, encodeHandshake, protocolVersion } from '../../../src/transport/handshake.js';
+import { Channel, checkHandshake, decodeHandshake, encodeHandshake, isRemovalRefusal, protocolVersion } from '../../../src/transport/handshake.js';
 import { FrameReader, controlFrameBytesMax } from '../../../src/transport/frame.js';
 
 const local = { memberId: 2, clusterId: 'c1', isMember: (id: number) => id === 1 || id === 3 };
@@ -22,7 +22,17 @@ test('mismatches are refused with a reason naming them', () => {
   assert.match(checkHandshake({ ...good, version: protocolVersion + 1 }, local) ?? '', /protocol version/);
   assert.match(checkHandshake({ ...good, clusterId: 'c2' }, local) ?? '', /cluster c2/);
   assert.match(checkHandshake({ ...good, to: 3 }, local) ?? '', /addressed to member 3/);
-  // A removed member (gone from the transport's peers) is unknown: its connections are refused.
+  // A member never added (or one this process did not see removed) is unknown.
   assert.match(checkHandshake({ ...good, from: 4 }, local) ?? '', /member 4 is not a known peer/);
   assert.match(checkHandshake({ ...good, from: 2 }, local) ?? '', /not a known peer/);
+  assert.equal(isRemovalRefusal(checkHandshake({ ...good, from: 4 }, local) ?? ''), false, 'unknown is not removed');
+});
+
+test('a member this process saw removed is told so, and only it', () => {
+  const withRemoved = { ...local, wasRemoved: (id: number) => id === 4 };
+  const refusal = checkHandshake({ ...good, from: 4 }, withRemoved) ?? '';
+  assert.match(refusal, /member 4 was removed from the cell/);
+  assert.ok(isRemovalRefusal(refusal));
+  assert.equal(isRemovalRefusal(checkHandshake({ ...good, from: 5 }, withRemoved) ?? ''), false);
+  assert.equal(checkHandshake(good, withRemoved), null);
 });

@@ -1,0 +1,39 @@
+// A follower cut off while the cell removes it never applies its own removal. When it can reach
+// its peers again, they refuse it as removed (not merely unknown), and it stops, as one that
+// applied the removal does, instead of dialling and campaigning for ever.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { findLeader, http, sleep, startTestCell } from './harness.js';
+
+test('a follower removed while cut off stops once its peers tell it so', { timeout: 90_000 }, async () => {
+  const cell = await startTestCell({ proxies: true });
+  try {
+    const leader = await findLeader(cell);
+    const victim = cell.names.find((n) => n !== leader) as string;
+    const status = (await http(`${cell.cell.clientUrl(leader)}/v1/cluster/status`)).body as {
+      members: { id: number; name: string }[];
+    };
+    const victimId = status.members.find((m) => m.name === victim)?.id;
+    assert.ok(victimId !== undefined, `${victim} is listed`);
+    cell.isolate(victim);
+    let removed = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/members/${victimId}`, { method: 'DELETE' });
+    for (let attempt = 0; removed.status !== 200 && attempt < 40; attempt++) {
+      assert.ok([412, 503].includes(removed.status), JSON.stringify(removed.body));
+      await sleep(250);
+      removed = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/members/${victimId}`, { method: 'DELETE' });
+    }
+    assert.equal(removed.status, 200, JSON.stringify(removed.body));
+    await sleep(1500); // the others apply the removal and stop talking to it
+    assert.ok(cell.cell.isRunning(victim), 'cut off, it cannot know yet');
+    cell.healAll();
+    const code = await cell.cell.waitExit(victim, 30_000);
+    assert.equal(code, 0, 'a removed member stops cleanly');
+    assert.match(cell.cell.tail(victim), /says this member was removed from the cell/);
+    // The two left serve writes.
+    const rest = cell.names.filter((n) => n !== victim);
+    const write = await http(`${cell.cell.clientUrl(rest[0] as string)}/v1/kv/after`, { method: 'PUT', body: 'x' });
+    assert.ok([200, 201].includes(write.status), JSON.stringify(write.body));
+  } finally {
+    await cell.close();
+  }
+});
