@@ -200,6 +200,38 @@ export class Membership {
     return this.viewOf(id, 'voter');
   }
 
+  /**
+   * Before the leader removes itself it hands leadership to the most caught-up other voter, so the
+   * cell is not left without a leader for an election timeout once the removal commits. Resolves
+   * once another member leads; UnavailableError when none took over within two election timeouts.
+   */
+  async handOffLeadership(): Promise<void> {
+    if (!this.driver.isLeader) return;
+    const self = this.config.memberId;
+    const status = this.core.status();
+    const candidates = status.confState.voters.filter((id) => id !== self);
+    const best = candidates
+      .map((id) => ({ id, match: status.progress.get(id)?.match ?? 0 }))
+      .sort((a, b) => b.match - a.match)[0];
+    if (best === undefined) throw new PreconditionFailedError(`member ${self} is the last voter: a cell needs one`, { reason: 'last_voter' });
+    this.log.info(`membership: handing leadership to member ${best.id} before removing this member`);
+    this.core.transferLeadership(best.id);
+    this.driver.receive([]);
+    const timeoutMs = 2 * this.config.electionTicks * this.config.tickMs;
+    const deadline = this.timers.monotonicMs() + timeoutMs;
+    while (this.driver.isLeader || this.driver.leaderId === 0 || this.driver.leaderId === self) {
+      if (this.timers.monotonicMs() > deadline) {
+        throw new UnavailableError(`no member took over leadership within ${timeoutMs} ms; retry the removal`);
+      }
+      await new Promise<void>((resolve) => this.timers.setTimeout(resolve, 20));
+    }
+  }
+
+  /** Whether `id` is this member. */
+  isSelf(id: number): boolean {
+    return id === this.config.memberId;
+  }
+
   async remove(id: number): Promise<MemberView> {
     const conf = this.beginChange();
     if (!allMemberIds(conf).includes(id)) throw new KeyNotFoundError(`member ${id} is not in the cell`, { member: id });

@@ -37,3 +37,31 @@ test('a follower removed while cut off stops once its peers tell it so', { timeo
     await cell.close();
   }
 });
+
+test('a leader removing itself hands leadership over first: the cell is never without a leader', { timeout: 90_000 }, async () => {
+  const cell = await startTestCell();
+  try {
+    const leader = await findLeader(cell);
+    const status = (await http(`${cell.cell.clientUrl(leader)}/v1/cluster/status`)).body as {
+      members: { id: number; name: string }[];
+    };
+    const leaderId = status.members.find((m) => m.name === leader)?.id;
+    const removed = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/members/${leaderId}`, { method: 'DELETE' });
+    assert.equal(removed.status, 200, JSON.stringify(removed.body));
+    // Without the hand-off the others would first wait out an election timeout (1 s) with no leader.
+    const rest = cell.names.filter((n) => n !== leader);
+    const deadline = Date.now() + 300;
+    let newLeader = 0;
+    while (newLeader === 0 || newLeader === leaderId) {
+      assert.ok(Date.now() < deadline, 'a remaining member knows a new leader at once');
+      const seen = await http(`${cell.cell.clientUrl(rest[0] as string)}/v1/cluster/status`);
+      newLeader = (seen.body as { leader: number }).leader;
+      if (newLeader === 0 || newLeader === leaderId) await sleep(20);
+    }
+    const write = await http(`${cell.cell.clientUrl(rest[1] as string)}/v1/kv/after`, { method: 'PUT', body: 'x' });
+    assert.ok([200, 201].includes(write.status), JSON.stringify(write.body));
+    assert.equal(await cell.cell.waitExit(leader, 30_000), 0, 'the removed leader stops');
+  } finally {
+    await cell.close();
+  }
+});

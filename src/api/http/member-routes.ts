@@ -62,6 +62,14 @@ export function createMemberRoutes(
     }
     if (match[2] === undefined && method === 'DELETE') {
       if (await forwarded(request, membership, null)) return true;
+      if (membership.isSelf(id)) {
+        // The leader removing itself hands over first, then the new leader makes the change.
+        await membership.handOffLeadership();
+        if (request.req.headers[forwardedHeader] !== undefined) {
+          throw new UnavailableError('leadership was handed over before this removal; retry it');
+        }
+        if (await forwarded(request, membership, null)) return true;
+      }
       sendJson(request.res, request.context, 200, { member: await membership.remove(id) });
       return true;
     }
