@@ -166,13 +166,16 @@ export async function startNode(
   stateMachine.attach(membership);
   membership.start(identity.joined);
   // How long ready callbacks wait behind the running one: every request's latency includes it.
-  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  // The histogram holds the intervals between its 10 ms samples: the delay is the excess.
+  const loopDelayResolutionMs = 10;
+  const loopDelay = monitorEventLoopDelay({ resolution: loopDelayResolutionMs });
   loopDelay.enable();
+  const delaySeconds = (intervalNs: number): number => Math.max(0, intervalNs / 1e9 - loopDelayResolutionMs / 1000);
   for (const [quantile, label] of [[50, 'p50'], [99, 'p99'], [99.9, 'p999']] as const) {
     nodeMetrics.registry.add(new Gauge(`baton_event_loop_delay_${label}_seconds`,
-      `Event loop delay ${label} since start (or the last reset)`, () => loopDelay.percentile(quantile) / 1e9));
+      `Event loop delay ${label} since the node started`, () => delaySeconds(loopDelay.percentile(quantile))));
   }
-  nodeMetrics.registry.add(new Gauge('baton_event_loop_delay_max_seconds', 'Longest event loop delay seen', () => loopDelay.max / 1e9));
+  nodeMetrics.registry.add(new Gauge('baton_event_loop_delay_max_seconds', 'Longest event loop delay seen', () => delaySeconds(loopDelay.max)));
   nodeMetrics.registry.add(new Gauge('baton_wal_syncs_total', 'WAL fdatasync calls for appends (one per group commit)', () => wal.stats().syncs));
   nodeMetrics.registry.add(new Gauge('baton_apply_batches_total', 'State machine write transactions for committed entries', () => driver?.applyBatches ?? 0));
   nodeMetrics.registry.add(new Gauge('baton_leases', 'Leases in the replicated table', () => store.leaseCount()));
