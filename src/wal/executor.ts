@@ -1,10 +1,13 @@
 // Executors run planned op batches. The worker executor is the production one: fdatasync blocks
-// only the worker thread. The inline one runs on the caller's thread (tests, crash injection).
+// only the worker thread, which takes its requests through shared memory (shared-channel.ts).
+// The inline one runs on the caller's thread (tests, crash injection).
 import { Worker } from 'node:worker_threads';
 import { assert } from '../base/assert.js';
 import { executeOps, realFileIo } from './io-ops.js';
 import type { FileIo, OpenSegments } from './io-ops.js';
-import type { SyncRequest, SyncResponse } from './sync-worker.js';
+import {
+  Slot, createSharedChannel, decodeError, encodeRequest, splitForChannel, waitAsync,
+} from './shared-channel.js';
 import type { WalExecutor, WalOp } from './types.js';
 
 export class WalIoError extends Error {
@@ -17,67 +20,70 @@ export class WalIoError extends Error {
   }
 }
 
-interface Waiter {
-  resolve(): void;
-  reject(error: Error): void;
-}
-
 export class WorkerExecutor implements WalExecutor {
   private readonly worker: Worker;
-  private readonly waiting = new Map<number, Waiter>();
-  private nextId = 1;
+  private readonly channel = createSharedChannel();
+  private lastId = 0;
+  private inFlight = false;
   private exited: Error | null = null;
+  /** Batches run one at a time, in call order. */
+  private tail: Promise<void> = Promise.resolve();
 
   constructor() {
-    this.worker = new Worker(new URL('./sync-worker.js', import.meta.url));
+    this.worker = new Worker(new URL('./sync-worker.js', import.meta.url), { workerData: this.channel });
     // Idle, the worker must not keep the process alive; a batch in flight must.
     this.worker.unref();
-    this.worker.on('message', (response: SyncResponse) => this.settle(response));
-    this.worker.on('error', (error) => this.failAll(error));
-    this.worker.on('exit', (code) => this.failAll(new Error(`WAL sync worker exited (${code})`)));
+    this.worker.on('error', (error) => this.fail(error));
+    this.worker.on('exit', (code) => this.fail(new Error(`WAL sync worker exited (${code})`)));
   }
 
   run(ops: readonly WalOp[]): Promise<void> {
-    if (this.exited !== null) return Promise.reject(this.exited);
-    const id = this.nextId++;
-    // Moving each write buffer's memory to the worker avoids a copy; only whole-ArrayBuffer
-    // buffers are moved (a pooled slice would take its neighbours with it).
-    const transfer: ArrayBuffer[] = [];
-    for (const op of ops) {
-      if (op.type !== 'write') continue;
-      const buffer = op.data.buffer;
-      const whole = op.data.byteOffset === 0 && op.data.byteLength === buffer.byteLength;
-      if (buffer instanceof ArrayBuffer && whole) {
-        transfer.push(buffer);
-      }
-    }
-    const request: SyncRequest = { id, ops };
-    return new Promise<void>((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      if (this.waiting.size === 1) this.worker.ref();
-      this.worker.postMessage(request, transfer);
+    const run = this.tail.then(async () => {
+      for (const request of splitForChannel(ops)) await this.request(request);
     });
+    this.tail = run.catch(() => {});
+    return run;
   }
 
   async close(): Promise<void> {
-    assert(this.waiting.size === 0, 'no batch in flight at close');
-    this.exited = new Error('WAL executor closed');
+    await this.tail;
+    if (this.exited === null) {
+      await this.request(null).catch(() => {}); // the thread leaves its wait loop
+      this.exited = new Error('WAL executor closed');
+    }
     await this.worker.terminate();
   }
 
-  private settle(response: SyncResponse): void {
-    const waiter = this.waiting.get(response.id);
-    assert(waiter !== undefined, 'a response answers a request');
-    this.waiting.delete(response.id);
-    if (this.waiting.size === 0) this.worker.unref();
-    if (response.ok) waiter.resolve();
-    else waiter.reject(new WalIoError(response.message, response.code));
+  /** One request through shared memory; resolves when the thread answered it. */
+  private async request(ops: readonly WalOp[] | null): Promise<void> {
+    if (this.exited !== null) throw this.exited;
+    assert(!this.inFlight, 'one WAL request at a time');
+    const { control, data, errors } = this.channel;
+    encodeRequest(ops, data);
+    const id = ++this.lastId;
+    this.inFlight = true;
+    this.worker.ref();
+    try {
+      Atomics.store(control, Slot.request, id);
+      Atomics.notify(control, Slot.request);
+      while (Atomics.load(control, Slot.done) !== id) {
+        if (this.exited !== null) throw this.exited;
+        // The timeout only bounds how late a dead thread is noticed.
+        const wait = waitAsync(control, Slot.done, id - 1, 1000);
+        if (wait.async) await wait.value;
+      }
+    } finally {
+      this.inFlight = false;
+      this.worker.unref();
+    }
+    if (ops !== null && Atomics.load(control, Slot.status) !== 0) {
+      const { message, code } = decodeError(errors, Atomics.load(control, Slot.errorBytes));
+      throw new WalIoError(message, code);
+    }
   }
 
-  private failAll(error: Error): void {
+  private fail(error: Error): void {
     if (this.exited === null) this.exited = error;
-    for (const waiter of this.waiting.values()) waiter.reject(error);
-    this.waiting.clear();
   }
 }
 

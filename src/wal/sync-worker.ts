@@ -1,37 +1,36 @@
 // The WAL's sync thread: it runs each batch of ops (writeSync + fdatasyncSync) and answers, so
-// the event loop never waits on the disk. One batch at a time, in arrival order.
-import { parentPort } from 'node:worker_threads';
+// the event loop never waits on the disk. Requests arrive through shared memory
+// (shared-channel.ts); between them the thread sleeps in Atomics.wait. One batch at a time.
+import { workerData } from 'node:worker_threads';
 import { assert } from '../base/assert.js';
 import { executeOps, realFileIo } from './io-ops.js';
 import type { OpenSegments } from './io-ops.js';
-import type { WalOp } from './types.js';
+import { Slot, decodeRequest, encodeError, type SharedChannel } from './shared-channel.js';
 
-export interface SyncRequest {
-  readonly id: number;
-  readonly ops: readonly WalOp[];
-}
-
-export type SyncResponse =
-  | { readonly id: number; readonly ok: true }
-  | {
-      readonly id: number;
-      readonly ok: false;
-      readonly message: string;
-      readonly code: string | null;
-    };
-
-const port = parentPort;
-assert(port !== null, 'sync-worker runs as a worker thread');
+const channel = workerData as SharedChannel | null;
+assert(channel !== null && channel !== undefined, 'sync-worker runs as a worker thread with its channel');
+const { control, data, errors } = channel;
 const open: OpenSegments = new Map();
 
-port.on('message', (request: SyncRequest) => {
-  let response: SyncResponse;
+let seen = 0;
+for (;;) {
+  Atomics.wait(control, Slot.request, seen);
+  const id = Atomics.load(control, Slot.request);
+  if (id === seen) continue;
+  seen = id;
+  let ops;
   try {
-    executeOps(request.ops, open, realFileIo);
-    response = { id: request.id, ok: true };
+    ops = decodeRequest(data);
+    if (ops === null) break;
+    executeOps(ops, open, realFileIo);
+    Atomics.store(control, Slot.status, 0);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? null;
-    response = { id: request.id, ok: false, message: String((error as Error).message), code };
+    Atomics.store(control, Slot.errorBytes, encodeError(errors, String((error as Error).message), code));
+    Atomics.store(control, Slot.status, 1);
   }
-  port.postMessage(response);
-});
+  Atomics.store(control, Slot.done, id);
+  Atomics.notify(control, Slot.done);
+}
+Atomics.store(control, Slot.done, seen);
+Atomics.notify(control, Slot.done);
