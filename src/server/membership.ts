@@ -208,9 +208,12 @@ export class Membership {
   async handOffLeadership(): Promise<void> {
     if (!this.driver.isLeader) return;
     const self = this.config.memberId;
+    // A removal that would be refused (another change in progress, the last voter, no quorum
+    // left) is refused here, before leadership moves for nothing.
+    const conf = this.checkRemovable(self);
     const status = this.core.status();
-    const candidates = status.confState.voters.filter((id) => id !== self);
-    const best = candidates
+    const best = conf.voters
+      .filter((id) => id !== self)
       .map((id) => ({ id, match: status.progress.get(id)?.match ?? 0 }))
       .sort((a, b) => b.match - a.match)[0];
     if (best === undefined) throw new PreconditionFailedError(`member ${self} is the last voter: a cell needs one`, { reason: 'last_voter' });
@@ -233,15 +236,21 @@ export class Membership {
   }
 
   async remove(id: number): Promise<MemberView> {
+    const conf = this.checkRemovable(id);
+    const view = this.viewOf(id, conf.voters.includes(id) ? 'voter' : 'learner');
+    await this.change(conf, { type: 'remove', id }, `remove member ${id}`, (next) => !allMemberIds(next).includes(id));
+    return view;
+  }
+
+  /** The configuration to change, or the reason `id` cannot be removed now (thrown). */
+  private checkRemovable(id: number): ConfState {
     const conf = this.beginChange();
     if (!allMemberIds(conf).includes(id)) throw new KeyNotFoundError(`member ${id} is not in the cell`, { member: id });
     if (conf.voters.length === 1 && conf.voters[0] === id) {
       throw new PreconditionFailedError(`member ${id} is the last voter: a cell needs one`, { reason: 'last_voter' });
     }
     if (conf.voters.includes(id)) this.checkQuorumAfterRemoving(id, conf);
-    const view = this.viewOf(id, conf.voters.includes(id) ? 'voter' : 'learner');
-    await this.change(conf, { type: 'remove', id }, `remove member ${id}`, (next) => !allMemberIds(next).includes(id));
-    return view;
+    return conf;
   }
 
   /** A configuration entry was applied (its resulting configuration). */
