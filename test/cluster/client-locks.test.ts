@@ -194,6 +194,9 @@ test('elections: campaign, observe with terms, proclaim, resign hands over with 
 });
 
 test('one connection: locks, an election and an observer go over the client stream (no HTTP); an abandoned wait leaves the queue', async () => {
+  // The test before restarts a member: until it knows the leader again it answers "no leader",
+  // and three such answers in a row move a client's stream to another member (a second connection).
+  await cell.cell.waitReady(30_000);
   let httpRequests = 0;
   const client = new BatonClient({
     endpoints: cell.cell.clientUrls(),
