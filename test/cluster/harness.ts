@@ -84,17 +84,31 @@ export interface TestCell {
   close(): Promise<void>;
 }
 
-export async function startTestCell(
-  options: {
-    size?: number;
-    proxies?: boolean;
-    extraArgs?: string[];
-    nodeArgs?: (name: string) => string[];
-    grpc?: boolean;
-    /** Spare nodes (not started) that a test may add to the cell. */
-    spares?: number;
-  } = {},
-): Promise<TestCell> {
+export interface TestCellOptions {
+  size?: number;
+  proxies?: boolean;
+  extraArgs?: string[];
+  nodeArgs?: (name: string) => string[];
+  grpc?: boolean;
+  /** Spare nodes (not started) that a test may add to the cell. */
+  spares?: number;
+}
+
+/**
+ * Starts a cell on free ports. A port found free can be taken by another test running at the same
+ * time before a node binds it (EADDRINUSE): then the cell starts again on other ports.
+ */
+export async function startTestCell(options: TestCellOptions = {}): Promise<TestCell> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startTestCellOnce(options);
+    } catch (error) {
+      if (attempt >= 3 || !String((error as Error)?.message).includes('EADDRINUSE')) throw error;
+    }
+  }
+}
+
+async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
   const size = options.size ?? 3;
   const names = Array.from({ length: size }, (_, i) => `n${i + 1}`);
   const spareNames = Array.from({ length: options.spares ?? 0 }, (_, i) => `n${size + i + 1}`);
@@ -144,6 +158,8 @@ export async function startTestCell(
     await cell.waitReady(30_000);
   } catch (error) {
     await cell.stopAll();
+    await Promise.all([...proxies.values()].map((p) => p.close()));
+    rmSync(dataDir, { recursive: true, force: true });
     throw error;
   }
   return {
