@@ -37,7 +37,7 @@ export function* encodeSnapshot(
     const recordBytes = recordHeaderBytes + entry.key.length + entry.value.length;
     if (at + recordBytes > chunk.length) {
       crc = crc32(chunk.subarray(checkedTo, at), crc);
-      if (at > 0) yield chunk.subarray(0, at);
+      yield chunk.subarray(0, at);
       chunk = new Uint8Array(Math.max(chunkBytes, recordBytes));
       at = 0;
       checkedTo = 0;
@@ -62,31 +62,6 @@ export function* encodeSnapshot(
   count.setUint32(4, entryCount >>> 0);
   writeU32(chunk, at + 12, crc);
   yield chunk.subarray(0, at + trailerBytes);
-}
-
-/** The format-1 stream (FNV checksum), kept so tests can prove old snapshot files still read. */
-export function* encodeSnapshotFormat1(entries: Iterable<KvEntry>): Generator<Uint8Array, void, undefined> {
-  const hasher = new ContentHasher();
-  const parts: Uint8Array[] = [magic, Uint8Array.of(1)];
-  let entryCount = 0;
-  for (const entry of entries) {
-    const header = new Uint8Array(4);
-    writeU32(header, 0, entry.key.length);
-    const valueHeader = new Uint8Array(4);
-    writeU32(valueHeader, 0, entry.value.length);
-    for (const part of [header, entry.key, valueHeader, entry.value]) {
-      hasher.update(part);
-      parts.push(part);
-    }
-    entryCount++;
-  }
-  const trailer = new Uint8Array(trailerBytes);
-  const count = new DataView(trailer.buffer);
-  count.setUint32(4, Math.floor(entryCount / 0x1_0000_0000));
-  count.setUint32(8, entryCount >>> 0);
-  writeU32(trailer, 12, hasher.digest32());
-  parts.push(trailer);
-  for (const part of parts) yield part;
 }
 
 /** The running checksum of one stream format. */

@@ -888,8 +888,7 @@ export class RaftNode implements RaftApi {
       if (!allMembers(this.confState).includes(id)) this.progress.delete(id);
     }
     if (change.type === 'enterJoint') {
-      // C_old,new is committed: move on to C_new.
-      this.appendLeaveJoint();
+      // C_old,new is committed: C_new follows once the batch is applied (maybeLeaveJoint).
     } else if (!isVoter(this.confState, this.id)) {
       // Removed from the cell: stop leading; the remaining voters elect a leader.
       this.becomeFollower(this.term, noMember);
@@ -898,25 +897,22 @@ export class RaftNode implements RaftApi {
     }
   }
 
-  private appendLeaveJoint(): void {
+  /**
+   * A leader whose applied configuration is joint moves on to C_new once no configuration entry is
+   * pending (etcd's auto-leave): right after it applied its own C_old,new, and also when it was
+   * elected after its predecessor applied C_old,new but before C_new committed (then only once it
+   * has applied everything it inherited). Without the second case the cell stayed joint, and
+   * refused every later change, for good (the simulator's seed 7097, leases, found it).
+   */
+  private maybeLeaveJoint(): void {
+    if (this.role !== Role.leader || this.confState.votersOutgoing.length === 0) return;
+    if (this.pendingConfIndex > this.log.appliedIndex) return;
     const leaveChange: ConfChange = { type: 'leaveJoint' };
     const leave = encodeConfEntry({ change: leaveChange, confState: applyConfChange(this.confState, leaveChange) });
     const index = this.log.lastIndex() + 1;
     this.log.appendNew({ index, term: this.term, type: EntryType.config, data: leave });
     this.pendingConfIndex = index;
     this.broadcastPending = true;
-  }
-
-  /**
-   * A leader elected while the configuration is joint (its predecessor applied C_old,new, but C_new
-   * never committed) moves on to C_new itself once it has applied everything it inherited, as
-   * etcd's auto-leave does; otherwise the cell stayed joint, and refused every later change, for
-   * good (the simulator's seed 7097, leases, found it).
-   */
-  private maybeLeaveJoint(): void {
-    if (this.role !== Role.leader || this.confState.votersOutgoing.length === 0) return;
-    if (this.pendingConfIndex > this.log.appliedIndex) return;
-    this.appendLeaveJoint();
   }
 
   private confStateAt(index: number): ConfState {

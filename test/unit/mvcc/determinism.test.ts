@@ -9,7 +9,7 @@ import { crc32 } from '../../../src/base/crc32.js';
 import { CorruptFileError } from '../../../src/base/errors.js';
 import { SeededRandom, randomInt } from '../../../src/base/random.js';
 import { MemoryEngine, MvccStore, decodeSnapshot, encodeSnapshot } from '../../../src/mvcc/index.js';
-import { encodeSnapshotFormat1 } from '../../../src/mvcc/snapshot-stream.js';
+import { ContentHasher } from '../../../src/mvcc/content-hash.js';
 import { batches, generateWorkload, testLimits } from './workload.js';
 
 function concat(chunks: Iterable<Uint8Array>): Uint8Array {
@@ -136,4 +136,26 @@ class MemoryEngineView {
     new MvccStore(target, testLimits).restore(this.store.snapshot().chunks);
     yield* target.snapshotEntries();
   }
+}
+
+/** A format-1 stream as earlier versions wrote it: "BTSN" 1, records, end with an FNV checksum. */
+function* encodeSnapshotFormat1(entries: Iterable<{ key: Uint8Array; value: Uint8Array }>): Generator<Uint8Array> {
+  const hasher = new ContentHasher();
+  const u32 = (value: number): Uint8Array => {
+    const bytes = new Uint8Array(4);
+    new DataView(bytes.buffer).setUint32(0, value);
+    return bytes;
+  };
+  yield Uint8Array.of(0x42, 0x54, 0x53, 0x4e, 1);
+  let count = 0;
+  for (const entry of entries) {
+    for (const part of [u32(entry.key.length), entry.key, u32(entry.value.length), entry.value]) {
+      hasher.update(part);
+      yield part;
+    }
+    count++;
+  }
+  yield Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 0);
+  yield u32(count);
+  yield u32(hasher.digest32());
 }
