@@ -3,7 +3,10 @@
 // (or our own entry) is gone, and ask again with a committed check. Only the check grants, and it
 // grants only a live entry, so a wake-up can be early, late or spurious without a wrong owner.
 // Giving up (deadline, abort) deletes our entry so nobody waits behind a ghost.
-import { BatonError, LockHeldError, LockNotHeldError } from '../base/errors.js';
+// A wait's end is answered within `answerGraceMs`: a proposal can take the node's whole request
+// timeout, so the checks and the withdrawal around the deadline race a timer, and past it the
+// answer admits the outcome is unknown (`timeout`; the retry with the Request-ID withdraws).
+import { BatonError, LockHeldError, LockNotHeldError, TimeoutError } from '../base/errors.js';
 import type { Command, CommandResult, KeyValue, RangeRequest, RangeResult, SeqPosition } from '../mvcc/index.js';
 import type { ChangeFeed } from './change-feed.js';
 
@@ -51,6 +54,16 @@ const checkRetryMs = 100;
 /** Withdrawal attempts before an answer admits the outcome is unknown; more when nobody waits. */
 const withdrawTriesMax = 3;
 const withdrawTriesBackground = 20;
+/**
+ * How long after its wait ends an acquire may take to confirm it left the queue (the last look
+ * and the withdrawal commit in a round trip or two); past it the answer is `timeout`. Without a
+ * bound, a withdrawal that never committed (forwarded proposals dropped by a leader over its
+ * uncommitted limit) answered after three request timeouts: 6.3 s past a 1.5 s wait in the
+ * simulator (seed 20147), 15 s and more with the server's 5 s timeout, past the client's slack.
+ */
+export const answerGraceMs = 1_000;
+/** What `within` yields when the promise has not settled in time (its work goes on unheard). */
+const notInTime: unique symbol = Symbol('not in time');
 
 function isTransient(error: unknown): boolean {
   return error instanceof BatonError && error.retryable;
@@ -81,7 +94,7 @@ export class QueueContender {
     if (!contended) return this.grant(position, started, false, request.signal);
     if (request.waitMs === 0) {
       // Try-lock answered by a retry whose first attempt queued: leave the queue again.
-      await this.withdraw(position.kv);
+      await this.withdraw(position.kv, withdrawTriesMax, this.clock.monotonicMs() + answerGraceMs);
       throw heldError(position.owner);
     }
     this.metrics.waiting(1);
@@ -109,27 +122,37 @@ export class QueueContender {
     let position = first;
     while (position.predecessor !== null) {
       const woke = await this.sleep(position, deadline, request.signal);
-      if (woke !== 'changed') {
-        // The grant may have happened meanwhile: one last committed look before giving up.
-        const last = await this.check(request.prefix, position.kv, request.lease).catch(() => null);
-        if (last !== null && last.predecessor === null) return last;
-        this.metrics.gaveUp(woke);
-        if (woke === 'aborted') {
-          this.withdrawInBackground(position.kv);
-          throw request.signal?.reason ?? new Error('aborted');
-        }
-        // Answered only once the entry is gone: "not granted" must mean "not queued" too.
-        await this.withdraw(position.kv);
-        throw heldError(last?.owner ?? position.owner, this.clock.monotonicMs() - (deadline - request.waitMs));
-      }
+      if (woke !== 'changed') return this.giveUp(request, position, woke, deadline);
       this.metrics.wakeup();
       if (this.bugs.grantOnWake === true) {
         // The etcd bug: a waiter that saw a deletion takes the lock without checking its own entry.
         return { ...position, predecessor: null, owner: position.kv, revision: this.feed.revision };
       }
-      position = this.ownsInAppliedState(request.prefix, position) ?? (await this.checkUntil(request, position, deadline));
+      const next = this.ownsInAppliedState(request.prefix, position) ?? (await this.checkUntil(request, position, deadline));
+      if (next === null) return this.giveUp(request, position, 'deadline', deadline);
+      position = next;
     }
     return position;
+  }
+
+  /**
+   * The wait ended: one last committed look (the grant may have happened meanwhile), then leave
+   * the queue; both within `answerGraceMs` of the deadline. Proposes nothing after answering, so
+   * a retry with the Request-ID never races a withdrawal of this attempt's.
+   */
+  private async giveUp(request: ContendRequest, position: SeqPosition, why: 'deadline' | 'aborted', deadline: number): Promise<SeqPosition> {
+    const answerBy = Math.max(deadline, this.clock.monotonicMs()) + answerGraceMs;
+    const looked = await this.within(this.check(request.prefix, position.kv, request.lease), answerBy).catch((): typeof notInTime => notInTime);
+    const last = looked === notInTime ? null : looked;
+    if (last !== null && last.predecessor === null) return last;
+    this.metrics.gaveUp(why);
+    if (why === 'aborted') {
+      this.withdrawInBackground(position.kv);
+      throw request.signal?.reason ?? new Error('aborted');
+    }
+    // Answered only once the entry is gone: "not granted" must mean "not queued" too.
+    await this.withdraw(position.kv, withdrawTriesMax, answerBy);
+    throw heldError(last?.owner ?? position.owner, this.clock.monotonicMs() - (deadline - request.waitMs));
   }
 
   /** Resolves when the predecessor or our own entry is gone, or the wait ends. */
@@ -152,20 +175,19 @@ export class QueueContender {
     });
   }
 
-  private async checkUntil(request: ContendRequest, position: SeqPosition, deadline: number): Promise<SeqPosition> {
+  /** The committed check after a wake-up, retried while transient; null: no answer by the deadline. */
+  private async checkUntil(request: ContendRequest, position: SeqPosition, deadline: number): Promise<SeqPosition | null> {
     for (;;) {
       try {
-        return await this.check(request.prefix, position.kv, request.lease);
+        const checked = await this.within(this.check(request.prefix, position.kv, request.lease), deadline);
+        return checked === notInTime ? null : checked;
       } catch (error) {
         if (!isTransient(error)) throw error;
         if (request.signal?.aborted === true) {
           this.withdrawInBackground(position.kv);
           throw request.signal.reason;
         }
-        if (this.clock.monotonicMs() + checkRetryMs >= deadline) {
-          await this.withdraw(position.kv);
-          throw heldError(position.owner, this.clock.monotonicMs() - (deadline - request.waitMs));
-        }
+        if (this.clock.monotonicMs() + checkRetryMs >= deadline) return null;
         await this.pause(checkRetryMs);
       }
     }
@@ -205,6 +227,23 @@ export class QueueContender {
     return new Promise<void>((resolve) => this.clock.after(ms, resolve));
   }
 
+  /** `promise`'s outcome, or `notInTime` at `byMs` if it has not settled (a rejection after that is dropped). */
+  private within<T>(promise: Promise<T>, byMs: number): Promise<T | typeof notInTime> {
+    return new Promise((resolve, reject) => {
+      const timer = this.clock.after(Math.max(0, byMs - this.clock.monotonicMs()), () => resolve(notInTime));
+      promise.then(
+        (value) => {
+          timer.cancel();
+          resolve(value);
+        },
+        (error: unknown) => {
+          timer.cancel();
+          reject(error);
+        },
+      );
+    });
+  }
+
   private async check(prefix: string, kv: KeyValue, lease: number): Promise<SeqPosition> {
     const { result } = await this.cell.proposeCommand({ type: 'seqCheck', prefix, key: kv.key, lease }, undefined);
     if (result.type !== 'seqCheck') throw new Error(`seqCheck answered with ${result.type}`);
@@ -214,12 +253,15 @@ export class QueueContender {
   /**
    * Deletes our entry if it is still this incarnation (the compare spares a later one). Retries a
    * transient failure a few times, then throws it: the caller's answer is then "unknown outcome,
-   * retry with the same Request-ID", and the retry finds the entry and withdraws it again.
+   * retry with the same Request-ID", and the retry finds the entry and withdraws it again. With
+   * `answerByMs`, it throws `timeout` then at the latest and starts no attempt after it.
    */
-  async withdraw(kv: KeyValue, triesMax = withdrawTriesMax): Promise<void> {
+  async withdraw(kv: KeyValue, triesMax = withdrawTriesMax, answerByMs = Number.POSITIVE_INFINITY): Promise<void> {
     for (let tries = 1; ; tries++) {
+      if (this.clock.monotonicMs() >= answerByMs) throw unconfirmedWithdrawal();
+      let answered: unknown;
       try {
-        await this.cell.proposeCommand(
+        const proposed = this.cell.proposeCommand(
           {
             type: 'txn',
             compare: [{ key: kv.key, target: 'createRevision', op: '==', value: kv.createRevision }],
@@ -228,11 +270,15 @@ export class QueueContender {
           },
           undefined,
         );
-        return;
+        answered = answerByMs === Number.POSITIVE_INFINITY ? await proposed : await this.within(proposed, answerByMs);
       } catch (error) {
         if (!isTransient(error) || tries >= triesMax) throw error;
+        if (this.clock.monotonicMs() + checkRetryMs * tries >= answerByMs) throw error;
         await this.pause(checkRetryMs * tries);
+        continue;
       }
+      if (answered === notInTime) throw unconfirmedWithdrawal();
+      return;
     }
   }
 
@@ -240,6 +286,12 @@ export class QueueContender {
   private withdrawInBackground(kv: KeyValue): void {
     this.withdraw(kv, withdrawTriesBackground).catch(() => undefined);
   }
+}
+
+function unconfirmedWithdrawal(): TimeoutError {
+  return new TimeoutError(
+    `the wait ended, but leaving the queue was not confirmed within ${answerGraceMs} ms: the outcome is unknown: retry with the same Request-ID`,
+  );
 }
 
 export function heldError(owner: KeyValue, waitedMs?: number): LockHeldError {

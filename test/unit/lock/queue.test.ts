@@ -6,8 +6,9 @@ import { EntryType } from '../../../src/raft/types.js';
 import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand } from '../../../src/mvcc/index.js';
 import type { Command, CommandResult, RangeRequest } from '../../../src/mvcc/index.js';
 import { ChangeFeed } from '../../../src/lock/change-feed.js';
-import { QueueContender, type QueueCell, type QueueMetrics } from '../../../src/lock/queue.js';
+import { QueueContender, answerGraceMs, type QueueCell, type QueueMetrics } from '../../../src/lock/queue.js';
 import { LockService } from '../../../src/lock/lock-service.js';
+import { TimeoutError } from '../../../src/base/errors.js';
 
 class InProcessCell implements QueueCell {
   readonly store = new MvccStore(new MemoryEngine(), defaultMvccLimits);
@@ -52,12 +53,18 @@ class ManualClock {
     this.timers.push(timer);
     return { cancel: () => { timer.cancelled = true; } };
   };
+  /** Moves to now + ms, firing due timers in time order, also those set while it moves. */
   async advance(ms: number): Promise<void> {
-    this.now += ms;
-    for (const timer of this.timers.filter((t) => t.at <= this.now && !t.cancelled)) {
-      timer.cancelled = true;
-      timer.callback();
+    const target = this.now + ms;
+    for (;;) {
+      const due = this.timers.filter((t) => t.at <= target && !t.cancelled).sort((x, y) => x.at - y.at)[0];
+      if (due === undefined) break;
+      this.now = Math.max(this.now, due.at);
+      due.cancelled = true;
+      due.callback();
+      await settle();
     }
+    this.now = target;
     await settle();
   }
 }
@@ -66,9 +73,29 @@ const settle = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
 };
 
-function setup() {
-  const cell = new InProcessCell();
+/**
+ * A cell whose proposals, once `dropping`, never commit: each answers `timeout` only at the
+ * node's request timeout, as a forwarded proposal dropped by a leader over its uncommitted limit.
+ */
+class DroppingCell extends InProcessCell {
+  dropping = false;
+  dropped = 0;
+  constructor(private readonly clock: ManualClock, private readonly requestTimeoutMs: number) {
+    super();
+  }
+
+  override async proposeCommand(op: Command): Promise<{ result: CommandResult; duplicate: boolean }> {
+    if (!this.dropping) return super.proposeCommand(op);
+    this.dropped++;
+    return new Promise((_, reject) => {
+      this.clock.after(this.requestTimeoutMs, () => reject(new TimeoutError('the outcome is unknown')));
+    });
+  }
+}
+
+function setup(makeCell: (clock: ManualClock) => InProcessCell = () => new InProcessCell()) {
   const clock = new ManualClock();
+  const cell = makeCell(clock);
   const counts = { wakeups: 0, granted: 0, gaveUp: [] as string[], waiting: 0 };
   const metrics: QueueMetrics = {
     wakeup: () => counts.wakeups++,
@@ -172,4 +199,40 @@ test('the fencing check names the current token', async () => {
   const b = await locks.acquire('l', { lease: 2, owner: 'b', waitMs: 0 }, undefined);
   const stale = await locks.check('l', a.fencingToken);
   assert.deepEqual([stale.valid, stale.currentToken, stale.holder?.owner], [false, b.fencingToken, 'b']);
+});
+
+test('a wait that ends is answered within the grace when nothing commits: timeout, and nothing proposed after', async () => {
+  const { cell, clock, locks } = setup((c) => new DroppingCell(c, 5_000));
+  const dropping = cell as DroppingCell;
+  await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
+  const outcome: string[] = [];
+  void locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, undefined).then(() => outcome.push('granted'), (e: { code?: string }) => outcome.push(e.code ?? String(e)));
+  await settle();
+  dropping.dropping = true; // from now on the last look and the withdrawal never commit
+  await clock.advance(1_000);
+  assert.deepEqual(outcome, []);
+  await clock.advance(answerGraceMs);
+  assert.deepEqual(outcome, ['timeout'], 'answered by the end of the wait plus the grace');
+  const proposed = dropping.dropped;
+  await clock.advance(60_000);
+  assert.equal(dropping.dropped, proposed, 'no withdrawal after the answer (it could race the retry)');
+  dropping.dropping = false;
+  assert.equal((await locks.state('l')).queue.length, 1, 'the entry waits for the retry with the Request-ID');
+});
+
+test('a committed check that hangs past the deadline ends the wait on time', async () => {
+  const { cell, clock, locks } = setup((c) => new DroppingCell(c, 5_000));
+  const dropping = cell as DroppingCell;
+  await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
+  void locks.acquire('l', { lease: 2, owner: 'x', waitMs: 60_000 }, undefined).catch(() => undefined);
+  await settle();
+  const outcome: string[] = [];
+  void locks.acquire('l', { lease: 3, owner: 'b', waitMs: 1_000 }, undefined).then(() => outcome.push('granted'), (e: { code?: string }) => outcome.push(e.code ?? String(e)));
+  await settle();
+  dropping.dropping = true;
+  await clock.advance(900);
+  cell.apply({ type: 'leaseRevoke', id: 2 }); // x goes: b wakes, a is still ahead, so b checks
+  await settle();
+  await clock.advance(100 + answerGraceMs);
+  assert.deepEqual(outcome, ['timeout']);
 });
