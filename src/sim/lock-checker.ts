@@ -6,7 +6,8 @@
 // - fencing tokens of successive holders strictly increase (grant order = queue order: FIFO
 //   among waiters that stay alive);
 // - a grant never goes to a dead lease: a lease revoked at revision V owns no grant at or after V;
-// - no waiter sleeps forever: every acquire ends within its wait plus a bound.
+// - no waiter sleeps forever: every acquire ends within its wait plus a bound, and the member
+//   answers it soon after its wait ends (granted, lock_held or timeout).
 // Times are the simulated clock's.
 
 interface Tenure {
@@ -87,6 +88,14 @@ export class LockChecker {
         );
       }
     }
+  }
+
+  /** An acquire answered (by its member, not the client's timeout) long after its wait ended. */
+  onLateAnswer(contender: number, sinceMs: number, nowMs: number, waitMs: number): void {
+    this.report(
+      'an acquire answers when its wait ends',
+      `contender ${contender}'s acquire sent at ${sinceMs} ms (waitMs ${waitMs}) was answered only at ${nowMs} ms`,
+    );
   }
 
   /** An acquire that never ended. */

@@ -7,14 +7,14 @@
 // once more (no waiter sleeps forever once its predecessor is gone).
 import type { Random } from '../base/random.js';
 import { chance, pick, randomInt } from '../base/random.js';
-import type { QueueMetrics } from '../lock/queue.js';
+import { answerGraceMs, type QueueMetrics } from '../lock/queue.js';
 import type { LockService } from '../lock/lock-service.js';
 import type { LeaseService } from '../server/lease-service.js';
 import type { MemberId } from '../raft/index.js';
 import { LockChecker, type Tenure } from './lock-checker.js';
 import type { SimLockEnv } from './lock-member.js';
 import type { LeaseWorkload } from './lease-workload.js';
-import { proposalId } from './server-driver.js';
+import { proposalId, requestTimeoutMs } from './server-driver.js';
 import { timedCall } from './timed-call.js';
 import type { LockStats } from './types.js';
 import type { World } from './world.js';
@@ -29,6 +29,12 @@ const freezeRate = 0.15;
 const clientTimeoutMs = 700;
 /** An acquire must end within its wait plus this (create, checks and withdrawal at the driver's timeout). */
 const acquireBoundMs = 9_000;
+/**
+ * A running member answers an acquire within its wait plus this: the create and a retry's
+ * re-check take at most a request timeout each, and the end of a wait is answered within the
+ * lock queue's grace (`timeout` when the withdrawal is not confirmed by then).
+ */
+const answerLateMs = 2 * requestTimeoutMs + answerGraceMs + 50;
 const proposalIdBase = 3e12;
 const lockName = 'sim';
 
@@ -197,6 +203,18 @@ export class LockWorkload implements SimLockEnv {
     const member = this.world.nodes.get(contender.member);
     const incarnation = member?.incarnation;
     const pausesAtSend = this.world.stats.pauses;
+    const memberId = contender.member;
+    // The member that got the call is still the same running incarnation, and nobody paused.
+    const unpaused = (): boolean => {
+      const now = this.world.nodes.get(memberId);
+      const sameMember = now === member && now?.incarnation === incarnation && now?.state === 'running';
+      return sameMember && this.world.stats.pauses === pausesAtSend;
+    };
+    const checkAnswerTime = (): void => {
+      if (this.world.nowMs > sentMs + waitMs + answerLateMs && unpaused()) {
+        this.checker.onLateAnswer(contender.n, sentMs, this.world.nowMs, waitMs);
+      }
+    };
     if (attempt === undefined) this.stats.acquires++;
     const abandon = new AbortController();
     this.trace(contender, `acquire ${requestId} sent via member ${contender.member} (lease ${lease}, wait ${waitMs} ms, try ${tries})`);
@@ -204,6 +222,7 @@ export class LockWorkload implements SimLockEnv {
       service.acquire(lockName, { lease, owner: `c${contender.n}`, waitMs, signal: abandon.signal }, requestId),
       waitMs + acquireBoundMs,
       (grant) => {
+        checkAnswerTime();
         this.stats.grants++;
         this.trace(contender, `granted ${grant.key} (lease ${lease}, revision ${grant.revision}) via member ${contender.member}`);
         if (this.world.nowMs >= contender.leaseUntilMs || contender.lease !== lease) {
@@ -230,6 +249,7 @@ export class LockWorkload implements SimLockEnv {
         }
       },
       (error) => {
+        if (error !== null) checkAnswerTime();
         const code = (error as { code?: string } | null)?.code;
         this.trace(contender, `acquire ${requestId} failed: ${code ?? (error === null ? 'no answer' : String(error))} ${(error as Error | null)?.message ?? ''}`);
         const retryable = error === null || (error as { retryable?: boolean }).retryable === true;
@@ -253,10 +273,7 @@ export class LockWorkload implements SimLockEnv {
     );
     // No answer at all within the bound, from a member that neither crashed nor paused meanwhile.
     this.world.at(sentMs + waitMs + acquireBoundMs, '', () => {
-      if (answered.settledByAnswer) return;
-      const now = this.world.nodes.get(contender.member);
-      const sameMember = now === member && now?.incarnation === incarnation && now?.state === 'running';
-      if (sameMember && this.world.stats.pauses === pausesAtSend) this.checker.onStuck(contender.n, sentMs, this.world.nowMs, waitMs);
+      if (!answered.settledByAnswer && unpaused()) this.checker.onStuck(contender.n, sentMs, this.world.nowMs, waitMs);
     });
   }
 

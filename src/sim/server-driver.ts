@@ -30,7 +30,8 @@ export interface AppliedOutcome {
   readonly mvcc?: ApplyOutcome;
 }
 
-const requestTimeoutMs = 2_000;
+/** How long a proposal or read waits on the driver before it answers `timeout`/`unavailable`. */
+export const requestTimeoutMs = 2_000;
 const proposalIdBytes = 16;
 
 export class ServerDriverBinding implements MemberDriver {

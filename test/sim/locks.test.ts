@@ -4,9 +4,10 @@
 // no release) and carry on. The lock checker (src/sim/lock-checker.ts) requires that at every
 // moment at most one contender holds the lock with an unexpired lease, that fencing tokens
 // strictly increase from holder to holder (grant order = queue order), that no grant goes to a
-// lease revoked at or before the grant's revision, and that no acquire hangs and every contender
-// gets the lock again after the faults. 60 seeds by default (BATON_LOCK_SEEDS,
-// BATON_LOCK_SEED_START); failures print their replay command.
+// lease revoked at or before the grant's revision, that no acquire hangs (and each is answered
+// soon after its wait ends), and that every contender gets the lock again after the faults.
+// 60 seeds by default (BATON_LOCK_SEEDS, BATON_LOCK_SEED_START); failures print their replay
+// command.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseSeed, simulateAsync, type SimOptions, type SimResult } from '../../src/sim/index.js';
@@ -43,6 +44,13 @@ test(`one lock holder at a time, increasing tokens, no dead-lease grants over ${
     assert.ok(totals.freezes > seedCount / 3, `holders frozen past their TTL: ${JSON.stringify(totals)}`);
     assert.ok(elections > seedCount * 2, `elections: ${elections}`);
   }
+});
+
+test('seed 20147: a wait is answered when it ends although the leader drops forwarded withdrawals', async () => {
+  // The leader, at its 512-byte uncommitted limit, dropped every forwarded withdrawal: the waiter
+  // tried three, each waiting out the request timeout, and answered 6.3 s after its wait ended.
+  const result = await run(20147n);
+  assert.deepEqual(result.violations.map((v) => `${v.invariant} (${v.timeMs} ms): ${v.detail}`), []);
 });
 
 test('teeth: a waiter that takes the lock on a wake-up without the committed check is caught', async () => {
