@@ -8,19 +8,24 @@
 //   npm run bench                       all workloads, 1/16/64/256 clients, 3 x 4 s each (~10 min)
 //   npm run bench -- --quick            1 and 64 clients, 1 x 2 s each (~1.5 min)
 //   npm run bench -- --profile          Baton only: CPU profiles of the leader and a follower under put, 64 clients
+//   npm run bench -- --alloc            Baton only: bytes allocated per op on the leader and a follower, by site
 //   npm run bench -- --json             the same, plus every run as JSON on stdout
 // Other flags: --workload LIST|all --clients 1,16,... --duration-s N --warmup-s N --repeats N
 // --prime-s N (unrecorded load per workload on each cell first, default 3) --baton-only.
 // --baton-b DIR: also run a second Baton cell from another build (DIR/dist, e.g. the previous
 // commit's) in the same run, interleaved, as system "baton-b": an A/B of two builds on one noisy
-// machine, each against the same etcd runs.
+// machine, each against the same etcd runs. --node-args "FLAGS" / --node-args-b "FLAGS": Node/V8
+// flags for cell A's / cell B's members (with --baton-b . an A/B of flags on one build). In
+// --profile mode each member's output is kept in $TMPDIR/baton-bench-NAME.log (e.g. --trace-gc).
 // Everything started here is stopped at the end, on errors and on Ctrl-C.
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { summarizeCpuProfile } from '../src/bench/cpu-profile.js';
+import { summarizeHeapProfile, type SamplingHeapProfile } from '../src/bench/heap-profile.js';
+import { InspectorSession } from '../src/bench/inspector.js';
 import { EtcdCell, etcdInstallHint, etcdVersion } from '../src/bench/etcd-cell.js';
 import { populateKeys, runLoad } from '../src/bench/load.js';
 import {
@@ -41,6 +46,7 @@ const { values } = parseArgs({
   options: {
     quick: { type: 'boolean' },
     profile: { type: 'boolean' },
+    alloc: { type: 'boolean' },
     json: { type: 'boolean' },
     'baton-only': { type: 'boolean' },
     'baton-b': { type: 'string' },
@@ -50,12 +56,15 @@ const { values } = parseArgs({
     'warmup-s': { type: 'string' },
     repeats: { type: 'string' },
     'prime-s': { type: 'string' },
+    'node-args': { type: 'string' },
+    'node-args-b': { type: 'string' },
   },
   strict: true,
 });
 
 const quick = values.quick === true;
-const profile = values.profile === true;
+const alloc = values.alloc === true;
+const profile = values.profile === true || alloc;
 const defaultClients = profile ? '64' : quick ? '1,64' : '1,16,64,256';
 const plan = {
   ...defaultMatrix,
@@ -71,6 +80,14 @@ if (!(plan.durationMs > 0 && plan.warmupMs >= 0 && Number.isInteger(plan.repeats
   throw new Error('--duration-s > 0, --warmup-s >= 0 and an integer --repeats >= 1 are required');
 }
 if (plan.repeats < 1) throw new Error('--repeats must be at least 1');
+
+/** Extra Node flags for each Baton member (A/B of V8 flags: same build as --baton-b, other flags). */
+const nodeArgsA = splitArgs(values['node-args']);
+const nodeArgsB = splitArgs(values['node-args-b']);
+
+function splitArgs(text: string | undefined): string[] {
+  return text === undefined ? [] : text.split(/\s+/).filter((a) => a.length > 0);
+}
 
 const workDir = mkdtempSync(join(tmpdir(), 'baton-bench-'));
 const cleanups: (() => Promise<void>)[] = [];
@@ -113,12 +130,12 @@ async function memberPorts(prefix: string): Promise<
   }));
 }
 
-async function startBaton(nodeArgs?: (name: string) => readonly string[]): Promise<ProcessCell> {
+async function startBaton(nodeArgs: (name: string) => readonly string[] = () => []): Promise<ProcessCell> {
   const cell = new ProcessCell({
     dataDir: join(workDir, 'baton'),
     output: 'pipe',
     members: await memberPorts('n'),
-    ...(nodeArgs === undefined ? {} : { nodeArgs }),
+    nodeArgs: (name) => [...nodeArgsA, ...nodeArgs(name)],
   });
   cleanups.push(() => cell.stopAll(10_000));
   cell.startAll();
@@ -130,7 +147,12 @@ async function startBaton(nodeArgs?: (name: string) => readonly string[]): Promi
 async function startOtherBaton(buildDir: string): Promise<{ clientUrls(): string[] }> {
   const modulePath = join(resolve(buildDir), 'dist', 'src', 'server', 'process-cell.js');
   const { ProcessCell: OtherCell } = (await import(modulePath)) as { ProcessCell: typeof ProcessCell };
-  const cell = new OtherCell({ dataDir: join(workDir, 'other'), output: 'pipe', members: await memberPorts('n') });
+  const cell = new OtherCell({
+    dataDir: join(workDir, 'other'),
+    output: 'pipe',
+    members: await memberPorts('n'),
+    nodeArgs: () => nodeArgsB,
+  });
   cleanups.push(() => cell.stopAll(10_000));
   cell.startAll();
   await cell.waitReady(60_000);
@@ -229,6 +251,11 @@ async function profileLeader(): Promise<void> {
     cores: ((cpuAfter[i] ?? 0) - (cpuBefore[i] ?? 0)) / result.seconds,
   }));
   await baton.stopAll(20_000); // a clean exit writes the profiles
+  for (const name of baton.names()) {
+    const logPath = join(tmpdir(), `baton-bench-${name}.log`);
+    writeFileSync(logPath, baton.tail(name, 100_000));
+    log(`bench: ${name}'s output kept at ${logPath}`);
+  }
   const profilePath = mainThreadProfile(join(profileDir, leader));
   const kept = join(tmpdir(), `baton-leader-${workload}-${clients}-${Date.now()}.cpuprofile`);
   copyFileSync(profilePath, kept);
@@ -275,6 +302,51 @@ async function profileLeader(): Promise<void> {
   }
 }
 
+/**
+ * Baton only: bytes allocated per op on the leader and a follower in the measured window, by
+ * site and by the nearest line of our code (sampling heap profiler through the inspector).
+ */
+async function profileAllocations(): Promise<void> {
+  const inspectPorts = await freePorts(3);
+  const names = ['n1', 'n2', 'n3'];
+  const inspectPort = (name: string): number => inspectPorts[names.indexOf(name)] as number;
+  const baton = await startBaton((name) => [`--inspect=127.0.0.1:${inspectPort(name)}`]);
+  const urls = baton.clientUrls().map((u) => new URL(u));
+  const leader = await leaderName(baton.clientUrl('n1'));
+  const follower = baton.names().find((n) => n !== leader) as string;
+  const workload = plan.workloads[0] ?? 'put';
+  const clients = plan.clients[0] ?? 64;
+  if (workload.startsWith('get')) await populateKeys(batonProtocol, urls, plan.keyCount, plan.valueBytes);
+  const sessions = await Promise.all([leader, follower].map((n) => InspectorSession.connect('127.0.0.1', inspectPort(n))));
+  log(`bench: allocation sampling on ${leader} (leader) and ${follower} under ${workload}, ${clients} clients`);
+  let started: Promise<unknown> = Promise.resolve();
+  let stopped: Promise<unknown[]> = Promise.resolve([]);
+  const result = await runLoad({
+    ...plan, protocol: batonProtocol, endpoints: urls, workload, clients,
+    onWindow: (edge) => {
+      if (edge === 'start') started = Promise.all(sessions.map((s) => s.startAllocationSampling()));
+      else stopped = started.then(() => Promise.all(sessions.map((s) => s.stopAllocationSampling())));
+    },
+  });
+  log(progressLine(result));
+  const profiles = await stopped;
+  for (const s of sessions) s.close();
+  const ops = result.opsPerSecond * result.seconds;
+  [leader, follower].forEach((name, i) => {
+    const summary = summarizeHeapProfile(profiles[i] as SamplingHeapProfile, `${repoDir}/`, 25);
+    const kept = join(tmpdir(), `baton-${name}-${workload}-${clients}-${Date.now()}.heapprofile`);
+    writeFileSync(kept, JSON.stringify(profiles[i]));
+    out(`\n${name}${name === leader ? ' (leader)' : ''}: ${(summary.totalBytes / ops).toFixed(0)} bytes ` +
+      `allocated per op (${ops.toFixed(0)} ops); profile kept at ${kept}`);
+    const rows = (list: typeof summary.bySite) =>
+      list.map((r) => [r.name, r.location, (r.bytes / ops).toFixed(0), r.percent.toFixed(1)]);
+    out('By the nearest line of our code:');
+    out(table(['function', 'location', 'bytes/op', '%'], rows(summary.byOwnCode)));
+    out('By allocating site:');
+    out(table(['function', 'location', 'bytes/op', '%'], rows(summary.bySite)));
+  });
+}
+
 async function leaderName(url: string): Promise<string> {
   const status = (await (await fetch(`${url}/v1/cluster/status`)).json()) as {
     leader: number;
@@ -318,7 +390,7 @@ const watchdog = setTimeout(() => {
 }, boundMs);
 
 try {
-  await (profile ? profileLeader() : compare());
+  await (alloc ? profileAllocations() : profile ? profileLeader() : compare());
 } catch (error) {
   log(`bench failed: ${(error as Error).stack ?? String(error)}`);
   process.exitCode = 1;

@@ -66,6 +66,26 @@ export class InspectorSession {
     return profile;
   }
 
+  /**
+   * Samples allocations (one per `intervalBytes` on average) until stopAllocationSampling,
+   * counting objects that young and old collections free too: what a put allocates, not what
+   * it keeps.
+   */
+  async startAllocationSampling(intervalBytes = 16 * 1024): Promise<void> {
+    await this.call('HeapProfiler.enable');
+    await this.call('HeapProfiler.startSampling', {
+      samplingInterval: intervalBytes,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+  }
+
+  async stopAllocationSampling(): Promise<unknown> {
+    const { profile } = await this.call<{ profile: unknown }>('HeapProfiler.stopSampling');
+    await this.call('HeapProfiler.disable');
+    return profile;
+  }
+
   close(): void {
     this.ws.terminate();
   }

@@ -29,6 +29,8 @@ export interface LoadResult {
   readonly completed: number;
   readonly opsPerSecond: number;
   readonly latency: HistogramSummary;
+  /** The same per endpoint, in `endpoints` order (a leader and its followers differ). */
+  readonly latencyByEndpoint: readonly HistogramSummary[];
   /**
    * Failed requests by HTTP status or error message: not in throughput; error answers are in the
    * latency figures, connection failures are not.
@@ -63,6 +65,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const endpoints = openEndpoints(options.endpoints, options.clients);
   const state: RunState = {
     histogram: new LatencyHistogram(),
+    byEndpoint: options.endpoints.map(() => new LatencyHistogram()),
     errors: {},
     completed: 0,
     casMisses: 0,
@@ -98,7 +101,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     const clients = [];
     for (let i = 0; i < options.clients; i++) {
       const endpoint = endpoints[i % endpoints.length] as Endpoint;
-      clients.push(runClient(options, endpoint, i, state));
+      clients.push(runClient(options, endpoint, i, state, i % endpoints.length));
     }
     await Promise.all(clients);
     close();
@@ -115,6 +118,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     completed: state.completed,
     opsPerSecond: state.completed / seconds,
     latency: state.histogram.summary(),
+    latencyByEndpoint: state.byEndpoint.map((h) => h.summary()),
     errors: state.errors,
     casMisses: state.casMisses,
     clientCpuCores: (clientCpu.user + clientCpu.system) / 1e6 / seconds,
@@ -123,6 +127,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 
 interface RunState {
   readonly histogram: LatencyHistogram;
+  readonly byEndpoint: readonly LatencyHistogram[];
   readonly errors: Record<string, number>;
   completed: number;
   casMisses: number;
@@ -135,7 +140,12 @@ async function runClient(
   endpoint: Endpoint,
   clientIndex: number,
   state: RunState,
+  endpointIndex: number,
 ): Promise<void> {
+  const record = (us: number): void => {
+    state.histogram.record(us);
+    state.byEndpoint[endpointIndex]?.record(us);
+  };
   const { protocol, workload } = options;
   const prefix = options.keyPrefix ?? defaultKeyPrefix;
   const value = benchValue(options.valueBytes);
@@ -156,7 +166,7 @@ async function runClient(
       if (answer.status < 200 || answer.status > 299) {
         // An error answer still took the client that long (a 504 waited for the server's
         // timeout), so its latency counts; it just is not a completed operation.
-        if (doneMs >= state.measureStartMs) state.histogram.record((doneMs - sentMs) * 1000);
+        if (doneMs >= state.measureStartMs) record((doneMs - sentMs) * 1000);
         countError(state, String(answer.status), doneMs);
         continue;
       }
@@ -166,7 +176,7 @@ async function runClient(
         if (!outcome.succeeded && doneMs >= state.measureStartMs) state.casMisses += 1;
       }
       if (doneMs < state.measureStartMs) continue;
-      state.histogram.record((doneMs - sentMs) * 1000);
+      record((doneMs - sentMs) * 1000);
       if (doneMs <= state.measureEndMs) state.completed += 1;
     } catch (error) {
       countError(state, (error as Error).message, performance.now());

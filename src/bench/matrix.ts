@@ -143,6 +143,8 @@ export function progressLine(result: LoadResult): string {
     `p99.9 ${ms(result.latency.p999Us)} ms`,
   ];
   if (errors !== '') parts.push(`errors ${errors}`);
+  const byEndpoint = result.latencyByEndpoint.map((l) => `${ms(l.p50Us)}/${ms(l.p99Us)}`).join(' ');
+  parts.push(`p50/p99 by endpoint ${byEndpoint}`);
   if (result.serverCpuCores !== undefined) {
     const perOp = (result.serverCpuUsPerOp ?? Number.NaN).toFixed(0);
     parts.push(`server cpu ${result.serverCpuCores.toFixed(2)} cores ${perOp} us/op`);

@@ -8,7 +8,7 @@ import { applyLeaseCommand, checkPutLeases } from './lease-apply.js';
 import { applySeqCommand } from './seq-apply.js';
 import { readLeaseKeys, readRange } from './read.js';
 import { RevisionWriter } from './revision-writer.js';
-import { validateCommand, validateDelete } from './validate.js';
+import { validateCommand, validateDelete, validatePut } from './validate.js';
 import { assert, unreachable } from '../base/assert.js';
 import type {
   Command,
@@ -38,14 +38,16 @@ export function applyCommand(
   op: Command,
 ): CommandApplied {
   const { meta, limits } = context;
-  validateCommand(op, limits);
+  // A put's validation yields its key's UTF-8, which applying needs too (saves an encode).
+  const putKeyBytes = op.type === 'put' ? validatePut(op, limits, false) : null;
+  if (putKeyBytes === null) validateCommand(op, limits);
   if (op.type === 'compact') return applyCompact(meta, op.revision);
   if (op.type === 'put') checkPutLeases(writer, [op], limits);
   const revisions = new RevisionWriter(writer, meta.revision);
   let result: CommandResult;
   switch (op.type) {
     case 'put':
-      result = applyPut(revisions, op);
+      result = applyPut(revisions, op, putKeyBytes as Uint8Array);
       break;
     case 'delete':
       result = applyDelete(revisions, op, limits);
@@ -92,8 +94,7 @@ function checkPreconditions(
   });
 }
 
-function applyPut(revisions: RevisionWriter, op: PutOp): PutResult {
-  const keyBytes = utf8(op.key);
+function applyPut(revisions: RevisionWriter, op: PutOp, keyBytes: Uint8Array = utf8(op.key)): PutResult {
   const prev = revisions.current(keyBytes, op.key);
   checkPreconditions(prev, op);
   const kv = revisions.put(keyBytes, { key: op.key, value: op.value, lease: op.lease ?? 0 }, prev);

@@ -67,6 +67,17 @@ export class ByteWriter {
     return this.bytes(utf8(text));
   }
 
+  /** Starts over on the same buffer (a scratch writer: see `view`). */
+  reset(): this {
+    this.length = 0;
+    return this;
+  }
+
+  /** What was written, as a view of the writer's buffer: valid only until it writes again. */
+  view(): Uint8Array {
+    return this.buffer.subarray(0, this.length);
+  }
+
   finish(): Uint8Array {
     // A writer sized exactly hands over its buffer without a copy.
     if (this.length === this.buffer.length) return this.buffer;
@@ -122,12 +133,26 @@ export class ByteReader {
     return this.data.slice(offset, offset + length);
   }
 
+  /**
+   * Like raw, but a view sharing the data's memory, no copy: only for data nobody writes to
+   * again (an engine read's own copy, a Raft entry), where a copy per field is pure cost.
+   */
+  view(length: number): Uint8Array {
+    const offset = this.take(length);
+    return this.data.subarray(offset, offset + length);
+  }
+
   bytes(): Uint8Array {
     return this.raw(this.u32());
   }
 
+  /** u32 length, then a view of that many bytes (see view). */
+  bytesView(): Uint8Array {
+    return this.view(this.u32());
+  }
+
   string(): string {
-    const bytes = this.bytes();
+    const bytes = this.bytesView(); // decoded into a new string: no copy needed first
     try {
       return fromUtf8(bytes);
     } catch {

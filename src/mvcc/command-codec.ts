@@ -29,6 +29,7 @@ import {
   type CommandEnvelope,
   type Compare,
   type MvccLimits,
+  type PutOp,
   type TxnOp,
 } from './types.js';
 
@@ -201,11 +202,18 @@ function readOp(reader: ByteReader, inTxn: boolean): Command | TxnOp {
   switch (code) {
     case opCode.put: {
       const key = reader.string();
-      const value = reader.bytes();
+      // A view: commands are decoded from Raft entries, which nothing writes to again, and
+      // applying copies the value into the store anyway.
+      const value = reader.bytesView();
       const lease = readOptional(reader);
       const ifVersion = readOptional(reader);
       const ifRevision = readOptional(reader);
-      return withOptionals({ type: 'put', key, value }, { lease, ifVersion, ifRevision });
+      // The hot path (every put applied): built directly rather than through withOptionals.
+      const op: { -readonly [K in keyof PutOp]: PutOp[K] } = { type: 'put', key, value };
+      if (lease !== undefined) op.lease = lease;
+      if (ifVersion !== undefined) op.ifVersion = ifVersion;
+      if (ifRevision !== undefined) op.ifRevision = ifRevision;
+      return op;
     }
     case opCode.delete: {
       const key = reader.string();

@@ -41,7 +41,10 @@ export function tableRange(prefix: Uint8Array): KvRange {
 }
 
 export function currentKey(key: Uint8Array): Uint8Array {
-  return concatBytes([tablePrefix.current, key]);
+  const out = new Uint8Array(1 + key.length);
+  out[0] = tablePrefix.current[0] as number;
+  out.set(key, 1);
+  return out;
 }
 
 /** The user keys in [start, end) as a range of the current table. */
@@ -63,7 +66,14 @@ export function parseHistoryKey(engineKey: Uint8Array): { revision: number; seq:
 }
 
 export function revisionIndexKey(key: Uint8Array, revision: number): Uint8Array {
-  return concatBytes([tablePrefix.revisionIndex, escapeKey(key), escapedKeyEnd, u64Bytes(revision)]);
+  // One buffer, filled in place (written for every applied put and delete).
+  const escaped = escapeKey(key);
+  const out = new Uint8Array(1 + escaped.length + escapedKeyEnd.length + 8);
+  out[0] = tablePrefix.revisionIndex[0] as number;
+  out.set(escaped, 1);
+  out.set(escapedKeyEnd, 1 + escaped.length);
+  writeU64(out, 1 + escaped.length + escapedKeyEnd.length, revision);
+  return out;
 }
 
 /** Every revision-index entry of the user keys in [start, end). */

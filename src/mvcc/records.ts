@@ -1,7 +1,7 @@
 // Binary encodings of what the store keeps: a key's current record, a history event and the
 // meta record. Fixed layouts (no maps, no floats) so equal state is equal bytes on every replica.
 import { ByteReader, ByteWriter } from './byte-codec.js';
-import { emptyBytes } from './bytes.js';
+import { emptyBytes, utf8 } from './bytes.js';
 import type { KeyValue, MvccEvent, MvccMeta } from './types.js';
 
 const recordHeaderBytes = 32;
@@ -17,13 +17,17 @@ export function encodeRecord(kv: KeyValue): Uint8Array {
     .finish();
 }
 
+/**
+ * The value is a view of `bytes`, not a copy: stored bytes come from an engine read (a copy of
+ * its own) or an event being decoded, and nothing writes to them again.
+ */
 export function decodeRecord(key: string, bytes: Uint8Array, keysOnly = false): KeyValue {
   const reader = new ByteReader(bytes, 'stored', 'key record');
   const createRevision = reader.u64();
   const modRevision = reader.u64();
   const version = reader.u64();
   const lease = reader.u64();
-  const value = keysOnly ? emptyBytes : reader.raw(reader.remaining);
+  const value = keysOnly ? emptyBytes : reader.view(reader.remaining);
   return { key, value, version, createRevision, modRevision, lease };
 }
 
@@ -36,14 +40,50 @@ export function recordModRevision(bytes: Uint8Array): number {
 
 const eventType = { put: 0, delete: 1 } as const;
 
-export function encodeEvent(event: MvccEvent): Uint8Array {
-  const keyBytesMax = event.kv.key.length * 3;
-  const writer = new ByteWriter(96 + keyBytesMax + event.kv.value.length + (event.prevKv?.value.length ?? 0));
-  writer.u8(eventType[event.type]).u64(event.revision).string(event.kv.key);
-  writer.u8(event.prevKv === null ? 0 : 1);
-  if (event.prevKv !== null) writer.bytes(encodeRecord(event.prevKv));
-  if (event.type === 'put') writer.bytes(encodeRecord(event.kv));
-  return writer.finish();
+/** `keyBytes`: the key's UTF-8 when the caller has it already (applying a put does). */
+export function encodeEvent(event: MvccEvent, keyBytes: Uint8Array = utf8(event.kv.key)): Uint8Array {
+  return writeEvent(new ByteWriter(eventBytes(event, keyBytes)), event, keyBytes).finish();
+}
+
+/**
+ * Every applied write encodes a record and an event that go straight into KvWriter.put, which
+ * copies them before it returns: they are encoded into this one reused buffer instead of a new
+ * allocation each (a third of applying's time was allocating and filling buffers).
+ */
+const scratch = new ByteWriter(4096);
+
+/** encodeRecord into the shared scratch: valid until the next scratch encoding. */
+export function encodeRecordScratch(kv: KeyValue): Uint8Array {
+  writeRecord(scratch.reset(), kv);
+  return scratch.view();
+}
+
+/** encodeEvent into the shared scratch: valid until the next scratch encoding. */
+export function encodeEventScratch(event: MvccEvent, keyBytes: Uint8Array): Uint8Array {
+  return writeEvent(scratch.reset(), event, keyBytes).view();
+}
+
+function eventBytes(event: MvccEvent, keyBytes: Uint8Array): number {
+  const { prevKv, kv } = event;
+  return (
+    1 + 8 + 4 + keyBytes.length + 1 +
+    (prevKv === null ? 0 : 4 + recordHeaderBytes + prevKv.value.length) +
+    (event.type === 'put' ? 4 + recordHeaderBytes + kv.value.length : 0)
+  );
+}
+
+function writeEvent(writer: ByteWriter, event: MvccEvent, keyBytes: Uint8Array): ByteWriter {
+  const { prevKv, kv } = event;
+  writer.u8(eventType[event.type]).u64(event.revision).bytes(keyBytes);
+  writer.u8(prevKv === null ? 0 : 1);
+  if (prevKv !== null) writeRecord(writer.u32(recordHeaderBytes + prevKv.value.length), prevKv);
+  if (event.type === 'put') writeRecord(writer.u32(recordHeaderBytes + kv.value.length), kv);
+  return writer;
+}
+
+/** The same bytes as encodeRecord, written into a writer. */
+function writeRecord(writer: ByteWriter, kv: KeyValue): void {
+  writer.u64(kv.createRevision).u64(kv.modRevision).u64(kv.version).u64(kv.lease).raw(kv.value);
 }
 
 export function decodeEvent(bytes: Uint8Array): MvccEvent {
@@ -51,9 +91,9 @@ export function decodeEvent(bytes: Uint8Array): MvccEvent {
   const typeCode = reader.u8();
   const revision = reader.u64();
   const key = reader.string();
-  const prevKv = reader.bool() ? decodeRecord(key, reader.bytes()) : null;
+  const prevKv = reader.bool() ? decodeRecord(key, reader.bytesView()) : null;
   if (typeCode === eventType.put) {
-    const kv = decodeRecord(key, reader.bytes());
+    const kv = decodeRecord(key, reader.bytesView());
     reader.end();
     return { type: 'put', revision, kv, prevKv };
   }

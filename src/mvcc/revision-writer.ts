@@ -5,7 +5,7 @@ import { assert } from '../base/assert.js';
 import { emptyBytes, u64Bytes, writeU32 } from './bytes.js';
 import { currentKey, historyKey, leaseKey, revisionIndexKey } from './layout.js';
 import { adjustLeaseKeyCount } from './lease-state.js';
-import { decodeRecord, encodeEvent, encodeRecord, tombstone } from './records.js';
+import { decodeRecord, encodeEventScratch, encodeRecordScratch, tombstone } from './records.js';
 import type { KeyValue, KvWriter, MvccEvent } from './types.js';
 
 export class RevisionWriter {
@@ -49,7 +49,7 @@ export class RevisionWriter {
       modRevision: this.revision,
       lease: update.lease,
     };
-    this.writer.put(currentKey(keyBytes), encodeRecord(kv));
+    this.writer.put(currentKey(keyBytes), encodeRecordScratch(kv));
     if (prev !== null && prev.lease !== 0 && prev.lease !== kv.lease) {
       this.writer.delete(leaseKey(prev.lease, keyBytes));
       adjustLeaseKeyCount(this.writer, prev.lease, -1);
@@ -79,7 +79,7 @@ export class RevisionWriter {
 
   private appendEvent(keyBytes: Uint8Array, event: MvccEvent): void {
     const seq = this.eventCount++;
-    this.writer.put(historyKey(event.revision, seq), encodeEvent(event));
+    this.writer.put(historyKey(event.revision, seq), encodeEventScratch(event, keyBytes));
     const pointer = new Uint8Array(4);
     writeU32(pointer, 0, seq);
     this.writer.put(revisionIndexKey(keyBytes, event.revision), pointer);

@@ -39,6 +39,7 @@ export interface KvReader {
 }
 
 export interface KvWriter extends KvReader {
+  /** Copies key and value before it returns: callers may reuse their buffers right after. */
   put(key: Uint8Array, value: Uint8Array): void;
   delete(key: Uint8Array): void;
 }
