@@ -124,6 +124,8 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   const liveness = { startMs: scenario.faultPhaseMs, deadlineMs: 0, budget: '' };
   let leasesDeadlineMs = 0;
   let locksDeadlineMs = 0;
+  /** When every lock contender was done (null: not yet; at once without the lock workload). */
+  let locksSettledAtMs: number | null = lockWorkload === null ? 0 : null;
   world.at(scenario.faultPhaseMs, 'FAULTS END: heal, resume, restart', () => {
     nemesis.active = false;
     if (options.skipLiveness === true) {
@@ -148,10 +150,13 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
       // left running gets no more entries, so the lease and lock checks would wait on it forever.
       nemesis.decommissionRemoved();
       if (!kvLive) kvLive = checkLiveness(world, client, liveness);
-      done =
-        kvLive &&
-        (leaseWorkload === null || leaseWorkload.settled(leasesDeadlineMs, lockWorkload?.liveLeases() ?? [])) &&
-        (lockWorkload === null || lockWorkload.settled(locksDeadlineMs));
+      if (locksSettledAtMs === null && lockWorkload?.settled(locksDeadlineMs) === true) locksSettledAtMs = world.nowMs;
+      if (locksSettledAtMs === null) return;
+      // Lock contenders take new leases and drop lost ones until they are done (one whose leases
+      // kept expiring between renewals did so past the lease deadline, seed 19979): the leases
+      // they dropped get the whole budget to expire from then.
+      const leasesBy = Math.max(leasesDeadlineMs, locksSettledAtMs + LeaseWorkload.settleBudgetMs());
+      done = kvLive && (leaseWorkload === null || leaseWorkload.settled(leasesBy, lockWorkload?.liveLeases() ?? []));
     });
   });
 

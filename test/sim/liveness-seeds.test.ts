@@ -18,6 +18,10 @@
 // - 2 (locks, in locks.test.ts) and 2310: an acquire answered `overloaded` after its entry was
 //   created was to be retried with its Request-ID, but a retry that found no running member
 //   started a new acquire instead, leaving the first entry queued as a ghost (lock-workload.ts).
+// - 19979 (locks): a contender with a 200 ms TTL still contending lost lease after lease right up
+//   to the lease check's deadline (the lock check's is 18 s later), so the leases it had just
+//   dropped could not have expired yet. Leases now get their budget from when the lock
+//   contenders are done (simulate.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { catchUpAfterFaults } from '../../src/sim/catch-up.js';
@@ -46,6 +50,10 @@ test('seed 1140 (leases and locks): a write commits after the faults', async () 
 
 test('seed 1017 (locks): abandoned leases expire after the faults', async () => {
   assert.deepEqual(await violations({ seed: 1017n, driver: 'server', workload: 'locks' }), []);
+});
+
+test('seed 19979 (locks): leases dropped by a contender still at work may expire after it is done', async () => {
+  assert.deepEqual(await violations({ seed: 19979n, driver: 'server', workload: 'locks' }), []);
 });
 
 function member(state: SimNode['state'], appliedIndex: number, entryBytes: readonly number[], snapshotIndex = 0): SimNode {
