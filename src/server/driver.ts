@@ -263,6 +263,13 @@ export class NodeDriver<Outcome> {
 
   private pump(): void {
     this.pumpSoon = false;
+    this.pumpReadys();
+    // Acknowledgements and commit notices queued while handling the Readys leave now, not one
+    // event-loop turn later (pump runs in a setImmediate callback; see PeerSender.flush).
+    this.peers.flush?.();
+  }
+
+  private pumpReadys(): void {
     const inFlightMax = this.options.readysInFlightMax ?? 1;
     while (!this.stopped && this.inFlight.length < inFlightMax && this.core.hasReady()) {
       const ready = this.core.ready();
@@ -272,6 +279,9 @@ export class NodeDriver<Outcome> {
       const { early, late } = this.splitMessages(ready.messages, termChange);
       // Thesis §10.2.1: the leader's appends go out while its own disk write is in progress.
       this.peers.send(early.length === 0 ? ready.appendMessages : ready.appendMessages.concat(early));
+      // Out before the disk write is handed over and before applying: waking the WAL thread can
+      // cost this thread its core for a while, and the followers' fsyncs are the longer path.
+      this.peers.flush?.();
       // A snapshot replaces the log it covers: nothing below it is applied any more (its install
       // brings the state), even entries committed and handed out earlier.
       if (ready.snapshot !== null) this.dropCovered(ready.snapshot.meta.index);

@@ -96,6 +96,7 @@ export class MemberPeers {
         }
         inner.send(messages);
       },
+      flush: () => inner.flush?.(),
     };
   }
 

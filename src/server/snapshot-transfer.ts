@@ -53,6 +53,7 @@ export class SnapshotTransfers {
         }
         transport.send(rest);
       },
+      flush: () => transport.flush(),
     };
   }
 

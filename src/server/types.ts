@@ -30,7 +30,10 @@ export interface StateMachine<Outcome> {
 }
 
 export interface PeerSender {
+  /** Queues messages; they go out at the next flush (at the latest one event-loop turn later). */
   send(messages: readonly RaftMessage[]): void;
+  /** Writes everything queued now (optional: without it, queued messages wait for their turn). */
+  flush?(): void;
 }
 
 /** Timers at the edge, injected so tests can drive time. */

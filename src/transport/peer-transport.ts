@@ -193,8 +193,15 @@ export class PeerTransport {
     this.flushScheduled = setImmediate(() => this.flush());
   }
 
-  private flush(): void {
+  /**
+   * Writes what is queued now. A sender inside a setImmediate callback (the driver's pump) calls
+   * it: the flush it scheduled would otherwise wait a whole event-loop turn, behind every socket
+   * read of the next poll phase, on every hop of every request.
+   */
+  flush(): void {
+    if (this.flushScheduled !== null) clearImmediate(this.flushScheduled);
     this.flushScheduled = null;
+    if (this.closed) return;
     for (const peer of this.peers.values()) {
       peer.flush();
       if (peer.takeUnreachable()) this.options.reportUnreachable?.(peer.id);
