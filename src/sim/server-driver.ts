@@ -68,22 +68,7 @@ export class ServerDriverBinding implements MemberDriver {
     const peers: PeerSender = {
       send: (messages: readonly RaftMessage[]) => node.sendMessages(messages),
     };
-    const timers: Timers = {
-      monotonicMs: () => world.nowMs,
-      setTimeout: (callback, ms) => {
-        let cancelled = false;
-        world.at(world.nowMs + Math.max(0, Math.ceil(ms)), '', () => {
-          if (!cancelled && node.incarnation === incarnation && node.state === 'running')
-            callback();
-        });
-        return { cancel: () => (cancelled = true) };
-      },
-      soon: (callback) => {
-        world.at(world.nowMs, '', () => {
-          if (node.incarnation === incarnation && node.state === 'running') callback();
-        });
-      },
-    };
+    const timers = memberTimers(node, world);
     // Each incarnation reads with its own contexts (a late answer to a crashed one's read must
     // not serve this one's), deterministically.
     const readContextStart = incarnation * 2 ** 32 + 1;
@@ -166,6 +151,34 @@ export class ServerDriverBinding implements MemberDriver {
     }
     return { index: entry.index, term: entry.term, chain: chain ?? 0, mvcc };
   }
+}
+
+/**
+ * The driver's (and the lease and lock services') timers on simulated time, for the member's
+ * current incarnation. One that comes due while the member is paused (SIGSTOP) runs when it
+ * resumes, after what arrived before it, as in a stopped process; one of an earlier incarnation
+ * never runs.
+ */
+export function memberTimers(node: SimNode, world: Pick<NodeWorld, 'nowMs' | 'at' | 'hold'>): Timers {
+  const incarnation = node.incarnation;
+  const runOrHold = (run: () => void): void => {
+    if (node.incarnation !== incarnation) return;
+    if (node.state === 'running') run();
+    else if (node.state === 'paused') world.hold(node, { type: 'action', name: '', run: () => runOrHold(run) });
+  };
+  return {
+    monotonicMs: () => world.nowMs,
+    setTimeout: (callback, ms) => {
+      let cancelled = false;
+      world.at(world.nowMs + Math.max(0, Math.ceil(ms)), '', () =>
+        runOrHold(() => {
+          if (!cancelled) callback();
+        }),
+      );
+      return { cancel: () => (cancelled = true) };
+    },
+    soon: (callback) => world.at(world.nowMs, '', () => runOrHold(callback)),
+  };
 }
 
 /** A write's completion, delivered synchronously when the simulated disk finishes it. */

@@ -24,7 +24,7 @@ import type { SimLockEnv } from './lock-member.js';
 import { ServerDriverBinding } from './server-driver.js';
 import { SimDriver } from './sim-driver.js';
 import { describeReady } from './trace.js';
-import type { Applier, Scenario } from './types.js';
+import type { Applier, Scenario, WorldEvent } from './types.js';
 
 /** What a member needs from the world around it. */
 export interface NodeWorld {
@@ -41,6 +41,8 @@ export interface NodeWorld {
   /** The lock workload's hooks into each member's lock service (null: no lock workload). */
   readonly locks: SimLockEnv | null;
   at(atMs: number, name: string, run: () => void): void;
+  /** Keeps an event for a paused member until it resumes (a stopped process runs it then). */
+  hold(node: SimNode, event: WorldEvent): void;
   traceNode(node: SimNode, text: string): void;
   send(node: SimNode, messages: readonly RaftMessage[]): void;
   scheduleDiskDone(node: SimNode, writeId: number, atMs: number): void;

@@ -5,6 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { simulateAsync } from '../../src/sim/index.js';
+import { memberTimers } from '../../src/sim/server-driver.js';
+import type { SimNode } from '../../src/sim/sim-node.js';
+import type { WorldEvent } from '../../src/sim/types.js';
 
 const seedCount = Number(process.env['BATON_SERVER_SEEDS'] ?? 200);
 
@@ -46,4 +49,32 @@ test('seeds that found pipelined-driver bugs stay fixed (readysInFlightMax 8)', 
     const result = await simulateAsync({ seed, driver: 'server', profile: 'chaos' });
     assert.deepEqual(result.violations.map((v) => `${seed}: ${v.invariant}: ${v.detail}`), []);
   }
+});
+
+test('a timer that comes due while the member is paused runs when it resumes, not before, not never', () => {
+  const node = { id: 1, incarnation: 1, state: 'running' } as SimNode;
+  const due: { atMs: number; run: () => void }[] = [];
+  const held: WorldEvent[] = [];
+  const world = {
+    nowMs: 0,
+    at: (atMs: number, _name: string, run: () => void) => void due.push({ atMs, run }),
+    hold: (_node: SimNode, event: WorldEvent) => void held.push(event),
+  };
+  const timers = memberTimers(node, world);
+  const fired: string[] = [];
+  timers.setTimeout(() => fired.push('timeout'), 100);
+  timers.setTimeout(() => fired.push('cancelled'), 100).cancel();
+  timers.soon?.(() => fired.push('soon'));
+  node.state = 'paused';
+  world.nowMs = 100;
+  for (const timer of due.splice(0).sort((a, b) => a.atMs - b.atMs)) timer.run();
+  assert.equal(fired.join(), '', 'a stopped process runs nothing');
+  node.state = 'running'; // what World.resume does: dispatch the held events in order
+  for (const event of held.splice(0)) if (event.type === 'action') event.run();
+  assert.equal(fired.join(), 'soon,timeout', 'on resume, in the order they came due; a cancelled one not at all');
+  // A later incarnation (a restart) never runs the earlier one's timers.
+  timers.setTimeout(() => fired.push('stale'), 10);
+  node.incarnation = 2;
+  for (const timer of due.splice(0)) timer.run();
+  assert.ok(!fired.includes('stale'));
 });
