@@ -257,7 +257,7 @@ export class NodeDriver<Outcome> {
     if (soon === undefined) return this.pump();
     if (this.pumpSoon) return;
     this.pumpSoon = true;
-    // A dropped callback (a paused simulated member) is harmless: the next tick pumps.
+    // The simulator holds a paused member's callbacks until it resumes, as a stopped process would.
     soon(() => this.pump());
   }
 
