@@ -177,6 +177,13 @@ export async function startNode(
   }
   nodeMetrics.registry.add(new Gauge('baton_event_loop_delay_max_seconds', 'Longest event loop delay seen', () => delaySeconds(loopDelay.max)));
   nodeMetrics.registry.add(new Gauge('baton_wal_syncs_total', 'WAL fdatasync calls for appends (one per group commit)', () => wal.stats().syncs));
+  const sentTotal = (field: 'sentMessages' | 'sentWrites'): number => {
+    let total = 0;
+    for (const peer of transport.stats().peers.values()) total += peer[field];
+    return total;
+  };
+  nodeMetrics.registry.add(new Gauge('baton_peer_sent_messages_total', 'Raft messages sent to peers', () => sentTotal('sentMessages')));
+  nodeMetrics.registry.add(new Gauge('baton_peer_sent_writes_total', 'Socket writes to peers (each carries the messages of one flush)', () => sentTotal('sentWrites')));
   nodeMetrics.registry.add(new Gauge('baton_apply_batches_total', 'State machine write transactions for committed entries', () => driver?.applyBatches ?? 0));
   nodeMetrics.registry.add(new Gauge('baton_leases', 'Leases in the replicated table', () => store.leaseCount()));
   nodeMetrics.registry.add(

@@ -45,7 +45,7 @@ export class OutboundPeer {
   // Set when messages were lost since the last takeUnreachable(); reported outside send().
   private unreachable = false;
   private counters = {
-    sentMessages: 0, sentFrames: 0, sentBytes: 0, droppedMessages: 0,
+    sentMessages: 0, sentWrites: 0, sentFrames: 0, sentBytes: 0, droppedMessages: 0,
     connectAttempts: 0, connectFailures: 0,
   };
 
@@ -113,6 +113,7 @@ export class OutboundPeer {
     parts.push(...this.frames);
     const buffer = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
     this.counters.sentMessages += this.queue.length;
+    this.counters.sentWrites++;
     this.counters.sentBytes += buffer.length;
     this.counters.sentFrames += countFrames(buffer);
     this.queue = [];

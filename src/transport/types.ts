@@ -121,6 +121,8 @@ export interface PeerStats {
   readonly queuedMessages: number;
   readonly queuedBytes: number;
   readonly sentMessages: number;
+  /** Socket writes (one per flush that had something to send). */
+  readonly sentWrites: number;
   readonly sentFrames: number;
   readonly sentBytes: number;
   readonly droppedMessages: number;
