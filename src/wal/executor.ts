@@ -25,6 +25,8 @@ export class WorkerExecutor implements WalExecutor {
   private readonly channel = createSharedChannel();
   private lastId = 0;
   private inFlight = false;
+  /** Batches handed to run() and not settled yet. */
+  private queued = 0;
   private exited: Error | null = null;
   /** Batches run one at a time, in call order. */
   private tail: Promise<void> = Promise.resolve();
@@ -38,11 +40,17 @@ export class WorkerExecutor implements WalExecutor {
   }
 
   run(ops: readonly WalOp[]): Promise<void> {
-    const run = this.tail.then(async () => {
-      for (const request of splitForChannel(ops)) await this.request(request);
-    });
-    this.tail = run.catch(() => {});
-    return run;
+    // Idle, the first request goes to the thread now, in the caller's turn, rather than after
+    // the microtasks already queued (a leader's HTTP answers, say): it is on the commit path.
+    const run = this.queued === 0 ? this.runNow(ops) : this.tail.then(() => this.runNow(ops));
+    this.queued++;
+    const settled = run.finally(() => this.queued--);
+    this.tail = settled.catch(() => {});
+    return settled;
+  }
+
+  private async runNow(ops: readonly WalOp[]): Promise<void> {
+    for (const request of splitForChannel(ops)) await this.request(request);
   }
 
   async close(): Promise<void> {

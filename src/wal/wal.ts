@@ -232,8 +232,9 @@ export class Wal {
   private kick(): void {
     if (this.inFlight !== null || this.failure !== null) return;
     if (this.pending.length === 0 && this.releases.length === 0) return;
-    // A microtask, not a direct call: saves issued in the same synchronous run join this batch.
-    this.inFlight = Promise.resolve().then(() => this.flush());
+    // At once, in the caller's turn: the write is on the commit path, and the disk is idle.
+    // Saves made while it is in flight are batched into the next write (group commit).
+    this.inFlight = this.flush();
   }
 
   private async flush(): Promise<void> {
