@@ -1,21 +1,10 @@
 // Binary encodings of what the store keeps: a key's current record, a history event and the
 // meta record. Fixed layouts (no maps, no floats) so equal state is equal bytes on every replica.
 import { ByteReader, ByteWriter } from './byte-codec.js';
-import { emptyBytes, utf8 } from './bytes.js';
+import { emptyBytes } from './bytes.js';
 import type { KeyValue, MvccEvent, MvccMeta } from './types.js';
 
 const recordHeaderBytes = 32;
-
-/** A key's record without its key (the engine key carries it): 4 x u64, then the value. */
-export function encodeRecord(kv: KeyValue): Uint8Array {
-  return new ByteWriter(recordHeaderBytes + kv.value.length)
-    .u64(kv.createRevision)
-    .u64(kv.modRevision)
-    .u64(kv.version)
-    .u64(kv.lease)
-    .raw(kv.value)
-    .finish();
-}
 
 /**
  * The value is a view of `bytes`, not a copy: stored bytes come from an engine read (a copy of
@@ -40,11 +29,6 @@ export function recordModRevision(bytes: Uint8Array): number {
 
 const eventType = { put: 0, delete: 1 } as const;
 
-/** `keyBytes`: the key's UTF-8 when the caller has it already (applying a put does). */
-export function encodeEvent(event: MvccEvent, keyBytes: Uint8Array = utf8(event.kv.key)): Uint8Array {
-  return writeEvent(new ByteWriter(eventBytes(event, keyBytes)), event, keyBytes).finish();
-}
-
 /**
  * Every applied write encodes a record and an event that go straight into KvWriter.put, which
  * copies them before it returns: they are encoded into this one reused buffer instead of a new
@@ -52,24 +36,16 @@ export function encodeEvent(event: MvccEvent, keyBytes: Uint8Array = utf8(event.
  */
 const scratch = new ByteWriter(4096);
 
-/** encodeRecord into the shared scratch: valid until the next scratch encoding. */
+/** A key's record without its key (the engine key carries it): 4 x u64, then the value. In
+ * the shared scratch: valid until the next scratch encoding. */
 export function encodeRecordScratch(kv: KeyValue): Uint8Array {
   writeRecord(scratch.reset(), kv);
   return scratch.view();
 }
 
-/** encodeEvent into the shared scratch: valid until the next scratch encoding. */
+/** A history event, in the shared scratch: valid until the next scratch encoding. */
 export function encodeEventScratch(event: MvccEvent, keyBytes: Uint8Array): Uint8Array {
   return writeEvent(scratch.reset(), event, keyBytes).view();
-}
-
-function eventBytes(event: MvccEvent, keyBytes: Uint8Array): number {
-  const { prevKv, kv } = event;
-  return (
-    1 + 8 + 4 + keyBytes.length + 1 +
-    (prevKv === null ? 0 : 4 + recordHeaderBytes + prevKv.value.length) +
-    (event.type === 'put' ? 4 + recordHeaderBytes + kv.value.length : 0)
-  );
 }
 
 function writeEvent(writer: ByteWriter, event: MvccEvent, keyBytes: Uint8Array): ByteWriter {
@@ -81,7 +57,7 @@ function writeEvent(writer: ByteWriter, event: MvccEvent, keyBytes: Uint8Array):
   return writer;
 }
 
-/** The same bytes as encodeRecord, written into a writer. */
+/** A key's record (see encodeRecordScratch), written into a writer. */
 function writeRecord(writer: ByteWriter, kv: KeyValue): void {
   writer.u64(kv.createRevision).u64(kv.modRevision).u64(kv.version).u64(kv.lease).raw(kv.value);
 }
