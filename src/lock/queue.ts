@@ -229,6 +229,8 @@ export class QueueContender {
 
   /** `promise`'s outcome, or `notInTime` at `byMs` if it has not settled (a rejection after that is dropped). */
   private within<T>(promise: Promise<T>, byMs: number): Promise<T | typeof notInTime> {
+    // No bound, no timer (a timer for an infinite delay would fire at once).
+    if (byMs === Number.POSITIVE_INFINITY) return promise;
     return new Promise((resolve, reject) => {
       const timer = this.clock.after(Math.max(0, byMs - this.clock.monotonicMs()), () => resolve(notInTime));
       promise.then(
@@ -270,7 +272,7 @@ export class QueueContender {
           },
           undefined,
         );
-        answered = answerByMs === Number.POSITIVE_INFINITY ? await proposed : await this.within(proposed, answerByMs);
+        answered = await this.within(proposed, answerByMs);
       } catch (error) {
         if (!isTransient(error) || tries >= triesMax) throw error;
         if (this.clock.monotonicMs() + checkRetryMs * tries >= answerByMs) throw error;
