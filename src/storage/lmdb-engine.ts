@@ -1,18 +1,18 @@
 // The durable KvEngine: one LMDB environment, binary keys and values, every write batch one
 // `transactionSync` (atomic and visible when it returns). Nothing else writes to this
-// environment, so no async lmdb writes can split a batch. No writemap (a stray pointer could
-// corrupt the file) unless commits are deferred (below).
+// environment, so no async lmdb writes can split a batch.
 //
 // Commits are 'synced' (each waits for fdatasync: the file alone survives an OS crash) or
 // 'deferred' (no fsync on the commit path; for a store that a durable log can rebuild). Deferred
 // commits survive a process crash (they are in the page cache), and the boot marker
 // (boot-marker.ts) detects an OS crash, after which the file is deleted on open and the node
-// rebuilds it from its snapshot file and WAL. Deferred commits also write through a writable map
-// (useWritemap): a commit then dirties mapped pages instead of pwrite-ing each one, 25-33% less time
-// per apply transaction (47 puts, measured), and applying is 30-40% of every member's CPU under
-// puts. The cost is LMDB's own warning: a wild native write into the map could damage the file
-// rather than crash; only native addons in this process could do that, and the file is one the
-// snapshot and the WAL can rebuild. Synced commits keep the read-only map. lmdb-js's
+// rebuilds it from its snapshot file and WAL.
+//
+// No writable map (useWritemap), though it made an apply transaction 25-33% cheaper: LMDB's
+// WRITEMAP mode aborts the process (`Assertion 'x <= dl[0].mid' failed in mdb_freelist_save()`)
+// when a transaction frees pages it dirtied itself and the free list is empty, which a large
+// apply batch of puts, deletes and compaction does (lmdb-snapshot.test.ts has one such batch; the
+// same bug made ModSecurity drop WRITEMAP, and it is in LMDB's 1.0 branch too). lmdb-js's
 // asynchronous commits do not help: with overlappingSync their promise resolves only after the
 // flush (measured: slower than a synced transactionSync on this machine), so an acknowledgement
 // would still wait for the disk.
@@ -72,21 +72,18 @@ export class LmdbEngine implements KvEngine {
     // one until close() has synced the file.
     if (commits === 'deferred' && marker !== bootId) writeBootMarker(directory, bootId as string);
     const markerDirectory = commits === 'deferred' || (marker !== null && !discard) ? directory : null;
-    const db = open<Uint8Array, Uint8Array>({
-      path,
-      keyEncoding: 'binary',
-      encoding: 'binary',
-      // 8 KiB pages allow 4026-byte keys; longer ones go to buckets (long-key-bucket.ts).
-      pageSize: 8192,
-      mapSize: options.mapSizeBytes ?? 64 * 1024 * 1024 * 1024,
-      compression: false,
-      cache: false,
-      noSync: commits === 'deferred',
-      // Plain synced commits: overlappingSync's flush happens inside the commit call anyway.
-      overlappingSync: false,
-      useWritemap: commits === 'deferred',
-    });
+    const db = openDatabase(path, commits, options.mapSizeBytes);
     return new LmdbEngine(db, path, commits, discard, markerDirectory);
+  }
+
+  /**
+   * Opens a second handle on a store this process already opened (in a worker thread: lmdb-js
+   * shares one environment between the process's threads), with the same commit mode. For
+   * readers only: it leaves the boot marker alone, and its close() only drops the handle.
+   */
+  static attach(options: { directory: string; commits: CommitMode; mapSizeBytes?: number }): LmdbEngine {
+    const path = join(options.directory, dataFileName);
+    return new LmdbEngine(openDatabase(path, options.commits, options.mapSizeBytes), path, options.commits, false, null);
   }
 
   get(key: Uint8Array): Uint8Array | undefined {
@@ -201,6 +198,24 @@ export class LmdbEngine implements KvEngine {
     if (entries.length === 0) this.db.removeSync(bucketKey);
     else this.db.putSync(bucketKey, encodeBucket(entries));
   }
+}
+
+function openDatabase(path: string, commits: CommitMode, mapSizeBytes: number | undefined): Database<Uint8Array, Uint8Array> {
+  return open<Uint8Array, Uint8Array>({
+    path,
+    keyEncoding: 'binary',
+    encoding: 'binary',
+    // 8 KiB pages allow 4026-byte keys; longer ones go to buckets (long-key-bucket.ts).
+    pageSize: 8192,
+    mapSize: mapSizeBytes ?? 64 * 1024 * 1024 * 1024,
+    compression: false,
+    cache: false,
+    noSync: commits === 'deferred',
+    // Plain synced commits: overlappingSync's flush happens inside the commit call anyway.
+    overlappingSync: false,
+    // Never: see the top of this file.
+    useWritemap: false,
+  });
 }
 
 function* inRange(range: KvRange, key: Uint8Array, value: Uint8Array, reverse: boolean): Generator<KvEntry> {

@@ -51,3 +51,21 @@ test('LMDB -> memory -> LMDB snapshots keep hash and bytes; a snapshot ignores l
     }
   });
 });
+
+test('a large apply batch on deferred commits (puts, deletes, compaction in one transaction) commits', async () => {
+  // With LMDB's writable map this batch aborted the process in mdb_freelist_save (see lmdb-engine.ts).
+  await withTempDir(async (dir) => {
+    const entries = generateWorkload(77n, 1300).map((item) => item.entry);
+    const engine = LmdbEngine.open({ directory: join(dir, 'db'), commits: 'deferred' });
+    try {
+      const store = new MvccStore(engine, testLimits);
+      store.applyBatch(entries.slice(0, 1000));
+      for (let at = 1000; at < entries.length; at += 25) store.applyBatch(entries.slice(at, at + 25));
+      const memory = new MvccStore(new MemoryEngine(), testLimits);
+      memory.applyBatch(entries);
+      assert.equal(store.hash({ includeAppliedIndex: true }), memory.hash({ includeAppliedIndex: true }));
+    } finally {
+      await engine.close();
+    }
+  });
+});
