@@ -8,6 +8,8 @@ import type { SimOptions, SimResult } from '../sim/index.js';
 const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace]
                  [--profile calm|mixed|chaos] [--fault-phase-ms MS] (a soak: e.g. 60000)
                  [--driver sim|server] (server: the production driver of src/server)
+                 [--snapshots inline|background] (server driver; background: written later
+                   from a newer view, as a node's snapshot thread does)
                  [--state-machine register|mvcc] (mvcc: the real MVCC store, in memory)
                  [--workload kv|leases|locks] (leases: lease holders on the production lease
                    service; locks: lock contenders on the production lock service, with
@@ -26,6 +28,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       profile: { type: 'string' },
       'fault-phase-ms': { type: 'string' },
       driver: { type: 'string' },
+      snapshots: { type: 'string' },
       'state-machine': { type: 'string' },
       workload: { type: 'string' },
       bug: { type: 'string', multiple: true },
@@ -79,6 +82,11 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     console.error(usage);
     return 2;
   }
+  const snapshots = values.snapshots ?? 'inline';
+  if ((snapshots !== 'inline' && snapshots !== 'background') || (snapshots === 'background' && driver !== 'server')) {
+    console.error(usage);
+    return 2;
+  }
   const machine = values['state-machine'] ?? 'register';
   if (machine !== 'register' && machine !== 'mvcc') {
     console.error(usage);
@@ -95,6 +103,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     ...(faultPhaseMs === undefined ? [] : [`--fault-phase-ms ${faultPhaseMs}`]),
     ...(workload === 'kv' ? [] : [`--workload ${workload}`]),
     ...(driver === 'sim' || onServer ? [] : [`--driver ${driver}`]),
+    ...(snapshots === 'inline' ? [] : [`--snapshots ${snapshots}`]),
     ...(machine === 'register' ? [] : [`--state-machine ${machine}`]),
     ...(values.bug ?? []).map((bug) => `--bug ${bug}`),
     ...(values['lease-bug'] ?? []).map((bug) => `--lease-bug ${bug}`),
@@ -107,6 +116,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     const options: SimOptions = {
       seed,
       driver,
+      ...(snapshots === 'inline' ? {} : { snapshots }),
       ...(onServer ? { workload } : {}),
       ...(values['lock-bug'] === undefined ? {} : { lockBugs }),
       ...(values['lease-bug'] === undefined ? {} : { leaseBugs }),

@@ -42,8 +42,10 @@ export interface MvccSnapshot {
   /** The view's applied index and term (read from the same view as the chunks). */
   readonly appliedIndex: number;
   readonly appliedTerm: number;
-  /** Consume it fully or call `return()` on its iterator: it holds a read view open. */
+  /** It holds a read view open until consumed fully or closed. */
   readonly chunks: Iterable<Uint8Array>;
+  /** Ends the read view without reading the rest (a no-op once the chunks were consumed). */
+  close(): void;
 }
 
 export class MvccStore {
@@ -293,7 +295,9 @@ export class MvccStore {
       },
     };
     const chunks = encodeSnapshot(all, options.chunkBytesMax ?? 1024 * 1024);
-    return { appliedIndex: meta.appliedIndex, appliedTerm: meta.appliedTerm, chunks };
+    // The view opened with the first entry: an unstarted `all` would never reach its finally.
+    const close = (): void => void entries.return?.();
+    return { appliedIndex: meta.appliedIndex, appliedTerm: meta.appliedTerm, chunks, close };
   }
 
   /** Replaces the whole store with a snapshot stream, atomically (all or nothing). */

@@ -32,6 +32,7 @@ import {
   type Ready,
   type RecoveredState,
   type Snapshot,
+  type SnapshotMeta,
   type SoftState,
 } from './types.js';
 
@@ -292,6 +293,13 @@ export class RaftNode implements RaftApi {
     const kept = this.confHistory.filter((at) => at.index > index);
     this.confHistory = [{ index, confState: snapshot.meta.confState }, ...kept];
     return snapshot;
+  }
+
+  snapshotMetaAt(index: number): SnapshotMeta | null {
+    if (index <= this.log.snapshotIndex || index > this.log.appliedIndex) return null;
+    const term = this.log.term(index);
+    assert(term !== undefined, 'an applied index after the snapshot is in the log');
+    return { index, term, confState: this.confStateAt(index) };
   }
 
   status(): RaftStatus {

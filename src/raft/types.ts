@@ -281,5 +281,11 @@ export interface RaftApi {
    * persists (the core never touches disk).
    */
   compact(index: number, data: Uint8Array): Snapshot;
+  /**
+   * The metadata a snapshot of the state at applied `index` carries (its term and configuration),
+   * without compacting: for a snapshot written elsewhere first and handed to compact() once
+   * durable. Null when `index` is not after the current snapshot or not applied yet.
+   */
+  snapshotMetaAt(index: number): SnapshotMeta | null;
   status(): RaftStatus;
 }

@@ -516,14 +516,32 @@ export class NodeDriver<Outcome> {
     // While a Ready was on disk the core may have taken a leader's snapshot beyond what the state
     // machine has seen yet (it installs it with the next Ready): nothing to compact until then.
     if (this.core.status().firstIndex - 1 >= applied) return;
+    this.lastSnapshotIndex = applied;
+    this.logBytesSinceSnapshot = 0;
+    this.snapshotInFlight = true;
+    const background = this.logStore.snapshotInBackground;
+    if (background !== undefined) {
+      // Written off the event loop from the store's own view: its index may be past `applied`.
+      background((index) => this.core.snapshotMetaAt(index)).then(
+        (meta) => {
+          this.snapshotInFlight = false;
+          if (meta === null || this.stopped) return;
+          this.lastSnapshotIndex = Math.max(this.lastSnapshotIndex, meta.index);
+          // A leader's snapshot may have replaced the log meanwhile: then nothing is left to drop.
+          const status = this.core.status();
+          if (meta.index > status.firstIndex - 1 && meta.index <= status.appliedIndex) {
+            this.core.compact(meta.index, new Uint8Array(0));
+          }
+        },
+        (error: Error) => this.fail(error),
+      );
+      return;
+    }
     // Streamed to its file from one consistent view: the leader sends followers that file, so
     // the core keeps no copy of the state (an empty data) when the state machine can stream.
     const chunks = this.stateMachine.snapshotChunks?.();
     const data = chunks === undefined ? this.stateMachine.snapshotData() : new Uint8Array(0);
     const snapshot = this.core.compact(applied, data);
-    this.lastSnapshotIndex = applied;
-    this.logBytesSinceSnapshot = 0;
-    this.snapshotInFlight = true;
     this.logStore.saveSnapshot(snapshot, chunks).then(
       () => {
         this.snapshotInFlight = false;

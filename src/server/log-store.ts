@@ -1,9 +1,10 @@
 // The durable Raft log of a node: the WAL for entries and hard state, snapshot files beside it.
 // A snapshot is made durable before the WAL records that the log starts after it, and only then
 // are the segments below it released, so a crash at any point leaves a log that recovers.
-import type { Ready, Snapshot } from '../raft/index.js';
+import type { Ready, Snapshot, SnapshotMeta } from '../raft/index.js';
 import type { SnapshotStore } from '../snap/index.js';
 import type { Wal } from '../wal/index.js';
+import type { SnapshotThread } from './snapshot-thread.js';
 import type { LogStore } from './types.js';
 
 export class DurableLogStore implements LogStore {
@@ -14,13 +15,18 @@ export class DurableLogStore implements LogStore {
    * first made the earlier one look like a commit index going back).
    */
   private snapshotInFlight: Promise<void> | null = null;
+  readonly snapshotInBackground?: LogStore['snapshotInBackground'];
 
   constructor(
     private readonly wal: Wal,
     private readonly snapshots: SnapshotStore,
     private readonly onSyncSeconds: (seconds: number) => void = () => {},
     private readonly onSnapshotSeconds: (seconds: number) => void = () => {},
-  ) {}
+    /** Writes local snapshots off the event loop (without it, saveSnapshot streams them here). */
+    thread: SnapshotThread | null = null,
+  ) {
+    if (thread !== null) this.snapshotInBackground = (metaAt) => this.writeInBackground(thread, metaAt);
+  }
 
   async persist(ready: Ready): Promise<void> {
     if (ready.snapshot === null && this.snapshotInFlight === null) return this.persistInOrder(ready);
@@ -58,6 +64,19 @@ export class DurableLogStore implements LogStore {
     await this.wal.markSnapshot(snapshot.meta);
     await this.wal.releaseBefore(snapshot.meta.index);
     this.onSnapshotSeconds((performance.now() - started) / 1000);
+  }
+
+  private async writeInBackground(
+    thread: SnapshotThread,
+    metaAt: (index: number) => SnapshotMeta | null,
+  ): Promise<SnapshotMeta | null> {
+    const started = performance.now();
+    const meta = await thread.snapshot(metaAt);
+    if (meta === null) return null;
+    await this.wal.markSnapshot(meta);
+    await this.wal.releaseBefore(meta.index);
+    this.onSnapshotSeconds((performance.now() - started) / 1000);
+    return meta;
   }
 }
 

@@ -29,6 +29,7 @@ import { KvStateMachine } from './kv-state-machine.js';
 import { DurableLogStore } from './log-store.js';
 import { Gauge } from './metrics.js';
 import { NodeMetrics } from './node-metrics.js';
+import { SnapshotThread } from './snapshot-thread.js';
 import { SnapshotTransfers } from './snapshot-transfer.js';
 import { leaseLimitsFromEnv, defaultLeaseServiceOptions } from './lease-config.js';
 import { ReadGate, readGateOptionsFromEnv } from './lease-priority.js';
@@ -80,7 +81,8 @@ export async function startNode(
   const directory = new MemberDirectory(identity.bootstrap);
   const { wal, recovered, snapshot, snapshots } = await openDurableLog(config.dataDir, log);
   // Deferred commits: the WAL and snapshot rebuild the file after an OS crash (storage/boot-marker.ts).
-  const engine = LmdbEngine.open({ directory: join(config.dataDir, 'db'), commits: 'deferred', logger: log });
+  const dbDirectory = join(config.dataDir, 'db');
+  const engine = LmdbEngine.open({ directory: dbDirectory, commits: 'deferred', logger: log });
   const store = new MvccStore(engine, {
     ...defaultMvccLimits,
     valueBytesMax: config.valueBytesMax,
@@ -142,11 +144,13 @@ export async function startNode(
       warn: (fields, message) => log.warn(`${message} ${JSON.stringify(fields)}`),
     },
   });
+  const snapshotThread = SnapshotThread.start({ dbDirectory, commits: engine.commits, dataDir: config.dataDir });
   const logStore = new DurableLogStore(
     wal,
     snapshots,
     (s) => nodeMetrics.walSyncSeconds.observe(s),
     (s) => nodeMetrics.snapshotSeconds.observe(s),
+    snapshotThread,
   );
   let service: CellService | null = null;
   let locks: NodeLocks | null = null;
@@ -276,6 +280,7 @@ export async function startNode(
         http.closeAllConnections();
       });
       await transport.close();
+      await snapshotThread.close();
       await wal.close();
       await engine.close();
     },

@@ -1,6 +1,6 @@
 // The doors between a node's driver and its parts. The driver is written against these, so the
 // same code runs with the real WAL, LMDB store and TCP transport, or with test doubles.
-import type { Entry, RaftMessage, Ready, Snapshot } from '../raft/index.js';
+import type { Entry, RaftMessage, Ready, Snapshot, SnapshotMeta } from '../raft/index.js';
 
 /** Durable storage for the Raft log: the WAL plus snapshot files. */
 export interface LogStore {
@@ -11,6 +11,14 @@ export interface LogStore {
    * file is written from them (the state streamed once) instead of from `snapshot.data`.
    */
   saveSnapshot(snapshot: Snapshot, chunks?: Iterable<Uint8Array>): Promise<void>;
+  /**
+   * Optional, preferred when present: writes a snapshot of the state machine's durable state off
+   * the event loop, from a read view of its own (`metaAt` gives the Raft metadata of the index
+   * that view holds, or null when it needs no snapshot), then releases the log below it. Resolves
+   * with the snapshot's metadata once its file is durable, or null when none was written. The
+   * caller compacts the core's log only after that, so a snapshot the core names has its file.
+   */
+  readonly snapshotInBackground?: (metaAt: (index: number) => SnapshotMeta | null) => Promise<SnapshotMeta | null>;
 }
 
 /** The replicated state machine (MVCC store). Apply is synchronous and deterministic. */

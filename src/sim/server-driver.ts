@@ -6,7 +6,7 @@
 // failure in the driver's continuation is caught and reported like any other. The client's
 // promises (proposals, reads) settle as microtasks, which simulateAsync drains after every step.
 import { assert } from '../base/assert.js';
-import type { ConfChange, Entry, RaftApi, RaftMessage, Ready, Snapshot } from '../raft/index.js';
+import type { ConfChange, Entry, RaftApi, RaftMessage, Ready, Snapshot, SnapshotMeta } from '../raft/index.js';
 import type { ApplyOutcome, MvccStore } from '../mvcc/index.js';
 import { NodeDriver } from '../server/driver.js';
 import type { LeaseService } from '../server/lease-service.js';
@@ -40,8 +40,13 @@ export class ServerDriverBinding implements MemberDriver {
   readonly leases: LeaseService | null = null;
   /** The production lock service of this incarnation (lock workload runs only). */
   readonly locks: SimLocks | null = null;
-  private readonly pendingWrites = new Map<number, DiskThenable>();
+  private readonly pendingWrites = new Map<number, SimThenable<void>>();
   private readonly mvccApplier: MvccApplier | null;
+  /**
+   * The last snapshot written in the background, as its file: the driver compacts the core with
+   * no data (a node's leader sends followers the file), so the core's copy is filled from here.
+   */
+  private snapshotFile: Snapshot | null = null;
 
   constructor(
     private readonly node: SimNode,
@@ -52,9 +57,13 @@ export class ServerDriverBinding implements MemberDriver {
   ) {
     const incarnation = node.incarnation;
     this.mvccApplier = applier instanceof MvccApplier ? applier : null;
+    const timers = memberTimers(node, world);
     const logStore: LogStore = {
       persist: (ready) => this.write(diskWriteOfReady(ready)),
       saveSnapshot: (snapshot) => this.write({ kind: 'compact', snapshot }),
+      ...(world.backgroundSnapshots
+        ? { snapshotInBackground: (metaAt) => this.snapshotInBackground(applier, timers, metaAt) }
+        : {}),
     };
     const stateMachine: StateMachine<AppliedOutcome> = {
       appliedIndex: () => applier.appliedIndex(),
@@ -68,7 +77,6 @@ export class ServerDriverBinding implements MemberDriver {
     const peers: PeerSender = {
       send: (messages: readonly RaftMessage[]) => node.sendMessages(messages),
     };
-    const timers = memberTimers(node, world);
     // Each incarnation reads with its own contexts (a late answer to a crashed one's read must
     // not serve this one's), deterministically.
     const readContextStart = incarnation * 2 ** 32 + 1;
@@ -82,7 +90,7 @@ export class ServerDriverBinding implements MemberDriver {
       onLeaderChange: () => this.leases?.onLeaderChange(),
     };
     this.driver = new NodeDriver(
-      observed(core, node),
+      observed(core, node, (index) => (this.snapshotFile?.meta.index === index ? this.snapshotFile.data : null)),
       logStore,
       stateMachine,
       peers,
@@ -116,7 +124,7 @@ export class ServerDriverBinding implements MemberDriver {
     const write = this.pendingWrites.get(writeId);
     if (write === undefined) return;
     this.pendingWrites.delete(writeId);
-    write.settle();
+    write.settle(undefined);
   }
 
   pump(): void {
@@ -135,10 +143,39 @@ export class ServerDriverBinding implements MemberDriver {
   private write(write: DiskWrite): Promise<void> {
     const { id, doneAtMs } = this.node.disk.submit(this.world.nowMs, write);
     this.world.scheduleDiskDone(this.node, id, doneAtMs);
-    const thenable = new DiskThenable();
+    const thenable = new SimThenable<void>();
     this.pendingWrites.set(id, thenable);
     // The driver only ever calls `.then(onDone, onFailed)` on what the store returns.
     return thenable as unknown as Promise<void>;
+  }
+
+  /**
+   * A node's snapshot thread on simulated time: its read view opens a few ms after the request
+   * (entries applied meanwhile are in it), the file is one disk write, and the log below it is
+   * released with that write (the simulated disk's compaction).
+   */
+  private snapshotInBackground(
+    applier: Applier,
+    timers: Timers,
+    metaAt: (index: number) => SnapshotMeta | null,
+  ): Promise<SnapshotMeta | null> {
+    const result = new SimThenable<SnapshotMeta | null>();
+    // Varied without drawing from the world's randomness (that would change every seed's run).
+    const viewDelayMs = 1 + (applier.appliedIndex() % 5) * 3;
+    timers.setTimeout(() => {
+      const meta = metaAt(applier.appliedIndex());
+      if (this.world.tracing) this.world.traceNode(this.node, `snapshot view at ${applier.appliedIndex()}${meta === null ? ' (not needed)' : ''}`);
+      if (meta === null) {
+        result.settle(null);
+        return;
+      }
+      const snapshot = { meta, data: applier.snapshot() };
+      void this.write({ kind: 'compact', snapshot }).then(() => {
+        this.snapshotFile = snapshot;
+        result.settle(meta);
+      });
+    }, viewDelayMs);
+    return result as unknown as Promise<SnapshotMeta | null>;
   }
 
   private apply(entry: Entry): AppliedOutcome {
@@ -182,21 +219,21 @@ export function memberTimers(node: SimNode, world: Pick<NodeWorld, 'nowMs' | 'at
 }
 
 /** A write's completion, delivered synchronously when the simulated disk finishes it. */
-class DiskThenable {
-  private onDone: (() => void) | null = null;
+class SimThenable<T> {
+  private onDone: ((value: T) => void) | null = null;
 
-  then(onDone: () => void): void {
+  then(onDone: (value: T) => void): void {
     assert(this.onDone === null, 'one continuation per write');
     this.onDone = onDone;
   }
 
-  settle(): void {
-    this.onDone?.();
+  settle(value: T): void {
+    this.onDone?.(value);
   }
 }
 
 /** The core as the driver sees it, with every Ready and compaction mirrored for the checkers. */
-function observed(core: RaftApi, node: SimNode): RaftApi {
+function observed(core: RaftApi, node: SimNode, fileData: (index: number) => Uint8Array | null): RaftApi {
   return {
     tick: () => core.tick(),
     step: (message: RaftMessage) => core.step(message),
@@ -216,10 +253,11 @@ function observed(core: RaftApi, node: SimNode): RaftApi {
     },
     advance: (ready: Ready) => core.advance(ready),
     compact: (index: number, data: Uint8Array) => {
-      const snapshot = core.compact(index, data);
+      const snapshot = core.compact(index, data.length === 0 ? (fileData(index) ?? data) : data);
       node.log.compact(index);
       return snapshot;
     },
+    snapshotMetaAt: (index: number) => core.snapshotMetaAt(index),
     status: () => core.status(),
   };
 }

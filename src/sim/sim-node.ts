@@ -36,6 +36,8 @@ export interface NodeWorld {
   readonly scenario: Scenario;
   /** Drive members with the production driver (src/server/driver.ts) instead of this file's. */
   readonly serverDriver: boolean;
+  /** The production driver's members write snapshots as a snapshot thread does (server-driver.ts). */
+  readonly backgroundSnapshots: boolean;
   /** The lease workload's hooks into each member's lease service (null: no lease workload). */
   readonly leases: SimLeaseEnv | null;
   /** The lock workload's hooks into each member's lock service (null: no lock workload). */

@@ -132,6 +132,13 @@ export interface SimOptions {
    * of src/server/driver.ts; it is promise-based, so such runs go through simulateAsync.
    */
   readonly driver?: 'sim' | 'server';
+  /**
+   * How the production driver's members snapshot (server driver only). 'inline' (default): from
+   * the state at the applied index, at once. 'background': as a node's snapshot thread does, from
+   * a view taken a little later (its index may be past the one that made it due), compacting the
+   * log only once the snapshot is durable.
+   */
+  readonly snapshots?: 'inline' | 'background';
   /** Deliberately broken driver or client behaviours (teeth tests for the checkers). */
   readonly driverBugs?: DriverBugs;
   /** Simulated ms after the faults stop within which a leader must commit a new proposal and

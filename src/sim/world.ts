@@ -46,6 +46,7 @@ export class World implements NodeWorld {
   readonly tracing: boolean;
   readonly messagesBeforeDurable: boolean;
   readonly serverDriver: boolean;
+  readonly backgroundSnapshots: boolean;
   hooks: WorldHooks | null = null;
   /** Set before the members start when the run has a lease workload. */
   leases: SimLeaseEnv | null = null;
@@ -78,6 +79,8 @@ export class World implements NodeWorld {
     this.tracing = options.trace !== undefined;
     this.messagesBeforeDurable = options.driverBugs?.messagesBeforeDurable === true;
     this.serverDriver = options.driver === 'server';
+    this.backgroundSnapshots = options.snapshots === 'background';
+    assert(!this.backgroundSnapshots || this.serverDriver, 'background snapshots are the production driver\'s');
   }
 
   report(invariant: string, detail: string): void {
