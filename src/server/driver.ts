@@ -26,6 +26,14 @@ export interface DriverOptions {
    */
   readonly snapshotPhase?: number;
   /**
+   * A snapshot rewrites the whole store (all of its history), so its cost grows with the store
+   * while the interval above does not: a member waits until the log written since its last
+   * snapshot is at least this fraction of that snapshot's size (default 1: snapshots write at
+   * most as many bytes as the log, and the log kept is at most about one snapshot's size). Known
+   * only for snapshots written in the background (LogStore.snapshotInBackground reports the size).
+   */
+  readonly snapshotLogRatio?: number;
+  /**
    * Readys handed to the log store and not yet completed (default 1: each waits for the one
    * before). More lets commits and applies proceed while newer entries are being synced (1-client
    * put p50 about 30% lower in the bench).
@@ -104,6 +112,10 @@ export class NodeDriver<Outcome> {
   private lastSnapshotIndex: number;
   private snapshotInFlight = false;
   private logBytesSinceSnapshot = 0;
+  /** The size of the last snapshot this member wrote (0: unknown, no wait). */
+  private lastSnapshotBytes = 0;
+  /** The applied index at which enough log had been written for the next snapshot (null: not yet). */
+  private snapshotAllowedFrom: number | null = null;
   /** Proposal ids: a random per-process prefix and a counter (unique without a syscall each). */
   private readonly proposalIdPrefix = randomBytes(8);
   private proposalCounter = 0n;
@@ -507,25 +519,35 @@ export class NodeDriver<Outcome> {
 
   private maybeSnapshot(): void {
     const applied = this.stateMachine.appliedIndex();
+    if (this.snapshotInFlight || applied <= this.lastSnapshotIndex) return;
+    if (this.logBytesSinceSnapshot < this.lastSnapshotBytes * (this.options.snapshotLogRatio ?? 1)) return;
+    // No size to wait for (none known yet): allowed from right after the last snapshot.
+    this.snapshotAllowedFrom ??= this.lastSnapshotBytes === 0 ? this.lastSnapshotIndex + 1 : applied;
+    // Due at the first multiple of the interval (shifted by this member's phase) since the last
+    // snapshot and since enough log was written: members stay a phase apart when they wait.
     const every = this.options.snapshotEntries;
     const phase = (this.options.snapshotPhase ?? 0) % every;
+    const since = Math.max(this.lastSnapshotIndex, this.snapshotAllowedFrom - 1);
     const due =
-      Math.floor((applied + phase) / every) > Math.floor((this.lastSnapshotIndex + phase) / every) ||
+      Math.floor((applied + phase) / every) > Math.floor((since + phase) / every) ||
       this.logBytesSinceSnapshot >= (this.options.snapshotLogBytes ?? 64 * 1024 * 1024);
-    if (this.snapshotInFlight || !due || applied <= this.lastSnapshotIndex) return;
+    if (!due) return;
     // While a Ready was on disk the core may have taken a leader's snapshot beyond what the state
     // machine has seen yet (it installs it with the next Ready): nothing to compact until then.
     if (this.core.status().firstIndex - 1 >= applied) return;
     this.lastSnapshotIndex = applied;
     this.logBytesSinceSnapshot = 0;
+    this.snapshotAllowedFrom = null;
     this.snapshotInFlight = true;
     const background = this.logStore.snapshotInBackground;
     if (background !== undefined) {
       // Written off the event loop from the store's own view: its index may be past `applied`.
       background((index) => this.core.snapshotMetaAt(index)).then(
-        (meta) => {
+        (written) => {
           this.snapshotInFlight = false;
-          if (meta === null || this.stopped) return;
+          if (written === null || this.stopped) return;
+          const { meta } = written;
+          this.lastSnapshotBytes = written.bytes;
           this.lastSnapshotIndex = Math.max(this.lastSnapshotIndex, meta.index);
           // A leader's snapshot may have replaced the log meanwhile: then nothing is left to drop.
           const status = this.core.status();

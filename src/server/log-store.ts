@@ -5,7 +5,7 @@ import type { Ready, Snapshot, SnapshotMeta } from '../raft/index.js';
 import type { SnapshotStore } from '../snap/index.js';
 import type { Wal } from '../wal/index.js';
 import type { SnapshotThread } from './snapshot-thread.js';
-import type { LogStore } from './types.js';
+import type { LogStore, WrittenSnapshot } from './types.js';
 
 export class DurableLogStore implements LogStore {
   /**
@@ -69,14 +69,14 @@ export class DurableLogStore implements LogStore {
   private async writeInBackground(
     thread: SnapshotThread,
     metaAt: (index: number) => SnapshotMeta | null,
-  ): Promise<SnapshotMeta | null> {
+  ): Promise<WrittenSnapshot | null> {
     const started = performance.now();
-    const meta = await thread.snapshot(metaAt);
-    if (meta === null) return null;
-    await this.wal.markSnapshot(meta);
-    await this.wal.releaseBefore(meta.index);
+    const written = await thread.snapshot(metaAt);
+    if (written === null) return null;
+    await this.wal.markSnapshot(written.meta);
+    await this.wal.releaseBefore(written.meta.index);
     this.onSnapshotSeconds((performance.now() - started) / 1000);
-    return meta;
+    return written;
   }
 }
 

@@ -1,6 +1,7 @@
 // The snapshot thread's body (see snapshot-thread.ts): it opens the node's LMDB store a second
 // time (lmdb-js shares the environment between threads) and, for each request, streams one read
 // view of it into a snapshot file. It never writes to the store.
+import { stat } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { MvccStore, type MvccSnapshot } from '../mvcc/index.js';
 import type { SnapshotMeta } from '../raft/index.js';
@@ -61,11 +62,11 @@ async function take(): Promise<void> {
     post({ type: 'view', index: view.appliedIndex, term: view.appliedTerm });
     const meta = await metaPromise;
     if (meta === null || closing) {
-      post({ type: 'done', meta: null });
+      post({ type: 'done', written: null });
       return;
     }
-    await files.save(meta, chunksUnlessClosing(view));
-    post({ type: 'done', meta });
+    const path = await files.save(meta, chunksUnlessClosing(view));
+    post({ type: 'done', written: { meta, bytes: (await stat(path)).size } });
   } finally {
     view.close();
   }

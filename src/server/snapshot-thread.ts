@@ -9,6 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { assert } from '../base/assert.js';
 import type { SnapshotMeta } from '../raft/index.js';
 import type { CommitMode } from '../storage/index.js';
+import type { WrittenSnapshot } from './types.js';
 
 /** What the thread is started with. */
 export interface SnapshotThreadData {
@@ -26,7 +27,7 @@ export type ToSnapshotThread =
 
 export type FromSnapshotThread =
   | { readonly type: 'view'; readonly index: number; readonly term: number }
-  | { readonly type: 'done'; readonly meta: SnapshotMeta | null }
+  | { readonly type: 'done'; readonly written: WrittenSnapshot | null }
   | { readonly type: 'failed'; readonly message: string }
   | { readonly type: 'closed' };
 
@@ -35,7 +36,7 @@ const closeWaitMs = 2000;
 export class SnapshotThread {
   private take: {
     readonly metaAt: (index: number) => SnapshotMeta | null;
-    readonly resolve: (meta: SnapshotMeta | null) => void;
+    readonly resolve: (written: WrittenSnapshot | null) => void;
     readonly reject: (error: Error) => void;
   } | null = null;
   private failure: Error | null = null;
@@ -61,10 +62,10 @@ export class SnapshotThread {
   /**
    * Writes a durable snapshot file of the store as a read view taken now sees it. `metaAt` gives
    * the Raft metadata for the view's applied index, or null when that index no longer needs a
-   * snapshot (then no file is written). Resolves with the metadata of the file written, or null.
+   * snapshot (then no file is written). Resolves with the file's metadata and size, or null.
    * One at a time.
    */
-  snapshot(metaAt: (index: number) => SnapshotMeta | null): Promise<SnapshotMeta | null> {
+  snapshot(metaAt: (index: number) => SnapshotMeta | null): Promise<WrittenSnapshot | null> {
     if (this.failure !== null) return Promise.reject(this.failure);
     if (this.closing !== null) return Promise.reject(new Error('the snapshot thread is closed'));
     assert(this.take === null, 'one snapshot at a time');
@@ -110,7 +111,7 @@ export class SnapshotThread {
       case 'done': {
         const take = this.take;
         this.take = null;
-        take?.resolve(message.meta);
+        take?.resolve(message.written);
         return;
       }
       case 'failed':

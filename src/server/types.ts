@@ -15,10 +15,16 @@ export interface LogStore {
    * Optional, preferred when present: writes a snapshot of the state machine's durable state off
    * the event loop, from a read view of its own (`metaAt` gives the Raft metadata of the index
    * that view holds, or null when it needs no snapshot), then releases the log below it. Resolves
-   * with the snapshot's metadata once its file is durable, or null when none was written. The
-   * caller compacts the core's log only after that, so a snapshot the core names has its file.
+   * once its file is durable, or with null when none was written. The caller compacts the core's
+   * log only after that, so a snapshot the core names has its file.
    */
-  readonly snapshotInBackground?: (metaAt: (index: number) => SnapshotMeta | null) => Promise<SnapshotMeta | null>;
+  readonly snapshotInBackground?: (metaAt: (index: number) => SnapshotMeta | null) => Promise<WrittenSnapshot | null>;
+}
+
+/** A snapshot file written in the background: its metadata and its size. */
+export interface WrittenSnapshot {
+  readonly meta: SnapshotMeta;
+  readonly bytes: number;
 }
 
 /** The replicated state machine (MVCC store). Apply is synchronous and deterministic. */

@@ -11,7 +11,7 @@ import type { ApplyOutcome, MvccStore } from '../mvcc/index.js';
 import { NodeDriver } from '../server/driver.js';
 import type { LeaseService } from '../server/lease-service.js';
 import { observeLeaseOutcome } from '../server/lease-state-machine.js';
-import type { LogStore, PeerSender, StateMachine, Timers } from '../server/types.js';
+import type { LogStore, PeerSender, StateMachine, Timers, WrittenSnapshot } from '../server/types.js';
 import type { DiskWrite } from './disk.js';
 import { diskWriteOfReady } from './disk.js';
 import { createSimLeaseService } from './lease-member.js';
@@ -158,8 +158,8 @@ export class ServerDriverBinding implements MemberDriver {
     applier: Applier,
     timers: Timers,
     metaAt: (index: number) => SnapshotMeta | null,
-  ): Promise<SnapshotMeta | null> {
-    const result = new SimThenable<SnapshotMeta | null>();
+  ): Promise<WrittenSnapshot | null> {
+    const result = new SimThenable<WrittenSnapshot | null>();
     // Varied without drawing from the world's randomness (that would change every seed's run).
     const viewDelayMs = 1 + (applier.appliedIndex() % 5) * 3;
     timers.setTimeout(() => {
@@ -172,10 +172,10 @@ export class ServerDriverBinding implements MemberDriver {
       const snapshot = { meta, data: applier.snapshot() };
       void this.write({ kind: 'compact', snapshot }).then(() => {
         this.snapshotFile = snapshot;
-        result.settle(meta);
+        result.settle({ meta, bytes: snapshot.data.length });
       });
     }, viewDelayMs);
-    return result as unknown as Promise<SnapshotMeta | null>;
+    return result as unknown as Promise<WrittenSnapshot | null>;
   }
 
   private apply(entry: Entry): AppliedOutcome {

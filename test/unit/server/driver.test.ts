@@ -5,9 +5,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SeededRandom } from '../../../src/base/random.js';
 import { TimeoutError } from '../../../src/base/errors.js';
-import { createRaftNode, defaultRaftConfig, type Entry, type RaftMessage, type Ready, type Snapshot } from '../../../src/raft/index.js';
+import { createRaftNode, defaultRaftConfig, type Entry, type RaftMessage, type Ready, type Snapshot, type SnapshotMeta } from '../../../src/raft/index.js';
 import { NodeDriver } from '../../../src/server/driver.js';
-import type { LogStore, StateMachine, Timers } from '../../../src/server/types.js';
+import type { LogStore, StateMachine, Timers, WrittenSnapshot } from '../../../src/server/types.js';
 
 class ManualDisk implements LogStore {
   readonly pending: { ready: Ready; done: () => void }[] = [];
@@ -119,4 +119,60 @@ test('a linearizable read resolves once applied reaches the read index', async (
   await flush();
   await read;
   assert.equal(done, true);
+});
+
+test('background snapshots: the core is compacted only once the file is written, at the index its view saw, and a big snapshot waits for as much log', async () => {
+  const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
+    hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
+    initialConfState: { voters: [1], votersOutgoing: [], learners: [] }, appliedIndex: 0,
+  }, new SeededRandom(3n));
+  const machine = new EchoMachine();
+  const requests: { metaAt: (index: number) => SnapshotMeta | null; done: (w: WrittenSnapshot | null) => void }[] = [];
+  const disk = new ManualDisk();
+  const store: LogStore = {
+    persist: (ready) => disk.persist(ready),
+    saveSnapshot: async () => assert.fail('the background path is preferred'),
+    snapshotInBackground: (metaAt) => new Promise((done) => requests.push({ metaAt, done })),
+  };
+  const driver = new NodeDriver(core, store, machine, { send: () => {} }, new FakeTimers(),
+    { requestTimeoutMs: 1000, snapshotEntries: 10, snapshotLogRatio: 1 }, { onFatal: (e) => { throw e; } });
+  core.campaign();
+  driver.tick();
+  const settle = async () => {
+    for (let i = 0; i < 3; i++) {
+      disk.completeAll();
+      await flush();
+    }
+  };
+  await settle();
+  const entry = new Uint8Array(100);
+  const commitUpTo = async (index: number) => {
+    for (let n = 0; machine.applied < index; n++) {
+      const done = driver.propose(id(n % 250), entry);
+      await settle();
+      await done;
+    }
+  };
+  await commitUpTo(10);
+  assert.equal(requests.length, 1, 'due at index 10');
+  await commitUpTo(13);
+  // The thread's view opened later: it saw index 13, and the log still starts at 1 until the file is written.
+  const first = requests[0]!;
+  const meta = first.metaAt(13);
+  assert.deepEqual(meta && { index: meta.index, voters: meta.confState.voters }, { index: 13, voters: [1] });
+  assert.equal(core.status().firstIndex, 1);
+  first.done({ meta: meta!, bytes: 2500 });
+  await flush();
+  assert.equal(core.status().firstIndex, 14, 'compacted to the written snapshot');
+  // 2,500 bytes of snapshot: the next one waits for 2,500 bytes of log (25 entries after index 10),
+  // then for the next multiple of 10: index 40.
+  await commitUpTo(39);
+  assert.equal(requests.length, 1);
+  await commitUpTo(40);
+  assert.equal(requests.length, 2);
+  // A view that needs no snapshot (say a leader's overtook it) compacts nothing.
+  requests[1]!.done(null);
+  await flush();
+  assert.equal(core.status().firstIndex, 14);
+  driver.stop();
 });

@@ -4,7 +4,7 @@
 // snapshot writes nothing and leaves the thread ready for the next one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as turn } from 'node:timers/promises';
 import { MemoryEngine, MvccStore } from '../../../src/mvcc/index.js';
@@ -46,8 +46,9 @@ test('a snapshot written by the thread is the state at the index its view saw, w
         hashes.set(store.appliedIndex, store.hash({ includeAppliedIndex: true }));
         await turn();
       }
-      const meta = await written;
-      assert.ok(meta !== null);
+      const result = await written;
+      assert.ok(result !== null);
+      const { meta } = result;
       assert.equal(meta.index, asked);
       assert.ok(meta.index >= 1000, 'the view is no older than the request');
       const file = await new SnapshotStore(dir).load(new SnapshotStore(dir).pathOf(meta));
@@ -56,7 +57,9 @@ test('a snapshot written by the thread is the state at the index its view saw, w
       restored.restore([file.data]);
       assert.equal(restored.appliedIndex, meta.index);
       assert.equal(restored.hash({ includeAppliedIndex: true }), hashes.get(meta.index));
-      assert.deepEqual(readdirSync(join(dir, 'snap')), [new SnapshotStore(dir).pathOf(meta).split('/').at(-1)]);
+      const path = new SnapshotStore(dir).pathOf(meta);
+      assert.deepEqual(readdirSync(join(dir, 'snap')), [path.split('/').at(-1)]);
+      assert.equal(result.bytes, statSync(path).size);
     } finally {
       await thread.close();
       await engine.close();
@@ -76,8 +79,8 @@ test('a view that needs no snapshot writes nothing; the next request works; clos
       assert.equal(await thread.snapshot(() => null), null);
       assert.ok(!existsSync(join(dir, 'snap')) || readdirSync(join(dir, 'snap')).length === 0);
       store.applyBatch(entries.slice(200));
-      const meta = await thread.snapshot((index) => metaFrom(entries, index));
-      assert.equal(meta?.index, 300);
+      const written = await thread.snapshot((index) => metaFrom(entries, index));
+      assert.equal(written?.meta.index, 300);
       // A view the log disagrees with (another term at that index) fails the snapshot, loudly.
       await assert.rejects(
         thread.snapshot((index) => ({ ...metaFrom(entries, index), term: 999 })),
