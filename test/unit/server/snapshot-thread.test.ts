@@ -23,12 +23,17 @@ function metaFrom(entries: readonly Entry[], index: number): SnapshotMeta {
   return { index, term: entry.term, confState };
 }
 
+/** A deferred-commit LMDB store in `dir`/db and a snapshot thread on it writing to `dir`/snap. */
+function openWithThread(dir: string): { engine: LmdbEngine; thread: SnapshotThread } {
+  const dbDirectory = join(dir, 'db');
+  const engine = LmdbEngine.open({ directory: dbDirectory, commits: 'deferred' });
+  return { engine, thread: SnapshotThread.start({ dbDirectory, commits: engine.commits, dataDir: dir }) };
+}
+
 test('a snapshot written by the thread is the state at the index its view saw, while applies go on', async () => {
   await withTempDir(async (dir) => {
     const entries = generateWorkload(77n, 4000).map((item) => item.entry);
-    const dbDirectory = join(dir, 'db');
-    const engine = LmdbEngine.open({ directory: dbDirectory, commits: 'deferred' });
-    const thread = SnapshotThread.start({ dbDirectory, commits: engine.commits, dataDir: dir });
+    const { engine, thread } = openWithThread(dir);
     try {
       const store = new MvccStore(engine, testLimits);
       store.applyBatch(entries.slice(0, 1000));
@@ -70,9 +75,7 @@ test('a snapshot written by the thread is the state at the index its view saw, w
 test('a view that needs no snapshot writes nothing; the next request works; close ends the thread', async () => {
   await withTempDir(async (dir) => {
     const entries = generateWorkload(78n, 300).map((item) => item.entry);
-    const dbDirectory = join(dir, 'db');
-    const engine = LmdbEngine.open({ directory: dbDirectory, commits: 'deferred' });
-    const thread = SnapshotThread.start({ dbDirectory, commits: engine.commits, dataDir: dir });
+    const { engine, thread } = openWithThread(dir);
     try {
       const store = new MvccStore(engine, testLimits);
       store.applyBatch(entries.slice(0, 200));
