@@ -33,6 +33,8 @@ export interface DriverOptions {
    * only for snapshots written in the background (LogStore.snapshotInBackground reports the size).
    */
   readonly snapshotLogRatio?: number;
+  /** The size of the snapshot this member started from (its first wait; default 0: none). */
+  readonly startSnapshotBytes?: number;
   /**
    * Readys handed to the log store and not yet completed (default 1: each waits for the one
    * before). More lets commits and applies proceed while newer entries are being synced (1-client
@@ -112,8 +114,8 @@ export class NodeDriver<Outcome> {
   private lastSnapshotIndex: number;
   private snapshotInFlight = false;
   private logBytesSinceSnapshot = 0;
-  /** The size of the last snapshot this member wrote (0: unknown, no wait). */
-  private lastSnapshotBytes = 0;
+  /** The size of the last snapshot this member wrote or started from (0: unknown, no wait). */
+  private lastSnapshotBytes: number;
   /** The applied index at which enough log had been written for the next snapshot (null: not yet). */
   private snapshotAllowedFrom: number | null = null;
   /** Proposal ids: a random per-process prefix and a counter (unique without a syscall each). */
@@ -149,6 +151,7 @@ export class NodeDriver<Outcome> {
     private readonly events: DriverEvents,
   ) {
     this.lastSnapshotIndex = core.status().firstIndex - 1;
+    this.lastSnapshotBytes = options.startSnapshotBytes ?? 0;
     this.durableIndex = core.status().lastIndex;
     this.uncommittedAgeMsMax = options.uncommittedAgeMsMax ?? options.requestTimeoutMs / 2;
     this.nextReadContext = options.readContextStart ?? randomBytes(6).readUIntBE(0, 6) + 1;
@@ -564,6 +567,7 @@ export class NodeDriver<Outcome> {
     const chunks = this.stateMachine.snapshotChunks?.();
     const data = chunks === undefined ? this.stateMachine.snapshotData() : new Uint8Array(0);
     const snapshot = this.core.compact(applied, data);
+    this.lastSnapshotBytes = 0; // not reported by this path: no wait
     this.logStore.saveSnapshot(snapshot, chunks).then(
       () => {
         this.snapshotInFlight = false;

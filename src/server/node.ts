@@ -199,6 +199,8 @@ export async function startNode(
       snapshotEntries: config.snapshotEntries,
       // Members 1, 2, 3 snapshot a third of the interval apart.
       snapshotPhase: Math.floor(((config.memberId % 3) * config.snapshotEntries) / 3),
+      // A restarted member waits for as much log as the snapshot it restarted from, too.
+      startSnapshotBytes: snapshot?.data.length ?? 0,
       readysInFlightMax: 8,
     },
     {

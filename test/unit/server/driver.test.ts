@@ -121,7 +121,7 @@ test('a linearizable read resolves once applied reaches the read index', async (
   assert.equal(done, true);
 });
 
-test('background snapshots: the core is compacted only once the file is written, at the index its view saw, and a big snapshot waits for as much log', async () => {
+function backgroundSnapshotNode(extra: { startSnapshotBytes?: number } = {}) {
   const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
     hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
     initialConfState: { voters: [1], votersOutgoing: [], learners: [] }, appliedIndex: 0,
@@ -135,16 +135,13 @@ test('background snapshots: the core is compacted only once the file is written,
     snapshotInBackground: (metaAt) => new Promise((done) => requests.push({ metaAt, done })),
   };
   const driver = new NodeDriver(core, store, machine, { send: () => {} }, new FakeTimers(),
-    { requestTimeoutMs: 1000, snapshotEntries: 10, snapshotLogRatio: 1 }, { onFatal: (e) => { throw e; } });
-  core.campaign();
-  driver.tick();
+    { requestTimeoutMs: 1000, snapshotEntries: 10, snapshotLogRatio: 1, ...extra }, { onFatal: (e) => { throw e; } });
   const settle = async () => {
     for (let i = 0; i < 3; i++) {
       disk.completeAll();
       await flush();
     }
   };
-  await settle();
   const entry = new Uint8Array(100);
   const commitUpTo = async (index: number) => {
     for (let n = 0; machine.applied < index; n++) {
@@ -153,6 +150,17 @@ test('background snapshots: the core is compacted only once the file is written,
       await done;
     }
   };
+  const start = async () => {
+    core.campaign();
+    driver.tick();
+    await settle();
+  };
+  return { core, driver, requests, commitUpTo, start };
+}
+
+test('background snapshots: the core is compacted only once the file is written, at the index its view saw, and a big snapshot waits for as much log', async () => {
+  const { core, driver, requests, commitUpTo, start } = backgroundSnapshotNode();
+  await start();
   await commitUpTo(10);
   assert.equal(requests.length, 1, 'due at index 10');
   await commitUpTo(13);
@@ -174,5 +182,15 @@ test('background snapshots: the core is compacted only once the file is written,
   requests[1]!.done(null);
   await flush();
   assert.equal(core.status().firstIndex, 14);
+  driver.stop();
+});
+
+test('a restarted member waits for as much log as the snapshot it started from', async () => {
+  const { driver, requests, commitUpTo, start } = backgroundSnapshotNode({ startSnapshotBytes: 1500 });
+  await start();
+  await commitUpTo(19);
+  assert.equal(requests.length, 0, '1,500 bytes of snapshot: not before 15 entries of 100 bytes');
+  await commitUpTo(20);
+  assert.equal(requests.length, 1);
   driver.stop();
 });
