@@ -6,6 +6,7 @@ export type {
   HardState,
   MemberId,
   ProposeRefusal,
+  ForwardRefusal,
   ProposeResult,
   RaftApi,
   RaftBugs,

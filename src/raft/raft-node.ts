@@ -17,6 +17,7 @@ import { ReadIndexTracker } from './read-index.js';
 import {
   EntryType,
   noMember,
+  type ForwardRefusal,
   Role,
   type ConfChange,
   type ConfState,
@@ -132,6 +133,8 @@ export class RaftNode implements RaftApi {
   }
 
   step(m: RaftMessage): void {
+    // The driver's business (see the message type): no term, no role change comes of it.
+    if (m.type === 'proposeRefused') return;
     if (!this.stepTerm(m)) return;
     switch (this.role) {
       case Role.leader:
@@ -346,6 +349,8 @@ export class RaftNode implements RaftApi {
         this.send({ type: 'appendResponse', to: m.from, index: 0, reject: false, rejectHint: 0, hintTerm: 0 });
       } else if (m.type === 'preVote') {
         this.send({ type: 'preVoteResponse', to: m.from, reject: true });
+      } else if (m.type === 'propose') {
+        this.refuseForwarded(m.from, m.commands, 'notLeader');
       }
       return false;
     }
@@ -538,6 +543,8 @@ export class RaftNode implements RaftApi {
       case 'readIndex':
         // Only the leader answers reads; a forwarded read reaching a follower is refused.
         return this.send({ type: 'readIndexResponse', to: m.from, contexts: m.contexts, index: -1 });
+      case 'propose':
+        return this.refuseForwarded(m.from, m.commands, 'notLeader');
       default:
         return;
     }
@@ -564,6 +571,8 @@ export class RaftNode implements RaftApi {
       }
       case 'readIndex':
         return this.send({ type: 'readIndexResponse', to: m.from, contexts: m.contexts, index: -1 });
+      case 'propose':
+        return this.refuseForwarded(m.from, m.commands, 'notLeader');
       default:
         return;
     }
@@ -585,8 +594,7 @@ export class RaftNode implements RaftApi {
         return;
       case 'propose':
         if (!this.progress.has(m.from)) return;
-        for (const command of m.commands) this.propose(command);
-        return;
+        return this.appendForwarded(m.from, m.commands);
       case 'readIndex':
         if (!this.progress.has(m.from)) return;
         for (const context of m.contexts) this.leaderRead(context, m.from);
@@ -716,6 +724,26 @@ export class RaftNode implements RaftApi {
     this.uncommittedBytes += data.byteLength;
     this.broadcastPending = true;
     return { ok: true, index, term: this.term };
+  }
+
+  /** A follower's commands: appended in order; the ones refused go back, grouped by reason. */
+  private appendForwarded(from: MemberId, commands: readonly Uint8Array[]): void {
+    let refused: Map<ForwardRefusal, Uint8Array[]> | null = null;
+    for (const command of commands) {
+      const result = this.propose(command);
+      if (result.ok) continue;
+      assert(result.reason === 'notLeader' || result.reason === 'transferring' || result.reason === 'tooLarge',
+        'a normal proposal is refused for leadership or room only');
+      refused ??= new Map();
+      const list = refused.get(result.reason) ?? [];
+      list.push(command);
+      refused.set(result.reason, list);
+    }
+    for (const [reason, list] of refused ?? []) this.refuseForwarded(from, list, reason);
+  }
+
+  private refuseForwarded(to: MemberId, commands: readonly Uint8Array[], reason: ForwardRefusal): void {
+    if (commands.length > 0) this.send({ type: 'proposeRefused', to, reason, commands });
   }
 
   private refuse(reason: Exclude<ProposeResult, { ok: true }>['reason']): ProposeResult {

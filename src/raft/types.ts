@@ -116,6 +116,17 @@ export type RaftMessage =
   | (MessageBase & { readonly type: 'readIndex'; readonly contexts: readonly number[] })
   /** Follower to leader: commands proposed on a follower, appended by the leader as-is. */
   | (MessageBase & { readonly type: 'propose'; readonly commands: readonly Uint8Array[] })
+  /**
+   * Back to the follower: forwarded commands that were not appended, so that its requests fail at
+   * once instead of waiting out their timeout. The core writes the commands it refused; a driver
+   * may cut each to the prefix that names it (its own framing). Steps into no core: drivers
+   * take it.
+   */
+  | (MessageBase & {
+      readonly type: 'proposeRefused';
+      readonly reason: ForwardRefusal;
+      readonly commands: readonly Uint8Array[];
+    })
   | (MessageBase & {
       readonly type: 'readIndexResponse';
       readonly contexts: readonly number[];
@@ -222,6 +233,9 @@ export type ProposeRefusal =
   | 'confChangePending'
   | 'invalidConfChange';
 
+/** Why forwarded commands were not appended ('overloaded': the leader's driver shed them). */
+export type ForwardRefusal = 'notLeader' | 'transferring' | 'tooLarge' | 'overloaded';
+
 export interface RaftStatus {
   readonly id: MemberId;
   readonly term: number;
@@ -256,8 +270,9 @@ export interface RaftApi {
   propose(data: Uint8Array): ProposeResult;
   /**
    * Follower side: send a command to the leader for proposal (the caller recognizes its command
-   * when it is applied, by an id inside the command). False when no leader is known. The leader
-   * may drop it (it lost leadership, or is transferring): the caller's wait then times out.
+   * when it is applied, by an id inside the command). False when no leader is known. A leader that
+   * does not append it (it lost leadership, is transferring, or is full) answers proposeRefused;
+   * a forward lost on the way still ends in the caller's timeout.
    */
   forwardProposal(data: Uint8Array): boolean;
   /** Leader only: start a membership change (joint consensus); refused while one is pending. */

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { assert } from '../base/assert.js';
 import { TimeoutError, UnavailableError, OverloadedError } from '../base/errors.js';
 import { EntryType, type Entry, type HardState, type MemberId, type RaftApi, type RaftMessage, type Ready, type Role } from '../raft/index.js';
-import { frameCommand, unframeCommand } from './entry-frame.js';
+import { frameCommand, frameHead, proposalIdOfHead, unframeCommand } from './entry-frame.js';
 import type { LogStore, PeerSender, StateMachine, Timers } from './types.js';
 
 export interface DriverOptions {
@@ -43,7 +43,7 @@ export interface DriverOptions {
   readonly readysInFlightMax?: number;
   /**
    * A leader whose oldest uncommitted entry has waited this long refuses new proposals (its own:
-   * 429 overloaded; forwarded ones are dropped, and their senders time out and retry). Default
+   * 429 overloaded; forwarded ones go back refused, and their followers answer 429 at once). Default
    * requestTimeoutMs / 2. Without it an overloaded leader queues more than it can commit within
    * the clients' timeout: every proposal then times out before it commits, clients send new
    * ones, and nothing is acknowledged again (the sim's seed 6876, chaos, found this).
@@ -87,7 +87,7 @@ interface InFlightReady {
  * instead of waiting for earlier writes (up to an fsync per hop saved on forwarded requests).
  */
 const promiseFreeTypes: ReadonlySet<RaftMessage['type']> = new Set([
-  'propose', 'readIndex', 'readIndexResponse', 'heartbeatResponse',
+  'propose', 'proposeRefused', 'readIndex', 'readIndexResponse', 'heartbeatResponse',
 ] as const);
 
 interface ReadWaiter {
@@ -134,7 +134,7 @@ export class NodeDriver<Outcome> {
   private readonly uncommittedAgeMsMax: number;
   /** In-flight Readys with a new term or vote (then every message waits for its turn). */
   private termChangesInFlight = 0;
-  /** Forwarded proposal messages dropped because this leader was overloaded. */
+  /** Forwarded commands refused (not appended) because this leader was overloaded. */
   forwardedDropped = 0;
   /** State machine batches applied (each one write transaction). */
   applyBatches = 0;
@@ -175,8 +175,15 @@ export class NodeDriver<Outcome> {
   receive(messages: readonly RaftMessage[]): void {
     if (this.stopped) return;
     for (const message of messages) {
+      if (message.type === 'proposeRefused') {
+        this.failRefused(message);
+        continue;
+      }
       if (message.type === 'propose' && this.role === 'leader' && this.overloaded()) {
+        // Shed, and said so: the follower answers its clients 429 now, not at its timeout.
         this.forwardedDropped += message.commands.length;
+        const { from, to, term, commands } = message;
+        this.peers.send([{ type: 'proposeRefused', from: to, to: from, term, reason: 'overloaded', commands: commands.map(frameHead) }]);
         continue;
       }
       this.core.step(message);
@@ -291,7 +298,7 @@ export class NodeDriver<Outcome> {
       this.observeSoftState(ready);
       this.trackUncommitted(ready);
       const termChange = this.mustSync(ready.hardState);
-      const { early, late } = this.splitMessages(ready.messages, termChange);
+      const { early, late } = this.splitMessages(withRefusalsCut(ready.messages), termChange);
       // Thesis §10.2.1: the leader's appends go out while its own disk write is in progress.
       this.peers.send(early.length === 0 ? ready.appendMessages : ready.appendMessages.concat(early));
       // Out before the disk write is handed over and before applying: waking the WAL thread can
@@ -505,6 +512,18 @@ export class NodeDriver<Outcome> {
     this.confirmedReads = waiting;
   }
 
+  /** The leader did not append these forwarded commands: their requests fail now (never committed). */
+  private failRefused(message: RaftMessage & { type: 'proposeRefused' }): void {
+    for (const head of message.commands) {
+      const key = proposalIdOfHead(head);
+      const waiter = key === null ? undefined : this.proposals.get(key);
+      if (key === null || waiter === undefined) continue; // not ours, or answered already
+      this.proposals.delete(key);
+      waiter.cancelTimer();
+      waiter.reject(refusalError(message.reason));
+    }
+  }
+
   private failRead(context: number): void {
     const read = this.reads.get(context);
     if (read === undefined) return;
@@ -583,7 +602,15 @@ export class NodeDriver<Outcome> {
   }
 }
 
+/** A refusal names each command by its frame head: the rest of the command need not travel back. */
+function withRefusalsCut(messages: readonly RaftMessage[]): readonly RaftMessage[] {
+  if (!messages.some((message) => message.type === 'proposeRefused')) return messages;
+  return messages.map((message) =>
+    message.type === 'proposeRefused' ? { ...message, commands: message.commands.map(frameHead) } : message);
+}
+
 function refusalError(reason: string): Error {
   if (reason === 'tooLarge') return new OverloadedError('too many uncommitted proposals; retry later');
+  if (reason === 'overloaded') return new OverloadedError('the leader is behind: its oldest uncommitted entry waits too long; retry later');
   return new UnavailableError(`the leader cannot take proposals now (${reason})`);
 }

@@ -16,6 +16,17 @@ export function frameCommand(proposalId: Uint8Array, command: Uint8Array): Uint8
   return data;
 }
 
+/** The prefix that names a framed command (version and proposal id): what a refusal sends back. */
+export function frameHead(data: Uint8Array): Uint8Array {
+  return data.subarray(0, Math.min(headerBytes, data.byteLength));
+}
+
+/** The proposal id a frame head (from a peer, so checked) names, or null when it is not one. */
+export function proposalIdOfHead(head: Uint8Array): string | null {
+  if (head.byteLength < headerBytes || head[0] !== frameVersion) return null;
+  return Buffer.from(head.buffer, head.byteOffset + 1, proposalIdBytes).toString('hex');
+}
+
 /** Splits a framed entry; null for entries that carry no command (Raft no-ops). */
 export function unframeCommand(data: Uint8Array): { proposalId: string; command: Uint8Array } | null {
   if (data.byteLength === 0) return null;

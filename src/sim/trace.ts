@@ -49,6 +49,8 @@ export function describeMessage(message: RaftMessage): string {
       return head;
     case 'propose':
       return `${head} commands=${message.commands.length}`;
+    case 'proposeRefused':
+      return `${head} ${message.reason} commands=${message.commands.length}`;
     case 'readIndex':
       return `${head} contexts=${message.contexts.length}`;
     case 'readIndexResponse':

@@ -3,7 +3,7 @@
 // against the values an encoder writes; the message comes back whole or a TransportError is
 // thrown. Entry data and commands are views of the frame, never copies.
 import type { ConfState, Entry, EntryType, RaftMessage, SnapshotMeta } from '../raft/index.js';
-import { entryHeaderBytes, messageTag } from './codec.js';
+import { entryHeaderBytes, forwardRefusalCodes, messageTag } from './codec.js';
 import { TransportError, TransportErrorReason } from './errors.js';
 import type { TransportLimits } from './types.js';
 import type { WireReader } from './wire-reader.js';
@@ -96,13 +96,21 @@ const bodyReaders: Readonly<Record<number, BodyReader>> = {
     const contexts = readIdList(r, limits, 'contexts');
     return { type: 'readIndexResponse', ...base, contexts, index: r.u64('read index') - 1 };
   },
-  [messageTag.propose]: (r, base, limits) => {
-    const count = r.count(limits.messageItemsMax, 4, 'command count');
-    const commands: Uint8Array[] = new Array<Uint8Array>(count);
-    for (let i = 0; i < count; i++) commands[i] = r.bytes(r.u32('command length'), 'command');
-    return { type: 'propose', ...base, commands };
+  [messageTag.propose]: (r, base, limits) => ({ type: 'propose', ...base, commands: readCommands(r, limits) }),
+  [messageTag.proposeRefused]: (r, base, limits) => {
+    const code = r.u8('refusal reason');
+    const reason = forwardRefusalCodes[code];
+    if (reason === undefined) throw invalid(r, `refusal reason ${code}`);
+    return { type: 'proposeRefused', ...base, reason, commands: readCommands(r, limits) };
   },
 };
+
+function readCommands(r: WireReader, limits: DecodeLimits): Uint8Array[] {
+  const count = r.count(limits.messageItemsMax, 4, 'command count');
+  const commands: Uint8Array[] = new Array<Uint8Array>(count);
+  for (let i = 0; i < count; i++) commands[i] = r.bytes(r.u32('command length'), 'command');
+  return commands;
+}
 
 function readCampaign(r: WireReader): { lastIndex: number; lastTerm: number; transfer: boolean } {
   const lastIndex = r.u64('lastIndex');

@@ -45,6 +45,8 @@
 //   11 readIndex         u32 count | u64 context * count
 //   12 readIndexResponse u32 count | u64 context * count | u64 (index + 1)   (-1 encodes as 0)
 //   13 propose           u32 count | command * count;  command = u32 dataBytes | data
+//   14 proposeRefused    u8 reason (0 notLeader, 1 transferring, 2 tooLarge, 3 overloaded) |
+//                        u32 count | command * count
 // snapshotMeta = u64 index | u64 term | memberList voters | memberList votersOutgoing |
 //                memberList learners;   memberList = u32 count | u64 memberId * count
 //
@@ -52,7 +54,7 @@
 // append's entries consecutive after prevIndex with non-decreasing terms no newer than the
 // message), so a bad peer trips a TransportError there rather than an assertion in the core.
 import { assert, unreachable } from '../base/assert.js';
-import type { RaftMessage, SnapshotMeta } from '../raft/index.js';
+import type { ForwardRefusal, RaftMessage, SnapshotMeta } from '../raft/index.js';
 import type { WireWriter } from './wire-writer.js';
 
 export const messageTag = {
@@ -69,7 +71,11 @@ export const messageTag = {
   readIndex: 11,
   readIndexResponse: 12,
   propose: 13,
+  proposeRefused: 14,
 } as const satisfies Record<RaftMessage['type'], number>;
+
+/** Wire codes of ForwardRefusal, by position. */
+export const forwardRefusalCodes = ['notLeader', 'transferring', 'tooLarge', 'overloaded'] as const satisfies readonly ForwardRefusal[];
 
 const headerBytes = 1 + 8 * 3;
 export const entryHeaderBytes = 8 + 8 + 1 + 4;
@@ -115,13 +121,22 @@ export function messageBytes(message: RaftMessage): number {
       return headerBytes + 4 + 8 * message.contexts.length;
     case 'readIndexResponse':
       return headerBytes + 4 + 8 * message.contexts.length + 8;
-    case 'propose': {
-      let bytes = headerBytes + 4;
+    case 'propose':
+    case 'proposeRefused': {
+      let bytes = headerBytes + 4 + (message.type === 'proposeRefused' ? 1 : 0);
       for (const command of message.commands) bytes += 4 + command.length;
       return bytes;
     }
     default:
       return unreachable(message, 'message type');
+  }
+}
+
+function writeCommands(w: WireWriter, commands: readonly Uint8Array[]): void {
+  w.u32(commands.length);
+  for (const command of commands) {
+    w.u32(command.length);
+    w.bytes(command);
   }
 }
 
@@ -201,12 +216,12 @@ export function writeMessage(w: WireWriter, message: RaftMessage): void {
       writeMemberList(w, message.contexts);
       w.u64(message.index + 1);
       return;
+    case 'proposeRefused':
+      w.u8(forwardRefusalCodes.indexOf(message.reason));
+      writeCommands(w, message.commands);
+      return;
     case 'propose':
-      w.u32(message.commands.length);
-      for (const command of message.commands) {
-        w.u32(command.length);
-        w.bytes(command);
-      }
+      writeCommands(w, message.commands);
       return;
     default:
       unreachable(message, 'message type');

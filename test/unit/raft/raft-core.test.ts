@@ -159,6 +159,32 @@ test('a follower forwards proposals to the leader', () => {
   for (const id of [1, 2, 3]) assert.deepEqual(cluster.appliedData(id), ['from-2']);
 });
 
+test('forwarded commands that are not appended go back to the follower, and are never applied', () => {
+  const cluster = new TestCluster([1, 2, 3]);
+  cluster.electLeader(1);
+  // A transfer to an unreachable member keeps the leader transferring: it appends nothing new.
+  cluster.isolate(3);
+  cluster.member(1).raft.transferLeadership(3);
+  cluster.stabilize();
+  assert.equal(cluster.member(2).raft.forwardProposal(encode('during-transfer')), true);
+  cluster.stabilize();
+  const refusals = (): { to: number; reason: string; commands: string[] }[] =>
+    cluster.sent.flatMap((m) => (m.type === 'proposeRefused'
+      ? [{ to: m.to, reason: m.reason, commands: m.commands.map((c) => new TextDecoder().decode(c)) }]
+      : []));
+  assert.deepEqual(refusals(), [{ to: 2, reason: 'transferring', commands: ['during-transfer'] }]);
+  // A member that is not the leader refuses a propose sent to it (it is never stepped as a term).
+  const follower = cluster.member(2).raft;
+  const term = follower.status().term;
+  cluster.member(3).raft.step({ type: 'propose', from: 2, to: 3, term: follower.status().term, commands: [encode('misrouted')] });
+  follower.step({ type: 'proposeRefused', from: 3, to: 2, term: term + 5, reason: 'notLeader', commands: [] });
+  assert.equal(follower.status().term, term, 'a refusal changes no term');
+  cluster.heal();
+  cluster.tickAll(30);
+  assert.deepEqual(refusals().at(-1), { to: 2, reason: 'notLeader', commands: ['misrouted'] });
+  for (const id of [1, 2, 3]) assert.ok(!cluster.appliedData(id).includes('during-transfer'));
+});
+
 test('the leader sends appends before its own write is durable but counts itself only after', () => {
   const cluster = new TestCluster([1, 2, 3]);
   cluster.electLeader(1);

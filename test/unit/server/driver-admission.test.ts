@@ -1,15 +1,17 @@
 // An overloaded leader refuses new work instead of queueing more than it can commit within the
 // clients' timeout: once its oldest uncommitted entry has waited past `uncommittedAgeMsMax`, its
-// own proposals fail with OverloadedError (429) and forwarded ones are dropped; once the backlog
+// own proposals fail with OverloadedError (429) and forwarded ones are refused back to their
+// follower (whose requests then fail at once, 429, instead of at their timeout); once the backlog
 // commits, proposals are taken again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OverloadedError } from '../../../src/base/errors.js';
+import { OverloadedError, UnavailableError } from '../../../src/base/errors.js';
 import { SeededRandom } from '../../../src/base/random.js';
 import {
-  createRaftNode, defaultRaftConfig, type Entry, type Ready, type Snapshot,
+  createRaftNode, defaultRaftConfig, type Entry, type RaftMessage, type Ready, type Snapshot,
 } from '../../../src/raft/index.js';
 import { NodeDriver } from '../../../src/server/driver.js';
+import { frameCommand, frameHead } from '../../../src/server/entry-frame.js';
 import type { LogStore, StateMachine, Timers } from '../../../src/server/types.js';
 
 class ManualDisk implements LogStore {
@@ -54,7 +56,8 @@ test('an overloaded leader refuses proposals until its backlog commits', async (
     initialConfState: { voters: [1], votersOutgoing: [], learners: [] }, appliedIndex: 0,
   }, new SeededRandom(7n));
   const disk = new ManualDisk();
-  const driver = new NodeDriver(core, disk, new CountingMachine(), { send: () => {} }, timers,
+  const sent: RaftMessage[] = [];
+  const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
     { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000, readysInFlightMax: 4, uncommittedAgeMsMax: 1_000 },
     { onFatal: (e) => { throw e; } });
   core.campaign();
@@ -68,8 +71,13 @@ test('an overloaded leader refuses proposals until its backlog commits', async (
   const second = driver.propose(driver.newProposalId(), new Uint8Array([2]));
   nowMs += 2;
   await assert.rejects(driver.propose(driver.newProposalId(), new Uint8Array([3])), OverloadedError);
-  driver.receive([{ type: 'propose', from: 2, to: 1, term: 1, commands: [new Uint8Array([4])] }]);
-  assert.equal(driver.forwardedDropped, 1, 'a forwarded proposal is dropped, not appended');
+  const forwarded = frameCommand(new Uint8Array(16).fill(9), new Uint8Array(500));
+  driver.receive([{ type: 'propose', from: 2, to: 1, term: 1, commands: [forwarded] }]);
+  assert.equal(driver.forwardedDropped, 1, 'a forwarded proposal is not appended...');
+  const refusal = sent.find((m) => m.type === 'proposeRefused');
+  assert.ok(refusal?.type === 'proposeRefused', '...and goes back to its follower');
+  assert.deepEqual({ from: refusal.from, to: refusal.to, reason: refusal.reason }, { from: 1, to: 2, reason: 'overloaded' });
+  assert.deepEqual(refusal.commands.map((c) => Array.from(c)), [Array.from(frameHead(forwarded))], 'named by its frame head only');
 
   // The backlog commits: new proposals are welcome again.
   await settle(disk);
@@ -77,4 +85,33 @@ test('an overloaded leader refuses proposals until its backlog commits', async (
   const third = driver.propose(driver.newProposalId(), new Uint8Array([5]));
   await settle(disk);
   assert.ok((await third) > 0);
+});
+
+test('a follower fails a forwarded proposal the moment the leader refuses it', async () => {
+  const timers: Timers = { setTimeout: () => ({ cancel: () => {} }), monotonicMs: () => 0 };
+  const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
+    hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
+    initialConfState: { voters: [1, 2, 3], votersOutgoing: [], learners: [] }, appliedIndex: 0,
+  }, new SeededRandom(8n));
+  const disk = new ManualDisk();
+  const sent: RaftMessage[] = [];
+  const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
+    { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000 }, { onFatal: (e) => { throw e; } });
+  // Member 2 leads term 1 (its heartbeat says so); timers never fire, so only a refusal can answer.
+  driver.receive([{ type: 'heartbeat', from: 2, to: 1, term: 1, commit: 0, readRound: 0 }]);
+  await settle(disk);
+  const full = driver.propose(driver.newProposalId(), new Uint8Array([1]));
+  const moved = driver.propose(driver.newProposalId(), new Uint8Array([2]));
+  await settle(disk);
+  const forwards = sent.flatMap((m) => (m.type === 'propose' ? m.commands : []));
+  assert.equal(forwards.length, 2, 'both forwarded to member 2');
+  driver.receive([
+    { type: 'proposeRefused', from: 2, to: 1, term: 1, reason: 'tooLarge', commands: [frameHead(forwards[0]!)] },
+    // Garbage from a peer is ignored (no frame version, too short): nothing throws.
+    { type: 'proposeRefused', from: 2, to: 1, term: 1, reason: 'tooLarge', commands: [new Uint8Array([7, 7]), new Uint8Array(17)] },
+    { type: 'proposeRefused', from: 2, to: 1, term: 1, reason: 'notLeader', commands: [frameHead(forwards[1]!)] },
+  ]);
+  await assert.rejects(full, OverloadedError);
+  await assert.rejects(moved, UnavailableError);
+  driver.stop();
 });

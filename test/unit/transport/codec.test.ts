@@ -7,7 +7,7 @@ import { SeededRandom, randomInt } from '../../../src/base/random.js';
 import type { RaftMessage } from '../../../src/raft/index.js';
 import {
   FrameKind, FrameReader, WireReader, WireWriter, defaultTransportLimits, encodeMessageFrames,
-  messageBytes, readMessage, readMessagesBody, writeMessage,
+  TransportError, messageBytes, readMessage, readMessagesBody, writeMessage,
 } from '../../../src/transport/index.js';
 import { messageTypes, normalize, randomMessage } from './random-messages.js';
 
@@ -96,4 +96,12 @@ test('the encoder refuses messages the decoder would reject (paired checks)', ()
     { name: 'AssertionError' });
   assert.throws(() => roundTrip({ type: 'heartbeatResponse', from: 1, to: 2, term: 1.5,
     readRound: 0 }), { name: 'AssertionError' });
+});
+
+test('a refusal with an unknown reason code is a TransportError, not a message', () => {
+  const message: RaftMessage = { type: 'proposeRefused', from: 1, to: 2, term: 3, reason: 'overloaded', commands: [new Uint8Array(17)] };
+  const buffer = Buffer.alloc(messageBytes(message));
+  writeMessage(new WireWriter(buffer, 0), message);
+  buffer[1 + 8 * 3] = 9; // the reason byte follows the header (type, from, to, term)
+  assert.throws(() => readMessage(new WireReader(buffer, 0, buffer.length), limits), TransportError);
 });

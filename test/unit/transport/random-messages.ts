@@ -86,6 +86,11 @@ export function randomMessage(
     case 'propose':
       return { ...base, type, commands: Array.from({ length: randomInt(random, 0, 6) },
         () => randomBytes(random, 200)) };
+    case 'proposeRefused': {
+      const reasons = ['notLeader', 'transferring', 'tooLarge', 'overloaded'] as const;
+      return { ...base, type, reason: reasons[randomInt(random, 0, reasons.length - 1)]!,
+        commands: Array.from({ length: randomInt(random, 1, 6) }, () => randomBytes(random, 40)) };
+    }
   }
 }
 
