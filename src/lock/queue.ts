@@ -211,9 +211,14 @@ export class QueueContender {
   /**
    * Where a retried request's entry stands now. If the first attempt's entry was withdrawn (its
    * wait ended, or it was abandoned) the retry did not get the lock: lock_held, as for a wait that
-   * ended, and the caller acquires anew with a new Request-ID.
+   * ended, and the caller acquires anew with a new Request-ID. The entry is reclaimed first: an
+   * earlier attempt's withdrawal may still be on its way to the log, and once this attempt has
+   * been granted it must not delete the grant. Withdrawals compare the entry's modRevision, which
+   * the reclaim moves on: the withdrawal then either committed before it (entry gone: not granted)
+   * or finds the compare failing (entry kept).
    */
   private async recheck(request: ContendRequest, first: SeqPosition): Promise<SeqPosition> {
+    await this.reclaim(first.kv);
     try {
       return await this.check(request.prefix, first.kv, request.lease);
     } catch (error) {
@@ -246,6 +251,22 @@ export class QueueContender {
     });
   }
 
+  /** Rewrites our entry as it is (same value, lease and token) if nothing changed it since `kv`. */
+  private async reclaim(kv: KeyValue): Promise<void> {
+    await this.cell.proposeCommand(
+      {
+        type: 'txn',
+        compare: [
+          { key: kv.key, target: 'createRevision', op: '==', value: kv.createRevision },
+          { key: kv.key, target: 'modRevision', op: '==', value: kv.modRevision },
+        ],
+        success: [{ type: 'put', key: kv.key, value: kv.value, lease: kv.lease }],
+        failure: [],
+      },
+      undefined,
+    );
+  }
+
   private async check(prefix: string, kv: KeyValue, lease: number): Promise<SeqPosition> {
     const { result } = await this.cell.proposeCommand({ type: 'seqCheck', prefix, key: kv.key, lease }, undefined);
     if (result.type !== 'seqCheck') throw new Error(`seqCheck answered with ${result.type}`);
@@ -253,7 +274,8 @@ export class QueueContender {
   }
 
   /**
-   * Deletes our entry if it is still this incarnation (the compare spares a later one). Retries a
+   * Deletes our entry if it is still this incarnation and this attempt's (the compares spare a
+   * later entry, and one a same-Request-ID retry reclaimed, see recheck). Retries a
    * transient failure a few times, then throws it: the caller's answer is then "unknown outcome,
    * retry with the same Request-ID", and the retry finds the entry and withdraws it again. With
    * `answerByMs`, it throws `timeout` then at the latest and starts no attempt after it.
@@ -266,7 +288,10 @@ export class QueueContender {
         const proposed = this.cell.proposeCommand(
           {
             type: 'txn',
-            compare: [{ key: kv.key, target: 'createRevision', op: '==', value: kv.createRevision }],
+            compare: [
+              { key: kv.key, target: 'createRevision', op: '==', value: kv.createRevision },
+              { key: kv.key, target: 'modRevision', op: '==', value: kv.modRevision },
+            ],
             success: [{ type: 'delete', key: kv.key }],
             failure: [],
           },

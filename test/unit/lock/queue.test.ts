@@ -17,22 +17,27 @@ class InProcessCell implements QueueCell {
   /** Runs right after the next applied command, before its proposer hears the answer. */
   afterNextApply: (() => void) | null = null;
 
-  apply(op: Command): CommandResult {
-    const data = encodeCommand({ proposedAtMs: 1, op }, defaultMvccLimits);
+  apply(op: Command, requestId?: string): CommandResult {
+    return this.applyWithId(op, requestId).result;
+  }
+
+  /** Applies as the log would, Request-ID table included (a retry is answered `duplicate`). */
+  applyWithId(op: Command, requestId: string | undefined): { result: CommandResult; duplicate: boolean } {
+    const data = encodeCommand({ proposedAtMs: 1, op, ...(requestId === undefined ? {} : { requestId }) }, defaultMvccLimits);
     const [outcome] = this.store.applyBatch([{ index: ++this.index, term: 1, type: EntryType.normal, data }]);
     this.feed.onApplied();
     if (outcome?.type === 'failed') throw outcome.error;
     assert.ok(outcome?.type === 'applied');
-    return outcome.result;
+    return { result: outcome.result, duplicate: outcome.duplicate };
   }
 
-  async proposeCommand(op: Command): Promise<{ result: CommandResult; duplicate: boolean }> {
+  async proposeCommand(op: Command, requestId?: string): Promise<{ result: CommandResult; duplicate: boolean }> {
     await Promise.resolve();
-    const result = this.apply(op);
+    const applied = this.applyWithId(op, requestId);
     const hook = this.afterNextApply;
     this.afterNextApply = null;
     hook?.();
-    return { result, duplicate: false };
+    return applied;
   }
 
   async linearizableRange(request: RangeRequest) {
@@ -235,4 +240,49 @@ test('a committed check that hangs past the deadline ends the wait on time', asy
   await settle();
   await clock.advance(100 + answerGraceMs);
   assert.deepEqual(outcome, ['timeout']);
+});
+
+/** A cell that parks every delete-in-a-txn (a withdrawal) until `release()`: still on its way to the log. */
+class ParkingCell extends InProcessCell {
+  parking = false;
+  readonly parked: (() => void)[] = [];
+  constructor(private readonly clock: ManualClock, private readonly requestTimeoutMs: number) {
+    super();
+  }
+
+  override async proposeCommand(op: Command, requestId?: string): Promise<{ result: CommandResult; duplicate: boolean }> {
+    const withdrawal = op.type === 'txn' && op.success.some((step) => step.type === 'delete');
+    if (!this.parking || !withdrawal) return super.proposeCommand(op, requestId);
+    // It commits later, whatever its proposer heard (a timeout at the request timeout).
+    this.parked.push(() => void this.applyWithId(op, requestId));
+    return new Promise((_, reject) => {
+      this.clock.after(this.requestTimeoutMs, () => reject(new TimeoutError('the outcome is unknown')));
+    });
+  }
+
+  release(): void {
+    for (const apply of this.parked.splice(0)) apply();
+  }
+}
+
+test('a withdrawal still on its way when a same-Request-ID retry is granted does not delete the grant', async () => {
+  const { cell, clock, locks } = setup((c) => new ParkingCell(c, 5_000));
+  const parking = cell as ParkingCell;
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
+  // b waits 1 s behind a; its wait ends, and its withdrawal does not commit in time: `timeout`.
+  parking.parking = true;
+  const first = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, 'req-b').then(
+    () => 'granted', (error: Error) => error.name);
+  await settle();
+  await clock.advance(1_000 + answerGraceMs + 10);
+  assert.equal(await first, 'TimeoutError');
+  // a lets go; b retries with the same Request-ID and is granted its queued entry...
+  await locks.release('l', a.key, undefined);
+  const retried = await locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, 'req-b');
+  assert.ok(retried.fencingToken > a.fencingToken);
+  // ...and then the first attempt's withdrawal reaches the log: it must not delete that grant.
+  parking.release();
+  const state = await locks.state('l');
+  assert.equal(state.holder?.key, retried.key, 'the retry still holds the lock it was granted');
+  assert.equal(state.holder?.fencingToken, retried.fencingToken, 'same entry, same token');
 });
