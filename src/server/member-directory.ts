@@ -19,7 +19,22 @@ export interface MembersRecord {
   /** The highest id ever given out: new members get the next one (ids are never reused). */
   readonly maxMemberId: number;
   readonly members: readonly MemberInfo[];
+  /**
+   * The last `recordedChangesMax` changes made with a Request-ID, oldest first: a retry with the
+   * same id is answered with the first outcome, on any leader (the record is replicated state).
+   */
+  readonly changes?: readonly RecordedChange[];
 }
+
+/** A membership change made with a Request-ID, and what it answered. */
+export interface RecordedChange {
+  readonly requestId: string;
+  readonly kind: 'add' | 'promote' | 'remove';
+  readonly member: MemberInfo;
+  readonly role: 'voter' | 'learner';
+}
+
+export const recordedChangesMax = 16;
 
 export const memberNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
 export const memberUrlBytesMax = 256;
@@ -41,7 +56,23 @@ export function decodeMembersRecord(text: string): MembersRecord | null {
   if (record === null || typeof record !== 'object' || record.version !== 1) return null;
   if (!Number.isSafeInteger(record.maxMemberId) || !Array.isArray(record.members)) return null;
   if (!record.members.every(isMemberInfo)) return null;
+  // Damaged or foreign change history costs only the retries' recognition, never the table.
+  if (record.changes !== undefined && !(Array.isArray(record.changes) && record.changes.every(isRecordedChange))) {
+    return { version: 1, maxMemberId: record.maxMemberId as number, members: record.members };
+  }
   return record as MembersRecord;
+}
+
+function isRecordedChange(value: unknown): value is RecordedChange {
+  const c = value as Partial<RecordedChange> | null;
+  return (
+    c !== null &&
+    typeof c === 'object' &&
+    typeof c.requestId === 'string' &&
+    (c.kind === 'add' || c.kind === 'promote' || c.kind === 'remove') &&
+    (c.role === 'voter' || c.role === 'learner') &&
+    isMemberInfo(c.member)
+  );
 }
 
 export function isMemberInfo(value: unknown): value is MemberInfo {

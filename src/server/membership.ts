@@ -5,6 +5,7 @@
 // member table (names, URLs), so every replica learns where the members are from the log. One
 // change at a time, on the leader. The peer transport follows the committed configuration
 // through MemberPeers (member-peers.ts).
+import { assert } from '../base/assert.js';
 import {
   InvalidArgumentError,
   KeyNotFoundError,
@@ -12,9 +13,12 @@ import {
   TimeoutError,
   UnavailableError,
 } from '../base/errors.js';
+import { membersRecordBytesMax } from '../mvcc/members-record.js';
 import { applyConfChange, type ConfChange, type ConfState, type RaftApi, type RaftMessage } from '../raft/index.js';
 import type { NodeConfig } from './config.js';
-import { encodeMembersRecord, type MemberDirectory, type MemberInfo } from './member-directory.js';
+import {
+  decodeMembersRecord, encodeMembersRecord, recordedChangesMax, type MemberDirectory, type MemberInfo, type RecordedChange,
+} from './member-directory.js';
 import { MemberPeers, allMemberIds, type PeerDialer } from './member-peers.js';
 import type { PeerSender, Timers } from './types.js';
 
@@ -77,7 +81,7 @@ export class Membership {
     private readonly config: NodeConfig,
     private readonly core: RaftApi,
     private readonly driver: DriverView,
-    store: { membersRecord(): string | null },
+    private readonly store: { membersRecord(): string | null },
     private readonly directory: MemberDirectory,
     transport: PeerDialer,
     private readonly timers: Timers,
@@ -153,7 +157,14 @@ export class Membership {
     return url === '' ? null : url;
   }
 
-  async add(input: NewMember): Promise<AddedMember> {
+  /**
+   * Adds a learner. With a Request-ID that an earlier change recorded, answers that change's
+   * outcome instead (a retry; the caller has read linearizably first, so a committed change is
+   * applied here). The same for promote and remove.
+   */
+  async add(input: NewMember, requestId?: string): Promise<AddedMember> {
+    const earlier = this.earlierChange(requestId, 'add');
+    if (earlier !== null) return this.addedView({ ...earlier.member, role: earlier.role });
     const conf = this.beginChange();
     const current = this.members();
     for (const member of current) {
@@ -171,16 +182,38 @@ export class Membership {
     const id = Math.max(this.directory.maxMemberId, ...allMemberIds(conf)) + 1;
     const added: MemberInfo = { id, ...input };
     await this.change(conf, { type: 'addLearner', id }, `add ${input.name} as learner ${id}`,
-      (next) => next.learners.includes(id), added);
+      (next) => next.learners.includes(id), added, recorded(requestId, 'add', added, 'learner'));
+    return this.addedView({ ...added, role: 'learner' });
+  }
+
+  private addedView(member: MemberView): AddedMember {
     const everyone = this.members();
     return {
-      member: { ...added, role: 'learner' },
+      member,
       initialCluster: everyone.map((m) => `${m.name}=${m.peerUrl}`).join(','),
       initialClusterClients: everyone.map((m) => `${m.name}=${m.clientUrl}`).join(','),
     };
   }
 
-  async promote(id: number): Promise<MemberView> {
+  /** The recorded change a retry with `requestId` repeats; a different kind of change is refused. */
+  private earlierChange(requestId: string | undefined, kind: RecordedChange['kind']): RecordedChange | null {
+    if (requestId === undefined) return null;
+    const earlier = this.recordedChanges().find((change) => change.requestId === requestId);
+    if (earlier === undefined) return null;
+    if (earlier.kind !== kind) {
+      throw new InvalidArgumentError(`Request-ID ${requestId} was used for another membership change (${earlier.kind} member ${earlier.member.id})`);
+    }
+    return earlier;
+  }
+
+  private recordedChanges(): readonly RecordedChange[] {
+    const text = this.store.membersRecord();
+    return (text === null ? null : decodeMembersRecord(text))?.changes ?? [];
+  }
+
+  async promote(id: number, requestId?: string): Promise<MemberView> {
+    const earlier = this.earlierChange(requestId, 'promote');
+    if (earlier !== null) return { ...earlier.member, role: earlier.role };
     const conf = this.beginChange();
     if (conf.voters.includes(id)) throw new PreconditionFailedError(`member ${id} is already a voter`, { reason: 'already_voter' });
     if (!conf.learners.includes(id)) throw new KeyNotFoundError(`member ${id} is not in the cell`, { member: id });
@@ -196,8 +229,10 @@ export class Membership {
         { reason: 'learner_not_in_sync', match, commitIndex: status.commitIndex },
       );
     }
-    await this.change(conf, { type: 'addVoter', id }, `promote learner ${id}`, (next) => next.voters.includes(id));
-    return this.viewOf(id, 'voter');
+    const view = this.viewOf(id, 'voter');
+    await this.change(conf, { type: 'addVoter', id }, `promote learner ${id}`, (next) => next.voters.includes(id),
+      null, recorded(requestId, 'promote', view, 'voter'));
+    return view;
   }
 
   /**
@@ -235,11 +270,19 @@ export class Membership {
     return id === this.config.memberId;
   }
 
-  async remove(id: number): Promise<MemberView> {
+  async remove(id: number, requestId?: string): Promise<MemberView> {
+    const earlier = this.earlierChange(requestId, 'remove');
+    if (earlier !== null) return { ...earlier.member, role: earlier.role };
     const conf = this.checkRemovable(id);
     const view = this.viewOf(id, conf.voters.includes(id) ? 'voter' : 'learner');
-    await this.change(conf, { type: 'remove', id }, `remove member ${id}`, (next) => !allMemberIds(next).includes(id));
+    await this.change(conf, { type: 'remove', id }, `remove member ${id}`, (next) => !allMemberIds(next).includes(id),
+      null, recorded(requestId, 'remove', view, view.role));
     return view;
+  }
+
+  /** A retried removal of this leader itself is answered here, before any hand-off. */
+  isRecordedRemoval(requestId: string | undefined): boolean {
+    return this.earlierChange(requestId, 'remove') !== null;
   }
 
   /** The configuration to change, or the reason `id` cannot be removed now (thrown). */
@@ -325,6 +368,7 @@ export class Membership {
     what: string,
     done: (next: ConfState) => boolean,
     added: MemberInfo | null = null,
+    record: RecordedChange | null = null,
   ): Promise<void> {
     const next = applyConfChange(conf, { type: 'enterJoint', changes: [item] });
     const members = allMemberIds(next).map((id) => (id === added?.id ? added : this.directory.get(id)));
@@ -333,7 +377,12 @@ export class Membership {
       throw new UnavailableError('this leader does not know every member\'s URLs yet; retry shortly');
     }
     const maxMemberId = Math.max(this.directory.maxMemberId, added?.id ?? 0);
-    const context = encodeMembersRecord({ version: 1, maxMemberId, members: known });
+    // The change history goes on with every table, so a change without a Request-ID keeps it too.
+    const earlier = this.recordedChanges();
+    const changes = record === null ? earlier : [...earlier, record].slice(-recordedChangesMax);
+    const context = encodeMembersRecord({ version: 1, maxMemberId, members: known, ...(changes.length > 0 ? { changes } : {}) });
+    // Bounded by construction (members, URL and Request-ID sizes, 16 changes); the store would not keep a bigger one.
+    assert(Buffer.byteLength(context) <= membersRecordBytesMax, 'the member table fits its record');
     const change: ConfChange = { type: 'enterJoint', changes: [item], context };
     const result = this.core.proposeConfChange(change);
     if (!result.ok) {
@@ -375,4 +424,15 @@ export class Membership {
       this.onApplied();
     });
   }
+}
+
+function recorded(
+  requestId: string | undefined,
+  kind: RecordedChange['kind'],
+  member: MemberInfo,
+  role: MemberRole,
+): RecordedChange | null {
+  if (requestId === undefined) return null;
+  const { id, name, peerUrl, clientUrl } = member;
+  return { requestId, kind, member: { id, name, peerUrl, clientUrl }, role };
 }

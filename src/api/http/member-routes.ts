@@ -11,7 +11,7 @@ import type { Membership, NewMember } from '../../server/membership.js';
 import { memberNamePattern, memberUrlBytesMax } from '../../server/member-directory.js';
 import { readJson } from './body.js';
 import type { RouteGroup, RouteRequest } from './handler.js';
-import { parseInteger } from './parse.js';
+import { parseInteger, requestId } from './parse.js';
 import { sendJson } from './respond.js';
 
 const membersPath = '/v1/cluster/members';
@@ -45,24 +45,32 @@ export function createMemberRoutes(
       return true;
     }
     request.query.rejectUnknown();
+    const id = requestId(request.req.headers);
+    // A retry is recognized from the replicated change history: read it as committed first.
+    const caughtUp = async (): Promise<void> => {
+      if (id !== undefined) await reads.linearizableRead();
+    };
     if (path === membersPath && method === 'POST') {
       const input = parseNewMember(await readJson(request.req, request.limits.requestBytesMax));
       if (await forwarded(request, membership, JSON.stringify(input))) return true;
-      const added = await membership.add(input);
+      await caughtUp();
+      const added = await membership.add(input, id);
       sendJson(request.res, request.context, 201, { ...added, initialClusterState: 'existing' });
       return true;
     }
     const match = /^\/v1\/cluster\/members\/([^/]+)(\/promote)?$/.exec(path);
     if (match === null) throw new InvalidArgumentError(`no such endpoint: ${method} ${path}`);
-    const id = parseInteger(match[1] as string, 'member id', 1);
+    const memberId = parseInteger(match[1] as string, 'member id', 1);
     if (match[2] !== undefined && method === 'POST') {
       if (await forwarded(request, membership, null)) return true;
-      sendJson(request.res, request.context, 200, { member: await membership.promote(id) });
+      await caughtUp();
+      sendJson(request.res, request.context, 200, { member: await membership.promote(memberId, id) });
       return true;
     }
     if (match[2] === undefined && method === 'DELETE') {
       if (await forwarded(request, membership, null)) return true;
-      if (membership.isSelf(id)) {
+      await caughtUp();
+      if (membership.isSelf(memberId) && !membership.isRecordedRemoval(id)) {
         // The leader removing itself hands over first, then the new leader makes the change.
         await membership.handOffLeadership();
         if (request.req.headers[forwardedHeader] !== undefined) {
@@ -70,7 +78,7 @@ export function createMemberRoutes(
         }
         if (await forwarded(request, membership, null)) return true;
       }
-      sendJson(request.res, request.context, 200, { member: await membership.remove(id) });
+      sendJson(request.res, request.context, 200, { member: await membership.remove(memberId, id) });
       return true;
     }
     throw new InvalidArgumentError(`no such endpoint: ${method} ${path}`);

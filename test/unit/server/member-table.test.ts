@@ -43,3 +43,13 @@ test('the directory merges the replicated table over its start and keeps the hig
   assert.equal(directory.mergeRecordText('not json'), false);
   assert.equal(decodeMembersRecord('{"version":1,"maxMemberId":2,"members":[{"id":0,"name":"x"}]}'), null);
 });
+
+test('the table carries the changes made with a Request-ID; a damaged history is dropped, never the table', () => {
+  const changes = [{ requestId: 'r1', kind: 'add' as const, member: n(4, 'n4'), role: 'learner' as const }];
+  const text = encodeMembersRecord({ version: 1, maxMemberId: 4, members: [n(1, 'n1'), n(4, 'n4')], changes });
+  assert.deepEqual(decodeMembersRecord(text)?.changes, changes);
+  const damaged = JSON.stringify({ ...JSON.parse(text), changes: [{ requestId: 'r1', kind: 'rename', member: n(4, 'n4'), role: 'learner' }] });
+  const decoded = decodeMembersRecord(damaged);
+  assert.equal(decoded?.changes, undefined);
+  assert.deepEqual(decoded?.members.map((m) => m.id), [1, 4]);
+});
