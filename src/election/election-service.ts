@@ -69,7 +69,7 @@ export class ElectionService implements ElectionApi {
 
   async leader(name: string): Promise<{ revision: number; leader: LeaderInfo | null }> {
     const prefix = electionKeyPrefix(validateName(name, 'election'));
-    const result = await this.cell.linearizableRange({ type: 'get', key: prefix, prefix: true, limit: 1 });
+    const result = await this.cell.linearizableRange({ type: 'get', key: prefix, prefix: true, limit: 1, skipCount: true });
     const kv = result.kvs[0];
     return { revision: result.revision, leader: kv === undefined ? null : leaderInfo(kv) };
   }
@@ -92,7 +92,7 @@ export class ElectionService implements ElectionApi {
       // Subscribed before the first read, so nothing between the read and the feed is missed.
       const subscription = this.feed.watchPrefix(prefix, () => {
         if (!started) return;
-        const result = this.cell.localRange({ type: 'get', key: prefix, prefix: true, limit: 1 });
+        const result = this.cell.localRange({ type: 'get', key: prefix, prefix: true, limit: 1, skipCount: true });
         emit(result.revision, result.kvs[0]);
       });
       const stop = (error?: unknown): void => {
@@ -105,13 +105,13 @@ export class ElectionService implements ElectionApi {
       signal.addEventListener('abort', onAbort, { once: true });
       if (signal.aborted) return stop();
       this.cell
-        .linearizableRange({ type: 'get', key: prefix, prefix: true, limit: 1 })
+        .linearizableRange({ type: 'get', key: prefix, prefix: true, limit: 1, skipCount: true })
         .then((result) => {
           if (signal.aborted) return;
           started = true;
           emit(result.revision, result.kvs[0]);
           // Changes applied while the read was confirmed.
-          const local = this.cell.localRange({ type: 'get', key: prefix, prefix: true, limit: 1 });
+          const local = this.cell.localRange({ type: 'get', key: prefix, prefix: true, limit: 1, skipCount: true });
           if (local.revision > result.revision) emit(local.revision, local.kvs[0]);
         })
         .catch((error: unknown) => stop(error));
@@ -119,7 +119,7 @@ export class ElectionService implements ElectionApi {
   }
 
   private async currentLeader(prefix: string): Promise<KeyValue | null> {
-    const result = await this.cell.linearizableRange({ type: 'get', key: prefix, prefix: true, limit: 1 });
+    const result = await this.cell.linearizableRange({ type: 'get', key: prefix, prefix: true, limit: 1, skipCount: true });
     return result.kvs[0] ?? null;
   }
 }

@@ -92,7 +92,7 @@ export class LockService implements LockApi {
   async check(name: string, token: number): Promise<FencingCheckResult> {
     const prefix = lockKeyPrefix(validateName(name, 'lock'));
     if (!Number.isSafeInteger(token) || token < 1) throw new InvalidArgumentError('token is an integer >= 1', { token });
-    const result = await this.cell.linearizableRange({ type: 'get', key: prefix, prefix: true, limit: 1 });
+    const result = await this.cell.linearizableRange({ type: 'get', key: prefix, prefix: true, limit: 1, skipCount: true });
     const holder = result.kvs[0] === undefined ? null : lockEntry(result.kvs[0]);
     return { valid: holder?.fencingToken === token, currentToken: holder?.fencingToken ?? null, holder, revision: result.revision };
   }

@@ -201,7 +201,7 @@ export class QueueContender {
    * to a committed check, which also names the reason or the new predecessor.
    */
   private ownsInAppliedState(prefix: string, position: SeqPosition): SeqPosition | null {
-    const first = this.cell.localRange({ type: 'get', key: prefix, prefix: true, limit: 1 });
+    const first = this.cell.localRange({ type: 'get', key: prefix, prefix: true, limit: 1, skipCount: true });
     const owner = first.kvs[0];
     if (owner === undefined || owner.key !== position.kv.key || owner.createRevision !== position.kv.createRevision) return null;
     if (owner.lease !== position.kv.lease) return null;
@@ -223,7 +223,7 @@ export class QueueContender {
       return await this.check(request.prefix, first.kv, request.lease);
     } catch (error) {
       if (!(error instanceof LockNotHeldError)) throw error;
-      const owner = this.cell.localRange({ type: 'get', key: request.prefix, prefix: true, limit: 1 }).kvs[0] ?? first.owner;
+      const owner = this.cell.localRange({ type: 'get', key: request.prefix, prefix: true, limit: 1, skipCount: true }).kvs[0] ?? first.owner;
       throw heldError(owner);
     }
   }

@@ -72,6 +72,17 @@ function readCurrent(reader: KvReader, range: KvRange, request: RangeRequest, li
   const collect = request.countOnly !== true;
   const kvs: KeyValue[] = [];
   const engineRange = currentRange(range);
+  if (request.skipCount === true && collect && limit > 0) {
+    let more = false;
+    for (const entry of reader.range(engineRange)) {
+      if (kvs.length >= limit) {
+        more = true;
+        break;
+      }
+      kvs.push(decodeRecord(fromUtf8(entry.key.subarray(1)), entry.value, request.keysOnly === true));
+    }
+    return { count: kvs.length, more, kvs };
+  }
   if (reader.count !== undefined && (!collect || limit > 0)) {
     if (collect) {
       for (const entry of reader.range(engineRange)) {

@@ -118,6 +118,12 @@ export interface RangeRequest {
   readonly countOnly?: boolean;
   /** 0 or absent = the current revision. Not allowed inside a txn. */
   readonly revision?: number;
+  /**
+   * Internal (never parsed from a client): with `limit`, read only the first keys of a current
+   * range, not the whole range to count it; `count` is then the keys returned and `more` whether
+   * another follows. A queue's first key (the lock holder) is one seek however long the queue.
+   */
+  readonly skipCount?: boolean;
 }
 
 export const compareTargets = ['version', 'createRevision', 'modRevision', 'value', 'lease'] as const;

@@ -138,3 +138,41 @@ test('range requests: rules and shapes', () => {
   const txn: Command = { type: 'txn', compare: [], success: [{ type: 'get', key: '/k', rangeEnd: end }], failure: [] };
   assert.throws(() => encodeCommand({ proposedAtMs: 1, op: txn }, defaultMvccLimits), InvalidArgumentError);
 });
+
+test('a first-key read with skipCount reads one key (and a peek), not the whole prefix', () => {
+  const inner = new MemoryEngine();
+  let entriesRead = 0;
+  let counted = 0;
+  // The engine as the store reads it, counting what range() yields and how often count() runs.
+  const engine: KvEngine = {
+    get: (key) => inner.get(key),
+    *range(range) {
+      for (const entry of inner.range(range)) {
+        entriesRead++;
+        yield entry;
+      }
+    },
+    count: (range) => {
+      counted++;
+      return inner.count(range);
+    },
+    write: (body) => inner.write(body),
+    snapshotEntries: () => inner.snapshotEntries(),
+    replaceAll: (entries) => inner.replaceAll(entries),
+  };
+  const store = new MvccStore(engine, defaultMvccLimits);
+  const ops: Command[] = Array.from({ length: 500 }, (_, i) => ({ type: 'put', key: `/q/${String(i).padStart(4, '0')}`, value: bytes('x') }));
+  store.applyBatch(ops.map((op, i) => ({ index: i + 1, term: 1, type: EntryType.normal, data: encodeCommand({ proposedAtMs: 1, op }, defaultMvccLimits) })));
+  const request: RangeRequest = { type: 'get', key: '/q/', prefix: true, limit: 1 };
+  entriesRead = 0;
+  const counting = store.range(request);
+  assert.equal(counting.count, 500);
+  const countedBefore = counted;
+  entriesRead = 0;
+  const first = store.range({ ...request, skipCount: true });
+  assert.deepEqual(first.kvs.map((kv) => kv.key), ['/q/0000']);
+  assert.equal(first.more, true);
+  assert.equal(counted, countedBefore, 'no count');
+  assert.ok(entriesRead <= 2, `read ${entriesRead} entries`);
+  assert.deepEqual(store.range({ type: 'get', key: '/q/0499', prefix: true, limit: 1, skipCount: true }).more, false);
+});
