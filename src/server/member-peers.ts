@@ -62,6 +62,22 @@ export class MemberPeers {
     for (const id of ids) this.ensure(id);
   }
 
+  /**
+   * At start, for a node in the configuration: every id given out (up to the member table's
+   * highest; ids are never reused) that the configuration does not hold was removed. The
+   * transport refuses those as removed, so a member removed while cut off stops when it reaches
+   * this node, even if this node restarted since the removal (it had forgotten it).
+   */
+  refuseRemoved(): void {
+    const inConf = new Set(allMemberIds(this.lastConf));
+    assert(inConf.has(this.options.memberId), 'only a member knows who left');
+    for (let id = 1; id <= this.directory.maxMemberId; id++) {
+      if (inConf.has(id)) continue;
+      this.gone.add(id);
+      this.transport.removePeer(id);
+    }
+  }
+
   /** A configuration entry or snapshot this node applied: follow it. */
   follow(next: ConfState): void {
     this.unknown.clear();

@@ -108,7 +108,9 @@ export class Membership {
       this.peers.markSelfRemoved(0);
       return;
     }
-    this.peers.dialAll(allMemberIds(conf).includes(this.config.memberId)
+    const member = allMemberIds(conf).includes(this.config.memberId);
+    if (member) this.peers.refuseRemoved();
+    this.peers.dialAll(member
       ? allMemberIds(conf)
       : [...new Set([...allMemberIds(conf), ...this.directory.all().map((m) => m.id)])]);
   }

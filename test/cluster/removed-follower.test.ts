@@ -38,6 +38,40 @@ test('a follower removed while cut off stops once its peers tell it so', { timeo
   }
 });
 
+test('a follower removed while cut off stops even if every peer restarted since the removal', { timeout: 120_000 }, async () => {
+  const cell = await startTestCell({ proxies: true });
+  try {
+    const leader = await findLeader(cell);
+    const victim = cell.names.find((n) => n !== leader) as string;
+    const status = (await http(`${cell.cell.clientUrl(leader)}/v1/cluster/status`)).body as {
+      members: { id: number; name: string }[];
+    };
+    const victimId = status.members.find((m) => m.name === victim)?.id;
+    cell.isolate(victim);
+    let removed = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/members/${victimId}`, { method: 'DELETE' });
+    for (let attempt = 0; removed.status !== 200 && attempt < 40; attempt++) {
+      await sleep(250);
+      removed = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/members/${victimId}`, { method: 'DELETE' });
+    }
+    assert.equal(removed.status, 200, JSON.stringify(removed.body));
+    // Both survivors restart: what they remember of the removal is the replicated state only.
+    const rest = cell.names.filter((n) => n !== victim);
+    for (const name of rest) {
+      cell.cell.signal(name, 'SIGTERM');
+      await cell.cell.waitExit(name);
+      cell.cell.start(name);
+    }
+    await cell.cell.waitReady(45_000, rest);
+    assert.ok(cell.cell.isRunning(victim), 'cut off, it cannot know yet');
+    cell.healAll();
+    const code = await cell.cell.waitExit(victim, 30_000);
+    assert.equal(code, 0, 'a removed member stops cleanly');
+    assert.match(cell.cell.tail(victim), /says this member was removed from the cell/);
+  } finally {
+    await cell.close();
+  }
+});
+
 test('a leader removing itself hands leadership over first: the cell is never without a leader', { timeout: 90_000 }, async () => {
   const cell = await startTestCell();
   try {
