@@ -130,7 +130,7 @@ export class QueueContender {
       }
       const next = this.ownsInAppliedState(request.prefix, position) ?? (await this.checkUntil(request, position, deadline));
       if (next === null) return this.giveUp(request, position, 'deadline', deadline);
-      position = next;
+      position = asThisAttempt(next, position);
     }
     return position;
   }
@@ -143,7 +143,7 @@ export class QueueContender {
   private async giveUp(request: ContendRequest, position: SeqPosition, why: 'deadline' | 'aborted', deadline: number): Promise<SeqPosition> {
     const answerBy = Math.max(deadline, this.clock.monotonicMs()) + answerGraceMs;
     const looked = await this.within(this.check(request.prefix, position.kv, request.lease), answerBy).catch((): typeof notInTime => notInTime);
-    const last = looked === notInTime ? null : looked;
+    const last = looked === notInTime ? null : asThisAttempt(looked, position);
     if (last !== null && last.predecessor === null) return last;
     this.metrics.gaveUp(why);
     if (why === 'aborted') {
@@ -313,6 +313,17 @@ export class QueueContender {
   private withdrawInBackground(kv: KeyValue): void {
     this.withdraw(kv, withdrawTriesBackground).catch(() => undefined);
   }
+}
+
+/**
+ * A fresh look at our entry, kept as this attempt's: reads show the entry as it is now, and a
+ * same-Request-ID retry that reclaimed it meanwhile moved its modRevision on. Withdrawals compare
+ * the modRevision this attempt created or reclaimed, so an attempt still waiting on the server
+ * after its client retried can never delete the retry's grant (the fault run's seed 7 did).
+ */
+function asThisAttempt(next: SeqPosition, current: SeqPosition): SeqPosition {
+  if (next.kv.modRevision === current.kv.modRevision) return next;
+  return { ...next, kv: { ...next.kv, modRevision: current.kv.modRevision } };
 }
 
 function unconfirmedWithdrawal(): TimeoutError {

@@ -4,6 +4,7 @@
 // it catches up from the leader (snapshot or log), then promoted once the cell says it is in
 // sync. Workloads and checkers keep running throughout: the cell shrinks to n-1 voters and grows
 // back through joint consensus, never by editing configurations by hand.
+import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { http, sleep, type TestCell } from '../cluster/harness.js';
 
@@ -52,8 +53,9 @@ async function listMembers(cell: TestCell, via: readonly string[]): Promise<Memb
 
 /**
  * Sends the change until a member answers it done. Refusals that pass (a change in flight, a
- * learner not yet in sync, no leader, an unknown outcome) are retried; a retried add or remove
- * that already took effect shows as "already a member's name" (400) or "not in the cell" (404).
+ * learner not yet in sync, no leader, an unknown outcome) are retried, all with one Request-ID:
+ * a retry of a change that already took effect must be answered with its outcome (200/201), on
+ * whichever member and leader, so anything else (400 "already a member", 404) fails the run.
  */
 async function untilDone(
   cell: TestCell,
@@ -64,6 +66,7 @@ async function untilDone(
   body: string | null,
 ): Promise<any> {
   const deadline = Date.now() + stepDeadlineMs;
+  const requestId = `membership-fault ${what} ${randomUUID()}`;
   let last = '';
   for (let attempt = 0; Date.now() < deadline; attempt++) {
     const name = via[attempt % via.length] as string;
@@ -72,18 +75,14 @@ async function untilDone(
       const answer = await http(`${cell.cell.clientUrl(name)}${path}`, {
         method,
         timeoutMs: 15_000,
+        headers: { 'request-id': requestId },
         ...(body === null ? {} : { body }),
       });
       if (answer.status === 200 || answer.status === 201) return answer.body;
       last = `${answer.status} ${JSON.stringify(answer.body)}`;
-      if (method === 'DELETE' && answer.status === 404) return null;
-      if (answer.status === 412 && answer.body?.error?.reason === 'already_voter') return answer.body;
-      if (method === 'POST' && answer.status === 400 && /already member/.test(last) && body !== null) {
-        const victim = (JSON.parse(body) as { name: string }).name;
-        const member = (await listMembers(cell, via)).find((m) => m.name === victim);
-        if (member !== undefined) return { member };
-      }
       if (![412, 429, 503, 504].includes(answer.status)) throw new Error(`membership fault: ${what}: ${last}`);
+      // already_voter would mean a retried promote went unrecognized (not in sync is a true wait).
+      if (answer.status === 412 && answer.body?.error?.reason === 'already_voter') throw new Error(`membership fault: ${what}: a retried promote was not recognized: ${last}`);
     } catch (error) {
       if (error instanceof Error && error.message.startsWith('membership fault')) throw error;
       last = String(error);

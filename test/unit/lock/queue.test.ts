@@ -286,3 +286,30 @@ test('a withdrawal still on its way when a same-Request-ID retry is granted does
   assert.equal(state.holder?.key, retried.key, 'the retry still holds the lock it was granted');
   assert.equal(state.holder?.fencingToken, retried.fencingToken, 'same entry, same token');
 });
+
+test('an attempt still waiting on the server after its client retried never withdraws the retry\'s entry', async () => {
+  const { cell, clock, locks } = setup();
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
+  const x = locks.acquire('l', { lease: 3, owner: 'x', waitMs: 60_000 }, undefined).catch((e: Error) => e.name);
+  await settle();
+  // b's first attempt waits 1 s behind a and x; its client gives up on it and retries (same id).
+  const first = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, 'req-b').then(() => 'granted', (e: Error) => e.name);
+  await settle();
+  const retry = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, 'req-b');
+  await settle();
+  // x's entry goes: both of b's attempts wake and look again, the first one now at the entry
+  // as the retry reclaimed it.
+  const queue = cell.store.range({ type: 'get', key: '/locks/l/', prefix: true }).kvs;
+  const xKey = queue.find((kv) => kv.lease === 3)?.key;
+  assert.ok(xKey !== undefined, JSON.stringify(queue.map((kv) => kv.key)));
+  cell.apply({ type: 'delete', key: xKey });
+  await settle();
+  assert.equal(await x, 'LockNotHeldError');
+  // Then the first attempt's wait ends and it leaves the queue: the retry's entry must stay.
+  await clock.advance(1_000 + answerGraceMs + 10);
+  assert.equal(await first, 'LockHeldError');
+  await locks.release('l', a.key, undefined);
+  const granted = await Promise.race([retry, settle().then(() => null)]);
+  assert.ok(granted !== null, 'the retry is granted once a lets go');
+  assert.equal((await locks.state('l')).holder?.key, granted.key, 'and holds the lock');
+});
