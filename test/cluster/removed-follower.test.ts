@@ -3,34 +3,44 @@
 // applied the removal does, instead of dialling and campaigning for ever.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findLeader, http, sleep, startTestCell } from './harness.js';
+import { findLeader, http, sleep, startTestCell, type TestCell } from './harness.js';
+
+/** Cuts a follower off and removes it through the leader; returns its name and the others'. */
+async function removeWhileCutOff(cell: TestCell): Promise<{ victim: string; rest: string[] }> {
+  const leader = await findLeader(cell);
+  const victim = cell.names.find((n) => n !== leader) as string;
+  const status = (await http(`${cell.cell.clientUrl(leader)}/v1/cluster/status`)).body as {
+    members: { id: number; name: string }[];
+  };
+  const victimId = status.members.find((m) => m.name === victim)?.id;
+  assert.ok(victimId !== undefined, `${victim} is listed`);
+  cell.isolate(victim);
+  let removed = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/members/${victimId}`, { method: 'DELETE' });
+  for (let attempt = 0; removed.status !== 200 && attempt < 40; attempt++) {
+    assert.ok([412, 503].includes(removed.status), JSON.stringify(removed.body));
+    await sleep(250);
+    removed = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/members/${victimId}`, { method: 'DELETE' });
+  }
+  assert.equal(removed.status, 200, JSON.stringify(removed.body));
+  return { victim, rest: cell.names.filter((n) => n !== victim) };
+}
+
+/** Lets the cut-off member reach its peers again: it must hear it was removed and stop. */
+async function healAndSeeItStop(cell: TestCell, victim: string): Promise<void> {
+  assert.ok(cell.cell.isRunning(victim), 'cut off, it cannot know yet');
+  cell.healAll();
+  const code = await cell.cell.waitExit(victim, 30_000);
+  assert.equal(code, 0, 'a removed member stops cleanly');
+  assert.match(cell.cell.tail(victim), /says this member was removed from the cell/);
+}
 
 test('a follower removed while cut off stops once its peers tell it so', { timeout: 90_000 }, async () => {
   const cell = await startTestCell({ proxies: true });
   try {
-    const leader = await findLeader(cell);
-    const victim = cell.names.find((n) => n !== leader) as string;
-    const status = (await http(`${cell.cell.clientUrl(leader)}/v1/cluster/status`)).body as {
-      members: { id: number; name: string }[];
-    };
-    const victimId = status.members.find((m) => m.name === victim)?.id;
-    assert.ok(victimId !== undefined, `${victim} is listed`);
-    cell.isolate(victim);
-    let removed = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/members/${victimId}`, { method: 'DELETE' });
-    for (let attempt = 0; removed.status !== 200 && attempt < 40; attempt++) {
-      assert.ok([412, 503].includes(removed.status), JSON.stringify(removed.body));
-      await sleep(250);
-      removed = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/members/${victimId}`, { method: 'DELETE' });
-    }
-    assert.equal(removed.status, 200, JSON.stringify(removed.body));
+    const { victim, rest } = await removeWhileCutOff(cell);
     await sleep(1500); // the others apply the removal and stop talking to it
-    assert.ok(cell.cell.isRunning(victim), 'cut off, it cannot know yet');
-    cell.healAll();
-    const code = await cell.cell.waitExit(victim, 30_000);
-    assert.equal(code, 0, 'a removed member stops cleanly');
-    assert.match(cell.cell.tail(victim), /says this member was removed from the cell/);
+    await healAndSeeItStop(cell, victim);
     // The two left serve writes.
-    const rest = cell.names.filter((n) => n !== victim);
     const write = await http(`${cell.cell.clientUrl(rest[0] as string)}/v1/kv/after`, { method: 'PUT', body: 'x' });
     assert.ok([200, 201].includes(write.status), JSON.stringify(write.body));
   } finally {
@@ -41,32 +51,15 @@ test('a follower removed while cut off stops once its peers tell it so', { timeo
 test('a follower removed while cut off stops even if every peer restarted since the removal', { timeout: 120_000 }, async () => {
   const cell = await startTestCell({ proxies: true });
   try {
-    const leader = await findLeader(cell);
-    const victim = cell.names.find((n) => n !== leader) as string;
-    const status = (await http(`${cell.cell.clientUrl(leader)}/v1/cluster/status`)).body as {
-      members: { id: number; name: string }[];
-    };
-    const victimId = status.members.find((m) => m.name === victim)?.id;
-    cell.isolate(victim);
-    let removed = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/members/${victimId}`, { method: 'DELETE' });
-    for (let attempt = 0; removed.status !== 200 && attempt < 40; attempt++) {
-      await sleep(250);
-      removed = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/members/${victimId}`, { method: 'DELETE' });
-    }
-    assert.equal(removed.status, 200, JSON.stringify(removed.body));
+    const { victim, rest } = await removeWhileCutOff(cell);
     // Both survivors restart: what they remember of the removal is the replicated state only.
-    const rest = cell.names.filter((n) => n !== victim);
     for (const name of rest) {
       cell.cell.signal(name, 'SIGTERM');
       await cell.cell.waitExit(name);
       cell.cell.start(name);
     }
     await cell.cell.waitReady(45_000, rest);
-    assert.ok(cell.cell.isRunning(victim), 'cut off, it cannot know yet');
-    cell.healAll();
-    const code = await cell.cell.waitExit(victim, 30_000);
-    assert.equal(code, 0, 'a removed member stops cleanly');
-    assert.match(cell.cell.tail(victim), /says this member was removed from the cell/);
+    await healAndSeeItStop(cell, victim);
   } finally {
     await cell.close();
   }
