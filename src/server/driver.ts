@@ -135,7 +135,7 @@ export class NodeDriver<Outcome> {
   /** In-flight Readys with a new term or vote (then every message waits for its turn). */
   private termChangesInFlight = 0;
   /** Forwarded commands refused (not appended) because this leader was overloaded. */
-  forwardedDropped = 0;
+  forwardedRefused = 0;
   /** State machine batches applied (each one write transaction). */
   applyBatches = 0;
   /** A pump is scheduled through timers.soon (cleared by any pump). */
@@ -181,7 +181,7 @@ export class NodeDriver<Outcome> {
       }
       if (message.type === 'propose' && this.role === 'leader' && this.overloaded()) {
         // Shed, and said so: the follower answers its clients 429 now, not at its timeout.
-        this.forwardedDropped += message.commands.length;
+        this.forwardedRefused += message.commands.length;
         const { from, to, term, commands } = message;
         this.peers.send([{ type: 'proposeRefused', from: to, to: from, term, reason: 'overloaded', commands: commands.map(frameHead) }]);
         continue;

@@ -73,7 +73,7 @@ test('an overloaded leader refuses proposals until its backlog commits', async (
   await assert.rejects(driver.propose(driver.newProposalId(), new Uint8Array([3])), OverloadedError);
   const forwarded = frameCommand(new Uint8Array(16).fill(9), new Uint8Array(500));
   driver.receive([{ type: 'propose', from: 2, to: 1, term: 1, commands: [forwarded] }]);
-  assert.equal(driver.forwardedDropped, 1, 'a forwarded proposal is not appended...');
+  assert.equal(driver.forwardedRefused, 1, 'a forwarded proposal is not appended...');
   const refusal = sent.find((m) => m.type === 'proposeRefused');
   assert.ok(refusal?.type === 'proposeRefused', '...and goes back to its follower');
   assert.deepEqual({ from: refusal.from, to: refusal.to, reason: refusal.reason }, { from: 1, to: 2, reason: 'overloaded' });
