@@ -61,9 +61,7 @@ export class DurableLogStore implements LogStore {
   async saveSnapshot(snapshot: Snapshot, chunks?: Iterable<Uint8Array>): Promise<void> {
     const started = performance.now();
     await this.snapshots.save(snapshot.meta, chunks === undefined ? snapshot.data : toAsync(chunks));
-    await this.wal.markSnapshot(snapshot.meta);
-    await this.wal.releaseBefore(snapshot.meta.index);
-    this.onSnapshotSeconds((performance.now() - started) / 1000);
+    await this.logStartsAfter(snapshot.meta, started);
   }
 
   private async writeInBackground(
@@ -73,10 +71,15 @@ export class DurableLogStore implements LogStore {
     const started = performance.now();
     const written = await thread.snapshot(metaAt);
     if (written === null) return null;
-    await this.wal.markSnapshot(written.meta);
-    await this.wal.releaseBefore(written.meta.index);
-    this.onSnapshotSeconds((performance.now() - started) / 1000);
+    await this.logStartsAfter(written.meta, started);
     return written;
+  }
+
+  /** A durable snapshot file exists for `meta`: the WAL says the log starts after it, and sheds what it covers. */
+  private async logStartsAfter(meta: SnapshotMeta, started: number): Promise<void> {
+    await this.wal.markSnapshot(meta);
+    await this.wal.releaseBefore(meta.index);
+    this.onSnapshotSeconds((performance.now() - started) / 1000);
   }
 }
 
