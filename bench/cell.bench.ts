@@ -37,7 +37,7 @@ import { freePorts } from '../src/bench/ports.js';
 import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
 import { batonProtocol, etcdProtocol, type SystemName } from '../src/bench/protocols.js';
 import { ratioTable, ratios, resultsTable, summarize, table } from '../src/bench/report.js';
-import { ProcessCell } from '../src/server/process-cell.js';
+import { ProcessCell } from '../src/node/testing/process-cell.js';
 
 const repoDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 

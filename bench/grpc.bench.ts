@@ -26,7 +26,7 @@ import { freePorts } from '../src/bench/ports.js';
 import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
 import { batonProtocol } from '../src/bench/protocols.js';
 import { median, table } from '../src/bench/report.js';
-import { ProcessCell } from '../src/server/process-cell.js';
+import { ProcessCell } from '../src/node/testing/process-cell.js';
 
 const { values } = parseArgs({
   args: process.argv.slice(2),

@@ -10,7 +10,7 @@
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import type { LeaseExpiryTracker as Tracker, ExpiryTrackerOptions } from '../src/lease/index.js';
-import { defaultLeaseServiceOptions } from '../src/server/lease-config.js';
+import { defaultLeaseServiceOptions } from '../src/lease/lease-config.js';
 
 const { values } = parseArgs({
   args: process.argv.slice(2),

@@ -33,7 +33,7 @@ import { summarizeCpuProfile } from '../src/bench/cpu-profile.js';
 import { InspectorSession } from '../src/bench/inspector.js';
 import { LatencyHistogram } from '../src/bench/histogram.js';
 import { LeaseExpiryTracker } from '../src/lease/index.js';
-import { ProcessCell } from '../src/server/process-cell.js';
+import { ProcessCell } from '../src/node/testing/process-cell.js';
 
 const { values } = parseArgs({
   args: isMainThread ? process.argv.slice(2) : [],

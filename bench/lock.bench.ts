@@ -23,7 +23,7 @@ import { metricValue } from '../src/bench/metrics-text.js';
 import { freePorts } from '../src/bench/ports.js';
 import { batonProtocol, etcdProtocol } from '../src/bench/protocols.js';
 import { table } from '../src/bench/report.js';
-import { ProcessCell } from '../src/server/process-cell.js';
+import { ProcessCell } from '../src/node/testing/process-cell.js';
 
 const { values } = parseArgs({
   args: process.argv.slice(2),

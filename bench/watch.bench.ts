@@ -23,7 +23,7 @@ import { EtcdCell, etcdInstallHint, etcdVersion } from '../src/bench/etcd-cell.j
 import { freePorts } from '../src/bench/ports.js';
 import { findPids } from '../src/bench/proc-cpu.js';
 import { MemoryEngine, MvccStore } from '../src/mvcc/index.js';
-import { ProcessCell } from '../src/server/process-cell.js';
+import { ProcessCell } from '../src/node/testing/process-cell.js';
 import { WatchHub, defaultWatchLimits } from '../src/watch/index.js';
 
 const { values } = parseArgs({

@@ -4,8 +4,8 @@
 type Command = (args: readonly string[]) => number | Promise<number>;
 
 const commands: Record<string, Command> = {
-  server: async (args) => (await import('../server/server-command.js')).runServer(args),
-  dev: async (args) => (await import('../server/dev.js')).runDev(args),
+  server: async (args) => (await import('../node/server-command.js')).runServer(args),
+  dev: async (args) => (await import('../node/dev.js')).runDev(args),
   sim: async (args) => (await import('./sim-command.js')).simCommand(args),
   bench: async (args) => (await import('./bench-command.js')).benchCommand(args),
   'sim-demo': async (args) => (await import('./dev-command.js')).devCommand(args),

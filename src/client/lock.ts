@@ -14,10 +14,10 @@ import { contend } from './contend.js';
 import { newRequestId } from './retry.js';
 import { isUnknownOutcome, settleInBackground } from './settle.js';
 import { streamCall } from './stream-call.js';
-import type { FencingCheckResult, LockEntry, LockState } from '../api/lock-types.js';
+import type { FencingCheckResult, LockEntry, LockState } from '../lock/api.js';
 
 // The wire shapes are the server's (the same JSON over HTTP and the stream).
-export type { FencingCheckResult, LockEntry, LockState } from '../api/lock-types.js';
+export type { FencingCheckResult, LockEntry, LockState } from '../lock/api.js';
 
 export interface AcquireOptions {
   /** How long to wait in the queue, ms: 0 = try once (LockHeldError when taken). Default 30 s. */

@@ -11,7 +11,7 @@ import {
   type LockApi,
   type LockEntry,
   type LockState,
-} from '../api/lock-types.js';
+} from './api.js';
 import type { QueueCell, QueueContender } from './queue.js';
 
 export interface LockLimits {

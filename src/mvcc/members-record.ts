@@ -2,7 +2,7 @@
 // lives in the Raft log's configuration entries; the URLs travel in the enterJoint entry's
 // context and are kept here, one record, so that they survive restarts and reach members that
 // catch up by snapshot (the snapshot stream carries every engine entry). Opaque text to the store:
-// src/server/member-directory.ts defines and validates its JSON.
+// src/membership/member-directory.ts defines and validates its JSON.
 import type { KvReader, KvWriter } from './types.js';
 
 /** Sorts right after the meta record (0x01) and before every table. */

@@ -5,7 +5,7 @@
 //   npm run sim -- --seeds 1000 [--seed-start S]   sweep; prints the replay command per failure
 //   npm run sim -- --seed S --trace                one line per event
 //   npm run sim -- --seeds 50 --fault-phase-ms 60000   a soak
-//   npm run sim -- --seeds 200 --driver server     members run src/server/driver.ts
+//   npm run sim -- --seeds 200 --driver server     members run src/driver/driver.ts
 //   npm run sim -- --seeds 200 --workload leases   lease holders on the production lease service
 //   BATON_SEEDS=20000 npm test                     the sharded sweep in test/sim, bigger
 //

@@ -3,10 +3,10 @@
 // same way: a request or answer that is lost, or lands on a member that is down, paused or no
 // longer the same process, is simply never answered, and the caller's timeout (simulated) ends it.
 import { UnavailableError } from '../base/errors.js';
-import type { KeepaliveAnswer, LeaseInfo, LeaseList } from '../api/http/lease-routes.js';
+import type { KeepaliveAnswer, LeaseInfo, LeaseList } from '../lease/api.js';
 import type { MemberId } from '../raft/index.js';
-import type { LeaseForwarder } from '../server/lease-forward.js';
-import type { LeaseService } from '../server/lease-service.js';
+import type { LeaseForwarder } from '../lease/api.js';
+import type { LeaseService } from '../lease/lease-service.js';
 import type { SimNode } from './sim-node.js';
 import type { World } from './world.js';
 

@@ -1,14 +1,14 @@
-// The production lease service (src/server/lease-service.ts) inside a simulated member: its
+// The production lease service (src/lease/lease-service.ts) inside a simulated member: its
 // clock and timers are the simulated ones, its driver is the member's production driver, its
 // store view follows the member's MVCC store (which a snapshot replaces), and a follower reaches
 // its leader through the simulated network (lease-forwarder.ts). Nothing here reads real time.
 import type { ApplyOutcome } from '../mvcc/index.js';
 import type { Entry } from '../raft/index.js';
-import type { NodeDriver } from '../server/driver.js';
-import type { LeaseServiceOptions } from '../server/lease-config.js';
-import type { LeaseForwarder } from '../server/lease-forward.js';
-import { LeaseService, type LeaseDriver, type LeaseStore } from '../server/lease-service.js';
-import type { Timers } from '../server/types.js';
+import type { NodeDriver } from '../driver/driver.js';
+import type { LeaseServiceOptions } from '../lease/lease-config.js';
+import type { LeaseForwarder } from '../lease/api.js';
+import { LeaseService, type LeaseDriver, type LeaseStore } from '../lease/lease-service.js';
+import type { Timers } from '../base/timers.js';
 import type { MvccApplier } from './mvcc-machine.js';
 import type { AppliedOutcome } from './server-driver.js';
 import type { NodeWorld, SimNode } from './sim-node.js';

@@ -6,8 +6,8 @@
 // every member's lease table holds nothing but live keepers' leases (the abandoned ones expired).
 import type { Random } from '../base/random.js';
 import { chance, pick, randomInt } from '../base/random.js';
-import type { LeaseService } from '../server/lease-service.js';
-import type { LeaseServiceOptions } from '../server/lease-config.js';
+import type { LeaseService } from '../lease/lease-service.js';
+import type { LeaseServiceOptions } from '../lease/lease-config.js';
 import { encodeCommand, utf8, type ApplyOutcome, type Command, type MvccLimits } from '../mvcc/index.js';
 import { defaultMvccLimits } from '../mvcc/index.js';
 import type { Entry, MemberId } from '../raft/index.js';

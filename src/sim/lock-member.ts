@@ -6,8 +6,8 @@ import { ChangeFeed } from '../lock/change-feed.js';
 import { LockService } from '../lock/lock-service.js';
 import { QueueContender, type QueueCell, type QueueMetrics } from '../lock/queue.js';
 import { encodeCommand } from '../mvcc/index.js';
-import type { NodeDriver } from '../server/driver.js';
-import type { Timers } from '../server/types.js';
+import type { NodeDriver } from '../driver/driver.js';
+import type { Timers } from '../base/timers.js';
 import type { MvccApplier } from './mvcc-machine.js';
 import type { AppliedOutcome } from './server-driver.js';
 

@@ -9,7 +9,7 @@ import type { Random } from '../base/random.js';
 import { chance, pick, randomInt } from '../base/random.js';
 import { answerGraceMs, type QueueMetrics } from '../lock/queue.js';
 import type { LockService } from '../lock/lock-service.js';
-import type { LeaseService } from '../server/lease-service.js';
+import type { LeaseService } from '../lease/lease-service.js';
 import type { MemberId } from '../raft/index.js';
 import { LockChecker, type Tenure } from './lock-checker.js';
 import type { SimLockEnv } from './lock-member.js';

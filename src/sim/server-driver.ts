@@ -1,4 +1,4 @@
-// Runs a member through the production driver (src/server/driver.ts) instead of the sim's own:
+// Runs a member through the production driver (src/driver/driver.ts) instead of the sim's own:
 // the sim supplies the driver's doors (log store on the simulated disk, state machine, peers,
 // timers on simulated time) and watches the core through a thin wrapper, so every checker still
 // sees each Ready. The driver waits on the log store with `.then`: the store hands it a thenable
@@ -8,10 +8,10 @@
 import { assert } from '../base/assert.js';
 import type { ConfChange, Entry, RaftApi, RaftMessage, Ready, Snapshot, SnapshotMeta } from '../raft/index.js';
 import type { ApplyOutcome, MvccStore } from '../mvcc/index.js';
-import { NodeDriver } from '../server/driver.js';
-import type { LeaseService } from '../server/lease-service.js';
-import { observeLeaseOutcome } from '../server/lease-state-machine.js';
-import type { LogStore, PeerSender, StateMachine, Timers, WrittenSnapshot } from '../server/types.js';
+import { NodeDriver } from '../driver/driver.js';
+import type { LeaseService } from '../lease/lease-service.js';
+import { observeLeaseOutcome } from '../driver/lease-state-machine.js';
+import type { LogStore, PeerSender, StateMachine, Timers, WrittenSnapshot } from '../driver/types.js';
 import type { DiskWrite } from './disk.js';
 import { diskWriteOfReady } from './disk.js';
 import { createSimLeaseService } from './lease-member.js';

@@ -34,7 +34,7 @@ export interface NodeWorld {
   readonly messagesBeforeDurable: boolean;
   readonly checker: SafetyChecker;
   readonly scenario: Scenario;
-  /** Drive members with the production driver (src/server/driver.ts) instead of this file's. */
+  /** Drive members with the production driver (src/driver/driver.ts) instead of this file's. */
   readonly serverDriver: boolean;
   /** The production driver's members write snapshots as a snapshot thread does (server-driver.ts). */
   readonly backgroundSnapshots: boolean;

@@ -10,7 +10,7 @@ import type {
   RaftMessage,
   RecoveredState,
 } from '../raft/index.js';
-import type { LeaseBugs } from '../server/lease-config.js';
+import type { LeaseBugs } from '../lease/lease-config.js';
 import type { SimNode } from './sim-node.js';
 
 export type { LeaseBugs };
@@ -129,7 +129,7 @@ export interface SimOptions {
   readonly bugs?: RaftBugs;
   /**
    * 'sim' (default): the simulator's own driver in sim-node.ts. 'server': the production driver
-   * of src/server/driver.ts; it is promise-based, so such runs go through simulateAsync.
+   * of src/driver/driver.ts; it is promise-based, so such runs go through simulateAsync.
    */
   readonly driver?: 'sim' | 'server';
   /**

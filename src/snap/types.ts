@@ -51,3 +51,9 @@ export interface SnapshotPolicy {
 }
 
 export type { SnapshotMeta };
+
+/** A snapshot file written in the background: its metadata and its size. */
+export interface WrittenSnapshot {
+  readonly meta: SnapshotMeta;
+  readonly bytes: number;
+}

@@ -137,3 +137,11 @@ export interface TransportStats {
   readonly rejectedConnections: number;
   readonly corruptFrames: number;
 }
+
+/** Where the driver hands outgoing Raft messages (PeerTransport, or the simulator's network). */
+export interface PeerSender {
+  /** Queues messages; they go out at the next flush (at the latest one event-loop turn later). */
+  send(messages: readonly RaftMessage[]): void;
+  /** Writes everything queued now (optional: without it, queued messages wait for their turn). */
+  flush?(): void;
+}

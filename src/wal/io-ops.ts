@@ -45,7 +45,7 @@ export const realFileIo: FileIo = {
 // A slow disk for the fault suite: each WAL fdatasync then waits `fsyncDelayMs` from the control
 // file (JSON, rewritten by the test at run time). Honoured only when BATON_FAULT_INJECTION=1 and
 // BATON_FAULT_CONTROL are both set, so a stray variable alone cannot slow a production node; the
-// node logs it loudly (src/server/fault-hooks.ts). Read once here: the sync worker thread gets a
+// node logs it loudly (src/node/testing/fault-hooks.ts). Read once here: the sync worker thread gets a
 // copy of the node's environment.
 
 export interface FaultControl {

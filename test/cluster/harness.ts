@@ -4,7 +4,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ProcessCell } from '../../src/server/process-cell.js';
+import { ProcessCell } from '../../src/node/testing/process-cell.js';
 
 export async function freePorts(count: number): Promise<number[]> {
   const servers: Server[] = [];

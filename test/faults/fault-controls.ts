@@ -1,4 +1,4 @@
-// The per-member fault control files of a run (see src/server/fault-hooks.ts): each member starts
+// The per-member fault control files of a run (see src/node/testing/fault-hooks.ts): each member starts
 // with `node --env-file <member>.env`, which turns fault injection on and names its own JSON
 // control file; set() rewrites that file and the member picks it up within pollMs.
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';

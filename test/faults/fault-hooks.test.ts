@@ -15,7 +15,7 @@ writeFileSync(control, JSON.stringify({ fsyncDelayMs: 0, clockOffsetMs: 0 }));
 process.env['BATON_FAULT_INJECTION'] = '1';
 process.env['BATON_FAULT_CONTROL'] = control;
 const { faultControlPath, readFaultControl, realFileIo } = await import('../../src/wal/io-ops.js');
-const { installFaultHooks } = await import('../../src/server/fault-hooks.js');
+const { installFaultHooks } = await import('../../src/node/testing/fault-hooks.js');
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,4 +1,4 @@
-// The production driver (src/server/driver.ts) under the same simulated faults and checkers as
+// The production driver (src/driver/driver.ts) under the same simulated faults and checkers as
 // the sim's own driver: the sim supplies its log store, state machine, peers and timers, and
 // watches its core. 200 seeds by default (BATON_SERVER_SEEDS to change), and replay by seed
 // holds here too even though the driver is promise-based.
@@ -80,7 +80,7 @@ test('a timer that comes due while the member is paused runs when it resumes, no
 });
 
 test('snapshots written in the background (a later view, compaction once durable) keep every invariant', async () => {
-  // As a node's snapshot thread does (src/server/snapshot-thread.ts): the view that is written may
+  // As a node's snapshot thread does (src/snap/snapshot-thread.ts): the view that is written may
   // be newer than the index that made the snapshot due, and a leader's snapshot may overtake it.
   const runs = [
     ...Array.from({ length: 120 }, (_, i) => ({ seed: BigInt(3000 + i) })),

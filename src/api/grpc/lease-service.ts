@@ -3,7 +3,7 @@
 // keepalive or time-to-live of an unknown lease answers TTL 0 / -1 (etcd's way), not an error.
 import { status } from '@grpc/grpc-js';
 import { LeaseNotFoundError } from '../../base/errors.js';
-import type { LeaseApi } from '../http/lease-routes.js';
+import type { LeaseApi } from '../../lease/api.js';
 import { GrpcStatusError, etcdMessages, hasCode } from './errors.js';
 import type { HeaderSource, ResponseHeader } from './header.js';
 import { etcdKey } from './keys.js';

@@ -3,7 +3,7 @@
 // UTF-8 Baton lock names; the key handed back is the Baton contender key in etcd form
 // (`locks/{name}/{12-digit revision}`), which Unlock and Resign take back.
 import { status } from '@grpc/grpc-js';
-import { electionKeyPrefix, lockKeyPrefix, type ElectionApi, type LeaderInfo, type LockApi } from '../lock-types.js';
+import { electionKeyPrefix, lockKeyPrefix, type ElectionApi, type LeaderInfo, type LockApi } from '../../lock/api.js';
 import { GrpcStatusError, etcdMessages, hasCode } from './errors.js';
 import type { HeaderSource, ResponseHeader } from './header.js';
 import { batonKey, etcdKey, utf8 } from './keys.js';

@@ -2,8 +2,8 @@
 // Cluster, Maintenance, Lock and Election services over the node's own interfaces (CellApi,
 // LeaseApi, the watch service, LockApi, ElectionApi): no second state machine.
 import { Server, ServerCredentials, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
-import type { ElectionApi, LockApi } from '../lock-types.js';
-import type { LeaseApi } from '../http/lease-routes.js';
+import type { ElectionApi, LockApi } from '../../lock/api.js';
+import type { LeaseApi } from '../../lease/api.js';
 import type { WatchService } from '../stream/watch-service.js';
 import type { CellApi } from '../types.js';
 import { ClusterFacade, type ClusterInfo } from './cluster-service.js';

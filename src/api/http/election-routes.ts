@@ -1,7 +1,7 @@
 // Elections over HTTP (api.md): campaign (waits like an acquire), proclaim, resign, leader, and
 // observe as a Server-Sent Events stream of leadership changes in revision order.
 import { InvalidArgumentError, TooLargeError } from '../../base/errors.js';
-import type { ElectionApi, LeaderInfo } from '../lock-types.js';
+import type { ElectionApi, LeaderInfo } from '../../lock/api.js';
 import { sseMessage } from '../stream/event-json.js';
 import { readJson } from './body.js';
 import type { RouteGroup, RouteRequest } from './handler.js';

@@ -7,58 +7,8 @@ import { readJson } from './body.js';
 import type { RouteGroup, RouteRequest } from './handler.js';
 import { parseInteger, requestId } from './parse.js';
 import { sendJson } from './respond.js';
+import { forwardedHeader, leaseListLimitDefault, leaseListLimitMax, type LeaseApi } from '../../lease/api.js';
 
-export type KeepaliveItem = { readonly id: number; readonly ttl: number } | { readonly id: number; readonly error: 'lease_not_found' };
-
-export interface KeepaliveAnswer {
-  /** The cell's revision when the leader answered. */
-  readonly revision: number;
-  readonly leases: readonly KeepaliveItem[];
-}
-
-export interface LeaseInfo {
-  readonly id: number;
-  /** Remaining seconds (whole seconds, rounded down); ttlMs is exact. */
-  readonly ttl: number;
-  readonly ttlMs: number;
-  readonly grantedTtl: number;
-  readonly keys: readonly string[];
-  readonly revision: number;
-}
-
-export interface LeaseListItem {
-  readonly id: number;
-  /** Remaining whole seconds (rounded down), as in the time-to-live answer. */
-  readonly ttl: number;
-  readonly grantedTtl: number;
-}
-
-export interface LeaseList {
-  readonly revision: number;
-  /** Ascending by id; at most `limit` of them. */
-  readonly leases: readonly LeaseListItem[];
-  /** More leases follow: ask again with after = the last id here. */
-  readonly more: boolean;
-}
-
-/** Leases per page of GET /v1/leases when no limit is given, and the most a page may hold. */
-export const leaseListLimitDefault = 1_000;
-export const leaseListLimitMax = 10_000;
-
-/** What the lease routes and stream frames need from the node (src/server/lease-service.ts). */
-export interface LeaseApi {
-  grant(request: { ttlMs: number; id?: number }, requestId: string | undefined): Promise<{ id: number; ttl: number; revision: number }>;
-  revoke(id: number, requestId: string | undefined): Promise<{ id: number; deleted: number; revision: number }>;
-  /** `forwarded`: the call came from another member, so it must not be forwarded again. */
-  keepalive(ids: readonly number[], forwarded: boolean): Promise<KeepaliveAnswer>;
-  timeToLive(id: number, forwarded: boolean): Promise<LeaseInfo>;
-  /** Leases with ids above `after`, ascending, at most `limit` (answered by the leader). */
-  list(request: { after: number; limit: number }, forwarded: boolean): Promise<LeaseList>;
-  readonly keepaliveIdsMax: number;
-}
-
-/** Marks a member-to-member forward (a follower passing a keepalive to the leader). */
-export const forwardedHeader = 'baton-forwarded';
 
 export function parseTtlMs(value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {

@@ -1,7 +1,7 @@
 // Locks and the fencing check over HTTP (api.md, Locks). An acquire may wait (waitMs); if the
 // client goes away meanwhile, its queue entry is deleted so nobody waits behind a ghost.
 import { InvalidArgumentError } from '../../base/errors.js';
-import type { LockApi } from '../lock-types.js';
+import type { LockApi } from '../../lock/api.js';
 import { readJson } from './body.js';
 import type { RouteGroup, RouteRequest } from './handler.js';
 import { abandonSignal, bodyObject, integerField, pathSegment, stringField } from './json-fields.js';

@@ -7,8 +7,8 @@
 // (as it forwards writes), so an operator may talk to any node.
 import type { IncomingMessage } from 'node:http';
 import { InvalidArgumentError, UnavailableError } from '../../base/errors.js';
-import type { Membership, NewMember } from '../../server/membership.js';
-import { memberNamePattern, memberUrlBytesMax } from '../../server/member-directory.js';
+import type { Membership, NewMember } from '../../membership/membership.js';
+import { memberNamePattern, memberUrlBytesMax } from '../../membership/member-directory.js';
 import { readJson } from './body.js';
 import type { RouteGroup, RouteRequest } from './handler.js';
 import { parseInteger, requestId } from './parse.js';

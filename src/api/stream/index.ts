@@ -4,7 +4,6 @@ export { StreamServer } from './stream-server.js';
 export type { StreamServerOptions } from './stream-server.js';
 export { StreamSession } from './session.js';
 export { WatchService } from './watch-service.js';
-export { watchOptionsFromEnv } from './watch-env.js';
 export { FrameRegistry, parseFrame, allowFields, optionalBoolean, optionalInteger, optionalOneOf, optionalString } from './frame-registry.js';
 export { batchJson, batchSse, kvJson, sseMessage } from './event-json.js';
 export type { BatchVariant, WireEncoding } from './event-json.js';

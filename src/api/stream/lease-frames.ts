@@ -2,7 +2,8 @@
 // answered like POST /v1/leases/keepalive, as `{"id", "type": "result", "result": {"revision",
 // "leases"}}`. One connection can renew a process's whole session every few seconds without a
 // new HTTP request each time. Registered through StreamServerOptions.handlers (no session edits).
-import { parseLeaseIds, type LeaseApi } from '../http/lease-routes.js';
+import { parseLeaseIds } from '../http/lease-routes.js';
+import { type LeaseApi } from '../../lease/api.js';
 import { allowFields } from './frame-registry.js';
 import type { FrameHandler } from './types.js';
 

@@ -7,7 +7,7 @@
 //   observe {name, encoding?}: the current leadership, then every change, each pushed as
 //   {id, type: "leadership", revision, leader}; observeCancel (same id) ends it ("canceled").
 // A waiting acquire or campaign ends (its queue entry deleted) when the connection closes.
-import type { ElectionApi, LockApi } from '../lock-types.js';
+import type { ElectionApi, LockApi } from '../../lock/api.js';
 import { leaderJson } from '../http/election-routes.js';
 import { decodeText, type Encoding } from '../http/parse.js';
 import { defaultAcquireWaitMs } from '../http/lock-routes.js';

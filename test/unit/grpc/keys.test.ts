@@ -12,7 +12,7 @@ import { toGrpcError } from '../../../src/api/grpc/errors.js';
 import { nameOfKey } from '../../../src/api/grpc/lock-service.js';
 import { snapshotBody, snapshotPadding } from '../../../src/api/grpc/snapshot-stream.js';
 import { createHash } from 'node:crypto';
-import { lockKeyPrefix } from '../../../src/api/lock-types.js';
+import { lockKeyPrefix } from '../../../src/lock/api.js';
 import type { KeyValue } from '../../../src/api/types.js';
 import type { RangeRequestMsg } from '../../../src/api/grpc/wire.js';
 

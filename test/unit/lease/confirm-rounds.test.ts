@@ -3,9 +3,9 @@
 // have promoted its tracker meanwhile). Rounds are spaced by confirmIntervalMs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LeaseService, type LeaseDriver, type LeaseStore } from '../../../src/server/lease-service.js';
-import { defaultLeaseServiceOptions } from '../../../src/server/lease-config.js';
-import { HttpLeaseForwarder } from '../../../src/server/lease-forward.js';
+import { LeaseService, type LeaseDriver, type LeaseStore } from '../../../src/lease/lease-service.js';
+import { defaultLeaseServiceOptions } from '../../../src/lease/lease-config.js';
+import { HttpLeaseForwarder } from '../../../src/lease/forward/http-forwarder.js';
 import { defaultMvccLimits } from '../../../src/mvcc/index.js';
 
 class FakeTimers {

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OverloadedError } from '../../../src/base/errors.js';
-import { ReadGate, readGateOptionsFromEnv } from '../../../src/server/lease-priority.js';
+import { ReadGate } from '../../../src/kv/read-gate.js';
 
 test('lists are shed first, then reads; releases make room', () => {
   const gate = new ReadGate({ readsInFlightMax: 3, listsInFlightMax: 1 });
@@ -22,12 +22,4 @@ test('lists are shed first, then reads; releases make room', () => {
   list2();
   b();
   c();
-});
-
-test('budgets come from the environment, lists never above reads', () => {
-  assert.deepEqual(readGateOptionsFromEnv({ BATON_READS_IN_FLIGHT_MAX: '8', BATON_LISTS_IN_FLIGHT_MAX: '20' }), {
-    readsInFlightMax: 8,
-    listsInFlightMax: 8,
-  });
-  assert.deepEqual(readGateOptionsFromEnv({}), { readsInFlightMax: 1024, listsInFlightMax: 64 });
 });

@@ -5,9 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { crc32 } from 'node:zlib';
-import type { KeepaliveAnswer, LeaseApi } from '../../../src/api/http/lease-routes.js';
+import type { KeepaliveAnswer, LeaseApi } from '../../../src/lease/api.js';
 import { LeaseNotFoundError } from '../../../src/base/errors.js';
-import { PeerLeaseForwarder } from '../../../src/server/lease-peer.js';
+import { PeerLeaseForwarder } from '../../../src/lease/forward/peer-forwarder.js';
 import {
   FrameReader, TransportError, encodeLeaseFrame, readLeaseFrameBody, type LeasePeerMessage,
 } from '../../../src/transport/index.js';

@@ -9,7 +9,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SnapshotStore } from '../../../src/snap/index.js';
-import { SnapshotTransfers } from '../../../src/server/snapshot-transfer.js';
+import { SnapshotTransfers } from '../../../src/snap/snapshot-transfer.js';
 import type { SnapshotMessage } from '../../../src/transport/index.js';
 import { startNode, until } from './tcp-helpers.js';
 

@@ -1,0 +1,230 @@
+// The cell as the API sees it: mutations become commands in the Raft log (with the Request-ID
+// and the proposer's clock inside, so dedup is replicated state), linearizable reads wait for a
+// ReadIndex confirmation, serializable reads are answered from local state and say so.
+import { UnavailableError } from '../base/errors.js';
+import {
+  encodeCommand,
+  type ApplyOutcome,
+  type Command,
+  type CommandResult,
+  type MvccStore,
+  type RangeRequest as MvccRangeRequest,
+  type RangeResult as MvccRangeResult,
+  type TxnOp as MvccTxnOp,
+} from '../mvcc/index.js';
+import type { RaftApi } from '../raft/index.js';
+import type * as api from '../api/types.js';
+import type { MemberInfo } from '../membership/member-directory.js';
+import type { NodeDriver } from '../driver/driver.js';
+import type { NodeMetrics } from '../metrics/node-metrics.js';
+import { ReadGate } from './read-gate.js';
+import type { MemberView } from '../membership/membership.js';
+
+/** What the cell's status needs to know about membership (src/membership/membership.ts). */
+export interface MembershipView {
+  members(): MemberView[];
+  readonly removed: boolean;
+  isMember(): boolean;
+}
+
+/** What the KV service needs from the node's configuration. */
+export interface CellServiceConfig {
+  readonly cellId: string;
+  readonly clusterId: string;
+  readonly memberId: number;
+  /** The static --initial-cluster list, shown when no membership view is given. */
+  readonly members: readonly MemberInfo[];
+  readonly requestTimeoutMs: number;
+}
+
+export class CellService implements api.CellApi {
+  readonly cellId: string;
+  private readonly revisionWaiters = new Set<{ revision: number; resolve: () => void }>();
+
+  constructor(
+    private readonly config: CellServiceConfig,
+    private readonly core: RaftApi,
+    private readonly driver: NodeDriver<ApplyOutcome>,
+    private readonly store: MvccStore,
+    private readonly metrics: NodeMetrics,
+    /** Sheds reads (lists first) under overload, so keepalives are still answered. */
+    private readonly readGate: ReadGate = new ReadGate(),
+    /** Members from the committed configuration; absent: the static --initial-cluster list. */
+    private readonly membership: MembershipView | null = null,
+  ) {
+    this.cellId = config.cellId;
+  }
+
+  revision(): number {
+    return this.store.revision;
+  }
+
+  /** Called by the driver after every applied batch. */
+  onApplied(): void {
+    const revision = this.store.revision;
+    for (const waiter of this.revisionWaiters) {
+      if (waiter.revision <= revision) {
+        this.revisionWaiters.delete(waiter);
+        waiter.resolve();
+      }
+    }
+  }
+
+  async put(request: api.PutRequest, requestId: string | undefined): Promise<api.PutResult> {
+    const result = await this.mutate({ type: 'put', ...request }, requestId);
+    if (result.type !== 'put') throw new Error(`put answered with ${result.type}`);
+    return { created: result.created, version: result.version, revision: result.revision, fencingToken: result.fencingToken };
+  }
+
+  async deleteRange(request: api.DeleteRequest, requestId: string | undefined): Promise<api.DeleteResult> {
+    const result = await this.mutate({ type: 'delete', ...request }, requestId);
+    if (result.type !== 'delete') throw new Error(`delete answered with ${result.type}`);
+    return { deleted: result.deleted, revision: result.revision };
+  }
+
+  async txn(request: api.TxnRequest, requestId: string | undefined): Promise<api.TxnResult> {
+    const toOp = (op: api.TxnOp): MvccTxnOp => {
+      if ('put' in op) return { type: 'put', ...op.put };
+      if ('get' in op) return { type: 'get', ...op.get };
+      return { type: 'delete', ...op.delete };
+    };
+    const result = await this.mutate(
+      { type: 'txn', compare: request.compare, success: request.success.map(toOp), failure: request.failure.map(toOp) },
+      requestId,
+    );
+    if (result.type !== 'txn') throw new Error(`txn answered with ${result.type}`);
+    return {
+      succeeded: result.succeeded,
+      revision: result.revision,
+      results: result.results.map((r) => {
+        if (r.type === 'put') return { created: r.created, version: r.version, revision: r.revision, fencingToken: r.fencingToken };
+        if (r.type === 'delete') return { deleted: r.deleted, revision: r.revision };
+        return { revision: r.revision, count: r.count, more: r.more, kvs: r.kvs };
+      }),
+    };
+  }
+
+  async compact(revision: number): Promise<{ revision: number; compactRevision: number }> {
+    const result = await this.mutate({ type: 'compact', revision }, undefined);
+    if (result.type !== 'compact') throw new Error(`compact answered with ${result.type}`);
+    return { revision: result.revision, compactRevision: result.compactRevision };
+  }
+
+  async range(request: api.RangeRequest, options: api.ReadOptions): Promise<api.RangeResult> {
+    const release = this.readGate.enter(request.prefix === true || request.rangeEnd !== undefined);
+    try {
+      return await this.rangeAdmitted(request, options);
+    } finally {
+      release();
+    }
+  }
+
+  private async rangeAdmitted(request: api.RangeRequest, options: api.ReadOptions): Promise<api.RangeResult> {
+    if (options.consistency === 'linearizable') {
+      const started = performance.now();
+      await this.driver.linearizableRead();
+      this.metrics.readSeconds.observe((performance.now() - started) / 1000);
+    }
+    if (options.minRevision !== undefined) await this.waitForRevision(options.minRevision);
+    const result = this.store.range({ type: 'get', ...request });
+    return { revision: result.revision, count: result.count, more: result.more, kvs: result.kvs };
+  }
+
+  /** A linearizable read of the MVCC store (not counted against the read gate: small, internal). */
+  async linearizableRange(request: MvccRangeRequest): Promise<MvccRangeResult> {
+    const started = performance.now();
+    await this.driver.linearizableRead();
+    this.metrics.readSeconds.observe((performance.now() - started) / 1000);
+    return this.store.range(request);
+  }
+
+  localRange(request: MvccRangeRequest): MvccRangeResult {
+    return this.store.range(request);
+  }
+
+  status(): api.ClusterStatus {
+    const status = this.core.status();
+    const voters = new Set([...status.confState.voters, ...status.confState.votersOutgoing]);
+    return {
+      cell: this.config.cellId,
+      clusterId: this.config.clusterId,
+      member: this.config.memberId,
+      leader: status.leader,
+      term: status.term,
+      commitIndex: status.commitIndex,
+      appliedIndex: this.store.appliedIndex,
+      revision: this.store.revision,
+      compactRevision: this.store.compactRevision,
+      members: (this.membership?.members() ?? this.config.members).map((member) => {
+        const progress = status.progress.get(member.id);
+        return {
+          id: member.id,
+          name: member.name,
+          peerUrl: member.peerUrl,
+          clientUrl: member.clientUrl,
+          role: voters.has(member.id) ? 'voter' : 'learner',
+          // Only the leader knows its followers' progress; elsewhere, health is not known here.
+          healthy:
+            member.id === this.config.memberId ||
+            (status.role === 'leader' && progress !== undefined && progress.state === 'replicate'),
+        };
+      }),
+    };
+  }
+
+  healthy(): boolean {
+    return true;
+  }
+
+  ready(): { ready: boolean; reason: string } {
+    const status = this.core.status();
+    if (this.membership?.removed === true) return { ready: false, reason: 'removed from the cell' };
+    if (status.leader === 0) return { ready: false, reason: 'no leader' };
+    // Until an entry of the current term commits, the commit index known here can lag what earlier
+    // leaders committed (right after a restart): a serializable read could miss acknowledged writes.
+    if (status.commitTerm !== status.term) {
+      return { ready: false, reason: `waiting for the first commit of term ${status.term}` };
+    }
+    if (this.store.appliedIndex < status.commitIndex) {
+      return { ready: false, reason: `applying (${this.store.appliedIndex}/${status.commitIndex})` };
+    }
+    return { ready: true, reason: 'ok' };
+  }
+
+  metricsText(): string {
+    return this.metrics.registry.render();
+  }
+
+  private async mutate(op: Command, requestId: string | undefined): Promise<CommandResult> {
+    return (await this.proposeCommand(op, requestId)).result;
+  }
+
+  /** Any command through the log (locks and elections use the queue commands). */
+  async proposeCommand(op: Command, requestId: string | undefined): Promise<{ result: CommandResult; duplicate: boolean }> {
+    const command = encodeCommand(
+      // The member id lets the dedup clock follow this member's clock by its steps only.
+      { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: Date.now(), source: this.config.memberId, op },
+      this.store.limits,
+    );
+    const started = performance.now();
+    const outcome = await this.driver.propose(this.driver.newProposalId(), command);
+    this.metrics.proposalSeconds.observe((performance.now() - started) / 1000);
+    if (outcome.type === 'applied') return { result: outcome.result, duplicate: outcome.duplicate };
+    if (outcome.type === 'failed') throw outcome.error;
+    throw new Error(`a command entry applied as ${outcome.type}`);
+  }
+
+  private waitForRevision(revision: number): Promise<void> {
+    if (this.store.revision >= revision) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter = { revision, resolve: () => { clearTimeout(timer); resolve(); } };
+      const timer = setTimeout(() => {
+        this.revisionWaiters.delete(waiter);
+        reject(new UnavailableError(`revision ${revision} not applied here within ${this.config.requestTimeoutMs} ms`, {
+          revision: this.store.revision,
+        }));
+      }, this.config.requestTimeoutMs);
+      this.revisionWaiters.add(waiter);
+    });
+  }
+}

@@ -1,0 +1,44 @@
+// Lease settings of a node. The limits that decide what a committed entry does (TTL bounds,
+// leases per cell, keys per lease) go into MvccLimits and must be equal on every member: they
+// come from BATON_LEASE_* variables (read in src/node/config.ts), which a cell's members share. The rest (expiry batch sizes,
+// intervals, budgets) is the leader's local business.
+import { defaultExpiryTrackerOptions, type ExpiryTrackerOptions } from './expiry-tracker.js';
+
+export interface LeaseServiceOptions {
+  readonly tracker: ExpiryTrackerOptions;
+  /** How often the leader proposes checkpoints of leases that went quiet. */
+  readonly checkpointIntervalMs: number;
+  /** Revocation proposals awaiting their commit; expiry waits when this many are in flight. */
+  readonly revokesInFlightMax: number;
+  /** Keepalive calls being answered at once (their own budget, apart from reads): past it 429. */
+  readonly keepalivesInFlightMax: number;
+  /** Lease IDs in one keepalive call. */
+  readonly keepaliveIdsMax: number;
+  readonly requestTimeoutMs: number;
+  /**
+   * Minimum time between the starts of two leadership confirmations for renewals (each is a
+   * quorum round shared by every renewal that arrived before it); default 10 ms.
+   */
+  readonly confirmIntervalMs?: number;
+  /** Deliberately broken rules, for the simulator's teeth tests only. */
+  readonly bugs?: LeaseBugs;
+}
+
+export interface LeaseBugs {
+  /** A new leader starts every lease at 0 remaining instead of its checkpointed TTL. */
+  readonly promoteAtZero?: boolean;
+  /** Renew without confirming leadership with a quorum first (a deposed leader may promise). */
+  readonly renewWithoutQuorum?: boolean;
+}
+
+export const defaultLeaseServiceOptions: LeaseServiceOptions = {
+  // Per expiry pass (every tick): with 50-100 ms ticks, thousands of revocations per second at
+  // most, so a mass expiry is spread out instead of stalling the log.
+  tracker: { ...defaultExpiryTrackerOptions, expireBatchMax: 200 },
+  checkpointIntervalMs: 500,
+  revokesInFlightMax: 1_000,
+  keepalivesInFlightMax: 8_192,
+  keepaliveIdsMax: 1_000,
+  requestTimeoutMs: 5_000,
+  confirmIntervalMs: 10,
+};

@@ -1,0 +1,407 @@
+// Leases on a node. Grants and revocations are commands in the log. Renewals are not: the leader
+// moves a deadline in its in-memory tracker (src/lease) on its monotonic clock, and followers
+// forward keepalives to it. Expiry is a replicated decision: only a leader that has applied its
+// own term's first entry (so its tracker starts from every earlier leader's committed table)
+// proposes revocations, in bounded batches, each checked against the role at that moment; a
+// follower or a deposed leader has an empty tracker and proposes nothing.
+import { LeaseNotFoundError, OverloadedError, UnavailableError } from '../base/errors.js';
+import { LeaseExpiryTracker } from './expiry-tracker.js';
+import { encodeCommand, type ApplyOutcome, type Command, type CommandResult, type MvccStore } from '../mvcc/index.js';
+import type { MemberId } from '../raft/index.js';
+import type { KeepaliveAnswer, KeepaliveItem, LeaseApi, LeaseForwarder, LeaseInfo, LeaseList } from './api.js';
+import { defaultLeaseServiceOptions, type LeaseServiceOptions } from './lease-config.js';
+import type { LeaseOutcomeObserver } from './api.js';
+import type { Timers } from '../base/timers.js';
+
+/** What the service needs from the node's driver (src/driver/driver.ts, or the simulator's). */
+export interface LeaseDriver {
+  readonly isLeader: boolean;
+  readonly leaderId: MemberId;
+  linearizableRead(): Promise<void>;
+  newProposalId(): Uint8Array;
+  propose(proposalId: Uint8Array, command: Uint8Array): Promise<ApplyOutcome>;
+}
+
+/** What the service reads from the replicated state (the MVCC store). */
+export type LeaseStore = Pick<
+  MvccStore,
+  'appliedTerm' | 'revision' | 'limits' | 'lease' | 'leases' | 'leasesPage' | 'keysOfLease'
+>;
+
+/** Everything from outside, injected: the simulator runs the service on simulated time. */
+export interface LeaseServiceDeps {
+  readonly memberId: MemberId;
+  readonly store: LeaseStore;
+  /** The monotonic clock of deadlines and the timers of waits. */
+  readonly timers: Timers;
+  /** Wall-clock ms stamped on proposed commands (the Request-ID dedup window). */
+  readonly wallMs: () => number;
+  /** How a follower passes keepalives and queries to the leader. */
+  readonly forwarder: LeaseForwarder;
+}
+
+export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
+  private readonly tracker: LeaseExpiryTracker;
+  private driver: LeaseDriver | null = null;
+  private core: { status(): { term: number } } | null = null;
+  /** The term whose leadership the tracker reflects; 0 = not promoted (empty tracker). */
+  private promotedTerm = 0;
+  private promotionWaiters: (() => void)[] = [];
+  private revokesInFlight = 0;
+  private keepalivesInFlight = 0;
+  private lastCheckpointMs = 0;
+  /** Checkpoint resets being committed, by lease: a second renewal waits for the same one. */
+  private readonly resets = new Map<number, Promise<void>>();
+  private stopped = false;
+  private readonly store: LeaseStore;
+  /** Renewals waiting for the next leadership confirmation (not yet started: see confirmLeadership). */
+  private confirmNext: { resolve: () => void; reject: (error: Error) => void }[] = [];
+  private confirmInFlight = false;
+  private confirmTimer: { cancel(): void } | null = null;
+  private lastConfirmStartMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly deps: LeaseServiceDeps,
+    private readonly options: LeaseServiceOptions = defaultLeaseServiceOptions,
+  ) {
+    this.tracker = new LeaseExpiryTracker(options.tracker);
+    this.store = deps.store;
+  }
+
+  private monotonicMs(): number {
+    return this.deps.timers.monotonicMs();
+  }
+
+  get keepaliveIdsMax(): number {
+    return this.options.keepaliveIdsMax;
+  }
+
+  /** Memory and state for metrics and the benchmark. */
+  get trackedCount(): number {
+    return this.tracker.size;
+  }
+
+  attach(driver: LeaseDriver, core: { status(): { term: number } }): void {
+    this.driver = driver;
+    this.core = core;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.demote();
+    this.confirmTimer?.cancel();
+    this.confirmTimer = null;
+    const waiters = this.confirmNext;
+    this.confirmNext = [];
+    for (const waiter of waiters) waiter.reject(new UnavailableError('the node is stopping'));
+  }
+
+  // --- leadership -------------------------------------------------------------------------
+
+  onLeaderChange(): void {
+    if (this.driver?.isLeader !== true) this.demote();
+  }
+
+  onApplied(): void {
+    if (this.promotedTerm === 0 && this.driver?.isLeader === true) this.maybePromote();
+  }
+
+  private demote(): void {
+    this.tracker.clear();
+    this.promotedTerm = 0;
+    this.resets.clear();
+  }
+
+  private maybePromote(): void {
+    const driver = this.driver;
+    const core = this.core;
+    if (driver === null || core === null || !driver.isLeader || this.stopped) return;
+    const term = core.status().term;
+    if (this.promotedTerm === term) return;
+    // Leading again in a newer term (another leader may have served in between): the old
+    // deadlines are not this term's; nothing is served until the table is read again.
+    if (this.promotedTerm !== 0) this.demote();
+    // Only once this term's first entry is applied does the table hold every revocation and
+    // checkpoint an earlier leader committed: renewing before that could promise a lease that a
+    // committed revocation is about to delete.
+    if (this.store.appliedTerm !== term) return;
+    const atZero = this.options.bugs?.promoteAtZero === true;
+    const leases = this.store.leases().map((l) => ({ id: l.id, ttlMs: l.ttlMs, remainingMs: atZero ? 0 : l.remainingMs }));
+    this.tracker.promote(leases, this.monotonicMs());
+    this.promotedTerm = term;
+    this.lastCheckpointMs = this.monotonicMs();
+    const waiters = this.promotionWaiters;
+    this.promotionWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  private async whenPromoted(): Promise<void> {
+    if (this.promotedTerm !== 0) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = this.deps.timers.setTimeout(() => {
+        this.promotionWaiters = this.promotionWaiters.filter((w) => w !== done);
+        reject(new UnavailableError('the new leader is not serving leases yet'));
+      }, this.options.requestTimeoutMs);
+      const done = (): void => {
+        timer.cancel();
+        resolve();
+      };
+      this.promotionWaiters.push(done);
+    });
+  }
+
+  /**
+   * A quorum confirms this node still leads, in a heartbeat round that starts after the call
+   * (ReadIndex). A round that started before a renewal arrived could not vouch for it: a newer
+   * leader may have promoted its tracker since. So calls join the next round, never the one in
+   * flight, and all the calls that arrived before a round starts share it: one ReadIndex call
+   * per round, and rounds at most every confirmIntervalMs, however many keepalives arrive (each
+   * round is a heartbeat to every follower and its answers, work that puts wait behind).
+   */
+  private confirmLeadership(): Promise<void> {
+    if (this.driver === null) return Promise.reject(new UnavailableError('the node is starting'));
+    return new Promise<void>((resolve, reject) => {
+      this.confirmNext.push({ resolve, reject });
+      this.scheduleConfirm();
+    });
+  }
+
+  private scheduleConfirm(): void {
+    if (this.confirmInFlight || this.confirmTimer !== null || this.confirmNext.length === 0) return;
+    const intervalMs = this.options.confirmIntervalMs ?? defaultLeaseServiceOptions.confirmIntervalMs ?? 0;
+    const waitMs = this.lastConfirmStartMs + intervalMs - this.monotonicMs();
+    if (waitMs <= 0) {
+      this.startConfirm();
+      return;
+    }
+    this.confirmTimer = this.deps.timers.setTimeout(() => {
+      this.confirmTimer = null;
+      this.startConfirm();
+    }, waitMs);
+  }
+
+  private startConfirm(): void {
+    const driver = this.driver;
+    const waiters = this.confirmNext;
+    this.confirmNext = [];
+    if (driver === null || waiters.length === 0) return;
+    this.confirmInFlight = true;
+    this.lastConfirmStartMs = this.monotonicMs();
+    // The round starts here, after every waiter above arrived.
+    driver.linearizableRead().then(
+      () => this.endConfirm(waiters, null),
+      (error: unknown) => this.endConfirm(waiters, error instanceof Error ? error : new Error(String(error))),
+    );
+  }
+
+  private endConfirm(waiters: readonly { resolve: () => void; reject: (error: Error) => void }[], error: Error | null): void {
+    this.confirmInFlight = false;
+    for (const waiter of waiters) {
+      if (error === null) waiter.resolve();
+      else waiter.reject(error);
+    }
+    if (!this.stopped) this.scheduleConfirm();
+  }
+
+  // --- applied outcomes (LeaseOutcomeObserver) ---------------------------------------------
+
+  leaseGranted(id: number, ttlMs: number): void {
+    if (this.promotedTerm !== 0) this.tracker.granted(id, ttlMs, this.monotonicMs());
+  }
+
+  leaseRevoked(id: number): void {
+    this.tracker.removed(id);
+    this.resets.delete(id);
+  }
+
+  leasesRestored(): void {
+    this.demote();
+  }
+
+  // --- the leader's expiry and checkpoint loop (a real-timer tick) ----------------------
+
+  tick(): void {
+    if (this.stopped || this.driver?.isLeader !== true) return;
+    this.maybePromote();
+    if (this.promotedTerm === 0) return;
+    const now = this.monotonicMs();
+    if (this.revokesInFlight < this.options.revokesInFlightMax) {
+      for (const id of this.tracker.expired(now)) this.proposeRevoke(id);
+    }
+    if (now - this.lastCheckpointMs >= this.options.checkpointIntervalMs) {
+      this.lastCheckpointMs = now;
+      const leases = this.tracker.checkpoints(now);
+      if (leases.length > 0) {
+        this.proposeInternal({ type: 'leaseCheckpoint', leases }).catch(() => {
+          if (this.promotedTerm !== 0) this.tracker.checkpointFailed(leases.map((l) => l.id));
+        });
+      }
+    }
+  }
+
+  private proposeRevoke(id: number): void {
+    this.revokesInFlight++;
+    // lease_not_found (a client revoked it first) is fine; a lost proposal is retried by the
+    // tracker after revokeRetryMs, as long as this node still leads.
+    this.proposeInternal({ type: 'leaseRevoke', id })
+      .catch(() => undefined)
+      .finally(() => this.revokesInFlight--);
+  }
+
+  /** Proposes only while this node leads: a deposed leader must not even forward. */
+  private proposeInternal(op: Command): Promise<CommandResult> {
+    if (this.driver?.isLeader !== true || this.promotedTerm === 0) {
+      return Promise.reject(new UnavailableError('not the leader'));
+    }
+    return this.propose(op, undefined);
+  }
+
+  private async propose(op: Command, requestId: string | undefined): Promise<CommandResult> {
+    const driver = this.driver;
+    if (driver === null) throw new UnavailableError('the node is starting');
+    const command = encodeCommand(
+      { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: this.deps.wallMs(), source: this.deps.memberId, op },
+      this.store.limits,
+    );
+    const outcome = await driver.propose(driver.newProposalId(), command);
+    if (outcome.type === 'applied') return outcome.result;
+    if (outcome.type === 'failed') throw outcome.error;
+    throw new Error(`a lease command applied as ${outcome.type}`);
+  }
+
+  // --- LeaseApi ------------------------------------------------------------------------------
+
+  async grant(request: { ttlMs: number; id?: number }, requestId: string | undefined): Promise<{ id: number; ttl: number; revision: number }> {
+    const result = await this.propose({ type: 'leaseGrant', ...request }, requestId);
+    if (result.type !== 'leaseGrant') throw new Error(`grant answered with ${result.type}`);
+    return { id: result.id, ttl: result.ttlMs / 1000, revision: result.revision };
+  }
+
+  async revoke(id: number, requestId: string | undefined): Promise<{ id: number; deleted: number; revision: number }> {
+    const result = await this.propose({ type: 'leaseRevoke', id }, requestId);
+    if (result.type !== 'leaseRevoke') throw new Error(`revoke answered with ${result.type}`);
+    return { id: result.id, deleted: result.deleted, revision: result.revision };
+  }
+
+  async keepalive(ids: readonly number[], forwarded: boolean): Promise<KeepaliveAnswer> {
+    // Renewals have their own budget: reads and lists are shed elsewhere (read-gate.ts) first.
+    if (this.keepalivesInFlight >= this.options.keepalivesInFlightMax) {
+      throw new OverloadedError('too many keepalives in flight; retry shortly');
+    }
+    this.keepalivesInFlight++;
+    try {
+      if (this.driver?.isLeader !== true) {
+        const leader = this.leaderToForwardTo(forwarded);
+        return await this.deps.forwarder.keepalive(leader, ids, this.options.requestTimeoutMs);
+      }
+      this.maybePromote();
+      await this.whenPromoted();
+      if (this.options.bugs?.renewWithoutQuorum !== true) await this.confirmLeadership();
+      return await this.renewAll(ids);
+    } finally {
+      this.keepalivesInFlight--;
+    }
+  }
+
+  private async renewAll(ids: readonly number[]): Promise<KeepaliveAnswer> {
+    // Deposed while confirming: an empty tracker must not answer lease_not_found for live leases.
+    this.requireServing();
+    const now = this.monotonicMs();
+    const items: (KeepaliveItem | null)[] = [];
+    const pending: Promise<void>[] = [];
+    const resetIds: number[] = [];
+    for (const id of ids) {
+      const renewed = this.tracker.renew(id, now);
+      if (renewed === null) {
+        items.push({ id, error: 'lease_not_found' });
+        continue;
+      }
+      items.push({ id, ttl: renewed.ttlMs / 1000 });
+      const inFlight = this.resets.get(id);
+      if (renewed.resetCheckpoint) resetIds.push(id);
+      else if (inFlight !== undefined) pending.push(inFlight);
+    }
+    if (resetIds.length > 0) pending.push(this.resetCheckpoints(resetIds));
+    if (pending.length > 0) {
+      await Promise.all(pending);
+      // A revocation may have committed before the reset: that lease is gone after all.
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i] as KeepaliveItem;
+        if ('ttl' in item && this.store.lease(item.id) === null) items[i] = { id: item.id, error: 'lease_not_found' };
+      }
+    }
+    return { revision: this.store.revision, leases: items as KeepaliveItem[] };
+  }
+
+  /** The full TTL is promised only once a checkpoint of it is committed (see expiry-tracker.ts). */
+  private resetCheckpoints(ids: readonly number[]): Promise<void> {
+    const leases = ids.map((id) => ({ id, remainingMs: this.store.lease(id)?.ttlMs ?? 0 }));
+    const done = this.proposeInternal({ type: 'leaseCheckpoint', leases }).then(
+      () => undefined,
+      (error: unknown) => {
+        for (const id of ids) this.tracker.resetFailed(id);
+        throw error;
+      },
+    );
+    const settled = done.finally(() => {
+      for (const id of ids) if (this.resets.get(id) === settled) this.resets.delete(id);
+    });
+    for (const id of ids) this.resets.set(id, settled);
+    return settled;
+  }
+
+  async timeToLive(id: number, forwarded: boolean): Promise<LeaseInfo> {
+    if (this.driver?.isLeader !== true) {
+      return await this.deps.forwarder.timeToLive(this.leaderToForwardTo(forwarded), id, this.options.requestTimeoutMs);
+    }
+    this.maybePromote();
+    await this.whenPromoted();
+    await this.confirmLeadership();
+    this.requireServing();
+    const lease = this.store.lease(id);
+    if (lease === null) throw new LeaseNotFoundError(`lease ${id} not found`, { id });
+    const remainingMs = this.tracker.remainingMs(id, this.monotonicMs()) ?? lease.remainingMs;
+    return {
+      id,
+      ttl: Math.floor(remainingMs / 1000),
+      ttlMs: Math.round(remainingMs),
+      grantedTtl: lease.ttlMs / 1000,
+      keys: this.store.keysOfLease(id),
+      revision: this.store.revision,
+    };
+  }
+
+  async list(request: { after: number; limit: number }, forwarded: boolean): Promise<LeaseList> {
+    if (this.driver?.isLeader !== true) {
+      return await this.deps.forwarder.list(this.leaderToForwardTo(forwarded), request, this.options.requestTimeoutMs);
+    }
+    this.maybePromote();
+    await this.whenPromoted();
+    await this.confirmLeadership();
+    this.requireServing();
+    // One more than asked tells whether another page follows.
+    const page = this.store.leasesPage(request.after, request.limit + 1);
+    const now = this.monotonicMs();
+    const leases = page.slice(0, request.limit).map((lease) => {
+      const remainingMs = this.tracker.remainingMs(lease.id, now) ?? lease.remainingMs;
+      return { id: lease.id, ttl: Math.floor(remainingMs / 1000), grantedTtl: lease.ttlMs / 1000 };
+    });
+    return { revision: this.store.revision, leases, more: page.length > request.limit };
+  }
+
+  private requireServing(): void {
+    if (this.driver?.isLeader !== true || this.promotedTerm === 0) {
+      throw new UnavailableError('leadership changed while answering; retry');
+    }
+  }
+
+  /** The leader to pass a call on to. */
+  private leaderToForwardTo(forwarded: boolean): MemberId {
+    const leader = this.driver?.leaderId ?? 0;
+    // A forwarded call that lands on a non-leader is not passed on again: no forwarding loops.
+    if (forwarded || leader === 0 || leader === this.deps.memberId) {
+      throw new UnavailableError('no leader to renew leases with; retry shortly', { leader });
+    }
+    return leader;
+  }
+}

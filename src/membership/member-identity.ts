@@ -1,0 +1,157 @@
+// Which member of which cluster this data directory belongs to (member.json). A node that
+// bootstraps a new cell derives its id and the cluster id from --initial-cluster; a node started
+// with --initial-cluster-state existing asks the running cell instead (GET /v1/cluster/members on
+// the members' client URLs): the cell has given it an id when `baton member add` registered it.
+// Once written, the file decides: a restarted node never re-derives its identity.
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CorruptFileError } from '../base/errors.js';
+import { ConfigError } from '../base/config-error.js';
+import { isMemberInfo, type MemberInfo } from './member-directory.js';
+
+/** What identity needs from the node's configuration. */
+export interface IdentityConfig {
+  readonly dataDir: string;
+  readonly initialClusterState: 'new' | 'existing';
+  readonly clusterId: string;
+  readonly cellId: string;
+  readonly memberId: number;
+  readonly name: string;
+  readonly members: readonly MemberInfo[];
+}
+
+export interface NodeIdentity {
+  readonly clusterId: string;
+  readonly memberId: number;
+  /** Members known at start: the initial cluster, or the cell's members when this node joined. */
+  readonly bootstrap: readonly MemberInfo[];
+  /** Joined a running cell: its first configuration comes from the log, not from the flags. */
+  readonly joined: boolean;
+}
+
+interface StoredIdentity {
+  clusterId: string;
+  cellId: string;
+  memberId: number;
+  name: string;
+  joined?: boolean;
+  members?: MemberInfo[];
+}
+
+const joinAttemptsMax = 60;
+const joinRetryMs = 500;
+
+export async function resolveIdentity(config: IdentityConfig, log: { info(m: string): void; warn(m: string): void }): Promise<NodeIdentity> {
+  const path = join(config.dataDir, 'member.json');
+  if (existsSync(path)) return checkStored(config, path, readStored(path));
+  if (config.initialClusterState === 'new') {
+    writeStored(path, { clusterId: config.clusterId, cellId: config.cellId, memberId: config.memberId, name: config.name });
+    return { clusterId: config.clusterId, memberId: config.memberId, bootstrap: config.members, joined: false };
+  }
+  const found = await discover(config, log);
+  writeStored(path, { ...found, cellId: config.cellId, name: config.name, joined: true });
+  log.info(`joined cluster ${found.clusterId} as member ${found.memberId} (${found.members.length} members known)`);
+  return { clusterId: found.clusterId, memberId: found.memberId, bootstrap: found.members, joined: true };
+}
+
+function readStored(path: string): StoredIdentity {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as StoredIdentity;
+  } catch (error) {
+    throw new CorruptFileError(path, 0, `unreadable member identity: ${(error as Error).message}`);
+  }
+}
+
+function writeStored(path: string, identity: StoredIdentity): void {
+  writeFileSync(`${path}.tmp`, JSON.stringify(identity, null, 2));
+  renameSync(`${path}.tmp`, path);
+}
+
+/** A data directory belongs to one member of one cluster; refuse to start as anything else. */
+function checkStored(config: IdentityConfig, path: string, stored: StoredIdentity): NodeIdentity {
+  const refuse = (field: string, storedValue: unknown, value: unknown): never => {
+    throw new Error(
+      `${path}: this data directory belongs to ${field} ${String(storedValue)}, not ${String(value)}; ` +
+        'refusing to start (use another --data-dir, or the original --initial-cluster)',
+    );
+  };
+  if (stored.joined === true) {
+    // Its id and cluster came from the cell when it joined; the flags only name it.
+    if (stored.name !== config.name) refuse('name', stored.name, config.name);
+    if (stored.cellId !== config.cellId) refuse('cellId', stored.cellId, config.cellId);
+    const members = Array.isArray(stored.members) ? stored.members.filter(isMemberInfo) : [];
+    return { clusterId: stored.clusterId, memberId: stored.memberId, bootstrap: members, joined: true };
+  }
+  const expected = { clusterId: config.clusterId, cellId: config.cellId, memberId: config.memberId, name: config.name };
+  for (const field of ['clusterId', 'cellId', 'memberId', 'name'] as const) {
+    if (stored[field] !== expected[field]) refuse(field, stored[field], expected[field]);
+  }
+  return { clusterId: config.clusterId, memberId: config.memberId, bootstrap: config.members, joined: false };
+}
+
+interface Discovered {
+  clusterId: string;
+  memberId: number;
+  members: MemberInfo[];
+}
+
+/** Asks the running members (their client URLs) who this node is; retries while they settle. */
+async function discover(config: IdentityConfig, log: { warn(m: string): void }): Promise<Discovered> {
+  const others = config.members.filter((m) => m.name !== config.name && m.clientUrl !== '');
+  if (others.length === 0) {
+    throw new ConfigError(
+      '--initial-cluster-state existing needs the running members\' client URLs in --initial-cluster-clients ' +
+        '(`baton member add` prints both flags)',
+    );
+  }
+  let lastProblem = '';
+  for (let attempt = 0; attempt < joinAttemptsMax; attempt++) {
+    for (const member of others) {
+      try {
+        return await askMember(config, member.clientUrl);
+      } catch (error) {
+        if (error instanceof ConfigError) throw error;
+        lastProblem = `${member.clientUrl}: ${(error as Error).message}`;
+      }
+    }
+    if (attempt % 10 === 0) log.warn(`joining: no member answered yet (${lastProblem}); retrying`);
+    await new Promise((resolve) => setTimeout(resolve, joinRetryMs));
+  }
+  throw new Error(`could not join the cell: no member answered GET /v1/cluster/members (${lastProblem})`);
+}
+
+async function askMember(config: IdentityConfig, clientUrl: string): Promise<Discovered> {
+  const res = await fetch(`${clientUrl}/v1/cluster/members`, { signal: AbortSignal.timeout(3000) });
+  const body = (await res.json()) as { clusterId?: unknown; cell?: unknown; members?: unknown };
+  if (res.status !== 200) throw new Error(`answered ${res.status}`);
+  if (typeof body.clusterId !== 'string' || !Array.isArray(body.members)) throw new Error('not a member list');
+  if (body.cell !== config.cellId) {
+    throw new ConfigError(`${clientUrl} serves cell ${String(body.cell)}, this node is configured for ${config.cellId}`);
+  }
+  const listed = body.members.filter(isMemberInfo) as (MemberInfo & { role?: unknown })[];
+  const members = listed.map(({ id, name, peerUrl, clientUrl: url }) => ({ id, name, peerUrl, clientUrl: url }));
+  const self = listed.find((m) => m.name === config.name);
+  if (self === undefined) {
+    throw new Error(`the cell has no member named ${config.name} yet (add it first: baton member add ${config.name} ...)`);
+  }
+  if (self.role !== 'learner') {
+    // A voter that restarts with an empty log would forget votes and entries it acknowledged.
+    throw new ConfigError(
+      `${config.name} is member ${self.id}, a ${String(self.role)} of the cell: only a new learner joins with an empty ` +
+        'data directory (remove the member, then add it again)',
+    );
+  }
+  const ownPeerUrl = config.members.find((m) => m.name === config.name)?.peerUrl ?? '';
+  if (sameUrl(self.peerUrl, ownPeerUrl) === false) {
+    throw new ConfigError(`the cell registered ${config.name} with peer URL ${self.peerUrl}, but this node's is ${ownPeerUrl}`);
+  }
+  return { clusterId: body.clusterId, memberId: self.id, members };
+}
+
+function sameUrl(a: string, b: string): boolean {
+  try {
+    return new URL(a).href === new URL(b).href;
+  } catch {
+    return false;
+  }
+}

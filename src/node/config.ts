@@ -1,0 +1,267 @@
+// A node's configuration from flags, BATON_* environment variables and an optional JSON config
+// file (flags win over the environment, which wins over the file). Validated here, at the edge:
+// a bad value stops the node with a message naming the setting, never a crash later on. This is
+// the one place that reads them: the services get plain values.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { createHash } from 'node:crypto';
+import { ConfigError } from '../base/config-error.js';
+import type { MemberInfo } from '../membership/member-directory.js';
+import { defaultMvccLimits, type MvccLimits } from '../mvcc/index.js';
+import { defaultReadGateOptions, type ReadGateOptions } from '../kv/read-gate.js';
+import { defaultWatchLimits, type WatchLimits } from '../watch/index.js';
+
+/** A member as the flags name it (--initial-cluster and its client URLs). */
+export type MemberConfig = MemberInfo;
+
+export interface NodeConfig {
+  readonly name: string;
+  readonly memberId: number;
+  readonly dataDir: string;
+  readonly listenClient: URL;
+  readonly listenPeer: URL;
+  /** The etcd v3 gRPC facade's address (docs/etcd-compat.md); null = not served. */
+  readonly listenGrpc: URL | null;
+  /** Member name -> gRPC URL, from --initial-cluster-grpc (etcd's MemberList clientURLs). */
+  readonly grpcUrls: ReadonlyMap<string, string>;
+  readonly members: readonly MemberConfig[];
+  /**
+   * `new`: bootstrap a cell from --initial-cluster (ids follow the list). `existing`: join a
+   * running cell that registered this node (`baton member add`); id and cluster id come from it.
+   * Either way, once the data directory has an identity (member.json), that identity decides.
+   */
+  readonly initialClusterState: 'new' | 'existing';
+  /** Where to dial a peer when it differs from its peer URL (NAT, or a test's fault proxy). */
+  readonly peerDial: ReadonlyMap<string, { host: string; port: number }>;
+  readonly cellId: string;
+  /** Derived from the initial cluster and token, so members started apart agree on it. */
+  readonly clusterId: string;
+  readonly tickMs: number;
+  readonly electionTicks: number;
+  readonly snapshotEntries: number;
+  readonly requestTimeoutMs: number;
+  readonly valueBytesMax: number;
+  readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Bounds tuned through the environment only (BATON_LEASE_*, BATON_READS_*, BATON_WATCH_*). */
+  readonly tuning: NodeTuning;
+}
+
+export interface NodeTuning {
+  /** The replicated lease limits: equal on every member of a cell, or members disagree on apply. */
+  readonly leaseLimits: Pick<MvccLimits, 'leaseTtlMsMin' | 'leaseTtlMsMax' | 'leasesMax' | 'leaseKeysMax'>;
+  readonly readGate: ReadGateOptions;
+  readonly watchLimits: WatchLimits;
+}
+
+export { ConfigError };
+
+const options = {
+  name: { type: 'string' },
+  'data-dir': { type: 'string' },
+  'listen-client': { type: 'string' },
+  'listen-peer': { type: 'string' },
+  'listen-grpc': { type: 'string' },
+  'initial-cluster-grpc': { type: 'string' },
+  'initial-cluster': { type: 'string' },
+  'initial-cluster-clients': { type: 'string' },
+  'initial-cluster-token': { type: 'string' },
+  'initial-cluster-state': { type: 'string' },
+  'peer-dial': { type: 'string' },
+  cell: { type: 'string' },
+  'tick-ms': { type: 'string' },
+  'election-ticks': { type: 'string' },
+  'snapshot-entries': { type: 'string' },
+  'request-timeout-ms': { type: 'string' },
+  'value-bytes-max': { type: 'string' },
+  'log-level': { type: 'string' },
+  config: { type: 'string' },
+} as const;
+
+type Raw = Partial<Record<keyof typeof options, string>>;
+
+export function parseNodeConfig(argv: readonly string[], env: NodeJS.ProcessEnv): NodeConfig {
+  let parsed: Raw;
+  try {
+    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values as Raw;
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  const fromEnv: Raw = {};
+  for (const flag of Object.keys(options) as (keyof typeof options)[]) {
+    const value = env[`BATON_${flag.toUpperCase().replaceAll('-', '_')}`];
+    if (value !== undefined && value !== '') fromEnv[flag] = value;
+  }
+  const configPath = parsed.config ?? fromEnv.config;
+  const fromFile = configPath === undefined ? {} : readConfigFile(configPath);
+  return { ...resolve({ ...fromFile, ...fromEnv, ...parsed }), tuning: tuningFromEnv(env) };
+}
+
+export function tuningFromEnv(env: Readonly<Record<string, string | undefined>>): NodeTuning {
+  const leaseTtlMsMin = envInteger(env, 'BATON_LEASE_TTL_MS_MIN', defaultMvccLimits.leaseTtlMsMin, 1_000);
+  const readsInFlightMax = envInteger(env, 'BATON_READS_IN_FLIGHT_MAX', defaultReadGateOptions.readsInFlightMax, 1);
+  const watch = (name: string, field: keyof WatchLimits): number => envInteger(env, name, defaultWatchLimits[field], 1);
+  return {
+    leaseLimits: {
+      leaseTtlMsMin,
+      leaseTtlMsMax: envInteger(env, 'BATON_LEASE_TTL_MS_MAX', defaultMvccLimits.leaseTtlMsMax, leaseTtlMsMin),
+      leasesMax: envInteger(env, 'BATON_LEASES_MAX', defaultMvccLimits.leasesMax, 1),
+      leaseKeysMax: envInteger(env, 'BATON_LEASE_KEYS_MAX', defaultMvccLimits.leaseKeysMax, 1),
+    },
+    readGate: {
+      readsInFlightMax,
+      // Lists are a share of reads: a larger list budget is cut to the read budget.
+      listsInFlightMax: Math.min(readsInFlightMax, envInteger(env, 'BATON_LISTS_IN_FLIGHT_MAX', defaultReadGateOptions.listsInFlightMax, 1)),
+    },
+    watchLimits: {
+      bufferedEventsMax: watch('BATON_WATCH_BUFFERED_EVENTS_MAX', 'bufferedEventsMax'),
+      bufferedBytesMax: watch('BATON_WATCH_BUFFERED_BYTES_MAX', 'bufferedBytesMax'),
+      watchersPerConnectionMax: watch('BATON_WATCH_PER_CONNECTION_MAX', 'watchersPerConnectionMax'),
+      watchersPerNodeMax: watch('BATON_WATCH_PER_NODE_MAX', 'watchersPerNodeMax'),
+      readEventsMax: defaultWatchLimits.readEventsMax,
+      catchUpReadsPerStepMax: defaultWatchLimits.catchUpReadsPerStepMax,
+    },
+  };
+}
+
+function envInteger(env: Readonly<Record<string, string | undefined>>, name: string, fallback: number, min: number): number {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < min) throw new ConfigError(`${name}: "${text}" must be an integer >= ${min}`);
+  return value;
+}
+
+function readConfigFile(path: string): Raw {
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`config file ${path}: ${(error as Error).message}`);
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    throw new ConfigError(`config file ${path}: expected a JSON object of flag names to values`);
+  }
+  const raw: Raw = {};
+  for (const [key, value] of Object.entries(data)) {
+    if (!(key in options)) throw new ConfigError(`config file ${path}: unknown setting "${key}"`);
+    raw[key as keyof typeof options] = String(value);
+  }
+  return raw;
+}
+
+function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
+  const name = required(raw, 'name');
+  if (!/^[a-zA-Z0-9_-]{1,64}$/.test(name)) throw new ConfigError(`--name "${name}": use letters, digits, - and _`);
+  const listenClient = url(required(raw, 'listen-client'), 'listen-client');
+  const listenPeer = url(required(raw, 'listen-peer'), 'listen-peer');
+  const members = parseMembers(raw, name, listenClient);
+  const listenGrpc = raw['listen-grpc'] === undefined ? null : url(raw['listen-grpc'], 'listen-grpc');
+  const grpcUrls = new Map(pairs(raw['initial-cluster-grpc'] ?? '', 'initial-cluster-grpc'));
+  for (const grpcUrl of grpcUrls.values()) url(grpcUrl, 'initial-cluster-grpc');
+  if (listenGrpc !== null && !grpcUrls.has(name)) grpcUrls.set(name, listenGrpc.href.replace(/\/$/, ''));
+  const self = members.find((member) => member.name === name);
+  if (self === undefined) throw new ConfigError(`--initial-cluster does not name this node (${name})`);
+  const token = raw['initial-cluster-token'] ?? 'baton';
+  const identity = members.map((m) => `${m.name}=${m.peerUrl}`).join(',') + `|${token}`;
+  return {
+    name,
+    memberId: self.id,
+    dataDir: required(raw, 'data-dir'),
+    listenClient,
+    listenPeer,
+    listenGrpc,
+    grpcUrls,
+    members,
+    initialClusterState: clusterState(raw['initial-cluster-state'] ?? 'new'),
+    peerDial: parsePeerDial(raw['peer-dial'] ?? '', members),
+    cellId: raw.cell ?? 'cell-1',
+    clusterId: createHash('sha256').update(identity).digest('hex').slice(0, 16),
+    tickMs: integer(raw, 'tick-ms', 100, 10, 10_000),
+    electionTicks: integer(raw, 'election-ticks', 10, 3, 1000),
+    // etcd's default too: a snapshot encodes the whole store, so taking one every 10,000 entries cost
+    // the leader ~8% of its CPU under a put load (the log's bytes bound it as well: 64 MiB).
+    snapshotEntries: integer(raw, 'snapshot-entries', 100_000, 10, 100_000_000),
+    requestTimeoutMs: integer(raw, 'request-timeout-ms', 5_000, 100, 600_000),
+    valueBytesMax: integer(raw, 'value-bytes-max', 1024 * 1024, 1, 1024 * 1024),
+    logLevel: logLevel(raw['log-level'] ?? 'info'),
+  };
+}
+
+/**
+ * `--initial-cluster n1=http://127.0.0.1:7101,...` gives the peer URLs; member ids follow the
+ * list's order (1, 2, ...). Client URLs come from `--initial-cluster-clients` in the same form,
+ * or for this node from --listen-client; followers use them to point clients at the leader.
+ */
+function parseMembers(raw: Raw, name: string, listenClient: URL): MemberConfig[] {
+  const peers = pairs(required(raw, 'initial-cluster'), 'initial-cluster');
+  const clients = new Map(pairs(raw['initial-cluster-clients'] ?? '', 'initial-cluster-clients'));
+  const seen = new Set<string>();
+  return peers.map(([memberName, peerUrl], i) => {
+    if (seen.has(memberName)) throw new ConfigError(`--initial-cluster names ${memberName} twice`);
+    seen.add(memberName);
+    url(peerUrl, 'initial-cluster');
+    const clientUrl = clients.get(memberName) ?? (memberName === name ? listenClient.href : '');
+    return { id: i + 1, name: memberName, peerUrl, clientUrl: clientUrl.replace(/\/$/, '') };
+  });
+}
+
+function parsePeerDial(text: string, members: readonly MemberConfig[]): Map<string, { host: string; port: number }> {
+  const dial = new Map<string, { host: string; port: number }>();
+  for (const [memberName, address] of pairs(text, 'peer-dial')) {
+    if (!members.some((m) => m.name === memberName)) throw new ConfigError(`--peer-dial: unknown member ${memberName}`);
+    const match = /^([^:]+):(\d{1,5})$/.exec(address);
+    if (match === null) throw new ConfigError(`--peer-dial: expected name=HOST:PORT, got "${memberName}=${address}"`);
+    dial.set(memberName, { host: match[1] as string, port: Number(match[2]) });
+  }
+  return dial;
+}
+
+function pairs(text: string, flag: string): [string, string][] {
+  if (text.trim() === '') return [];
+  return text.split(',').map((item) => {
+    const at = item.indexOf('=');
+    if (at <= 0) throw new ConfigError(`--${flag}: expected name=URL, got "${item}"`);
+    return [item.slice(0, at).trim(), item.slice(at + 1).trim()];
+  });
+}
+
+function required(raw: Raw, flag: keyof typeof options): string {
+  const value = raw[flag];
+  if (value === undefined || value === '') {
+    throw new ConfigError(`--${flag} is required (or BATON_${flag.toUpperCase().replaceAll('-', '_')})`);
+  }
+  return value;
+}
+
+function url(text: string, flag: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(text);
+  } catch {
+    throw new ConfigError(`--${flag}: "${text}" is not a URL`);
+  }
+  if (parsed.protocol !== 'http:' || parsed.port === '') {
+    throw new ConfigError(`--${flag}: "${text}" must be http://HOST:PORT`);
+  }
+  return parsed;
+}
+
+function integer(raw: Raw, flag: keyof typeof options, fallback: number, min: number, max: number): number {
+  const text = raw[flag];
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`--${flag}: "${text}" must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function clusterState(text: string): NodeConfig['initialClusterState'] {
+  if (text === 'new' || text === 'existing') return text;
+  throw new ConfigError(`--initial-cluster-state: "${text}" must be new or existing`);
+}
+
+function logLevel(text: string): NodeConfig['logLevel'] {
+  if (text === 'debug' || text === 'info' || text === 'warn' || text === 'error') return text;
+  throw new ConfigError(`--log-level: "${text}" must be debug, info, warn or error`);
+}

@@ -1,0 +1,62 @@
+// `baton server`: run one node until SIGINT/SIGTERM. Exit codes: 0 clean stop, 1 fatal I/O error
+// at run time, 2 bad configuration or damaged data found at startup.
+import { CorruptFileError } from '../base/errors.js';
+import { ConfigError, parseNodeConfig } from './config.js';
+import { installFaultHooks } from './testing/fault-hooks.js';
+import { startNode, type NodeLogger } from './node.js';
+
+export async function runServer(argv: readonly string[]): Promise<number> {
+  if (argv.includes('--help')) {
+    process.stdout.write(
+      'baton server --name NAME --data-dir DIR --listen-client URL --listen-peer URL\n' +
+        '             --initial-cluster n1=URL,n2=URL,... [--initial-cluster-clients n1=URL,...]\n' +
+        '             [--initial-cluster-state new|existing] (existing: join a running cell, docs/api/members.md)\n' +
+        '             [--cell ID] [--tick-ms N] [--election-ticks N] [--snapshot-entries N]\n' +
+        '             [--request-timeout-ms N] [--value-bytes-max N] [--log-level L] [--config FILE]\n' +
+        '             [--listen-grpc URL] [--initial-cluster-grpc n1=URL,...] (etcd v3 gRPC, docs/etcd-compat.md)\n' +
+        'Every flag also reads from BATON_<FLAG> (e.g. BATON_DATA_DIR) and from the JSON --config file.\n',
+    );
+    return 0;
+  }
+  let config;
+  try {
+    config = parseNodeConfig(argv, process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`baton server: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  const prefix = `[${config.name}]`;
+  const levels = ['debug', 'info', 'warn', 'error'];
+  const enabled = (level: string): boolean => levels.indexOf(level) >= levels.indexOf(config.logLevel);
+  const log: NodeLogger = {
+    info: (m) => enabled('info') && process.stdout.write(`${prefix} ${m}\n`),
+    warn: (m) => enabled('warn') && process.stderr.write(`${prefix} WARN ${m}\n`),
+    error: (m) => process.stderr.write(`${prefix} ERROR ${m}\n`),
+  };
+  installFaultHooks(process.env, log); // off unless BATON_FAULT_INJECTION=1 (test/faults)
+  let finish: (code: number) => void = () => {};
+  const done = new Promise<number>((resolve) => (finish = resolve));
+  let node;
+  try {
+    node = await startNode(config, log, (error) => {
+      log.error(`stopping after a fatal error: ${error.message}`);
+      finish(1);
+    }, () => {
+      log.warn('removed from the cell: stopping');
+      finish(0);
+    });
+  } catch (error) {
+    log.error(error instanceof CorruptFileError ? `refusing to start: ${error.message}` : `cannot start: ${(error as Error).message}`);
+    return 2;
+  }
+  const stop = (): void => finish(0);
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  const code = await done;
+  await node.stop().catch((error: Error) => log.error(`while stopping: ${error.message}`));
+  log.info('stopped');
+  return code;
+}

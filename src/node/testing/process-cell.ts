@@ -1,0 +1,211 @@
+// A cell of real node processes on this machine: used by `baton dev` (npm start) and by the
+// multi-process tests, which kill (-9), pause (SIGSTOP) and restart single members.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface CellMemberPorts {
+  readonly name: string;
+  readonly clientPort: number;
+  readonly peerPort: number;
+  /** The etcd gRPC facade's port; absent = not served. */
+  readonly grpcPort?: number;
+}
+
+export interface ProcessCellOptions {
+  readonly dataDir: string;
+  readonly members: readonly CellMemberPorts[];
+  /** Nodes outside the initial cluster, started later to join it (`baton member add` first). */
+  readonly spares?: readonly CellMemberPorts[];
+  readonly host?: string;
+  /** Extra flags for every node (e.g. ['--tick-ms', '50']). */
+  readonly extraArgs?: readonly string[];
+  /** Extra flags for one node (e.g. its --peer-dial through a test's fault proxies). */
+  readonly argsFor?: (name: string) => readonly string[];
+  /** Flags for the node binary itself, before the script (e.g. ['--cpu-prof']). */
+  readonly nodeArgs?: (name: string) => readonly string[];
+  /** Where node output goes: 'inherit' for dev, 'pipe' (collected) for tests. */
+  readonly output?: 'inherit' | 'pipe';
+}
+
+const cliPath = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'cli', 'main.js');
+
+export class ProcessCell {
+  private readonly processes = new Map<string, ChildProcess>();
+  readonly logs = new Map<string, string[]>();
+  private readonly host: string;
+  /** Nodes that join the running cell (--initial-cluster-state existing) when (re)started. */
+  private readonly joining = new Set<string>();
+
+  constructor(private readonly options: ProcessCellOptions) {
+    this.host = options.host ?? '127.0.0.1';
+  }
+
+  clientUrl(name: string): string {
+    return `http://${this.host}:${this.member(name).clientPort}`;
+  }
+
+  /** HOST:PORT of a member's etcd gRPC facade (etcd clients take endpoints without a scheme). */
+  grpcEndpoint(name: string): string {
+    const port = this.member(name).grpcPort;
+    if (port === undefined) throw new Error(`${name} serves no etcd gRPC facade`);
+    return `${this.host}:${port}`;
+  }
+
+  clientUrls(): string[] {
+    return this.options.members.map((member) => this.clientUrl(member.name));
+  }
+
+  names(): string[] {
+    return this.options.members.map((member) => member.name);
+  }
+
+  startAll(): void {
+    for (const member of this.options.members) this.start(member.name);
+  }
+
+  /** The data directory of a member (a test may wipe it to re-add the member as a new one). */
+  dataDirOf(name: string): string {
+    return join(this.options.dataDir, name);
+  }
+
+  /** Peer URL of a member or spare, as `baton member add` takes it. */
+  peerUrl(name: string): string {
+    return `http://${this.host}:${this.member(name).peerPort}`;
+  }
+
+  /**
+   * Starts a member. With `join`, it (and every later restart of it) joins the running cell
+   * with --initial-cluster-state existing, which must have registered it (`member add`) first.
+   */
+  start(name: string, options: { join?: boolean } = {}): void {
+    const member = this.member(name);
+    if (options.join === true) this.joining.add(name);
+    const dataDir = join(this.options.dataDir, name);
+    mkdirSync(dataDir, { recursive: true });
+    const listed = this.options.members.some((m) => m.name === name) ? this.options.members : [...this.options.members, member];
+    const initialCluster = listed
+      .map((m) => `${m.name}=http://${this.host}:${m.peerPort}`)
+      .join(',');
+    const clients = listed.map((m) => `${m.name}=http://${this.host}:${m.clientPort}`).join(',');
+    const grpc = this.options.members.filter((m) => m.grpcPort !== undefined);
+    const grpcArgs = member.grpcPort === undefined ? [] : [
+      '--listen-grpc', `http://${this.host}:${member.grpcPort}`,
+      '--initial-cluster-grpc', grpc.map((m) => `${m.name}=http://${this.host}:${m.grpcPort}`).join(','),
+    ];
+    const args = [
+      ...(this.options.nodeArgs?.(name) ?? []),
+      cliPath,
+      'server',
+      '--name', name,
+      '--data-dir', dataDir,
+      '--listen-client', `http://${this.host}:${member.clientPort}`,
+      '--listen-peer', `http://${this.host}:${member.peerPort}`,
+      '--initial-cluster', initialCluster,
+      '--initial-cluster-clients', clients,
+      ...(this.joining.has(name) ? ['--initial-cluster-state', 'existing'] : []),
+      ...grpcArgs,
+      ...(this.options.extraArgs ?? []),
+      ...(this.options.argsFor?.(name) ?? []),
+    ];
+    const output = this.options.output ?? 'pipe';
+    const child = spawn(process.execPath, args, { stdio: ['ignore', output, output] });
+    this.processes.set(name, child);
+    if (output === 'pipe') {
+      const log = this.logs.get(name) ?? [];
+      this.logs.set(name, log);
+      const collect = (chunk: Buffer): void => {
+        log.push(chunk.toString('utf8'));
+        if (log.length > 2000) log.splice(0, log.length - 2000);
+      };
+      child.stdout?.on('data', collect);
+      child.stderr?.on('data', collect);
+    }
+  }
+
+  isRunning(name: string): boolean {
+    const child = this.processes.get(name);
+    return child !== undefined && child.exitCode === null && child.signalCode === null;
+  }
+
+  signal(name: string, signal: NodeJS.Signals): void {
+    this.processes.get(name)?.kill(signal);
+  }
+
+  /** Resolves with the exit code (or signal) once the member's process has ended. */
+  async waitExit(name: string, timeoutMs = 10_000): Promise<number | string> {
+    const child = this.processes.get(name);
+    if (child === undefined) return 'not started';
+    if (child.exitCode !== null) return child.exitCode;
+    if (child.signalCode !== null) return child.signalCode;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${name} did not exit within ${timeoutMs} ms`)), timeoutMs);
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        resolve(code ?? signal ?? 'unknown');
+      });
+    });
+  }
+
+  async kill9(name: string): Promise<void> {
+    this.signal(name, 'SIGKILL');
+    await this.waitExit(name);
+  }
+
+  /** Stop every member: SIGTERM, then SIGKILL for any that did not exit in time. */
+  async stopAll(timeoutMs = 5_000): Promise<void> {
+    const names = [...this.processes.keys()].filter((name) => this.isRunning(name));
+    for (const name of names) {
+      this.signal(name, 'SIGCONT');
+      this.signal(name, 'SIGTERM');
+    }
+    await Promise.all(
+      names.map(async (name) => {
+        try {
+          await this.waitExit(name, timeoutMs);
+        } catch {
+          await this.kill9(name);
+        }
+      }),
+    );
+  }
+
+  /** Polls every member's /readyz until all answer 200 (or the time runs out). */
+  async waitReady(timeoutMs = 20_000, names = this.names()): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const states = await Promise.all(names.map((name) => this.probe(`${this.clientUrl(name)}/readyz`)));
+      if (states.every((state) => state === 'ready')) return;
+      for (const name of names) {
+        if (!this.isRunning(name)) throw new Error(`${name} exited: ${this.tail(name)}`);
+      }
+      if (Date.now() > deadline) {
+        const said = names.map((name, i) => `${name}: ${states[i]}`).join(', ');
+        throw new Error(`cell not ready within ${timeoutMs} ms (${said})`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  tail(name: string, lines = 20): string {
+    return (this.logs.get(name) ?? []).join('').split('\n').slice(-lines).join('\n');
+  }
+
+  /** 'ready', or why not: the node's own reason, or that it did not answer. */
+  private async probe(url: string): Promise<string> {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      const body = (await res.json().catch(() => null)) as { reason?: unknown } | null;
+      return res.status === 200 ? 'ready' : String(body?.reason ?? `status ${res.status}`);
+    } catch {
+      return 'no answer';
+    }
+  }
+
+  private member(name: string): CellMemberPorts {
+    const member = [...this.options.members, ...(this.options.spares ?? [])].find((m) => m.name === name);
+    if (member === undefined) throw new Error(`no member ${name}`);
+    return member;
+  }
+}

@@ -1,0 +1,117 @@
+// An overloaded leader refuses new work instead of queueing more than it can commit within the
+// clients' timeout: once its oldest uncommitted entry has waited past `uncommittedAgeMsMax`, its
+// own proposals fail with OverloadedError (429) and forwarded ones are refused back to their
+// follower (whose requests then fail at once, 429, instead of at their timeout); once the backlog
+// commits, proposals are taken again.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { OverloadedError, UnavailableError } from '../../../src/base/errors.js';
+import { SeededRandom } from '../../../src/base/random.js';
+import {
+  createRaftNode, defaultRaftConfig, type Entry, type RaftMessage, type Ready, type Snapshot,
+} from '../../../src/raft/index.js';
+import { NodeDriver } from '../../../src/driver/driver.js';
+import { frameCommand, frameHead } from '../../../src/driver/entry-frame.js';
+import type { LogStore, StateMachine, Timers } from '../../../src/driver/types.js';
+
+class ManualDisk implements LogStore {
+  readonly pending: (() => void)[] = [];
+  persist(_ready: Ready): Promise<void> {
+    return new Promise((resolve) => this.pending.push(resolve));
+  }
+  async saveSnapshot(_snapshot: Snapshot): Promise<void> {}
+  completeAll(): void {
+    for (const done of this.pending.splice(0)) done();
+  }
+}
+
+class CountingMachine implements StateMachine<number> {
+  applied = 0;
+  appliedIndex(): number {
+    return this.applied;
+  }
+  applyBatch(entries: readonly Entry[]): number[] {
+    return entries.map((entry) => (this.applied = entry.index));
+  }
+  snapshotData(): Uint8Array {
+    return new Uint8Array();
+  }
+  restore(): void {}
+}
+
+const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+async function settle(disk: ManualDisk): Promise<void> {
+  for (let i = 0; i < 4; i++) {
+    disk.completeAll();
+    await flush();
+  }
+}
+
+test('an overloaded leader refuses proposals until its backlog commits', async () => {
+  let nowMs = 0;
+  const timers: Timers = { setTimeout: () => ({ cancel: () => {} }), monotonicMs: () => nowMs };
+  const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
+    hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
+    initialConfState: { voters: [1], votersOutgoing: [], learners: [] }, appliedIndex: 0,
+  }, new SeededRandom(7n));
+  const disk = new ManualDisk();
+  const sent: RaftMessage[] = [];
+  const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
+    { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000, readysInFlightMax: 4, uncommittedAgeMsMax: 1_000 },
+    { onFatal: (e) => { throw e; } });
+  core.campaign();
+  driver.tick();
+  await settle(disk);
+  assert.equal(driver.isLeader, true);
+
+  // The write of the first entry does not finish: it stays uncommitted while time passes.
+  const first = driver.propose(driver.newProposalId(), new Uint8Array([1]));
+  nowMs += 999;
+  const second = driver.propose(driver.newProposalId(), new Uint8Array([2]));
+  nowMs += 2;
+  await assert.rejects(driver.propose(driver.newProposalId(), new Uint8Array([3])), OverloadedError);
+  const forwarded = frameCommand(new Uint8Array(16).fill(9), new Uint8Array(500));
+  driver.receive([{ type: 'propose', from: 2, to: 1, term: 1, commands: [forwarded] }]);
+  assert.equal(driver.forwardedRefused, 1, 'a forwarded proposal is not appended...');
+  const refusal = sent.find((m) => m.type === 'proposeRefused');
+  assert.ok(refusal?.type === 'proposeRefused', '...and goes back to its follower');
+  assert.deepEqual({ from: refusal.from, to: refusal.to, reason: refusal.reason }, { from: 1, to: 2, reason: 'overloaded' });
+  assert.deepEqual(refusal.commands.map((c) => Array.from(c)), [Array.from(frameHead(forwarded))], 'named by its frame head only');
+
+  // The backlog commits: new proposals are welcome again.
+  await settle(disk);
+  assert.ok((await first) > 0 && (await second) > 0);
+  const third = driver.propose(driver.newProposalId(), new Uint8Array([5]));
+  await settle(disk);
+  assert.ok((await third) > 0);
+});
+
+test('a follower fails a forwarded proposal the moment the leader refuses it', async () => {
+  const timers: Timers = { setTimeout: () => ({ cancel: () => {} }), monotonicMs: () => 0 };
+  const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
+    hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
+    initialConfState: { voters: [1, 2, 3], votersOutgoing: [], learners: [] }, appliedIndex: 0,
+  }, new SeededRandom(8n));
+  const disk = new ManualDisk();
+  const sent: RaftMessage[] = [];
+  const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
+    { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000 }, { onFatal: (e) => { throw e; } });
+  // Member 2 leads term 1 (its heartbeat says so); timers never fire, so only a refusal can answer.
+  driver.receive([{ type: 'heartbeat', from: 2, to: 1, term: 1, commit: 0, readRound: 0 }]);
+  await settle(disk);
+  const full = driver.propose(driver.newProposalId(), new Uint8Array([1]));
+  const moved = driver.propose(driver.newProposalId(), new Uint8Array([2]));
+  await settle(disk);
+  const forwards = sent.flatMap((m) => (m.type === 'propose' ? m.commands : []));
+  assert.equal(forwards.length, 2, 'both forwarded to member 2');
+  driver.receive([
+    { type: 'proposeRefused', from: 2, to: 1, term: 1, reason: 'tooLarge', commands: [frameHead(forwards[0]!)] },
+    // Garbage from a peer is ignored (no frame version, too short): nothing throws.
+    { type: 'proposeRefused', from: 2, to: 1, term: 1, reason: 'tooLarge', commands: [new Uint8Array([7, 7]), new Uint8Array(17)] },
+    { type: 'proposeRefused', from: 2, to: 1, term: 1, reason: 'notLeader', commands: [frameHead(forwards[1]!)] },
+  ]);
+  await assert.rejects(full, OverloadedError);
+  await assert.rejects(moved, UnavailableError);
+  driver.stop();
+});
