@@ -7,7 +7,7 @@ import type { SimOptions, SimResult } from '../sim/index.js';
 
 const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace]
                  [--profile calm|mixed|chaos] [--fault-phase-ms MS] (a soak: e.g. 60000)
-                 [--driver sim|server] (server: the production driver of src/server)
+                 [--driver sim|server] (server: the production driver of src/driver)
                  [--snapshots inline|background] (server driver; background: written later
                    from a newer view, as a node's snapshot thread does)
                  [--state-machine register|mvcc] (mvcc: the real MVCC store, in memory)

@@ -7,9 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { assert } from '../base/assert.js';
 import { TimeoutError, UnavailableError, OverloadedError } from '../base/errors.js';
-import { EntryType, type Entry, type HardState, type MemberId, type RaftApi, type RaftMessage, type Ready, type Role } from '../raft/index.js';
+import {
+  EntryType, type ConfChange, type Entry, type HardState, type MemberId, type ProposeResult, type RaftApi, type RaftMessage,
+  type RaftStatus, type Ready, type Role,
+} from '../raft/index.js';
 import { frameCommand, frameHead, proposalIdOfHead, unframeCommand } from './entry-frame.js';
-import type { LogStore, PeerSender, StateMachine, Timers } from './types.js';
+import type { DriverListener, LogStore, PeerSender, StateMachine, Timers } from './types.js';
 
 export interface DriverOptions {
   readonly requestTimeoutMs: number;
@@ -59,8 +62,6 @@ export interface DriverOptions {
 }
 
 export interface DriverEvents {
-  onLeaderChange?(leader: MemberId, role: Role): void;
-  onApplied?(appliedIndex: number): void;
   /** A Ready's I/O failed: the node must stop (a failed fdatasync cannot be retried safely). */
   onFatal(error: Error): void;
 }
@@ -140,6 +141,8 @@ export class NodeDriver<Outcome> {
   applyBatches = 0;
   /** A pump is scheduled through timers.soon (cleared by any pump). */
   private pumpSoon = false;
+  /** Set by start(): who hears applied batches, restores and leader changes. */
+  private listeners: readonly DriverListener<Outcome>[] | null = null;
 
   constructor(
     private readonly core: RaftApi,
@@ -158,8 +161,57 @@ export class NodeDriver<Outcome> {
     assert(Number.isSafeInteger(this.nextReadContext) && this.nextReadContext > 0, 'read contexts are positive safe integers');
   }
 
+  /**
+   * The services that hear what the driver did, in this order, for the driver's whole life. Until
+   * then nothing may feed it: an entry applied before would go unheard by them.
+   */
+  start(listeners: readonly DriverListener<Outcome>[]): void {
+    assert(this.listeners === null, 'a driver is started once');
+    this.listeners = listeners;
+  }
+
   get leaderId(): MemberId {
     return this.leader;
+  }
+
+  /** The Raft core's state (the driver is the core's only caller). */
+  status(): RaftStatus {
+    return this.core.status();
+  }
+
+  /**
+   * Leader only: start a membership change. It leaves at the next pump (flush() sends it now), so
+   * the caller can first learn the new member's address for the message that goes to it.
+   */
+  proposeConfChange(change: ConfChange): ProposeResult {
+    this.assertStarted();
+    const result = this.core.proposeConfChange(change);
+    if (result.ok) this.schedulePump();
+    return result;
+  }
+
+  /** Leader only: hand leadership to `to` once its log is caught up. */
+  transferLeadership(to: MemberId): void {
+    this.assertStarted();
+    this.core.transferLeadership(to);
+    this.schedulePump();
+  }
+
+  /** The transport could not reach `to` (the core probes it instead of streaming). */
+  reportUnreachable(to: MemberId): void {
+    if (this.stopped) return;
+    this.core.reportUnreachable(to);
+  }
+
+  /** The transport finished (ok) or gave up on sending a snapshot to `to`. */
+  reportSnapshot(to: MemberId, ok: boolean): void {
+    if (this.stopped) return;
+    this.core.reportSnapshot(to, ok);
+    this.schedulePump();
+  }
+
+  private assertStarted(): void {
+    assert(this.listeners !== null, 'the driver is started before it is fed');
   }
 
   get isLeader(): boolean {
@@ -168,12 +220,14 @@ export class NodeDriver<Outcome> {
 
   tick(): void {
     if (this.stopped) return;
+    this.assertStarted();
     this.core.tick();
     this.pump();
   }
 
   receive(messages: readonly RaftMessage[]): void {
     if (this.stopped) return;
+    this.assertStarted();
     for (const message of messages) {
       if (message.type === 'proposeRefused') {
         this.failRefused(message);
@@ -212,6 +266,7 @@ export class NodeDriver<Outcome> {
    */
   propose(proposalId: Uint8Array, command: Uint8Array): Promise<Outcome> {
     if (this.stopped) return Promise.reject(new UnavailableError('the node is stopping'));
+    this.assertStarted();
     if (this.proposals.size >= (this.options.proposalsPendingMax ?? 10_000)) {
       return Promise.reject(new OverloadedError('too many proposals in flight on this node; retry later'));
     }
@@ -454,6 +509,7 @@ export class NodeDriver<Outcome> {
       const covered = ready.snapshot.meta.index;
       this.dropCovered(covered);
       this.stateMachine.restore(ready.snapshot);
+      for (const listener of this.listeners ?? []) listener.onRestored?.(ready.snapshot);
       this.lastSnapshotIndex = Math.max(this.lastSnapshotIndex, covered);
     }
     this.applyDurable();
@@ -491,7 +547,8 @@ export class NodeDriver<Outcome> {
       waiter.cancelTimer();
       waiter.resolve(outcomes[i] as Outcome);
     });
-    this.events.onApplied?.(this.stateMachine.appliedIndex());
+    const appliedIndex = this.stateMachine.appliedIndex();
+    for (const listener of this.listeners ?? []) listener.onApplied?.(entries, outcomes, appliedIndex);
   }
 
   private serveReads(): void {
@@ -536,7 +593,7 @@ export class NodeDriver<Outcome> {
     if (ready.softState === null) return;
     this.leader = ready.softState.leader;
     this.role = ready.softState.role;
-    this.events.onLeaderChange?.(this.leader, this.role);
+    for (const listener of this.listeners ?? []) listener.onLeaderChange?.(this.leader, this.role);
   }
 
   private maybeSnapshot(): void {

@@ -1,12 +1,24 @@
 // The doors between a node's driver and its parts. The driver is written against these, so the
 // same code runs with the real WAL, LMDB store and TCP transport, or with test doubles.
-import type { Entry, Ready, Snapshot, SnapshotMeta } from '../raft/index.js';
+import type { Entry, MemberId, Ready, Role, Snapshot, SnapshotMeta } from '../raft/index.js';
 import type { WrittenSnapshot } from '../snap/types.js';
 
 // Doors defined where their implementations live, listed here with the rest of the driver's.
 export type { Timers } from '../base/timers.js';
 export type { PeerSender } from '../transport/types.js';
 export type { WrittenSnapshot } from '../snap/types.js';
+
+/**
+ * A service that hears what the driver did (the list is given to NodeDriver.start, in order).
+ * All three run synchronously inside the driver's step, before any proposal's caller resumes.
+ */
+export interface DriverListener<Outcome> {
+  /** Committed entries were applied (in one transaction), with their outcomes in entry order. */
+  onApplied?(entries: readonly Entry[], outcomes: readonly Outcome[], appliedIndex: number): void;
+  /** A snapshot replaced the state machine's whole state. */
+  onRestored?(snapshot: Snapshot): void;
+  onLeaderChange?(leader: MemberId, role: Role): void;
+}
 
 /** Durable storage for the Raft log: the WAL plus snapshot files. */
 export interface LogStore {

@@ -3,19 +3,17 @@
 // ReadIndex confirmation, serializable reads are answered from local state and say so.
 import { UnavailableError } from '../base/errors.js';
 import {
-  encodeCommand,
-  type ApplyOutcome,
   type Command,
-  type CommandResult,
+  type CommandProposer,
   type MvccStore,
+  type Proposed,
   type RangeRequest as MvccRangeRequest,
   type RangeResult as MvccRangeResult,
   type TxnOp as MvccTxnOp,
 } from '../mvcc/index.js';
-import type { RaftApi } from '../raft/index.js';
+import type { RaftStatus } from '../raft/index.js';
 import type * as api from '../api/types.js';
 import type { MemberInfo } from '../membership/member-directory.js';
-import type { NodeDriver } from '../driver/driver.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { ReadGate } from './read-gate.js';
 import type { MemberView } from '../membership/membership.js';
@@ -37,14 +35,21 @@ export interface CellServiceConfig {
   readonly requestTimeoutMs: number;
 }
 
-export class CellService implements api.CellApi {
+/** What the KV service needs from the node's driver (NodeDriver). */
+export interface CellDriver {
+  status(): RaftStatus;
+  linearizableRead(): Promise<void>;
+}
+
+export class CellService implements api.CellApi, CommandProposer {
   readonly cellId: string;
   private readonly revisionWaiters = new Set<{ revision: number; resolve: () => void }>();
 
   constructor(
     private readonly config: CellServiceConfig,
-    private readonly core: RaftApi,
-    private readonly driver: NodeDriver<ApplyOutcome>,
+    private readonly driver: CellDriver,
+    /** The node's one write path (driver/command-proposer.ts). */
+    private readonly proposer: CommandProposer,
     private readonly store: MvccStore,
     private readonly metrics: NodeMetrics,
     /** Sheds reads (lists first) under overload, so keepalives are still answered. */
@@ -71,14 +76,12 @@ export class CellService implements api.CellApi {
   }
 
   async put(request: api.PutRequest, requestId: string | undefined): Promise<api.PutResult> {
-    const result = await this.mutate({ type: 'put', ...request }, requestId);
-    if (result.type !== 'put') throw new Error(`put answered with ${result.type}`);
+    const { result } = await this.propose({ type: 'put', ...request }, requestId);
     return { created: result.created, version: result.version, revision: result.revision, fencingToken: result.fencingToken };
   }
 
   async deleteRange(request: api.DeleteRequest, requestId: string | undefined): Promise<api.DeleteResult> {
-    const result = await this.mutate({ type: 'delete', ...request }, requestId);
-    if (result.type !== 'delete') throw new Error(`delete answered with ${result.type}`);
+    const { result } = await this.propose({ type: 'delete', ...request }, requestId);
     return { deleted: result.deleted, revision: result.revision };
   }
 
@@ -88,11 +91,10 @@ export class CellService implements api.CellApi {
       if ('get' in op) return { type: 'get', ...op.get };
       return { type: 'delete', ...op.delete };
     };
-    const result = await this.mutate(
+    const { result } = await this.propose(
       { type: 'txn', compare: request.compare, success: request.success.map(toOp), failure: request.failure.map(toOp) },
       requestId,
     );
-    if (result.type !== 'txn') throw new Error(`txn answered with ${result.type}`);
     return {
       succeeded: result.succeeded,
       revision: result.revision,
@@ -105,8 +107,7 @@ export class CellService implements api.CellApi {
   }
 
   async compact(revision: number): Promise<{ revision: number; compactRevision: number }> {
-    const result = await this.mutate({ type: 'compact', revision }, undefined);
-    if (result.type !== 'compact') throw new Error(`compact answered with ${result.type}`);
+    const { result } = await this.propose({ type: 'compact', revision }, undefined);
     return { revision: result.revision, compactRevision: result.compactRevision };
   }
 
@@ -143,7 +144,7 @@ export class CellService implements api.CellApi {
   }
 
   status(): api.ClusterStatus {
-    const status = this.core.status();
+    const status = this.driver.status();
     const voters = new Set([...status.confState.voters, ...status.confState.votersOutgoing]);
     return {
       cell: this.config.cellId,
@@ -177,7 +178,7 @@ export class CellService implements api.CellApi {
   }
 
   ready(): { ready: boolean; reason: string } {
-    const status = this.core.status();
+    const status = this.driver.status();
     if (this.membership?.removed === true) return { ready: false, reason: 'removed from the cell' };
     if (status.leader === 0) return { ready: false, reason: 'no leader' };
     // Until an entry of the current term commits, the commit index known here can lag what earlier
@@ -195,23 +196,9 @@ export class CellService implements api.CellApi {
     return this.metrics.registry.render();
   }
 
-  private async mutate(op: Command, requestId: string | undefined): Promise<CommandResult> {
-    return (await this.proposeCommand(op, requestId)).result;
-  }
-
   /** Any command through the log (locks and elections use the queue commands). */
-  async proposeCommand(op: Command, requestId: string | undefined): Promise<{ result: CommandResult; duplicate: boolean }> {
-    const command = encodeCommand(
-      // The member id lets the dedup clock follow this member's clock by its steps only.
-      { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: Date.now(), source: this.config.memberId, op },
-      this.store.limits,
-    );
-    const started = performance.now();
-    const outcome = await this.driver.propose(this.driver.newProposalId(), command);
-    this.metrics.proposalSeconds.observe((performance.now() - started) / 1000);
-    if (outcome.type === 'applied') return { result: outcome.result, duplicate: outcome.duplicate };
-    if (outcome.type === 'failed') throw outcome.error;
-    throw new Error(`a command entry applied as ${outcome.type}`);
+  propose<C extends Command>(op: C, requestId: string | undefined): Promise<Proposed<C>> {
+    return this.proposer.propose(op, requestId);
   }
 
   private waitForRevision(revision: number): Promise<void> {

@@ -62,7 +62,7 @@ export interface LeaseForwarder {
   list(leader: MemberId, request: { after: number; limit: number }, timeoutMs: number): Promise<LeaseList>;
 }
 
-/** What the lease service hears from the apply chain (driver/lease-state-machine.ts). */
+/** What the lease service makes of applied outcomes (observeLeaseOutcome in lease-service.ts). */
 export interface LeaseOutcomeObserver {
   leaseGranted(id: number, ttlMs: number): void;
   leaseRevoked(id: number): void;

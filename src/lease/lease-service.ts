@@ -6,8 +6,8 @@
 // follower or a deposed leader has an empty tracker and proposes nothing.
 import { LeaseNotFoundError, OverloadedError, UnavailableError } from '../base/errors.js';
 import { LeaseExpiryTracker } from './expiry-tracker.js';
-import { encodeCommand, type ApplyOutcome, type Command, type CommandResult, type MvccStore } from '../mvcc/index.js';
-import type { MemberId } from '../raft/index.js';
+import type { ApplyOutcome, Command, CommandProposer, MvccStore, ResultOf } from '../mvcc/index.js';
+import type { Entry, MemberId } from '../raft/index.js';
 import type { KeepaliveAnswer, KeepaliveItem, LeaseApi, LeaseForwarder, LeaseInfo, LeaseList } from './api.js';
 import { defaultLeaseServiceOptions, type LeaseServiceOptions } from './lease-config.js';
 import type { LeaseOutcomeObserver } from './api.js';
@@ -17,9 +17,8 @@ import type { Timers } from '../base/timers.js';
 export interface LeaseDriver {
   readonly isLeader: boolean;
   readonly leaderId: MemberId;
+  status(): { readonly term: number };
   linearizableRead(): Promise<void>;
-  newProposalId(): Uint8Array;
-  propose(proposalId: Uint8Array, command: Uint8Array): Promise<ApplyOutcome>;
 }
 
 /** What the service reads from the replicated state (the MVCC store). */
@@ -34,16 +33,16 @@ export interface LeaseServiceDeps {
   readonly store: LeaseStore;
   /** The monotonic clock of deadlines and the timers of waits. */
   readonly timers: Timers;
-  /** Wall-clock ms stamped on proposed commands (the Request-ID dedup window). */
-  readonly wallMs: () => number;
+  readonly driver: LeaseDriver;
+  /** Grants, revocations and checkpoints go through the log (driver/command-proposer.ts). */
+  readonly proposer: CommandProposer;
   /** How a follower passes keepalives and queries to the leader. */
   readonly forwarder: LeaseForwarder;
 }
 
 export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   private readonly tracker: LeaseExpiryTracker;
-  private driver: LeaseDriver | null = null;
-  private core: { status(): { term: number } } | null = null;
+  private readonly driver: LeaseDriver;
   /** The term whose leadership the tracker reflects; 0 = not promoted (empty tracker). */
   private promotedTerm = 0;
   private promotionWaiters: (() => void)[] = [];
@@ -66,6 +65,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   ) {
     this.tracker = new LeaseExpiryTracker(options.tracker);
     this.store = deps.store;
+    this.driver = deps.driver;
   }
 
   private monotonicMs(): number {
@@ -81,11 +81,6 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     return this.tracker.size;
   }
 
-  attach(driver: LeaseDriver, core: { status(): { term: number } }): void {
-    this.driver = driver;
-    this.core = core;
-  }
-
   stop(): void {
     this.stopped = true;
     this.demote();
@@ -98,12 +93,20 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
 
   // --- leadership -------------------------------------------------------------------------
 
+  // --- what the driver tells it (a DriverListener) ------------------------------------------
+
   onLeaderChange(): void {
-    if (this.driver?.isLeader !== true) this.demote();
+    if (!this.driver.isLeader) this.demote();
   }
 
-  onApplied(): void {
-    if (this.promotedTerm === 0 && this.driver?.isLeader === true) this.maybePromote();
+  onApplied(_entries: readonly Entry[], outcomes: readonly ApplyOutcome[]): void {
+    for (const outcome of outcomes) observeLeaseOutcome(outcome, this);
+    if (this.promotedTerm === 0 && this.driver.isLeader) this.maybePromote();
+  }
+
+  /** A snapshot replaced the table: the tracker is rebuilt from it once promoted again. */
+  onRestored(): void {
+    this.leasesRestored();
   }
 
   private demote(): void {
@@ -113,10 +116,8 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   }
 
   private maybePromote(): void {
-    const driver = this.driver;
-    const core = this.core;
-    if (driver === null || core === null || !driver.isLeader || this.stopped) return;
-    const term = core.status().term;
+    if (!this.driver.isLeader || this.stopped) return;
+    const term = this.driver.status().term;
     if (this.promotedTerm === term) return;
     // Leading again in a newer term (another leader may have served in between): the old
     // deadlines are not this term's; nothing is served until the table is read again.
@@ -159,7 +160,6 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
    * round is a heartbeat to every follower and its answers, work that puts wait behind).
    */
   private confirmLeadership(): Promise<void> {
-    if (this.driver === null) return Promise.reject(new UnavailableError('the node is starting'));
     return new Promise<void>((resolve, reject) => {
       this.confirmNext.push({ resolve, reject });
       this.scheduleConfirm();
@@ -181,14 +181,13 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   }
 
   private startConfirm(): void {
-    const driver = this.driver;
     const waiters = this.confirmNext;
     this.confirmNext = [];
-    if (driver === null || waiters.length === 0) return;
+    if (waiters.length === 0) return;
     this.confirmInFlight = true;
     this.lastConfirmStartMs = this.monotonicMs();
     // The round starts here, after every waiter above arrived.
-    driver.linearizableRead().then(
+    this.driver.linearizableRead().then(
       () => this.endConfirm(waiters, null),
       (error: unknown) => this.endConfirm(waiters, error instanceof Error ? error : new Error(String(error))),
     );
@@ -221,7 +220,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   // --- the leader's expiry and checkpoint loop (a real-timer tick) ----------------------
 
   tick(): void {
-    if (this.stopped || this.driver?.isLeader !== true) return;
+    if (this.stopped || !this.driver.isLeader) return;
     this.maybePromote();
     if (this.promotedTerm === 0) return;
     const now = this.monotonicMs();
@@ -249,37 +248,20 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   }
 
   /** Proposes only while this node leads: a deposed leader must not even forward. */
-  private proposeInternal(op: Command): Promise<CommandResult> {
-    if (this.driver?.isLeader !== true || this.promotedTerm === 0) {
-      return Promise.reject(new UnavailableError('not the leader'));
-    }
-    return this.propose(op, undefined);
-  }
-
-  private async propose(op: Command, requestId: string | undefined): Promise<CommandResult> {
-    const driver = this.driver;
-    if (driver === null) throw new UnavailableError('the node is starting');
-    const command = encodeCommand(
-      { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: this.deps.wallMs(), source: this.deps.memberId, op },
-      this.store.limits,
-    );
-    const outcome = await driver.propose(driver.newProposalId(), command);
-    if (outcome.type === 'applied') return outcome.result;
-    if (outcome.type === 'failed') throw outcome.error;
-    throw new Error(`a lease command applied as ${outcome.type}`);
+  private async proposeInternal<C extends Command>(op: C): Promise<ResultOf<C>> {
+    if (!this.driver.isLeader || this.promotedTerm === 0) throw new UnavailableError('not the leader');
+    return (await this.deps.proposer.propose(op, undefined)).result;
   }
 
   // --- LeaseApi ------------------------------------------------------------------------------
 
   async grant(request: { ttlMs: number; id?: number }, requestId: string | undefined): Promise<{ id: number; ttl: number; revision: number }> {
-    const result = await this.propose({ type: 'leaseGrant', ...request }, requestId);
-    if (result.type !== 'leaseGrant') throw new Error(`grant answered with ${result.type}`);
+    const { result } = await this.deps.proposer.propose({ type: 'leaseGrant', ...request }, requestId);
     return { id: result.id, ttl: result.ttlMs / 1000, revision: result.revision };
   }
 
   async revoke(id: number, requestId: string | undefined): Promise<{ id: number; deleted: number; revision: number }> {
-    const result = await this.propose({ type: 'leaseRevoke', id }, requestId);
-    if (result.type !== 'leaseRevoke') throw new Error(`revoke answered with ${result.type}`);
+    const { result } = await this.deps.proposer.propose({ type: 'leaseRevoke', id }, requestId);
     return { id: result.id, deleted: result.deleted, revision: result.revision };
   }
 
@@ -290,7 +272,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     }
     this.keepalivesInFlight++;
     try {
-      if (this.driver?.isLeader !== true) {
+      if (!this.driver.isLeader) {
         const leader = this.leaderToForwardTo(forwarded);
         return await this.deps.forwarder.keepalive(leader, ids, this.options.requestTimeoutMs);
       }
@@ -351,7 +333,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   }
 
   async timeToLive(id: number, forwarded: boolean): Promise<LeaseInfo> {
-    if (this.driver?.isLeader !== true) {
+    if (!this.driver.isLeader) {
       return await this.deps.forwarder.timeToLive(this.leaderToForwardTo(forwarded), id, this.options.requestTimeoutMs);
     }
     this.maybePromote();
@@ -372,7 +354,7 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   }
 
   async list(request: { after: number; limit: number }, forwarded: boolean): Promise<LeaseList> {
-    if (this.driver?.isLeader !== true) {
+    if (!this.driver.isLeader) {
       return await this.deps.forwarder.list(this.leaderToForwardTo(forwarded), request, this.options.requestTimeoutMs);
     }
     this.maybePromote();
@@ -390,18 +372,26 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
   }
 
   private requireServing(): void {
-    if (this.driver?.isLeader !== true || this.promotedTerm === 0) {
+    if (!this.driver.isLeader || this.promotedTerm === 0) {
       throw new UnavailableError('leadership changed while answering; retry');
     }
   }
 
   /** The leader to pass a call on to. */
   private leaderToForwardTo(forwarded: boolean): MemberId {
-    const leader = this.driver?.leaderId ?? 0;
+    const leader = this.driver.leaderId;
     // A forwarded call that lands on a non-leader is not passed on again: no forwarding loops.
     if (forwarded || leader === 0 || leader === this.deps.memberId) {
       throw new UnavailableError('no leader to renew leases with; retry shortly', { leader });
     }
     return leader;
   }
+}
+
+/** Tell the observer what one applied outcome did to the lease table. */
+export function observeLeaseOutcome(outcome: ApplyOutcome, observer: LeaseOutcomeObserver): void {
+  if (outcome.type !== 'applied' || outcome.duplicate) return;
+  const result = outcome.result;
+  if (result.type === 'leaseGrant') observer.leaseGranted(result.id, result.ttlMs);
+  else if (result.type === 'leaseRevoke') observer.leaseRevoked(result.id);
 }

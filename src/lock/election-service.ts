@@ -43,7 +43,7 @@ export class ElectionService implements ElectionApi {
       throw new LockNotHeldError(`${key} does not lead ${name}`, { leader: current?.key ?? null });
     }
     // Once the lowest key, it stays the leader while it exists: the compare pins this incarnation.
-    const { result } = await this.cell.proposeCommand(
+    const { result } = await this.cell.propose(
       {
         type: 'txn',
         compare: [
@@ -55,15 +55,13 @@ export class ElectionService implements ElectionApi {
       },
       requestId,
     );
-    if (result.type !== 'txn') throw new Error(`proclaim answered with ${result.type}`);
     if (!result.succeeded) throw new LockNotHeldError(`${key} no longer leads ${name}`, { leader: null });
     return { revision: result.revision, term: current.createRevision };
   }
 
   async resign(name: string, key: string, requestId: string | undefined): Promise<{ revision: number }> {
     const prefix = electionKeyPrefix(validateName(name, 'election'));
-    const { result } = await this.cell.proposeCommand({ type: 'seqRelease', prefix, key }, requestId);
-    if (result.type !== 'seqRelease') throw new Error(`resign answered with ${result.type}`);
+    const { result } = await this.cell.propose({ type: 'seqRelease', prefix, key }, requestId);
     return { revision: result.revision };
   }
 

@@ -74,8 +74,7 @@ export class LockService implements LockApi {
   async release(name: string, key: string, requestId: string | undefined): Promise<{ revision: number }> {
     const prefix = lockKeyPrefix(validateName(name, 'lock'));
     try {
-      const { result } = await this.cell.proposeCommand({ type: 'seqRelease', prefix, key }, requestId);
-      if (result.type !== 'seqRelease') throw new Error(`seqRelease answered with ${result.type}`);
+      const { result } = await this.cell.propose({ type: 'seqRelease', prefix, key }, requestId);
       return { revision: result.revision };
     } catch (error) {
       throw withReadableHolder(error);

@@ -7,13 +7,11 @@
 // timeout, so the checks and the withdrawal around the deadline race a timer, and past it the
 // answer admits the outcome is unknown (`timeout`; the retry with the Request-ID withdraws).
 import { BatonError, LockHeldError, LockNotHeldError, TimeoutError } from '../base/errors.js';
-import type { Command, CommandResult, KeyValue, RangeRequest, RangeResult, SeqPosition } from '../mvcc/index.js';
+import type { CommandProposer, KeyValue, RangeRequest, RangeResult, SeqPosition } from '../mvcc/index.js';
 import type { ChangeFeed } from './change-feed.js';
 
-/** What the queue logic needs from the node. */
-export interface QueueCell {
-  /** Proposes through the log; `duplicate`: answered from the Request-ID table. */
-  proposeCommand(op: Command, requestId: string | undefined): Promise<{ result: CommandResult; duplicate: boolean }>;
+/** What the queue logic needs from the node: the log (propose) and its reads. */
+export interface QueueCell extends CommandProposer {
   /** Confirms leadership (ReadIndex) and waits until applied here, then reads. */
   linearizableRange(request: RangeRequest): Promise<RangeResult>;
   /** This node's applied state, unconfirmed. */
@@ -82,11 +80,10 @@ export class QueueContender {
   async contend(request: ContendRequest, requestId: string | undefined): Promise<Grant> {
     const started = this.clock.monotonicMs();
     request.signal?.throwIfAborted();
-    const created = await this.cell.proposeCommand(
+    const created = await this.cell.propose(
       { type: 'seqCreate', prefix: request.prefix, value: request.value, lease: request.lease, ifEmpty: request.waitMs === 0 },
       requestId,
     );
-    if (created.result.type !== 'seqCreate') throw new Error(`seqCreate answered with ${created.result.type}`);
     let position: SeqPosition = created.result;
     // A retried request's first answer may be old: ask where the entry stands now.
     if (created.duplicate) position = await this.recheck(request, position);
@@ -253,7 +250,7 @@ export class QueueContender {
 
   /** Rewrites our entry as it is (same value, lease and token) if nothing changed it since `kv`. */
   private async reclaim(kv: KeyValue): Promise<void> {
-    await this.cell.proposeCommand(
+    await this.cell.propose(
       {
         type: 'txn',
         compare: [
@@ -268,8 +265,7 @@ export class QueueContender {
   }
 
   private async check(prefix: string, kv: KeyValue, lease: number): Promise<SeqPosition> {
-    const { result } = await this.cell.proposeCommand({ type: 'seqCheck', prefix, key: kv.key, lease }, undefined);
-    if (result.type !== 'seqCheck') throw new Error(`seqCheck answered with ${result.type}`);
+    const { result } = await this.cell.propose({ type: 'seqCheck', prefix, key: kv.key, lease }, undefined);
     return result;
   }
 
@@ -285,7 +281,7 @@ export class QueueContender {
       if (this.clock.monotonicMs() >= answerByMs) throw unconfirmedWithdrawal();
       let answered: unknown;
       try {
-        const proposed = this.cell.proposeCommand(
+        const proposed = this.cell.propose(
           {
             type: 'txn',
             compare: [

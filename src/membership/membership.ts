@@ -14,13 +14,15 @@ import {
   UnavailableError,
 } from '../base/errors.js';
 import { membersRecordBytesMax } from '../mvcc/members-record.js';
-import { applyConfChange, type ConfChange, type ConfState, type RaftApi, type RaftMessage } from '../raft/index.js';
+import {
+  EntryType, applyConfChange, decodeConfEntry, type ConfChange, type ConfState, type Entry, type ProposeResult, type RaftStatus,
+  type Snapshot,
+} from '../raft/index.js';
 import {
   decodeMembersRecord, encodeMembersRecord, recordedChangesMax, type MemberDirectory, type MemberInfo, type RecordedChange,
 } from './member-directory.js';
 import { MemberPeers, allMemberIds, type PeerDialer } from './member-peers.js';
 import type { Timers } from '../base/timers.js';
-import type { PeerSender } from '../transport/types.js';
 
 export type MemberRole = 'voter' | 'learner';
 export interface MemberView extends MemberInfo {
@@ -70,11 +72,15 @@ export interface MembershipConfig {
   readonly requestTimeoutMs: number;
 }
 
-interface DriverView {
+/** What membership needs from the node's driver (the Raft core's only caller). */
+export interface MembershipDriver {
   readonly isLeader: boolean;
   readonly leaderId: number;
-  /** Handing it no messages makes it collect the core's Ready (the proposal leaves at once). */
-  receive(messages: readonly RaftMessage[]): void;
+  status(): RaftStatus;
+  proposeConfChange(change: ConfChange): ProposeResult;
+  transferLeadership(to: number): void;
+  /** Sends what is pending now (a proposed change, once its new member's address is known). */
+  flush(): void;
 }
 
 function isJoint(conf: ConfState): boolean {
@@ -82,29 +88,20 @@ function isJoint(conf: ConfState): boolean {
 }
 
 export class Membership {
-  private readonly peers: MemberPeers;
   private changeInFlight: string | null = null;
   private readonly waiters = new Set<ChangeWaiter>();
 
   constructor(
     private readonly config: MembershipConfig,
-    private readonly core: RaftApi,
-    private readonly driver: DriverView,
+    private readonly driver: MembershipDriver,
     private readonly store: { membersRecord(): string | null },
     private readonly directory: MemberDirectory,
-    transport: PeerDialer,
+    /** Built before the driver (memberPeersOf): the driver's messages go out through it. */
+    private readonly peers: MemberPeers,
     private readonly timers: Timers,
     private readonly log: { info(message: string): void; warn(message: string): void },
-    /** Called once this member has been removed (like etcd, the process then stops). */
-    onRemoved: () => void = () => {},
     private readonly options: MembershipOptions = defaultMembershipOptions,
-  ) {
-    directory.mergeRecordText(store.membersRecord());
-    this.peers = new MemberPeers(
-      { memberId: config.memberId, peerDial: config.peerDial, removeDelayMs: options.removeDelayMs },
-      core.status().confState, store, directory, transport, timers, log, onRemoved,
-    );
-  }
+  ) {}
 
   /**
    * Dials the members of the configuration (everyone known, while this node is not in it).
@@ -112,7 +109,7 @@ export class Membership {
    * a node that bootstrapped the cell and is not in it was removed.
    */
   start(joined: boolean): void {
-    const conf = this.core.status().confState;
+    const conf = this.driver.status().confState;
     if (!joined && conf.voters.length > 0 && !allMemberIds(conf).includes(this.config.memberId)) {
       this.peers.markSelfRemoved(0);
       return;
@@ -142,7 +139,7 @@ export class Membership {
 
   /** Whether this node is in the configuration it has applied (a joining node is not, at first). */
   isMember(): boolean {
-    return allMemberIds(this.core.status().confState).includes(this.config.memberId);
+    return allMemberIds(this.driver.status().confState).includes(this.config.memberId);
   }
 
   /**
@@ -228,7 +225,7 @@ export class Membership {
     const conf = this.beginChange();
     if (conf.voters.includes(id)) throw new PreconditionFailedError(`member ${id} is already a voter`, { reason: 'already_voter' });
     if (!conf.learners.includes(id)) throw new KeyNotFoundError(`member ${id} is not in the cell`, { member: id });
-    const status = this.core.status();
+    const status = this.driver.status();
     const progress = status.progress.get(id);
     const match = progress?.match ?? 0;
     const lag = status.commitIndex - match;
@@ -257,15 +254,15 @@ export class Membership {
     // A removal that would be refused (another change in progress, the last voter, no quorum
     // left) is refused here, before leadership moves for nothing.
     const conf = this.checkRemovable(self);
-    const status = this.core.status();
+    const status = this.driver.status();
     const best = conf.voters
       .filter((id) => id !== self)
       .map((id) => ({ id, match: status.progress.get(id)?.match ?? 0 }))
       .sort((a, b) => b.match - a.match)[0];
     if (best === undefined) throw new PreconditionFailedError(`member ${self} is the last voter: a cell needs one`, { reason: 'last_voter' });
     this.log.info(`membership: handing leadership to member ${best.id} before removing this member`);
-    this.core.transferLeadership(best.id);
-    this.driver.receive([]);
+    this.driver.transferLeadership(best.id);
+    this.driver.flush();
     const timeoutMs = 2 * this.config.electionTicks * this.config.tickMs;
     const deadline = this.timers.monotonicMs() + timeoutMs;
     while (this.driver.isLeader || this.driver.leaderId === 0 || this.driver.leaderId === self) {
@@ -307,20 +304,25 @@ export class Membership {
     return conf;
   }
 
-  /** A configuration entry was applied (its resulting configuration). */
-  onConfigApplied(next: ConfState): void {
-    this.peers.follow(next);
+  // --- what the driver tells it (a DriverListener) ------------------------------------------
+
+  /** The transport follows each applied configuration; changes waited for may be complete. */
+  onApplied(entries: readonly Entry[]): void {
+    for (const entry of entries) {
+      if (entry.type === EntryType.config) this.peers.follow(decodeConfEntry(entry.data).confState);
+    }
+    this.completeWaiters();
   }
 
   /** A snapshot replaced the state: its configuration and member table are the news. */
-  onRestored(next: ConfState): void {
-    this.onConfigApplied(next);
+  onRestored(snapshot: Snapshot): void {
+    this.peers.follow(snapshot.meta.confState);
+    this.completeWaiters();
   }
 
-  /** After every applied batch: changes this node waits for may be complete. */
-  onApplied(): void {
+  private completeWaiters(): void {
     if (this.waiters.size === 0) return;
-    const conf = this.core.status().confState;
+    const conf = this.driver.status().confState;
     if (isJoint(conf)) return;
     for (const waiter of this.waiters) {
       if (!waiter.done(conf)) continue;
@@ -329,18 +331,13 @@ export class Membership {
     }
   }
 
-  /** Wraps the sender so that a message to a member not dialled yet dials it first. */
-  peerSender(inner: PeerSender): PeerSender {
-    return this.peers.sender(inner);
-  }
-
   /**
    * Like etcd's strict reconfiguration check: refuse to remove a voter when the voters left would
    * not include a quorum the leader is replicating to (one down, another removed: the cell would
    * stop until the first comes back).
    */
   private checkQuorumAfterRemoving(id: number, conf: ConfState): void {
-    const status = this.core.status();
+    const status = this.driver.status();
     const remaining = conf.voters.filter((voter) => voter !== id);
     const inContact = remaining.filter(
       (voter) => voter === this.config.memberId || status.progress.get(voter)?.state === 'replicate',
@@ -363,7 +360,7 @@ export class Membership {
   /** Leader only, one change at a time: the configuration the change starts from. */
   private beginChange(): ConfState {
     if (!this.driver.isLeader) throw new UnavailableError('not the leader: membership changes go to the leader');
-    const conf = this.core.status().confState;
+    const conf = this.driver.status().confState;
     if (this.changeInFlight !== null || isJoint(conf)) {
       throw new PreconditionFailedError(
         `a membership change is in progress (${this.changeInFlight ?? 'joint consensus'}); retry when it is done`,
@@ -395,7 +392,7 @@ export class Membership {
     // Bounded by construction (members, URL and Request-ID sizes, 16 changes); the store would not keep a bigger one.
     assert(Buffer.byteLength(context) <= membersRecordBytesMax, 'the member table fits its record');
     const change: ConfChange = { type: 'enterJoint', changes: [item], context };
-    const result = this.core.proposeConfChange(change);
+    const result = this.driver.proposeConfChange(change);
     if (!result.ok) {
       if (result.reason === 'confChangePending') {
         throw new PreconditionFailedError('a membership change is in progress; retry when it is done',
@@ -409,7 +406,7 @@ export class Membership {
     this.changeInFlight = what;
     this.log.info(`membership: proposed ${what} at index ${result.index}`);
     try {
-      this.driver.receive([]);
+      this.driver.flush();
       await this.waitFor(done);
       this.log.info(`membership: ${what} is committed`);
     } finally {
@@ -432,7 +429,7 @@ export class Membership {
         reject(new TimeoutError(`the membership change did not complete within ${timeoutMs} ms: check GET /v1/cluster/members`));
       }, timeoutMs);
       this.waiters.add(waiter);
-      this.onApplied();
+      this.completeWaiters();
     });
   }
 }
@@ -446,4 +443,27 @@ function recorded(
   if (requestId === undefined) return null;
   const { id, name, peerUrl, clientUrl } = member;
   return { requestId, kind, member: { id, name, peerUrl, clientUrl }, role };
+}
+
+/**
+ * The peer connections that follow the committed configuration, built before the driver (its
+ * messages go out through them) from the member table the store recorded.
+ */
+export function memberPeersOf(
+  config: Pick<MembershipConfig, 'memberId' | 'peerDial'>,
+  confState: ConfState,
+  store: { membersRecord(): string | null },
+  directory: MemberDirectory,
+  transport: PeerDialer,
+  timers: Timers,
+  log: { info(message: string): void; warn(message: string): void },
+  /** Called once this member has been removed (like etcd, the process then stops). */
+  onRemoved: () => void,
+  options: MembershipOptions = defaultMembershipOptions,
+): MemberPeers {
+  directory.mergeRecordText(store.membersRecord());
+  return new MemberPeers(
+    { memberId: config.memberId, peerDial: config.peerDial, removeDelayMs: options.removeDelayMs },
+    confState, store, directory, transport, timers, log, onRemoved,
+  );
 }

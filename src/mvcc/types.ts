@@ -342,6 +342,20 @@ export type CommandResult =
   | SeqCheckResult
   | SeqReleaseResult;
 
+/** The result a command gets: its type follows from the command's (a put answers a PutResult). */
+export type ResultOf<C extends Command> = Extract<CommandResult, { readonly type: C['type'] }>;
+
+/** A command's answer once applied; `duplicate`: answered from the Request-ID table. */
+export interface Proposed<C extends Command> {
+  readonly result: ResultOf<C>;
+  readonly duplicate: boolean;
+}
+
+/** The one write path: a command through the log, answered with its own result type. */
+export interface CommandProposer {
+  propose<C extends Command>(op: C, requestId: string | undefined): Promise<Proposed<C>>;
+}
+
 interface OutcomeBase {
   readonly index: number;
   readonly term: number;

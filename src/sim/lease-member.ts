@@ -7,7 +7,9 @@ import type { Entry } from '../raft/index.js';
 import type { NodeDriver } from '../driver/driver.js';
 import type { LeaseServiceOptions } from '../lease/lease-config.js';
 import type { LeaseForwarder } from '../lease/api.js';
-import { LeaseService, type LeaseDriver, type LeaseStore } from '../lease/lease-service.js';
+import { LeaseService, type LeaseStore } from '../lease/lease-service.js';
+import { LogProposer, type ProposalLog } from '../driver/command-proposer.js';
+import { assert } from '../base/assert.js';
 import type { Timers } from '../base/timers.js';
 import type { MvccApplier } from './mvcc-machine.js';
 import type { AppliedOutcome } from './server-driver.js';
@@ -47,25 +49,23 @@ export function createSimLeaseService(
     leasesPage: (afterId, limit) => applier.store.leasesPage(afterId, limit),
     keysOfLease: (id) => applier.store.keysOfLease(id),
   };
-  const leaseDriver: LeaseDriver = {
-    get isLeader() {
-      return driver.isLeader;
+  const proposer = new LogProposer(mvccLog(driver, () => env.nextProposalId()), {
+    memberId: node.id,
+    limits: store.limits,
+    wallMs: () => world.nowMs,
+    monotonicMs: () => timers.monotonicMs(),
+  });
+  return new LeaseService({ memberId: node.id, store, timers, driver, proposer, forwarder: env.forwarder(node) }, env.options);
+}
+
+/** The member's driver as a log of MVCC commands (its outcomes carry the MVCC store's answer). */
+export function mvccLog(driver: NodeDriver<AppliedOutcome>, nextProposalId: () => Uint8Array): ProposalLog {
+  return {
+    newProposalId: nextProposalId,
+    propose: async (proposalId, command) => {
+      const outcome = (await driver.propose(proposalId, command)).mvcc;
+      assert(outcome !== undefined, 'an MVCC command applies with an MVCC outcome');
+      return outcome;
     },
-    get leaderId() {
-      return driver.leaderId;
-    },
-    linearizableRead: () => driver.linearizableRead(),
-    newProposalId: () => env.nextProposalId(),
-    propose: (proposalId, command) =>
-      driver.propose(proposalId, command).then((outcome) => {
-        if (outcome.mvcc === undefined) throw new Error('a lease command applied without an MVCC outcome');
-        return outcome.mvcc;
-      }),
   };
-  const service = new LeaseService(
-    { memberId: node.id, store, timers, wallMs: () => world.nowMs, forwarder: env.forwarder(node) },
-    env.options,
-  );
-  service.attach(leaseDriver, { status: () => ({ term: node.core?.status().term ?? 0 }) });
-  return service;
 }

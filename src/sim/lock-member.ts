@@ -5,7 +5,8 @@ import type { AppliedState } from '../lock/change-feed.js';
 import { ChangeFeed } from '../lock/change-feed.js';
 import { LockService } from '../lock/lock-service.js';
 import { QueueContender, type QueueCell, type QueueMetrics } from '../lock/queue.js';
-import { encodeCommand } from '../mvcc/index.js';
+import { LogProposer } from '../driver/command-proposer.js';
+import { mvccLog } from './lease-member.js';
 import type { NodeDriver } from '../driver/driver.js';
 import type { Timers } from '../base/timers.js';
 import type { MvccApplier } from './mvcc-machine.js';
@@ -39,18 +40,14 @@ export function createSimLocks(
     range: (request) => applier.store.range(request),
     events: (options) => applier.store.events(options),
   };
+  // No member id in the envelope: the lock workload's dedup clock follows every stamp.
+  const proposer = new LogProposer(mvccLog(driver, () => env.nextProposalId()), {
+    limits: applier.store.limits,
+    wallMs,
+    monotonicMs: () => timers.monotonicMs(),
+  });
   const cell: QueueCell = {
-    proposeCommand: async (op, requestId) => {
-      const command = encodeCommand(
-        { ...(requestId !== undefined ? { requestId } : {}), proposedAtMs: wallMs(), op },
-        applier.store.limits,
-      );
-      const outcome = (await driver.propose(env.nextProposalId(), command)).mvcc;
-      if (outcome === undefined) throw new Error('a lock command applied without an MVCC outcome');
-      if (outcome.type === 'failed') throw outcome.error;
-      if (outcome.type !== 'applied') throw new Error(`a lock command applied as ${outcome.type}`);
-      return { result: outcome.result, duplicate: outcome.duplicate };
-    },
+    propose: (op, requestId) => proposer.propose(op, requestId),
     linearizableRange: async (request) => {
       await driver.linearizableRead();
       return applier.store.range(request);

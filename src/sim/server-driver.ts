@@ -10,7 +10,6 @@ import type { ConfChange, Entry, RaftApi, RaftMessage, Ready, Snapshot, Snapshot
 import type { ApplyOutcome, MvccStore } from '../mvcc/index.js';
 import { NodeDriver } from '../driver/driver.js';
 import type { LeaseService } from '../lease/lease-service.js';
-import { observeLeaseOutcome } from '../driver/lease-state-machine.js';
 import type { LogStore, PeerSender, StateMachine, Timers, WrittenSnapshot } from '../driver/types.js';
 import type { DiskWrite } from './disk.js';
 import { diskWriteOfReady } from './disk.js';
@@ -69,10 +68,7 @@ export class ServerDriverBinding implements MemberDriver {
       appliedIndex: () => applier.appliedIndex(),
       applyBatch: (entries) => entries.map((entry) => this.apply(entry)),
       snapshotData: () => applier.snapshot(),
-      restore: (snapshot: Snapshot) => {
-        node.installSnapshot(snapshot);
-        this.leases?.leasesRestored();
-      },
+      restore: (snapshot: Snapshot) => node.installSnapshot(snapshot),
     };
     const peers: PeerSender = {
       send: (messages: readonly RaftMessage[]) => node.sendMessages(messages),
@@ -81,14 +77,7 @@ export class ServerDriverBinding implements MemberDriver {
     // not serve this one's), deterministically.
     const readContextStart = incarnation * 2 ** 32 + 1;
     const options = { requestTimeoutMs, snapshotEntries, readysInFlightMax: 8, readContextStart };
-    const events = {
-      onFatal: (error: Error) => world.report('driver failed', error.message),
-      onApplied: () => {
-        this.leases?.onApplied();
-        this.locks?.feed.onApplied();
-      },
-      onLeaderChange: () => this.leases?.onLeaderChange(),
-    };
+    const events = { onFatal: (error: Error) => world.report('driver failed', error.message) };
     this.driver = new NodeDriver(
       observed(core, node, (index) => (this.snapshotFile?.meta.index === index ? this.snapshotFile.data : null)),
       logStore,
@@ -107,6 +96,15 @@ export class ServerDriverBinding implements MemberDriver {
       assert(this.mvccApplier !== null, 'the lock workload runs on the MVCC state machine');
       this.locks = createSimLocks(this.driver, this.mvccApplier, timers, () => world.nowMs, world.locks);
     }
+    // The lease and lock services hear applied batches the way the node's do (src/node/node.ts).
+    this.driver.start([{
+      onApplied: (entries, outcomes) => {
+        this.leases?.onApplied(entries, outcomes.flatMap((outcome) => (outcome.mvcc === undefined ? [] : [outcome.mvcc])));
+        this.locks?.feed.onApplied();
+      },
+      onRestored: () => this.leases?.onRestored(),
+      onLeaderChange: () => this.leases?.onLeaderChange(),
+    }]);
   }
 
   /** The member's MVCC store (null with the register machine). */
@@ -182,10 +180,7 @@ export class ServerDriverBinding implements MemberDriver {
     const chain = this.node.applyEntry(entry);
     const mvcc = chain === null ? null : (this.mvccApplier?.lastOutcome ?? null);
     if (mvcc === null) return { index: entry.index, term: entry.term, chain: chain ?? 0 };
-    if (this.leases !== null) {
-      observeLeaseOutcome(mvcc, this.leases);
-      this.world.leases?.onOutcome(this.node, entry, mvcc);
-    }
+    if (this.leases !== null) this.world.leases?.onOutcome(this.node, entry, mvcc);
     return { index: entry.index, term: entry.term, chain: chain ?? 0, mvcc };
   }
 }

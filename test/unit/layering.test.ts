@@ -31,10 +31,10 @@ const allowedImports: Record<string, readonly string[]> = {
   storage: ['base', 'mvcc'],
   transport: ['base', 'raft'],
   snap: ['base', 'mvcc', 'raft', 'storage', 'transport'],
-  driver: ['base', 'lease', 'mvcc', 'raft', 'snap', 'transport', 'wal'],
+  driver: ['base', 'mvcc', 'raft', 'snap', 'transport', 'wal'],
   'lease/forward': ['base', 'lease', 'raft', 'transport'],
-  membership: ['base', 'driver', 'mvcc', 'raft', 'transport'],
-  kv: ['api', 'base', 'driver', 'membership', 'metrics', 'mvcc', 'raft'],
+  membership: ['base', 'mvcc', 'raft', 'transport'],
+  kv: ['api', 'base', 'membership', 'metrics', 'mvcc', 'raft'],
   // The API edges are written against the services' contracts (lease/api.ts, lock/api.ts, ...).
   api: ['base', 'lease', 'lock', 'membership', 'mvcc', 'watch'],
   node: ['node/testing', 'api', 'base', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',

@@ -23,22 +23,17 @@ interface PendingCall {
 }
 
 export class PeerLeaseForwarder implements LeaseForwarder {
-  private transport: LeaseFrameSender | null = null;
-  private leases: LeaseApi | null = null;
   private nextCallId = 1;
   private readonly pending = new Map<number, PendingCall>();
   private readonly http: HttpLeaseForwarder;
   /** Calls sent as frames and over HTTP (metrics and tests). */
   readonly counts = { frames: 0, http: 0, served: 0 };
 
-  constructor(members: readonly { readonly id: MemberId; readonly clientUrl: string }[]) {
+  constructor(
+    members: readonly { readonly id: MemberId; readonly clientUrl: string }[],
+    private readonly transport: LeaseFrameSender,
+  ) {
     this.http = new HttpLeaseForwarder(members);
-  }
-
-  /** The transport to send on and the lease service that answers other members' frames. */
-  attach(transport: LeaseFrameSender, leases: LeaseApi): void {
-    this.transport = transport;
-    this.leases = leases;
   }
 
   keepalive(leader: MemberId, ids: readonly number[], timeoutMs: number): Promise<KeepaliveAnswer> {
@@ -46,7 +41,7 @@ export class PeerLeaseForwarder implements LeaseForwarder {
     // Call ids wrap within u32; one in flight per id at a time (keepalivesInFlightMax bounds it).
     const callId = this.nextCallId;
     this.nextCallId = this.nextCallId >= 0xffff_ffff ? 1 : this.nextCallId + 1;
-    if (transport === null || this.pending.has(callId) || !transport.sendLease(leader, { op: 'keepalive', callId, ids })) {
+    if (this.pending.has(callId) || !transport.sendLease(leader, { op: 'keepalive', callId, ids })) {
       this.counts.http++;
       return this.http.keepalive(leader, ids, timeoutMs);
     }
@@ -68,10 +63,10 @@ export class PeerLeaseForwarder implements LeaseForwarder {
     return this.http.list(leader, request, timeoutMs);
   }
 
-  /** A lease frame from member `from` (the transport's onLeaseMessage). */
-  receive(from: MemberId, message: LeasePeerMessage): void {
+  /** A lease frame from member `from` (the transport's onLeaseMessage); `leases` answers requests. */
+  receive(from: MemberId, message: LeasePeerMessage, server: LeaseApi): void {
     if (message.op === 'keepalive') {
-      this.serve(from, message.callId, message.ids);
+      this.serve(from, message.callId, message.ids, server);
       return;
     }
     const call = this.pending.get(message.callId);
@@ -99,10 +94,8 @@ export class PeerLeaseForwarder implements LeaseForwarder {
   }
 
   /** The leader's side: renew and answer on our own connection to the caller. */
-  private serve(from: MemberId, callId: number, ids: readonly number[]): void {
-    const leases = this.leases;
+  private serve(from: MemberId, callId: number, ids: readonly number[], leases: LeaseApi): void {
     const transport = this.transport;
-    if (leases === null || transport === null) return; // still starting: the caller times out
     this.counts.served++;
     const answer = (message: LeasePeerMessage): void => void transport.sendLease(from, message);
     if (ids.length === 0 || ids.length > leases.keepaliveIdsMax || !ids.every((id) => id >= 1)) {

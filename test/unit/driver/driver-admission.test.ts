@@ -60,6 +60,7 @@ test('an overloaded leader refuses proposals until its backlog commits', async (
   const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
     { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000, readysInFlightMax: 4, uncommittedAgeMsMax: 1_000 },
     { onFatal: (e) => { throw e; } });
+  driver.start([]);
   core.campaign();
   driver.tick();
   await settle(disk);
@@ -97,6 +98,7 @@ test('a follower fails a forwarded proposal the moment the leader refuses it', a
   const sent: RaftMessage[] = [];
   const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
     { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000 }, { onFatal: (e) => { throw e; } });
+  driver.start([]);
   // Member 2 leads term 1 (its heartbeat says so); timers never fire, so only a refusal can answer.
   driver.receive([{ type: 'heartbeat', from: 2, to: 1, term: 1, commit: 0, readRound: 0 }]);
   await settle(disk);

@@ -66,6 +66,7 @@ function node(id: number, voters: number[], readysInFlightMax = 4) {
   const driver = new NodeDriver(core, disk, machine, { send: (m) => sent.push(...m) }, timers,
     { requestTimeoutMs: 60_000, snapshotEntries: 1_000_000, readysInFlightMax },
     { onFatal: (e) => { throw e; } });
+  driver.start([]);
   return { core, disk, machine, driver, sent };
 }
 

@@ -71,6 +71,7 @@ function singleNode() {
   const timers = new FakeTimers();
   const driver = new NodeDriver(core, disk, machine, { send: (m) => sent.push(...m) }, timers,
     { requestTimeoutMs: 1000, snapshotEntries: 1_000_000 }, { onFatal: (e) => { throw e; } });
+  driver.start([]);
   return { core, disk, machine, driver, timers, sent };
 }
 
@@ -136,6 +137,7 @@ function backgroundSnapshotNode(extra: { startSnapshotBytes?: number } = {}) {
   };
   const driver = new NodeDriver(core, store, machine, { send: () => {} }, new FakeTimers(),
     { requestTimeoutMs: 1000, snapshotEntries: 10, snapshotLogRatio: 1, ...extra }, { onFatal: (e) => { throw e; } });
+  driver.start([]);
   const settle = async () => {
     for (let i = 0; i < 3; i++) {
       disk.completeAll();

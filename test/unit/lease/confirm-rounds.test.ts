@@ -43,16 +43,15 @@ function setup(): { service: LeaseService; rounds: { resolve: () => void }[]; ti
   const driver: LeaseDriver = {
     isLeader: true,
     leaderId: 1,
+    status: () => ({ term: 2 }),
     linearizableRead: () => new Promise<void>((resolve) => rounds.push({ resolve })),
-    newProposalId: () => new Uint8Array(16),
-    propose: () => Promise.reject(new Error('no proposals in this test')),
   };
+  const proposer = { propose: () => Promise.reject(new Error('no proposals in this test')) };
   const service = new LeaseService(
-    { memberId: 1, store, timers, wallMs: () => 0, forwarder: new HttpLeaseForwarder([]) },
+    { memberId: 1, store, timers, driver, proposer, forwarder: new HttpLeaseForwarder([]) },
     { ...defaultLeaseServiceOptions, confirmIntervalMs: 10 },
   );
-  service.attach(driver, { status: () => ({ term: 2 }) });
-  service.onApplied();
+  service.onApplied([], []);
   return { service, rounds, timers };
 }
 

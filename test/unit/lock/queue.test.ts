@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EntryType } from '../../../src/raft/types.js';
 import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand } from '../../../src/mvcc/index.js';
-import type { Command, CommandResult, RangeRequest } from '../../../src/mvcc/index.js';
+import type { Command, CommandResult, Proposed, RangeRequest } from '../../../src/mvcc/index.js';
+import { answerOf } from '../../../src/driver/command-proposer.js';
 import { ChangeFeed } from '../../../src/lock/change-feed.js';
 import { QueueContender, answerGraceMs, type QueueCell, type QueueMetrics } from '../../../src/lock/queue.js';
 import { LockService } from '../../../src/lock/lock-service.js';
@@ -22,16 +23,15 @@ class InProcessCell implements QueueCell {
   }
 
   /** Applies as the log would, Request-ID table included (a retry is answered `duplicate`). */
-  applyWithId(op: Command, requestId: string | undefined): { result: CommandResult; duplicate: boolean } {
+  applyWithId<C extends Command>(op: C, requestId: string | undefined): Proposed<C> {
     const data = encodeCommand({ proposedAtMs: 1, op, ...(requestId === undefined ? {} : { requestId }) }, defaultMvccLimits);
     const [outcome] = this.store.applyBatch([{ index: ++this.index, term: 1, type: EntryType.normal, data }]);
     this.feed.onApplied();
-    if (outcome?.type === 'failed') throw outcome.error;
-    assert.ok(outcome?.type === 'applied');
-    return { result: outcome.result, duplicate: outcome.duplicate };
+    assert.ok(outcome !== undefined);
+    return answerOf(op, outcome);
   }
 
-  async proposeCommand(op: Command, requestId?: string): Promise<{ result: CommandResult; duplicate: boolean }> {
+  async propose<C extends Command>(op: C, requestId?: string): Promise<Proposed<C>> {
     await Promise.resolve();
     const applied = this.applyWithId(op, requestId);
     const hook = this.afterNextApply;
@@ -89,8 +89,8 @@ class DroppingCell extends InProcessCell {
     super();
   }
 
-  override async proposeCommand(op: Command): Promise<{ result: CommandResult; duplicate: boolean }> {
-    if (!this.dropping) return super.proposeCommand(op);
+  override async propose<C extends Command>(op: C): Promise<Proposed<C>> {
+    if (!this.dropping) return super.propose(op);
     this.dropped++;
     return new Promise((_, reject) => {
       this.clock.after(this.requestTimeoutMs, () => reject(new TimeoutError('the outcome is unknown')));
@@ -250,9 +250,9 @@ class ParkingCell extends InProcessCell {
     super();
   }
 
-  override async proposeCommand(op: Command, requestId?: string): Promise<{ result: CommandResult; duplicate: boolean }> {
+  override async propose<C extends Command>(op: C, requestId?: string): Promise<Proposed<C>> {
     const withdrawal = op.type === 'txn' && op.success.some((step) => step.type === 'delete');
-    if (!this.parking || !withdrawal) return super.proposeCommand(op, requestId);
+    if (!this.parking || !withdrawal) return super.propose(op, requestId);
     // It commits later, whatever its proposer heard (a timeout at the request timeout).
     this.parked.push(() => void this.applyWithId(op, requestId));
     return new Promise((_, reject) => {

@@ -72,13 +72,17 @@ function leaderApi(known: Set<number>, failWith: { error: Error | null }): Lease
 
 test('a follower keepalive travels as a frame to the leader and back, beside Raft traffic', async () => {
   const members = [1, 2].map((id) => ({ id, clientUrl: 'http://127.0.0.1:9/' })); // HTTP must not be used
-  const followerSide = new PeerLeaseForwarder(members);
-  const leaderSide = new PeerLeaseForwarder(members);
-  const n1 = await startNode(1, { onLeaseMessage: (from, m) => followerSide.receive(from, m) });
-  const n2 = await startNode(2, { onLeaseMessage: (from, m) => leaderSide.receive(from, m) });
   const failWith = { error: null as Error | null };
-  followerSide.attach(n1.transport, leaderApi(new Set(), failWith));
-  leaderSide.attach(n2.transport, leaderApi(new Set([10, 11]), failWith));
+  const followerApi = leaderApi(new Set(), failWith);
+  const leaderSideApi = leaderApi(new Set([10, 11]), failWith);
+  // The forwarders send on their node's transport, which hands them its lease frames.
+  const sides: { follower?: PeerLeaseForwarder; leader?: PeerLeaseForwarder } = {};
+  const n1 = await startNode(1, { onLeaseMessage: (from, m) => sides.follower?.receive(from, m, followerApi) });
+  const n2 = await startNode(2, { onLeaseMessage: (from, m) => sides.leader?.receive(from, m, leaderSideApi) });
+  const followerSide = new PeerLeaseForwarder(members, n1.transport);
+  const leaderSide = new PeerLeaseForwarder(members, n2.transport);
+  sides.follower = followerSide;
+  sides.leader = leaderSide;
   connectAll([n1, n2]);
   try {
     const answers = await Promise.all(

@@ -1,0 +1,54 @@
+// The node's one write path: a command is stamped (Request-ID, the proposer's clock and member id),
+// encoded, framed and replicated by the driver, and answered with the result its own type calls
+// for. A state machine that answers a command of one kind with a result of another is a bug, so
+// that is an assertion here instead of a check (and a 500) in every service.
+import { assert } from '../base/assert.js';
+import { encodeCommand, type ApplyOutcome, type Command, type CommandProposer, type MvccLimits, type Proposed } from '../mvcc/index.js';
+
+/** What the proposer needs from the driver (NodeDriver, or the simulator's member binding). */
+export interface ProposalLog {
+  newProposalId(): Uint8Array;
+  propose(proposalId: Uint8Array, command: Uint8Array): Promise<ApplyOutcome>;
+}
+
+export interface LogProposerOptions {
+  /** The member id lets the dedup clock follow this member's clock by its steps only. */
+  readonly memberId?: number;
+  readonly limits: MvccLimits;
+  readonly wallMs: () => number;
+  readonly monotonicMs: () => number;
+  /** Proposal to apply, seconds (the node's histogram). */
+  readonly onProposed?: (seconds: number) => void;
+}
+
+export class LogProposer implements CommandProposer {
+  constructor(
+    private readonly log: ProposalLog,
+    private readonly options: LogProposerOptions,
+  ) {}
+
+  async propose<C extends Command>(op: C, requestId: string | undefined): Promise<Proposed<C>> {
+    const { memberId, limits, wallMs, monotonicMs, onProposed } = this.options;
+    const command = encodeCommand(
+      {
+        ...(requestId !== undefined ? { requestId } : {}),
+        proposedAtMs: wallMs(),
+        ...(memberId !== undefined ? { source: memberId } : {}),
+        op,
+      },
+      limits,
+    );
+    const started = monotonicMs();
+    const outcome = await this.log.propose(this.log.newProposalId(), command);
+    onProposed?.((monotonicMs() - started) / 1000);
+    return answerOf(op, outcome);
+  }
+}
+
+/** The answer to `op` from its entry's outcome: its result, or the error it failed with. */
+export function answerOf<C extends Command>(op: C, outcome: ApplyOutcome): Proposed<C> {
+  if (outcome.type === 'failed') throw outcome.error;
+  assert(outcome.type === 'applied', `a command entry is never applied as ${outcome.type}`);
+  assert(outcome.result.type === op.type, `a ${op.type} command was answered with a ${outcome.result.type} result`);
+  return { result: outcome.result as Proposed<C>['result'], duplicate: outcome.duplicate };
+}

@@ -1,0 +1,102 @@
+// Step 4 of a node's start: the client APIs over the built services. HTTP/JSON and the WebSocket
+// stream share one listener; the etcd v3 gRPC facade has its own (only with --listen-grpc).
+import { createServer, type Server } from 'node:http';
+import { createHttpHandler } from '../api/http/handler.js';
+import { defaultApiLimits } from '../api/http/limits.js';
+import { createWatchRoutes } from '../api/http/watch-routes.js';
+import { createLeaseRoutes } from '../api/http/lease-routes.js';
+import { createMaintenanceRoutes } from '../api/http/maintenance-routes.js';
+import { createLockRoutes } from '../api/http/lock-routes.js';
+import { createElectionRoutes } from '../api/http/election-routes.js';
+import { createMemberRoutes } from '../api/http/member-routes.js';
+import { EtcdGrpcServer } from '../api/grpc/server.js';
+import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
+import { lockFrameHandlers } from '../api/stream/lock-frames.js';
+import { StreamServer } from '../api/stream/index.js';
+import type { MvccStore } from '../mvcc/index.js';
+import type { NodeConfig } from './config.js';
+import type { NodeLogger, NodeServices } from './node.js';
+
+/** Keep-alive sockets idle longer than this are closed (a client's pool reopens one). */
+const httpKeepAliveMs = 30_000;
+/** A gRPC snapshot streams the store in chunks of this size (bounded memory per stream). */
+const grpcSnapshotChunkBytes = 256 * 1024;
+
+export interface RunningApis {
+  readonly grpc: EtcdGrpcServer | null;
+  /** Ends watch streams cleanly (each hears `unavailable` and its last revision), then the sockets. */
+  stop(): Promise<void>;
+}
+
+export async function startApis(
+  config: NodeConfig,
+  state: { readonly store: MvccStore; readonly engine: { diskBytes(): number }; readonly metrics: { requests: { inc(labels: Record<string, string>): void } } },
+  services: NodeServices,
+  log: NodeLogger,
+): Promise<RunningApis> {
+  const { cell, leases, locks, watches, membership, driver } = services;
+  const { store } = state;
+  const apiLimits = { ...defaultApiLimits, valueBytesMax: config.valueBytesMax };
+  const logError = (error: unknown): void => log.error(`request failed: ${(error as Error)?.stack ?? String(error)}`);
+  const handler = createHttpHandler({
+    cell,
+    limits: apiLimits,
+    routeGroups: [
+      createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections),
+      createMaintenanceRoutes(store), createMemberRoutes(membership, cell, driver),
+    ],
+    logError,
+  });
+  const http = createServer((req, res) => {
+    res.once('finish', () => state.metrics.requests.inc({ code: String(res.statusCode) }));
+    handler(req, res);
+  });
+  http.keepAliveTimeout = httpKeepAliveMs;
+  const stream = new StreamServer({
+    cell,
+    apiLimits,
+    service: watches,
+    logError,
+    handlers: { keepalive: keepaliveFrameHandler(leases), ...lockFrameHandlers(locks.locks, locks.elections) },
+  });
+  stream.attach(http);
+  await listen(http, Number(config.listenClient.port), config.listenClient.hostname);
+  const grpc = config.listenGrpc === null ? null : await EtcdGrpcServer.start(
+    {
+      cell, leases, watches, logError, locks: locks.locks, elections: locks.elections,
+      leaseBounds: { ttlMsMin: store.limits.leaseTtlMsMin, ttlMsMax: store.limits.leaseTtlMsMax },
+      cluster: { grpcUrls: config.grpcUrls, dbBytes: () => state.engine.diskBytes() },
+      snapshots: {
+        open: () => {
+          // snapshot() opens the read view synchronously: the revision read next belongs to it.
+          const view = store.snapshot({ chunkBytesMax: grpcSnapshotChunkBytes });
+          return { revision: store.revision, chunks: view.chunks };
+        },
+      },
+    },
+    config.listenGrpc.hostname,
+    Number(config.listenGrpc.port),
+  );
+  return {
+    grpc,
+    async stop() {
+      await watches.stop();
+      stream.close();
+      await grpc?.stop();
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        http.closeAllConnections();
+      });
+    },
+  };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}

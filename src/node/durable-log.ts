@@ -1,0 +1,50 @@
+// The WAL and the snapshot it continues from, opened together: a damaged snapshot falls back to
+// an older intact one only when the log still holds every entry after it.
+import { CorruptFileError } from '../base/errors.js';
+import type { Snapshot, SnapshotMeta } from '../raft/index.js';
+import { SnapshotStore } from '../snap/index.js';
+import { Wal } from '../wal/index.js';
+
+/**
+ * The WAL and the snapshot it continues from: the one its marker names, or, when that file is
+ * damaged, the newest older intact one, provided the log still holds every entry after it.
+ * Otherwise the node refuses to start, naming the damaged file and offset.
+ */
+export async function openDurableLog(dataDir: string, log: { warn(message: string): void }) {
+  const logger = { warn: (m: string) => log.warn(m) };
+  const snapshots = new SnapshotStore(dataDir, { logger });
+  await snapshots.init();
+  const opened = await Wal.open(dataDir, { logger });
+  try {
+    const snapshot = await loadSnapshotAt(snapshots, opened.recovered.snapshotMeta);
+    return { ...opened, snapshot, snapshots };
+  } catch (error) {
+    const marker = opened.recovered.snapshotMeta;
+    if (!(error instanceof CorruptFileError) || marker === null) throw error;
+    await opened.wal.close();
+    for (const older of await snapshots.list()) {
+      if (older.index >= marker.index) continue;
+      let snapshot: Snapshot;
+      try {
+        snapshot = await snapshots.load(older.path);
+      } catch (olderError) {
+        if (olderError instanceof CorruptFileError) continue;
+        throw olderError;
+      }
+      log.warn(`snapshot ${marker.index} is damaged (${error.message}); restoring from older snapshot ${older.index}`);
+      const reopened = await Wal.open(dataDir, { logger, restoreIndex: older.index });
+      return { ...reopened, snapshot, snapshots };
+    }
+    throw error;
+  }
+}
+
+/** The snapshot the WAL's marker names (the log continues right after it). */
+async function loadSnapshotAt(snapshots: SnapshotStore, meta: SnapshotMeta | null): Promise<Snapshot | null> {
+  if (meta === null) return null;
+  const info = (await snapshots.list()).find((f) => f.index === meta.index && f.term === meta.term);
+  if (info === undefined) {
+    throw new CorruptFileError(snapshots.dir, 0, `the WAL needs snapshot ${meta.index}/${meta.term}, which is missing`);
+  }
+  return snapshots.load(info.path);
+}
