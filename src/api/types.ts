@@ -1,80 +1,31 @@
 // The native API's operations and answers, as the HTTP, stream and gRPC layers hand them to a
 // cell (see ../shared/spec/api.md). Values are bytes; the wire layers choose UTF-8 or base64.
 
-export interface KeyValue {
-  readonly key: string;
-  readonly value: Uint8Array;
-  readonly version: number;
-  readonly createRevision: number;
-  readonly modRevision: number;
-  readonly lease: number;
-}
+import type * as mvcc from '../mvcc/index.js';
 
-export interface PutRequest {
-  readonly key: string;
-  readonly value: Uint8Array;
-  /** 0 = create only if absent. */
-  readonly ifVersion?: number;
-  readonly ifRevision?: number;
-  readonly lease?: number;
-}
+// One schema: the requests and answers are the state machine's commands and results (mvcc/types.ts)
+// without their `type` tag, so a field added there reaches every API. The client's JSON shapes
+// derive from these in turn (client/types.ts: the same with values as UTF-8 strings).
 
-export interface PutResult {
-  readonly created: boolean;
-  readonly version: number;
-  readonly revision: number;
-  readonly fencingToken: number;
-}
+type Untagged<T> = Omit<T, 'type'>;
 
-export interface RangeRequest {
-  readonly key: string;
-  readonly prefix?: boolean;
-  /**
-   * Every key in [key, rangeEnd), by UTF-8 byte order (the etcd facade's ranges; the native HTTP
-   * API has no such form). A bound, not a key: any bytes; `0x30` ('0') = every key from `key` on.
-   */
-  readonly rangeEnd?: Uint8Array;
-  readonly limit?: number;
-  readonly keysOnly?: boolean;
-  readonly countOnly?: boolean;
-  /** Read at a past revision (0/undefined = current). */
-  readonly revision?: number;
-}
+export type KeyValue = mvcc.KeyValue;
+export type PutRequest = Untagged<mvcc.PutOp>;
+export type PutResult = Untagged<mvcc.PutResult>;
+/** `skipCount` is internal (locks): never parsed from a client. */
+export type RangeRequest = Omit<mvcc.RangeRequest, 'type' | 'skipCount'>;
+export type RangeResult = Untagged<mvcc.RangeResult>;
+export type DeleteRequest = Untagged<mvcc.DeleteOp>;
+export type DeleteResult = Untagged<mvcc.DeleteResult>;
+export type CompareTarget = mvcc.CompareTarget;
+export type CompareOp = mvcc.CompareOperator;
+export type Compare = mvcc.Compare;
 
-export interface RangeResult {
-  readonly revision: number;
-  readonly count: number;
-  readonly more: boolean;
-  readonly kvs: readonly KeyValue[];
-}
-
-export interface DeleteRequest {
-  readonly key: string;
-  readonly prefix?: boolean;
-  readonly ifVersion?: number;
-  readonly ifRevision?: number;
-}
-
-export interface DeleteResult {
-  readonly deleted: number;
-  readonly revision: number;
-}
-
-export type CompareTarget = 'version' | 'createRevision' | 'modRevision' | 'value' | 'lease';
-export type CompareOp = '==' | '!=' | '<' | '>';
-
-export interface Compare {
-  readonly key: string;
-  readonly target: CompareTarget;
-  readonly op: CompareOp;
-  /** A number for every target but `value`, which compares bytes. */
-  readonly value: number | Uint8Array;
-}
-
+/** A txn step as the APIs spell it: one key per object; no preconditions or past revisions inside. */
 export type TxnOp =
-  | { readonly put: { readonly key: string; readonly value: Uint8Array; readonly lease?: number } }
-  | { readonly get: { readonly key: string; readonly prefix?: boolean; readonly limit?: number } }
-  | { readonly delete: { readonly key: string; readonly prefix?: boolean } };
+  | { readonly put: Pick<mvcc.PutOp, 'key' | 'value' | 'lease'> }
+  | { readonly get: Pick<mvcc.RangeRequest, 'key' | 'prefix' | 'limit'> }
+  | { readonly delete: Pick<mvcc.DeleteOp, 'key' | 'prefix'> };
 
 export interface TxnRequest {
   readonly compare: readonly Compare[];

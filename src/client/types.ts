@@ -2,57 +2,28 @@
 // UTF-8 strings, as the HTTP/JSON API sends them), and the small doors the client talks through
 // (an HTTP transport, a clock, a random source), which tests replace with fakes.
 
+import type * as api from '../api/types.js';
+
+/** The JSON form of an API shape: bytes travel as UTF-8 strings (the HTTP/JSON API's values). */
+export type OnWire<T> = T extends Uint8Array
+  ? string
+  : T extends readonly (infer E)[]
+    ? readonly OnWire<E>[]
+    : T extends object
+      ? { readonly [K in keyof T]: OnWire<T[K]> }
+      : T;
+
 /** One key as the API returns it. `value` is the UTF-8 decoding of the stored bytes. */
-export interface KeyValue {
-  readonly key: string;
-  readonly value: string;
-  readonly version: number;
-  readonly createRevision: number;
-  readonly modRevision: number;
-  readonly lease: number;
-}
-
-export interface PutResult {
-  readonly created: boolean;
-  readonly version: number;
-  readonly revision: number;
-  /** The key's createRevision: the owner epoch to hand to protected resources. */
-  readonly fencingToken: number;
-}
-
-export interface RangeResult {
-  readonly revision: number;
-  readonly consistency?: 'linearizable' | 'serializable';
-  readonly count: number;
-  readonly more: boolean;
-  readonly kvs: readonly KeyValue[];
-}
-
-export interface DeleteResult {
-  readonly deleted: number;
-  readonly revision: number;
-}
-
-export type CompareTarget = 'version' | 'createRevision' | 'modRevision' | 'value' | 'lease';
-export type CompareOp = '==' | '!=' | '<' | '>';
-
-export interface Compare {
-  readonly key: string;
-  readonly target: CompareTarget;
-  readonly op: CompareOp;
-  readonly value: number | string;
-}
-
-export type TxnOp =
-  | { readonly put: { readonly key: string; readonly value: string; readonly lease?: number } }
-  | { readonly get: { readonly key: string; readonly prefix?: boolean; readonly limit?: number } }
-  | { readonly delete: { readonly key: string; readonly prefix?: boolean } };
-
-export interface TxnRequest {
-  readonly compare: readonly Compare[];
-  readonly success: readonly TxnOp[];
-  readonly failure: readonly TxnOp[];
-}
+export type KeyValue = OnWire<api.KeyValue>;
+/** `fencingToken` is the key's createRevision: the owner epoch to hand to protected resources. */
+export type PutResult = api.PutResult;
+export type RangeResult = OnWire<api.RangeResult> & { readonly consistency?: api.Consistency };
+export type DeleteResult = api.DeleteResult;
+export type CompareTarget = api.CompareTarget;
+export type CompareOp = api.CompareOp;
+export type Compare = OnWire<api.Compare>;
+export type TxnOp = OnWire<api.TxnOp>;
+export type TxnRequest = OnWire<api.TxnRequest>;
 
 export interface TxnResult {
   readonly succeeded: boolean;
@@ -60,27 +31,8 @@ export interface TxnResult {
   readonly results: readonly (PutResult | RangeResult | DeleteResult)[];
 }
 
-export interface MemberStatus {
-  readonly id: number;
-  readonly name: string;
-  readonly peerUrl: string;
-  readonly clientUrl: string;
-  readonly role: 'voter' | 'learner';
-  readonly healthy: boolean;
-}
-
-export interface ClusterStatus {
-  readonly cell: string;
-  readonly clusterId: string;
-  readonly member: number;
-  readonly leader: number;
-  readonly term: number;
-  readonly commitIndex: number;
-  readonly appliedIndex: number;
-  readonly revision: number;
-  readonly compactRevision: number;
-  readonly members: readonly MemberStatus[];
-}
+export type MemberStatus = api.MemberStatus;
+export type ClusterStatus = api.ClusterStatus;
 
 export interface LeaseGrant {
   readonly id: number;

@@ -40,7 +40,8 @@ const allowedImports: Record<string, readonly string[]> = {
   node: ['node/testing', 'api', 'base', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
     'storage', 'transport', 'wal', 'watch'],
   'node/testing': ['base', 'wal'],
-  client: ['base', 'lock'],
+  // The client's JSON shapes derive from the API's (types only: the client ships without the server).
+  client: ['api', 'base', 'lock'],
   check: ['base'],
   sim: ['base', 'driver', 'lease', 'lock', 'mvcc', 'raft'],
   bench: ['api'],
@@ -163,4 +164,17 @@ test('no cycle between folders, neither in the allowed graph nor in the code', (
   assert.equal(findCycle((unit) => allowedImports[unit] ?? [], Object.keys(allowedImports)), null);
   const graph = unitGraph();
   assert.equal(findCycle((unit) => graph.get(unit)?.keys() ?? [], graph.keys()), null);
+});
+
+test('the client takes only types from the server side (it runs without it)', () => {
+  const problems: string[] = [];
+  for (const file of files) {
+    if (unitOf(file) !== 'client') continue;
+    const text = readFileSync(file, 'utf8');
+    for (const match of text.matchAll(/^import\s+(type\s+)?[^;]*?from\s+['"](\.{1,2}\/[^'"]+)['"]/gm)) {
+      const target = unitOf(resolve(dirname(file), match[2] as string));
+      if (target !== 'client' && target !== 'base' && match[1] === undefined) problems.push(`${relative(root, file)} imports src/${target} at run time`);
+    }
+  }
+  assert.deepEqual(problems, []);
 });
