@@ -6,6 +6,7 @@
 // this node's disk, without waiting for the writes of newer entries.
 import { randomBytes } from 'node:crypto';
 import { assert } from '../base/assert.js';
+import * as limits from '../base/limits.js';
 import { TimeoutError, UnavailableError, OverloadedError } from '../base/errors.js';
 import {
   EntryType, type ConfChange, type Entry, type HardState, type MemberId, type ProposeResult, type RaftApi, type RaftMessage,
@@ -267,7 +268,7 @@ export class NodeDriver<Outcome> {
   propose(proposalId: Uint8Array, command: Uint8Array): Promise<Outcome> {
     if (this.stopped) return Promise.reject(new UnavailableError('the node is stopping'));
     this.assertStarted();
-    if (this.proposals.size >= (this.options.proposalsPendingMax ?? 10_000)) {
+    if (this.proposals.size >= (this.options.proposalsPendingMax ?? limits.proposalsPendingMax)) {
       return Promise.reject(new OverloadedError('too many proposals in flight on this node; retry later'));
     }
     if (this.role === 'leader' && this.overloaded()) {
@@ -609,7 +610,7 @@ export class NodeDriver<Outcome> {
     const since = Math.max(this.lastSnapshotIndex, this.snapshotAllowedFrom - 1);
     const due =
       Math.floor((applied + phase) / every) > Math.floor((since + phase) / every) ||
-      this.logBytesSinceSnapshot >= (this.options.snapshotLogBytes ?? 64 * 1024 * 1024);
+      this.logBytesSinceSnapshot >= (this.options.snapshotLogBytes ?? limits.snapshotLogBytes);
     if (!due) return;
     // While a Ready was on disk the core may have taken a leader's snapshot beyond what the state
     // machine has seen yet (it installs it with the next Ready): nothing to compact until then.

@@ -2,6 +2,7 @@
 import type { Entry, Snapshot } from '../raft/index.js';
 import type { ApplyOutcome, MvccStore } from '../mvcc/index.js';
 import type { StateMachine } from './types.js';
+import { snapshotEncodeChunkBytes } from '../base/limits.js';
 
 export class KvStateMachine implements StateMachine<ApplyOutcome> {
   constructor(readonly store: MvccStore) {}
@@ -19,10 +20,8 @@ export class KvStateMachine implements StateMachine<ApplyOutcome> {
   }
 
   snapshotChunks(): Iterable<Uint8Array> {
-    // A chunk is encoded in one go on the event loop; the file takes one block (64 KiB) per write,
-    // and requests are served between writes. 1 MiB chunks held the loop ~5-10 ms each, back to
-    // back, and put p99 spiked whenever a member snapshotted.
-    return this.store.snapshot({ chunkBytesMax: 64 * 1024 }).chunks;
+    // A chunk is encoded in one go on the event loop; requests are served between chunks.
+    return this.store.snapshot({ chunkBytesMax: snapshotEncodeChunkBytes }).chunks;
   }
 
   restore(snapshot: Snapshot): void {

@@ -5,6 +5,7 @@
 // lease-service.ts.
 import { assert } from '../base/assert.js';
 import { OverloadedError } from '../base/errors.js';
+import * as limits from '../base/limits.js';
 
 export interface ReadGateOptions {
   /** Range reads (single keys and lists) being answered at once. */
@@ -14,8 +15,8 @@ export interface ReadGateOptions {
 }
 
 export const defaultReadGateOptions: ReadGateOptions = {
-  readsInFlightMax: 1_024,
-  listsInFlightMax: 64,
+  readsInFlightMax: limits.readsInFlightMax,
+  listsInFlightMax: limits.listsInFlightMax,
 };
 
 export class ReadGate {

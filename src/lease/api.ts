@@ -37,8 +37,7 @@ export interface LeaseList {
 }
 
 /** Leases per page of GET /v1/leases when no limit is given, and the most a page may hold. */
-export const leaseListLimitDefault = 1_000;
-export const leaseListLimitMax = 10_000;
+export { leaseListLimitDefault, leaseListLimitMax } from '../base/limits.js';
 
 /** What the lease routes and stream frames need from the node (src/lease/lease-service.ts). */
 export interface LeaseApi {

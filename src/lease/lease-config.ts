@@ -3,6 +3,7 @@
 // come from BATON_LEASE_* variables (read in src/node/config.ts), which a cell's members share. The rest (expiry batch sizes,
 // intervals, budgets) is the leader's local business.
 import { defaultExpiryTrackerOptions, type ExpiryTrackerOptions } from './expiry-tracker.js';
+import * as limits from '../base/limits.js';
 
 export interface LeaseServiceOptions {
   readonly tracker: ExpiryTrackerOptions;
@@ -37,8 +38,8 @@ export const defaultLeaseServiceOptions: LeaseServiceOptions = {
   tracker: { ...defaultExpiryTrackerOptions, expireBatchMax: 200 },
   checkpointIntervalMs: 500,
   revokesInFlightMax: 1_000,
-  keepalivesInFlightMax: 8_192,
-  keepaliveIdsMax: 1_000,
+  keepalivesInFlightMax: limits.keepalivesInFlightMax,
+  keepaliveIdsMax: limits.keepaliveIdsMax,
   requestTimeoutMs: 5_000,
   confirmIntervalMs: 10,
 };

@@ -1,6 +1,7 @@
 // Locks on contender queues (api.md, Locks): acquire = queue under `/locks/{name}/` and wait for
 // the entry ahead only; the fencing token is the entry's creation revision. Release, the operator
 // listing and the fencing check (Chubby's CheckSequencer) are committed or linearizable.
+import * as limits from '../base/limits.js';
 import { InvalidArgumentError, LockHeldError, LockNotHeldError, TooLargeError } from '../base/errors.js';
 import type { KeyValue } from '../mvcc/index.js';
 import {
@@ -22,7 +23,11 @@ export interface LockLimits {
   readonly listMax: number;
 }
 
-export const defaultLockLimits: LockLimits = { waitMsMax: 300_000, ownerBytesMax: 256, listMax: 1_000 };
+export const defaultLockLimits: LockLimits = {
+  waitMsMax: limits.lockWaitMsMax,
+  ownerBytesMax: limits.lockOwnerBytesMax,
+  listMax: limits.lockListMax,
+};
 export const defaultWaitMs = 30_000;
 
 const nameBytesMax = 128;

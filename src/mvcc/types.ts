@@ -1,6 +1,7 @@
 // The MVCC state machine's vocabulary: the ordered byte store it runs on (KvEngine), the
 // commands that reach it through the Raft log, and the answers it gives (shaped like api.md).
 import type { BatonError } from '../base/errors.js';
+import * as limits from '../base/limits.js';
 
 // ---------------------------------------------------------------------------------------------
 // The engine: a small synchronous ordered byte store. LMDB implements it in src/storage; an
@@ -408,18 +409,18 @@ export interface MvccLimits {
 }
 
 export const defaultMvccLimits: MvccLimits = {
-  keyBytesMax: 4096,
-  valueBytesMax: 1024 * 1024,
-  txnOpsMax: 128,
-  requestBytesMax: 1536 * 1024,
-  requestIdBytesMax: 128,
+  keyBytesMax: limits.keyBytesMax,
+  valueBytesMax: limits.valueBytesMax,
+  txnOpsMax: limits.txnOpsMax,
+  requestBytesMax: limits.requestBytesMax,
+  requestIdBytesMax: limits.requestIdBytesMax,
   dedupWindowMs: 10 * 60 * 1000,
   dedupPrunePerCommandMax: 8,
   compactEventsPerEntryMax: 512,
-  leaseTtlMsMin: 5_000,
-  leaseTtlMsMax: 24 * 60 * 60 * 1000,
-  leasesMax: 1_000_000,
-  leaseKeysMax: 10_000,
+  leaseTtlMsMin: limits.leaseTtlMsMin,
+  leaseTtlMsMax: limits.leaseTtlMsMax,
+  leasesMax: limits.leasesMax,
+  leaseKeysMax: limits.leaseKeysMax,
   leaseCheckpointBatchMax: 1_000,
   leaseAttachStrict: true,
 };

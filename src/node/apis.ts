@@ -16,11 +16,8 @@ import { StreamServer } from '../api/stream/index.js';
 import type { MvccStore } from '../mvcc/index.js';
 import type { NodeConfig } from './config.js';
 import type { NodeLogger, NodeServices } from './node.js';
+import { grpcSnapshotChunkBytes, httpKeepAliveMs } from '../base/limits.js';
 
-/** Keep-alive sockets idle longer than this are closed (a client's pool reopens one). */
-const httpKeepAliveMs = 30_000;
-/** A gRPC snapshot streams the store in chunks of this size (bounded memory per stream). */
-const grpcSnapshotChunkBytes = 256 * 1024;
 
 export interface RunningApis {
   readonly grpc: EtcdGrpcServer | null;

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../base/config-error.js';
+import * as limits from '../base/limits.js';
 import type { MemberInfo } from '../membership/member-directory.js';
 import { defaultMvccLimits, type MvccLimits } from '../mvcc/index.js';
 import { defaultReadGateOptions, type ReadGateOptions } from '../kv/read-gate.js';
@@ -182,7 +183,7 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     // the leader ~8% of its CPU under a put load (the log's bytes bound it as well: 64 MiB).
     snapshotEntries: integer(raw, 'snapshot-entries', 100_000, 10, 100_000_000),
     requestTimeoutMs: integer(raw, 'request-timeout-ms', 5_000, 100, 600_000),
-    valueBytesMax: integer(raw, 'value-bytes-max', 1024 * 1024, 1, 1024 * 1024),
+    valueBytesMax: integer(raw, 'value-bytes-max', limits.valueBytesMax, 1, limits.valueBytesMax),
     logLevel: logLevel(raw['log-level'] ?? 'info'),
   };
 }

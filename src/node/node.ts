@@ -35,6 +35,7 @@ import { createNodeLocks, type NodeLocks } from './lock-wiring.js';
 import { addNodeGauges } from './node-gauges.js';
 import { PeerInbox } from './peer-inbox.js';
 import { startApis } from './apis.js';
+import { readysInFlightMax } from '../base/limits.js';
 
 export interface RunningNode {
   readonly service: CellService;
@@ -193,7 +194,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
       snapshotPhase: Math.floor(((config.memberId % 3) * config.snapshotEntries) / 3),
       // A restarted member waits for as much log as the snapshot it restarted from, too.
       startSnapshotBytes: state.snapshot?.data.length ?? 0,
-      readysInFlightMax: 8,
+      readysInFlightMax,
     },
     { onFatal },
   );

@@ -1,5 +1,6 @@
 // The Raft core's vocabulary. The core is a pure, synchronous state machine: the caller feeds it
 // ticks, messages and proposals, and collects a Ready batch of I/O to perform, in order.
+import * as limits from '../base/limits.js';
 
 /** A member id: a positive integer, unique within the cell and never reused. */
 export type MemberId = number;
@@ -202,9 +203,9 @@ export const defaultRaftConfig: Omit<RaftConfig, 'id'> = {
   electionTicks: 10,
   heartbeatTicks: 1,
   inflightMessagesMax: 256,
-  appendBytesMax: 1024 * 1024,
-  applyBytesMax: 4 * 1024 * 1024,
-  uncommittedBytesMax: 64 * 1024 * 1024,
+  appendBytesMax: limits.appendBytesMax,
+  applyBytesMax: limits.applyBytesMax,
+  uncommittedBytesMax: limits.uncommittedBytesMax,
   preVote: true,
   checkQuorum: true,
 };

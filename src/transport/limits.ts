@@ -1,5 +1,6 @@
 // Default bounds of the peer transport, each with its reason, and how they must relate.
 import { assert } from '../base/assert.js';
+import * as limits from '../base/limits.js';
 import type { TransportLimits } from './types.js';
 
 const mebibyte = 1024 * 1024;
@@ -7,7 +8,7 @@ const mebibyte = 1024 * 1024;
 export const defaultTransportLimits: TransportLimits = {
   // Raft's appendBytesMax is 1 MiB of entry data per message; 16 MiB leaves room for headers and
   // for a peer configured with bigger appends, yet caps what garbage can make us allocate.
-  frameBytesMax: 16 * mebibyte,
+  frameBytesMax: limits.frameBytesMax,
   // Big enough to amortize the per-frame CRC and header, small enough to interleave peers.
   frameBytesTarget: 256 * 1024,
   frameMessagesMax: 64 * 1024,
@@ -20,7 +21,7 @@ export const defaultTransportLimits: TransportLimits = {
   // A stopped or half-open peer never drains; without this the connection would sit full for
   // TCP's retransmission timeout (many minutes) holding socketBufferedBytesMax of stale data.
   writeStallTimeoutMs: 5000,
-  snapshotChunkBytes: mebibyte,
+  snapshotChunkBytes: limits.snapshotChunkBytes,
   snapshotInMemoryBytesMax: 256 * mebibyte,
   reconnectDelayMsBase: 50,
   reconnectDelayMsMax: 2000,

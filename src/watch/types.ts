@@ -2,6 +2,7 @@
 // watcher ends, and the bounds that keep one slow client from costing anyone else memory or time.
 import type { BatonError } from '../base/errors.js';
 import type { MvccEvent } from '../mvcc/index.js';
+import * as limits from '../base/limits.js';
 
 /** Which event types a watcher receives (`filter=put` on the wire keeps puts only). */
 export type WatchFilter = 'all' | 'put' | 'delete';
@@ -74,10 +75,10 @@ export interface WatchLimits {
 }
 
 export const defaultWatchLimits: WatchLimits = {
-  bufferedEventsMax: 1024,
-  bufferedBytesMax: 4 * 1024 * 1024,
-  watchersPerConnectionMax: 10_000,
-  watchersPerNodeMax: 250_000,
+  bufferedEventsMax: limits.watchBufferedEventsMax,
+  bufferedBytesMax: limits.watchBufferedBytesMax,
+  watchersPerConnectionMax: limits.watchersPerConnectionMax,
+  watchersPerNodeMax: limits.watchersPerNodeMax,
   readEventsMax: 512,
   catchUpReadsPerStepMax: 8,
 };

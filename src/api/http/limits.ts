@@ -1,4 +1,7 @@
-// The API's limits (../shared/spec/api.md): breaches are 413 too_large with the limit named.
+// The API's limits (../shared/spec/api.md; values in base/limits.ts): breaches are 413 too_large
+// with the limit named.
+import * as limits from '../../base/limits.js';
+
 export interface ApiLimits {
   readonly keyBytesMax: number;
   readonly valueBytesMax: number;
@@ -7,8 +10,8 @@ export interface ApiLimits {
 }
 
 export const defaultApiLimits: ApiLimits = {
-  keyBytesMax: 4096,
-  valueBytesMax: 1024 * 1024,
-  txnOpsMax: 128,
-  requestBytesMax: 1.5 * 1024 * 1024,
+  keyBytesMax: limits.keyBytesMax,
+  valueBytesMax: limits.valueBytesMax,
+  txnOpsMax: limits.txnOpsMax,
+  requestBytesMax: limits.requestBytesMax,
 };
