@@ -178,3 +178,15 @@ test('the client takes only types from the server side (it runs without it)', ()
   }
   assert.deepEqual(problems, []);
 });
+
+test('the README\'s layout table is the graph: every unit, with the units it may import', () => {
+  const readme = join(root, 'README.md');
+  assert.ok(existsSync(readme), `the README is at ${readme}`);
+  const documented: Record<string, string[]> = {};
+  for (const match of readFileSync(readme, 'utf8').matchAll(/^\| `src\/([a-z/-]+)` \| [^|]+ \| ([^|]+) \|$/gm)) {
+    const deps = (match[2] as string).trim();
+    documented[match[1] as string] = deps === 'nothing' ? [] : deps.split(',').map((d) => d.trim()).sort();
+  }
+  const expected = Object.fromEntries(Object.entries(allowedImports).map(([unit, deps]) => [unit, [...deps].sort()]));
+  assert.deepEqual(documented, expected);
+});
