@@ -106,6 +106,7 @@ export class RaftNode implements RaftApi {
     this.log = new RaftLog(
       snapshot === null ? { index: 0, term: 0 } : snapshot.meta,
       recovered.entries,
+      { applyUncommitted: config.bugs?.applyUncommitted === true },
     );
     this.term = recovered.hardState.term;
     this.vote = recovered.hardState.vote;
@@ -114,12 +115,12 @@ export class RaftNode implements RaftApi {
     const applied = Math.max(recovered.appliedIndex, this.log.snapshotIndex);
     const commit = Math.max(recovered.hardState.commit, applied);
     assert(commit <= this.log.lastIndex(), 'recovered commit index is within the recovered log');
-    this.log.committedIndex = commit;
+    this.log.commitTo(commit);
     // The state machine already applied up to `applied`: replay only the membership it implies.
     for (let index = this.log.snapshotIndex + 1; index <= applied; index++) {
       this.applyEntryMembership(this.log.entry(index));
     }
-    this.log.appliedIndex = applied;
+    this.log.recoverApplied(applied);
     this.lastHardState = this.hardState();
     this.lastSoftState = { leader: noMember, role: Role.follower };
     this.resetElectionTimer();
@@ -224,7 +225,7 @@ export class RaftNode implements RaftApi {
       this.proposalsToForward.length > 0 ||
       this.log.hasUnstable() ||
       this.snapshotToPersist !== null ||
-      this.hasCommittedToApply() ||
+      this.log.hasToApply() ||
       this.readStates.length > 0 ||
       this.droppedReads.length > 0 ||
       !sameHardState(this.hardState(), this.lastHardState) ||
@@ -271,9 +272,7 @@ export class RaftNode implements RaftApi {
   }
 
   advance(ready: Ready): void {
-    if (ready.snapshot !== null && ready.snapshot.meta.index === this.log.snapshotIndex) {
-      this.log.durableIndex = Math.max(this.log.durableIndex, ready.snapshot.meta.index);
-    }
+    if (ready.snapshot !== null) this.log.markSnapshotDurable(ready.snapshot.meta);
     this.log.markDurable(ready.entries);
     if (this.role === Role.leader) {
       // The leader counts itself toward commit only for what is on its own disk.
@@ -892,22 +891,13 @@ export class RaftNode implements RaftApi {
 
   // ---- applying: committed entries and membership --------------------------------------------------
 
-  private hasCommittedToApply(): boolean {
-    return this.log.appliedIndex < this.applyLimit();
-  }
-
-  private applyLimit(): number {
-    if (this.config.bugs?.applyUncommitted === true) return this.log.lastIndex();
-    return this.log.committedIndex;
-  }
-
   private takeCommitted(): Entry[] {
-    const limit = this.applyLimit();
+    const limit = this.log.applyLimit();
     if (this.log.appliedIndex >= limit) return [];
     const entries = this.log.slice(this.log.appliedIndex + 1, limit, this.config.applyBytesMax);
     for (const entry of entries) {
       this.applyEntryMembership(entry);
-      this.log.appliedIndex = entry.index;
+      this.log.appliedTo(entry.index);
     }
     this.maybeLeaveJoint();
     return entries;
