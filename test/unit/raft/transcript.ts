@@ -36,7 +36,7 @@ const commands: Record<string, (run: Runner, args: string[]) => void> = {
   read: (run, args) => run.raft(run.id(args[0])).readIndex(run.number(args[1], 'a read context')),
   tick: (run, args) => run.tick(args),
   ready: (run, args) => run.each(args, (id) => run.handleReadys(id)),
-  deliver: (run, args) => run.deliver(args.length === 0 ? null : args.map((arg) => run.id(arg))),
+  deliver: (run, args) => run.deliverCommand(args),
   stabilize: (run, args) => run.stabilize(args.length === 0 ? null : args.map((arg) => run.id(arg))),
   partition: (run, args) => run.partition(args),
   heal: (run) => run.heal(),
@@ -256,10 +256,19 @@ class Runner {
     return handled;
   }
 
-  /** Deliver queued messages (those to `to` only, when given); print the ones a partition loses. */
-  deliver(to: MemberId[] | null): boolean {
-    const now = to === null ? this.queue : this.queue.filter((m) => to.includes(m.to));
-    this.queue = to === null ? [] : this.queue.filter((m) => !to.includes(m.to));
+  /** deliver [<to>...] [from=<id>]: queued messages, in order (to and from those members only, when given). */
+  deliverCommand(args: string[]): void {
+    const fromArg = args.find((arg) => arg.startsWith('from='));
+    const from = fromArg === undefined ? null : this.id(fromArg.slice('from='.length));
+    const to = args.filter((arg) => arg !== fromArg).map((arg) => this.id(arg));
+    this.deliver(to.length === 0 ? null : to, from, true);
+  }
+
+  /** Deliver queued messages (those to `to` and from `from` only, when given); print those lost. */
+  deliver(to: MemberId[] | null, from: MemberId | null = null, verbose = false): boolean {
+    const chosen = (m: RaftMessage): boolean => (to === null || to.includes(m.to)) && (from === null || m.from === from);
+    const now = this.queue.filter(chosen);
+    this.queue = this.queue.filter((m) => !chosen(m));
     const lost: string[] = [];
     for (const message of now) {
       if (message.type === 'proposeRefused') {
@@ -267,11 +276,13 @@ class Runner {
         this.print(`> ${message.to} driver receives ${formatMessage(message)}`);
         continue;
       }
-      if (!this.canTalk(message.from, message.to)) {
-        lost.push(`${message.from}->${message.to} ${message.type}`);
+      const member = this.members.get(message.to);
+      if (member === undefined || !this.canTalk(message.from, message.to)) {
+        lost.push(`${message.from}->${message.to} ${message.type}${member === undefined ? ' (not running)' : ''}`);
         continue;
       }
-      this.members.get(message.to)?.raft.step(message);
+      if (verbose) this.print(`> ${message.to} receives ${formatMessage(message)}`);
+      member.raft.step(message);
     }
     if (lost.length > 0) this.print(`> lost: ${lost.join(', ')}`);
     return now.length > 0;
