@@ -58,6 +58,7 @@ export function maybeLeaveJoint(node: NodeState): void {
   if (node.pendingConfIndex > node.log.appliedIndex) return;
   const leaveChange: ConfChange = { type: 'leaveJoint' };
   const leave = encodeConfEntry({ change: leaveChange, confState: applyConfChange(node.confState, leaveChange) });
+  assert(node.leaderTerm === node.term, 'the leader appends in its own term');
   const index = node.log.lastIndex() + 1;
   node.log.appendNew({ index, term: node.term, type: EntryType.config, data: leave });
   node.pendingConfIndex = index;

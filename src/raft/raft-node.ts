@@ -188,6 +188,7 @@ export class RaftNode implements RaftApi {
       applyEntryMembership(node, entry);
       node.log.appliedTo(entry.index);
     }
+    assert(node.log.appliedIndex === from + entries.length - 1, 'every handed-out entry is counted applied');
     maybeLeaveJoint(node);
     return entries;
   }

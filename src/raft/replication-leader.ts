@@ -14,6 +14,7 @@ export function appendProposal(node: NodeState, type: EntryType, data: Uint8Arra
   if (node.uncommittedBytes + data.byteLength > node.config.uncommittedBytesMax) {
     return refuse(node, 'tooLarge');
   }
+  assert(node.leaderTerm === node.term, 'the leader appends in its own term');
   const index = node.log.lastIndex() + 1;
   node.log.appendNew({ index, term: node.term, type, data });
   node.uncommittedBytes += data.byteLength;
