@@ -194,8 +194,9 @@ export interface Ready {
   /**
    * Log entries to append to stable storage, contiguous and in index order. The first may be at
    * an index already persisted: it replaces that index and every later one (a follower's log
-   * overwritten by its leader). Durable only once advance() says so: the leader counts its own
-   * copy toward commit and a follower acknowledges it only after that.
+   * overwritten by its leader). The core treats them as durable only from advance(): the leader
+   * counts its own copy toward commit from then on; a follower's acknowledgement of them is in
+   * `messages`, which wait for the write.
    */
   readonly entries: readonly Entry[];
   /**

@@ -11,6 +11,25 @@
 // the core printed; the test compares that to the file (BATON_REWRITE=1 writes it back). The
 // cluster is deterministic: disks are instant, messages are delivered in send order, and the only
 // randomness (election timeouts) comes from a SeededRandom.
+//
+// Commands (members by id; "all" or nothing means every member):
+//   cluster voters=1,2,3 [learners=4] [seed=1] [prevote=true] [checkquorum=true] [election=10]
+//           [heartbeat=1] [uncommitted=<bytes>]     a fresh cluster, no leader yet
+//   campaign <id>            start an election (a pre-vote first when PreVote is on)
+//   propose <id> <text>      RaftApi.propose; prints the result
+//   forward <id> <text>      RaftApi.forwardProposal (a follower sends it to its leader)
+//   conf <id> <addVoter|addLearner|remove> <member> [...]   enter joint consensus with the changes
+//   transfer <from> <to>     leader transfer
+//   read <id> <context>      RaftApi.readIndex
+//   tick <id>[,<id>...]|all [<count>]    ticks only: no Ready is handled, nothing is delivered
+//   ready <id>...            handle each member's pending Readys: print, queue the messages, advance
+//   deliver [<to>...] [from=<id>]        deliver queued messages in order, printing each
+//   stabilize [<id>...]      ready + deliver until nothing moves (prints the messages lost)
+//   partition <id>... [/ <id>...]        members on different sides cannot talk (the unnamed: one side)
+//   heal                     everyone talks again
+//   status [<id>...]         role, term, vote, leader, commit, applied, last index, membership
+// A partition drops a message when it is delivered, not when it is written: messages of a Ready
+// handled after `heal` get through.
 import { SeededRandom } from '../../../src/base/random.js';
 import {
   createRaftNode,
