@@ -1,60 +1,94 @@
 // The Raft log as the core sees it: a snapshot point followed by every entry since, all in
 // memory (snapshots bound its size). It tracks which entries are durable and which still have to
-// be handed to the caller for persisting, and where commit and apply stand.
+// be handed to the caller for persisting, and where commit and apply stand. Every index is
+// private: the rest of the core moves them only through the mutators below, which assert the
+// invariants (commit and apply never go back, applied <= committed <= last, durable <= last).
 import { assert } from '../base/assert.js';
 import type { Entry, SnapshotMeta } from './types.js';
 
+export interface RaftLogOptions {
+  /** Test-only bug (RaftBugs.applyUncommitted): entries may be handed out before they commit. */
+  readonly applyUncommitted?: boolean;
+}
+
 export class RaftLog {
   /** Index and term of the last entry covered by the snapshot (0/0 before any snapshot). */
-  snapshotIndex: number;
-  snapshotTerm: number;
-  /** entries[i].index === snapshotIndex + 1 + i. */
+  private snapshotAt: number;
+  private snapshotTermAt: number;
+  /** entries[i].index === snapshotAt + 1 + i. */
   private entries: Entry[];
-  // Invariant: appliedIndex <= committedIndex <= lastIndex (unless a test bug is switched on).
-  committedIndex: number;
+  // Invariant: snapshotAt <= applied <= committed <= lastIndex() (applied may pass committed
+  // only under the applyUncommitted test bug).
+  private committed: number;
   /** Highest index handed out for apply. */
-  appliedIndex: number;
+  private applied: number;
   /** Highest index known durable on this node's disk (advanced only by the caller's advance). */
-  durableIndex: number;
+  private durable: number;
   /** First index not yet handed out for persisting. */
-  unstableFrom: number;
+  private unstableFrom: number;
+  private readonly applyUncommitted: boolean;
 
-  constructor(snapshot: Pick<SnapshotMeta, 'index' | 'term'>, entries: readonly Entry[]) {
-    this.snapshotIndex = snapshot.index;
-    this.snapshotTerm = snapshot.term;
+  constructor(snapshot: Pick<SnapshotMeta, 'index' | 'term'>, entries: readonly Entry[], options: RaftLogOptions = {}) {
+    assert(snapshot.index >= 0 && snapshot.term >= 0, 'the snapshot point is not negative');
+    this.snapshotAt = snapshot.index;
+    this.snapshotTermAt = snapshot.term;
     this.entries = [...entries];
     entries.forEach((entry, i) => {
       assert(entry.index === snapshot.index + 1 + i, 'recovered entries are contiguous');
       assert(entry.term >= snapshot.term, 'recovered entry terms never go backwards');
     });
-    this.committedIndex = snapshot.index;
-    this.appliedIndex = snapshot.index;
-    this.durableIndex = this.lastIndex();
+    this.committed = snapshot.index;
+    this.applied = snapshot.index;
+    this.durable = this.lastIndex();
     this.unstableFrom = this.lastIndex() + 1;
+    this.applyUncommitted = options.applyUncommitted === true;
+  }
+
+  get snapshotIndex(): number {
+    return this.snapshotAt;
+  }
+
+  get snapshotTerm(): number {
+    return this.snapshotTermAt;
+  }
+
+  /** Highest index known committed (a quorum stored it). */
+  get committedIndex(): number {
+    return this.committed;
+  }
+
+  /** Highest index handed out for apply. */
+  get appliedIndex(): number {
+    return this.applied;
+  }
+
+  /** Highest index known durable on this node's disk. */
+  get durableIndex(): number {
+    return this.durable;
   }
 
   firstIndex(): number {
-    return this.snapshotIndex + 1;
+    return this.snapshotAt + 1;
   }
 
   lastIndex(): number {
-    return this.snapshotIndex + this.entries.length;
+    return this.snapshotAt + this.entries.length;
   }
 
   lastTerm(): number {
     const last = this.entries[this.entries.length - 1];
-    return last === undefined ? this.snapshotTerm : last.term;
+    return last === undefined ? this.snapshotTermAt : last.term;
   }
 
   /** The term at `index`, or undefined when it is compacted away or beyond the end. */
   term(index: number): number | undefined {
-    if (index === this.snapshotIndex) return this.snapshotTerm;
-    if (index < this.snapshotIndex || index > this.lastIndex()) return undefined;
-    return (this.entries[index - this.snapshotIndex - 1] as Entry).term;
+    if (index === this.snapshotAt) return this.snapshotTermAt;
+    if (index < this.snapshotAt || index > this.lastIndex()) return undefined;
+    return (this.entries[index - this.snapshotAt - 1] as Entry).term;
   }
 
   entry(index: number): Entry {
-    const entry = this.entries[index - this.snapshotIndex - 1];
+    const entry = this.entries[index - this.snapshotAt - 1];
     // The message is built only on failure (this runs for every entry the log hands out).
     if (entry === undefined || entry.index !== index) return assert(false, `entry ${index} is in memory`) as never;
     return entry;
@@ -72,7 +106,7 @@ export class RaftLog {
 
   /** Entries in [from, to], at most `bytesMax` of data (always at least one when any exist). */
   slice(from: number, to: number, bytesMax: number): Entry[] {
-    assert(from > this.snapshotIndex, 'slice starts after the snapshot');
+    assert(from > this.snapshotAt, 'slice starts after the snapshot');
     const out: Entry[] = [];
     let bytes = 0;
     for (let index = from; index <= Math.min(to, this.lastIndex()); index++) {
@@ -100,7 +134,7 @@ export class RaftLog {
     for (const [i, entry] of entries.entries()) {
       assert(entry.index === prevIndex + 1 + i, 'append carries contiguous entries');
       if (this.matchTerm(entry.index, entry.term)) continue;
-      assert(entry.index > this.committedIndex, 'committed entries are never overwritten');
+      assert(entry.index > this.committed, 'committed entries are never overwritten');
       this.truncateFrom(entry.index);
       for (const rest of entries.slice(i)) this.appendNew(rest);
       break;
@@ -109,17 +143,49 @@ export class RaftLog {
   }
 
   private truncateFrom(index: number): void {
-    assert(index > this.snapshotIndex, 'truncation stays above the snapshot');
-    this.entries.length = index - this.snapshotIndex - 1;
-    this.durableIndex = Math.min(this.durableIndex, index - 1);
+    assert(index > this.snapshotAt, 'truncation stays above the snapshot');
+    this.entries.length = index - this.snapshotAt - 1;
+    this.durable = Math.min(this.durable, index - 1);
     this.unstableFrom = Math.min(this.unstableFrom, index);
   }
 
+  /**
+   * Learn that everything through `index` is committed. Returns false when that is not news: a
+   * commit index never goes back (an older leader's message may carry a smaller one).
+   */
   commitTo(index: number): boolean {
-    if (index <= this.committedIndex) return false;
+    if (index <= this.committed) return false;
     if (index > this.lastIndex()) assert(false, `commit ${index} is within the log (last ${this.lastIndex()})`);
-    this.committedIndex = index;
+    this.committed = index;
+    assert(this.applied <= this.committed || this.applyUncommitted, 'applied never passes committed');
     return true;
+  }
+
+  /** Recovery: the state machine already applied through `index`; it is not handed out again. */
+  recoverApplied(index: number): void {
+    assert(index >= this.snapshotAt, 'the snapshot is applied');
+    assert(index <= this.committed, 'only committed entries were applied');
+    this.applied = index;
+  }
+
+  /** Committed entries through `index` were handed out for apply, in order. */
+  appliedTo(index: number): void {
+    assert(index > this.applied, `apply moves forward (${this.applied} -> ${index})`);
+    if (index > this.committed && !this.applyUncommitted) {
+      assert(false, `applied ${index} is committed (commit ${this.committed})`);
+    }
+    assert(index <= this.lastIndex(), 'applied entries are in the log');
+    this.applied = index;
+  }
+
+  /** Whether committed entries wait to be handed out. */
+  hasToApply(): boolean {
+    return this.applied < this.applyLimit();
+  }
+
+  /** The highest index that may be handed out for apply. */
+  applyLimit(): number {
+    return this.applyUncommitted ? this.lastIndex() : this.committed;
   }
 
   /** Entries not yet handed out for persisting; marks them as handed out. */
@@ -127,7 +193,7 @@ export class RaftLog {
     const from = this.unstableFrom;
     this.unstableFrom = this.lastIndex() + 1;
     if (from > this.lastIndex()) return [];
-    return this.entries.slice(from - this.snapshotIndex - 1);
+    return this.entries.slice(from - this.snapshotAt - 1);
   }
 
   hasUnstable(): boolean {
@@ -139,31 +205,44 @@ export class RaftLog {
     for (const entry of entries) {
       // By log matching, the same (index, term) is the same entry with the same prefix.
       if (this.term(entry.index) !== entry.term) break;
-      if (entry.index > this.durableIndex) this.durableIndex = entry.index;
+      if (entry.index > this.durable) this.durable = entry.index;
     }
+    assert(this.durable <= this.lastIndex(), 'durable entries are in the log');
+  }
+
+  /**
+   * The caller persisted a snapshot at `meta`: if it is still the one the log starts from, its
+   * point is durable (a newer snapshot or compaction since then leaves durability as it is).
+   */
+  markSnapshotDurable(meta: Pick<SnapshotMeta, 'index' | 'term'>): void {
+    if (meta.index !== this.snapshotAt) return;
+    if (meta.index > this.durable) this.durable = meta.index;
+    assert(this.durable <= this.lastIndex(), 'durable entries are in the log');
   }
 
   /** Replace everything with a snapshot received from the leader. */
   restore(meta: Pick<SnapshotMeta, 'index' | 'term'>): void {
-    assert(meta.index > this.committedIndex, 'a restored snapshot is ahead of the commit index');
-    this.snapshotIndex = meta.index;
-    this.snapshotTerm = meta.term;
+    assert(meta.index > this.committed, 'a restored snapshot is ahead of the commit index');
+    this.snapshotAt = meta.index;
+    this.snapshotTermAt = meta.term;
     this.entries = [];
-    this.committedIndex = meta.index;
-    this.appliedIndex = meta.index;
+    this.committed = meta.index;
+    this.applied = meta.index;
     // Nothing is durable until the caller persisted the snapshot (advance).
-    this.durableIndex = 0;
+    this.durable = 0;
     this.unstableFrom = meta.index + 1;
+    assert(this.lastIndex() === meta.index, 'a restored log ends at its snapshot');
   }
 
   /** Drop entries up to `index`, which a local snapshot now covers. */
   compactTo(index: number): void {
-    assert(index > this.snapshotIndex && index <= this.appliedIndex, 'compaction covers applied entries');
+    assert(index > this.snapshotAt && index <= this.applied, 'compaction covers applied entries');
     const term = this.term(index);
     assert(term !== undefined, 'compaction point is in the log');
-    this.entries = this.entries.slice(index - this.snapshotIndex);
-    this.snapshotIndex = index;
-    this.snapshotTerm = term;
+    this.entries = this.entries.slice(index - this.snapshotAt);
+    this.snapshotAt = index;
+    this.snapshotTermAt = term;
+    assert(this.firstIndex() === index + 1, 'the log starts right after the snapshot');
   }
 
   /**
@@ -172,7 +251,7 @@ export class RaftLog {
    */
   findConflictByTerm(index: number, term: number): number {
     let at = Math.min(index, this.lastIndex());
-    while (at > this.snapshotIndex) {
+    while (at > this.snapshotAt) {
       const atTerm = this.term(at);
       if (atTerm !== undefined && atTerm <= term) return at;
       at--;

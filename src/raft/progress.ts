@@ -44,6 +44,8 @@ export class Progress {
   }
 
   freeFirstInflight(): void {
+    assert(this.state === ProgressState.replicate, 'only a pipeline has appends in flight');
+    assert(this.inflights.length > 0, 'an append is in flight');
     this.inflights.shift();
   }
 
@@ -55,14 +57,17 @@ export class Progress {
         : this.match + 1;
     this.reset(ProgressState.probe);
     this.next = next;
+    assert(this.match < this.next, 'match stays below next');
   }
 
   becomeReplicate(): void {
+    assert(this.state === ProgressState.probe, 'a pipeline starts from a probe that found the match');
     this.reset(ProgressState.replicate);
     this.next = this.match + 1;
   }
 
   becomeSnapshot(snapshotIndex: number): void {
+    assert(snapshotIndex > this.match, 'a snapshot goes only to a follower behind it');
     this.reset(ProgressState.snapshot);
     this.pendingSnapshot = snapshotIndex;
   }
@@ -78,6 +83,9 @@ export class Progress {
   sentAppend(lastIndex: number, entryCount: number): void {
     if (this.state === ProgressState.replicate) {
       if (entryCount > 0) {
+        const newest = this.inflights[this.inflights.length - 1];
+        assert(newest === undefined || lastIndex > newest, 'in-flight appends end at increasing indexes');
+        assert(lastIndex >= this.next, 'a pipelined append carries entries from next on');
         this.next = lastIndex + 1;
         this.inflights.push(lastIndex);
       }
@@ -96,6 +104,7 @@ export class Progress {
     }
     this.next = Math.max(this.next, index + 1);
     while (this.inflights.length > 0 && (this.inflights[0] as number) <= index) this.inflights.shift();
+    assert(this.match < this.next, 'match stays below next');
     return updated;
   }
 
@@ -112,6 +121,7 @@ export class Progress {
     if (this.next - 1 !== rejected) return false;
     this.next = Math.max(Math.min(rejected, hint + 1), this.match + 1, 1);
     this.probeSent = false;
+    assert(this.match < this.next && this.next <= rejected + 1, 'a probe backs off between match and the rejected index');
     return true;
   }
 

@@ -1,5 +1,6 @@
 // Majority arithmetic, including joint consensus: while a configuration change is in flight every
 // decision needs a majority of the incoming voters AND a majority of the outgoing ones.
+import { assert } from '../base/assert.js';
 import type { ConfState, MemberId } from './types.js';
 
 export const VoteResult = { won: 'won', lost: 'lost', pending: 'pending' } as const;
@@ -13,6 +14,8 @@ function majorityIndex(ids: readonly MemberId[], indexOf: (id: MemberId) => numb
 }
 
 export function committedIndex(conf: ConfState, indexOf: (id: MemberId) => number): number {
+  // With no voter at all every index would count as committed.
+  assert(conf.voters.length > 0, 'a configuration has voters');
   return Math.min(majorityIndex(conf.voters, indexOf), majorityIndex(conf.votersOutgoing, indexOf));
 }
 

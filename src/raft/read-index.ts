@@ -23,6 +23,9 @@ export class ReadIndexTracker {
 
   /** Queue a read at `index`. Returns the round to broadcast now, or 0 if one is in flight. */
   add(context: number, from: MemberId, index: number): number {
+    const newest = this.pending[this.pending.length - 1];
+    assert(newest === undefined || newest.index <= index, 'read indexes never go back (the commit index only grows)');
+    assert(this.roundConfirmed <= this.roundStarted, 'a confirmed round was started');
     const inFlight = this.roundStarted > this.roundConfirmed;
     // A round already in flight was sent before this read arrived: it cannot vouch for it.
     const round = this.roundStarted + 1;
@@ -47,11 +50,14 @@ export class ReadIndexTracker {
     this.roundConfirmed = round;
     const done = this.pending.filter((read) => read.round <= round);
     this.pending = this.pending.filter((read) => read.round > round);
+    assert(this.pending.every((read) => read.round === this.roundStarted + 1 || read.round === this.roundStarted),
+      'reads still waiting belong to the round in flight or the next');
     return done;
   }
 
   /** After a round is confirmed: the round to start for reads still waiting, or 0. */
   nextRound(): number {
+    assert(this.roundConfirmed <= this.roundStarted, 'a confirmed round was started');
     if (this.pending.length === 0 || this.roundStarted > this.roundConfirmed) return 0;
     this.roundStarted++;
     return this.roundStarted;

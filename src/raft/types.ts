@@ -149,25 +149,90 @@ export interface SoftState {
 }
 
 /**
- * One batch of work for the caller. Contract, in order:
- * 1. `appendMessages` may be sent at once, in parallel with the disk write (they are the leader's
- *    appends to followers; thesis §10.2.1).
- * 2. Persist `snapshot` (if any), then `entries` (an entry at an index already persisted replaces
- *    that index and every later one), then `hardState`.
- * 3. Only then send `messages` (votes and append acknowledgements promise durability).
- * 4. Apply `committed` in order (always already durable), deliver `readStates` and `droppedReads`.
- * 5. Call `advance(ready)`.
+ * One batch of work for the caller (the driver, src/driver/driver.ts). Take it with `ready()`
+ * when `hasReady()`, do its I/O in the order below, then hand it back with `advance(ready)`.
+ *
+ * 1. `softState`: observe (who leads, this node's role); nothing to persist.
+ * 2. `appendMessages` may be sent at once, in parallel with the disk write (the leader's appends,
+ *    heartbeats, snapshots and TimeoutNow; thesis §10.2.1: the leader counts itself only once
+ *    advance() reports its own write durable).
+ * 3. Persist, in this order and as one write: `snapshot`, then `entries`, then `hardState`.
+ * 4. Only once that write (and every earlier Ready's) is durable, send `messages`: votes and
+ *    append acknowledgements promise that what they vouch for survives a crash.
+ * 5. Apply `committed` in order, each entry once it is durable on this node's disk; deliver
+ *    `readStates` and fail `droppedReads`.
+ * 6. Call `advance(ready)`.
+ *
+ * Several Readys may be out at once (taken before the previous one was advanced): their writes
+ * complete, and they are advanced, in the order they were taken. A Ready with nothing to persist
+ * still waits for the writes before it (its messages may acknowledge those entries).
  */
 export interface Ready {
+  /**
+   * The leader and this node's role, when either changed since the last Ready (null: unchanged).
+   * Volatile: never persisted. The driver keeps it (leaderId, isLeader: a leader sheds forwarded
+   * proposals when overloaded) and reports leader changes.
+   */
   readonly softState: SoftState | null;
+  /**
+   * Term, vote and commit index, when any changed (null: unchanged). Persist it with `entries`
+   * before `messages` leave. A new term or vote must be durable before anything stamped with it
+   * leaves: the core then moves every message of this Ready into `messages` (appendMessages is
+   * empty), and the driver holds every later message too until it is written. A change of the
+   * commit index alone need not be durable (a restart relearns it from the leader, and the state
+   * machine keeps its own applied index): the driver defers it to the next write instead of
+   * paying an fsync for it.
+   */
   readonly hardState: HardState | null;
+  /**
+   * A snapshot received from the leader (null: none). It replaces this node's log and state up to
+   * `snapshot.meta.index`: persist it before `entries` (which follow it), then, once durable,
+   * restore the state machine from it and drop committed entries it covers that are not applied
+   * yet. The core has already restored its log, commit and applied index and the membership to
+   * the snapshot's. Local snapshots do not come through here: `compact()` returns them.
+   */
   readonly snapshot: Snapshot | null;
+  /**
+   * Log entries to append to stable storage, contiguous and in index order. The first may be at
+   * an index already persisted: it replaces that index and every later one (a follower's log
+   * overwritten by its leader). The core treats them as durable only from advance(): the leader
+   * counts its own copy toward commit from then on; a follower's acknowledgement of them is in
+   * `messages`, which wait for the write.
+   */
   readonly entries: readonly Entry[];
+  /**
+   * The leader's replication traffic (append, heartbeat, snapshot, timeoutNow): send at once, in
+   * parallel with this Ready's disk write. Empty whenever `hardState` carries a new term or vote.
+   */
   readonly appendMessages: readonly RaftMessage[];
+  /**
+   * Everything else: votes, append and heartbeat acknowledgements, forwarded proposals and reads,
+   * read answers, refusals. Send only after this Ready's write (and every earlier one) is durable.
+   * Those that promise nothing about this node's disk (propose, proposeRefused, readIndex,
+   * readIndexResponse, heartbeatResponse) may leave as soon as the Ready is taken, unless a new
+   * term or vote is still being written. A driver may cut each proposeRefused command to the
+   * prefix that names it.
+   */
   readonly messages: readonly RaftMessage[];
+  /**
+   * Committed entries to apply, in index order, from right after the previous Ready's last one,
+   * at most applyBytesMax of data (the rest comes in the next Ready). Committed means stored by a
+   * quorum, not necessarily on this node's disk yet: an entry may be in this same Ready's
+   * `entries` (or an earlier Ready's still being written). Apply each only once it is durable
+   * here and not being replaced by a write in flight. Configuration entries among them have
+   * already changed the core's membership. A proposal's outcome is known when its index is
+   * applied: with the term propose() returned it succeeded, with another term it was lost.
+   */
   readonly committed: readonly Entry[];
+  /**
+   * Confirmed linearizable reads: the read with `context` may be served once this node's state
+   * machine has applied `index` (its commit index when a quorum confirmed the leadership).
+   */
   readonly readStates: readonly ReadState[];
-  /** Read contexts that will never complete here (leadership lost, no leader): fail them fast. */
+  /**
+   * Read contexts that will never complete here (leadership lost before a quorum confirmed it,
+   * no leader known, or refused by the leader): fail them now, the client may retry.
+   */
   readonly droppedReads: readonly number[];
 }
 
@@ -288,8 +353,14 @@ export interface RaftApi {
   reportUnreachable(to: MemberId): void;
   /** The transport finished (ok) or gave up on (failed) sending a snapshot to `to`. */
   reportSnapshot(to: MemberId, ok: boolean): void;
+  /** Whether ready() has anything: messages, entries, commits, state changes or read results. */
   hasReady(): boolean;
+  /** The next batch of I/O (see Ready for what the caller must do, and in which order). */
   ready(): Ready;
+  /**
+   * `ready`'s writes are durable (and its messages sent): the leader counts its own entries
+   * toward commit from here. Call once per Ready, in the order they were taken.
+   */
   advance(ready: Ready): void;
   /**
    * The state machine captured `data` at `index` (≤ applied index): keep it as the snapshot for

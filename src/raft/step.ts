@@ -1,0 +1,106 @@
+// Message dispatch: the term rules first (election.ts), then what each role does with each type.
+import { assert, unreachable } from '../base/assert.js';
+import { handleVoteRequest, handleVoteResponse, hup, stepTerm } from './election.js';
+import type { NodeState } from './node-state.js';
+import { handleReadIndexResponse, leaderRead } from './reads.js';
+import { handleAppend, handleHeartbeat, handleSnapshot } from './replication-follower.js';
+import { appendForwarded, handleAppendResponse, handleHeartbeatResponse, refuseForwarded } from './replication-leader.js';
+import { becomeFollower } from './roles.js';
+import { Role, type RaftMessage } from './types.js';
+
+export function stepMessage(node: NodeState, m: RaftMessage): void {
+  // The driver's business (see the message type): no term, no role change comes of it.
+  if (m.type === 'proposeRefused') return;
+  if (!stepTerm(node, m)) return;
+  switch (node.role) {
+    case Role.leader:
+      return stepLeader(node, m);
+    case Role.candidate:
+    case Role.preCandidate:
+      return stepCandidate(node, m);
+    case Role.follower:
+      return stepFollower(node, m);
+    default:
+      unreachable(node.role, 'role');
+  }
+}
+
+function stepFollower(node: NodeState, m: RaftMessage): void {
+  switch (m.type) {
+    case 'append':
+      node.electionElapsed = 0;
+      node.leader = m.from;
+      return handleAppend(node, m);
+    case 'heartbeat':
+      node.electionElapsed = 0;
+      node.leader = m.from;
+      return handleHeartbeat(node, m);
+    case 'snapshot':
+      node.electionElapsed = 0;
+      node.leader = m.from;
+      return handleSnapshot(node, m);
+    case 'timeoutNow':
+      return hup(node, true);
+    case 'readIndexResponse':
+      return handleReadIndexResponse(node, m);
+    case 'vote':
+    case 'preVote':
+      return handleVoteRequest(node, m);
+    case 'readIndex':
+      // Only the leader answers reads; a forwarded read reaching a follower is refused.
+      return node.send({ type: 'readIndexResponse', to: m.from, contexts: m.contexts, index: -1 });
+    case 'propose':
+      return refuseForwarded(node, m.from, m.commands, 'notLeader');
+    default:
+      return;
+  }
+}
+
+function stepCandidate(node: NodeState, m: RaftMessage): void {
+  switch (m.type) {
+    case 'append':
+    case 'heartbeat':
+    case 'snapshot':
+      // Someone won this term.
+      becomeFollower(node, m.term, m.from);
+      return stepFollower(node, m);
+    case 'vote':
+    case 'preVote':
+      return handleVoteRequest(node, m);
+    case 'voteResponse':
+    case 'preVoteResponse':
+      return handleVoteResponse(node, m);
+    case 'readIndex':
+      return node.send({ type: 'readIndexResponse', to: m.from, contexts: m.contexts, index: -1 });
+    case 'propose':
+      return refuseForwarded(node, m.from, m.commands, 'notLeader');
+    default:
+      return;
+  }
+}
+
+function stepLeader(node: NodeState, m: RaftMessage): void {
+  switch (m.type) {
+    case 'appendResponse':
+      return handleAppendResponse(node, m);
+    case 'heartbeatResponse':
+      return handleHeartbeatResponse(node, m);
+    case 'vote':
+    case 'preVote':
+      return handleVoteRequest(node, m);
+    case 'append':
+    case 'heartbeat':
+    case 'snapshot':
+      assert(false, `two leaders in term ${node.term}: ${node.id} and ${m.from}`);
+      return;
+    case 'propose':
+      if (!node.progress.has(m.from)) return;
+      return appendForwarded(node, m.from, m.commands);
+    case 'readIndex':
+      if (!node.progress.has(m.from)) return;
+      for (const context of m.contexts) leaderRead(node, context, m.from);
+      return;
+    default:
+      return;
+  }
+}
