@@ -32,7 +32,8 @@ import type { OwnerSession } from './coordination.js';
 import { Election } from './election.js';
 import { Locks } from './lock.js';
 import { Services } from './services.js';
-import { KeyNotFoundError } from '../base/errors.js';
+import { InvalidArgumentError, KeyNotFoundError } from '../base/errors.js';
+import { keyNameProblem } from '../base/key-name.js';
 
 export interface MutationOptions {
   /** A caller-chosen Request-ID (e.g. kept across process restarts); default: drawn once. */
@@ -313,6 +314,9 @@ export class BatonClient {
 /** `/v1/kv` + the key, percent-encoded per segment (the key's own slashes stay separators). */
 export function kvPath(key: string): string {
   if (!key.startsWith('/')) throw new RangeError(`key "${key}" must begin with /`);
+  // fetch resolves `.`/`..` segments, so such a key would reach another key: refuse it here too.
+  const problem = keyNameProblem(key);
+  if (problem !== null) throw new InvalidArgumentError(`key "${key.slice(0, 100)}" ${problem}`);
   return `/v1/kv${key.split('/').map(encodeURIComponent).join('/')}`;
 }
 

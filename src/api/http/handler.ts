@@ -12,6 +12,7 @@ import {
   headerInteger,
   keyFromPath,
   parseTxn,
+  rawTarget,
   Query,
   requestId,
   validValue,
@@ -73,16 +74,22 @@ async function route(
     const kvRoute = kvRoutes(req, res, context, cell, limits, method, target.path, new Query(new URLSearchParams(target.search)));
     if (kvRoute !== null) return kvRoute;
   }
-  const url = new URL(req.url ?? '/', 'http://localhost');
+  // Everything else is routed on the raw target (rawTarget refuses dot segments), never on a
+  // path that URL parsing resolved: `/v1/kv/a/../b` must not reach key /b.
+  const raw = rawTarget(req.url ?? '/');
+  if (raw.path === '/v1/kv' || raw.path.startsWith('/v1/kv/')) {
+    const kvRoute = kvRoutes(req, res, context, cell, limits, method, raw.path, new Query(new URLSearchParams(raw.search)));
+    if (kvRoute !== null) return kvRoute;
+    throw new InvalidArgumentError(`no such endpoint: ${method} ${raw.path}`);
+  }
+  // No dot segment is left to resolve; a backslash stays a character (WHATWG reads it as '/').
+  const url = new URL(`${raw.path.replaceAll('\\', '%5C')}${raw.search}`, 'http://localhost');
   const path = url.pathname;
   const query = new Query(url.searchParams);
   for (const group of options.routeGroups ?? []) {
     if (await group({ req, res, url, method, query, context, limits })) return;
   }
-  if (path === '/v1/kv' || path.startsWith('/v1/kv/')) {
-    const kvRoute = kvRoutes(req, res, context, cell, limits, method, path, query);
-    if (kvRoute !== null) return kvRoute;
-  } else if (path === '/v1/txn' && method === 'POST') {
+  if (path === '/v1/txn' && method === 'POST') {
     const encoding = query.oneOf<Encoding>('encoding', ['utf8', 'base64'], 'utf8');
     query.rejectUnknown();
     const body = await readJson(req, limits.requestBytesMax);

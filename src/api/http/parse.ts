@@ -3,12 +3,35 @@
 // reaches the cell.
 import type { IncomingHttpHeaders } from 'node:http';
 import { InvalidArgumentError, TooLargeError } from '../../base/errors.js';
+import { isDotSegment, keyNameProblem } from '../../base/key-name.js';
 import type { Compare, CompareOp, CompareTarget, TxnOp, TxnRequest } from '../types.js';
 import type { ApiLimits } from './limits.js';
 
 export type Encoding = 'utf8' | 'base64';
 
-/** `/v1/kv/locks/report-42` → `/locks/report-42`, percent-decoded per segment. */
+/**
+ * The path and query of a request target exactly as the client sent them (no WHATWG URL parse:
+ * it resolves `.`/`..` segments, `%2E%2E` too, and turns `\` into `/`, so one key would name
+ * another). A target with a dot segment anywhere in its path, a fragment, or no leading `/` is
+ * refused with 400: nothing is resolved, and nothing surprising is routed.
+ */
+export function rawTarget(target: string): { path: string; search: string } {
+  if (!target.startsWith('/')) throw new InvalidArgumentError('a request target must begin with /');
+  if (target.includes('#')) throw new InvalidArgumentError('a request target has no fragment (percent-encode # as %23)');
+  const question = target.indexOf('?');
+  const path = question < 0 ? target : target.slice(0, question);
+  const search = question < 0 ? '' : target.slice(question);
+  for (const segment of path.split('/')) {
+    if (isDotSegment(segment)) {
+      throw new InvalidArgumentError(`a URL path must not have a "${segment}" segment (keys are never resolved like paths)`, {
+        segment,
+      });
+    }
+  }
+  return { path, search };
+}
+
+/** `/v1/kv/locks/report-42` → `/locks/report-42`, percent-decoded per segment (from the raw path). */
 export function keyFromPath(path: string, limits: ApiLimits): string {
   const rest = path.slice('/v1/kv'.length);
   let key: string;
@@ -22,7 +45,8 @@ export function keyFromPath(path: string, limits: ApiLimits): string {
 
 export function validKey(key: unknown, limits: ApiLimits, what = 'key'): string {
   if (typeof key !== 'string') throw new InvalidArgumentError(`${what} must be a string`);
-  if (!key.startsWith('/')) throw new InvalidArgumentError(`${what} "${key.slice(0, 100)}" must begin with /`);
+  const problem = keyNameProblem(key);
+  if (problem !== null) throw new InvalidArgumentError(`${what} "${key.slice(0, 100)}" ${problem}`);
   const bytes = Buffer.byteLength(key);
   if (bytes > limits.keyBytesMax) throw new TooLargeError(what, bytes, limits.keyBytesMax);
   return key;
