@@ -66,6 +66,27 @@ export class TimeoutError extends BatonError {
   readonly code = 'timeout';
   override readonly retryable = true;
 }
+/**
+ * A Request-ID seen within the dedup window on a different request (another kind, key or body):
+ * a client bug. Only an identical retry replays the first answer; anything else is refused and
+ * changes nothing. Details name the first request (`kind`, `key`) and this one (`attempted`).
+ */
+export class RequestIdReusedError extends BatonError {
+  readonly code = 'request_id_reused';
+  constructor(
+    requestId: string,
+    first: { kind: string; key: string | null },
+    again: { kind: string; key: string | null },
+  ) {
+    const what = first.key === null ? first.kind : `${first.kind} of key ${first.key}`;
+    super(`Request-ID "${requestId}" was already used for a different request (a ${what}): use a new Request-ID`, {
+      requestId,
+      kind: first.kind,
+      key: first.key,
+      attempted: { kind: again.kind, key: again.key },
+    });
+  }
+}
 export class SlowConsumerError extends BatonError {
   readonly code = 'slow_consumer';
 }
@@ -88,6 +109,7 @@ export const httpStatusByCode: Readonly<Record<string, number>> = {
   lease_not_found: 404,
   lock_not_held: 409,
   lock_held: 409,
+  request_id_reused: 409,
   compacted: 410,
   precondition_failed: 412,
   too_large: 413,

@@ -14,6 +14,7 @@ import {
   OverloadedError,
   PreconditionFailedError,
   QuotaExceededError,
+  RequestIdReusedError,
   SlowConsumerError,
   TimeoutError,
   UnavailableError,
@@ -56,6 +57,8 @@ const classes: Record<string, (message: string, details: Details) => BatonError>
   lock_held: (m, d) => new LockHeldError(m, d),
   compacted: (_m, d) => withDetails(new CompactedError(Number(d['compactRevision'] ?? 0)), d),
   precondition_failed: (m, d) => new PreconditionFailedError(m, d),
+  // Never retried: the Request-ID belongs to another request; the caller must pick a new one.
+  request_id_reused: (m, d) => reusedFromWire(m, d),
   too_large: (m, d) => new UnknownCodeError('too_large', m, d),
   quota_exceeded: (m, d) => new QuotaExceededError(m, d),
   overloaded: (m, d) => new OverloadedError(m, d),
@@ -63,6 +66,19 @@ const classes: Record<string, (message: string, details: Details) => BatonError>
   timeout: (m, d) => new TimeoutError(m, d),
   slow_consumer: (m, d) => new SlowConsumerError(m, d),
 };
+
+function reusedFromWire(message: string, details: Details): BatonError {
+  const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+  const attempted = (typeof details['attempted'] === 'object' && details['attempted'] !== null ? details['attempted'] : {}) as Details;
+  const error = new RequestIdReusedError(
+    text(details['requestId']) ?? '',
+    { kind: text(details['kind']) ?? 'unknown', key: text(details['key']) },
+    { kind: text(attempted['kind']) ?? 'unknown', key: text(attempted['key']) },
+  );
+  // Keep the server's words (and any detail a newer server adds).
+  Object.defineProperty(error, 'message', { value: message });
+  return withDetails(error, details);
+}
 
 function withDetails(error: BatonError, details: Details): BatonError {
   // CompactedError's constructor keeps only compactRevision; keep lastRevision etc. too.

@@ -26,12 +26,14 @@ import {
   LockNotHeldError,
   PreconditionFailedError,
   QuotaExceededError,
+  RequestIdReusedError,
   TooLargeError,
 } from '../base/errors.js';
+import { ContentHasher } from './content-hash.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
 import { concatBytes, emptyBytes, fromLatin1, fromUtf8, latin1, u64Bytes, utf8 } from './bytes.js';
 import { dedupKey, expiryKey, parseExpiryKey, tablePrefix, tableRange } from './layout.js';
-import type { CommandResult, KvReader, KvWriter, MvccLimits } from './types.js';
+import type { Command, CommandResult, KvReader, KvWriter, MvccLimits } from './types.js';
 
 export type StoredOutcome =
   | { readonly ok: true; readonly result: CommandResult }
@@ -41,6 +43,69 @@ interface DedupRecord {
   /** The dedup clock when the record was written (stored where older versions kept the proposal time). */
   readonly stampMs: number;
   readonly outcome: StoredOutcome;
+  /** What the first request was; absent in records older versions wrote (those replay to anything). */
+  readonly request?: RequestFingerprint;
+}
+
+/**
+ * What a request was, so that a Request-ID reused for a different request is refused
+ * (request_id_reused) rather than answered with another request's outcome. `digest` covers the
+ * whole operation as the client gave it (every field: key, value, lease, conditions, ...), so
+ * only an identical retry replays.
+ */
+export interface RequestFingerprint {
+  readonly kind: Command['type'];
+  /** The key the request names first (a txn's first key), or null (lease operations). */
+  readonly key: string | null;
+  readonly digest: string;
+}
+
+export function requestFingerprint(op: Command): RequestFingerprint {
+  const hasher = new ContentHasher();
+  hashCanonical(hasher, op);
+  return { kind: op.type, key: firstKeyOf(op), digest: hasher.digest() };
+}
+
+function firstKeyOf(op: Command): string | null {
+  switch (op.type) {
+    case 'put':
+    case 'delete':
+    case 'seqCheck':
+    case 'seqRelease':
+      return op.key;
+    case 'seqCreate':
+      return op.prefix;
+    case 'txn':
+      return op.compare[0]?.key ?? op.success[0]?.key ?? op.failure[0]?.key ?? null;
+    default:
+      return null;
+  }
+}
+
+/** Hashes a JSON-like value with object keys in sorted order: equal content, equal digest. */
+function hashCanonical(hasher: ContentHasher, value: unknown): void {
+  if (value instanceof Uint8Array) {
+    hasher.update(utf8('b')).updateField(value);
+  } else if (Array.isArray(value)) {
+    hasher.update(utf8('a')).updateNumber(value.length);
+    for (const item of value) hashCanonical(hasher, item);
+  } else if (typeof value === 'object' && value !== null) {
+    const names = Object.keys(value)
+      .filter((name) => (value as Record<string, unknown>)[name] !== undefined)
+      .sort();
+    hasher.update(utf8('o')).updateNumber(names.length);
+    for (const name of names) {
+      hasher.updateField(utf8(name));
+      hashCanonical(hasher, (value as Record<string, unknown>)[name]);
+    }
+  } else {
+    // Strings, numbers, booleans and null: JSON text keeps their type ("1" and 1 differ).
+    hasher.update(utf8('v')).updateField(utf8(JSON.stringify(value) ?? 'undefined'));
+  }
+}
+
+function sameRequest(first: RequestFingerprint, again: RequestFingerprint): boolean {
+  return first.kind === again.kind && first.key === again.key && first.digest === again.digest;
 }
 
 /** How far one entry may move the dedup clock: a clock step costs at most this much window. */
@@ -128,7 +193,7 @@ export function dedupAdvanceClock(
 /** The recorded outcome of `requestId` if it is still inside the window at `clockMs`. */
 export function dedupLookup(
   reader: KvReader,
-  request: { requestId: Uint8Array; clockMs: number },
+  request: { requestId: Uint8Array; clockMs: number; op?: Command },
   limits: MvccLimits,
 ): StoredOutcome | null {
   const stored = reader.get(dedupKey(request.requestId));
@@ -136,19 +201,29 @@ export function dedupLookup(
   const record = decodeDedupRecord(stored);
   // An expired record not yet pruned must act exactly like a pruned one.
   if (request.clockMs - record.stampMs > limits.dedupWindowMs) return null;
+  // The same Request-ID on another request is a client bug: refuse it (the first record stays,
+  // so an identical retry of the first request still replays its answer).
+  if (request.op !== undefined && record.request !== undefined) {
+    const again = requestFingerprint(request.op);
+    if (!sameRequest(record.request, again)) {
+      const first = { kind: record.request.kind, key: record.request.key };
+      return { ok: false, error: new RequestIdReusedError(fromUtf8(request.requestId), first, again) };
+    }
+  }
   return record.outcome;
 }
 
 /** Records `outcome` stamped with the dedup clock `clockMs` (never an entry's own time). */
 export function dedupRecord(
   writer: KvWriter,
-  request: { requestId: Uint8Array; clockMs: number },
+  request: { requestId: Uint8Array; clockMs: number; op?: Command },
   outcome: StoredOutcome,
 ): void {
   const key = dedupKey(request.requestId);
   const old = writer.get(key);
   if (old !== undefined) writer.delete(expiryKey(decodeDedupRecord(old).stampMs, request.requestId));
-  writer.put(key, encodeDedupRecord({ stampMs: request.clockMs, outcome }));
+  const fingerprint = request.op === undefined ? {} : { request: requestFingerprint(request.op) };
+  writer.put(key, encodeDedupRecord({ stampMs: request.clockMs, outcome, ...fingerprint }));
   writer.put(expiryKey(request.clockMs, request.requestId), emptyBytes);
 }
 
@@ -175,10 +250,11 @@ export function dedupOldestMs(reader: KvReader): number | undefined {
 }
 
 function encodeDedupRecord(record: DedupRecord): Uint8Array {
+  const request = record.request === undefined ? {} : { request: record.request };
   const json = JSON.stringify(
     record.outcome.ok
-      ? { ok: true, result: record.outcome.result }
-      : { ok: false, error: errorToJson(record.outcome.error) },
+      ? { ok: true, result: record.outcome.result, ...request }
+      : { ok: false, error: errorToJson(record.outcome.error), ...request },
     // Read the holder, not `value`: a Buffer's toJSON runs before the replacer sees it.
     function (this: Record<string, unknown>, name: string, value: unknown) {
       const raw = this[name];
@@ -196,11 +272,11 @@ function decodeDedupRecord(bytes: Uint8Array): DedupRecord {
       return fromLatin1((value as { $bytes: string }).$bytes);
     }
     return value;
-  }) as { ok: true; result: CommandResult } | { ok: false; error: ErrorJson };
+  }) as ({ ok: true; result: CommandResult } | { ok: false; error: ErrorJson }) & { request?: RequestFingerprint };
   const outcome: StoredOutcome = parsed.ok
     ? { ok: true, result: parsed.result }
     : { ok: false, error: errorFromJson(parsed.error) };
-  return { stampMs, outcome };
+  return { stampMs, outcome, ...(parsed.request !== undefined ? { request: parsed.request } : {}) };
 }
 
 interface ErrorJson {

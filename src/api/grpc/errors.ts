@@ -61,6 +61,7 @@ export function toGrpcError(error: unknown, logError: (error: unknown) => void):
       case 'lock_held':
       case 'lock_not_held':
       case 'precondition_failed':
+      case 'request_id_reused':
         return make(status.FAILED_PRECONDITION, text);
       case 'quota_exceeded':
       case 'overloaded':
