@@ -6,7 +6,7 @@ import { InvalidArgumentError } from '../../base/errors.js';
 import { rangeJson, txnResultJson } from '../json.js';
 import { readKeys } from '../kv-read.js';
 import type { CellApi, TxnOpResult } from '../types.js';
-import { readBody, readJson } from './body.js';
+import { bodyWasRefused, closeAfterAnswer, readBody, readJson } from './body.js';
 import type { ApiLimits } from './limits.js';
 import {
   headerInteger,
@@ -53,8 +53,12 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
   };
   return (req, res) => {
     route(req, res, options, context).catch((error: unknown) => {
-      if (!res.headersSent) sendError(res, context, error);
-      else res.destroy();
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (bodyWasRefused(req)) closeAfterAnswer(req, res);
+      sendError(res, context, error);
     });
   };
 }
