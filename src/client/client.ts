@@ -66,6 +66,8 @@ export interface LeaseRevokeResult {
 }
 export interface DeleteOptions extends MutationOptions {
   readonly prefix?: boolean;
+  /** Required to delete prefix "/" (every key of the cell); the server refuses it otherwise. */
+  readonly confirmDeleteAll?: boolean;
   readonly ifVersion?: number;
   readonly ifRevision?: number;
 }
@@ -161,7 +163,11 @@ export class BatonClient {
     const headers: Record<string, string> = {};
     if (options.ifVersion !== undefined) headers['if-version'] = String(options.ifVersion);
     if (options.ifRevision !== undefined) headers['if-revision'] = String(options.ifRevision);
-    const path = kvPath(key) + (options.prefix === true ? '?prefix=true' : '');
+    const query = [
+      ...(options.prefix === true ? ['prefix=true'] : []),
+      ...(options.confirmDeleteAll === true ? ['confirmDeleteAll=true'] : []),
+    ];
+    const path = kvPath(key) + (query.length > 0 ? `?${query.join('&')}` : '');
     const request: CallRequest = {
       method: 'DELETE',
       path,

@@ -9,6 +9,8 @@ import type { CellApi, TxnOpResult } from '../types.js';
 import { bodyWasRefused, closeAfterAnswer, readBody, readJson } from './body.js';
 import type { ApiLimits } from './limits.js';
 import {
+  checkDeleteAll,
+  deleteAllParameter,
   headerInteger,
   keyFromPath,
   parseTxn,
@@ -227,7 +229,9 @@ async function deleteKey(
   query: Query,
 ): Promise<void> {
   const prefix = query.flag('prefix');
+  const confirmed = query.flag(deleteAllParameter);
   query.rejectUnknown();
+  checkDeleteAll({ key, prefix, confirmed }, `?${deleteAllParameter}=true`);
   const ifVersion = headerInteger(req.headers, 'if-version', 0);
   const ifRevision = headerInteger(req.headers, 'if-revision', 1);
   const result = await cell.deleteRange(

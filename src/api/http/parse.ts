@@ -52,6 +52,21 @@ export function validKey(key: unknown, limits: ApiLimits, what = 'key'): string 
   return key;
 }
 
+/** The query parameter (and stream/txn field) that confirms a delete of every key of the cell. */
+export const deleteAllParameter = 'confirmDeleteAll';
+
+/**
+ * A delete of the root prefix removes every key of the cell (locks and elections included) in one
+ * revision: it must say so explicitly, as etcdctl needs `--from-key ""`. Else 400 naming the flag.
+ */
+export function checkDeleteAll(request: { key: string; prefix: boolean; confirmed: boolean }, where: string): void {
+  if (request.key !== '/' || !request.prefix || request.confirmed) return;
+  throw new InvalidArgumentError(
+    `deleting prefix "/" deletes every key of the cell: add ${where} to confirm`,
+    { parameter: deleteAllParameter },
+  );
+}
+
 export function validValue(value: Uint8Array, limits: ApiLimits): Uint8Array {
   if (value.byteLength > limits.valueBytesMax) throw new TooLargeError('value', value.byteLength, limits.valueBytesMax);
   return value;
@@ -215,6 +230,8 @@ function parseTxnOp(item: unknown, what: string, encoding: Encoding, limits: Api
   }
   if (kind === 'delete') {
     const prefix = optionalBoolean(body['prefix'], `${what}.delete.prefix`);
+    const confirmed = optionalBoolean(body[deleteAllParameter], `${what}.delete.${deleteAllParameter}`) ?? false;
+    checkDeleteAll({ key, prefix: prefix === true, confirmed }, `"${deleteAllParameter}": true to ${what}.delete`);
     return { delete: { key, ...(prefix !== undefined ? { prefix } : {}) } };
   }
   throw new InvalidArgumentError(`${what} must be one of put, get, delete, not "${kind}"`);
