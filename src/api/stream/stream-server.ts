@@ -5,6 +5,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { InvalidArgumentError, UnavailableError, type BatonError } from '../../base/errors.js';
+import { answerClientErrors } from '../http/client-error.js';
 import { rawTarget } from '../http/parse.js';
 import { handshakeProblem, refuseUpgrade } from './handshake.js';
 import type { CellApi } from '../types.js';
@@ -49,9 +50,13 @@ export class StreamServer {
     });
   }
 
-  /** Attach to the node's HTTP server: answers upgrades on /v1/stream, refuses the others. */
+  /**
+   * Attach to the node's HTTP server: answers upgrades on /v1/stream, refuses the others, and
+   * answers what Node's parser refuses as JSON too (the node attaches the API here only).
+   */
   attach(server: Server): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
+    answerClientErrors(server, this.options.cell);
   }
 
   private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
