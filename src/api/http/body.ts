@@ -26,8 +26,28 @@ export function bodyWasRefused(req: IncomingMessage): boolean {
  */
 export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
   res.setHeader('connection', 'close');
+  lingerIfUnread(req);
+}
+
+/** The request each guarded socket carries now (keep-alive sockets carry one after another). */
+const currentRequest = new WeakMap<Socket, IncomingMessage>();
+
+/**
+ * Any answer sent before its request's body was read whole (an early 400, a 413, a GET that
+ * ignores a body) ends with a lingering close when Node closes the connection, never a reset
+ * while the client is still sending. Called for every request: one WeakMap write, and one
+ * override per connection.
+ */
+export function lingerIfUnread(req: IncomingMessage): void {
   const socket = req.socket;
-  socket.destroySoon = () => linger(socket);
+  const guarded = currentRequest.has(socket);
+  currentRequest.set(socket, req);
+  if (guarded) return;
+  const destroySoon = socket.destroySoon.bind(socket);
+  socket.destroySoon = () => {
+    if (currentRequest.get(socket)?.complete === false) linger(socket);
+    else destroySoon();
+  };
 }
 
 function linger(socket: Socket): void {

@@ -6,7 +6,7 @@ import { InvalidArgumentError } from '../../base/errors.js';
 import { rangeJson, txnResultJson } from '../json.js';
 import { readKeys } from '../kv-read.js';
 import type { CellApi, TxnOpResult } from '../types.js';
-import { bodyWasRefused, closeAfterAnswer, readBody, readJson } from './body.js';
+import { bodyWasRefused, closeAfterAnswer, lingerIfUnread, readBody, readJson } from './body.js';
 import type { ApiLimits } from './limits.js';
 import {
   checkDeleteAll,
@@ -21,6 +21,7 @@ import {
   type Encoding,
 } from './parse.js';
 import { sendError, sendJson, type ResponseContext } from './respond.js';
+import { hostProblem } from './server-hooks.js';
 
 /**
  * A group of routes kept in its own file (leases, watches, locks, ...). It answers the request
@@ -54,6 +55,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     logError: options.logError,
   };
   return (req, res) => {
+    lingerIfUnread(req);
     route(req, res, options, context).catch((error: unknown) => {
       if (res.headersSent) {
         res.destroy();
@@ -73,6 +75,8 @@ async function route(
 ): Promise<void> {
   const method = req.method ?? 'GET';
   const { cell, limits } = options;
+  const noHost = hostProblem(req);
+  if (noHost !== null) throw noHost;
   // Key-value requests (the hot path) skip the WHATWG URL parse and the route groups (no group
   // owns /v1/kv), each of which costs an await per request.
   const target = simpleTarget(req.url ?? '/');

@@ -2,9 +2,10 @@
 // JSON error with the headers every answer carries (Baton-Revision, Baton-Cell), never the
 // library's text/html. The checks are the ones `ws` makes (RFC 6455 section 4.2.1), so a request
 // that passes them is never refused by it; its own refusals (wsClientError) still answer JSON.
-import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { httpStatusByCode, InvalidArgumentError, type BatonError } from '../../base/errors.js';
+import { InvalidArgumentError, type BatonError } from '../../base/errors.js';
+import { answerOnSocket, type ServerHookContext } from '../http/server-hooks.js';
 
 /** 16 random bytes, base64: what RFC 6455 requires of Sec-WebSocket-Key. */
 const keyPattern = /^[+/0-9A-Za-z]{22}==$/;
@@ -42,29 +43,8 @@ export function handshakeProblem(req: IncomingMessage): InvalidArgumentError | n
   return null;
 }
 
-export interface UpgradeAnswerContext {
-  readonly cellId: string;
-  revision(): number;
-}
-
 /** Answers an upgrade request with a JSON error and closes the connection once it is written. */
-export function refuseUpgrade(socket: Duplex, context: UpgradeAnswerContext, error: BatonError): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const status = httpStatusByCode[error.code] ?? 500;
-  const body = JSON.stringify({ error: { code: error.code, message: error.message, ...error.details } });
-  const headers: Record<string, string | number> = {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-    'baton-revision': context.revision(),
-    'baton-cell': context.cellId,
-    connection: 'close',
-  };
-  if (error.details['header'] === 'Sec-WebSocket-Version') headers['sec-websocket-version'] = supportedVersions.join(', ');
-  if (error.retryable) headers['retry-after'] = 1;
-  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\r\n');
-  socket.once('finish', () => socket.destroy());
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${head}\r\n\r\n${body}`);
+export function refuseUpgrade(socket: Duplex, context: ServerHookContext, error: BatonError): void {
+  const versions: Record<string, string> = error.details['header'] === 'Sec-WebSocket-Version' ? { 'sec-websocket-version': supportedVersions.join(', ') } : {};
+  answerOnSocket(socket, context, error, versions);
 }

@@ -5,7 +5,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { InvalidArgumentError, UnavailableError, type BatonError } from '../../base/errors.js';
-import { answerClientErrors } from '../http/client-error.js';
+import { attachServerHooks } from '../http/server-hooks.js';
 import { rawTarget } from '../http/parse.js';
 import { handshakeProblem, refuseUpgrade } from './handshake.js';
 import type { CellApi } from '../types.js';
@@ -52,11 +52,12 @@ export class StreamServer {
 
   /**
    * Attach to the node's HTTP server: answers upgrades on /v1/stream, refuses the others, and
-   * answers what Node's parser refuses as JSON too (the node attaches the API here only).
+   * answers what Node itself would answer bare as JSON too (attachServerHooks; the node attaches
+   * the API to its server here only).
    */
   attach(server: Server): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
-    answerClientErrors(server, this.options.cell);
+    attachServerHooks(server, this.options.cell);
   }
 
   private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {

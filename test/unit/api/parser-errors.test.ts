@@ -31,3 +31,37 @@ test('parser-level refusals are JSON errors with the Baton headers', async () =>
     await server.stop();
   }
 });
+
+test('a missing Host, a CONNECT and an unknown Expect answer JSON; a refused request with a big body is read, not reset', async () => {
+  const server = await startApiServer();
+  try {
+    const cases: [string, string, number][] = [
+      ['no host', 'GET /v1/kv/a HTTP/1.1\r\nconnection: close\r\n\r\n', 400],
+      ['connect', 'CONNECT 127.0.0.1:80 HTTP/1.1\r\nhost: 127.0.0.1:80\r\n\r\n', 400],
+      ['expect', 'PUT /v1/kv/a HTTP/1.1\r\nhost: x\r\nexpect: garbage\r\ncontent-length: 1\r\nconnection: close\r\n\r\nv', 400],
+    ];
+    for (const [name, request, status] of cases) {
+      const result = await rawExchange(server.port, (socket) => {
+        socket.write(request);
+      });
+      const answer = parseRawAnswer(result.text);
+      assert.equal(answer.status, status, `${name}: ${result.text.slice(0, 200)}`);
+      assert.equal(answer.headers['content-type'], 'application/json', name);
+      assert.equal(answer.headers['baton-cell'], 'cell-test', name);
+      assert.equal(JSON.parse(answer.body).error.code, 'invalid_argument', name);
+    }
+    // A method the parser refuses, followed by 4 MiB of body the client keeps sending.
+    const result = await rawExchange(server.port, async (socket) => {
+      socket.write('get /v1/kv/a HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n');
+      const chunk = Buffer.concat([Buffer.from('10000\r\n'), Buffer.alloc(0x10000, 0x61), Buffer.from('\r\n')]);
+      for (let i = 0; i < 64 && socket.writable; i++) {
+        if (!socket.write(chunk)) await new Promise((resolve) => { socket.once('drain', resolve); socket.once('close', resolve); });
+      }
+    });
+    const answer = parseRawAnswer(result.text);
+    assert.equal(answer.status, 400, `${result.text.slice(0, 200)} (socket error ${result.error})`);
+    assert.equal(JSON.parse(answer.body).error.code, 'invalid_argument');
+  } finally {
+    await server.stop();
+  }
+});
