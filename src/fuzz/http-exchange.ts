@@ -33,7 +33,9 @@ export function runHttpCase(port: number, fuzzCase: HttpCase, timeoutMs: number)
       if (answer === null) {
         if (receivedBytes === 0 && fuzzCase.expect === 'answer-or-close') return finish(null);
         if (receivedBytes === 0) return finish(`closed without an answer${socketError === null ? '' : ` (${socketError})`}`);
-        return finish(`not an HTTP answer: ${JSON.stringify(Buffer.concat(received).subarray(0, 160).toString('latin1'))}`);
+        const text = Buffer.concat(received).subarray(0, 160).toString('latin1');
+        if (/^HTTP\/1\.[01] 1\d\d /.test(text)) return finish(`closed after an interim answer only: ${JSON.stringify(text)}`);
+        return finish(`not an HTTP answer: ${JSON.stringify(text)}`);
       }
       finish(checkHttpAnswer(answer, fuzzCase));
     };
