@@ -1,7 +1,7 @@
 // What every answer must look like (../shared/spec/api.md, docs/api/README.md): a documented
 // status; on an error, a JSON body {"error": {"code", "message"}} whose code is in the one error
 // table with that very status; the Baton-Revision and Baton-Cell headers on every answer.
-import { httpStatusByCode } from '../base/errors.js';
+import { errorTable, httpStatusByCode, isErrorCode } from '../base/errors.js';
 
 export interface HttpAnswer {
   readonly status: number;
@@ -42,9 +42,9 @@ export function checkErrorObject(error: { code?: unknown; message?: unknown } | 
   if (typeof error !== 'object' || error === null) return 'no "error" object';
   const code = error.code;
   if (typeof code !== 'string') return 'error without a code';
-  const expected = httpStatusByCode[code] ?? (code === 'slow_consumer' ? 0 : undefined);
-  if (expected === undefined) return `undocumented error code ${code}`;
-  if (status !== null && expected !== status) return `code ${code} answered with ${status}, documented ${expected}`;
+  if (!isErrorCode(code)) return `undocumented error code ${code}`;
+  const expected = errorTable[code].http;
+  if (status !== null && expected !== status) return `code ${code} answered with ${status}, documented ${expected ?? 'never an HTTP answer'}`;
   if (typeof error.message !== 'string') return `error ${code} without a message`;
   return null;
 }

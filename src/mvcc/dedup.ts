@@ -301,7 +301,12 @@ function errorFromJson(json: ErrorJson): BatonError {
     case 'compacted':
       return new CompactedError(number('compactRevision'));
     case 'too_large':
-      return new TooLargeError(json.message.split(' is ')[0] ?? 'request', number('size'), number('limit'));
+      return new TooLargeError(
+        json.message.split(' is ')[0] ?? 'request',
+        number('size'),
+        number('limit'),
+        details['reason'] === 'too_many_operations' ? 'too_many_operations' : undefined,
+      );
     case 'precondition_failed':
       return new PreconditionFailedError(json.message, details);
     case 'key_not_found':

@@ -97,9 +97,10 @@ export function readBody(req: IncomingMessage, limitBytes: number): Promise<Buff
       done();
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     };
+    // The socket failed mid-body (a reset, an abort): an operating condition, not a bug.
     const onError = (error: Error): void => {
       done();
-      reject(error);
+      reject(new InvalidArgumentError(`the request body could not be read: ${error.message}`, {}, { cause: error }));
     };
     // Closed before 'end': the client went away mid-body.
     const onClose = (): void => {

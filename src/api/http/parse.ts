@@ -188,7 +188,9 @@ export function parseTxn(body: unknown, encoding: Encoding, limits: ApiLimits): 
   const successItems = list(root['success'], 'success');
   const failureItems = list(root['failure'], 'failure');
   const count = compareItems.length + successItems.length + failureItems.length;
-  if (count > limits.txnOpsMax) throw new TooLargeError('transaction operations and compares', count, limits.txnOpsMax);
+  if (count > limits.txnOpsMax) {
+    throw new TooLargeError('transaction operations and compares', count, limits.txnOpsMax, 'too_many_operations');
+  }
   const compare = compareItems.map((item, i) => parseCompare(item, `compare[${i}]`, encoding, limits));
   const success = successItems.map((item, i) => parseTxnOp(item, `success[${i}]`, encoding, limits));
   const failure = failureItems.map((item, i) => parseTxnOp(item, `failure[${i}]`, encoding, limits));

@@ -6,7 +6,7 @@
 // without a body, `417`, a silent close for CONNECT).
 import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { httpStatusByCode, InvalidArgumentError, TooLargeError, type BatonError } from '../../base/errors.js';
+import { httpStatusOf, InvalidArgumentError, TooLargeError, type BatonError } from '../../base/errors.js';
 import { closeAfterAnswer, lingerLimits } from './body.js';
 import { sendError } from './respond.js';
 
@@ -73,7 +73,7 @@ export function answerOnSocket(socket: Duplex, context: ServerHookContext, error
     socket.destroy();
     return;
   }
-  const status = httpStatusByCode[error.code] ?? 500;
+  const status = httpStatusOf(error.code) ?? 500;
   const body = JSON.stringify({ error: { code: error.code, message: error.message, ...error.details } });
   const headers: Record<string, string | number> = {
     'content-type': 'application/json',

@@ -120,7 +120,7 @@ export class ReferenceModel {
     if (op.type !== 'txn') return;
     const count = op.compare.length + op.success.length + op.failure.length;
     if (count > this.limits.txnOpsMax) {
-      throw new TooLargeError('txn operations and compares', count, this.limits.txnOpsMax);
+      throw new TooLargeError('txn operations and compares', count, this.limits.txnOpsMax, 'too_many_operations');
     }
     for (const compare of op.compare) if (compare.target === 'value') value(compare.value as Uint8Array);
     for (const branch of [op.success, op.failure]) {
