@@ -49,9 +49,9 @@ interface DedupRecord {
 
 /**
  * What a request was, so that a Request-ID reused for a different request is refused
- * (request_id_reused) rather than answered with another request's outcome. `digest` covers the
- * whole operation as the client gave it (every field: key, value, lease, conditions, ...), so
- * only an identical retry replays.
+ * (request_id_reused) rather than answered with another request's outcome. For put, delete and
+ * txn, `digest` covers the whole operation as the client gave it (every field: key, value, lease,
+ * conditions, ...), so only an identical retry replays; for the other kinds, kind and key.
  */
 export interface RequestFingerprint {
   readonly kind: Command['type'];
@@ -61,6 +61,11 @@ export interface RequestFingerprint {
 }
 
 export function requestFingerprint(op: Command): RequestFingerprint {
+  // Key-value mutations are exactly what the client sent, so their whole body must match. The
+  // others are built by the node on each try (a lock's queue entry carries the node's clock in
+  // its value, a settling retry turns a wait into a try-lock): for them the Request-ID decides,
+  // as before, once kind and key agree.
+  if (op.type !== 'put' && op.type !== 'delete' && op.type !== 'txn') return { kind: op.type, key: firstKeyOf(op), digest: '' };
   const hasher = new ContentHasher();
   hashCanonical(hasher, op);
   return { kind: op.type, key: firstKeyOf(op), digest: hasher.digest() };

@@ -80,7 +80,8 @@ export class ReferenceModel {
     const earlier = id === undefined ? undefined : this.dedup.get(id);
     if (earlier !== undefined && this.clockMs - earlier.stampMs <= this.limits.dedupWindowMs) {
       // Only the same request replays; the same ID on another request is refused.
-      if (canonical(earlier.op) !== canonical(envelope.op)) {
+      const whole = (op: Command): string => (op.type === 'put' || op.type === 'delete' || op.type === 'txn' ? canonical(op) : `${op.type} ${firstKey(op)}`);
+      if (whole(earlier.op) !== whole(envelope.op)) {
         const first = { kind: earlier.op.type, key: firstKey(earlier.op) };
         const again = { kind: envelope.op.type, key: firstKey(envelope.op) };
         return { ok: false, error: new RequestIdReusedError(id as string, first, again), duplicate: true };
