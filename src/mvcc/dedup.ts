@@ -68,7 +68,8 @@ export function requestFingerprint(op: Command): RequestFingerprint {
   if (op.type !== 'put' && op.type !== 'delete' && op.type !== 'txn') return { kind: op.type, key: firstKeyOf(op), digest: '' };
   const hasher = new ContentHasher();
   hashCanonical(hasher, op);
-  return { kind: op.type, key: firstKeyOf(op), digest: hasher.digest() };
+  // 32 bits: a different body with the same ID is a client bug; one in 4 billion replays.
+  return { kind: op.type, key: firstKeyOf(op), digest: hasher.digest32().toString(16).padStart(8, '0') };
 }
 
 function firstKeyOf(op: Command): string | null {
@@ -255,7 +256,7 @@ export function dedupOldestMs(reader: KvReader): number | undefined {
 }
 
 function encodeDedupRecord(record: DedupRecord): Uint8Array {
-  const request = record.request === undefined ? {} : { request: record.request };
+  const request = record.request === undefined ? {} : { q: encodeFingerprint(record.request) };
   const json = JSON.stringify(
     record.outcome.ok
       ? { ok: true, result: record.outcome.result, ...request }
@@ -277,11 +278,27 @@ function decodeDedupRecord(bytes: Uint8Array): DedupRecord {
       return fromLatin1((value as { $bytes: string }).$bytes);
     }
     return value;
-  }) as ({ ok: true; result: CommandResult } | { ok: false; error: ErrorJson }) & { request?: RequestFingerprint };
+  }) as ({ ok: true; result: CommandResult } | { ok: false; error: ErrorJson }) & { q?: string };
   const outcome: StoredOutcome = parsed.ok
     ? { ok: true, result: parsed.result }
     : { ok: false, error: errorFromJson(parsed.error) };
-  return { stampMs, outcome, ...(parsed.request !== undefined ? { request: parsed.request } : {}) };
+  return { stampMs, outcome, ...(parsed.q !== undefined ? { request: decodeFingerprint(parsed.q) } : {}) };
+}
+
+// A fingerprint is stored as one short string, "digest|kind" or "digest|kind|key": it is kept
+// for every Request-ID for the whole window, in every snapshot (the digest is 8 hex digits or
+// empty; a kind has no "|"; the key may).
+function encodeFingerprint(fingerprint: RequestFingerprint): string {
+  const head = `${fingerprint.digest}|${fingerprint.kind}`;
+  return fingerprint.key === null ? head : `${head}|${fingerprint.key}`;
+}
+
+function decodeFingerprint(text: string): RequestFingerprint {
+  const first = text.indexOf('|');
+  assert(first >= 0, 'a stored request fingerprint has a kind');
+  const second = text.indexOf('|', first + 1);
+  const kind = text.slice(first + 1, second < 0 ? undefined : second) as Command['type'];
+  return { digest: text.slice(0, first), kind, key: second < 0 ? null : text.slice(second + 1) };
 }
 
 interface ErrorJson {
