@@ -74,28 +74,76 @@ async function startFuzzCellOnce(options: { members: number; readyTimeoutMs: num
 // ---------------------------------------------------------------------------------------------
 // Measurements from /proc (Linux); elsewhere they read as null and are reported, not checked.
 
-/** TCP sockets (IPv4 and IPv6 tables) in one of `states` whose local port is `port`. */
-function socketsOnPort(port: number, states: readonly string[]): { inode: string; state: string }[] {
-  const found: { inode: string; state: string }[] = [];
+interface TcpEntry {
+  readonly local: string;
+  readonly remote: string;
+  readonly state: string;
+  readonly inode: string;
+}
+
+function tcpTable(): TcpEntry[] {
+  const entries: TcpEntry[] = [];
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     if (!existsSync(table)) continue;
     for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
       const fields = line.trim().split(/\s+/);
-      const local = fields[1];
-      const state = fields[3];
-      const inode = fields[9];
-      if (local === undefined || state === undefined || inode === undefined) continue;
-      if (parseInt(local.split(':')[1] ?? '', 16) === port && states.includes(state)) found.push({ inode, state });
+      const [local, remote, state, inode] = [fields[1], fields[2], fields[3], fields[9]];
+      if (local === undefined || remote === undefined || state === undefined || inode === undefined) continue;
+      entries.push({ local, remote, state, inode });
     }
   }
-  return found;
+  return entries;
 }
 
-/** Connections the node has open on its client-facing ports (established or closing), or null. */
-export function connectionCount(node: FuzzNode): number | null {
+function portOf(address: string): number {
+  return parseInt(address.split(':')[1] ?? '', 16);
+}
+
+/** TCP sockets (IPv4 and IPv6 tables) in one of `states` whose local port is `port`. */
+function socketsOnPort(port: number, states: readonly string[]): TcpEntry[] {
+  return tcpTable().filter((entry) => portOf(entry.local) === port && states.includes(entry.state));
+}
+
+/** Inodes of the sockets the processes `pids` hold. */
+function socketInodesOf(pids: readonly (number | null)[]): Set<string> {
+  const inodes = new Set<string>();
+  for (const pid of pids) {
+    if (pid === null) continue;
+    let fds: string[] = [];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (match !== null) inodes.add(match[1] as string);
+      } catch {
+        // The fd closed meanwhile.
+      }
+    }
+  }
+  return inodes;
+}
+
+/**
+ * Connections the node holds on its client-facing ports (established, or closed by the peer and
+ * not yet by the node) from anything but the cell's own nodes, or null where /proc is missing.
+ * The nodes' own connections to each other (forwarded keepalives, kept alive by their pools)
+ * are the cell's business, not a client's leak.
+ */
+export function connectionCount(node: FuzzNode, nodePids: readonly (number | null)[]): number | null {
   if (!existsSync('/proc/net/tcp')) return null;
-  // 01 ESTABLISHED, 08 CLOSE_WAIT (the peer closed, the node has not yet): the node holds both.
-  return [node.httpPort, node.grpcPort].reduce((sum, port) => sum + socketsOnPort(port, ['01', '08']).length, 0);
+  const table = tcpTable();
+  const internal = socketInodesOf(nodePids);
+  const ports = [node.httpPort, node.grpcPort];
+  // 01 ESTABLISHED, 08 CLOSE_WAIT.
+  const held = table.filter((entry) => ports.includes(portOf(entry.local)) && (entry.state === '01' || entry.state === '08'));
+  return held.filter((entry) => {
+    const peer = table.find((other) => other.local === entry.remote && other.remote === entry.local);
+    return peer === undefined || !internal.has(peer.inode);
+  }).length;
 }
 
 /** The pid of the process listening on `port` (found through the listening socket's inode). */

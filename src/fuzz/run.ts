@@ -74,7 +74,8 @@ async function attack(cell: FuzzCell, options: FuzzOptions, log: (line: string) 
   await settle(500);
   const pids = new Map(cell.nodes.map((node) => [node.name, listenerPid(node.httpPort)]));
   const baselineMemory = new Map(cell.nodes.map((node) => [node.name, residentBytes(pids.get(node.name) ?? null)]));
-  const baselineConnections = new Map(cell.nodes.map((node) => [node.name, connectionCount(node)]));
+  const nodePids = [...pids.values()];
+  const baselineConnections = new Map(cell.nodes.map((node) => [node.name, connectionCount(node, nodePids)]));
   log(`cell ready (${cell.nodes.map((n) => `${n.name} http ${n.httpPort} grpc ${n.grpcPort}`).join(', ')}); known state: ${known.size} keys`);
 
   const clients = new Map<string, Client>(options.grpc ? cell.nodes.map((node) => [node.name, grpcClient(node.grpcPort)]) : []);
@@ -118,7 +119,7 @@ async function attack(cell: FuzzCell, options: FuzzOptions, log: (line: string) 
     if (!cell.cell.isRunning(node.name)) runProblems.push(`node ${node.name} exited: ${cell.cell.tail(node.name, 10)}`);
   }
   if (runProblems.length === 0) runProblems.push(...(await checkKnownState(cell, known)));
-  const connections = await settledConnections(cell, baselineConnections);
+  const connections = await settledConnections(cell, baselineConnections, nodePids);
   for (const entry of connections) {
     if (entry.baseline !== null && entry.after !== null && entry.after > entry.baseline + connectionSlack) {
       runProblems.push(`${entry.node} holds ${entry.after} client connections after the run (baseline ${entry.baseline})`);
@@ -199,9 +200,13 @@ async function checkKnownState(cell: FuzzCell, known: Map<string, KnownKey>): Pr
 }
 
 /** Connection counts once they settle back (closing sockets take a moment), at most ~10 s. */
-async function settledConnections(cell: FuzzCell, baseline: Map<string, number | null>): Promise<{ node: string; baseline: number | null; after: number | null }[]> {
+async function settledConnections(
+  cell: FuzzCell,
+  baseline: Map<string, number | null>,
+  nodePids: readonly (number | null)[],
+): Promise<{ node: string; baseline: number | null; after: number | null }[]> {
   const read = (): { node: string; baseline: number | null; after: number | null }[] =>
-    cell.nodes.map((node) => ({ node: node.name, baseline: baseline.get(node.name) ?? null, after: connectionCount(node) }));
+    cell.nodes.map((node) => ({ node: node.name, baseline: baseline.get(node.name) ?? null, after: connectionCount(node, nodePids) }));
   let counts = read();
   for (let i = 0; i < 50; i++) {
     if (counts.every((c) => c.after === null || c.baseline === null || c.after <= c.baseline + connectionSlack)) break;
