@@ -1,7 +1,66 @@
-// Every error a user can see is a BatonError with a stable code from api.md; the HTTP status and
-// gRPC code are derived from this one table (never by parsing messages). Anything else is a bug.
+// Every error a user can see is a BatonError with a stable code from api.md; its HTTP status and
+// gRPC status come from this one table (errorTable, never from parsing messages), which
+// docs/api/README.md lists row for row (test/unit/base/error-table.test.ts checks both ways).
+// Anything else is a bug. A case that needs its own etcd answer inside one code carries a stable
+// `reason` detail (ErrorReason), never a message to match.
+
+/**
+ * gRPC status numbers (grpc/codes, the wire values): base imports no gRPC library. The facade
+ * (src/api/grpc/errors.ts) maps through errorTable.grpc; the names are for readers and the docs.
+ */
+export const grpcStatusNames = {
+  0: 'OK', 1: 'CANCELLED', 2: 'UNKNOWN', 3: 'INVALID_ARGUMENT', 4: 'DEADLINE_EXCEEDED', 5: 'NOT_FOUND',
+  6: 'ALREADY_EXISTS', 7: 'PERMISSION_DENIED', 8: 'RESOURCE_EXHAUSTED', 9: 'FAILED_PRECONDITION', 10: 'ABORTED',
+  11: 'OUT_OF_RANGE', 12: 'UNIMPLEMENTED', 13: 'INTERNAL', 14: 'UNAVAILABLE', 15: 'DATA_LOSS', 16: 'UNAUTHENTICATED',
+} as const;
+export type GrpcStatusNumber = keyof typeof grpcStatusNames;
+
+interface ErrorRow {
+  /** null: never an HTTP answer (it ends a stream). */
+  readonly http: number | null;
+  readonly grpc: GrpcStatusNumber;
+}
+
+/** The one error table: every code of api.md (and docs/api/README.md), its HTTP and gRPC status. */
+export const errorTable = {
+  invalid_argument: { http: 400, grpc: 3 /* INVALID_ARGUMENT */ },
+  key_not_found: { http: 404, grpc: 5 /* NOT_FOUND */ },
+  lease_not_found: { http: 404, grpc: 5 /* NOT_FOUND */ },
+  lock_not_held: { http: 409, grpc: 9 /* FAILED_PRECONDITION */ },
+  lock_held: { http: 409, grpc: 9 /* FAILED_PRECONDITION */ },
+  request_id_reused: { http: 409, grpc: 9 /* FAILED_PRECONDITION */ },
+  compacted: { http: 410, grpc: 11 /* OUT_OF_RANGE */ },
+  precondition_failed: { http: 412, grpc: 9 /* FAILED_PRECONDITION */ },
+  too_large: { http: 413, grpc: 3 /* INVALID_ARGUMENT, as etcd's "request is too large" */ },
+  quota_exceeded: { http: 429, grpc: 8 /* RESOURCE_EXHAUSTED */ },
+  overloaded: { http: 429, grpc: 8 /* RESOURCE_EXHAUSTED */ },
+  unavailable: { http: 503, grpc: 14 /* UNAVAILABLE */ },
+  timeout: { http: 504, grpc: 14 /* UNAVAILABLE, as etcd's "request timed out" (clients retry it) */ },
+  slow_consumer: { http: null, grpc: 8 /* RESOURCE_EXHAUSTED */ },
+} as const satisfies Record<string, ErrorRow>;
+
+export type ErrorCode = keyof typeof errorTable;
+
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(errorTable, code);
+}
+
+/** A code from a newer server that this build does not know (read off the wire only). */
+export type UnknownCode = string & { readonly unknownCode: true };
+
+/** The one place a code read off the wire (an answer, a forwarded error) becomes a code. */
+export function wireCode(code: string): ErrorCode | UnknownCode {
+  return isErrorCode(code) ? code : (code as UnknownCode);
+}
+
+/**
+ * Stable sub-cases of a code, in details `reason`, for answers that differ by case (the etcd
+ * facade answers a future revision OUT_OF_RANGE, too many txn operations with etcd's own words).
+ */
+export type ErrorReason = 'future_revision' | 'too_many_operations';
+
 export abstract class BatonError extends Error {
-  abstract readonly code: string;
+  abstract readonly code: ErrorCode | UnknownCode;
   readonly retryable: boolean = false;
   readonly details: Readonly<Record<string, unknown>>;
   constructor(message: string, details: Record<string, unknown> = {}, options?: ErrorOptions) {
@@ -38,6 +97,7 @@ export class FutureRevisionError extends BatonError {
     super(`revision ${revision} is in the future (current ${currentRevision})`, {
       revision,
       currentRevision,
+      reason: 'future_revision' satisfies ErrorReason,
     });
   }
 }
@@ -46,8 +106,8 @@ export class PreconditionFailedError extends BatonError {
 }
 export class TooLargeError extends BatonError {
   readonly code = 'too_large';
-  constructor(what: string, size: number, limit: number) {
-    super(`${what} is ${size}, over the limit of ${limit}`, { limit, size });
+  constructor(what: string, size: number, limit: number, reason?: ErrorReason) {
+    super(`${what} is ${size}, over the limit of ${limit}`, { limit, size, ...(reason !== undefined ? { reason } : {}) });
   }
 }
 export class QuotaExceededError extends BatonError {
@@ -66,6 +126,27 @@ export class TimeoutError extends BatonError {
   readonly code = 'timeout';
   override readonly retryable = true;
 }
+/**
+ * A Request-ID seen within the dedup window on a different request (another kind, key or body):
+ * a client bug. Only an identical retry replays the first answer; anything else is refused and
+ * changes nothing. Details name the first request (`kind`, `key`) and this one (`attempted`).
+ */
+export class RequestIdReusedError extends BatonError {
+  readonly code = 'request_id_reused';
+  constructor(
+    requestId: string,
+    first: { kind: string; key: string | null },
+    again: { kind: string; key: string | null },
+  ) {
+    const what = first.key === null ? first.kind : `${first.kind} of key ${first.key}`;
+    super(`Request-ID "${requestId}" was already used for a different request (a ${what}): use a new Request-ID`, {
+      requestId,
+      kind: first.kind,
+      key: first.key,
+      attempted: { kind: again.kind, key: again.key },
+    });
+  }
+}
 export class SlowConsumerError extends BatonError {
   readonly code = 'slow_consumer';
 }
@@ -82,17 +163,12 @@ export class CorruptFileError extends Error {
   }
 }
 
-export const httpStatusByCode: Readonly<Record<string, number>> = {
-  invalid_argument: 400,
-  key_not_found: 404,
-  lease_not_found: 404,
-  lock_not_held: 409,
-  lock_held: 409,
-  compacted: 410,
-  precondition_failed: 412,
-  too_large: 413,
-  quota_exceeded: 429,
-  overloaded: 429,
-  unavailable: 503,
-  timeout: 504,
-};
+/** The HTTP status of every code that can be an HTTP answer (derived from errorTable). */
+export const httpStatusByCode: Readonly<Partial<Record<ErrorCode, number>>> = Object.fromEntries(
+  Object.entries(errorTable).flatMap(([code, row]) => (row.http === null ? [] : [[code, row.http]])),
+);
+
+/** The HTTP status for an error code; null for a code that is never an HTTP answer or unknown. */
+export function httpStatusOf(code: string): number | null {
+  return isErrorCode(code) ? errorTable[code].http : null;
+}

@@ -24,8 +24,9 @@ const putHelp = `usage: baton put KEY [VALUE] [--if-version N] [--if-revision R]
   Retries after no answer reuse one Request-ID, so the write applies at most once.
   Prints the revision and the key's fencing token.`;
 const delHelp = `usage: baton del KEY [--prefix] [--if-version N] [--if-revision R]
-                 [--request-id ID]
-  Deletes a key (or every key under a prefix). Prints how many were deleted.`;
+                 [--request-id ID] [--all-keys]
+  Deletes a key (or every key under a prefix). Prints how many were deleted.
+  Deleting prefix "/" (every key of the cell, locks included) also needs --all-keys.`;
 const txnHelp = `usage: baton txn [FILE|-] [--request-id ID]
   Runs one transaction read as JSON from FILE or stdin ("-" or omitted), as POST /v1/txn:
   {"compare": [{"key": "/a", "target": "version", "op": "==", "value": 0}],
@@ -125,6 +126,7 @@ export const delCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(delHelp, args, async () => {
     const { values, positionals, format, endpoints, discover } = parseCommand(args, {
       prefix: { type: 'boolean' },
+      'all-keys': { type: 'boolean' },
       'if-version': { type: 'string' },
       'if-revision': { type: 'string' },
       'request-id': { type: 'string' },
@@ -136,6 +138,7 @@ export const delCommand = (args: readonly string[]): Promise<number> =>
     try {
       const result = await client.delete(positionals[0] as string, {
         ...(values.prefix === true ? { prefix: true } : {}),
+        ...(values['all-keys'] === true ? { confirmDeleteAll: true } : {}),
         ...(ifVersion !== undefined ? { ifVersion } : {}),
         ...(ifRevision !== undefined ? { ifRevision } : {}),
         ...(values['request-id'] !== undefined ? { requestId: values['request-id'] } : {}),

@@ -32,7 +32,8 @@ import type { OwnerSession } from './coordination.js';
 import { Election } from './election.js';
 import { Locks } from './lock.js';
 import { Services } from './services.js';
-import { KeyNotFoundError } from '../base/errors.js';
+import { InvalidArgumentError, KeyNotFoundError } from '../base/errors.js';
+import { keyNameProblem } from '../base/key-name.js';
 
 export interface MutationOptions {
   /** A caller-chosen Request-ID (e.g. kept across process restarts); default: drawn once. */
@@ -65,6 +66,8 @@ export interface LeaseRevokeResult {
 }
 export interface DeleteOptions extends MutationOptions {
   readonly prefix?: boolean;
+  /** Required to delete prefix "/" (every key of the cell); the server refuses it otherwise. */
+  readonly confirmDeleteAll?: boolean;
   readonly ifVersion?: number;
   readonly ifRevision?: number;
 }
@@ -160,7 +163,11 @@ export class BatonClient {
     const headers: Record<string, string> = {};
     if (options.ifVersion !== undefined) headers['if-version'] = String(options.ifVersion);
     if (options.ifRevision !== undefined) headers['if-revision'] = String(options.ifRevision);
-    const path = kvPath(key) + (options.prefix === true ? '?prefix=true' : '');
+    const query = [
+      ...(options.prefix === true ? ['prefix=true'] : []),
+      ...(options.confirmDeleteAll === true ? ['confirmDeleteAll=true'] : []),
+    ];
+    const path = kvPath(key) + (query.length > 0 ? `?${query.join('&')}` : '');
     const request: CallRequest = {
       method: 'DELETE',
       path,
@@ -313,6 +320,9 @@ export class BatonClient {
 /** `/v1/kv` + the key, percent-encoded per segment (the key's own slashes stay separators). */
 export function kvPath(key: string): string {
   if (!key.startsWith('/')) throw new RangeError(`key "${key}" must begin with /`);
+  // fetch resolves `.`/`..` segments, so such a key would reach another key: refuse it here too.
+  const problem = keyNameProblem(key);
+  if (problem !== null) throw new InvalidArgumentError(`key "${key.slice(0, 100)}" ${problem}`);
   return `/v1/kv${key.split('/').map(encodeURIComponent).join('/')}`;
 }
 

@@ -14,18 +14,24 @@ import {
   OverloadedError,
   PreconditionFailedError,
   QuotaExceededError,
+  RequestIdReusedError,
   SlowConsumerError,
   TimeoutError,
+  TooLargeError,
   UnavailableError,
+  isErrorCode,
+  wireCode,
+  type ErrorCode,
+  type UnknownCode,
 } from '../base/errors.js';
 
 
 /** An answer with a code this client does not know (a newer server): never retried. */
 export class UnknownCodeError extends BatonError {
-  readonly code: string;
+  readonly code: ErrorCode | UnknownCode;
   constructor(code: string, message: string, details: Record<string, unknown>) {
     super(message, details);
-    this.code = code;
+    this.code = wireCode(code);
   }
 }
 
@@ -48,7 +54,9 @@ export class ClosedError extends Error {
 }
 
 type Details = Record<string, unknown>;
-const classes: Record<string, (message: string, details: Details) => BatonError> = {
+// Every code of the one table (src/base/errors.ts) has its class here: a new code fails to compile
+// until the client knows it.
+const classes: Record<ErrorCode, (message: string, details: Details) => BatonError> = {
   invalid_argument: (m, d) => new InvalidArgumentError(m, d),
   key_not_found: (m, d) => new KeyNotFoundError(m, d),
   lease_not_found: (m, d) => new LeaseNotFoundError(m, d),
@@ -56,13 +64,35 @@ const classes: Record<string, (message: string, details: Details) => BatonError>
   lock_held: (m, d) => new LockHeldError(m, d),
   compacted: (_m, d) => withDetails(new CompactedError(Number(d['compactRevision'] ?? 0)), d),
   precondition_failed: (m, d) => new PreconditionFailedError(m, d),
-  too_large: (m, d) => new UnknownCodeError('too_large', m, d),
+  // Never retried: the Request-ID belongs to another request; the caller must pick a new one.
+  request_id_reused: (m, d) => reusedFromWire(m, d),
+  too_large: (m, d) => tooLargeFromWire(m, d),
   quota_exceeded: (m, d) => new QuotaExceededError(m, d),
   overloaded: (m, d) => new OverloadedError(m, d),
   unavailable: (m, d) => new UnavailableError(m, d),
   timeout: (m, d) => new TimeoutError(m, d),
   slow_consumer: (m, d) => new SlowConsumerError(m, d),
 };
+
+function tooLargeFromWire(message: string, details: Details): BatonError {
+  const reason = details['reason'] === 'too_many_operations' ? 'too_many_operations' : undefined;
+  const error = new TooLargeError('request', Number(details['size'] ?? 0), Number(details['limit'] ?? 0), reason);
+  Object.defineProperty(error, 'message', { value: message });
+  return withDetails(error, details);
+}
+
+function reusedFromWire(message: string, details: Details): BatonError {
+  const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+  const attempted = (typeof details['attempted'] === 'object' && details['attempted'] !== null ? details['attempted'] : {}) as Details;
+  const error = new RequestIdReusedError(
+    text(details['requestId']) ?? '',
+    { kind: text(details['kind']) ?? 'unknown', key: text(details['key']) },
+    { kind: text(attempted['kind']) ?? 'unknown', key: text(attempted['key']) },
+  );
+  // Keep the server's words (and any detail a newer server adds).
+  Object.defineProperty(error, 'message', { value: message });
+  return withDetails(error, details);
+}
 
 function withDetails(error: BatonError, details: Details): BatonError {
   // CompactedError's constructor keeps only compactRevision; keep lastRevision etc. too.
@@ -76,8 +106,7 @@ export function errorFromWire(wire: unknown, fallbackCode = 'unavailable'): Bato
   const { code: rawCode, message: rawMessage, ...details } = object;
   const code = typeof rawCode === 'string' ? rawCode : fallbackCode;
   const message = typeof rawMessage === 'string' ? rawMessage : code;
-  const make = classes[code];
-  return make === undefined ? new UnknownCodeError(code, message, details) : make(message, details);
+  return isErrorCode(code) ? classes[code](message, details) : new UnknownCodeError(code, message, details);
 }
 
 /** The error for an HTTP answer that is not 2xx (its body is `{"error": {...}}` when JSON). */

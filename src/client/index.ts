@@ -39,6 +39,7 @@ export {
   OverloadedError,
   PreconditionFailedError,
   QuotaExceededError,
+  RequestIdReusedError,
   SlowConsumerError,
   TooLargeError,
   TimeoutError,

@@ -26,12 +26,14 @@ import {
   LockNotHeldError,
   PreconditionFailedError,
   QuotaExceededError,
+  RequestIdReusedError,
   TooLargeError,
 } from '../base/errors.js';
+import { ContentHasher } from './content-hash.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
 import { concatBytes, emptyBytes, fromLatin1, fromUtf8, latin1, u64Bytes, utf8 } from './bytes.js';
 import { dedupKey, expiryKey, parseExpiryKey, tablePrefix, tableRange } from './layout.js';
-import type { CommandResult, KvReader, KvWriter, MvccLimits } from './types.js';
+import type { Command, CommandResult, KvReader, KvWriter, MvccLimits } from './types.js';
 
 export type StoredOutcome =
   | { readonly ok: true; readonly result: CommandResult }
@@ -41,6 +43,75 @@ interface DedupRecord {
   /** The dedup clock when the record was written (stored where older versions kept the proposal time). */
   readonly stampMs: number;
   readonly outcome: StoredOutcome;
+  /** What the first request was; absent in records older versions wrote (those replay to anything). */
+  readonly request?: RequestFingerprint;
+}
+
+/**
+ * What a request was, so that a Request-ID reused for a different request is refused
+ * (request_id_reused) rather than answered with another request's outcome. For put, delete and
+ * txn, `digest` covers the whole operation as the client gave it (every field: key, value, lease,
+ * conditions, ...), so only an identical retry replays; for the other kinds, kind and key.
+ */
+export interface RequestFingerprint {
+  readonly kind: Command['type'];
+  /** The key the request names first (a txn's first key), or null (lease operations). */
+  readonly key: string | null;
+  readonly digest: string;
+}
+
+export function requestFingerprint(op: Command): RequestFingerprint {
+  // Key-value mutations are exactly what the client sent, so their whole body must match. The
+  // others are built by the node on each try (a lock's queue entry carries the node's clock in
+  // its value, a settling retry turns a wait into a try-lock): for them the Request-ID decides,
+  // as before, once kind and key agree.
+  if (op.type !== 'put' && op.type !== 'delete' && op.type !== 'txn') return { kind: op.type, key: firstKeyOf(op), digest: '' };
+  const hasher = new ContentHasher();
+  hashCanonical(hasher, op);
+  // 32 bits: a different body with the same ID is a client bug; one in 4 billion replays.
+  return { kind: op.type, key: firstKeyOf(op), digest: hasher.digest32().toString(16).padStart(8, '0') };
+}
+
+function firstKeyOf(op: Command): string | null {
+  switch (op.type) {
+    case 'put':
+    case 'delete':
+    case 'seqCheck':
+    case 'seqRelease':
+      return op.key;
+    case 'seqCreate':
+      return op.prefix;
+    case 'txn':
+      return op.compare[0]?.key ?? op.success[0]?.key ?? op.failure[0]?.key ?? null;
+    default:
+      return null;
+  }
+}
+
+/** Hashes a JSON-like value with object keys in sorted order: equal content, equal digest. */
+function hashCanonical(hasher: ContentHasher, value: unknown): void {
+  if (value instanceof Uint8Array) {
+    hasher.update(utf8('b')).updateField(value);
+  } else if (Array.isArray(value)) {
+    hasher.update(utf8('a')).updateNumber(value.length);
+    for (const item of value) hashCanonical(hasher, item);
+  } else if (typeof value === 'object' && value !== null) {
+    const names = Object.keys(value)
+      .filter((name) => (value as Record<string, unknown>)[name] !== undefined)
+      .sort();
+    hasher.update(utf8('o')).updateNumber(names.length);
+    for (const name of names) {
+      hasher.updateField(utf8(name));
+      hashCanonical(hasher, (value as Record<string, unknown>)[name]);
+    }
+  } else {
+    // Strings, numbers, booleans and null: JSON text keeps their type ("1" and 1 differ).
+    hasher.update(utf8('v')).updateField(utf8(JSON.stringify(value) ?? 'undefined'));
+  }
+}
+
+function sameRequest(first: RequestFingerprint, again: RequestFingerprint): boolean {
+  return first.kind === again.kind && first.key === again.key && first.digest === again.digest;
 }
 
 /** How far one entry may move the dedup clock: a clock step costs at most this much window. */
@@ -128,7 +199,7 @@ export function dedupAdvanceClock(
 /** The recorded outcome of `requestId` if it is still inside the window at `clockMs`. */
 export function dedupLookup(
   reader: KvReader,
-  request: { requestId: Uint8Array; clockMs: number },
+  request: { requestId: Uint8Array; clockMs: number; op?: Command },
   limits: MvccLimits,
 ): StoredOutcome | null {
   const stored = reader.get(dedupKey(request.requestId));
@@ -136,19 +207,29 @@ export function dedupLookup(
   const record = decodeDedupRecord(stored);
   // An expired record not yet pruned must act exactly like a pruned one.
   if (request.clockMs - record.stampMs > limits.dedupWindowMs) return null;
+  // The same Request-ID on another request is a client bug: refuse it (the first record stays,
+  // so an identical retry of the first request still replays its answer).
+  if (request.op !== undefined && record.request !== undefined) {
+    const again = requestFingerprint(request.op);
+    if (!sameRequest(record.request, again)) {
+      const first = { kind: record.request.kind, key: record.request.key };
+      return { ok: false, error: new RequestIdReusedError(fromUtf8(request.requestId), first, again) };
+    }
+  }
   return record.outcome;
 }
 
 /** Records `outcome` stamped with the dedup clock `clockMs` (never an entry's own time). */
 export function dedupRecord(
   writer: KvWriter,
-  request: { requestId: Uint8Array; clockMs: number },
+  request: { requestId: Uint8Array; clockMs: number; op?: Command },
   outcome: StoredOutcome,
 ): void {
   const key = dedupKey(request.requestId);
   const old = writer.get(key);
   if (old !== undefined) writer.delete(expiryKey(decodeDedupRecord(old).stampMs, request.requestId));
-  writer.put(key, encodeDedupRecord({ stampMs: request.clockMs, outcome }));
+  const fingerprint = request.op === undefined ? {} : { request: requestFingerprint(request.op) };
+  writer.put(key, encodeDedupRecord({ stampMs: request.clockMs, outcome, ...fingerprint }));
   writer.put(expiryKey(request.clockMs, request.requestId), emptyBytes);
 }
 
@@ -175,10 +256,11 @@ export function dedupOldestMs(reader: KvReader): number | undefined {
 }
 
 function encodeDedupRecord(record: DedupRecord): Uint8Array {
+  const request = record.request === undefined ? {} : { q: encodeFingerprint(record.request) };
   const json = JSON.stringify(
     record.outcome.ok
-      ? { ok: true, result: record.outcome.result }
-      : { ok: false, error: errorToJson(record.outcome.error) },
+      ? { ok: true, result: record.outcome.result, ...request }
+      : { ok: false, error: errorToJson(record.outcome.error), ...request },
     // Read the holder, not `value`: a Buffer's toJSON runs before the replacer sees it.
     function (this: Record<string, unknown>, name: string, value: unknown) {
       const raw = this[name];
@@ -196,11 +278,27 @@ function decodeDedupRecord(bytes: Uint8Array): DedupRecord {
       return fromLatin1((value as { $bytes: string }).$bytes);
     }
     return value;
-  }) as { ok: true; result: CommandResult } | { ok: false; error: ErrorJson };
+  }) as ({ ok: true; result: CommandResult } | { ok: false; error: ErrorJson }) & { q?: string };
   const outcome: StoredOutcome = parsed.ok
     ? { ok: true, result: parsed.result }
     : { ok: false, error: errorFromJson(parsed.error) };
-  return { stampMs, outcome };
+  return { stampMs, outcome, ...(parsed.q !== undefined ? { request: decodeFingerprint(parsed.q) } : {}) };
+}
+
+// A fingerprint is stored as one short string, "digest|kind" or "digest|kind|key": it is kept
+// for every Request-ID for the whole window, in every snapshot (the digest is 8 hex digits or
+// empty; a kind has no "|"; the key may).
+function encodeFingerprint(fingerprint: RequestFingerprint): string {
+  const head = `${fingerprint.digest}|${fingerprint.kind}`;
+  return fingerprint.key === null ? head : `${head}|${fingerprint.key}`;
+}
+
+function decodeFingerprint(text: string): RequestFingerprint {
+  const first = text.indexOf('|');
+  assert(first >= 0, 'a stored request fingerprint has a kind');
+  const second = text.indexOf('|', first + 1);
+  const kind = text.slice(first + 1, second < 0 ? undefined : second) as Command['type'];
+  return { digest: text.slice(0, first), kind, key: second < 0 ? null : text.slice(second + 1) };
 }
 
 interface ErrorJson {
@@ -225,7 +323,12 @@ function errorFromJson(json: ErrorJson): BatonError {
     case 'compacted':
       return new CompactedError(number('compactRevision'));
     case 'too_large':
-      return new TooLargeError(json.message.split(' is ')[0] ?? 'request', number('size'), number('limit'));
+      return new TooLargeError(
+        json.message.split(' is ')[0] ?? 'request',
+        number('size'),
+        number('limit'),
+        details['reason'] === 'too_many_operations' ? 'too_many_operations' : undefined,
+      );
     case 'precondition_failed':
       return new PreconditionFailedError(json.message, details);
     case 'key_not_found':

@@ -174,7 +174,7 @@ export class MvccStore {
     const requestId = envelope.requestId ?? null;
     const requestIdBytes = requestId === null ? null : utf8(requestId);
     if (requestIdBytes !== null) {
-      const earlier = dedupLookup(writer, { requestId: requestIdBytes, clockMs }, this.limits);
+      const earlier = dedupLookup(writer, { requestId: requestIdBytes, clockMs, op: envelope.op }, this.limits);
       if (earlier !== null) {
         return { outcome: toOutcome(earlier, { ...base, requestId, duplicate: true }), meta: next };
       }
@@ -190,7 +190,7 @@ export class MvccStore {
       stored = { ok: false, error };
     }
     if (requestIdBytes !== null) {
-      dedupRecord(writer, { requestId: requestIdBytes, clockMs }, stored);
+      dedupRecord(writer, { requestId: requestIdBytes, clockMs, op: envelope.op }, stored);
       if (this.dedupOldestMs !== null) this.dedupOldestMs = Math.min(this.dedupOldestMs ?? Infinity, clockMs);
     }
     return { outcome: toOutcome(stored, { ...base, requestId, duplicate: false }), meta: next };

@@ -159,7 +159,7 @@ function validateTxnBranch(ops: readonly TxnOp[], limits: MvccLimits): void {
 
 export function validateTxn(txn: TxnRequest, limits: MvccLimits): void {
   const count = txn.compare.length + txn.success.length + txn.failure.length;
-  if (count > limits.txnOpsMax) throw new TooLargeError('txn operations and compares', count, limits.txnOpsMax);
+  if (count > limits.txnOpsMax) throw new TooLargeError('txn operations and compares', count, limits.txnOpsMax, 'too_many_operations');
   for (const compare of txn.compare) validateCompare(compare, limits);
   validateTxnBranch(txn.success, limits);
   validateTxnBranch(txn.failure, limits);

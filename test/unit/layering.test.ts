@@ -46,6 +46,7 @@ const allowedImports: Record<string, readonly string[]> = {
   sim: ['base', 'driver', 'lease', 'lock', 'mvcc', 'raft'],
   bench: ['api'],
   cli: ['base', 'bench', 'client', 'mvcc', 'node', 'raft', 'sim'],
+  fuzz: ['api', 'base', 'node/testing'],
 };
 const coreUnits = ['base', 'raft', 'mvcc', 'watch', 'lease', 'lock'];
 

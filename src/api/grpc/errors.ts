@@ -1,7 +1,9 @@
-// Baton's typed errors as etcd's gRPC statuses. etcd clients branch on the code and, for some
-// errors, on the exact message (Go's rpctypes, etcd3's error table), so those use etcd's words.
+// Baton's typed errors as etcd's gRPC statuses: the status comes from the one error table
+// (src/base/errors.ts, errorTable.grpc), never from a message. etcd clients branch on the code
+// and, for some errors, on the exact message (Go's rpctypes, etcd3's error table), so those
+// answers use etcd's words.
 import { status, type StatusObject } from '@grpc/grpc-js';
-import { BatonError, FutureRevisionError } from '../../base/errors.js';
+import { BatonError, errorTable, isErrorCode, type ErrorCode, type ErrorReason } from '../../base/errors.js';
 
 export const etcdMessages = {
   compacted: 'etcdserver: mvcc: required revision has been compacted',
@@ -34,45 +36,40 @@ function make(code: status, details: string): GrpcError {
   return { code, details, message: details };
 }
 
-export function hasCode(error: unknown, code: string): error is BatonError {
+export function hasCode(error: unknown, code: ErrorCode): error is BatonError {
   return error instanceof BatonError && error.code === code;
 }
 
-/** The gRPC status for any error a handler throws; unexpected errors are INTERNAL and logged. */
+/**
+ * The gRPC status for any error a handler throws: by code through the one table (errorTable.grpc),
+ * by `reason` where one code needs two etcd answers; unexpected errors are INTERNAL and logged.
+ * By code, not class: an error a follower passes on from the leader keeps only code and details.
+ */
 export function toGrpcError(error: unknown, logError: (error: unknown) => void): GrpcError {
   if (error instanceof GrpcStatusError) return make(error.code, error.details);
-  // By code, not class: an error a follower passes on from the leader keeps only its code.
-  if (hasCode(error, 'compacted')) return make(status.OUT_OF_RANGE, etcdMessages.compacted);
-  if (error instanceof FutureRevisionError || (hasCode(error, 'invalid_argument') && 'currentRevision' in error.details)) {
-    return make(status.OUT_OF_RANGE, etcdMessages.futureRevision);
+  if (!(error instanceof BatonError)) {
+    logError(error);
+    return make(status.INTERNAL, `etcdserver: internal error: ${(error as Error)?.message ?? String(error)}`);
   }
-  if (hasCode(error, 'lease_not_found')) return make(status.NOT_FOUND, etcdMessages.leaseNotFound);
-  if (hasCode(error, 'too_large')) {
-    if (error.message.startsWith('txn operations')) return make(status.INVALID_ARGUMENT, etcdMessages.tooManyOps);
-    return make(status.INVALID_ARGUMENT, `${etcdMessages.tooLarge} (${error.message})`);
+  if (!isErrorCode(error.code)) return make(status.UNKNOWN, etcdText(error));
+  const reason = error.details['reason'];
+  if (reason === ('future_revision' satisfies ErrorReason)) return make(status.OUT_OF_RANGE, etcdMessages.futureRevision);
+  return make(errorTable[error.code].grpc, etcdText(error));
+}
+
+/** etcd's own words where etcd clients match them (Go's rpctypes, etcd3's table), else Baton's. */
+function etcdText(error: BatonError): string {
+  switch (error.code) {
+    case 'compacted':
+      return etcdMessages.compacted;
+    case 'lease_not_found':
+      return etcdMessages.leaseNotFound;
+    case 'too_large':
+      if (error.details['reason'] === ('too_many_operations' satisfies ErrorReason)) return etcdMessages.tooManyOps;
+      return `${etcdMessages.tooLarge} (${error.message})`;
+    case 'timeout':
+      return `${etcdMessages.timeout} (${error.message})`;
+    default:
+      return error.message.startsWith('etcdserver:') ? error.message : `etcdserver: ${error.message}`;
   }
-  if (error instanceof BatonError) {
-    const text = error.message.startsWith('etcdserver:') ? error.message : `etcdserver: ${error.message}`;
-    switch (error.code) {
-      case 'invalid_argument':
-        return make(status.INVALID_ARGUMENT, text);
-      case 'key_not_found':
-        return make(status.NOT_FOUND, text);
-      case 'lock_held':
-      case 'lock_not_held':
-      case 'precondition_failed':
-        return make(status.FAILED_PRECONDITION, text);
-      case 'quota_exceeded':
-      case 'overloaded':
-        return make(status.RESOURCE_EXHAUSTED, text);
-      case 'timeout':
-        return make(status.UNAVAILABLE, `${etcdMessages.timeout} (${error.message})`);
-      case 'unavailable':
-        return make(status.UNAVAILABLE, text);
-      default:
-        return make(status.UNKNOWN, text);
-    }
-  }
-  logError(error);
-  return make(status.INTERNAL, `etcdserver: internal error: ${(error as Error)?.message ?? String(error)}`);
 }

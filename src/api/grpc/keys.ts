@@ -5,13 +5,19 @@
 // range end on Baton: they read the covering prefix with a byte filter at the edge (rangePlan).
 // Native `/locks/a` is `locks/a` to an etcd client.
 import { InvalidArgumentError, TooLargeError } from '../../base/errors.js';
+import { keyNameProblem } from '../../base/key-name.js';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /** The Baton key for an etcd key. */
 export function batonKey(key: Uint8Array, what = 'key'): string {
   if (key.length === 0) throw new InvalidArgumentError('etcdserver: key is not provided');
-  return `/${utf8(key, what)}`;
+  const name = `/${utf8(key, what)}`;
+  // The native API's one key rule (src/base/key-name.ts): an etcd key with a `.` or `..`
+  // segment ("a/../b") could not be named over HTTP, so the facade refuses it too.
+  const problem = keyNameProblem(name);
+  if (problem !== null) throw new InvalidArgumentError(`${what} ${problem} on Baton (docs/api/README.md, Keys)`);
+  return name;
 }
 
 /** The etcd key for a Baton key (always begins with '/'). */

@@ -6,6 +6,7 @@
 // etcd: it is no bbolt database.
 import { createHash } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
+import { InvalidArgumentError } from '../../base/errors.js';
 import { toGrpcError } from './errors.js';
 import type { HeaderSource } from './header.js';
 
@@ -77,12 +78,12 @@ export function snapshotPadding(length: number): Buffer {
 /** The Baton snapshot inside a file written by `etcdctl snapshot save` (checks the SHA-256). */
 export function snapshotBody(file: Uint8Array): Buffer {
   const bytes = Buffer.from(file.buffer, file.byteOffset, file.byteLength);
-  if (bytes.length < blockBytes + 32 || bytes.length % blockBytes !== 32) throw new Error('not a snapshot file: wrong size');
+  if (bytes.length < blockBytes + 32 || bytes.length % blockBytes !== 32) throw new InvalidArgumentError('not a snapshot file: wrong size');
   const content = bytes.subarray(0, bytes.length - 32);
   if (!createHash('sha256').update(content).digest().equals(bytes.subarray(bytes.length - 32))) {
-    throw new Error('snapshot file damaged: SHA-256 mismatch');
+    throw new InvalidArgumentError('snapshot file damaged: SHA-256 mismatch');
   }
   const padding = content.readUInt16BE(content.length - 2);
-  if (padding < 2 || padding > blockBytes + 1 || padding > content.length) throw new Error('not a snapshot file: bad padding');
+  if (padding < 2 || padding > blockBytes + 1 || padding > content.length) throw new InvalidArgumentError('not a snapshot file: bad padding');
   return content.subarray(0, content.length - padding);
 }

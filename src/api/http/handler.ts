@@ -6,18 +6,22 @@ import { InvalidArgumentError } from '../../base/errors.js';
 import { rangeJson, txnResultJson } from '../json.js';
 import { readKeys } from '../kv-read.js';
 import type { CellApi, TxnOpResult } from '../types.js';
-import { readBody, readJson } from './body.js';
+import { bodyWasRefused, closeAfterAnswer, lingerIfUnread, readBody, readJson } from './body.js';
 import type { ApiLimits } from './limits.js';
 import {
+  checkDeleteAll,
+  deleteAllParameter,
   headerInteger,
   keyFromPath,
   parseTxn,
+  rawTarget,
   Query,
   requestId,
   validValue,
   type Encoding,
 } from './parse.js';
 import { sendError, sendJson, type ResponseContext } from './respond.js';
+import { hostProblem } from './server-hooks.js';
 
 /**
  * A group of routes kept in its own file (leases, watches, locks, ...). It answers the request
@@ -51,9 +55,14 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     logError: options.logError,
   };
   return (req, res) => {
+    lingerIfUnread(req);
     route(req, res, options, context).catch((error: unknown) => {
-      if (!res.headersSent) sendError(res, context, error);
-      else res.destroy();
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (bodyWasRefused(req)) closeAfterAnswer(req, res);
+      sendError(res, context, error);
     });
   };
 }
@@ -66,6 +75,8 @@ async function route(
 ): Promise<void> {
   const method = req.method ?? 'GET';
   const { cell, limits } = options;
+  const noHost = hostProblem(req);
+  if (noHost !== null) throw noHost;
   // Key-value requests (the hot path) skip the WHATWG URL parse and the route groups (no group
   // owns /v1/kv), each of which costs an await per request.
   const target = simpleTarget(req.url ?? '/');
@@ -73,16 +84,22 @@ async function route(
     const kvRoute = kvRoutes(req, res, context, cell, limits, method, target.path, new Query(new URLSearchParams(target.search)));
     if (kvRoute !== null) return kvRoute;
   }
-  const url = new URL(req.url ?? '/', 'http://localhost');
+  // Everything else is routed on the raw target (rawTarget refuses dot segments), never on a
+  // path that URL parsing resolved: `/v1/kv/a/../b` must not reach key /b.
+  const raw = rawTarget(req.url ?? '/');
+  if (raw.path === '/v1/kv' || raw.path.startsWith('/v1/kv/')) {
+    const kvRoute = kvRoutes(req, res, context, cell, limits, method, raw.path, new Query(new URLSearchParams(raw.search)));
+    if (kvRoute !== null) return kvRoute;
+    throw new InvalidArgumentError(`no such endpoint: ${method} ${raw.path}`);
+  }
+  // No dot segment is left to resolve; a backslash stays a character (WHATWG reads it as '/').
+  const url = new URL(`${raw.path.replaceAll('\\', '%5C')}${raw.search}`, 'http://localhost');
   const path = url.pathname;
   const query = new Query(url.searchParams);
   for (const group of options.routeGroups ?? []) {
     if (await group({ req, res, url, method, query, context, limits })) return;
   }
-  if (path === '/v1/kv' || path.startsWith('/v1/kv/')) {
-    const kvRoute = kvRoutes(req, res, context, cell, limits, method, path, query);
-    if (kvRoute !== null) return kvRoute;
-  } else if (path === '/v1/txn' && method === 'POST') {
+  if (path === '/v1/txn' && method === 'POST') {
     const encoding = query.oneOf<Encoding>('encoding', ['utf8', 'base64'], 'utf8');
     query.rejectUnknown();
     const body = await readJson(req, limits.requestBytesMax);
@@ -216,7 +233,9 @@ async function deleteKey(
   query: Query,
 ): Promise<void> {
   const prefix = query.flag('prefix');
+  const confirmed = query.flag(deleteAllParameter);
   query.rejectUnknown();
+  checkDeleteAll({ key, prefix, confirmed }, `?${deleteAllParameter}=true`);
   const ifVersion = headerInteger(req.headers, 'if-version', 0);
   const ifRevision = headerInteger(req.headers, 'if-revision', 1);
   const result = await cell.deleteRange(

@@ -3,12 +3,35 @@
 // reaches the cell.
 import type { IncomingHttpHeaders } from 'node:http';
 import { InvalidArgumentError, TooLargeError } from '../../base/errors.js';
+import { isDotSegment, keyNameProblem } from '../../base/key-name.js';
 import type { Compare, CompareOp, CompareTarget, TxnOp, TxnRequest } from '../types.js';
 import type { ApiLimits } from './limits.js';
 
 export type Encoding = 'utf8' | 'base64';
 
-/** `/v1/kv/locks/report-42` → `/locks/report-42`, percent-decoded per segment. */
+/**
+ * The path and query of a request target exactly as the client sent them (no WHATWG URL parse:
+ * it resolves `.`/`..` segments, `%2E%2E` too, and turns `\` into `/`, so one key would name
+ * another). A target with a dot segment anywhere in its path, a fragment, or no leading `/` is
+ * refused with 400: nothing is resolved, and nothing surprising is routed.
+ */
+export function rawTarget(target: string): { path: string; search: string } {
+  if (!target.startsWith('/')) throw new InvalidArgumentError('a request target must begin with /');
+  if (target.includes('#')) throw new InvalidArgumentError('a request target has no fragment (percent-encode # as %23)');
+  const question = target.indexOf('?');
+  const path = question < 0 ? target : target.slice(0, question);
+  const search = question < 0 ? '' : target.slice(question);
+  for (const segment of path.split('/')) {
+    if (isDotSegment(segment)) {
+      throw new InvalidArgumentError(`a URL path must not have a "${segment}" segment (keys are never resolved like paths)`, {
+        segment,
+      });
+    }
+  }
+  return { path, search };
+}
+
+/** `/v1/kv/locks/report-42` → `/locks/report-42`, percent-decoded per segment (from the raw path). */
 export function keyFromPath(path: string, limits: ApiLimits): string {
   const rest = path.slice('/v1/kv'.length);
   let key: string;
@@ -22,10 +45,26 @@ export function keyFromPath(path: string, limits: ApiLimits): string {
 
 export function validKey(key: unknown, limits: ApiLimits, what = 'key'): string {
   if (typeof key !== 'string') throw new InvalidArgumentError(`${what} must be a string`);
-  if (!key.startsWith('/')) throw new InvalidArgumentError(`${what} "${key.slice(0, 100)}" must begin with /`);
+  const problem = keyNameProblem(key);
+  if (problem !== null) throw new InvalidArgumentError(`${what} "${key.slice(0, 100)}" ${problem}`);
   const bytes = Buffer.byteLength(key);
   if (bytes > limits.keyBytesMax) throw new TooLargeError(what, bytes, limits.keyBytesMax);
   return key;
+}
+
+/** The query parameter (and stream/txn field) that confirms a delete of every key of the cell. */
+export const deleteAllParameter = 'confirmDeleteAll';
+
+/**
+ * A delete of the root prefix removes every key of the cell (locks and elections included) in one
+ * revision: it must say so explicitly, as etcdctl needs `--from-key ""`. Else 400 naming the flag.
+ */
+export function checkDeleteAll(request: { key: string; prefix: boolean; confirmed: boolean }, where: string): void {
+  if (request.key !== '/' || !request.prefix || request.confirmed) return;
+  throw new InvalidArgumentError(
+    `deleting prefix "/" deletes every key of the cell: add ${where} to confirm`,
+    { parameter: deleteAllParameter },
+  );
 }
 
 export function validValue(value: Uint8Array, limits: ApiLimits): Uint8Array {
@@ -149,7 +188,9 @@ export function parseTxn(body: unknown, encoding: Encoding, limits: ApiLimits): 
   const successItems = list(root['success'], 'success');
   const failureItems = list(root['failure'], 'failure');
   const count = compareItems.length + successItems.length + failureItems.length;
-  if (count > limits.txnOpsMax) throw new TooLargeError('transaction operations and compares', count, limits.txnOpsMax);
+  if (count > limits.txnOpsMax) {
+    throw new TooLargeError('transaction operations and compares', count, limits.txnOpsMax, 'too_many_operations');
+  }
   const compare = compareItems.map((item, i) => parseCompare(item, `compare[${i}]`, encoding, limits));
   const success = successItems.map((item, i) => parseTxnOp(item, `success[${i}]`, encoding, limits));
   const failure = failureItems.map((item, i) => parseTxnOp(item, `failure[${i}]`, encoding, limits));
@@ -191,6 +232,8 @@ function parseTxnOp(item: unknown, what: string, encoding: Encoding, limits: Api
   }
   if (kind === 'delete') {
     const prefix = optionalBoolean(body['prefix'], `${what}.delete.prefix`);
+    const confirmed = optionalBoolean(body[deleteAllParameter], `${what}.delete.${deleteAllParameter}`) ?? false;
+    checkDeleteAll({ key, prefix: prefix === true, confirmed }, `"${deleteAllParameter}": true to ${what}.delete`);
     return { delete: { key, ...(prefix !== undefined ? { prefix } : {}) } };
   }
   throw new InvalidArgumentError(`${what} must be one of put, get, delete, not "${kind}"`);

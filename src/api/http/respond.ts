@@ -2,7 +2,7 @@
 // one table in src/base/errors.ts (never by parsing messages). Anything that is not a BatonError
 // is a bug: it is logged and answered 500 without leaking internals.
 import type { ServerResponse } from 'node:http';
-import { BatonError, httpStatusByCode } from '../../base/errors.js';
+import { BatonError, httpStatusOf } from '../../base/errors.js';
 
 export interface ResponseContext {
   readonly cellId: string;
@@ -34,7 +34,7 @@ export function sendError(res: ServerResponse, context: ResponseContext, error: 
     sendJson(res, context, 500, { error: { code: 'internal', message: 'internal error' } });
     return;
   }
-  const status = httpStatusByCode[error.code] ?? 500;
+  const status = httpStatusOf(error.code) ?? 500;
   if (status === 500) context.logError(error);
   if (error.retryable && (status === 429 || status === 503)) {
     // Jitter spreads retries so that a recovering cell is not hit by a synchronized storm.

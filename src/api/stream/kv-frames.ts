@@ -1,6 +1,6 @@
 // Key-value frames on the stream: put, get, delete and txn, through the same CellApi and the
 // same validation as the HTTP routes, answered with the same JSON shapes as api.md's bodies.
-import { decodeKey, decodeText, parseTxn, validValue, type Encoding } from '../http/parse.js';
+import { checkDeleteAll, decodeKey, decodeText, deleteAllParameter, parseTxn, validValue, type Encoding } from '../http/parse.js';
 import { rangeJson, txnResultJson } from '../json.js';
 import { readKeys } from '../kv-read.js';
 import {
@@ -68,15 +68,18 @@ async function get(frame: Frame, context: FrameContext): Promise<Record<string, 
 }
 
 async function deleteRange(frame: Frame, context: FrameContext): Promise<Record<string, unknown>> {
-  allowFields(frame, ['key', 'prefix', 'ifVersion', 'ifRevision', 'requestId', 'encoding']);
+  allowFields(frame, ['key', 'prefix', 'ifVersion', 'ifRevision', 'requestId', 'encoding', deleteAllParameter]);
   const encoding = encodingOf(frame);
   const key = decodeKey(frame.fields['key'], encoding, context.apiLimits);
+  const prefix = optionalBoolean(frame, 'prefix') ?? false;
+  const confirmed = optionalBoolean(frame, deleteAllParameter) ?? false;
+  checkDeleteAll({ key, prefix, confirmed }, `"${deleteAllParameter}": true to the frame`);
   const ifVersion = optionalInteger(frame, 'ifVersion', 0);
   const ifRevision = optionalInteger(frame, 'ifRevision', 1);
   const result = await context.cell.deleteRange(
     {
       key,
-      prefix: optionalBoolean(frame, 'prefix') ?? false,
+      prefix,
       ...(ifVersion !== undefined ? { ifVersion } : {}),
       ...(ifRevision !== undefined ? { ifRevision } : {}),
     },

@@ -23,6 +23,9 @@ export interface SessionOptions {
   logError(error: unknown): void;
 }
 
+/** How long a client refused by ws may take to answer its close frame before the socket ends. */
+const streamCloseGraceMs = 2_000;
+
 export class StreamSession implements WatchSession {
   readonly service: WatchService;
   readonly connection: WatchConnection<WatchTag>;
@@ -48,7 +51,16 @@ export class StreamSession implements WatchSession {
     this.unregister = options.service.onStop(() => this.stop());
     ws.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
     ws.on('close', () => this.cleanup());
-    ws.on('error', () => ws.terminate());
+    ws.on('error', (error: Error & { code?: string }) => {
+      // A frame ws refuses (WS_ERR_*: over maxPayload, bad opcode, invalid UTF-8): ws has already
+      // sent its close frame (1009, 1002, 1007); let the client read it rather than a reset, but
+      // bounded. Anything else (the socket failed) ends the session at once.
+      if (typeof error.code === 'string' && error.code.startsWith('WS_ERR_')) {
+        setTimeout(() => ws.terminate(), streamCloseGraceMs).unref();
+      } else {
+        ws.terminate();
+      }
+    });
   }
 
   /** Sends one frame; a client that stopped reading answers altogether is disconnected. */

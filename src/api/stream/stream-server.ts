@@ -4,6 +4,10 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
+import { InvalidArgumentError, UnavailableError, type BatonError } from '../../base/errors.js';
+import { attachServerHooks } from '../http/server-hooks.js';
+import { rawTarget } from '../http/parse.js';
+import { handshakeProblem, refuseUpgrade } from './handshake.js';
 import type { CellApi } from '../types.js';
 import type { ApiLimits } from '../http/limits.js';
 import { FrameRegistry } from './frame-registry.js';
@@ -39,17 +43,46 @@ export class StreamServer {
       maxPayload: options.apiLimits.requestBytesMax + 64 * 1024,
       perMessageDeflate: false,
     });
+    // With a listener, ws leaves the answer to us (else it writes text/html). handshakeProblem
+    // makes the same checks first, so this only answers what a newer ws might add.
+    this.wss.on('wsClientError', (error: Error, socket: Duplex) => {
+      refuseUpgrade(socket, options.cell, new InvalidArgumentError(`invalid stream handshake: ${error.message}`));
+    });
   }
 
-  /** Attach to the node's HTTP server: answers upgrades on /v1/stream, refuses the others. */
+  /**
+   * Attach to the node's HTTP server: answers upgrades on /v1/stream, refuses the others, and
+   * answers what Node itself would answer bare as JSON too (attachServerHooks; the node attaches
+   * the API to its server here only).
+   */
   attach(server: Server): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.upgrade(req, socket, head));
+    attachServerHooks(server, this.options.cell);
   }
 
   private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-    if (path !== '/v1/stream' || this.options.service.isStopping) {
-      socket.end(`HTTP/1.1 ${path === '/v1/stream' ? '503 Service Unavailable' : '404 Not Found'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    socket.on('error', () => socket.destroy());
+    const refuse = (error: BatonError): void => refuseUpgrade(socket, this.options.cell, error);
+    let path: string;
+    try {
+      // The raw path, as the HTTP routes see it (no dot segment is resolved).
+      path = rawTarget(req.url ?? '/').path;
+    } catch (error) {
+      refuse(error as BatonError);
+      return;
+    }
+    if (path !== '/v1/stream') {
+      // Node hands every request with an Upgrade header (e.g. h2c) here, not to the routes.
+      refuse(new InvalidArgumentError(`no upgrade at ${path.slice(0, 200)}: only GET /v1/stream upgrades (to websocket); send other requests without an Upgrade header`));
+      return;
+    }
+    if (this.options.service.isStopping) {
+      refuse(new UnavailableError('the node is stopping'));
+      return;
+    }
+    const problem = handshakeProblem(req);
+    if (problem !== null) {
+      refuse(problem);
       return;
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {

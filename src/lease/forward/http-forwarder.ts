@@ -2,7 +2,7 @@
 // the log, and only the leader holds deadlines). The leader's answer, or its error, is passed
 // back unchanged. LeaseForwarder is the door; HttpLeaseForwarder uses the leader's client HTTP
 // API (member client URLs come from the initial cluster).
-import { BatonError, UnavailableError } from '../../base/errors.js';
+import { BatonError, UnavailableError, wireCode, type ErrorCode, type UnknownCode } from '../../base/errors.js';
 import { forwardedHeader, type KeepaliveAnswer, type LeaseForwarder, type LeaseInfo, type LeaseList } from '../api.js';
 import type { MemberId } from '../../raft/index.js';
 
@@ -33,11 +33,11 @@ export class HttpLeaseForwarder implements LeaseForwarder {
 
 /** An error answered by the leader, passed on with its code (the table maps it to a status). */
 export class ForwardedError extends BatonError {
-  readonly code: string;
+  readonly code: ErrorCode | UnknownCode;
   override readonly retryable: boolean;
   constructor(code: string, message: string, details: Record<string, unknown>) {
     super(message, details);
-    this.code = code;
+    this.code = wireCode(code);
     this.retryable = ['overloaded', 'unavailable', 'timeout', 'quota_exceeded'].includes(code);
   }
 }

@@ -185,7 +185,7 @@ test("Baton's errors become etcd's gRPC codes and messages", () => {
   assert.deepEqual(pick(toGrpcError(new CompactedError(5), log)), [status.OUT_OF_RANGE, 'etcdserver: mvcc: required revision has been compacted']);
   assert.deepEqual(pick(toGrpcError(new FutureRevisionError(9, 5), log)), [status.OUT_OF_RANGE, 'etcdserver: mvcc: required revision is a future revision']);
   assert.deepEqual(pick(toGrpcError(new LeaseNotFoundError('x'), log)), [status.NOT_FOUND, 'etcdserver: requested lease not found']);
-  assert.deepEqual(pick(toGrpcError(new TooLargeError('txn operations and compares', 130, 128), log)), [
+  assert.deepEqual(pick(toGrpcError(new TooLargeError('txn operations and compares', 130, 128, 'too_many_operations'), log)), [
     status.INVALID_ARGUMENT,
     'etcdserver: too many operations in txn request',
   ]);

@@ -55,9 +55,11 @@ test('a retry inside the window returns the first outcome and changes nothing', 
   assert.ok(retry.type === 'applied' && retry.duplicate);
   assert.deepEqual(retry.type === 'applied' ? retry.result : null, first.type === 'applied' ? first.result : null);
   assert.equal(store.revision, revision);
-  // A retry even with a different command body gets the first answer (the ID decides).
+  // The same ID on a different command is refused (request_id_reused, naming the first), and
+  // changes nothing (issue 21).
   const odd = only(store.applyBatch([log.entry({ type: 'delete', key: '/k' }, { requestId: 'a', atMs: 3_000, member: 2 })]));
-  assert.ok(odd.type === 'applied' && odd.result.type === 'put');
+  assert.ok(odd.type === 'failed' && odd.error.code === 'request_id_reused');
+  assert.equal(odd.type === 'failed' ? odd.error.details['key'] : null, '/k');
   assert.equal(store.range({ type: 'get', key: '/k' }).kvs[0]?.version, 1);
   assert.notEqual(store.hash(), hash, 'the dedup clock moved');
 });

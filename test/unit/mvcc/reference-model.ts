@@ -7,6 +7,7 @@ import {
   InvalidArgumentError,
   KeyNotFoundError,
   PreconditionFailedError,
+  RequestIdReusedError,
   TooLargeError,
   BatonError,
 } from '../../../src/base/errors.js';
@@ -31,6 +32,24 @@ export type ModelOutcome =
   | { ok: true; result: CommandResult; duplicate: boolean }
   | { ok: false; error: BatonError; duplicate: boolean };
 
+/** JSON with sorted object keys and bytes as hex: equal text, equal request. */
+function canonical(value: unknown): string {
+  if (value instanceof Uint8Array) return `bytes:${Buffer.from(value).toString('hex')}`;
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : 1));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function firstKey(op: Command): string | null {
+  if (op.type === 'put' || op.type === 'delete' || op.type === 'seqCheck' || op.type === 'seqRelease') return op.key;
+  if (op.type === 'seqCreate') return op.prefix;
+  if (op.type === 'txn') return op.compare[0]?.key ?? op.success[0]?.key ?? op.failure[0]?.key ?? null;
+  return null;
+}
+
 const byBytes = (a: string, b: string): number => compareBytes(utf8(a), utf8(b));
 
 export class ReferenceModel {
@@ -40,7 +59,7 @@ export class ReferenceModel {
   private clockMs = 0;
   private states = new Map<number, State>([[0, new Map()]]);
   private events: MvccEvent[] = [];
-  private dedup = new Map<string, { stampMs: number; outcome: ModelOutcome }>();
+  private dedup = new Map<string, { stampMs: number; outcome: ModelOutcome; op: Command }>();
   /** Per proposer: its last stamp and the dedup clock right after that entry. */
   private sources = new Map<number, { lastMs: number; anchorMs: number }>();
 
@@ -60,6 +79,13 @@ export class ReferenceModel {
     const id = envelope.requestId;
     const earlier = id === undefined ? undefined : this.dedup.get(id);
     if (earlier !== undefined && this.clockMs - earlier.stampMs <= this.limits.dedupWindowMs) {
+      // Only the same request replays; the same ID on another request is refused.
+      const whole = (op: Command): string => (op.type === 'put' || op.type === 'delete' || op.type === 'txn' ? canonical(op) : `${op.type} ${firstKey(op)}`);
+      if (whole(earlier.op) !== whole(envelope.op)) {
+        const first = { kind: earlier.op.type, key: firstKey(earlier.op) };
+        const again = { kind: envelope.op.type, key: firstKey(envelope.op) };
+        return { ok: false, error: new RequestIdReusedError(id as string, first, again), duplicate: true };
+      }
       return { ...earlier.outcome, duplicate: true };
     }
     let outcome: ModelOutcome;
@@ -69,7 +95,7 @@ export class ReferenceModel {
       if (!(error instanceof BatonError)) throw error;
       outcome = { ok: false, error, duplicate: false };
     }
-    if (id !== undefined) this.dedup.set(id, { stampMs: this.clockMs, outcome });
+    if (id !== undefined) this.dedup.set(id, { stampMs: this.clockMs, outcome, op: envelope.op });
     return outcome;
   }
 
@@ -95,7 +121,7 @@ export class ReferenceModel {
     if (op.type !== 'txn') return;
     const count = op.compare.length + op.success.length + op.failure.length;
     if (count > this.limits.txnOpsMax) {
-      throw new TooLargeError('txn operations and compares', count, this.limits.txnOpsMax);
+      throw new TooLargeError('txn operations and compares', count, this.limits.txnOpsMax, 'too_many_operations');
     }
     for (const compare of op.compare) if (compare.target === 'value') value(compare.value as Uint8Array);
     for (const branch of [op.success, op.failure]) {
