@@ -6,6 +6,7 @@
 //
 //   data: u32 opCount, then ops: u8 kind, fields (u32 seq, f64 offset/size, u32-length strings
 //         and bytes); see encodeOp.
+import { assert } from '../base/assert.js';
 import type { WalOp } from './types.js';
 
 export const Slot = { request: 0, done: 1, status: 2, errorBytes: 3 } as const;
@@ -154,7 +155,7 @@ export function decodeRequest(data: Uint8Array): WalOp[] | null {
         break;
       }
       case Kind.exit: return null;
-      default: throw new Error(`WAL request: unknown op kind ${kind}`);
+      default: return assert(false, `WAL request: unknown op kind ${kind}`) as never;
     }
   }
   return ops;
