@@ -5,6 +5,7 @@
 // of the body is never read into memory, only dropped while the answer drains.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { InvalidArgumentError, TooLargeError } from '../../base/errors.js';
 
 /** How long, and how many more bytes, a cut-off client may send after its 413 before the reset. */
@@ -50,7 +51,11 @@ export function lingerIfUnread(req: IncomingMessage): void {
   };
 }
 
-function linger(socket: Socket): void {
+/**
+ * Ends the socket (after `last`, an answer written by hand) without a reset: what the client
+ * still sends is read and dropped, and the socket goes when the client closes or at lingerLimits.
+ */
+export function linger(socket: Socket | Duplex, last?: string): void {
   const timer = setTimeout(() => socket.destroy(), lingerLimits.timeMs);
   timer.unref();
   let droppedBytes = 0;
@@ -60,7 +65,8 @@ function linger(socket: Socket): void {
   });
   socket.once('end', () => socket.destroy());
   socket.once('close', () => clearTimeout(timer));
-  socket.end();
+  if (last === undefined) socket.end();
+  else socket.end(last);
   socket.resume();
 }
 

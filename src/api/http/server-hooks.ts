@@ -7,7 +7,7 @@
 import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { httpStatusOf, InvalidArgumentError, TooLargeError, type BatonError } from '../../base/errors.js';
-import { closeAfterAnswer, lingerLimits } from './body.js';
+import { closeAfterAnswer, linger } from './body.js';
 import { sendError } from './respond.js';
 
 export interface ServerHookContext {
@@ -85,15 +85,5 @@ export function answerOnSocket(socket: Duplex, context: ServerHookContext, error
     ...extraHeaders,
   };
   const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\r\n');
-  const timer = setTimeout(() => socket.destroy(), lingerLimits.timeMs);
-  timer.unref();
-  let droppedBytes = 0;
-  socket.on('data', (chunk: Buffer) => {
-    droppedBytes += chunk.byteLength;
-    if (droppedBytes > lingerLimits.bytesMax) socket.destroy();
-  });
-  socket.once('end', () => socket.destroy());
-  socket.once('close', () => clearTimeout(timer));
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${head}\r\n\r\n${body}`);
-  socket.resume();
+  linger(socket, `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${head}\r\n\r\n${body}`);
 }

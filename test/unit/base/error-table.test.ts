@@ -3,22 +3,12 @@
 // both ways; the derived HTTP table agrees too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot } from '../project-root.js';
 import { errorTable, grpcStatusNames, httpStatusByCode } from '../../../src/base/errors.js';
 
-/** The checkout this test runs from (compiled tests live under dist/, or a private build dir). */
-function projectRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'docs', 'api', 'README.md'))) {
-    const parent = dirname(dir);
-    if (parent === dir) return process.cwd();
-    dir = parent;
-  }
-  return dir;
-}
-const root = projectRoot();
+const root = projectRoot(import.meta.url, 'docs/api/README.md');
 
 interface DocumentedRow {
   readonly http: number | null;

@@ -2,9 +2,9 @@
 // module's default options are built from it, so a limit changes in one place.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot } from '../project-root.js';
 import * as limits from '../../../src/base/limits.js';
 import { defaultMvccLimits } from '../../../src/mvcc/index.js';
 import { defaultApiLimits } from '../../../src/api/http/limits.js';
@@ -15,18 +15,9 @@ import { defaultLockLimits } from '../../../src/lock/lock-service.js';
 import { defaultLeaseServiceOptions } from '../../../src/lease/lease-config.js';
 import { defaultReadGateOptions } from '../../../src/kv/read-gate.js';
 
-function projectRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'docs', 'api', 'contract.md'))) {
-    const parent = dirname(dir);
-    if (parent === dir) return process.cwd();
-    dir = parent;
-  }
-  return dir;
-}
 
 test('the contract states the table\'s limits', () => {
-  const contract = readFileSync(join(projectRoot(), 'docs', 'api', 'contract.md'), 'utf8');
+  const contract = readFileSync(join(projectRoot(import.meta.url, 'docs/api/contract.md'), 'docs', 'api', 'contract.md'), 'utf8');
   assert.match(contract, new RegExp(`Keys are at most ${limits.keyBytesMax} bytes`));
   assert.match(contract, new RegExp(`capped at ${limits.valueBytesMax / limits.MiB} MiB`));
   assert.match(contract, new RegExp(`≤${limits.requestIdBytesMax} bytes`));

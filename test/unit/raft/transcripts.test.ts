@@ -3,25 +3,14 @@
 // scripts instead; review the diff as a change of specification before committing it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot } from '../project-root.js';
 import { runTranscript, type TranscriptResult } from './transcript.js';
 
 const scriptsPath = join('test', 'unit', 'raft', 'scripts');
 
-/** The checkout this test runs from (compiled tests live under dist/, or a private build dir). */
-function scriptsDir(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, scriptsPath))) {
-    const parent = dirname(dir);
-    if (parent === dir) return join(process.cwd(), scriptsPath);
-    dir = parent;
-  }
-  return join(dir, scriptsPath);
-}
-
-const dir = scriptsDir();
+const dir = join(projectRoot(import.meta.url, scriptsPath), scriptsPath);
 const rewrite = process.env['BATON_REWRITE'] === '1';
 
 /** A line diff (longest common subsequence): '  ' kept, '- ' expected only, '+ ' actual only. */
