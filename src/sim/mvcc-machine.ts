@@ -43,6 +43,7 @@ export function mvccStateMachine(limits: MvccLimits = defaultMvccLimits, hashEve
         limits,
       ),
     decodeWrite: (data: Uint8Array) => decodeWrite(data, limits),
+    effectiveIndexOf: (commandId: number) => indexOfCommand.get(commandId),
   };
 }
 

@@ -53,6 +53,12 @@ export interface SimStateMachine {
   encodeWrite(command: WriteCommand): Uint8Array;
   /** The write inside a committed normal entry, or null for anything else (no-ops, others). */
   decodeWrite(data: Uint8Array): WriteCommand | null;
+  /**
+   * Where a write took effect: the index its first copy applied at (a machine with Request-ID
+   * dedup answers a second copy from the first; its value is the first copy's). Absent: a
+   * machine without dedup, where every copy takes effect where it is.
+   */
+  effectiveIndexOf?(commandId: number): number | undefined;
 }
 
 /** The shape of one run, drawn from the seed (or given explicitly by tests and the bench). */

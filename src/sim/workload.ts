@@ -155,8 +155,12 @@ export class Workload implements WorldHooks {
       (outcome) => {
         node.forwarded.delete(commandId);
         this.sentMsByCommand.delete(commandId);
-        if (outcome.chain !== 0)
-          this.acknowledge(node, outcome.index, outcome.term, outcome.chain, key, commandId);
+        if (outcome.chain === 0) return;
+        // A duplicate copy (a resent or duplicated forward) is answered from the first copy: the
+        // value a read can see is that copy's, so the read floor is where the first one applied.
+        const duplicate = outcome.mvcc?.type === 'applied' && outcome.mvcc.duplicate;
+        const effective = duplicate ? this.world.stateMachine.effectiveIndexOf?.(commandId) : undefined;
+        this.acknowledge(node, outcome.index, outcome.term, outcome.chain, key, commandId, effective);
       },
       () => {
         node.forwarded.delete(commandId);
@@ -219,6 +223,8 @@ export class Workload implements WorldHooks {
     chain: number,
     key: string,
     commandId: number,
+    /** Where the write took effect, when not at `index` (a duplicate's first copy). */
+    effectiveIndex = index,
   ): void {
     this.world.stats.acknowledged++;
     this.world.checker.onCommitted(
@@ -230,7 +236,7 @@ export class Workload implements WorldHooks {
       node.id,
     );
     const previous = this.ackedVersionByKey.get(key) ?? 0;
-    if (index > previous) this.ackedVersionByKey.set(key, index);
+    if (effectiveIndex > previous) this.ackedVersionByKey.set(key, effectiveIndex);
     if (this.probeAck === null && commandId >= this.probeFromCommandId) {
       this.probeAck = { index, timeMs: this.world.nowMs };
     }
