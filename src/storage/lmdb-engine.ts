@@ -166,6 +166,14 @@ export class LmdbEngine implements KvEngine {
     return statSync(this.path).blocks * 512;
   }
 
+  /**
+   * LMDB's own figures for this environment (lmdb-js `getStats()`: page size, tree depth, branch,
+   * leaf and overflow page counts, entries, last page number, free-list summary). For tools.
+   */
+  stats(): Record<string, unknown> {
+    return this.db.getStats() as Record<string, unknown>;
+  }
+
   /** Resolves once every commit so far is on disk (fdatasync on a libuv thread). */
   flush(): Promise<void> {
     // lmdb-js has `sync(callback)` (mdb_env_sync on a worker) but leaves it out of its types.
