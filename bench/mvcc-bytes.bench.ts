@@ -231,25 +231,33 @@ interface Phase {
 }
 
 function measure(phase: string, engine: LmdbEngine, shadows: Shadows | null): Phase {
-  const stats = engine.stats();
-  const treePages =
-    (stats['treeLeafPageCount'] as number) + (stats['treeBranchPageCount'] as number) + (stats['overflowPages'] as number);
+  const { env, databases } = engine.stats();
+  const sum = (field: string): number =>
+    Object.values(databases).reduce((total, stats) => total + (stats[field] as number), 0);
+  const treePages = sum('treeLeafPageCount') + sum('treeBranchPageCount') + sum('overflowPages');
   return {
     phase,
     liveKeys: keyCount,
     fileBytes: statSync(engine.path).size,
     diskBytes: engine.diskBytes(),
     lmdb: {
-      pageSize: stats['pageSize'],
-      treeDepth: stats['treeDepth'],
-      branchPages: stats['treeBranchPageCount'],
-      leafPages: stats['treeLeafPageCount'],
-      overflowPages: stats['overflowPages'],
-      entries: stats['entryCount'],
-      lastPageNumber: stats['lastPageNumber'],
-      freeListEntries: (stats['free'] as Record<string, number>)['entryCount'],
+      pageSize: env['pageSize'],
+      databases: Object.fromEntries(
+        Object.entries(databases).map(([name, stats]) => [
+          name,
+          {
+            depth: stats['treeDepth'],
+            branch: stats['treeBranchPageCount'],
+            leaf: stats['treeLeafPageCount'],
+            overflow: stats['overflowPages'],
+            entries: stats['entryCount'],
+          },
+        ]),
+      ),
+      lastPageNumber: env['lastPageNumber'],
+      freeListEntries: (env['free'] as Record<string, number>)['entryCount'],
     },
-    usedPages: (stats['lastPageNumber'] as number) + 1,
+    usedPages: (env['lastPageNumber'] as number) + 1,
     treePages,
     tables: scanTables(engine, shadows),
   };
@@ -306,7 +314,8 @@ async function main(): Promise<void> {
     const sample = keyOf(0);
     console.log(
       `MVCC bytes per key: ${keyCount} keys (e.g. ${sample}, ${Buffer.byteLength(sample)} B), ${valueBytes}-byte values, ` +
-        `batches of ${batchSize}, request IDs ${withRequestIds ? 'on' : 'off'}, node ${process.version}`,
+        `batches of ${batchSize}, request IDs ${withRequestIds ? 'on' : 'off'}, ` +
+        `${engine.splitHistory ? 'history in its own LMDB database' : 'one LMDB database'}, node ${process.version}`,
     );
     const phases: Phase[] = [];
     let index = 1;
