@@ -16,6 +16,17 @@
 // asynchronous commits do not help: with overlappingSync their promise resolves only after the
 // flush (measured: slower than a synced transactionSync on this machine), so an acknowledgement
 // would still wait for the disk.
+//
+// Two LMDB databases in the one environment (stores created by this version): the history table
+// ('h', keyed by revision, so always appended at its end) in a database of its own, everything
+// else in another; the root database holds only their two names. In one shared B-tree the
+// history's appends landed mid-tree (the current table's keys follow it), where LMDB splits a
+// full page in the middle, so history pages stayed about half full; at the end of a tree of its
+// own a split leaves the old page full (measured by `npm run bench:bytes`: history pages 93%
+// full instead of ~55%). The engine still presents one ordered key space: reads, counts and
+// snapshots merge the two at the history's bounds, so the logical content, its order, snapshot
+// streams and content hashes are byte for byte those of a single-database store. A store whose
+// root database holds data (written before this split) keeps its single database.
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database } from 'lmdb';
@@ -41,7 +52,7 @@ export class LmdbEngine implements KvEngine {
   private closed = false;
 
   private constructor(
-    private readonly db: Database<Uint8Array, Uint8Array>,
+    private readonly databases: Databases,
     readonly path: string,
     /** How this open commits ('synced' when asked, or when the OS has no boot id). */
     readonly commits: CommitMode,
@@ -88,38 +99,22 @@ export class LmdbEngine implements KvEngine {
 
   get(key: Uint8Array): Uint8Array | undefined {
     assert(key.length > 0, 'LMDB keys are never empty');
-    if (!isLongKey(key)) return this.db.get(key);
-    const bucket = this.db.get(bucketKeyOf(key));
+    const db = this.databaseOf(key);
+    if (!isLongKey(key)) return db.get(key);
+    const bucket = db.get(bucketKeyOf(key));
     if (bucket === undefined) return undefined;
     return decodeBucket(bucket).find((entry) => compareBytes(entry.key, key) === 0)?.value;
   }
 
   *range(range: KvRange): Generator<KvEntry, void, undefined> {
-    const bounds = lmdbBounds(range);
-    if (compareBytes(bounds.start, bounds.end) >= 0) return;
-    if (range.reverse === true) {
-      // lmdb-js's reverse range includes its start and excludes its end, the opposite of
-      // [start, end): seek from the upper bound without an end, stop below the lower one.
-      for (const { key, value } of this.db.getRange({ start: bounds.end, reverse: true })) {
-        if (compareBytes(key, bounds.start) < 0) return;
-        yield* inRange(range, key, value, true);
-      }
-      return;
-    }
-    for (const { key, value } of this.db.getRange(bounds)) {
-      yield* inRange(range, key, value, false);
-    }
+    const parts = this.parts(range);
+    if (range.reverse === true) parts.reverse();
+    for (const part of parts) yield* rangeOf(part.db, part.range, range.reverse === true);
   }
 
   count(range: KvRange): number {
-    const bounds = lmdbBounds(range);
-    if (compareBytes(bounds.start, bounds.end) >= 0) return 0;
     let count = 0;
-    // Keys only (no value copied), but a bucket's: it holds several long keys and may straddle a bound.
-    for (const key of this.db.getKeys({ start: bounds.start, end: bounds.end })) {
-      if (!isBucketKey(key)) count += isInRange(range, key) ? 1 : 0;
-      else for (const entry of decodeBucket(this.db.get(key) ?? new Uint8Array(0))) count += isInRange(range, entry.key) ? 1 : 0;
-    }
+    for (const part of this.parts(range)) count += countOf(part.db, part.range);
     return count;
   }
 
@@ -134,17 +129,27 @@ export class LmdbEngine implements KvEngine {
     this.inWrite = true;
     try {
       // A throw inside aborts the LMDB transaction: nothing of the batch is kept.
-      return this.db.transactionSync(() => body(writer));
+      return this.databases.root.transactionSync(() => body(writer));
     } finally {
       this.inWrite = false;
     }
   }
 
   *snapshotEntries(): Generator<KvEntry, void, undefined> {
-    // One getRange holds one LMDB read transaction for its whole iteration: a consistent view.
-    for (const { key, value } of this.db.getRange({ snapshot: true })) {
-      if (isBucketKey(key)) yield* decodeBucket(value);
-      else yield { key, value };
+    const { kv, history } = this.databases;
+    if (history === null) {
+      // One getRange holds one LMDB read transaction for its whole iteration: a consistent view.
+      for (const { key, value } of kv.getRange({ snapshot: true })) yield* entriesOf(key, value);
+      return;
+    }
+    // Both databases through one read transaction: one consistent view of the whole store.
+    const transaction = kv.useReadTransaction();
+    try {
+      for (const { key, value } of kv.getRange({ end: historyStart, transaction })) yield* entriesOf(key, value);
+      for (const { key, value } of history.getRange({ transaction })) yield* entriesOf(key, value);
+      for (const { key, value } of kv.getRange({ start: historyEnd, transaction })) yield* entriesOf(key, value);
+    } finally {
+      transaction.done();
     }
   }
 
@@ -152,8 +157,9 @@ export class LmdbEngine implements KvEngine {
     assert(!this.inWrite, 'replaceAll inside a write transaction');
     this.inWrite = true;
     try {
-      this.db.transactionSync(() => {
-        this.db.clearSync();
+      this.databases.root.transactionSync(() => {
+        this.databases.kv.clearSync();
+        this.databases.history?.clearSync();
         for (const entry of entries) this.set(entry.key, entry.value);
       });
     } finally {
@@ -166,10 +172,33 @@ export class LmdbEngine implements KvEngine {
     return statSync(this.path).blocks * 512;
   }
 
+  /**
+   * LMDB's own figures (lmdb-js `getStats()`): the environment's (page size, last page number,
+   * free list) and each database's tree (depth, branch, leaf and overflow pages, entries). For tools.
+   */
+  stats(): { env: Record<string, unknown>; databases: Record<string, Record<string, unknown>> } {
+    const { root, kv, history } = this.databases;
+    const env = root.getStats() as Record<string, unknown>;
+    if (history === null) return { env, databases: { main: env } };
+    return {
+      env,
+      databases: {
+        root: env,
+        kv: kv.getStats() as Record<string, unknown>,
+        history: history.getStats() as Record<string, unknown>,
+      },
+    };
+  }
+
+  /** Whether this store keeps history in a database of its own (stores created since that split). */
+  get splitHistory(): boolean {
+    return this.databases.history !== null;
+  }
+
   /** Resolves once every commit so far is on disk (fdatasync on a libuv thread). */
   flush(): Promise<void> {
     // lmdb-js has `sync(callback)` (mdb_env_sync on a worker) but leaves it out of its types.
-    const db = this.db as unknown as { sync(callback: (error?: Error | null) => void): void };
+    const db = this.databases.root as unknown as { sync(callback: (error?: Error | null) => void): void };
     return new Promise((resolve, reject) => {
       db.sync((error) => (error === undefined || error === null ? resolve() : reject(error)));
     });
@@ -180,28 +209,99 @@ export class LmdbEngine implements KvEngine {
     if (this.closed) return;
     this.closed = true;
     if (this.markerDirectory !== null) await this.flush();
-    await this.db.close();
+    await this.databases.root.close();
     if (this.markerDirectory !== null) clearBootMarker(this.markerDirectory);
   }
 
   private set(key: Uint8Array, value: Uint8Array | undefined): void {
     assert(this.inWrite, 'writes happen inside write()');
     assert(key.length > 0, 'LMDB keys are never empty');
+    const db = this.databaseOf(key);
     if (!isLongKey(key)) {
-      if (value === undefined) this.db.removeSync(key);
-      else this.db.putSync(key, value);
+      if (value === undefined) db.removeSync(key);
+      else db.putSync(key, value);
       return;
     }
     const bucketKey = bucketKeyOf(key);
-    const stored = this.db.get(bucketKey);
+    const stored = db.get(bucketKey);
     const entries = updateBucket(stored === undefined ? [] : decodeBucket(stored), key, value);
-    if (entries.length === 0) this.db.removeSync(bucketKey);
-    else this.db.putSync(bucketKey, encodeBucket(entries));
+    if (entries.length === 0) db.removeSync(bucketKey);
+    else db.putSync(bucketKey, encodeBucket(entries));
+  }
+
+  /** The database that holds `key` (a long key's bucket key has the same first byte). */
+  private databaseOf(key: Uint8Array): Database<Uint8Array, Uint8Array> {
+    const { kv, history } = this.databases;
+    return history !== null && key[0] === historyPrefix ? history : kv;
+  }
+
+  /** `range` cut at the history's bounds, ascending: each part lies in one database. */
+  private parts(range: KvRange): { db: Database<Uint8Array, Uint8Array>; range: KvRange }[] {
+    const { kv, history } = this.databases;
+    if (history === null) return [{ db: kv, range }];
+    const parts: { db: Database<Uint8Array, Uint8Array>; range: KvRange }[] = [];
+    const add = (db: Database<Uint8Array, Uint8Array>, lower: Uint8Array | null, upper: Uint8Array | null): void => {
+      const start = lower !== null && compareBytes(lower, range.start) > 0 ? lower : range.start;
+      const end = upper !== null && compareBytes(upper, range.end) < 0 ? upper : range.end;
+      if (compareBytes(start, end) < 0) parts.push({ db, range: { start, end } });
+    };
+    add(kv, null, historyStart);
+    add(history, historyStart, historyEnd);
+    add(kv, historyEnd, null);
+    return parts;
   }
 }
 
-function openDatabase(path: string, commits: CommitMode, mapSizeBytes: number | undefined): Database<Uint8Array, Uint8Array> {
-  return open<Uint8Array, Uint8Array>({
+const historyPrefix = 0x68;
+const historyStart = Uint8Array.of(historyPrefix);
+const historyEnd = Uint8Array.of(historyPrefix + 1);
+const kvName = 'kv';
+const historyName = 'history';
+
+interface Databases {
+  /** The environment's root database: the data itself in a single-database store, else the names. */
+  readonly root: Database<Uint8Array, Uint8Array>;
+  /** Every table but history (the root itself in a single-database store). */
+  readonly kv: Database<Uint8Array, Uint8Array>;
+  /** The history table, or null in a single-database store. */
+  readonly history: Database<Uint8Array, Uint8Array> | null;
+}
+
+function* rangeOf(db: Database<Uint8Array, Uint8Array>, range: KvRange, reverse: boolean): Generator<KvEntry, void, undefined> {
+  const bounds = lmdbBounds(range);
+  if (compareBytes(bounds.start, bounds.end) >= 0) return;
+  if (reverse) {
+    // lmdb-js's reverse range includes its start and excludes its end, the opposite of
+    // [start, end): seek from the upper bound without an end, stop below the lower one.
+    for (const { key, value } of db.getRange({ start: bounds.end, reverse: true })) {
+      if (compareBytes(key, bounds.start) < 0) return;
+      yield* inRange(range, key, value, true);
+    }
+    return;
+  }
+  for (const { key, value } of db.getRange(bounds)) {
+    yield* inRange(range, key, value, false);
+  }
+}
+
+function countOf(db: Database<Uint8Array, Uint8Array>, range: KvRange): number {
+  const bounds = lmdbBounds(range);
+  if (compareBytes(bounds.start, bounds.end) >= 0) return 0;
+  let count = 0;
+  // Keys only (no value copied), but a bucket's: it holds several long keys and may straddle a bound.
+  for (const key of db.getKeys({ start: bounds.start, end: bounds.end })) {
+    if (!isBucketKey(key)) count += isInRange(range, key) ? 1 : 0;
+    else for (const entry of decodeBucket(db.get(key) ?? new Uint8Array(0))) count += isInRange(range, entry.key) ? 1 : 0;
+  }
+  return count;
+}
+
+function entriesOf(key: Uint8Array, value: Uint8Array): KvEntry[] {
+  return isBucketKey(key) ? decodeBucket(value) : [{ key, value }];
+}
+
+function openDatabase(path: string, commits: CommitMode, mapSizeBytes: number | undefined): Databases {
+  const root = open<Uint8Array, Uint8Array>({
     path,
     keyEncoding: 'binary',
     encoding: 'binary',
@@ -215,7 +315,21 @@ function openDatabase(path: string, commits: CommitMode, mapSizeBytes: number | 
     overlappingSync: false,
     // Never: see the top of this file.
     useWritemap: false,
+    maxDbs: 4,
   });
+  // A root database with anything but the two names holds the data itself (a store written
+  // before the split): it stays a single database. An empty one starts split.
+  // (lmdb-js stores a database's name with its terminating NUL.)
+  const names = new Set([`${kvName}\0`, `${historyName}\0`]);
+  let single = false;
+  for (const key of root.getKeys({ limit: 3 })) {
+    if (!names.has(Buffer.from(key).toString('latin1'))) single = true;
+  }
+  if (single) return { root, kv: root, history: null };
+  const sub = { keyEncoding: 'binary', encoding: 'binary', compression: false, cache: false } as const;
+  const kv = root.openDB<Uint8Array, Uint8Array>({ name: kvName, ...sub });
+  const history = root.openDB<Uint8Array, Uint8Array>({ name: historyName, ...sub });
+  return { root, kv, history };
 }
 
 function* inRange(range: KvRange, key: Uint8Array, value: Uint8Array, reverse: boolean): Generator<KvEntry> {
