@@ -66,7 +66,7 @@ func fail(format string, args ...interface{}) {
 
 func main() {
 	endpointsFlag := flag.String("endpoints", "", "comma-separated HOST:PORT of the members (127.0.0.1 only)")
-	workload := flag.String("workload", "put", "put | get (linearizable) | txn (a compare on the key's version, then a put)")
+	workload := flag.String("workload", "put", "put | get (linearizable) | txn (a compare on the key's mod revision, then a put)")
 	conns := flag.Int("conns", 8, "gRPC connections (clientv3 clients)")
 	clients := flag.Int("clients", 16, "concurrent closed-loop clients")
 	duration := flag.Duration("duration", 5*time.Second, "measured time")
@@ -213,7 +213,7 @@ func main() {
 					_, err = c.Get(ctx, key) // linearizable: clientv3's default
 				case "txn":
 					_, err = c.Txn(ctx).
-						If(clientv3.Compare(clientv3.Version(key), ">", -1)). // always true: a compare, then a put
+						If(clientv3.Compare(clientv3.ModRevision(key), "<", int64(1)<<52)). // always true here: a compare, then a put
 						Then(clientv3.OpPut(key, value)).
 						Commit()
 				}
