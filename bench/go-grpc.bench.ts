@@ -1,0 +1,310 @@
+// `npm run bench:gogrpc`: etcd 3.4 and Baton's etcd gRPC facade side by side, both driven through
+// etcd's v3 gRPC API by etcd's own Go client (clientv3), the way etcd's tools/benchmark measures
+// etcd: a client that is not the bottleneck (its own CPU is measured and printed). The Go load
+// client (bench/go/loadgen/main.go) is built once in GOPATH mode against Debian's packaged etcd
+// sources (golang-go, golang-etcd-server-dev: /usr/share/gocode) and cached in $TMPDIR.
+//
+// Starts a 3-member etcd cell and a 3-process Baton cell (--listen-grpc on each) on free loopback
+// ports with temp data directories (default durability), runs every workload unrecorded on both
+// first (Node's JIT), then for each workload x client count runs both systems back to back, the
+// order alternating between repeats. Server CPU is all of a cell's processes, from /proc, over the
+// client's measured window. Prints per-system medians and the median of the same-repeat
+// Baton ÷ etcd ratios: on a shared machine only same-run ratios mean anything.
+//
+//   npm run bench:gogrpc                                    put,get x 1,16,64,256 x 3 repeats of 5 s
+//   npm run bench:gogrpc -- --workload put --clients 16,64,256 --repeats 3
+// Flags: --workload put,get,txn  --clients LIST  --repeats N  --seconds S  --warmup-s S
+//        --connections N (gRPC connections, default 8)  --leader-only (every request to the
+//        leader; default: all three members, like clientv3 given 3 endpoints)  --key-space N
+//        --value-bytes N  --prime-s S (unrecorded load per workload first, default 3)  --json
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { EtcdCell, etcdInstallHint, etcdVersion } from '../src/bench/etcd-cell.js';
+import { parseClientCounts } from '../src/bench/matrix.js';
+import { freePorts } from '../src/bench/ports.js';
+import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
+import { median, table } from '../src/bench/report.js';
+import { ProcessCell } from '../src/node/testing/process-cell.js';
+
+const repoDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
+const loadgenSource = join(repoDir, 'bench', 'go', 'loadgen', 'main.go');
+const gocode = '/usr/share/gocode';
+const goInstallHint =
+  'The Go load client needs Go and etcd\'s Go sources. On Debian/Ubuntu (as root): ' +
+  'apt-get update && apt-get install -y golang-go golang-etcd-server-dev etcd-server etcd-client';
+
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: {
+    workload: { type: 'string' },
+    clients: { type: 'string' },
+    repeats: { type: 'string' },
+    seconds: { type: 'string' },
+    'warmup-s': { type: 'string' },
+    connections: { type: 'string' },
+    'leader-only': { type: 'boolean' },
+    'key-space': { type: 'string' },
+    'value-bytes': { type: 'string' },
+    'prime-s': { type: 'string' },
+    json: { type: 'boolean' },
+  },
+  strict: true,
+});
+
+type Workload = 'put' | 'get' | 'txn';
+const workloads = (values.workload ?? 'put,get').split(',').map((w) => w.trim()) as Workload[];
+if (!workloads.every((w) => w === 'put' || w === 'get' || w === 'txn')) throw new Error('--workload takes put, get and/or txn');
+const clientCounts = parseClientCounts(values.clients ?? '1,16,64,256');
+const repeats = Number(values.repeats ?? 3);
+const seconds = Number(values.seconds ?? 5);
+const warmupS = Number(values['warmup-s'] ?? 1);
+const connections = Number(values.connections ?? 8);
+const leaderOnly = values['leader-only'] === true;
+const keySpace = Number(values['key-space'] ?? 1000);
+const valueBytes = Number(values['value-bytes'] ?? 256);
+const primeS = Number(values['prime-s'] ?? 3);
+if (!(Number.isInteger(repeats) && repeats >= 1 && seconds > 0 && seconds <= 300 && warmupS >= 0 && primeS >= 0)) {
+  throw new Error('--repeats >= 1 (integer), 0 < --seconds <= 300, --warmup-s >= 0 and --prime-s >= 0 are required');
+}
+if (!(Number.isInteger(connections) && connections >= 1 && connections <= 256)) throw new Error('--connections takes 1..256');
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+/** Builds the Go client once per source and Go version; returns the binary's path. */
+function buildLoadgen(): string {
+  const go = spawnSync('go', ['version'], { encoding: 'utf8', timeout: 30_000 });
+  if (go.status !== 0 || typeof go.stdout !== 'string') throw new Error(`no Go toolchain on PATH (go version failed). ${goInstallHint}`);
+  if (!existsSync(join(gocode, 'src', 'go.etcd.io', 'etcd', 'clientv3', 'client.go'))) {
+    throw new Error(`etcd's Go client sources are missing (${gocode}/src/go.etcd.io/etcd/clientv3). ${goInstallHint}`);
+  }
+  const hash = createHash('sha256').update(readFileSync(loadgenSource)).update(go.stdout).digest('hex').slice(0, 16);
+  const cacheDir = join(tmpdir(), 'baton-gobench');
+  const binary = join(cacheDir, `loadgen-${hash}`);
+  if (existsSync(binary)) return binary;
+  mkdirSync(cacheDir, { recursive: true });
+  const partial = `${binary}.${process.pid}.tmp`;
+  log(`bench: building the Go load client (GOPATH mode, ${gocode}) into ${binary}`);
+  const built = spawnSync('go', ['build', '-o', partial, loadgenSource], {
+    encoding: 'utf8',
+    timeout: 600_000,
+    cwd: cacheDir,
+    env: {
+      ...process.env,
+      GO111MODULE: 'off',
+      GOPATH: `${join(cacheDir, 'gopath')}:${gocode}`,
+      GOCACHE: join(cacheDir, 'gocache'),
+      GOFLAGS: '',
+      GOPROXY: 'off',
+      CGO_ENABLED: '0',
+    },
+  });
+  if (built.status !== 0) throw new Error(`go build of ${loadgenSource} failed:\n${built.stderr}${built.stdout}\n${goInstallHint}`);
+  renameSync(partial, binary);
+  return binary;
+}
+
+interface LoadgenResult {
+  workload: Workload;
+  endpoints: string[];
+  conns: number;
+  clients: number;
+  seconds: number;
+  ops: number;
+  ops_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  p999_ms: number;
+  max_ms: number;
+  errors: number;
+  error_samples: string[];
+  client_cpu_s: number;
+  client_cpu_cores: number;
+}
+
+interface Run extends LoadgenResult {
+  system: System;
+  repeat: number;
+  serverCpuCores: number;
+  serverCpuUsPerOp: number;
+}
+
+type System = 'baton' | 'etcd';
+
+const version = etcdVersion();
+if (version === null) {
+  log(etcdInstallHint);
+  process.exit(2);
+}
+let loadgen: string;
+try {
+  loadgen = buildLoadgen();
+} catch (e) {
+  log((e as Error).message);
+  process.exit(2);
+}
+
+const workDir = mkdtempSync(join(tmpdir(), 'baton-gogrpc-bench-'));
+const ports = await freePorts(15);
+const baton = new ProcessCell({
+  dataDir: join(workDir, 'baton'),
+  output: 'pipe',
+  members: [0, 1, 2].map((i) => ({ name: `n${i + 1}`, clientPort: ports[i] as number, peerPort: ports[3 + i] as number, grpcPort: ports[6 + i] as number })),
+});
+const etcd = new EtcdCell(
+  join(workDir, 'etcd'),
+  [0, 1, 2].map((i) => ({ name: `e${i + 1}`, clientPort: ports[9 + i] as number, peerPort: ports[12 + i] as number })),
+);
+const endpoints: Record<System, string[]> = {
+  baton: baton.names().map((name) => baton.grpcEndpoint(name)),
+  etcd: etcd.clientUrls().map((url) => url.host),
+};
+const pids: Record<System, number[]> = { baton: [], etcd: [] };
+
+let cleaning: Promise<void> | null = null;
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    await Promise.all([baton.stopAll(10_000), etcd.stopAll(10_000)]).catch((e: Error) => log(`cleanup: ${e.message}`));
+    rmSync(workDir, { recursive: true, force: true });
+  })();
+  return cleaning;
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    log(`bench: ${signal}, stopping both cells`);
+    void cleanup().then(() => process.exit(130));
+  });
+}
+
+/** One run of the Go client; server CPU sampled at its window's start and end events. */
+async function runLoadgen(system: System, workload: Workload, clients: number, durationS: number, warmS: number): Promise<LoadgenResult & { serverCpuS: number; windowS: number }> {
+  const args = [
+    '-endpoints', endpoints[system].join(','),
+    '-workload', workload,
+    '-conns', String(connections),
+    '-clients', String(clients),
+    '-duration', `${durationS}s`,
+    '-warmup', `${warmS}s`,
+    '-key-space', String(keySpace),
+    '-value-bytes', String(valueBytes),
+    '-prefix', `/gobench/${workload}/`,
+    ...(leaderOnly ? ['-leader-only'] : []),
+  ];
+  const child = spawn(loadgen, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const stderr: string[] = [];
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr.push(chunk.toString('utf8'));
+    if (stderr.length > 200) stderr.splice(0, stderr.length - 200);
+  });
+  const killer = setTimeout(() => child.kill('SIGKILL'), (durationS + warmS + 90) * 1000);
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  let cpuStart = 0;
+  let cpuEnd = 0;
+  let tStart = 0;
+  let tEnd = 0;
+  let result: LoadgenResult | null = null;
+  for await (const line of createInterface({ input: child.stdout })) {
+    if (line === '{"event":"start"}') [cpuStart, tStart] = [cpuSeconds(pids[system]), performance.now()];
+    else if (line === '{"event":"end"}') [cpuEnd, tEnd] = [cpuSeconds(pids[system]), performance.now()];
+    else if (line.startsWith('{')) result = JSON.parse(line) as LoadgenResult;
+  }
+  const code = await exited;
+  clearTimeout(killer);
+  if (code !== 0 || result === null || tEnd === 0) {
+    throw new Error(`Go client against ${system} (${workload}, ${clients} clients) exited ${code}: ${stderr.join('').slice(-3000)}`);
+  }
+  return { ...result, serverCpuS: cpuEnd - cpuStart, windowS: (tEnd - tStart) / 1000 };
+}
+
+function progress(run: Run): string {
+  const errors = run.errors > 0 ? `  errors ${run.errors} (${run.error_samples.join(' | ')})` : '';
+  return `${run.system.padEnd(5)} ${run.workload} c=${String(run.clients).padStart(3)} #${run.repeat + 1}  ` +
+    `${run.ops_per_s.toFixed(0).padStart(6)} ops/s  p50 ${run.p50_ms.toFixed(2)}  p99 ${run.p99_ms.toFixed(2)}  p99.9 ${run.p999_ms.toFixed(2)} ms  ` +
+    `server ${run.serverCpuCores.toFixed(2)} cores ${run.serverCpuUsPerOp.toFixed(0)} us/op  client ${run.client_cpu_cores.toFixed(2)} cores${errors}`;
+}
+
+async function main(): Promise<void> {
+  baton.startAll();
+  etcd.startAll();
+  await Promise.all([baton.waitReady(60_000), etcd.waitReady(60_000)]);
+  pids.baton = findPids(`${join(workDir, 'baton')}/`);
+  pids.etcd = findPids(`${join(workDir, 'etcd')}/`);
+  log(`bench: Baton (etcd gRPC facade, ${pids.baton.length} processes) vs ${version} (${pids.etcd.length} processes); ` +
+    `Go clientv3, ${connections} connections, ${leaderOnly ? 'leader only' : 'all 3 members'}, ${valueBytes}-byte values over ${keySpace} keys; ` +
+    `${workloads.join(',')} x ${clientCounts.join(',')} clients x ${repeats} repeats of ${seconds} s (+${warmupS} s warm-up)`);
+  if (primeS > 0) {
+    for (const system of ['baton', 'etcd'] as const) {
+      for (const workload of workloads) await runLoadgen(system, workload, 64, primeS, 0);
+    }
+  }
+  const runs: Run[] = [];
+  for (const workload of workloads) {
+    for (const clients of clientCounts) {
+      for (let repeat = 0; repeat < repeats; repeat++) {
+        const order: System[] = repeat % 2 === 0 ? ['baton', 'etcd'] : ['etcd', 'baton'];
+        for (const system of order) {
+          const r = await runLoadgen(system, workload, clients, seconds, warmupS);
+          const run: Run = {
+            ...r,
+            system,
+            repeat,
+            serverCpuCores: r.serverCpuS / r.windowS,
+            serverCpuUsPerOp: r.ops > 0 ? (1e6 * r.serverCpuS) / r.ops : Number.NaN,
+          };
+          runs.push(run);
+          log(progress(run));
+        }
+      }
+    }
+  }
+  report(runs);
+}
+
+function report(runs: readonly Run[]): void {
+  const pick = (system: System, workload: Workload, clients: number): Run[] =>
+    runs.filter((r) => r.system === system && r.workload === workload && r.clients === clients).sort((a, b) => a.repeat - b.repeat);
+  const f = (x: number, digits: number): string => (Number.isFinite(x) ? x.toFixed(digits) : '-');
+  const med = (rs: readonly Run[], get: (r: Run) => number): number => median(rs.map(get));
+  const ratio = (b: readonly Run[], e: readonly Run[], get: (r: Run) => number): number =>
+    median(b.map((r, i) => get(r) / get(e[i] as Run)));
+  const rows: string[][] = [];
+  const ratioRows: string[][] = [];
+  for (const workload of workloads) {
+    for (const clients of clientCounts) {
+      const b = pick('baton', workload, clients);
+      const e = pick('etcd', workload, clients);
+      for (const [system, rs] of [['etcd', e], ['baton', b]] as const) {
+        rows.push([
+          `${workload} x${clients}`, system, f(med(rs, (r) => r.ops_per_s), 0), f(med(rs, (r) => r.p50_ms), 2),
+          f(med(rs, (r) => r.p99_ms), 2), f(med(rs, (r) => r.p999_ms), 2), String(rs.reduce((s, r) => s + r.errors, 0)),
+          f(med(rs, (r) => r.serverCpuCores), 2), f(med(rs, (r) => r.serverCpuUsPerOp), 0),
+          f(med(rs, (r) => r.client_cpu_cores), 2), rs.map((r) => r.ops_per_s.toFixed(0)).join(' '),
+        ]);
+      }
+      ratioRows.push([
+        `${workload} x${clients}`, '', `${f(ratio(b, e, (r) => r.ops_per_s), 2)}x`, `${f(ratio(b, e, (r) => r.p50_ms), 2)}x`,
+        `${f(ratio(b, e, (r) => r.p99_ms), 2)}x`, `${f(ratio(b, e, (r) => r.serverCpuUsPerOp), 2)}x`,
+      ]);
+    }
+  }
+  const out = (text: string): void => void process.stdout.write(`${text}\n`);
+  out(`\nMedians of ${repeats} repeat(s), ${seconds} s each; etcd's Go clientv3 (${connections} connections, ${leaderOnly ? 'leader only' : '3 endpoints'}) against each:`);
+  out(table(['case', 'system', 'ops/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors', 'srv cores', 'srv us/op', 'client cores', 'ops/s per repeat'], rows));
+  out('\nBaton ÷ etcd, median of same-repeat ratios (ops > 1: Baton serves more; p50, p99, us/op < 1: Baton is better):');
+  out(table(['case', '', 'ops', 'p50', 'p99', 'srv us/op'], ratioRows));
+  out('srv: all three server processes of the cell over the client\'s measured window (idle CPU included); client: the Go client\'s own CPU (getrusage)');
+  if (values.json === true) out(JSON.stringify({ etcd: version, connections, leaderOnly, runs }));
+}
+
+try {
+  await main();
+} finally {
+  await cleanup();
+}
