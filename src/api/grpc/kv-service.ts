@@ -131,7 +131,7 @@ export class KvFacade {
     const onFailure = failure.map(compileOp);
     const result = await this.cell.txn(
       {
-        compare: compares.map(compileCompare),
+        compare: compares.map(compileCompare).filter((compare): compare is Compare => compare !== null),
         success: onSuccess.flatMap((op) => op.ops),
         failure: onFailure.flatMap((op) => op.ops),
       },
@@ -226,13 +226,23 @@ const compareTargets: readonly { target: CompareTarget; field: keyof CompareMsg 
   { target: 'lease', field: 'lease' },
 ];
 
-function compileCompare(compare: CompareMsg): Compare {
+/**
+ * An etcd compare as Baton's, or null for one that always holds (it is dropped from the
+ * conjunction). etcd takes any int64; Baton's log stores compare values unsigned, and every
+ * numeric attribute is >= 0, so a negative constant decides the compare by itself: `> c` and
+ * `!= c` always hold, `< c` and `== c` never do (then `< 0`, which never holds either).
+ */
+export function compileCompare(compare: CompareMsg): Compare | null {
   if (compare.range_end !== undefined && compare.range_end.length > 0) unsupported('a compare over a key range');
   const op = compareOps[compare.result ?? 0];
   const target = compareTargets[compare.target ?? 0];
   if (op === undefined || target === undefined) throw new GrpcStatusError(status.INVALID_ARGUMENT, 'etcdserver: unknown compare');
   const key = batonKey(compare.key);
   if (target.target === 'value') return { key, target: 'value', op, value: compare.value ?? Buffer.alloc(0) };
+  const raw = Number(compare[target.field] ?? 0);
+  if (Number.isSafeInteger(raw) && raw < 0) {
+    return op === '>' || op === '!=' ? null : { key, target: target.target, op: '<', value: 0 };
+  }
   return { key, target: target.target, op, value: int(compare[target.field] as string | undefined, target.field) };
 }
 
