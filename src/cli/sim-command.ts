@@ -9,8 +9,9 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                  [--profile calm|mixed|chaos|swarm] (swarm: each seed draws its own fault
                    mix: which faults are on, their rates, and wider cell/network/disk/workload
                    knobs) [--fault-phase-ms MS] (a soak: e.g. 60000)
-                 [--catch-rate] (with a --bug: count the seeds that catch it instead of
-                   listing violations; prints seeds, caught, fraction, first catching seed)
+                 [--catch-rate] (with a --bug: count the seeds that catch it, each checked to
+                   run clean without it, instead of listing violations; prints seeds, caught,
+                   fraction, first catching seed)
                  [--driver sim|server] (server: the production driver of src/driver)
                  [--snapshots inline|background] (server driver; background: written later
                    from a newer view, as a node's snapshot thread does)
@@ -124,6 +125,8 @@ export async function simCommand(args: readonly string[]): Promise<number> {
   let firstCaughtIndex = 0;
   const byInvariant = new Map<string, number>();
   const caughtSeeds: bigint[] = [];
+  const failingWithout: bigint[] = [];
+  let caught = 0;
   for (const seed of seeds) {
     const options: SimOptions = {
       seed,
@@ -144,6 +147,15 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     if (result.violations.length === 0) continue;
     failed++;
     if (catchRate) {
+      // Caught only if the same seed runs clean without the planted bugs: a seed that fails
+      // either way found something else (and is listed, for it is a finding of its own).
+      const { bugs: _bugs, leaseBugs: _leaseBugs, lockBugs: _lockBugs, trace: _trace, ...clean } = options;
+      const control = driver === 'server' ? await simulateAsync(clean) : simulate(clean);
+      if (control.violations.length > 0) {
+        failingWithout.push(seed);
+        continue;
+      }
+      caught++;
       const invariant = result.violations[0]?.invariant ?? '';
       byInvariant.set(invariant, (byInvariant.get(invariant) ?? 0) + 1);
       caughtSeeds.push(seed);
@@ -165,9 +177,9 @@ export async function simCommand(args: readonly string[]): Promise<number> {
   }
   const seconds = (performance.now() - started) / 1000;
   if (catchRate) {
-    const fraction = seeds.length === 0 ? 0 : failed / seeds.length;
+    const fraction = seeds.length === 0 ? 0 : caught / seeds.length;
     console.log(
-      `catch rate${extra === '' ? '' : ` (${extra})`}: ${seeds.length} seeds, ${failed} caught ` +
+      `catch rate${extra === '' ? '' : ` (${extra})`}: ${seeds.length} seeds, ${caught} caught ` +
         `(${(fraction * 100).toFixed(2)}%), ${caughtByChecker} by a checker rather than a core assertion`,
     );
     if (firstCaught === null) console.log('first catching seed: none');
@@ -176,6 +188,11 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       const shown = caughtSeeds.slice(0, 20).join(' ');
       console.log(`  caught by: ${shown}${caughtSeeds.length > 20 ? ' ...' : ''}`);
       console.log(`  replay: npm run sim -- --seed ${firstCaught} --trace${extra === '' ? '' : ` ${extra}`}`);
+    }
+    if (failingWithout.length > 0) {
+      console.log(
+        `  not counted: ${failingWithout.length} seeds fail without the bug too (findings): ${failingWithout.slice(0, 20).join(' ')}`,
+      );
     }
     for (const [invariant, count] of [...byInvariant].sort((a, b) => b[1] - a[1]))
       console.log(`  ${count} seeds first broke: ${invariant}`);
