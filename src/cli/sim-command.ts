@@ -6,7 +6,12 @@ import type { RaftBugs } from '../raft/index.js';
 import type { SimOptions, SimResult } from '../sim/index.js';
 
 const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace]
-                 [--profile calm|mixed|chaos] [--fault-phase-ms MS] (a soak: e.g. 60000)
+                 [--profile calm|mixed|chaos|swarm] (swarm: each seed draws its own fault
+                   mix: which faults are on, their rates, and wider cell/network/disk/workload
+                   knobs) [--fault-phase-ms MS] (a soak: e.g. 60000)
+                 [--catch-rate] (with a --bug: count the seeds that catch it, each checked to
+                   run clean without it, instead of listing violations; prints seeds, caught,
+                   fraction, first catching seed)
                  [--driver sim|server] (server: the production driver of src/driver)
                  [--snapshots inline|background] (server driver; background: written later
                    from a newer view, as a node's snapshot thread does)
@@ -25,6 +30,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       'seed-start': { type: 'string' },
       seed: { type: 'string' },
       trace: { type: 'boolean', default: false },
+      'catch-rate': { type: 'boolean', default: false },
       profile: { type: 'string' },
       'fault-phase-ms': { type: 'string' },
       driver: { type: 'string' },
@@ -43,7 +49,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     return 0;
   }
   const profile = values.profile;
-  if (profile !== undefined && profile !== 'calm' && profile !== 'mixed' && profile !== 'chaos') {
+  if (profile !== undefined && profile !== 'calm' && profile !== 'mixed' && profile !== 'chaos' && profile !== 'swarm') {
     console.error(usage);
     return 2;
   }
@@ -109,9 +115,18 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     ...(values['lease-bug'] ?? []).map((bug) => `--lease-bug ${bug}`),
     ...(values['lock-bug'] ?? []).map((bug) => `--lock-bug ${bug}`),
   ].join(' ');
+  const catchRate = values['catch-rate'];
   const started = performance.now();
   let failed = 0;
   let steps = 0;
+  /** Seeds caught by a checker (not only by a core assertion), the first one, and by invariant. */
+  let caughtByChecker = 0;
+  let firstCaught: bigint | null = null;
+  let firstCaughtIndex = 0;
+  const byInvariant = new Map<string, number>();
+  const caughtSeeds: bigint[] = [];
+  const failingWithout: bigint[] = [];
+  let caught = 0;
   for (const seed of seeds) {
     const options: SimOptions = {
       seed,
@@ -131,6 +146,26 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     steps += result.steps;
     if (result.violations.length === 0) continue;
     failed++;
+    if (catchRate) {
+      // Caught only if the same seed runs clean without the planted bugs: a seed that fails
+      // either way found something else (and is listed, for it is a finding of its own).
+      const { bugs: _bugs, leaseBugs: _leaseBugs, lockBugs: _lockBugs, trace: _trace, ...clean } = options;
+      const control = driver === 'server' ? await simulateAsync(clean) : simulate(clean);
+      if (control.violations.length > 0) {
+        failingWithout.push(seed);
+        continue;
+      }
+      caught++;
+      const invariant = result.violations[0]?.invariant ?? '';
+      byInvariant.set(invariant, (byInvariant.get(invariant) ?? 0) + 1);
+      caughtSeeds.push(seed);
+      if (result.violations.some((v) => !coreAssertions.has(v.invariant))) caughtByChecker++;
+      if (firstCaught === null) {
+        firstCaught = seed;
+        firstCaughtIndex = seeds.indexOf(seed) + 1;
+      }
+      continue;
+    }
     for (const violation of result.violations) {
       console.log(
         `seed ${seed}: ${violation.invariant} at step ${violation.step} (${violation.timeMs} ms): ${firstLine(violation.detail)}`,
@@ -141,12 +176,38 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     );
   }
   const seconds = (performance.now() - started) / 1000;
+  if (catchRate) {
+    const fraction = seeds.length === 0 ? 0 : caught / seeds.length;
+    console.log(
+      `catch rate${extra === '' ? '' : ` (${extra})`}: ${seeds.length} seeds, ${caught} caught ` +
+        `(${(fraction * 100).toFixed(2)}%), ${caughtByChecker} by a checker rather than a core assertion`,
+    );
+    if (firstCaught === null) console.log('first catching seed: none');
+    else {
+      console.log(`first catching seed: ${firstCaught} (seed ${firstCaughtIndex} of the run)`);
+      const shown = caughtSeeds.slice(0, 20).join(' ');
+      console.log(`  caught by: ${shown}${caughtSeeds.length > 20 ? ' ...' : ''}`);
+      console.log(`  replay: npm run sim -- --seed ${firstCaught} --trace${extra === '' ? '' : ` ${extra}`}`);
+    }
+    if (failingWithout.length > 0) {
+      console.log(
+        `  not counted: ${failingWithout.length} seeds fail without the bug too (findings): ${failingWithout.slice(0, 20).join(' ')}`,
+      );
+    }
+    for (const [invariant, count] of [...byInvariant].sort((a, b) => b[1] - a[1]))
+      console.log(`  ${count} seeds first broke: ${invariant}`);
+    console.log(`${(seeds.length / seconds).toFixed(1)} seeds/s, ${seconds.toFixed(1)} s`);
+    return 0;
+  }
   console.log(`${seeds.length} seeds, ${failed} violations`);
   console.log(
     `${(seeds.length / seconds).toFixed(1)} seeds/s, ${Math.round(steps / seconds)} steps/s, ${seconds.toFixed(1)} s`,
   );
   return failed === 0 ? 0 : 1;
 }
+
+/** Violations the core's own assertions raise, not the sim's checkers. */
+const coreAssertions = new Set(['assertion failed', 'exception']);
 
 function firstLine(text: string): string {
   return text.split('\n')[0] ?? text;

@@ -10,6 +10,9 @@ export interface LinkFaults {
   lossRate: number;
   duplicateRate: number;
   reorderRate: number;
+  /** Probability of a long-tail delay (0 or absent: never drawn, so no random draw is spent). */
+  tailRate?: number;
+  tailMsMax?: number;
 }
 
 interface Link {
@@ -45,6 +48,10 @@ export class SimNetwork {
     for (let copy = 0; copy < copies; copy++) {
       const jitterMs = randomInt(this.random, 0, Math.max(1, link.baseDelayMs >> 1));
       let atMs = nowMs + link.baseDelayMs + jitterMs;
+      const tailRate = this.faults.tailRate ?? 0;
+      if (tailRate > 0 && chance(this.random, tailRate)) {
+        atMs += randomInt(this.random, 1, Math.max(1, this.faults.tailMsMax ?? 1));
+      }
       if (chance(this.random, this.faults.reorderRate)) {
         // Overtaken by later traffic: deliberately out of FIFO order.
         atMs += randomInt(this.random, 1, this.delayMsMax * 4);

@@ -5,6 +5,9 @@ import { chance, pick, randomInt } from '../base/random.js';
 import type { FaultWeights, Scenario } from './types.js';
 
 export function drawScenario(random: Random, profileOverride?: Scenario['profile']): Scenario {
+  // Swarm seeds draw from their own function; the other profiles' draws stay as they were, so
+  // every older seed replays byte for byte.
+  if (profileOverride === 'swarm') return drawSwarmScenario(random);
   const roll = randomInt(random, 0, 99);
   const profile = profileOverride ?? (roll < 10 ? 'calm' : roll < 70 ? 'mixed' : 'chaos');
   const chaos = profile === 'chaos';
@@ -56,6 +59,103 @@ export function drawScenario(random: Random, profileOverride?: Scenario['profile
     heartbeatTicks: pick(random, [1, 1, 2]),
     preVote: !chance(random, 0.15),
     checkQuorum: !chance(random, 0.15),
+    durableStateMachine: chance(random, 0.5),
+  };
+}
+
+/** Every fault a swarm seed may switch on; each is on or off for the whole run. */
+export const swarmFaultKinds = [
+  'partition',
+  'crash',
+  'pause',
+  'membership',
+  'transfer',
+  'leaderChurn',
+  'loss',
+  'duplicate',
+  'reorder',
+  'tornWrites',
+  'longTail',
+] as const;
+export type SwarmFaultKind = (typeof swarmFaultKinds)[number];
+
+/**
+ * Swarm testing (as in TigerBeetle's VOPR and FoundationDB's simulation): one fixed profile keeps
+ * every seed in the same region of the fault space, so a bug that needs, say, heavy leader churn
+ * with no partitions and tiny append batches is almost never reached. A swarm seed first draws
+ * which fault kinds are on at all (each independently, at least one), then each one's rate from a
+ * wide range, then the cell, network, disk, Raft and workload knobs from wider ranges than the
+ * fixed profiles use. Everything still comes from the seed.
+ */
+export function drawSwarmScenario(random: Random): Scenario {
+  const on = new Set<SwarmFaultKind>(swarmFaultKinds.filter(() => chance(random, 0.5)));
+  if (on.size === 0) on.add(pick(random, swarmFaultKinds));
+  const level = (kind: SwarmFaultKind, min: number, max: number, scale = 1000): number =>
+    on.has(kind) ? randomInt(random, min * scale, max * scale) / scale : 0;
+  const faultWeights: FaultWeights = {
+    partition: level('partition', 1, 8, 1),
+    crash: level('crash', 1, 8, 1),
+    pause: level('pause', 1, 8, 1),
+    membership: level('membership', 1, 8, 1),
+    transfer: level('transfer', 1, 8, 1),
+  };
+  // Fault actions from one every 20 ms (a storm) to one a second (rare, long-lived faults).
+  const faultIntervalMs = pick(random, [20, 60, 150, 400, 1000]);
+  const faultIntervalMsJittered = randomInt(random, faultIntervalMs, faultIntervalMs * 2);
+  const electionTicks = pick(random, [5, 10, 10, 20, 40]);
+  const heartbeatTicks = pick(random, [1, 1, 2, 3]);
+  const tickMsMin = randomInt(random, 5, 10);
+  // Round trips stay inside the shortest election timeout (a one-way delay is at most 1.5 times
+  // networkDelayMsMax): past it no candidate hears its votes in time and no leader is ever elected
+  // (swarm seeds 346, 427, 684 and 899 before this cap: 5 ticks of 5 ms against up to 45 ms one
+  // way, term 133 and nothing committed). Slower messages are the long tail's job.
+  const networkDelayMsMin = randomInt(random, 1, 4);
+  const delayMsCap = Math.max(networkDelayMsMin, Math.floor((electionTicks * tickMsMin) / 3));
+  const delaySpread = pick(random, [0, 3, 15, 30]);
+  // Likewise a vote is written before it is sent, and the candidate's term before it asks: two
+  // writes fit in the election timeout too (swarm seed 1423: 5 ticks of 5 ms against up to 42 ms
+  // per write, no leader in 10 s).
+  const diskLatencyMsMin = randomInt(random, 0, 3);
+  const diskMsCap = Math.max(diskLatencyMsMin, Math.floor((electionTicks * tickMsMin) / 4));
+  const diskLatencyMsSpread = pick(random, [0, 1, 6, 20, 50]);
+  const networkTailRate = level('longTail', 0.001, 0.05);
+  return {
+    voterCount: chance(random, 0.5) ? 3 : 5,
+    learnerCount: chance(random, 0.3) ? 1 : 0,
+    profile: 'swarm',
+    tickMsMin,
+    tickMsMax: tickMsMin + randomInt(random, 0, pick(random, [0, 1, 3, 6])),
+    networkDelayMsMin,
+    networkDelayMsMax: Math.min(delayMsCap, networkDelayMsMin + randomInt(random, 0, delaySpread)),
+    lossRate: level('loss', 0.001, 0.3),
+    duplicateRate: level('duplicate', 0.001, 0.2),
+    reorderRate: level('reorder', 0.001, 0.3),
+    ...(networkTailRate > 0
+      ? { networkTailRate, networkTailMsMax: pick(random, [50, 200, 600, 1500]) }
+      : {}),
+    diskLatencyMsMin,
+    diskLatencyMsMax: Math.min(diskMsCap, diskLatencyMsMin + randomInt(random, 0, diskLatencyMsSpread)),
+    tornWriteRate: level('tornWrites', 0.05, 1),
+    faultIntervalMs: faultIntervalMsJittered,
+    faultWeights,
+    leaderChurnRate: level('leaderChurn', 0.05, 0.95),
+    compactEveryEntries: pick(random, [4, 8, 30, 100, 400, 2000]),
+    proposeIntervalMs: randomInt(random, 1, pick(random, [5, 30, 80])),
+    proposeBatchMin: 1,
+    proposeBatchMax: pick(random, [1, 2, 4, 16, 32]),
+    forwardRate: randomInt(random, 0, 60) / 100,
+    clientOutstandingMax: pick(random, [4, 32, 256]),
+    readIntervalMs: randomInt(random, 2, pick(random, [10, 50, 150])),
+    keyCount: pick(random, [1, 2, 5, 20]),
+    faultPhaseMs: randomInt(random, 1000, pick(random, [3000, 6000, 10000])),
+    inflightMessagesMax: pick(random, [1, 2, 4, 256]),
+    appendBytesMax: pick(random, [64, 256, 1024, 1024 * 1024]),
+    applyBytesMax: pick(random, [64, 1024, 4 * 1024 * 1024]),
+    uncommittedBytesMax: pick(random, [512, 4096, 64 * 1024 * 1024]),
+    electionTicks,
+    heartbeatTicks: Math.min(heartbeatTicks, electionTicks - 1),
+    preVote: chance(random, 0.7),
+    checkQuorum: chance(random, 0.7),
     durableStateMachine: chance(random, 0.5),
   };
 }

@@ -232,6 +232,7 @@ function endFaults(world: World): void {
   world.network.faults.lossRate = 0;
   world.network.faults.duplicateRate = 0;
   world.network.faults.reorderRate = 0;
+  if (world.network.faults.tailRate !== undefined) world.network.faults.tailRate = 0;
   for (const node of world.nodes.values()) {
     if (node.state === 'paused') world.resume(node);
     else if (node.state === 'crashed') world.restart(node);

@@ -65,8 +65,12 @@ export interface SimStateMachine {
 export interface Scenario {
   readonly voterCount: 3 | 5;
   readonly learnerCount: 0 | 1;
-  /** 'calm' runs have no faults at all; the others draw their rates below. */
-  readonly profile: 'calm' | 'mixed' | 'chaos';
+  /**
+   * 'calm' runs have no faults at all; 'mixed' and 'chaos' draw their rates below. 'swarm' (only
+   * when asked for) first draws which fault kinds are on at all, then their rates from wide
+   * ranges (scenario.ts: drawSwarmScenario), so each seed has its own fault mix.
+   */
+  readonly profile: 'calm' | 'mixed' | 'chaos' | 'swarm';
   readonly tickMsMin: number;
   readonly tickMsMax: number;
   readonly networkDelayMsMin: number;
@@ -74,6 +78,13 @@ export interface Scenario {
   readonly lossRate: number;
   readonly duplicateRate: number;
   readonly reorderRate: number;
+  /**
+   * Swarm runs only (absent otherwise, so older seeds draw and print exactly as before): the
+   * probability that a message takes the long tail, an extra delay of up to networkTailMsMax
+   * (links stay FIFO, so later traffic on the link queues behind it). Off once the faults end.
+   */
+  readonly networkTailRate?: number;
+  readonly networkTailMsMax?: number;
   readonly diskLatencyMsMin: number;
   readonly diskLatencyMsMax: number;
   /** Probability that a crash leaves a torn prefix of the write that was in progress. */

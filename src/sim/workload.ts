@@ -51,7 +51,13 @@ export class Workload implements WorldHooks {
       return;
     }
     const node = this.target();
-    if (node === null || node.proposals.size >= scenario.clientOutstandingMax) return;
+    if (node === null) return;
+    if (node.proposals.size >= scenario.clientOutstandingMax) {
+      // Swarm runs only for now: the older profiles fill their window of 256 now and then too
+      // (default seeds 31, 52, 131), and giving up there would change how those seeds replay.
+      if (scenario.profile === 'swarm') this.giveUpStale(node);
+      return;
+    }
     const core = node.core as RaftApi;
     const count = randomInt(this.random, scenario.proposeBatchMin, scenario.proposeBatchMax);
     if (node.serverDriver !== null) {
@@ -75,6 +81,20 @@ export class Workload implements WorldHooks {
         );
     }
     node.pump();
+  }
+
+  /**
+   * The client's window on `node` is full. Writes proposed in an older term than the member's
+   * own may never be answered: a new leader truncated them, and the indices they wait for are
+   * filled only by new writes, which the full window keeps this client from sending (swarm seed
+   * 1153: 34 writes lost with leader 4's term 6 and 32 allowed, so the client waited on member 4
+   * forever and the cell committed nothing more). A real client times out on them and follows
+   * the leader hint; so does this one. Draws nothing, and only runs with a full window.
+   */
+  private giveUpStale(node: SimNode): void {
+    for (const [index, proposal] of node.proposals)
+      if (proposal.term < node.hard.term) node.proposals.delete(index);
+    if (node.role !== 'leader' && node.leader !== 0) this.leaderGuess = node.leader;
   }
 
   /** A write through any member, which forwards it to its leader (acknowledged by command id). */

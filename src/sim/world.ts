@@ -73,6 +73,9 @@ export class World implements NodeWorld {
       lossRate: scenario.lossRate,
       duplicateRate: scenario.duplicateRate,
       reorderRate: scenario.reorderRate,
+      ...(scenario.networkTailRate === undefined
+        ? {}
+        : { tailRate: scenario.networkTailRate, tailMsMax: scenario.networkTailMsMax ?? 1 }),
     };
     const { networkDelayMsMin, networkDelayMsMax } = scenario;
     this.network = new SimNetwork(randoms.network, networkDelayMsMin, networkDelayMsMax, faults);
