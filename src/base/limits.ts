@@ -90,6 +90,11 @@ export const keepalivesInFlightMax = 8_192;
 export const readsInFlightMax = 1_024;
 export const listsInFlightMax = 64;
 
+/** Revisions the lock change feed reads as events per applied batch; beyond it, waiters re-check. */
+export const lockFeedEventsReadMax = 10_000;
+/** A snapshot file's metadata block (configuration, member table): bounded before it is parsed. */
+export const snapshotMetaBytesMax = 1 * MiB;
+
 assert(readysInFlightMax >= 1, 'at least one Ready is written at a time');
 assert(snapshotEncodeChunkBytes <= snapshotChunkBytes, 'an encoded chunk fits a transfer chunk');
 assert(listsInFlightMax <= readsInFlightMax, 'lists are a share of reads');

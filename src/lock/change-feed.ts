@@ -7,6 +7,7 @@
 // a wrong grant. It must not miss one for good, though: a subscriber states the key's incarnation
 // (createRevision) it saw, and subscribing checks the current state first, in the same turn of the
 // event loop as the events that follow, so a deletion between listing and subscribing still wakes.
+import { lockFeedEventsReadMax } from '../base/limits.js';
 import { CompactedError, KeyNotFoundError } from '../base/errors.js';
 import type { KeyValue, MvccEvent, RangeRequest, RangeResult } from '../mvcc/index.js';
 
@@ -32,7 +33,7 @@ interface PrefixWatch {
 }
 
 /** Revisions read as events per applied batch; beyond it, subscribers re-check instead. */
-const eventsReadMax = 10_000;
+const eventsReadMax = lockFeedEventsReadMax;
 
 export class ChangeFeed {
   private readonly byKey = new Map<string, Set<KeyWatch>>();

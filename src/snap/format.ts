@@ -5,6 +5,7 @@
 //   end     u32 0 | u32 crc | u64 totalDataBytes
 // Block CRCs let a reader name the damaged block's offset; the chain (seeded by the header CRC)
 // catches blocks that are reordered, dropped or spliced in from another snapshot file.
+import { snapshotMetaBytesMax } from '../base/limits.js';
 import { crc32 } from 'node:zlib';
 import { assert } from '../base/assert.js';
 import { CorruptFileError } from '../base/errors.js';
@@ -15,7 +16,7 @@ const formatVersion = 1;
 export const snapHeaderBytes = 24;
 const blockHeaderBytes = 8;
 const endBytes = 16;
-const metaBytesMax = 1024 * 1024;
+const metaBytesMax = snapshotMetaBytesMax;
 
 export function encodeSnapshotHead(
   meta: SnapshotMeta,

@@ -1,11 +1,12 @@
 // When to take a snapshot: every N applied entries or M bytes of log, whichever comes first.
 // Pure, so the driver and the simulator decide the same way.
 import { assert } from '../base/assert.js';
+import { snapshotLogBytes } from '../base/limits.js';
 import type { SnapshotPolicy, SnapshotPolicyInput } from './types.js';
 
 export const defaultSnapshotPolicy: SnapshotPolicy = {
   entriesMax: 10_000,
-  logBytesMax: 64 * 1024 * 1024,
+  logBytesMax: snapshotLogBytes,
 };
 
 export function shouldSnapshot(
