@@ -60,11 +60,3 @@ export interface LeaseForwarder {
   timeToLive(leader: MemberId, id: number, timeoutMs: number): Promise<LeaseInfo>;
   list(leader: MemberId, request: { after: number; limit: number }, timeoutMs: number): Promise<LeaseList>;
 }
-
-/** What the lease service makes of applied outcomes (observeLeaseOutcome in lease-service.ts). */
-export interface LeaseOutcomeObserver {
-  leaseGranted(id: number, ttlMs: number): void;
-  leaseRevoked(id: number): void;
-  /** The whole table was replaced: the tracker must be rebuilt from it. */
-  leasesRestored(): void;
-}

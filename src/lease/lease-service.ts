@@ -10,7 +10,6 @@ import type { ApplyOutcome, Command, CommandProposer, MvccStore, ResultOf } from
 import type { Entry, MemberId } from '../raft/index.js';
 import type { KeepaliveAnswer, KeepaliveItem, LeaseApi, LeaseForwarder, LeaseInfo, LeaseList } from './api.js';
 import { defaultLeaseServiceOptions, type LeaseServiceOptions } from './lease-config.js';
-import type { LeaseOutcomeObserver } from './api.js';
 import type { Timers } from '../base/timers.js';
 
 /** What the service needs from the node's driver (src/driver/driver.ts, or the simulator's). */
@@ -40,7 +39,7 @@ export interface LeaseServiceDeps {
   readonly forwarder: LeaseForwarder;
 }
 
-export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
+export class LeaseService implements LeaseApi {
   private readonly tracker: LeaseExpiryTracker;
   private readonly driver: LeaseDriver;
   /** The term whose leadership the tracker reflects; 0 = not promoted (empty tracker). */
@@ -99,14 +98,20 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     if (!this.driver.isLeader) this.demote();
   }
 
+  /** Grants and revocations change the tracked deadlines (a duplicate changed nothing). */
   onApplied(_entries: readonly Entry[], outcomes: readonly ApplyOutcome[]): void {
-    for (const outcome of outcomes) observeLeaseOutcome(outcome, this);
+    for (const outcome of outcomes) {
+      if (outcome.type !== 'applied' || outcome.duplicate) continue;
+      const result = outcome.result;
+      if (result.type === 'leaseGrant') this.leaseGranted(result.id, result.ttlMs);
+      else if (result.type === 'leaseRevoke') this.leaseRevoked(result.id);
+    }
     if (this.promotedTerm === 0 && this.driver.isLeader) this.maybePromote();
   }
 
   /** A snapshot replaced the table: the tracker is rebuilt from it once promoted again. */
   onRestored(): void {
-    this.leasesRestored();
+    this.demote();
   }
 
   private demote(): void {
@@ -202,19 +207,15 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     if (!this.stopped) this.scheduleConfirm();
   }
 
-  // --- applied outcomes (LeaseOutcomeObserver) ---------------------------------------------
+  // --- applied outcomes ------------------------------------------------------------------------
 
-  leaseGranted(id: number, ttlMs: number): void {
+  private leaseGranted(id: number, ttlMs: number): void {
     if (this.promotedTerm !== 0) this.tracker.granted(id, ttlMs, this.monotonicMs());
   }
 
-  leaseRevoked(id: number): void {
+  private leaseRevoked(id: number): void {
     this.tracker.removed(id);
     this.resets.delete(id);
-  }
-
-  leasesRestored(): void {
-    this.demote();
   }
 
   // --- the leader's expiry and checkpoint loop (a real-timer tick) ----------------------
@@ -386,12 +387,4 @@ export class LeaseService implements LeaseApi, LeaseOutcomeObserver {
     }
     return leader;
   }
-}
-
-/** Tell the observer what one applied outcome did to the lease table. */
-export function observeLeaseOutcome(outcome: ApplyOutcome, observer: LeaseOutcomeObserver): void {
-  if (outcome.type !== 'applied' || outcome.duplicate) return;
-  const result = outcome.result;
-  if (result.type === 'leaseGrant') observer.leaseGranted(result.id, result.ttlMs);
-  else if (result.type === 'leaseRevoke') observer.leaseRevoked(result.id);
 }

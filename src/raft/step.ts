@@ -28,16 +28,13 @@ export function stepMessage(node: NodeState, m: RaftMessage): void {
 function stepFollower(node: NodeState, m: RaftMessage): void {
   switch (m.type) {
     case 'append':
-      node.electionElapsed = 0;
-      node.leader = m.from;
-      return handleAppend(node, m);
     case 'heartbeat':
-      node.electionElapsed = 0;
-      node.leader = m.from;
-      return handleHeartbeat(node, m);
     case 'snapshot':
+      // The leader of this term spoke: no election while it keeps speaking.
       node.electionElapsed = 0;
       node.leader = m.from;
+      if (m.type === 'append') return handleAppend(node, m);
+      if (m.type === 'heartbeat') return handleHeartbeat(node, m);
       return handleSnapshot(node, m);
     case 'timeoutNow':
       return hup(node, true);
@@ -47,13 +44,17 @@ function stepFollower(node: NodeState, m: RaftMessage): void {
     case 'preVote':
       return handleVoteRequest(node, m);
     case 'readIndex':
-      // Only the leader answers reads; a forwarded read reaching a follower is refused.
-      return node.send({ type: 'readIndexResponse', to: m.from, contexts: m.contexts, index: -1 });
     case 'propose':
-      return refuseForwarded(node, m.from, m.commands, 'notLeader');
+      return refuseAsNonLeader(node, m);
     default:
       return;
   }
+}
+
+/** Only the leader answers forwarded reads and proposals: elsewhere they are refused at once. */
+function refuseAsNonLeader(node: NodeState, m: RaftMessage & { type: 'readIndex' | 'propose' }): void {
+  if (m.type === 'readIndex') node.send({ type: 'readIndexResponse', to: m.from, contexts: m.contexts, index: -1 });
+  else refuseForwarded(node, m.from, m.commands, 'notLeader');
 }
 
 function stepCandidate(node: NodeState, m: RaftMessage): void {
@@ -71,9 +72,8 @@ function stepCandidate(node: NodeState, m: RaftMessage): void {
     case 'preVoteResponse':
       return handleVoteResponse(node, m);
     case 'readIndex':
-      return node.send({ type: 'readIndexResponse', to: m.from, contexts: m.contexts, index: -1 });
     case 'propose':
-      return refuseForwarded(node, m.from, m.commands, 'notLeader');
+      return refuseAsNonLeader(node, m);
     default:
       return;
   }
