@@ -73,8 +73,16 @@ assert(snapshotChunkBytes + entryFramingBytes <= frameBytesMax, 'a snapshot chun
 export const proposalsPendingMax = 10_000;
 /** Readys on their way to disk at once: the WAL group-commits them (put p50 -30% over one). */
 export const readysInFlightMax = 8;
-/** A snapshot is due after this many bytes of log since the last one (or snapshotEntries). */
+/**
+ * A snapshot is due after this many bytes of log since the last one (or snapshotEntries); with a
+ * store that checkpoints, the most log kept below the checkpoint for lagging followers.
+ */
 export const snapshotLogBytes = 64 * MiB;
+/**
+ * A store that checkpoints does so at least every this many applied entries (besides its
+ * interval): the log an OS crash makes a member replay stays bounded under any write rate.
+ */
+export const checkpointEntriesMax = 50_000;
 /**
  * A snapshot is encoded in chunks of this size on the event loop: 1 MiB chunks held the loop
  * 5-10 ms each and put p99 spiked whenever a member snapshotted; the file takes one per write.

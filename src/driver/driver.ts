@@ -10,9 +10,10 @@ import * as limits from '../base/limits.js';
 import { TimeoutError, UnavailableError, OverloadedError } from '../base/errors.js';
 import {
   EntryType, type ConfChange, type Entry, type HardState, type MemberId, type ProposeResult, type RaftApi, type RaftMessage,
-  type RaftStatus, type Ready, type Role,
+  type RaftStatus, type Ready, type Role, type SnapshotMeta,
 } from '../raft/index.js';
 import { frameCommand, frameHead, proposalIdOfHead, unframeCommand } from './entry-frame.js';
+import { CheckpointPolicy, type CheckpointOptions } from './checkpoint-policy.js';
 import type { DriverListener, LogStore, PeerSender, StateMachine, Timers } from './types.js';
 
 export interface DriverOptions {
@@ -39,6 +40,11 @@ export interface DriverOptions {
   readonly snapshotLogRatio?: number;
   /** The size of the snapshot this member started from (its first wait; default 0: none). */
   readonly startSnapshotBytes?: number;
+  /**
+   * With a log store that checkpoints (LogStore.checkpoint): when to checkpoint and how much log
+   * to keep below it. Then no periodic snapshot is taken (the snapshot options above are unused).
+   */
+  readonly checkpoint?: CheckpointOptions;
   /**
    * Readys handed to the log store and not yet completed (default 1: each waits for the one
    * before). More lets commits and applies proceed while newer entries are being synced (1-client
@@ -140,6 +146,8 @@ export class NodeDriver<Outcome> {
   forwardedRefused = 0;
   /** State machine batches applied (each one write transaction). */
   applyBatches = 0;
+  /** Set when the log store checkpoints the state machine instead of snapshotting it. */
+  private readonly checkpoints: CheckpointPolicy | null;
   /** A pump is scheduled through timers.soon (cleared by any pump). */
   private pumpSoon = false;
   /** Set by start(): who hears applied batches, restores and leader changes. */
@@ -156,6 +164,9 @@ export class NodeDriver<Outcome> {
   ) {
     this.lastSnapshotIndex = core.status().firstIndex - 1;
     this.lastSnapshotBytes = options.startSnapshotBytes ?? 0;
+    this.checkpoints = logStore.checkpoint !== undefined && options.checkpoint !== undefined
+      ? new CheckpointPolicy(options.checkpoint, stateMachine.appliedIndex())
+      : null;
     this.durableIndex = core.status().lastIndex;
     this.uncommittedAgeMsMax = options.uncommittedAgeMsMax ?? options.requestTimeoutMs / 2;
     this.nextReadContext = options.readContextStart ?? randomBytes(6).readUIntBE(0, 6) + 1;
@@ -191,6 +202,11 @@ export class NodeDriver<Outcome> {
     return result;
   }
 
+  /** The Raft metadata of applied index `index` while the log still holds it (else null). */
+  snapshotMetaAt(index: number): SnapshotMeta | null {
+    return this.core.snapshotMetaAt(index);
+  }
+
   /** Leader only: hand leadership to `to` once its log is caught up. */
   transferLeadership(to: MemberId): void {
     this.assertStarted();
@@ -224,6 +240,8 @@ export class NodeDriver<Outcome> {
     this.assertStarted();
     this.core.tick();
     this.pump();
+    this.checkpoints?.tick();
+    this.maybeCheckpoint();
   }
 
   receive(messages: readonly RaftMessage[]): void {
@@ -494,7 +512,11 @@ export class NodeDriver<Outcome> {
   }
 
   private markDurable(ready: Ready): void {
-    for (const entry of ready.entries) this.logBytesSinceSnapshot += entry.data.byteLength;
+    let bytes = 0;
+    for (const entry of ready.entries) bytes += entry.data.byteLength;
+    this.logBytesSinceSnapshot += bytes;
+    const lastEntry = ready.entries[ready.entries.length - 1];
+    if (lastEntry !== undefined) this.checkpoints?.onPersisted(lastEntry.index, bytes);
     if (ready.snapshot !== null) this.durableIndex = ready.snapshot.meta.index;
     const last = ready.entries[ready.entries.length - 1];
     // Written entries may replace a suffix: the durable log now ends exactly at the last one.
@@ -523,7 +545,8 @@ export class NodeDriver<Outcome> {
     }
     this.serveReads();
     this.core.advance(ready);
-    this.maybeSnapshot();
+    if (this.checkpoints !== null) this.maybeCheckpoint();
+    else this.maybeSnapshot();
   }
 
   private apply(committed: readonly Entry[]): void {
@@ -595,6 +618,33 @@ export class NodeDriver<Outcome> {
     this.leader = ready.softState.leader;
     this.role = ready.softState.role;
     for (const listener of this.listeners ?? []) listener.onLeaderChange?.(this.leader, this.role);
+  }
+
+  /**
+   * The store checkpoints instead of snapshotting: when due, everything applied becomes durable,
+   * and the log below it (less a tail kept for lagging followers) is released and compacted.
+   */
+  private maybeCheckpoint(): void {
+    const policy = this.checkpoints;
+    const checkpoint = this.logStore.checkpoint;
+    if (policy === null || checkpoint === undefined || this.stopped) return;
+    if (!policy.due(this.stateMachine.appliedIndex())) return;
+    policy.started();
+    checkpoint((durableIndex) => this.core.snapshotMetaAt(policy.releaseIndex(durableIndex))).then(
+      ({ durableIndex, released }) => {
+        policy.finished(durableIndex);
+        if (released === null || this.stopped) return;
+        // A leader's snapshot may have replaced the log meanwhile: then nothing is left to drop.
+        const status = this.core.status();
+        if (released.index > status.firstIndex - 1 && released.index <= status.appliedIndex) {
+          this.core.compact(released.index, new Uint8Array(0));
+        }
+      },
+      (error: Error) => {
+        policy.finished(null);
+        this.fail(error);
+      },
+    );
   }
 
   private maybeSnapshot(): void {

@@ -1,11 +1,28 @@
 // The durable Raft log of a node: the WAL for entries and hard state, snapshot files beside it.
-// A snapshot is made durable before the WAL records that the log starts after it, and only then
-// are the segments below it released, so a crash at any point leaves a log that recovers.
+// The log starts after a point that something durable covers: a snapshot file, or the state
+// machine's own store at a checkpoint (its durable applied index). That is made durable before
+// the WAL records that the log starts after it, and only then are the segments below released,
+// so a crash at any point leaves a log that recovers.
 import type { Ready, Snapshot, SnapshotMeta } from '../raft/index.js';
 import type { SnapshotStore } from '../snap/index.js';
 import type { Wal } from '../wal/index.js';
 import type { SnapshotThread } from '../snap/snapshot-thread.js';
+import { assert } from '../base/assert.js';
 import type { LogStore, WrittenSnapshot } from './types.js';
+
+export interface DurableLogStoreOptions {
+  /** Hears how long each Ready's WAL write took. */
+  readonly onSyncSeconds?: (seconds: number) => void;
+  /** Hears how long each local snapshot took, file to released log. */
+  readonly onSnapshotSeconds?: (seconds: number) => void;
+  /** Writes local snapshots off the event loop (without it, saveSnapshot streams them here). */
+  readonly thread?: SnapshotThread;
+  /**
+   * The state machine's store is durable at checkpoints: this makes everything applied so far
+   * durable and resolves with that applied index. With it the log store offers `checkpoint`.
+   */
+  readonly checkpointState?: () => Promise<number>;
+}
 
 export class DurableLogStore implements LogStore {
   /**
@@ -17,15 +34,20 @@ export class DurableLogStore implements LogStore {
   private snapshotInFlight: Promise<void> | null = null;
   readonly snapshotInBackground?: LogStore['snapshotInBackground'];
 
+  readonly checkpoint?: LogStore['checkpoint'];
+  private readonly onSyncSeconds: (seconds: number) => void;
+  private readonly onSnapshotSeconds: (seconds: number) => void;
+
   constructor(
     private readonly wal: Wal,
     private readonly snapshots: SnapshotStore,
-    private readonly onSyncSeconds: (seconds: number) => void = () => {},
-    private readonly onSnapshotSeconds: (seconds: number) => void = () => {},
-    /** Writes local snapshots off the event loop (without it, saveSnapshot streams them here). */
-    thread: SnapshotThread | null = null,
+    options: DurableLogStoreOptions = {},
   ) {
-    if (thread !== null) this.snapshotInBackground = (metaAt) => this.writeInBackground(thread, metaAt);
+    this.onSyncSeconds = options.onSyncSeconds ?? (() => {});
+    this.onSnapshotSeconds = options.onSnapshotSeconds ?? (() => {});
+    const { thread, checkpointState } = options;
+    if (thread !== undefined) this.snapshotInBackground = (metaAt) => this.writeInBackground(thread, metaAt);
+    if (checkpointState !== undefined) this.checkpoint = (releaseMeta) => this.checkpointThenRelease(checkpointState, releaseMeta);
   }
 
   async persist(ready: Ready): Promise<void> {
@@ -73,6 +95,20 @@ export class DurableLogStore implements LogStore {
     if (written === null) return null;
     await this.logStartsAfter(written.meta, started);
     return written;
+  }
+
+  private async checkpointThenRelease(
+    checkpointState: () => Promise<number>,
+    releaseMeta: (durableIndex: number) => SnapshotMeta | null,
+  ): Promise<{ durableIndex: number; released: SnapshotMeta | null }> {
+    const durableIndex = await checkpointState();
+    const released = releaseMeta(durableIndex);
+    if (released !== null) {
+      assert(released.index <= durableIndex, 'the log is released only below the durable state');
+      await this.wal.markSnapshot(released);
+      await this.wal.releaseBefore(released.index);
+    }
+    return { durableIndex, released };
   }
 
   /** A durable snapshot file exists for `meta`: the WAL says the log starts after it, and sheds what it covers. */

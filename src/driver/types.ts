@@ -37,6 +37,14 @@ export interface LogStore {
    * log only after that, so a snapshot the core names has its file.
    */
   readonly snapshotInBackground?: (metaAt: (index: number) => SnapshotMeta | null) => Promise<WrittenSnapshot | null>;
+  /**
+   * Optional, preferred over both snapshot paths when present: the state machine's store is itself
+   * the durable state, made durable at checkpoints (no whole-store copy). Makes everything applied
+   * so far durable; then, when `releaseMeta(durableIndex)` names an index (the Raft metadata of
+   * one at or below it), records that the log starts after it and releases the segments below.
+   */
+  readonly checkpoint?: (releaseMeta: (durableIndex: number) => SnapshotMeta | null) =>
+    Promise<{ readonly durableIndex: number; readonly released: SnapshotMeta | null }>;
 }
 
 

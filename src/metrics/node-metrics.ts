@@ -9,6 +9,7 @@ export class NodeMetrics {
   readonly readSeconds = this.registry.add(new Histogram('baton_linearizable_read_seconds', 'ReadIndex confirmation latency'));
   readonly walSyncSeconds = this.registry.add(new Histogram('baton_wal_fsync_seconds', 'WAL write+fdatasync latency per Ready'));
   readonly snapshotSeconds = this.registry.add(new Histogram('baton_snapshot_seconds', 'Snapshot save duration'));
+  readonly checkpointSeconds = this.registry.add(new Histogram('baton_checkpoint_seconds', 'Store checkpoint duration (fdatasync of the store file and the checkpoint record)'));
   readonly requests = this.registry.add(new Counter('baton_http_requests_total', 'HTTP requests by status code'));
 
   constructor(core: RaftApi, read: { appliedIndex(): number; dbBytes(): number; revision(): number }) {

@@ -1,5 +1,7 @@
 // The WAL and the snapshot it continues from, opened together: a damaged snapshot falls back to
-// an older intact one only when the log still holds every entry after it.
+// an older intact one only when the log still holds every entry after it. When the state
+// machine's own store already covers the log's start (it is durable at checkpoints), no snapshot
+// file is read at all: the core starts from the start's metadata alone.
 import { CorruptFileError } from '../base/errors.js';
 import type { Snapshot, SnapshotMeta } from '../raft/index.js';
 import { SnapshotStore } from '../snap/index.js';
@@ -8,16 +10,23 @@ import { Wal } from '../wal/index.js';
 /**
  * The WAL and the snapshot it continues from: the one its marker names, or, when that file is
  * damaged, the newest older intact one, provided the log still holds every entry after it.
- * Otherwise the node refuses to start, naming the damaged file and offset.
+ * Otherwise the node refuses to start, naming the damaged file and offset. When `storeIndex`
+ * (the durable state machine's applied index) is at or past the marker, the snapshot is the
+ * marker's metadata with no data: the store already holds it.
  */
-export async function openDurableLog(dataDir: string, log: { warn(message: string): void }) {
+export async function openDurableLog(dataDir: string, log: { warn(message: string): void }, storeIndex = 0) {
   const logger = { warn: (m: string) => log.warn(m) };
   const snapshots = new SnapshotStore(dataDir, { logger });
   await snapshots.init();
   const opened = await Wal.open(dataDir, { logger });
+  const start = opened.recovered.snapshotMeta;
+  if (start !== null && storeIndex >= start.index) {
+    const snapshot: Snapshot = { meta: start, data: new Uint8Array(0) };
+    return { ...opened, snapshot, snapshots, snapshotLoaded: false };
+  }
   try {
     const snapshot = await loadSnapshotAt(snapshots, opened.recovered.snapshotMeta);
-    return { ...opened, snapshot, snapshots };
+    return { ...opened, snapshot, snapshots, snapshotLoaded: snapshot !== null };
   } catch (error) {
     const marker = opened.recovered.snapshotMeta;
     if (!(error instanceof CorruptFileError) || marker === null) throw error;
@@ -33,7 +42,7 @@ export async function openDurableLog(dataDir: string, log: { warn(message: strin
       }
       log.warn(`snapshot ${marker.index} is damaged (${error.message}); restoring from older snapshot ${older.index}`);
       const reopened = await Wal.open(dataDir, { logger, restoreIndex: older.index });
-      return { ...reopened, snapshot, snapshots };
+      return { ...reopened, snapshot, snapshots, snapshotLoaded: true };
     }
     throw error;
   }

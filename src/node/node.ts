@@ -10,7 +10,7 @@ import { CorruptFileError } from '../base/errors.js';
 import type { Timers } from '../base/timers.js';
 import { WatchService } from '../api/stream/index.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome } from '../mvcc/index.js';
-import { createRaftNode, defaultRaftConfig } from '../raft/index.js';
+import { createRaftNode, defaultRaftConfig, type SnapshotMeta } from '../raft/index.js';
 import { LmdbEngine } from '../storage/index.js';
 import { PeerTransport } from '../transport/index.js';
 import { CellService } from '../kv/cell-service.js';
@@ -35,11 +35,18 @@ import { createNodeLocks, type NodeLocks } from './lock-wiring.js';
 import { addNodeGauges } from './node-gauges.js';
 import { PeerInbox } from './peer-inbox.js';
 import { startApis } from './apis.js';
-import { readysInFlightMax } from '../base/limits.js';
+import { checkpointEntriesMax, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
+import { assert } from '../base/assert.js';
 
 export interface RunningNode {
   readonly service: CellService;
   stop(): Promise<void>;
+}
+
+/** Test-only hooks (node/testing/fault-hooks.ts); none in production. */
+export interface NodeTestHooks {
+  /** Given the store's directory, what to call after each durable checkpoint. */
+  readonly onCheckpoint?: (dbDirectory: string) => () => void;
 }
 
 export interface NodeLogger {
@@ -63,8 +70,9 @@ export async function startNode(
   onFatal: (error: Error) => void,
   /** This member was removed from the cell: the caller stops it. */
   onRemoved: () => void = () => {},
+  hooks: NodeTestHooks = {},
 ): Promise<RunningNode> {
-  const state = await openDurableState(config, log);
+  const state = await openDurableState(config, log, hooks);
   config = state.config;
   const peers = await startPeers(config, state, log, onRemoved);
   const services = buildServices(config, state, peers, log, onFatal);
@@ -94,17 +102,21 @@ export async function startNode(
 type DurableState = Awaited<ReturnType<typeof openDurableState>>;
 
 /** Step 1: who this member is, its log and snapshots, the LMDB store at their index, the core. */
-async function openDurableState(initial: NodeConfig, log: NodeLogger) {
+async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: NodeTestHooks) {
   mkdirSync(initial.dataDir, { recursive: true });
   // A node that joined a running cell got its id and cluster id from the cell (member.json).
   const identity: NodeIdentity = await resolveIdentity(initial, log);
   const config = { ...initial, memberId: identity.memberId, clusterId: identity.clusterId };
-  const { wal, recovered, snapshot, snapshots } = await openDurableLog(config.dataDir, log);
-  // Deferred commits: the WAL and snapshot rebuild the file after an OS crash (storage/boot-marker.ts).
+  // The store first: it is the durable state, at its last checkpoint after an OS crash
+  // (storage/checkpointer.ts); the WAL holds what came after.
   const dbDirectory = join(config.dataDir, 'db');
-  const engine = LmdbEngine.open({ directory: dbDirectory, commits: 'deferred', logger: log });
+  const engine = LmdbEngine.open({
+    directory: dbDirectory, commits: 'deferred', logger: log, onCheckpoint: hooks.onCheckpoint?.(dbDirectory),
+  });
   const store = new MvccStore(engine, { ...defaultMvccLimits, valueBytesMax: config.valueBytesMax, ...config.tuning.leaseLimits });
+  const { wal, recovered, snapshot, snapshots, snapshotLoaded } = await openDurableLog(config.dataDir, log, store.appliedIndex);
   if (snapshot !== null && store.appliedIndex < snapshot.meta.index) {
+    assert(snapshotLoaded, 'a store behind the log start restores from the snapshot file');
     log.info(`restoring the state machine from snapshot ${snapshot.meta.index} (db applied ${store.appliedIndex})`);
     store.restore([snapshot.data]);
   }
@@ -131,8 +143,19 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger) {
     dbBytes: () => engine.diskBytes(),
     revision: () => store.revision,
   });
-  const logStore = new DurableLogStore(wal, snapshots, (s) => metrics.walSyncSeconds.observe(s),
-    (s) => metrics.snapshotSeconds.observe(s), snapshotThread);
+  const logStore = new DurableLogStore(wal, snapshots, {
+    onSyncSeconds: (s) => metrics.walSyncSeconds.observe(s),
+    onSnapshotSeconds: (s) => metrics.snapshotSeconds.observe(s),
+    // The applied index read now is what the checkpoint pins (it starts synchronously).
+    checkpointState: () => {
+      const applied = store.appliedIndex;
+      const started = performance.now();
+      return engine.checkpoint().then(() => {
+        metrics.checkpointSeconds.observe((performance.now() - started) / 1000);
+        return applied;
+      });
+    },
+  });
   const directory = new MemberDirectory(identity.bootstrap);
   return { config, identity, wal, snapshot, snapshots, engine, store, core, snapshotThread, metrics, logStore, directory };
 }
@@ -185,15 +208,21 @@ export interface NodeServices {
 /** Step 3: the driver and the services, each built from the ones before it. */
 function buildServices(config: NodeConfig, state: DurableState, peers: Peers, log: NodeLogger, onFatal: (error: Error) => void): NodeServices {
   const { store, metrics } = state;
-  const driver = new NodeDriver(state.core, state.logStore, new KvStateMachine(store),
-    peers.memberPeers.sender(peers.transfers.peerSender(peers.transport)), realTimers,
+  const driver: NodeDriver<ApplyOutcome> = new NodeDriver(state.core, state.logStore, new KvStateMachine(store),
+    // A follower that needs a snapshot gets one made now from a read view (snap/snapshot-transfer.ts).
+    peers.memberPeers.sender(peers.transfers.peerSender(peers.transport,
+      async (): Promise<SnapshotMeta | null> => (await state.snapshotThread.snapshot((index) => driver.snapshotMetaAt(index)))?.meta ?? null)),
+    realTimers,
     {
       requestTimeoutMs: config.requestTimeoutMs,
-      snapshotEntries: config.snapshotEntries,
-      // Members 1, 2, 3 snapshot a third of the interval apart.
-      snapshotPhase: Math.floor(((config.memberId % 3) * config.snapshotEntries) / 3),
-      // A restarted member waits for as much log as the snapshot it restarted from, too.
-      startSnapshotBytes: state.snapshot?.data.length ?? 0,
+      // Unused: the store checkpoints (below) instead of snapshotting on a schedule.
+      snapshotEntries: Number.MAX_SAFE_INTEGER,
+      checkpoint: {
+        everyTicks: Math.max(1, Math.round(config.checkpointMs / config.tickMs)),
+        everyEntries: checkpointEntriesMax,
+        keepEntries: config.logCatchupEntries,
+        keepBytes: snapshotLogBytes,
+      },
       readysInFlightMax,
     },
     { onFatal },

@@ -2,7 +2,7 @@
 // at run time, 2 bad configuration or damaged data found at startup.
 import { CorruptFileError } from '../base/errors.js';
 import { ConfigError, parseNodeConfig } from './config.js';
-import { installFaultHooks } from './testing/fault-hooks.js';
+import { installFaultHooks, syncedCopyHook } from './testing/fault-hooks.js';
 import { startNode, type NodeLogger } from './node.js';
 
 export async function runServer(argv: readonly string[]): Promise<number> {
@@ -11,7 +11,7 @@ export async function runServer(argv: readonly string[]): Promise<number> {
       'baton server --name NAME --data-dir DIR --listen-client URL --listen-peer URL\n' +
         '             --initial-cluster n1=URL,n2=URL,... [--initial-cluster-clients n1=URL,...]\n' +
         '             [--initial-cluster-state new|existing] (existing: join a running cell, docs/api/members.md)\n' +
-        '             [--cell ID] [--tick-ms N] [--election-ticks N] [--snapshot-entries N]\n' +
+        '             [--cell ID] [--tick-ms N] [--election-ticks N] [--checkpoint-ms N] [--log-catchup-entries N]\n' +
         '             [--request-timeout-ms N] [--value-bytes-max N] [--log-level L] [--config FILE]\n' +
         '             [--listen-grpc URL] [--initial-cluster-grpc n1=URL,...] (etcd v3 gRPC, docs/etcd-compat.md)\n' +
         'Every flag also reads from BATON_<FLAG> (e.g. BATON_DATA_DIR) and from the JSON --config file.\n',
@@ -47,7 +47,7 @@ export async function runServer(argv: readonly string[]): Promise<number> {
     }, () => {
       log.warn('removed from the cell: stopping');
       finish(0);
-    });
+    }, { onCheckpoint: syncedCopyHook(process.env, log) });
   } catch (error) {
     log.error(error instanceof CorruptFileError ? `refusing to start: ${error.message}` : `cannot start: ${(error as Error).message}`);
     return 2;

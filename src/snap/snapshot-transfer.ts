@@ -3,8 +3,15 @@
 // a partial file that survives a dropped connection, verifies and installs it atomically, and
 // only then loads it (once) and steps the snapshot message into its core. Raft's reportSnapshot
 // still hears how each transfer ended, from the transport.
+//
+// A member whose store is durable at checkpoints writes no snapshot on a schedule: the core's
+// log start names no file. A follower that needs a snapshot then gets the newest file at or past
+// that index, made on demand from a read view of the store when there is none (one at a time,
+// shared by every follower waiting). The message carries that file's own metadata: a follower
+// installs whatever index it names, and the leader's core, which asked for an older one, learns
+// the follower's new match from its answer.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { MemberId } from '../raft/index.js';
+import type { MemberId, SnapshotMeta } from '../raft/index.js';
 import { SnapshotChunkSource, SnapshotReceiver, type SnapshotStore } from './index.js';
 import type {
   IncomingSnapshot, OutgoingSnapshot, PeerTransport, SnapshotMessage,
@@ -24,6 +31,12 @@ export interface SnapshotTransferOptions {
   readonly fileWaitMs?: number;
 }
 
+/**
+ * Writes a snapshot file of the state as it is now and resolves with its metadata (null when
+ * none was written).
+ */
+export type MakeSnapshot = () => Promise<SnapshotMeta | null>;
+
 interface InFlightReceive {
   readonly abort: () => void;
   readonly done: Promise<unknown>;
@@ -33,14 +46,20 @@ export class SnapshotTransfers {
   // The one receive in progress: a newer stream (the leader retried) supersedes it, so two
   // streams never write the same partial file.
   private receiving: InFlightReceive | null = null;
+  /** The on-demand snapshot being written, shared by every send that needs it. */
+  private making: Promise<SnapshotMeta | null> | null = null;
 
   constructor(
     private readonly store: SnapshotStore,
     private readonly options: SnapshotTransferOptions,
   ) {}
 
-  /** The driver's PeerSender: snapshot messages stream from their file, the rest go as they are. */
-  peerSender(transport: PeerTransport): PeerSender {
+  /**
+   * The driver's PeerSender: snapshot messages stream from a file, the rest go as they are. With
+   * `makeSnapshot`, a message gets the newest file at or past its index, made when there is none;
+   * without, the file it names (waiting a moment for a local snapshot being saved).
+   */
+  peerSender(transport: PeerTransport, makeSnapshot?: MakeSnapshot): PeerSender {
     return {
       send: (messages) => {
         if (!messages.some((message) => message.type === 'snapshot')) {
@@ -48,7 +67,7 @@ export class SnapshotTransfers {
         }
         const rest = [];
         for (const message of messages) {
-          if (message.type === 'snapshot') void this.sendFromFile(transport, message);
+          if (message.type === 'snapshot') void this.sendFromFile(transport, message, makeSnapshot);
           else rest.push(message);
         }
         transport.send(rest);
@@ -116,14 +135,13 @@ export class SnapshotTransfers {
     }
   }
 
-  private async sendFromFile(transport: PeerTransport, message: SnapshotMessage): Promise<void> {
-    const { meta } = message.snapshot;
+  private async sendFromFile(transport: PeerTransport, message: SnapshotMessage, make: MakeSnapshot | undefined): Promise<void> {
+    const wanted = message.snapshot.meta;
     let source: SnapshotChunkSource;
     try {
-      await this.waitForFile(meta);
-      source = await SnapshotChunkSource.open(this.store.pathOf(meta));
+      source = await SnapshotChunkSource.open(await this.fileFor(wanted, make));
     } catch (error) {
-      this.options.logger.warn(`snapshot ${meta.index} for member ${message.to} not sent: ` +
+      this.options.logger.warn(`snapshot ${wanted.index} for member ${message.to} not sent: ` +
         `${(error as Error).message}`);
       this.options.reportSnapshot(message.to, false);
       return;
@@ -134,14 +152,33 @@ export class SnapshotTransfers {
       chunks: (fromOffset) => source.byteChunks(fromOffset),
     };
     try {
-      await transport.sendSnapshot(message, data);
+      // The file's own metadata: it may be newer than the index the core asked for.
+      await transport.sendSnapshot({ ...message, snapshot: { meta: source.meta, data: message.snapshot.data } }, data);
     } finally {
       await source.close();
     }
   }
 
+  /** The path of the file to send for `wanted`: its own, a newer one, or one made now. */
+  private async fileFor(wanted: SnapshotMeta, make: MakeSnapshot | undefined): Promise<string> {
+    if (make === undefined) {
+      await this.waitForFile(wanted);
+      return this.store.pathOf(wanted);
+    }
+    const newest = (await this.store.list())[0];
+    if (newest !== undefined && newest.index >= wanted.index) return newest.path;
+    this.making ??= make().finally(() => {
+      this.making = null;
+    });
+    const made = await this.making;
+    if (made === null || made.index < wanted.index) {
+      throw new Error(`no snapshot at or after index ${wanted.index} could be made`);
+    }
+    return this.store.pathOf(made);
+  }
+
   /** A snapshot the core just took is written in the background: give the save a moment. */
-  private async waitForFile(meta: SnapshotMessage['snapshot']['meta']): Promise<void> {
+  private async waitForFile(meta: SnapshotMeta): Promise<void> {
     const deadline = performance.now() + (this.options.fileWaitMs ?? 5000);
     while (!(await this.store.has(meta))) {
       if (performance.now() > deadline) {

@@ -3,10 +3,11 @@
 // environment, so no async lmdb writes can split a batch.
 //
 // Commits are 'synced' (each waits for fdatasync: the file alone survives an OS crash) or
-// 'deferred' (no fsync on the commit path; for a store that a durable log can rebuild). Deferred
-// commits survive a process crash (they are in the page cache), and the boot marker
-// (boot-marker.ts) detects an OS crash, after which the file is deleted on open and the node
-// rebuilds it from its snapshot file and WAL.
+// 'deferred' (no fsync on the commit path; for a store whose durable log holds what came after
+// its last checkpoint). Deferred commits survive a process crash (they are in the page cache);
+// `checkpoint()` makes them durable off the event loop (checkpointer.ts). The boot marker
+// (boot-marker.ts) detects an OS crash: open then goes back to the last checkpoint's tree, or,
+// for a file never checkpointed, deletes it (the node rebuilds from its snapshot file and WAL).
 //
 // No writable map (useWritemap), though it made an apply transaction 25-33% cheaper: LMDB's
 // WRITEMAP mode aborts the process (`Assertion 'x <= dl[0].mid' failed in mdb_freelist_save()`)
@@ -31,6 +32,7 @@ import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database } from 'lmdb';
 import { assert } from '../base/assert.js';
+import { CorruptFileError } from '../base/errors.js';
 import { compareBytes } from '../mvcc/index.js';
 import type { KvEngine, KvEntry, KvRange, KvWriter } from '../mvcc/index.js';
 import {
@@ -43,6 +45,8 @@ import {
   updateBucket,
 } from './long-key-bucket.js';
 import { clearBootMarker, currentBootId, readBootMarker, syncPath, writeBootMarker } from './boot-marker.js';
+import { Checkpointer, restoreCheckpoint } from './checkpointer.js';
+import { verifyStoreFile } from './verify-store.js';
 import type { CommitMode, LmdbEngineOptions } from './types.js';
 
 const dataFileName = 'state.mdb';
@@ -56,11 +60,18 @@ export class LmdbEngine implements KvEngine {
     readonly path: string,
     /** How this open commits ('synced' when asked, or when the OS has no boot id). */
     readonly commits: CommitMode,
-    /** Whether open deleted a file left by deferred commits before an OS restart. */
-    readonly discardedAfterReboot: boolean,
+    /** What open did with a file left by deferred commits before an OS restart. */
+    readonly afterReboot: 'none' | 'discarded' | 'restored',
     /** The directory whose boot marker close() clears, or null when there is none. */
     private readonly markerDirectory: string | null,
+    /** Deferred commits' checkpoints (null for synced commits and attached handles). */
+    private readonly checkpoints: Checkpointer | null,
   ) {}
+
+  /** Whether open deleted a file left by deferred commits before an OS restart (no checkpoint to go back to). */
+  get discardedAfterReboot(): boolean {
+    return this.afterReboot === 'discarded';
+  }
 
   /** Opens (or creates) the store in directory `options.directory`. */
   static open(options: LmdbEngineOptions): LmdbEngine {
@@ -69,22 +80,52 @@ export class LmdbEngine implements KvEngine {
     const path = join(directory, dataFileName);
     const bootId = options.bootId === undefined ? currentBootId() : options.bootId;
     const marker = readBootMarker(directory);
-    // Deferred commits from another boot: the OS may have dropped any of their pages.
-    const discard = marker !== null && marker !== bootId;
-    if (discard) {
-      rmSync(path, { force: true });
-      rmSync(`${path}-lock`, { force: true });
-      syncPath(directory);
-      const warn = options.logger?.warn ?? ((m: string) => process.stderr.write(`${m}\n`));
-      warn(`${path}: the OS restarted while this file had unsynced commits; deleted it (rebuilt from the snapshot and the log)`);
+    const warn = options.logger?.warn ?? ((m: string) => process.stderr.write(`${m}\n`));
+    // Deferred commits from another boot: the OS may have dropped any page written since the
+    // last checkpoint, so only the checkpointed tree is trusted.
+    const rebooted = marker !== null && marker !== bootId;
+    let afterReboot: 'none' | 'discarded' | 'restored' = 'none';
+    let restored: bigint | null = null;
+    if (rebooted) {
+      const meta = restoreCheckpoint(directory, path);
+      if (meta !== null) {
+        verifyStoreFile(path, meta.pageSize);
+        afterReboot = 'restored';
+        restored = meta.txnId;
+        warn(`${path}: the OS restarted while this file had unsynced commits; went back to its last checkpoint (transaction ${meta.txnId}); the log replays what came after`);
+      } else {
+        afterReboot = 'discarded';
+        rmSync(path, { force: true });
+        rmSync(`${path}-lock`, { force: true });
+        syncPath(directory);
+        warn(`${path}: the OS restarted while this file had unsynced commits and no checkpoint; deleted it (rebuilt from the snapshot and the log)`);
+      }
     }
     const commits: CommitMode = options.commits === 'deferred' && bootId !== null ? 'deferred' : 'synced';
-    // The marker is durable before the first deferred commit; a synced open keeps an existing
-    // one until close() has synced the file.
+    // The marker is durable before the first deferred commit.
     if (commits === 'deferred' && marker !== bootId) writeBootMarker(directory, bootId as string);
-    const markerDirectory = commits === 'deferred' || (marker !== null && !discard) ? directory : null;
     const db = openDatabase(path, commits, options.mapSizeBytes);
-    return new LmdbEngine(db, path, commits, discard, markerDirectory);
+    let checkpoints: Checkpointer | null = null;
+    try {
+      if (commits === 'deferred') {
+        // Before the first commit of this process: the open file, whatever it holds, is durable
+        // and pinned (a crashed process's pin is gone, so its checkpointed tree is no longer
+        // protected).
+        checkpoints = Checkpointer.start(db.root, directory, path, options.onCheckpoint);
+        if (restored !== null && checkpoints.durableTxnId !== restored) {
+          throw new CorruptFileError(path, 0, `restored checkpoint transaction ${restored}, but LMDB opened ${checkpoints.durableTxnId}`);
+        }
+      } else if (marker !== null) {
+        // Synced commits after deferred ones: once the file is synced it is a plain synced
+        // store (no checkpoint to go back to; its commits may reuse any free page).
+        syncPath(path);
+        clearBootMarker(directory);
+      }
+    } catch (error) {
+      db.root.close();
+      throw error;
+    }
+    return new LmdbEngine(db, path, commits, afterReboot, commits === 'deferred' ? directory : null, checkpoints);
   }
 
   /**
@@ -94,7 +135,7 @@ export class LmdbEngine implements KvEngine {
    */
   static attach(options: { directory: string; commits: CommitMode; mapSizeBytes?: number }): LmdbEngine {
     const path = join(options.directory, dataFileName);
-    return new LmdbEngine(openDatabase(path, options.commits, options.mapSizeBytes), path, options.commits, false, null);
+    return new LmdbEngine(openDatabase(path, options.commits, options.mapSizeBytes), path, options.commits, 'none', null, null);
   }
 
   get(key: Uint8Array): Uint8Array | undefined {
@@ -204,10 +245,21 @@ export class LmdbEngine implements KvEngine {
     });
   }
 
+  /**
+   * Deferred commits: makes every commit so far durable (fdatasync off the event loop, then the
+   * checkpoint record); after an OS crash the store reopens at the newest checkpoint. Synced
+   * commits are durable already.
+   */
+  async checkpoint(): Promise<void> {
+    assert(!this.closed, 'checkpoint of a closed store');
+    if (this.checkpoints !== null) await this.checkpoints.checkpoint();
+  }
+
   /** Syncs the file, closes it and, then only, clears the boot marker. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.checkpoints?.close();
     if (this.markerDirectory !== null) await this.flush();
     await this.databases.root.close();
     if (this.markerDirectory !== null) clearBootMarker(this.markerDirectory);

@@ -11,6 +11,11 @@ export interface LmdbEngineOptions {
    * exposes no boot id.
    */
   readonly commits?: CommitMode;
+  /**
+   * Deferred commits: called synchronously once a checkpoint is durable, before any later commit
+   * (tests copy what is certainly on disk for power-loss images; see node/testing/fault-hooks.ts).
+   */
+  readonly onCheckpoint?: () => void;
   /** The current boot's id (tests; default: the OS's, null where there is none). */
   readonly bootId?: string | null;
   readonly logger?: { warn(message: string): void };

@@ -97,7 +97,7 @@ async function removeMember(cell: TestCell, via: string, id: number): Promise<vo
 test('members are added as learners, promoted and removed under a write load', { timeout: 180_000 }, async (t) => {
   const started = Date.now();
   const mark = (what: string): void => t.diagnostic(`${((Date.now() - started) / 1000).toFixed(1)} s: ${what}`);
-  const cell = await startTestCell({ spares: 1, extraArgs: ['--snapshot-entries', '50'] });
+  const cell = await startTestCell({ spares: 1, extraArgs: ['--log-catchup-entries', '50'] });
   let load: ReturnType<typeof writeLoop> | null = null;
   try {
     mark('cell ready');

@@ -1,7 +1,9 @@
-// A follower cut off while the cell writes past several snapshots (one every 10 entries) can no
-// longer catch up from the log: after healing, the leader streams its snapshot FILE over the
-// snapshot connection, the follower installs it (a verified file, no partial left behind) and
-// then serves every key from its own state (serializable reads, so nothing is forwarded).
+// A follower cut off while the cell writes far past the log the members keep (10 entries below
+// each checkpoint) can no longer catch up from the log: after healing, the leader makes a
+// snapshot file from a read view of its store (none exists: nothing snapshots on a schedule),
+// streams it over the snapshot connection, the follower installs it (a verified file, no partial
+// left behind) and then serves every key from its own state (serializable reads, so nothing is
+// forwarded).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
@@ -16,7 +18,7 @@ function valueOf(i: number): string {
 }
 
 test('an isolated follower catches up from a streamed snapshot file', async (t) => {
-  const cell = await startTestCell({ extraArgs: ['--snapshot-entries', '10'], proxies: true });
+  const cell = await startTestCell({ extraArgs: ['--log-catchup-entries', '10'], proxies: true });
   try {
     const leader = await findLeader(cell);
     const follower = cell.names.find((n) => n !== leader) as string;

@@ -7,6 +7,8 @@
 // - `fsyncDelayMs`: a slow disk, applied in src/wal/io-ops.ts to every WAL fdatasync.
 // Both variables are needed, so neither alone can slow or skew a production node; when active,
 // the node says so loudly at start and on every change.
+import { copyFileSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
 import { faultControlPath, readFaultControl, type FaultControl } from '../../wal/io-ops.js';
 
 export interface FaultHookLogger {
@@ -41,5 +43,24 @@ export function installFaultHooks(env: NodeJS.ProcessEnv, log: FaultHookLogger):
   return () => {
     clearInterval(timer);
     Date.now = realNow;
+  };
+}
+
+/**
+ * With fault injection on and BATON_FAULT_SYNCED_COPY=1: after each checkpoint of the store (a
+ * synchronous call, before any later commit), copies what is certainly on disk, the store file
+ * and its checkpoint record, to state.mdb.synced and checkpoint.synced. A power-loss test builds
+ * its disk image from those and the file as the crash left it (test/unit/storage/node-power-loss.test.ts).
+ */
+export function syncedCopyHook(env: NodeJS.ProcessEnv, log: FaultHookLogger): ((dbDirectory: string) => () => void) | undefined {
+  if (faultControlPath(env) === null || env['BATON_FAULT_SYNCED_COPY'] !== '1') return undefined;
+  log.warn('FAULT INJECTION ACTIVE (test only): the store file is copied after every checkpoint');
+  return (dbDirectory) => () => {
+    for (const name of ['state.mdb', 'checkpoint']) {
+      copyFileSync(join(dbDirectory, name), join(dbDirectory, `${name}.synced.tmp`));
+    }
+    for (const name of ['state.mdb', 'checkpoint']) {
+      renameSync(join(dbDirectory, `${name}.synced.tmp`), join(dbDirectory, `${name}.synced`));
+    }
   };
 }
