@@ -18,7 +18,7 @@
 // flags for cell A's / cell B's members (with --baton-b . an A/B of flags on one build). In
 // --profile mode each member's output is kept in $TMPDIR/baton-bench-NAME.log (e.g. --trace-gc).
 // Everything started here is stopped at the end, on errors and on Ctrl-C.
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -145,7 +145,10 @@ async function startBaton(nodeArgs: (name: string) => readonly string[] = () => 
 
 /** A cell of another build (its own ProcessCell, so its own server binary). */
 async function startOtherBaton(buildDir: string): Promise<{ clientUrls(): string[] }> {
-  const modulePath = join(resolve(buildDir), 'dist', 'src', 'server', 'process-cell.js');
+  // src/node/testing since issue 20; src/server in builds before it.
+  const dist = join(resolve(buildDir), 'dist', 'src');
+  const modulePath = [join(dist, 'node', 'testing', 'process-cell.js'), join(dist, 'server', 'process-cell.js')]
+    .find((path) => existsSync(path)) ?? join(dist, 'node', 'testing', 'process-cell.js');
   const { ProcessCell: OtherCell } = (await import(modulePath)) as { ProcessCell: typeof ProcessCell };
   const cell = new OtherCell({
     dataDir: join(workDir, 'other'),
