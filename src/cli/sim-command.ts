@@ -13,8 +13,9 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                    run clean without it, instead of listing violations; prints seeds, caught,
                    fraction, first catching seed)
                  [--driver sim|server] (server: the production driver of src/driver)
-                 [--snapshots inline|background] (server driver; background: written later
-                   from a newer view, as a node's snapshot thread does)
+                 [--snapshots inline|background|checkpoint] (server driver; background: written
+                   later from a newer view, as a node's snapshot thread does; checkpoint: the
+                   store is the durable state, checkpointed, snapshots made for followers)
                  [--state-machine register|mvcc] (mvcc: the real MVCC store, in memory)
                  [--workload kv|leases|locks] (leases: lease holders on the production lease
                    service; locks: lock contenders on the production lock service, with
@@ -89,7 +90,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     return 2;
   }
   const snapshots = values.snapshots ?? 'inline';
-  if ((snapshots !== 'inline' && snapshots !== 'background') || (snapshots === 'background' && driver !== 'server')) {
+  if ((snapshots !== 'inline' && snapshots !== 'background' && snapshots !== 'checkpoint') || (snapshots !== 'inline' && driver !== 'server')) {
     console.error(usage);
     return 2;
   }

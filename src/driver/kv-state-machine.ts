@@ -1,11 +1,20 @@
 // The MVCC store as the driver's state machine: entries in, outcomes out, snapshots as bytes.
-import type { Entry, Snapshot } from '../raft/index.js';
+import type { Entry, Snapshot, SnapshotMeta } from '../raft/index.js';
 import type { ApplyOutcome, MvccStore } from '../mvcc/index.js';
 import type { StateMachine } from './types.js';
 import { snapshotEncodeChunkBytes } from '../base/limits.js';
 
 export class KvStateMachine implements StateMachine<ApplyOutcome> {
-  constructor(readonly store: MvccStore) {}
+  constructor(
+    readonly store: MvccStore,
+    /**
+     * The data of a snapshot that arrived as a file (its Snapshot carries no data), read in
+     * bounded pieces: a follower's install never holds a whole-store snapshot in memory.
+     */
+    private readonly snapshotFileData: (meta: SnapshotMeta) => Iterable<Uint8Array> = () => {
+      throw new Error('a snapshot without data, and no snapshot files to read it from');
+    },
+  ) {}
 
   appliedIndex(): number {
     return this.store.appliedIndex;
@@ -25,6 +34,6 @@ export class KvStateMachine implements StateMachine<ApplyOutcome> {
   }
 
   restore(snapshot: Snapshot): void {
-    this.store.restore([snapshot.data]);
+    this.store.restore(snapshot.data.length > 0 ? [snapshot.data] : this.snapshotFileData(snapshot.meta));
   }
 }

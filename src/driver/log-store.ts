@@ -70,6 +70,8 @@ export class DurableLogStore implements LogStore {
     if (ready.snapshot !== null) {
       // A snapshot from the leader arrives as a verified, installed file: not written twice.
       if (!(await this.snapshots.has(ready.snapshot.meta))) {
+        // Only a snapshot carrying its data can be written here; one that arrived as a file has it.
+        assert(ready.snapshot.data.length > 0, 'a snapshot without data has its file');
         await this.snapshots.save(ready.snapshot.meta, ready.snapshot.data);
       }
       await this.wal.markSnapshot(ready.snapshot.meta);

@@ -1,7 +1,8 @@
 // The WAL and the snapshot it continues from, opened together: a damaged snapshot falls back to
 // an older intact one only when the log still holds every entry after it. When the state
 // machine's own store already covers the log's start (it is durable at checkpoints), no snapshot
-// file is read at all: the core starts from the start's metadata alone.
+// file is read at all: the core starts from the start's metadata alone. A snapshot is verified
+// here, never held in memory: the caller restores from the file (SnapshotStore.dataOf).
 import { CorruptFileError } from '../base/errors.js';
 import type { Snapshot, SnapshotMeta } from '../raft/index.js';
 import { SnapshotStore } from '../snap/index.js';
@@ -35,7 +36,7 @@ export async function openDurableLog(dataDir: string, log: { warn(message: strin
       if (older.index >= marker.index) continue;
       let snapshot: Snapshot;
       try {
-        snapshot = await snapshots.load(older.path);
+        snapshot = { meta: await snapshots.verify(older.path), data: new Uint8Array(0) };
       } catch (olderError) {
         if (olderError instanceof CorruptFileError) continue;
         throw olderError;
@@ -55,5 +56,5 @@ async function loadSnapshotAt(snapshots: SnapshotStore, meta: SnapshotMeta | nul
   if (info === undefined) {
     throw new CorruptFileError(snapshots.dir, 0, `the WAL needs snapshot ${meta.index}/${meta.term}, which is missing`);
   }
-  return snapshots.load(info.path);
+  return { meta: await snapshots.verify(info.path), data: new Uint8Array(0) };
 }

@@ -118,7 +118,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   if (snapshot !== null && store.appliedIndex < snapshot.meta.index) {
     assert(snapshotLoaded, 'a store behind the log start restores from the snapshot file');
     log.info(`restoring the state machine from snapshot ${snapshot.meta.index} (db applied ${store.appliedIndex})`);
-    store.restore([snapshot.data]);
+    store.restore(snapshots.dataOf(snapshot.meta));
   }
   const lastIndex = recovered.entries.at(-1)?.index ?? recovered.snapshotMeta?.index ?? 0;
   if (store.appliedIndex > lastIndex) {
@@ -208,7 +208,8 @@ export interface NodeServices {
 /** Step 3: the driver and the services, each built from the ones before it. */
 function buildServices(config: NodeConfig, state: DurableState, peers: Peers, log: NodeLogger, onFatal: (error: Error) => void): NodeServices {
   const { store, metrics } = state;
-  const driver: NodeDriver<ApplyOutcome> = new NodeDriver(state.core, state.logStore, new KvStateMachine(store),
+  const stateMachine = new KvStateMachine(store, (meta) => state.snapshots.dataOf(meta));
+  const driver: NodeDriver<ApplyOutcome> = new NodeDriver(state.core, state.logStore, stateMachine,
     // A follower that needs a snapshot gets one made now from a read view (snap/snapshot-transfer.ts).
     peers.memberPeers.sender(peers.transfers.peerSender(peers.transport,
       async (): Promise<SnapshotMeta | null> => (await state.snapshotThread.snapshot((index) => driver.snapshotMetaAt(index)))?.meta ?? null)),

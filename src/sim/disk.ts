@@ -22,7 +22,9 @@ export type DiskWrite =
       readonly hardState: HardState | null;
     }
   /** The member's own compaction: keep the snapshot, drop the entries it covers. */
-  | { readonly kind: 'compact'; readonly snapshot: Snapshot };
+  | { readonly kind: 'compact'; readonly snapshot: Snapshot }
+  /** A sync of the state machine's own store (a checkpoint): nothing of the log changes. */
+  | { readonly kind: 'sync' };
 
 interface PendingWrite {
   readonly id: number;
@@ -117,6 +119,7 @@ export class SimDisk {
   }
 
   private persist(write: DiskWrite): void {
+    if (write.kind === 'sync') return;
     if (write.kind === 'compact') {
       this.persistCompaction(write.snapshot);
       return;

@@ -63,6 +63,9 @@ export class ServerDriverBinding implements MemberDriver {
       ...(world.backgroundSnapshots
         ? { snapshotInBackground: (metaAt) => this.snapshotInBackground(applier, timers, metaAt) }
         : {}),
+      ...(world.checkpointSnapshots
+        ? { checkpoint: (releaseMeta) => this.checkpoint(applier, releaseMeta) }
+        : {}),
     };
     const stateMachine: StateMachine<AppliedOutcome> = {
       appliedIndex: () => applier.appliedIndex(),
@@ -71,12 +74,19 @@ export class ServerDriverBinding implements MemberDriver {
       restore: (snapshot: Snapshot) => node.installSnapshot(snapshot),
     };
     const peers: PeerSender = {
-      send: (messages: readonly RaftMessage[]) => node.sendMessages(messages),
+      send: (messages: readonly RaftMessage[]) =>
+        node.sendMessages(world.checkpointSnapshots ? this.withSnapshotsMade(messages, applier, core, timers) : messages),
     };
     // Each incarnation reads with its own contexts (a late answer to a crashed one's read must
     // not serve this one's), deterministically.
     const readContextStart = incarnation * 2 ** 32 + 1;
-    const options = { requestTimeoutMs, snapshotEntries, readysInFlightMax: 8, readContextStart };
+    // Checkpointing members keep a short log below the checkpoint, so that lagging followers
+    // still need snapshots; the interval varies per member without drawing randomness.
+    const checkpoint = { everyTicks: 1 + (node.id % 3), everyEntries: snapshotEntries, keepEntries: Math.max(1, Math.floor(snapshotEntries / 4)), keepBytes: 1 << 20 };
+    const options = {
+      requestTimeoutMs, snapshotEntries, readysInFlightMax: 8, readContextStart,
+      ...(world.checkpointSnapshots ? { checkpoint } : {}),
+    };
     const events = { onFatal: (error: Error) => world.report('driver failed', error.message) };
     this.driver = new NodeDriver(
       observed(core, node, (index) => (this.snapshotFile?.meta.index === index ? this.snapshotFile.data : null)),
@@ -174,6 +184,58 @@ export class ServerDriverBinding implements MemberDriver {
       });
     }, viewDelayMs);
     return result as unknown as Promise<WrittenSnapshot | null>;
+  }
+
+  /**
+   * A checkpoint: the state is taken now (the node's pinned tree), becomes durable with a disk
+   * write (its fdatasync), and only then is the log released below it less the tail (a second
+   * write: the WAL's start marker), as src/driver/log-store.ts does.
+   */
+  private checkpoint(
+    applier: Applier,
+    releaseMeta: (durableIndex: number) => SnapshotMeta | null,
+  ): Promise<{ durableIndex: number; released: SnapshotMeta | null }> {
+    const result = new SimThenable<{ durableIndex: number; released: SnapshotMeta | null }>();
+    const state = { data: applier.snapshot(), index: applier.appliedIndex() };
+    void this.write({ kind: 'sync' }).then(() => {
+      this.node.checkpointed(state);
+      const released = releaseMeta(state.index);
+      if (this.world.tracing) this.world.traceNode(this.node, `checkpoint at ${state.index}, log released to ${released?.index ?? 'none'}`);
+      if (released === null) {
+        result.settle({ durableIndex: state.index, released });
+        return;
+      }
+      // The log's start names no data: the checkpoint at or past it holds the state.
+      void this.write({ kind: 'compact', snapshot: { meta: released, data: new Uint8Array(0) } }).then(() => {
+        result.settle({ durableIndex: state.index, released });
+      });
+    });
+    return result as unknown as Promise<{ durableIndex: number; released: SnapshotMeta | null }>;
+  }
+
+  /**
+   * A checkpointing leader's core names a log start with no data: each snapshot message gets a
+   * snapshot made now from the state machine (a node's on-demand file), at its applied index.
+   */
+  private withSnapshotsMade(messages: readonly RaftMessage[], applier: Applier, core: RaftApi, timers: Timers): readonly RaftMessage[] {
+    if (!messages.some((message) => message.type === 'snapshot')) return messages;
+    const out: RaftMessage[] = [];
+    for (const message of messages) {
+      if (message.type !== 'snapshot') {
+        out.push(message);
+        continue;
+      }
+      const applied = applier.appliedIndex();
+      const wanted = message.snapshot.meta;
+      const meta = applied === wanted.index ? wanted : core.snapshotMetaAt(applied);
+      if (meta === null || meta.index < wanted.index) {
+        // Not makeable now: the transfer fails, and the core tries again.
+        timers.setTimeout(() => this.driver.reportSnapshot(message.to, false), 1);
+        continue;
+      }
+      out.push({ ...message, snapshot: { meta, data: applier.snapshot() } });
+    }
+    return out;
   }
 
   private apply(entry: Entry): AppliedOutcome {

@@ -38,6 +38,11 @@ export interface NodeWorld {
   readonly serverDriver: boolean;
   /** The production driver's members write snapshots as a snapshot thread does (server-driver.ts). */
   readonly backgroundSnapshots: boolean;
+  /**
+   * The production driver's members checkpoint their state machine instead of snapshotting it:
+   * a crash leaves the state of the last durable checkpoint (server-driver.ts).
+   */
+  readonly checkpointSnapshots: boolean;
   /** The lease workload's hooks into each member's lease service (null: no lease workload). */
   readonly leases: SimLeaseEnv | null;
   /** The lock workload's hooks into each member's lock service (null: no lock workload). */
@@ -119,7 +124,16 @@ export class SimNode {
   /** The state a durable state machine kept through the last crash, if it is past `index`. */
   keptStatePast(index: number): KeptState | null {
     const kept = this.keptState;
-    return kept !== null && kept.index > index ? kept : null;
+    if (kept === null) return null;
+    // A checkpointed store covers the log's start when it is at it (the log was released below it).
+    if (this.world.checkpointSnapshots) return kept.index >= index ? kept : null;
+    return kept.index > index ? kept : null;
+  }
+
+  /** A checkpoint of the state machine became durable (checkpointing members only). */
+  checkpointed(state: KeptState): void {
+    assert(this.world.checkpointSnapshots, 'only checkpointing members keep checkpoints');
+    if (this.keptState === null || state.index >= this.keptState.index) this.keptState = state;
   }
 
   /** Start (or restart) from what the disk kept, with a fresh core and state machine. */
@@ -184,6 +198,8 @@ export class SimNode {
   crash(): void {
     assert(this.state !== 'removed', 'a removed member stays down');
     const applied = this.applier.appliedIndex();
+    // A durable state machine (a process crash: the page cache kept every commit) keeps what it
+    // applied; a checkpointing one otherwise keeps only its last durable checkpoint.
     if (this.world.scenario.durableStateMachine && applied > 0 && this.state !== 'crashed') {
       this.keptState = { data: this.applier.snapshot(), index: applied };
     }

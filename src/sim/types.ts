@@ -153,9 +153,13 @@ export interface SimOptions {
    * How the production driver's members snapshot (server driver only). 'inline' (default): from
    * the state at the applied index, at once. 'background': as a node's snapshot thread does, from
    * a view taken a little later (its index may be past the one that made it due), compacting the
-   * log only once the snapshot is durable.
+   * log only once the snapshot is durable. 'checkpoint': as a node whose store is its durable
+   * state: no snapshots on a schedule; the state machine is made durable at checkpoints (a disk
+   * write a few ms after its state was taken), a crash goes back to the last durable one, the log
+   * is released below it less a tail, and a leader makes a snapshot from its current state for a
+   * follower that needs one.
    */
-  readonly snapshots?: 'inline' | 'background';
+  readonly snapshots?: 'inline' | 'background' | 'checkpoint';
   /** Deliberately broken driver or client behaviours (teeth tests for the checkers). */
   readonly driverBugs?: DriverBugs;
   /** Simulated ms after the faults stop within which a leader must commit a new proposal and

@@ -47,6 +47,7 @@ export class World implements NodeWorld {
   readonly messagesBeforeDurable: boolean;
   readonly serverDriver: boolean;
   readonly backgroundSnapshots: boolean;
+  readonly checkpointSnapshots: boolean;
   hooks: WorldHooks | null = null;
   /** Set before the members start when the run has a lease workload. */
   leases: SimLeaseEnv | null = null;
@@ -83,6 +84,8 @@ export class World implements NodeWorld {
     this.messagesBeforeDurable = options.driverBugs?.messagesBeforeDurable === true;
     this.serverDriver = options.driver === 'server';
     this.backgroundSnapshots = options.snapshots === 'background';
+    this.checkpointSnapshots = options.snapshots === 'checkpoint';
+    assert(!this.checkpointSnapshots || this.serverDriver, 'checkpoints are the production driver\'s');
     assert(!this.backgroundSnapshots || this.serverDriver, 'background snapshots are the production driver\'s');
   }
 

@@ -1,6 +1,6 @@
 // Small async file helpers for snapshot files. All of it runs on libuv's thread pool, so a
 // multi-megabyte snapshot write or fsync never stalls the event loop.
-import { promises as fsp } from 'node:fs';
+import { closeSync, fstatSync, openSync, promises as fsp, readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { assert } from '../base/assert.js';
@@ -63,6 +63,34 @@ export async function parseFile(
     return { parser, sizeBytes: size };
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * The data of a snapshot file in bounded pieces, read synchronously (for a restore, itself one
+ * synchronous store transaction): the file is never held in memory whole. A piece may be
+ * yielded before the rest of its block is checked; damage throws CorruptFileError before the
+ * iteration ends, so a restore in one transaction aborts with nothing kept.
+ */
+export function* snapshotDataSync(path: string, readBytes = 1024 * 1024): Generator<Uint8Array, void, undefined> {
+  const pieces: Uint8Array[] = [];
+  const parser = new SnapshotParser(path, (bytes) => pieces.push(Uint8Array.from(bytes)));
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const buffer = Buffer.allocUnsafe(Math.min(readBytes, Math.max(size, 1)));
+    let position = 0;
+    while (position < size) {
+      const bytesRead = readSync(fd, buffer, 0, buffer.length, position);
+      if (bytesRead === 0) break;
+      parser.push(buffer.subarray(0, bytesRead));
+      position += bytesRead;
+      yield* pieces.splice(0);
+    }
+    parser.finish();
+    yield* pieces.splice(0);
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -11,6 +11,7 @@
 // installs whatever index it names, and the leader's core, which asked for an older one, learns
 // the follower's new match from its answer.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { assert } from '../base/assert.js';
 import type { MemberId, SnapshotMeta } from '../raft/index.js';
 import { SnapshotChunkSource, SnapshotReceiver, type SnapshotStore } from './index.js';
 import type {
@@ -98,10 +99,11 @@ export class SnapshotTransfers {
       const path = await done;
       this.options.logger.info(`snapshot ${incoming.meta.index} from member ${incoming.from} ` +
         `installed (${incoming.totalBytes} bytes)`);
-      // Loaded once: this copy becomes the core's snapshot and then the state machine's input.
-      const snapshot = await this.store.load(path);
+      // Not loaded: the state machine reads the verified file in bounded pieces when it installs
+      // it (a whole store need not fit in memory), and the core keeps only its metadata.
+      assert(path === this.store.pathOf(incoming.meta), 'the installed file is named by its metadata');
       const { from, to, term } = incoming;
-      step({ type: 'snapshot', from, to, term, snapshot });
+      step({ type: 'snapshot', from, to, term, snapshot: { meta: incoming.meta, data: new Uint8Array(0) } });
     } finally {
       if (this.receiving === entry) this.receiving = null;
     }

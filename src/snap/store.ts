@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { assert } from '../base/assert.js';
 import { CorruptFileError } from '../base/errors.js';
 import type { Snapshot, SnapshotMeta } from '../raft/index.js';
-import { ensureDir, parseFile, syncDir, writeAll } from './file-io.js';
+import { ensureDir, parseFile, snapshotDataSync, syncDir, verifySnapshotFile, writeAll } from './file-io.js';
 import {
   parsePartialFileName, parseSnapshotFileName, snapshotFileName, tmpSuffix,
 } from './file-name.js';
@@ -114,6 +114,19 @@ export class SnapshotStore {
     await fsp.rename(fromPath, toPath);
     await syncDir(this.dir);
     await this.prune();
+  }
+
+  /**
+   * The data of the snapshot file for `meta` in bounded pieces, read synchronously, for a restore
+   * in one store transaction (damage throws CorruptFileError before the iteration ends).
+   */
+  dataOf(meta: Pick<SnapshotMeta, 'index' | 'term'>): Iterable<Uint8Array> {
+    return snapshotDataSync(this.pathOf(meta));
+  }
+
+  /** Verifies one snapshot file (reading it in bounded pieces) and returns its metadata. */
+  async verify(path: string): Promise<SnapshotMeta> {
+    return (await verifySnapshotFile(path)).meta;
   }
 
   /** Loads and verifies one snapshot file; its data is held in memory once. */
