@@ -64,6 +64,7 @@ export interface SpaceReuseResult {
    */
   readonly batchCpuMsMax: number;
   readonly batchCpuMsMaxPhase: string;
+  readonly batchCpuMsMaxByPhase: Readonly<Record<string, number>>;
   /** Whether history below the compact revision remains at the end (false: compaction finished). */
   readonly compactionPending: boolean;
   readonly seconds: number;
@@ -181,15 +182,17 @@ function pauses(timings: readonly BatchTiming[]) {
   const longest = timings.reduce((a, b) => (b.ms > a.ms ? b : a));
   const costliest = timings.reduce((a, b) => (b.cpuMs > a.cpuMs ? b : a));
   const phases = [...new Set(timings.map((t) => t.phase))];
+  const byPhase = (field: 'ms' | 'cpuMs'): Record<string, number> => Object.fromEntries(phases.map((phase) =>
+    [phase, Math.max(...timings.filter((t) => t.phase === phase).map((t) => t[field]))]));
   return {
     batches: timings.length,
     batchMsMax: longest.ms,
     batchMsP99: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] as number,
     batchMsMaxPhase: longest.phase,
-    batchMsMaxByPhase: Object.fromEntries(phases.map((phase) =>
-      [phase, Math.max(...timings.filter((t) => t.phase === phase).map((t) => t.ms))])),
+    batchMsMaxByPhase: byPhase('ms'),
     batchCpuMsMax: costliest.cpuMs,
     batchCpuMsMaxPhase: costliest.phase,
+    batchCpuMsMaxByPhase: byPhase('cpuMs'),
   };
 }
 
@@ -219,5 +222,7 @@ export function printSpaceReuse(result: SpaceReuseResult, options: SpaceReuseOpt
   console.log(`apply batches ${result.batches}: longest ${result.batchMsMax.toFixed(1)} ms (${result.batchMsMaxPhase}; limit 100 ms), ` +
     `p99 ${result.batchMsP99.toFixed(1)} ms; most CPU in one batch ${result.batchCpuMsMax.toFixed(1)} ms ` +
     `(${result.batchCpuMsMaxPhase}); ${result.seconds.toFixed(1)} s in all`);
-  console.log(`longest batch by phase: ${Object.entries(result.batchMsMaxByPhase).map(([phase, ms]) => `${phase} ${ms.toFixed(1)} ms`).join(', ')}`);
+  const phases = (figures: Readonly<Record<string, number>>): string =>
+    Object.entries(figures).map(([phase, ms]) => `${phase} ${ms.toFixed(1)} ms`).join(', ');
+  console.log(`longest batch by phase: ${phases(result.batchMsMaxByPhase)}; CPU: ${phases(result.batchCpuMsMaxByPhase)}`);
 }
