@@ -22,7 +22,7 @@ export const revisionCheckMsDefault = 5 * 60_000;
 
 export interface AutoCompactorOptions {
   readonly policy: Exclude<AutoCompactionPolicy, { mode: 'off' }>;
-  /** Revision mode: how often the leader checks (etcd: every 5 minutes). Periodic mode derives its own. */
+  /** Revision mode: how often the leader checks (etcd: 5 minutes); periodic derives its own. */
   readonly revisionCheckMs: number;
   readonly timers: Pick<Timers, 'setTimeout' | 'monotonicMs'>;
   readonly log: CompactorLogger;
@@ -58,9 +58,10 @@ export class AutoCompactor {
   /** What the log line at start says. */
   describe(): string {
     const { policy } = this.options;
+    const every = `${this.tickMs / 1000} s`;
     return policy.mode === 'periodic'
-      ? `periodic, keeping ${policy.retentionMs / 1000} s of history (sampled every ${this.tickMs / 1000} s)`
-      : `revision, keeping ${policy.retentionRevisions} revisions (checked every ${this.tickMs / 1000} s)`;
+      ? `periodic, keeping ${policy.retentionMs / 1000} s of history (sampled every ${every})`
+      : `revision, keeping ${policy.retentionRevisions} revisions (checked every ${every})`;
   }
 
   start(): void {
@@ -93,7 +94,8 @@ export class AutoCompactor {
   private sample(nowMs: number): void {
     const { policy } = this.options;
     if (policy.mode !== 'periodic') return;
-    this.samples = addSample(this.samples, { atMs: nowMs, revision: this.cell.revision() }, policy.retentionMs);
+    const sample = { atMs: nowMs, revision: this.cell.revision() };
+    this.samples = addSample(this.samples, sample, policy.retentionMs);
   }
 
   private decide(nowMs: number): CompactionDecision {
@@ -101,7 +103,8 @@ export class AutoCompactor {
     const candidate = policy.mode === 'periodic'
       ? periodicCandidate(this.samples, nowMs, policy.retentionMs)
       : revisionCandidate(this.cell.revision(), policy.retentionRevisions);
-    return decideCompaction(candidate, { revision: this.cell.revision(), compactRevision: this.cell.compactRevision() });
+    const store = { revision: this.cell.revision(), compactRevision: this.cell.compactRevision() };
+    return decideCompaction(candidate, store);
   }
 
   private act(nowMs: number, decision: CompactionDecision): void {
@@ -112,8 +115,10 @@ export class AutoCompactor {
     }
     const { revision } = decision;
     this.inFlight = true;
-    this.options.log.info(`auto compaction: compacting to revision ${revision} (${this.options.policy.mode} mode)`);
-    this.cell.compact(revision).then(
+    const { mode } = this.options.policy;
+    this.options.log.info(`auto compaction: compacting to revision ${revision} (${mode} mode)`);
+    // Through a promise even if compact threw at once: in flight always ends.
+    Promise.resolve().then(() => this.cell.compact(revision)).then(
       () => this.settled(revision, null),
       (error: unknown) => this.settled(revision, error),
     );
@@ -128,6 +133,8 @@ export class AutoCompactor {
       return;
     }
     const message = error instanceof Error ? error.message : String(error);
-    this.options.log.warn(`auto compaction to revision ${revision} failed, asking again in ${this.tickMs} ms: ${message}`);
+    this.options.log.warn(
+      `auto compaction to revision ${revision} failed (asked again in ${this.tickMs} ms): ${message}`,
+    );
   }
 }

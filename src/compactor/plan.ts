@@ -36,24 +36,35 @@ export function periodicSchedule(retentionMs: number): PeriodicSchedule {
  * Appends a sample and drops those no later decision needs: every sample older than the newest
  * one at least `retentionMs` old (that one is the candidate; later ones replace it).
  */
-export function addSample(samples: readonly RevisionSample[], sample: RevisionSample, retentionMs: number): RevisionSample[] {
+export function addSample(
+  samples: readonly RevisionSample[],
+  sample: RevisionSample,
+  retentionMs: number,
+): RevisionSample[] {
   const last = samples.at(-1);
   assert(last === undefined || sample.atMs >= last.atMs, 'samples are taken in time order');
-  assert(last === undefined || sample.revision >= last.revision, 'an applied revision never decreases');
   const next = [...samples, sample];
   const candidateAt = newestTakenBy(next, sample.atMs - retentionMs);
   return candidateAt <= 0 ? next : next.slice(candidateAt);
 }
 
 /** The revision seen `retentionMs` ago: the newest sample at least that old, if any is. */
-export function periodicCandidate(samples: readonly RevisionSample[], nowMs: number, retentionMs: number): number | undefined {
+export function periodicCandidate(
+  samples: readonly RevisionSample[],
+  nowMs: number,
+  retentionMs: number,
+): number | undefined {
   const at = newestTakenBy(samples, nowMs - retentionMs);
   return at < 0 ? undefined : samples[at]?.revision;
 }
 
 /** The revision `retentionRevisions` behind the current one, if there is one. */
-export function revisionCandidate(revision: number, retentionRevisions: number): number | undefined {
-  assert(Number.isSafeInteger(retentionRevisions) && retentionRevisions > 0, 'a revision retention is positive');
+export function revisionCandidate(
+  revision: number,
+  retentionRevisions: number,
+): number | undefined {
+  assert(Number.isSafeInteger(retentionRevisions), 'a revision retention is a count');
+  assert(retentionRevisions > 0, 'a revision retention is positive (0 is off, never started)');
   const candidate = revision - retentionRevisions;
   return candidate >= 1 ? candidate : undefined;
 }
@@ -65,12 +76,12 @@ export type CompactionDecision =
   | { readonly type: 'covered' }
   | { readonly type: 'propose'; readonly revision: number };
 
-/** Bounds a candidate by the store: never at or below the compact revision, never at or above the revision. */
+/** Bounds a candidate by the store: above the compact revision, below the current revision. */
 export function decideCompaction(
   candidate: number | undefined,
   store: { readonly revision: number; readonly compactRevision: number },
 ): CompactionDecision {
-  assert(store.compactRevision <= store.revision, 'the compact revision is never past the revision');
+  assert(store.compactRevision <= store.revision, 'the compact point is never past the revision');
   if (candidate === undefined) return { type: 'wait' };
   // A sample can be the current revision (no writes since): keep that one revision readable.
   const revision = Math.min(candidate, store.revision - 1);

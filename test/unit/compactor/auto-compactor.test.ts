@@ -46,7 +46,7 @@ const settle = async (): Promise<void> => {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 };
 
-type Answer = 'apply' | 'hang' | Error;
+type Answer = 'apply' | 'hang' | 'throw' | Error;
 
 /** A cell whose revision follows the clock (`writesPerSecond`) and that applies compactions. */
 class FakeCell implements CompactorCell {
@@ -80,6 +80,7 @@ class FakeCell implements CompactorCell {
   compact(revision: number): Promise<unknown> {
     this.proposals.push({ atMs: this.timers.nowMs, revision });
     const answer = this.answers.shift() ?? 'apply';
+    if (answer === 'throw') throw new Error('thrown before any promise');
     if (answer === 'hang') return new Promise((resolve) => this.hung.push(() => this.apply(revision, resolve)));
     if (answer instanceof Error) return Promise.reject(answer);
     return new Promise((resolve) => this.apply(revision, resolve));
@@ -199,7 +200,7 @@ test('a failed proposal is asked again at the next tick; one in flight is never 
   await timers.advance(10 * minute);
   assert.deepEqual(cell.proposals, [{ atMs: 10 * minute, revision: 100 }]);
   assert.equal(warnings.length, 1);
-  assert.match(warnings[0] as string, /failed, asking again in 60000 ms: no leader/);
+  assert.match(warnings[0] as string, /failed \(asked again in 60000 ms\): no leader/);
   await timers.advance(1 * minute);
   // Retried one sample interval later, with the sample a retention old by then; this one hangs.
   assert.deepEqual(cell.proposals.at(-1), { atMs: 11 * minute, revision: 160 });
@@ -213,6 +214,15 @@ test('a failed proposal is asked again at the next tick; one in flight is never 
   assert.equal(cell.proposals.length, 2);
   await timers.advance(1 * minute);
   assert.deepEqual(cell.proposals.at(-1), { atMs: 51 * minute, revision: 100 + 41 * 60 });
+});
+
+test('a compact that throws at once is a failure like any other: asked again at the next tick', async () => {
+  const { timers, cell, warnings } = setup({ mode: 'revision', retentionRevisions: 10 }, 1000);
+  cell.answers = ['throw'];
+  await timers.advance(1000);
+  await timers.advance(1000);
+  assert.deepEqual(cell.proposals.map((p) => p.atMs), [1000, 2000]);
+  assert.match(warnings[0] as string, /thrown before any promise/);
 });
 
 test('a compaction refused as already compacted counts as done (etcd ErrCompacted), not as a failure', async () => {
