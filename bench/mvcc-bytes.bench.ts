@@ -13,8 +13,8 @@
 //   npm run bench:bytes -- [--keys 100000] [--value-bytes 256] [--key-bytes 34]
 //                          [--with-request-ids] [--writes 3] [--batch 1024] [--json]
 //
-// `--reuse [--cycles 3] [--compact-events-per-entry N]` measures instead whether freed space is
-// reused (bench/space-reuse.ts): load, then per cycle delete half, compact, write half again; a
+// `--reuse [--cycles 3] [--compact-events-per-entry N] [--checkpoint-entries 500 | --checkpoint-ms
+// MS]` measures instead whether freed space is reused (bench/space-reuse.ts): load, then per cycle delete half, compact, write half again; a
 // rewrite may grow the file at most 10%, later cycles at most 10% past the first, and no apply
 // batch may take over 100 ms (exit code 1 otherwise). `--key-bytes` defaults to 32 there.
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -40,6 +40,8 @@ const { values: args } = parseArgs({
     reuse: { type: 'boolean', default: false },
     'compact-events-per-entry': { type: 'string' },
     cycles: { type: 'string', default: '3' },
+    'checkpoint-ms': { type: 'string' },
+    'checkpoint-entries': { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -372,6 +374,9 @@ async function mainReuse(): Promise<void> {
     const options = {
       directory: join(root, 'db'), keyCount, batchEntries: batchSize, keyBytes: keyBytesTarget, valueBytes,
       cycles: Number(args.cycles),
+      checkpoints: args['checkpoint-ms'] !== undefined
+        ? { type: 'interval' as const, ms: Number(args['checkpoint-ms']) }
+        : { type: 'entries' as const, entries: Number(args['checkpoint-entries'] ?? 500) },
       ...(step === undefined ? {} : { compactEventsPerEntryMax: Number(step) }),
     };
     const result = await measureSpaceReuse(options);
