@@ -12,6 +12,11 @@
 //
 //   npm run bench:bytes -- [--keys 100000] [--value-bytes 256] [--key-bytes 34]
 //                          [--with-request-ids] [--writes 3] [--batch 1024] [--json]
+//
+// `--reuse [--cycles 3] [--compact-events-per-entry N] [--checkpoint-entries 500 | --checkpoint-ms
+// MS]` measures instead whether freed space is reused (bench/space-reuse.ts): load, then per cycle delete half, compact, write half again; a
+// rewrite may grow the file at most 10%, later cycles at most 10% past the first, and no apply
+// batch may take over 100 ms (exit code 1 otherwise). `--key-bytes` defaults to 32 there.
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,22 +26,28 @@ import { EntryType, type Entry } from '../src/raft/types.js';
 import { MvccStore, defaultMvccLimits, encodeCommand } from '../src/mvcc/index.js';
 import type { KvEngine, KvEntry, KvRange, KvWriter } from '../src/mvcc/index.js';
 import { LmdbEngine } from '../src/storage/index.js';
+import { measureSpaceReuse, printSpaceReuse } from './space-reuse.js';
 
 const { values: args } = parseArgs({
   options: {
     keys: { type: 'string', default: '100000' },
     'value-bytes': { type: 'string', default: '256' },
-    'key-bytes': { type: 'string', default: '34' },
+    'key-bytes': { type: 'string' },
     'with-request-ids': { type: 'boolean', default: false },
     writes: { type: 'string', default: '3' },
     batch: { type: 'string', default: '1024' },
     'no-shadow': { type: 'boolean', default: false },
+    reuse: { type: 'boolean', default: false },
+    'compact-events-per-entry': { type: 'string' },
+    cycles: { type: 'string', default: '3' },
+    'checkpoint-ms': { type: 'string' },
+    'checkpoint-entries': { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 });
 const keyCount = Number(args.keys);
 const valueBytes = Number(args['value-bytes']);
-const keyBytesTarget = Number(args['key-bytes']);
+const keyBytesTarget = Number(args['key-bytes'] ?? (args.reuse === true ? 32 : 34));
 const withRequestIds = args['with-request-ids'] === true;
 const writesPerKey = Math.max(1, Number(args.writes));
 const batchSize = Number(args.batch);
@@ -355,4 +366,30 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+/** `--reuse`: the space-reuse check; its verdict is the exit code. */
+async function mainReuse(): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'baton-space-reuse-'));
+  try {
+    const step = args['compact-events-per-entry'];
+    const options = {
+      directory: join(root, 'db'), keyCount, batchEntries: batchSize, keyBytes: keyBytesTarget, valueBytes,
+      cycles: Number(args.cycles),
+      checkpoints: args['checkpoint-ms'] !== undefined
+        ? { type: 'interval' as const, ms: Number(args['checkpoint-ms']) }
+        : { type: 'entries' as const, entries: Number(args['checkpoint-entries'] ?? 500) },
+      ...(step === undefined ? {} : { compactEventsPerEntryMax: Number(step) }),
+    };
+    const result = await measureSpaceReuse(options);
+    printSpaceReuse(result, options);
+    if (args.json === true) console.log(JSON.stringify(result));
+    const spaceOk = result.rewriteGrowthMax <= 1.1 && result.steadyGrowth <= 1.1;
+    const pauseOk = result.batchMsMax <= 100;
+    console.log(`space reuse ${spaceOk ? 'PASS' : 'FAIL'}, pauses ${pauseOk ? 'PASS' : 'FAIL'}`);
+    const ok = spaceOk && pauseOk;
+    if (!ok) process.exitCode = 1;
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+await (args.reuse === true ? mainReuse() : main());

@@ -7,6 +7,8 @@ import { parseArgs } from 'node:util';
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../base/config-error.js';
 import * as limits from '../base/limits.js';
+import type { AutoCompactionPolicy } from '../compactor/index.js';
+import { revisionCheckMsDefault } from '../compactor/index.js';
 import type { MemberInfo } from '../membership/member-directory.js';
 import { defaultMvccLimits, type MvccLimits } from '../mvcc/index.js';
 import { defaultReadGateOptions, type ReadGateOptions } from '../kv/read-gate.js';
@@ -46,6 +48,8 @@ export interface NodeConfig {
   readonly requestTimeoutMs: number;
   readonly valueBytesMax: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** --auto-compaction-mode and --auto-compaction-retention (etcd's flags; README "Flags"). */
+  readonly autoCompaction: AutoCompactionPolicy;
   /** Bounds tuned through the environment only (BATON_LEASE_*, BATON_READS_*, BATON_WATCH_*). */
   readonly tuning: NodeTuning;
 }
@@ -55,6 +59,8 @@ export interface NodeTuning {
   readonly leaseLimits: Pick<MvccLimits, 'leaseTtlMsMin' | 'leaseTtlMsMax' | 'leasesMax' | 'leaseKeysMax'>;
   readonly readGate: ReadGateOptions;
   readonly watchLimits: WatchLimits;
+  /** Revision-mode auto compaction checks this often (BATON_AUTO_COMPACTION_CHECK_MS; etcd: 5 min). */
+  readonly autoCompactionCheckMs: number;
 }
 
 export { ConfigError };
@@ -79,6 +85,8 @@ const options = {
   'request-timeout-ms': { type: 'string' },
   'value-bytes-max': { type: 'string' },
   'log-level': { type: 'string' },
+  'auto-compaction-mode': { type: 'string' },
+  'auto-compaction-retention': { type: 'string' },
   config: { type: 'string' },
 } as const;
 
@@ -125,6 +133,7 @@ export function tuningFromEnv(env: Readonly<Record<string, string | undefined>>)
       readEventsMax: defaultWatchLimits.readEventsMax,
       catchUpReadsPerStepMax: defaultWatchLimits.catchUpReadsPerStepMax,
     },
+    autoCompactionCheckMs: envInteger(env, 'BATON_AUTO_COMPACTION_CHECK_MS', revisionCheckMsDefault, 10),
   };
 }
 
@@ -191,7 +200,60 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     requestTimeoutMs: integer(raw, 'request-timeout-ms', 5_000, 100, 600_000),
     valueBytesMax: integer(raw, 'value-bytes-max', limits.valueBytesMax, 1, limits.valueBytesMax),
     logLevel: logLevel(raw['log-level'] ?? 'info'),
+    autoCompaction: autoCompaction(raw['auto-compaction-mode'], raw['auto-compaction-retention']),
   };
+}
+
+/** Neither flag given: history is bounded by a count of revisions, so the store tracks live data. */
+const autoCompactionRevisionsDefault = 100_000;
+/** `--auto-compaction-mode periodic` without a retention. */
+const autoCompactionPeriodMsDefault = 3_600_000;
+/** A shorter period would sample more than ten times a second. */
+const autoCompactionPeriodMsMin = 1_000;
+
+/**
+ * etcd's flags with etcd's meanings: a retention given alone is periodic (etcd's default mode),
+ * a bare number of hours or a duration (`1h`, `30m`, `90s`, `1h30m`); in revision mode a count of
+ * revisions; 0 turns compaction off (etcd's default). Given neither, Baton keeps the last 100,000
+ * revisions (README "Flags" says why).
+ */
+function autoCompaction(modeText: string | undefined, retentionText: string | undefined): AutoCompactionPolicy {
+  const mode = modeText ?? (retentionText === undefined ? 'revision' : 'periodic');
+  if (mode !== 'periodic' && mode !== 'revision') {
+    throw new ConfigError(`--auto-compaction-mode: "${mode}" must be periodic or revision`);
+  }
+  if (mode === 'revision') {
+    if (retentionText === undefined) return { mode, retentionRevisions: autoCompactionRevisionsDefault };
+    const count = Number(retentionText);
+    if (!/^\d+$/.test(retentionText) || !Number.isSafeInteger(count)) {
+      throw new ConfigError(`--auto-compaction-retention: "${retentionText}" must be a count of revisions in revision mode`);
+    }
+    return count === 0 ? { mode: 'off' } : { mode, retentionRevisions: count };
+  }
+  const retentionMs = retentionText === undefined ? autoCompactionPeriodMsDefault : durationMs(retentionText);
+  if (retentionMs === 0) return { mode: 'off' };
+  if (retentionMs < autoCompactionPeriodMsMin) {
+    throw new ConfigError(`--auto-compaction-retention: "${retentionText}" must be 0 (off) or at least 1s`);
+  }
+  return { mode, retentionMs };
+}
+
+const durationUnitMs: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
+
+/** A bare integer is hours (etcd); else Go's duration syntax with h, m, s and ms: `1h30m`, `1.5h`. */
+function durationMs(text: string): number {
+  // `5` is `5h`: etcd reads a bare retention as hours.
+  const spelled = /^\d+$/.test(text) ? `${text}h` : text;
+  if (!/^(\d+(\.\d+)?(h|ms|m|s))+$/.test(spelled)) {
+    throw new ConfigError(`--auto-compaction-retention: "${text}" must be hours (a bare integer) or a duration like 1h, 30m, 90s, 1h30m`);
+  }
+  let ms = 0;
+  for (const match of spelled.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s)/g)) {
+    ms += Number(match[1]) * (durationUnitMs[match[2] as string] as number);
+  }
+  const rounded = Math.round(ms);
+  if (!Number.isSafeInteger(rounded)) throw new ConfigError(`--auto-compaction-retention: "${text}" is too long`);
+  return rounded;
 }
 
 /**

@@ -35,6 +35,7 @@ import { createNodeLocks, type NodeLocks } from './lock-wiring.js';
 import { addNodeGauges } from './node-gauges.js';
 import { PeerInbox } from './peer-inbox.js';
 import { startApis } from './apis.js';
+import { startAutoCompaction } from './compactor-wiring.js';
 import { checkpointEntriesMax, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
 import { assert } from '../base/assert.js';
 
@@ -78,6 +79,7 @@ export async function startNode(
   const services = buildServices(config, state, peers, log, onFatal);
   connect(state, peers, services, log);
   const apis = await startApis(config, state, services, log);
+  const compactor = startAutoCompaction(config, { ...state, ...services }, realTimers, log);
   const ticker = setInterval(() => {
     services.driver.tick();
     services.leases.tick();
@@ -87,6 +89,7 @@ export async function startNode(
     service: services.cell,
     async stop() {
       clearInterval(ticker);
+      compactor.stop();
       services.leases.stop();
       peers.leaseForwarder.stop();
       services.driver.stop();

@@ -35,9 +35,11 @@ const allowedImports: Record<string, readonly string[]> = {
   'lease/forward': ['base', 'lease', 'raft', 'transport'],
   membership: ['base', 'mvcc', 'raft', 'transport'],
   kv: ['api', 'base', 'membership', 'metrics', 'mvcc', 'raft'],
+  // The node hands it the store's revisions, the driver's role and the KV service's compact.
+  compactor: ['base'],
   // The API edges are written against the services' contracts (lease/api.ts, lock/api.ts, ...).
   api: ['base', 'lease', 'lock', 'membership', 'mvcc', 'watch'],
-  node: ['node/testing', 'api', 'base', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
+  node: ['node/testing', 'api', 'base', 'compactor', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
     'storage', 'transport', 'wal', 'watch'],
   'node/testing': ['base', 'wal'],
   // The client's JSON shapes derive from the API's (types only: the client ships without the server).

@@ -1,6 +1,7 @@
 // The node's configuration (src/node/config.ts): the etcd gRPC flags are off unless given, a bad
 // URL stops the node with a message naming the flag, MemberList learns each member's gRPC URL,
-// and the bounds tuned through the environment are read here, once, with the same errors.
+// the bounds tuned through the environment are read here, once, with the same errors, and etcd's
+// auto compaction flags keep etcd's meanings (a retention alone is periodic; a bare number, hours).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, parseNodeConfig, tuningFromEnv } from '../../../src/node/config.js';
@@ -39,4 +40,42 @@ test('a bad tuning value stops the node with a message naming the variable', () 
   }
   // The longest TTL may not be below the shortest.
   assert.throws(() => tuningFromEnv({ BATON_LEASE_TTL_MS_MIN: '5000', BATON_LEASE_TTL_MS_MAX: '4000' }), /BATON_LEASE_TTL_MS_MAX/);
+});
+
+test('auto compaction: etcd\'s flags with etcd\'s meanings; by default the last 100,000 revisions', () => {
+  const policy = (args: string[], env: NodeJS.ProcessEnv = {}) => parseNodeConfig([...base, ...args], env).autoCompaction;
+  assert.deepEqual(policy([]), { mode: 'revision', retentionRevisions: 100_000 });
+  // A retention alone is periodic, as in etcd, and a bare number is hours.
+  assert.deepEqual(policy(['--auto-compaction-retention', '1']), { mode: 'periodic', retentionMs: 3_600_000 });
+  assert.deepEqual(policy(['--auto-compaction-retention', '0']), { mode: 'off' });
+  assert.deepEqual(policy(['--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '30m']), { mode: 'periodic', retentionMs: 1_800_000 });
+  assert.deepEqual(policy(['--auto-compaction-retention', '90s']), { mode: 'periodic', retentionMs: 90_000 });
+  assert.deepEqual(policy(['--auto-compaction-retention', '1h30m']), { mode: 'periodic', retentionMs: 5_400_000 });
+  assert.deepEqual(policy(['--auto-compaction-retention', '1.5h']), { mode: 'periodic', retentionMs: 5_400_000 });
+  assert.deepEqual(policy(['--auto-compaction-retention', '1500ms']), { mode: 'periodic', retentionMs: 1_500 });
+  assert.deepEqual(policy(['--auto-compaction-mode', 'periodic']), { mode: 'periodic', retentionMs: 3_600_000 });
+  assert.deepEqual(policy(['--auto-compaction-mode', 'revision', '--auto-compaction-retention', '1000']), { mode: 'revision', retentionRevisions: 1000 });
+  assert.deepEqual(policy(['--auto-compaction-mode', 'revision', '--auto-compaction-retention', '0']), { mode: 'off' });
+  // The environment and the check interval of revision mode (etcd: 5 minutes).
+  assert.deepEqual(policy([], { BATON_AUTO_COMPACTION_MODE: 'revision', BATON_AUTO_COMPACTION_RETENTION: '50' }), { mode: 'revision', retentionRevisions: 50 });
+  assert.equal(tuningFromEnv({}).autoCompactionCheckMs, 300_000);
+  assert.equal(tuningFromEnv({ BATON_AUTO_COMPACTION_CHECK_MS: '200' }).autoCompactionCheckMs, 200);
+});
+
+test('a bad auto compaction value stops the node with a message naming the flag', () => {
+  const bad: string[][] = [
+    ['--auto-compaction-mode', 'hourly'],
+    ['--auto-compaction-retention', '1d'],
+    ['--auto-compaction-retention', '1.5'],
+    ['--auto-compaction-retention', '500ms'],
+    ['--auto-compaction-retention', 'h'],
+    ['--auto-compaction-mode', 'revision', '--auto-compaction-retention', '10m'],
+    ['--auto-compaction-mode', 'revision', '--auto-compaction-retention', '1e3'],
+  ];
+  for (const args of bad) {
+    const flag = args.at(-2) as string;
+    assert.throws(() => parseNodeConfig([...base, ...args], {}), (e: Error) => e instanceof ConfigError && e.message.startsWith(flag), args.join(' '));
+  }
+  assert.throws(() => parseNodeConfig(base, { BATON_AUTO_COMPACTION_RETENTION: '-1' }), /^ConfigError: --auto-compaction-retention: "-1"/);
+  assert.throws(() => tuningFromEnv({ BATON_AUTO_COMPACTION_CHECK_MS: '0' }), /BATON_AUTO_COMPACTION_CHECK_MS/);
 });
