@@ -11,7 +11,9 @@
 //   npm run bench -- --alloc            Baton only: bytes allocated per op on the leader and a follower, by site
 //   npm run bench -- --json             the same, plus every run as JSON on stdout
 // Other flags: --workload LIST|all --clients 1,16,... --duration-s N --warmup-s N --repeats N
-// --prime-s N (unrecorded load per workload on each cell first, default 3) --baton-only.
+// --prime-s N (unrecorded load per workload on each cell first, default 3) --baton-only
+// --endpoints all|leader|followers (Baton cells: which members the clients talk to; default all;
+// followers: every write is forwarded). Baton's CPU is also reported for the leader and per follower.
 // --baton-b DIR: also run a second Baton cell from another build (DIR/dist, e.g. the previous
 // commit's) in the same run, interleaved, as system "baton-b": an A/B of two builds on one noisy
 // machine, each against the same etcd runs. --node-args "FLAGS" / --node-args-b "FLAGS": Node/V8
@@ -29,14 +31,14 @@ import { InspectorSession } from '../src/bench/inspector.js';
 import { EtcdCell, etcdInstallHint, etcdVersion } from '../src/bench/etcd-cell.js';
 import { populateKeys, runLoad } from '../src/bench/load.js';
 import {
-  defaultMatrix, estimateSeconds, parseClientCounts, parseWorkloads, progressLine, runMatrix,
-  type BenchTarget,
+  defaultMatrix, endpointChoices, estimateSeconds, parseClientCounts, parseWorkloads, progressLine, runMatrix,
+  type BenchTarget, type EndpointChoice, type MemberRoles,
 } from '../src/bench/matrix.js';
 import { leaderActivity } from '../src/bench/metrics-text.js';
 import { freePorts } from '../src/bench/ports.js';
 import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
 import { batonProtocol, etcdProtocol, type SystemName } from '../src/bench/protocols.js';
-import { ratioTable, ratios, resultsTable, summarize, table } from '../src/bench/report.js';
+import { abTable, ratioTable, ratios, resultsTable, summarize, table } from '../src/bench/report.js';
 import { ProcessCell } from '../src/node/testing/process-cell.js';
 
 const repoDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
@@ -58,6 +60,7 @@ const { values } = parseArgs({
     'prime-s': { type: 'string' },
     'node-args': { type: 'string' },
     'node-args-b': { type: 'string' },
+    endpoints: { type: 'string' },
   },
   strict: true,
 });
@@ -80,6 +83,8 @@ if (!(plan.durationMs > 0 && plan.warmupMs >= 0 && Number.isInteger(plan.repeats
   throw new Error('--duration-s > 0, --warmup-s >= 0 and an integer --repeats >= 1 are required');
 }
 if (plan.repeats < 1) throw new Error('--repeats must be at least 1');
+const endpoints = (values.endpoints ?? 'all') as EndpointChoice;
+if (!endpointChoices.includes(endpoints)) throw new Error(`--endpoints takes ${endpointChoices.join(', ')}`);
 
 /** Extra Node flags for each Baton member (A/B of V8 flags: same build as --baton-b, other flags). */
 const nodeArgsA = splitArgs(values['node-args']);
@@ -143,8 +148,15 @@ async function startBaton(nodeArgs: (name: string) => readonly string[] = () => 
   return cell;
 }
 
+/** What the bench needs of a cell of either build. */
+interface BatonCell {
+  clientUrls(): string[];
+  clientUrl(name: string): string;
+  names(): string[];
+}
+
 /** A cell of another build (its own ProcessCell, so its own server binary). */
-async function startOtherBaton(buildDir: string): Promise<{ clientUrls(): string[] }> {
+async function startOtherBaton(buildDir: string): Promise<BatonCell> {
   // src/node/testing since issue 20; src/server in builds before it.
   const dist = join(resolve(buildDir), 'dist', 'src');
   const modulePath = [join(dist, 'node', 'testing', 'process-cell.js'), join(dist, 'server', 'process-cell.js')]
@@ -179,6 +191,7 @@ async function compare(): Promise<void> {
     protocol: batonProtocol,
     urls: baton.clientUrls().map((u) => new URL(u)),
     serverPids: pidsOf(`${join(workDir, 'baton')}/`),
+    roles: rolesOf(baton, join(workDir, 'baton')),
   }];
   const otherBuild = values['baton-b'];
   if (otherBuild !== undefined) {
@@ -187,6 +200,7 @@ async function compare(): Promise<void> {
       protocol: { ...batonProtocol, system: 'baton-b' as SystemName },
       urls: other.clientUrls().map((u) => new URL(u)),
       serverPids: pidsOf(join(workDir, 'other')),
+      roles: rolesOf(other, join(workDir, 'other')),
     });
   }
   if (version !== null) {
@@ -199,7 +213,7 @@ async function compare(): Promise<void> {
   log(`bench: Baton${against}, ${plan.workloads.join(',')} x ${plan.clients.join(',')} clients ` +
     `x ${plan.repeats} runs of ${plan.durationMs / 1000} s (+${plan.warmupMs / 1000} s warm-up): ` +
     `about ${Math.ceil(estimateSeconds(options))} s`);
-  const results = await runMatrix({ ...options, onResult: (r) => log(progressLine(r)) });
+  const results = await runMatrix({ ...options, endpoints, onResult: (r) => log(progressLine(r)) });
   const summary = summarize(results);
   const comparison = ratios(summary);
   const seconds = plan.durationMs / 1000;
@@ -208,6 +222,10 @@ async function compare(): Promise<void> {
   if (comparison.length > 0) {
     out('\nBaton ÷ etcd (ops ratio > 1: Baton serves more; p99 and cpu/op < 1: Baton is better):');
     out(ratioTable(comparison));
+  }
+  if (otherBuild !== undefined) {
+    out(`\nThis build ÷ ${otherBuild} (baton-b), median of same-repeat ratios (us/op < 1: this build spends less):`);
+    out(abTable(results));
   }
   if (values.json === true) {
     out(JSON.stringify({ etcd: version, results, summary, ratios: comparison }, null, 2));
@@ -221,14 +239,16 @@ async function profileLeader(): Promise<void> {
     '--cpu-prof',
     `--cpu-prof-dir=${join(profileDir, name)}`,
   ]);
-  const urls = baton.clientUrls().map((u) => new URL(u));
+  const allUrls = baton.clientUrls().map((u) => new URL(u));
   const leader = await leaderName(baton.clientUrl('n1'));
   const workload = plan.workloads[0] ?? 'put';
   const clients = plan.clients[0] ?? 64;
   if (workload.startsWith('get')) {
-    await populateKeys(batonProtocol, urls, plan.keyCount, plan.valueBytes);
+    await populateKeys(batonProtocol, allUrls, plan.keyCount, plan.valueBytes);
   }
-  log(`bench: profiling leader ${leader} under ${workload}, ${clients} clients, ` +
+  const followerUrls = baton.names().filter((n) => n !== leader).map((n) => new URL(baton.clientUrl(n)));
+  const urls = endpoints === 'all' ? allUrls : endpoints === 'leader' ? [new URL(baton.clientUrl(leader))] : followerUrls;
+  log(`bench: profiling leader ${leader} under ${workload}, ${clients} clients (to ${endpoints}), ` +
     `${plan.durationMs / 1000} s`);
   const members = baton.names().map((name) => ({
     name,
@@ -366,6 +386,15 @@ function mainThreadProfile(dir: string): string {
   const largest = files.sort((a, b) => statSync(b).size - statSync(a).size)[0];
   if (largest === undefined) throw new Error(`no profile written in ${dir}`);
   return largest;
+}
+
+/** The cell's leader and followers as of now: names from /v1/cluster/status, pids by data dir. */
+function rolesOf(cell: BatonCell, dataDir: string): () => Promise<MemberRoles> {
+  return async () => {
+    const leader = await leaderName(cell.clientUrl(cell.names()[0] as string));
+    const member = (name: string) => ({ url: new URL(cell.clientUrl(name)), pids: findPids(`${join(dataDir, name)}\0`) });
+    return { leader: member(leader), followers: cell.names().filter((n) => n !== leader).map(member) };
+  };
 }
 
 function pidsOf(dataDir: string): () => number[] {

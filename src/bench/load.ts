@@ -43,6 +43,9 @@ export interface LoadResult {
   /** Set by the caller when it can see the servers' processes: their CPU in cores, and per op. */
   serverCpuCores?: number;
   serverCpuUsPerOp?: number;
+  /** The same for the leader's processes alone, and for a follower's (the followers' mean). */
+  leaderCpuUsPerOp?: number;
+  followerCpuUsPerOp?: number;
 }
 
 export const defaultKeyPrefix = '/bench/k/';

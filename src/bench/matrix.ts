@@ -10,7 +10,29 @@ export interface BenchTarget {
   readonly urls: readonly URL[];
   /** The target's server processes, when visible: their CPU is then reported per operation. */
   readonly serverPids?: () => readonly number[];
+  /**
+   * The leader's and each follower's processes and URLs, asked before each run (the leader may
+   * have moved): their CPU is then reported per operation apart, and `endpoints` can pick them.
+   */
+  readonly roles?: () => Promise<MemberRoles>;
 }
+
+export interface MemberRoles {
+  readonly leader: RoleMember;
+  readonly followers: readonly RoleMember[];
+}
+
+export interface RoleMember {
+  readonly url: URL;
+  readonly pids: readonly number[];
+}
+
+/**
+ * Which members the clients talk to: all (the default, clients spread over every member), the
+ * leader only (no forwarding), or the followers only (every write forwarded). Needs `roles`.
+ */
+export const endpointChoices = ['all', 'leader', 'followers'] as const;
+export type EndpointChoice = (typeof endpointChoices)[number];
 
 export interface MatrixOptions {
   readonly targets: readonly BenchTarget[];
@@ -29,6 +51,8 @@ export interface MatrixOptions {
   readonly primeMs?: number;
   /** Called after each run (progress lines). */
   readonly onResult?: (result: LoadResult) => void;
+  /** Targets with roles only; others always use all their URLs. */
+  readonly endpoints?: EndpointChoice;
 }
 
 export const defaultMatrix = {
@@ -84,15 +108,20 @@ export async function runMatrix(options: MatrixOptions): Promise<LoadResult[]> {
         const order = repeat % 2 === 0 ? options.targets : [...options.targets].reverse();
         for (const target of order) {
           const pids = target.serverPids?.() ?? [];
+          const roles = target.roles === undefined ? null : await target.roles();
+          const members = roles === null ? [] : [roles.leader, ...roles.followers];
           let cpuAtStart = 0;
           let cpuAtEnd = 0;
+          let memberCpuAtStart: number[] = [];
+          let memberCpuAtEnd: number[] = [];
           const result = await runLoad({
             onWindow: (edge) => {
-              if (edge === 'start') cpuAtStart = cpuSeconds(pids);
-              else cpuAtEnd = cpuSeconds(pids);
+              const memberCpu = members.map((m) => cpuSeconds(m.pids));
+              if (edge === 'start') [cpuAtStart, memberCpuAtStart] = [cpuSeconds(pids), memberCpu];
+              else [cpuAtEnd, memberCpuAtEnd] = [cpuSeconds(pids), memberCpu];
             },
             protocol: target.protocol,
-            endpoints: target.urls,
+            endpoints: runEndpoints(target, roles, options.endpoints ?? 'all'),
             workload,
             clients,
             durationMs: options.durationMs,
@@ -107,6 +136,13 @@ export async function runMatrix(options: MatrixOptions): Promise<LoadResult[]> {
             result.serverCpuUsPerOp =
               result.completed > 0 ? (1e6 * cpu) / result.completed : Number.NaN;
           }
+          if (members.length > 0 && memberCpuAtEnd.length === members.length && result.completed > 0) {
+            const perOp = members.map((_, i) =>
+              (1e6 * ((memberCpuAtEnd[i] ?? 0) - (memberCpuAtStart[i] ?? 0))) / result.completed);
+            result.leaderCpuUsPerOp = perOp[0];
+            const followers = perOp.slice(1);
+            result.followerCpuUsPerOp = followers.reduce((a, b) => a + b, 0) / Math.max(1, followers.length);
+          }
           results.push(result);
           options.onResult?.(result);
         }
@@ -116,13 +152,19 @@ export async function runMatrix(options: MatrixOptions): Promise<LoadResult[]> {
   return results;
 }
 
+function runEndpoints(target: BenchTarget, roles: MemberRoles | null, choice: EndpointChoice): readonly URL[] {
+  if (roles === null || choice === 'all') return target.urls;
+  return choice === 'leader' ? [roles.leader.url] : roles.followers.map((f) => f.url);
+}
+
 async function prime(options: MatrixOptions): Promise<void> {
   for (const target of options.targets) {
+    const roles = target.roles === undefined ? null : await target.roles();
     for (const workload of options.workloads) {
       await runLoad({
         ...options,
         protocol: target.protocol,
-        endpoints: target.urls,
+        endpoints: runEndpoints(target, roles, options.endpoints ?? 'all'),
         workload,
         clients: 64,
         durationMs: options.primeMs ?? 0,
@@ -148,6 +190,10 @@ export function progressLine(result: LoadResult): string {
   if (result.serverCpuCores !== undefined) {
     const perOp = (result.serverCpuUsPerOp ?? Number.NaN).toFixed(0);
     parts.push(`server cpu ${result.serverCpuCores.toFixed(2)} cores ${perOp} us/op`);
+  }
+  if (result.leaderCpuUsPerOp !== undefined) {
+    const follower = (result.followerCpuUsPerOp ?? Number.NaN).toFixed(0);
+    parts.push(`leader ${result.leaderCpuUsPerOp.toFixed(0)} follower ${follower} us/op`);
   }
   parts.push(`client cpu ${result.clientCpuCores.toFixed(2)}`);
   if (result.casMisses > 0) parts.push(`cas-misses ${result.casMisses}`);

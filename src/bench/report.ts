@@ -23,6 +23,11 @@ export interface CellSummary {
   /** Server CPU per operation (all members, µs), when the servers' processes were visible. */
   readonly serverCpuUsPerOp: number;
   readonly serverCpuCores: number;
+  /** The leader's and a follower's share of it (µs per op), when the roles were known. */
+  readonly leaderCpuUsPerOp: number;
+  readonly followerCpuUsPerOp: number;
+  /** The load client's own CPU, in cores. */
+  readonly clientCpuCores: number;
   readonly opsPerSecondRuns: readonly number[];
 }
 
@@ -49,6 +54,9 @@ export function summarize(results: readonly LoadResult[]): CellSummary[] {
       errors: group.reduce((sum, r) => sum + Object.values(r.errors).reduce((a, b) => a + b, 0), 0),
       serverCpuUsPerOp: median(group.flatMap((r) => r.serverCpuUsPerOp ?? [])),
       serverCpuCores: median(group.flatMap((r) => r.serverCpuCores ?? [])),
+      leaderCpuUsPerOp: median(group.flatMap((r) => r.leaderCpuUsPerOp ?? [])),
+      followerCpuUsPerOp: median(group.flatMap((r) => r.followerCpuUsPerOp ?? [])),
+      clientCpuCores: median(group.map((r) => r.clientCpuCores)),
       opsPerSecondRuns: group.map((r) => Math.round(r.opsPerSecond)),
     };
   });
@@ -57,13 +65,14 @@ export function summarize(results: readonly LoadResult[]): CellSummary[] {
 export function resultsTable(rows: readonly CellSummary[]): string {
   const header = [
     'system', 'workload', 'clients', 'runs', 'ops/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors',
-    'srv cpu', 'us/op', 'ops/s per run',
+    'srv cpu', 'us/op', 'leader us/op', 'follower us/op', 'client cpu', 'ops/s per run',
   ];
   const body = rows.map((r) => [
     r.system, r.workload, String(r.clients), String(r.runs), fixed(r.opsPerSecond, 0),
     fixed(r.p50Ms, 2), fixed(r.p99Ms, 2), fixed(r.p999Ms, 2), String(r.errors),
     fixed(r.serverCpuCores, 2),
-    fixed(r.serverCpuUsPerOp, 0), r.opsPerSecondRuns.join(' '),
+    fixed(r.serverCpuUsPerOp, 0), fixed(r.leaderCpuUsPerOp, 0), fixed(r.followerCpuUsPerOp, 0),
+    fixed(r.clientCpuCores, 2), r.opsPerSecondRuns.join(' '),
   ]);
   return table(header, body);
 }
@@ -117,6 +126,36 @@ export function ratioTable(rows: readonly Ratio[]): string {
     `${fixed(r.p99Ratio, 2)}x`, `${fixed(r.cpuPerOpRatio, 2)}x`,
   ]);
   return table(header, body);
+}
+
+/**
+ * Two builds of Baton in one run (--baton-b): per configuration, the median of the per-repeat
+ * ratios A ÷ B (repeats ran back to back, so each ratio saw the same machine load).
+ */
+export function abTable(results: readonly LoadResult[], a = 'baton', b = 'baton-b'): string {
+  const rows: string[][] = [];
+  const keys = [...new Set(results.map((r) => `${r.workload}|${r.clients}`))];
+  for (const key of keys) {
+    const pick = (system: string): LoadResult[] =>
+      results.filter((r) => r.system === system && `${r.workload}|${r.clients}` === key);
+    const [as, bs] = [pick(a), pick(b)];
+    if (as.length === 0 || as.length !== bs.length) continue;
+    const ratio = (get: (r: LoadResult) => number | undefined): string => {
+      const values = as.flatMap((r, i) => {
+        const [x, y] = [get(r), get(bs[i] as LoadResult)];
+        return x === undefined || y === undefined ? [] : [x / y];
+      });
+      return `${fixed(median(values), 2)}x`;
+    };
+    const [workload, clients] = key.split('|') as [string, string];
+    rows.push([
+      workload, clients, ratio((r) => r.opsPerSecond), ratio((r) => r.latency.p99Us),
+      ratio((r) => r.serverCpuUsPerOp), ratio((r) => r.leaderCpuUsPerOp), ratio((r) => r.followerCpuUsPerOp),
+      ratio((r) => r.clientCpuCores / r.opsPerSecond),
+    ]);
+  }
+  const header = ['workload', 'clients', 'ops', 'p99', 'us/op', 'leader us/op', 'follower us/op', 'client cpu/op'];
+  return table(header, rows);
 }
 
 function fixed(value: number, digits: number): string {
