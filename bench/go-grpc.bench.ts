@@ -14,9 +14,13 @@
 //   npm run bench:gogrpc                                    put,get x 1,16,64,256 x 3 repeats of 5 s
 //   npm run bench:gogrpc -- --workload put --clients 16,64,256 --repeats 3
 // Flags: --workload put,get,txn  --clients LIST  --repeats N  --seconds S  --warmup-s S
-//        --connections N (gRPC connections, default 8)  --leader-only (every request to the
-//        leader; default: all three members, like clientv3 given 3 endpoints)  --key-space N
+//        --connections N (gRPC connections, default 8)  --endpoints all|leader|followers (which
+//        members the client talks to; default all three, like clientv3 given 3 endpoints;
+//        followers: every write is forwarded; --leader-only = --endpoints leader)  --key-space N
 //        --value-bytes N  --prime-s S (unrecorded load per workload first, default 3)  --json
+//        --baton-b DIR (also a Baton cell of another build, DIR/dist, interleaved: an A/B)
+//        --baton-only (no etcd cell)  --node-args "FLAGS" / --node-args-b "FLAGS" (Node flags for
+//        each Baton cell's members). Baton's CPU is also reported for its leader and per follower.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
@@ -49,6 +53,11 @@ const { values } = parseArgs({
     'warmup-s': { type: 'string' },
     connections: { type: 'string' },
     'leader-only': { type: 'boolean' },
+    endpoints: { type: 'string' },
+    'baton-b': { type: 'string' },
+    'baton-only': { type: 'boolean' },
+    'node-args': { type: 'string' },
+    'node-args-b': { type: 'string' },
     'key-space': { type: 'string' },
     'value-bytes': { type: 'string' },
     'prime-s': { type: 'string' },
@@ -65,7 +74,11 @@ const repeats = Number(values.repeats ?? 3);
 const seconds = Number(values.seconds ?? 5);
 const warmupS = Number(values['warmup-s'] ?? 1);
 const connections = Number(values.connections ?? 8);
-const leaderOnly = values['leader-only'] === true;
+const endpointChoice = values['leader-only'] === true ? 'leader' : (values.endpoints ?? 'all');
+if (!['all', 'leader', 'followers'].includes(endpointChoice)) throw new Error('--endpoints takes all, leader or followers');
+const batonOnly = values['baton-only'] === true;
+const otherBuild = values['baton-b'];
+const splitArgs = (text: string | undefined): string[] => (text === undefined ? [] : text.split(/\s+/).filter((a) => a.length > 0));
 const keySpace = Number(values['key-space'] ?? 1000);
 const valueBytes = Number(values['value-bytes'] ?? 256);
 const primeS = Number(values['prime-s'] ?? 3);
@@ -134,12 +147,15 @@ interface Run extends LoadgenResult {
   repeat: number;
   serverCpuCores: number;
   serverCpuUsPerOp: number;
+  /** Baton: the leader's CPU per op, and a follower's (the followers' mean). */
+  leaderCpuUsPerOp: number;
+  followerCpuUsPerOp: number;
 }
 
-type System = 'baton' | 'etcd';
+type System = 'baton' | 'baton-b' | 'etcd';
 
-const version = etcdVersion();
-if (version === null) {
+const version = batonOnly ? null : etcdVersion();
+if (version === null && !batonOnly) {
   log(etcdInstallHint);
   process.exit(2);
 }
@@ -152,26 +168,67 @@ try {
 }
 
 const workDir = mkdtempSync(join(tmpdir(), 'baton-gogrpc-bench-'));
-const ports = await freePorts(15);
-const baton = new ProcessCell({
-  dataDir: join(workDir, 'baton'),
-  output: 'pipe',
-  members: [0, 1, 2].map((i) => ({ name: `n${i + 1}`, clientPort: ports[i] as number, peerPort: ports[3 + i] as number, grpcPort: ports[6 + i] as number })),
-});
-const etcd = new EtcdCell(
+const ports = await freePorts(24);
+
+/** What the bench uses of a Baton cell, of this build or another one. */
+interface BatonCell {
+  names(): string[];
+  grpcEndpoint(name: string): string;
+  clientUrl(name: string): string;
+  startAll(): void;
+  waitReady(timeoutMs: number): Promise<void>;
+  stopAll(timeoutMs: number): Promise<void>;
+}
+
+async function batonCell(dir: string, portsAt: number, build: string | null, nodeArgs: string[]): Promise<BatonCell> {
+  let Cell: typeof ProcessCell = ProcessCell;
+  if (build !== null) {
+    const modulePath = join(resolve(build), 'dist', 'src', 'node', 'testing', 'process-cell.js');
+    if (!existsSync(modulePath)) throw new Error(`--baton-b ${build}: no ${modulePath} (built?)`);
+    Cell = ((await import(modulePath)) as { ProcessCell: typeof ProcessCell }).ProcessCell;
+  }
+  return new Cell({
+    dataDir: join(workDir, dir),
+    output: 'pipe',
+    members: [0, 1, 2].map((i) => ({
+      name: `n${i + 1}`, clientPort: ports[portsAt + i] as number, peerPort: ports[portsAt + 3 + i] as number,
+      grpcPort: ports[portsAt + 6 + i] as number,
+    })),
+    nodeArgs: () => nodeArgs,
+  });
+}
+
+const batons: Partial<Record<System, BatonCell>> = { baton: await batonCell('baton', 0, null, splitArgs(values['node-args'])) };
+if (otherBuild !== undefined) batons['baton-b'] = await batonCell('other', 9, otherBuild, splitArgs(values['node-args-b']));
+const etcd = batonOnly ? null : new EtcdCell(
   join(workDir, 'etcd'),
-  [0, 1, 2].map((i) => ({ name: `e${i + 1}`, clientPort: ports[9 + i] as number, peerPort: ports[12 + i] as number })),
+  [0, 1, 2].map((i) => ({ name: `e${i + 1}`, clientPort: ports[18 + i] as number, peerPort: ports[21 + i] as number })),
 );
-const endpoints: Record<System, string[]> = {
-  baton: baton.names().map((name) => baton.grpcEndpoint(name)),
-  etcd: etcd.clientUrls().map((url) => url.host),
-};
-const pids: Record<System, number[]> = { baton: [], etcd: [] };
+const systems: System[] = [...(Object.keys(batons) as System[]), ...(etcd === null ? [] : ['etcd' as const])];
+const endpoints: Partial<Record<System, string[]>> = {};
+for (const [system, cell] of Object.entries(batons) as [System, BatonCell][]) {
+  endpoints[system] = cell.names().map((name) => cell.grpcEndpoint(name));
+}
+if (etcd !== null) endpoints.etcd = etcd.clientUrls().map((url) => url.host);
+const pids: Record<System, number[]> = { baton: [], 'baton-b': [], etcd: [] };
+
+/** A Baton cell's leader and followers as of now (pids by data dir, leader from /v1/cluster/status). */
+async function rolesOf(system: System): Promise<{ leader: string; followers: string[]; pids: Record<string, number[]> } | null> {
+  const cell = batons[system];
+  if (cell === undefined) return null;
+  const status = (await (await fetch(`${cell.clientUrl('n1')}/v1/cluster/status`)).json()) as { leader: number; members: { id: number; name: string }[] };
+  const leader = status.members.find((m) => m.id === status.leader)?.name;
+  if (leader === undefined) throw new Error(`${system}: no leader in /v1/cluster/status`);
+  const dir = join(workDir, system === 'baton' ? 'baton' : 'other');
+  const memberPids = Object.fromEntries(cell.names().map((n) => [n, findPids(`${join(dir, n)}\0`)]));
+  return { leader, followers: cell.names().filter((n) => n !== leader), pids: memberPids };
+}
 
 let cleaning: Promise<void> | null = null;
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
-    await Promise.all([baton.stopAll(10_000), etcd.stopAll(10_000)]).catch((e: Error) => log(`cleanup: ${e.message}`));
+    const cells = [...Object.values(batons), ...(etcd === null ? [] : [etcd])];
+    await Promise.all(cells.map((c) => c.stopAll(10_000))).catch((e: Error) => log(`cleanup: ${e.message}`));
     rmSync(workDir, { recursive: true, force: true });
   })();
   return cleaning;
@@ -184,9 +241,12 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 /** One run of the Go client; server CPU sampled at its window's start and end events. */
-async function runLoadgen(system: System, workload: Workload, clients: number, durationS: number, warmS: number): Promise<LoadgenResult & { serverCpuS: number; windowS: number }> {
+async function runLoadgen(system: System, workload: Workload, clients: number, durationS: number, warmS: number): Promise<LoadgenResult & { serverCpuS: number; windowS: number; leaderCpuS?: number; followerCpuS?: number }> {
+  const roles = await rolesOf(system);
+  const targets = roles === null || endpointChoice === 'all' ? (endpoints[system] ?? [])
+    : (endpointChoice === 'leader' ? [roles.leader] : roles.followers).map((n) => (batons[system] as BatonCell).grpcEndpoint(n));
   const args = [
-    '-endpoints', endpoints[system].join(','),
+    '-endpoints', targets.join(','),
     '-workload', workload,
     '-conns', String(connections),
     '-clients', String(clients),
@@ -195,7 +255,7 @@ async function runLoadgen(system: System, workload: Workload, clients: number, d
     '-key-space', String(keySpace),
     '-value-bytes', String(valueBytes),
     '-prefix', `/gobench/${workload}/`,
-    ...(leaderOnly ? ['-leader-only'] : []),
+    ...(roles === null && endpointChoice !== 'all' ? [`-${endpointChoice}-only`] : []),
   ];
   const child = spawn(loadgen, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const stderr: string[] = [];
@@ -205,14 +265,17 @@ async function runLoadgen(system: System, workload: Workload, clients: number, d
   });
   const killer = setTimeout(() => child.kill('SIGKILL'), (durationS + warmS + 90) * 1000);
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  const memberCpu = (): number[] => (roles === null ? [] : [roles.leader, ...roles.followers].map((n) => cpuSeconds(roles.pids[n] ?? [])));
   let cpuStart = 0;
   let cpuEnd = 0;
+  let memberStart: number[] = [];
+  let memberEnd: number[] = [];
   let tStart = 0;
   let tEnd = 0;
   let result: LoadgenResult | null = null;
   for await (const line of createInterface({ input: child.stdout })) {
-    if (line === '{"event":"start"}') [cpuStart, tStart] = [cpuSeconds(pids[system]), performance.now()];
-    else if (line === '{"event":"end"}') [cpuEnd, tEnd] = [cpuSeconds(pids[system]), performance.now()];
+    if (line === '{"event":"start"}') [cpuStart, memberStart, tStart] = [cpuSeconds(pids[system]), memberCpu(), performance.now()];
+    else if (line === '{"event":"end"}') [cpuEnd, memberEnd, tEnd] = [cpuSeconds(pids[system]), memberCpu(), performance.now()];
     else if (line.startsWith('{')) result = JSON.parse(line) as LoadgenResult;
   }
   const code = await exited;
@@ -220,27 +283,35 @@ async function runLoadgen(system: System, workload: Workload, clients: number, d
   if (code !== 0 || result === null || tEnd === 0) {
     throw new Error(`Go client against ${system} (${workload}, ${clients} clients) exited ${code}: ${stderr.join('').slice(-3000)}`);
   }
-  return { ...result, serverCpuS: cpuEnd - cpuStart, windowS: (tEnd - tStart) / 1000 };
+  const used = memberEnd.map((end, i) => end - (memberStart[i] ?? 0));
+  const roleCpu = used.length === 0 ? {} : {
+    leaderCpuS: used[0] as number,
+    followerCpuS: used.slice(1).reduce((a, b) => a + b, 0) / Math.max(1, used.length - 1),
+  };
+  return { ...result, serverCpuS: cpuEnd - cpuStart, windowS: (tEnd - tStart) / 1000, ...roleCpu };
 }
 
 function progress(run: Run): string {
   const errors = run.errors > 0 ? `  errors ${run.errors} (${run.error_samples.join(' | ')})` : '';
-  return `${run.system.padEnd(5)} ${run.workload} c=${String(run.clients).padStart(3)} #${run.repeat + 1}  ` +
+  const roles = Number.isFinite(run.leaderCpuUsPerOp)
+    ? `  leader ${run.leaderCpuUsPerOp.toFixed(0)} follower ${run.followerCpuUsPerOp.toFixed(0)} us/op` : '';
+  return `${run.system.padEnd(7)} ${run.workload} c=${String(run.clients).padStart(3)} #${run.repeat + 1}  ` +
     `${run.ops_per_s.toFixed(0).padStart(6)} ops/s  p50 ${run.p50_ms.toFixed(2)}  p99 ${run.p99_ms.toFixed(2)}  p99.9 ${run.p999_ms.toFixed(2)} ms  ` +
-    `server ${run.serverCpuCores.toFixed(2)} cores ${run.serverCpuUsPerOp.toFixed(0)} us/op  client ${run.client_cpu_cores.toFixed(2)} cores${errors}`;
+    `server ${run.serverCpuCores.toFixed(2)} cores ${run.serverCpuUsPerOp.toFixed(0)} us/op${roles}  client ${run.client_cpu_cores.toFixed(2)} cores${errors}`;
 }
 
 async function main(): Promise<void> {
-  baton.startAll();
-  etcd.startAll();
-  await Promise.all([baton.waitReady(60_000), etcd.waitReady(60_000)]);
+  const cells = [...Object.values(batons), ...(etcd === null ? [] : [etcd])];
+  for (const cell of cells) cell.startAll();
+  await Promise.all(cells.map((cell) => cell.waitReady(60_000)));
   pids.baton = findPids(`${join(workDir, 'baton')}/`);
+  pids['baton-b'] = findPids(`${join(workDir, 'other')}/`);
   pids.etcd = findPids(`${join(workDir, 'etcd')}/`);
-  log(`bench: Baton (etcd gRPC facade, ${pids.baton.length} processes) vs ${version} (${pids.etcd.length} processes); ` +
-    `Go clientv3, ${connections} connections, ${leaderOnly ? 'leader only' : 'all 3 members'}, ${valueBytes}-byte values over ${keySpace} keys; ` +
+  log(`bench: ${systems.join(', ')}${version === null ? '' : ` (${version})`}; ` +
+    `Go clientv3, ${connections} connections, endpoints: ${endpointChoice}, ${valueBytes}-byte values over ${keySpace} keys; ` +
     `${workloads.join(',')} x ${clientCounts.join(',')} clients x ${repeats} repeats of ${seconds} s (+${warmupS} s warm-up)`);
   if (primeS > 0) {
-    for (const system of ['baton', 'etcd'] as const) {
+    for (const system of systems) {
       for (const workload of workloads) await runLoadgen(system, workload, 64, primeS, 0);
     }
   }
@@ -248,15 +319,18 @@ async function main(): Promise<void> {
   for (const workload of workloads) {
     for (const clients of clientCounts) {
       for (let repeat = 0; repeat < repeats; repeat++) {
-        const order: System[] = repeat % 2 === 0 ? ['baton', 'etcd'] : ['etcd', 'baton'];
+        const order: System[] = repeat % 2 === 0 ? systems : [...systems].reverse();
         for (const system of order) {
           const r = await runLoadgen(system, workload, clients, seconds, warmupS);
+          const perOp = (cpu: number | undefined): number => (cpu !== undefined && r.ops > 0 ? (1e6 * cpu) / r.ops : Number.NaN);
           const run: Run = {
             ...r,
             system,
             repeat,
             serverCpuCores: r.serverCpuS / r.windowS,
-            serverCpuUsPerOp: r.ops > 0 ? (1e6 * r.serverCpuS) / r.ops : Number.NaN,
+            serverCpuUsPerOp: perOp(r.serverCpuS),
+            leaderCpuUsPerOp: perOp(r.leaderCpuS),
+            followerCpuUsPerOp: perOp(r.followerCpuS),
           };
           runs.push(run);
           log(progress(run));
@@ -276,31 +350,48 @@ function report(runs: readonly Run[]): void {
     median(b.map((r, i) => get(r) / get(e[i] as Run)));
   const rows: string[][] = [];
   const ratioRows: string[][] = [];
+  const abRows: string[][] = [];
   for (const workload of workloads) {
     for (const clients of clientCounts) {
-      const b = pick('baton', workload, clients);
-      const e = pick('etcd', workload, clients);
-      for (const [system, rs] of [['etcd', e], ['baton', b]] as const) {
+      const [b, bb, e] = (['baton', 'baton-b', 'etcd'] as const).map((system) => pick(system, workload, clients)) as [Run[], Run[], Run[]];
+      for (const system of systems) {
+        const rs = pick(system, workload, clients);
         rows.push([
           `${workload} x${clients}`, system, f(med(rs, (r) => r.ops_per_s), 0), f(med(rs, (r) => r.p50_ms), 2),
           f(med(rs, (r) => r.p99_ms), 2), f(med(rs, (r) => r.p999_ms), 2), String(rs.reduce((s, r) => s + r.errors, 0)),
           f(med(rs, (r) => r.serverCpuCores), 2), f(med(rs, (r) => r.serverCpuUsPerOp), 0),
+          f(med(rs, (r) => r.leaderCpuUsPerOp), 0), f(med(rs, (r) => r.followerCpuUsPerOp), 0),
           f(med(rs, (r) => r.client_cpu_cores), 2), rs.map((r) => r.ops_per_s.toFixed(0)).join(' '),
         ]);
       }
-      ratioRows.push([
-        `${workload} x${clients}`, '', `${f(ratio(b, e, (r) => r.ops_per_s), 2)}x`, `${f(ratio(b, e, (r) => r.p50_ms), 2)}x`,
-        `${f(ratio(b, e, (r) => r.p99_ms), 2)}x`, `${f(ratio(b, e, (r) => r.serverCpuUsPerOp), 2)}x`,
-      ]);
+      if (e.length > 0) {
+        ratioRows.push([
+          `${workload} x${clients}`, '', `${f(ratio(b, e, (r) => r.ops_per_s), 2)}x`, `${f(ratio(b, e, (r) => r.p50_ms), 2)}x`,
+          `${f(ratio(b, e, (r) => r.p99_ms), 2)}x`, `${f(ratio(b, e, (r) => r.serverCpuUsPerOp), 2)}x`,
+        ]);
+      }
+      if (bb.length > 0) {
+        abRows.push([
+          `${workload} x${clients}`, '', `${f(ratio(b, bb, (r) => r.ops_per_s), 2)}x`, `${f(ratio(b, bb, (r) => r.p99_ms), 2)}x`,
+          `${f(ratio(b, bb, (r) => r.serverCpuUsPerOp), 2)}x`, `${f(ratio(b, bb, (r) => r.leaderCpuUsPerOp), 2)}x`,
+          `${f(ratio(b, bb, (r) => r.followerCpuUsPerOp), 2)}x`, `${f(ratio(b, bb, (r) => r.client_cpu_cores / r.ops_per_s), 2)}x`,
+        ]);
+      }
     }
   }
   const out = (text: string): void => void process.stdout.write(`${text}\n`);
-  out(`\nMedians of ${repeats} repeat(s), ${seconds} s each; etcd's Go clientv3 (${connections} connections, ${leaderOnly ? 'leader only' : '3 endpoints'}) against each:`);
-  out(table(['case', 'system', 'ops/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors', 'srv cores', 'srv us/op', 'client cores', 'ops/s per repeat'], rows));
-  out('\nBaton ÷ etcd, median of same-repeat ratios (ops > 1: Baton serves more; p50, p99, us/op < 1: Baton is better):');
-  out(table(['case', '', 'ops', 'p50', 'p99', 'srv us/op'], ratioRows));
+  out(`\nMedians of ${repeats} repeat(s), ${seconds} s each; etcd's Go clientv3 (${connections} connections, endpoints: ${endpointChoice}) against each:`);
+  out(table(['case', 'system', 'ops/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors', 'srv cores', 'srv us/op', 'leader us/op', 'follower us/op', 'client cores', 'ops/s per repeat'], rows));
+  if (ratioRows.length > 0) {
+    out('\nBaton ÷ etcd, median of same-repeat ratios (ops > 1: Baton serves more; p50, p99, us/op < 1: Baton is better):');
+    out(table(['case', '', 'ops', 'p50', 'p99', 'srv us/op'], ratioRows));
+  }
+  if (abRows.length > 0) {
+    out(`\nThis build ÷ ${otherBuild} (baton-b), median of same-repeat ratios (us/op < 1: this build spends less):`);
+    out(table(['case', '', 'ops', 'p99', 'srv us/op', 'leader us/op', 'follower us/op', 'client cpu/op'], abRows));
+  }
   out('srv: all three server processes of the cell over the client\'s measured window (idle CPU included); client: the Go client\'s own CPU (getrusage)');
-  if (values.json === true) out(JSON.stringify({ etcd: version, connections, leaderOnly, runs }));
+  if (values.json === true) out(JSON.stringify({ etcd: version, connections, endpoints: endpointChoice, runs }));
 }
 
 try {

@@ -75,6 +75,7 @@ func main() {
 	valueBytes := flag.Int("value-bytes", 256, "value size of puts")
 	prefix := flag.String("prefix", "/gobench/", "key prefix")
 	leaderOnly := flag.Bool("leader-only", false, "send every request to the leader (found with Maintenance.Status)")
+	followersOnly := flag.Bool("followers-only", false, "send every request to the members that are not the leader (every write forwarded)")
 	timeout := flag.Duration("timeout", 10*time.Second, "per-request timeout")
 	flag.Parse()
 
@@ -118,7 +119,10 @@ func main() {
 		return c
 	}
 
-	if *leaderOnly {
+	if *leaderOnly && *followersOnly {
+		fail("-leader-only and -followers-only exclude each other")
+	}
+	if *leaderOnly || *followersOnly {
 		probe := newClient(endpoints)
 		leader := ""
 		for _, e := range endpoints {
@@ -134,7 +138,20 @@ func main() {
 		if leader == "" {
 			fail("no member of %v reports itself as leader", endpoints)
 		}
-		endpoints = []string{leader}
+		if *leaderOnly {
+			endpoints = []string{leader}
+		} else {
+			var followers []string
+			for _, e := range endpoints {
+				if e != leader {
+					followers = append(followers, e)
+				}
+			}
+			if len(followers) == 0 {
+				fail("no member of %v but the leader", endpoints)
+			}
+			endpoints = followers
+		}
 	}
 
 	cs := make([]*clientv3.Client, *conns)
