@@ -1,7 +1,7 @@
 // The etcd v3 gRPC facade of one node (issue 12, docs/etcd-compat.md): etcd's KV, Watch, Lease,
 // Cluster, Maintenance, Lock and Election services over the node's own interfaces (CellApi,
 // LeaseApi, the watch service, LockApi, ElectionApi): no second state machine.
-import { Server, ServerCredentials, status, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { status, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { ElectionApi, LockApi } from '../../lock/api.js';
 import type { LeaseApi } from '../../lease/api.js';
 import type { WatchService } from '../stream/watch-service.js';
@@ -13,6 +13,7 @@ import { withKvCodecs } from './kv-codec.js';
 import { KvFacade } from './kv-service.js';
 import { LeaseFacade, type LeaseBounds } from './lease-service.js';
 import { ElectionFacade, LockFacade } from './lock-service.js';
+import { GrpcServer } from './h2/grpc-server.js';
 import { etcdServices } from './proto.js';
 import { serveSnapshot, type SnapshotSource } from './snapshot-stream.js';
 import { serveWatchStream, type WatchCall } from './watch-stream.js';
@@ -45,14 +46,14 @@ type Handler = (call: Unary) => Promise<unknown> | unknown;
 
 export class EtcdGrpcServer {
   private constructor(
-    private readonly server: Server,
+    private readonly server: GrpcServer,
     readonly port: number,
   ) {}
 
   static async start(deps: GrpcDeps, host: string, port: number): Promise<EtcdGrpcServer> {
-    // No channelz: its per-call bookkeeping (counters, timestamps) serves a debugging service
-    // that the facade does not expose.
-    const server = new Server({ 'grpc.max_receive_message_length': receiveBytesMax, 'grpc.enable_channelz': 0 });
+    // The facade's own HTTP/2 and gRPC server (h2/): grpc-js's Server and Node's HTTP/2 cost ~8x
+    // its CPU per call. grpc-js stays for the service definitions' types and status codes.
+    const server = new GrpcServer({ receiveBytesMax, logError: deps.logError });
     const services = etcdServices();
     const headers = new HeaderSource(deps.cell);
     const kv = new KvFacade(deps.cell, headers);
@@ -125,27 +126,13 @@ export class EtcdGrpcServer {
         },
       } as UntypedServiceImplementation);
     }
-    const bound = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (error, actual) => {
-        if (error !== null) reject(error);
-        else resolve(actual);
-      });
-    });
+    const bound = await server.listen(host, port);
     return new EtcdGrpcServer(server, bound);
   }
 
   /** Stops accepting calls; calls still open after a short grace are cut. */
-  async stop(graceMs = 500): Promise<void> {
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.server.forceShutdown();
-        resolve();
-      }, graceMs);
-      this.server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+  stop(graceMs = 500): Promise<void> {
+    return this.server.close(graceMs);
   }
 }
 
