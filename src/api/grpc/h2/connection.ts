@@ -81,6 +81,8 @@ export class H2Connection implements StreamOwner {
   private outParts: Buffer[] = [];
   private outBytes = 0;
   private flushScheduled = false;
+  private readonly flushNow = (): void => this.flush();
+  private spareDirty: H2Stream[] = [];
   private goingAway = false;
   private closed = false;
   /** Called once the connection is gone (for the server's bookkeeping). */
@@ -152,7 +154,7 @@ export class H2Connection implements StreamOwner {
   /** A stream error found here (RFC 9113 §5.4.2): reset, and the gRPC layer hears it. */
   private streamError(stream: H2Stream, code: H2Error): void {
     this.resetStream(stream, code);
-    stream.onReset(code);
+    stream.sink.onReset(code);
   }
 
   addBufferedInput(bytes: number): void {
@@ -253,7 +255,7 @@ export class H2Connection implements StreamOwner {
     const body = this.unpad(flags, payload);
     if (body === null) return;
     const end = (flags & Flag.endStream) !== 0;
-    if (body.length > 0) stream.onData(body);
+    if (body.length > 0) stream.sink.onData(body);
     else if (!end) this.charge();
     if (stream.reset || this.closed) return;
     if (end) return this.remoteEnd(stream);
@@ -327,7 +329,7 @@ export class H2Connection implements StreamOwner {
 
   private remoteEnd(stream: H2Stream): void {
     stream.remoteClosed = true;
-    stream.onEnd();
+    stream.sink.onEnd();
     if (stream.localClosed) this.dropStream(stream);
   }
 
@@ -406,7 +408,7 @@ export class H2Connection implements StreamOwner {
       return;
     }
     this.dropStream(stream);
-    stream.onReset(payload.readUInt32BE(0));
+    stream.sink.onReset(payload.readUInt32BE(0));
   }
 
   /** The payload without its padding; null (and the connection failed) when the padding is bad. */
@@ -439,7 +441,7 @@ export class H2Connection implements StreamOwner {
   private scheduleFlush(): void {
     if (this.flushScheduled || this.closed) return;
     this.flushScheduled = true;
-    setImmediate(() => this.flush());
+    setImmediate(this.flushNow);
   }
 
   /** Frames what the streams queued this turn and writes it all in one socket write. */
@@ -447,22 +449,24 @@ export class H2Connection implements StreamOwner {
     this.flushScheduled = false;
     if (this.closed) return;
     const dirty = this.dirty;
-    this.dirty = [];
-    const drained: H2Stream[] = [];
+    this.dirty = this.spareDirty;
+    let drained: H2Stream[] | null = null;
     for (const stream of dirty) {
       stream.dirty = false;
-      if (this.frameStream(stream) && stream.wantsDrain) drained.push(stream);
+      if (this.frameStream(stream) && stream.wantsDrain) (drained ??= []).push(stream);
     }
+    dirty.length = 0;
+    this.spareDirty = dirty;
     if (this.outBytes > 0) {
       const parts = this.outParts;
       this.socket.write(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, this.outBytes));
-      this.outParts = [];
+      parts.length = 0;
       this.outBytes = 0;
       if (this.socket.writableLength > 4 * this.limits.socketBufferedBytesMax) return this.destroy(); // not reading
     }
-    for (const stream of drained) {
+    for (const stream of drained ?? []) {
       stream.wantsDrain = false;
-      if (!stream.reset) stream.onDrain();
+      if (!stream.reset) stream.sink.onDrain();
     }
   }
 
@@ -560,7 +564,7 @@ export class H2Connection implements StreamOwner {
   /** A connection error: GOAWAY with the code, then close (RFC 9113 §5.4.1). */
   private fail(code: H2Error, message: string): void {
     if (this.closed) return;
-    this.outParts = [];
+    this.outParts.length = 0;
     this.outBytes = 0;
     this.socket.end(goawayFrame(this.lastStreamId, code, message));
     // A client that does not close its side is cut after a moment.
@@ -576,7 +580,7 @@ export class H2Connection implements StreamOwner {
     for (const stream of streams) {
       stream.reset = true;
       stream.out.length = 0;
-      stream.onReset(H2Error.cancel);
+      stream.sink.onReset(H2Error.cancel);
     }
     this.onClose();
   }

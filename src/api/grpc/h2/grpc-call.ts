@@ -2,11 +2,13 @@
 // handlers use: `request` (unary and server-streaming calls), 'data' / 'end' events (client
 // streams), write() with 'drain', end(), emit('error', status), 'cancelled' and 'close', and
 // getDeadline(). Messages are length-prefixed (gRPC over HTTP/2: a flag byte, a u32 length).
-import { EventEmitter } from 'node:events';
+// The call is its stream's sink and keeps its listeners itself (no EventEmitter, no closures
+// per call: a unary put allocates this object, its reader and its answer).
 import { status } from '@grpc/grpc-js';
 import { H2Error } from './frames.js';
 import { encodeHeaders } from './hpack.js';
-import type { H2Stream } from './stream.js';
+import { MessageReader } from './message-reader.js';
+import type { H2Stream, StreamSink } from './stream.js';
 
 const responseHeaders = encodeHeaders(200, [['content-type', 'application/grpc']]);
 const okTrailers = encodeHeaders(null, [['grpc-status', '0']]);
@@ -18,44 +20,132 @@ export interface CallStatus {
   readonly message?: string;
 }
 
-export interface CallCodec {
+export type CallKind = 'unary' | 'serverStream' | 'clientStream' | 'bidi';
+
+export interface CallRoute {
+  readonly kind: CallKind;
   readonly requestDeserialize: (bytes: Buffer) => unknown;
   readonly responseSerialize: (value: unknown) => Buffer;
+  /** Unary: (call, callback); the others: (call). */
+  readonly handler: (call: GrpcCall, callback: (error: CallStatus | null, value?: unknown) => void) => void;
 }
 
-export class GrpcCall extends EventEmitter {
+export interface CallContext {
+  readonly receiveBytesMax: number;
+  readonly logError: (error: unknown) => void;
+  /** Told when a call with a deadline ends (the server's deadline sweep forgets it). */
+  ended(call: GrpcCall): void;
+}
+
+type Listener = (...args: never[]) => void;
+
+export class GrpcCall implements StreamSink {
   request: unknown = undefined;
   cancelled = false;
   private finished = false;
   private closed = false;
+  private started = false;
+  /** Single-message calls: the request message, once read. */
+  private message: Buffer | null = null;
+  private readonly reader: MessageReader;
+  private listeners: Map<string, Listener[]> | null = null;
+  private readonly answerCallback = (error: CallStatus | null, value?: unknown): void => this.answer(error, value);
 
   constructor(
     private readonly stream: H2Stream,
-    private readonly codec: CallCodec,
-    private readonly deadline: Date | number,
-    private readonly logError: (error: unknown) => void,
+    private readonly route: CallRoute,
+    /** Epoch ms; Infinity without one. */
+    private readonly deadlineMs: number,
+    encoding: string,
+    private readonly context: CallContext,
   ) {
-    super();
-    // emit('error', status) is how a handler ends a call with a status (as with grpc-js).
-    this.on('error', (error: CallStatus) => this.finish(statusOf(error)));
+    this.reader = new MessageReader(context.receiveBytesMax, encoding, stream);
   }
 
   getDeadline(): Date | number {
-    return this.deadline;
+    return Number.isFinite(this.deadlineMs) ? new Date(this.deadlineMs) : Number.POSITIVE_INFINITY;
   }
 
   get ended(): boolean {
     return this.finished || this.cancelled;
   }
 
+  get single(): boolean {
+    return this.route.kind === 'unary' || this.route.kind === 'serverStream';
+  }
+
+  /** Starts a streaming-request call at once; a single-message one when its message is in. */
+  start(endStream: boolean): void {
+    if (!this.single) {
+      this.started = true;
+      this.runHandler();
+      if (endStream) this.onEnd();
+    } else if (endStream) {
+      this.onEnd();
+    }
+  }
+
+  // --- StreamSink ---
+
+  onData(data: Buffer): void {
+    if (this.ended) return;
+    const refusal = this.reader.push(data, this);
+    if (refusal !== null) {
+      this.reader.release();
+      this.finish(refusal);
+    }
+  }
+
+  /** One whole request message from the reader; false: stop reading (the call ended). */
+  takeMessage(bytes: Buffer): boolean {
+    if (this.single) {
+      if (this.message !== null) {
+        this.finish({ code: status.UNIMPLEMENTED, details: 'a second request message on a unary or server-streaming method' });
+        return false;
+      }
+      this.message = bytes;
+      return true;
+    }
+    const request = this.deserialize(bytes);
+    if (request === undefined) return false;
+    this.emit('data', request);
+    return !this.ended;
+  }
+
+  onEnd(): void {
+    if (this.ended) return;
+    if (!this.single) return void this.emit('end');
+    if (this.started) return;
+    this.started = true;
+    if (this.message === null || this.reader.partial) {
+      this.reader.release();
+      return this.finish({ code: status.UNIMPLEMENTED, details: 'no complete request message before the end of the stream' });
+    }
+    const request = this.deserialize(this.message);
+    this.message = null;
+    if (request === undefined) return;
+    this.request = request;
+    this.runHandler();
+  }
+
+  onReset(): void {
+    this.cancel(status.CANCELLED);
+  }
+
+  onDrain(): void {
+    this.emit('drain');
+  }
+
+  // --- the handler's side ---
+
   /** One response message; false when the stream's queue is over its high-water mark. */
   write(message: unknown): boolean {
     if (this.ended) return false;
     let payload: Buffer;
     try {
-      payload = this.codec.responseSerialize(message);
+      payload = this.route.responseSerialize(message);
     } catch (error) {
-      this.logError(error);
+      this.context.logError(error);
       this.finish({ code: status.INTERNAL, details: 'Error serializing response' });
       return false;
     }
@@ -66,6 +156,38 @@ export class GrpcCall extends EventEmitter {
   /** Ends the call with status OK. */
   end(): void {
     this.finish({ code: status.OK, details: '' });
+  }
+
+  on(event: string, listener: Listener): this {
+    this.listeners ??= new Map();
+    const list = this.listeners.get(event);
+    if (list === undefined) this.listeners.set(event, [listener]);
+    else list.push(listener);
+    return this;
+  }
+
+  once(event: string, listener: Listener): this {
+    const wrapper = (...args: never[]): void => {
+      this.off(event, wrapper);
+      listener(...args);
+    };
+    return this.on(event, wrapper);
+  }
+
+  off(event: string, listener: Listener): this {
+    const list = this.listeners?.get(event);
+    const at = list?.indexOf(listener) ?? -1;
+    if (list !== undefined && at >= 0) list.splice(at, 1);
+    return this;
+  }
+
+  /** As an EventEmitter's; emit('error', status) ends the call with that status first. */
+  emit(event: string, ...args: unknown[]): boolean {
+    if (event === 'error') this.finish(statusOf(args[0] as CallStatus));
+    const list = this.listeners?.get(event);
+    if (list === undefined || list.length === 0) return false;
+    for (const listener of [...list]) (listener as (...values: unknown[]) => void)(...args);
+    return true;
   }
 
   /** The unary answer: the message, or the error's status. */
@@ -80,6 +202,7 @@ export class GrpcCall extends EventEmitter {
   cancel(code: number): void {
     if (this.ended) return;
     this.cancelled = true;
+    this.reader.release();
     if (code === status.DEADLINE_EXCEEDED) this.send({ code, details: 'Deadline exceeded' });
     this.emit('cancelled');
     this.close();
@@ -89,8 +212,33 @@ export class GrpcCall extends EventEmitter {
   finish(callStatus: { code: number; details: string }): void {
     if (this.ended) return;
     this.finished = true;
+    this.reader.release();
     this.send(callStatus);
     this.close();
+  }
+
+  /** Ends the stream outright (a protocol-level refusal after the call started). */
+  abort(): void {
+    this.stream.cancel(H2Error.cancel);
+  }
+
+  private deserialize(bytes: Buffer): unknown {
+    try {
+      return this.route.requestDeserialize(bytes) ?? null;
+    } catch (error) {
+      this.finish({ code: status.INTERNAL, details: `Error deserializing request: ${(error as Error)?.message ?? String(error)}` });
+      return undefined;
+    }
+  }
+
+  /** A handler that throws is a bug: INTERNAL, logged (grpc-js answers the same). */
+  private runHandler(): void {
+    try {
+      this.route.handler(this, this.answerCallback);
+    } catch (error) {
+      this.context.logError(error);
+      this.finish({ code: status.INTERNAL, details: 'the handler failed' });
+    }
   }
 
   private send(callStatus: { code: number; details: string }): void {
@@ -104,12 +252,8 @@ export class GrpcCall extends EventEmitter {
   private close(): void {
     if (this.closed) return;
     this.closed = true;
+    if (Number.isFinite(this.deadlineMs)) this.context.ended(this);
     this.emit('close');
-  }
-
-  /** Ends the stream outright (a protocol-level refusal after the call started). */
-  abort(): void {
-    this.stream.cancel(H2Error.cancel);
   }
 }
 

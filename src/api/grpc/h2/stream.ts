@@ -13,18 +13,26 @@ export interface StreamOwner {
   addBufferedInput(bytes: number): void;
 }
 
+/** Where a stream's events go (the gRPC call that took it); a no-op until then. */
+export interface StreamSink {
+  onData(data: Buffer): void;
+  /** The client ended its side. */
+  onEnd(): void;
+  /** The client reset the stream, or the connection went away: nothing more leaves. */
+  onReset(code: number): void;
+  /** Queued answer bytes fell below half the high-water mark after being above it. */
+  onDrain(): void;
+}
+
+const noSink: StreamSink = { onData: () => {}, onEnd: () => {}, onReset: () => {}, onDrain: () => {} };
+
 export type OutItem =
   | { readonly kind: 'headers'; readonly block: Buffer; readonly end: boolean }
   | { readonly kind: 'data'; data: Buffer };
 
 export class H2Stream {
   /** Set by the gRPC layer when it takes the stream. */
-  onData: (data: Buffer) => void = () => {};
-  onEnd: () => void = () => {};
-  /** The client reset the stream, or the connection went away: nothing more leaves. */
-  onReset: (code: number) => void = () => {};
-  /** Queued answer bytes fell below the low-water mark after being above it. */
-  onDrain: () => void = () => {};
+  sink: StreamSink = noSink;
 
   /** Answer frames not yet written, in order. */
   readonly out: OutItem[] = [];
@@ -47,7 +55,7 @@ export class H2Stream {
   blocked = false;
   /** In the connection's list of streams to frame at its next flush. */
   dirty = false;
-  /** write() answers false above this many queued bytes; onDrain follows below half of it. */
+  /** write() answers false above this many queued bytes; sink.onDrain follows below half of it. */
   highWaterBytes = 256 * 1024;
   wantsDrain = false;
 
