@@ -27,21 +27,20 @@ export class LogProposer implements CommandProposer {
     private readonly options: LogProposerOptions,
   ) {}
 
-  async propose<C extends Command>(op: C, requestId: string | undefined): Promise<Proposed<C>> {
+  /** Not an async function: one closure and one promise per write instead of an async frame. */
+  propose<C extends Command>(op: C, requestId: string | undefined): Promise<Proposed<C>> {
     const { memberId, limits, wallMs, monotonicMs, onProposed } = this.options;
-    const command = encodeCommand(
-      {
-        ...(requestId !== undefined ? { requestId } : {}),
-        proposedAtMs: wallMs(),
-        ...(memberId !== undefined ? { source: memberId } : {}),
-        op,
-      },
-      limits,
-    );
+    let command: Uint8Array;
+    try {
+      command = encodeCommand({ requestId, proposedAtMs: wallMs(), source: memberId, op }, limits);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const started = monotonicMs();
-    const outcome = await this.log.propose(this.log.newProposalId(), command);
-    onProposed?.((monotonicMs() - started) / 1000);
-    return answerOf(op, outcome);
+    return this.log.propose(this.log.newProposalId(), command).then((outcome) => {
+      onProposed?.((monotonicMs() - started) / 1000);
+      return answerOf(op, outcome);
+    });
   }
 }
 

@@ -293,7 +293,8 @@ export class NodeDriver<Outcome> {
       return Promise.reject(new OverloadedError('the leader is behind: its oldest uncommitted entry waits too long; retry later'));
     }
     const data = frameCommand(proposalId, command);
-    const key = Buffer.from(proposalId).toString('hex');
+    // A view, not a copy (ids from newProposalId are Buffers already).
+    const key = Buffer.from(proposalId.buffer, proposalId.byteOffset, proposalId.byteLength).toString('hex');
     assert(!this.proposals.has(key), 'proposal ids are unique');
     if (this.role === 'leader') {
       const result = this.core.propose(data);

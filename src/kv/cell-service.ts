@@ -75,9 +75,10 @@ export class CellService implements api.CellApi, CommandProposer {
     }
   }
 
-  async put(request: api.PutRequest, requestId: string | undefined): Promise<api.PutResult> {
-    const { result } = await this.propose({ type: 'put', ...request }, requestId);
-    return { created: result.created, version: result.version, revision: result.revision, fencingToken: result.fencingToken };
+  put(request: api.PutRequest, requestId: string | undefined): Promise<api.PutResult> {
+    // The hot write: a .then instead of an async frame (one closure, one promise).
+    return this.propose({ type: 'put', ...request }, requestId).then(({ result }) =>
+      ({ created: result.created, version: result.version, revision: result.revision, fencingToken: result.fencingToken }));
   }
 
   async deleteRange(request: api.DeleteRequest, requestId: string | undefined): Promise<api.DeleteResult> {

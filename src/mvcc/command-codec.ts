@@ -68,7 +68,7 @@ export function encodeCommand(envelope: CommandEnvelope, limits: MvccLimits): Ui
  * limits or an older version may have proposed them); tests use this to produce them.
  */
 export function encodeCommandUnchecked(envelope: CommandEnvelope): Uint8Array {
-  const writer = new ByteWriter(64);
+  const writer = new ByteWriter(commandBytesEstimate(envelope));
   writer.u8(magic).u8(format).u64(envelope.proposedAtMs);
   const hasSource = envelope.source !== undefined;
   writer.u8((envelope.requestId === undefined ? 0 : flagRequestId) | (hasSource ? flagSource : 0));
@@ -114,6 +114,17 @@ export function decodeCommandUnchecked(data: Uint8Array): CommandEnvelope {
     ...(source === undefined ? {} : { source }),
     op,
   };
+}
+
+/**
+ * At least the encoded size of a put (UTF-8 takes at most 3 bytes per UTF-16 unit), so its writer
+ * never grows: one buffer and one exact copy per command instead of a buffer per doubling.
+ */
+function commandBytesEstimate(envelope: CommandEnvelope): number {
+  const op = envelope.op;
+  const head = 11 + (envelope.requestId === undefined ? 0 : 4 + 3 * envelope.requestId.length) + 8;
+  if (op.type !== 'put') return 64 + head;
+  return head + 1 + 4 + 3 * op.key.length + 4 + op.value.length + 3 * 9;
 }
 
 function writeOptional(writer: ByteWriter, value: number | undefined): void {
