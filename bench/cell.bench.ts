@@ -334,12 +334,14 @@ async function profileAllocations(): Promise<void> {
   const names = ['n1', 'n2', 'n3'];
   const inspectPort = (name: string): number => inspectPorts[names.indexOf(name)] as number;
   const baton = await startBaton((name) => [`--inspect=127.0.0.1:${inspectPort(name)}`]);
-  const urls = baton.clientUrls().map((u) => new URL(u));
+  const allUrls = baton.clientUrls().map((u) => new URL(u));
   const leader = await leaderName(baton.clientUrl('n1'));
   const follower = baton.names().find((n) => n !== leader) as string;
+  const followerUrls = baton.names().filter((n) => n !== leader).map((n) => new URL(baton.clientUrl(n)));
+  const urls = endpoints === 'all' ? allUrls : endpoints === 'leader' ? [new URL(baton.clientUrl(leader))] : followerUrls;
   const workload = plan.workloads[0] ?? 'put';
   const clients = plan.clients[0] ?? 64;
-  if (workload.startsWith('get')) await populateKeys(batonProtocol, urls, plan.keyCount, plan.valueBytes);
+  if (workload.startsWith('get')) await populateKeys(batonProtocol, allUrls, plan.keyCount, plan.valueBytes);
   const sessions = await Promise.all([leader, follower].map((n) => InspectorSession.connect('127.0.0.1', inspectPort(n))));
   log(`bench: allocation sampling on ${leader} (leader) and ${follower} under ${workload}, ${clients} clients`);
   let started: Promise<unknown> = Promise.resolve();

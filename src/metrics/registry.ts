@@ -3,6 +3,7 @@
 // small and the hot paths (proposal, read, fsync timings) must not allocate per observation.
 
 type Labels = Readonly<Record<string, string>>;
+const noLabels: Labels = Object.freeze({});
 
 interface Metric {
   render(): string;
@@ -15,9 +16,15 @@ function labelText(labels: Labels): string {
 
 export class Counter implements Metric {
   private readonly values = new Map<string, number>();
+  /** Label texts of label objects seen before (callers on hot paths pass the same objects). */
+  private readonly texts = new WeakMap<Labels, string>();
   constructor(readonly name: string, readonly help: string) {}
-  inc(labels: Labels = {}, by = 1): void {
-    const key = labelText(labels);
+  inc(labels: Labels = noLabels, by = 1): void {
+    let key = this.texts.get(labels);
+    if (key === undefined) {
+      key = labelText(labels);
+      this.texts.set(labels, key);
+    }
     this.values.set(key, (this.values.get(key) ?? 0) + by);
   }
   render(): string {

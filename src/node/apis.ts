@@ -1,6 +1,6 @@
 // Step 4 of a node's start: the client APIs over the built services. HTTP/JSON and the WebSocket
 // stream share one listener; the etcd v3 gRPC facade has its own (only with --listen-grpc).
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import { createHttpHandler } from '../api/http/handler.js';
 import { defaultApiLimits } from '../api/http/limits.js';
 import { createWatchRoutes } from '../api/http/watch-routes.js';
@@ -44,8 +44,15 @@ export async function startApis(
     ],
     logError,
   });
+  // One label object per status code and one shared listener: no allocation per request.
+  const codeLabels = new Map<number, { code: string }>();
+  function countAnswer(this: ServerResponse): void {
+    let labels = codeLabels.get(this.statusCode);
+    if (labels === undefined) codeLabels.set(this.statusCode, (labels = { code: String(this.statusCode) }));
+    state.metrics.requests.inc(labels);
+  }
   const http = createServer((req, res) => {
-    res.once('finish', () => state.metrics.requests.inc({ code: String(res.statusCode) }));
+    res.on('finish', countAnswer);
     handler(req, res);
   });
   http.keepAliveTimeout = httpKeepAliveMs;

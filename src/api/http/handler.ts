@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidArgumentError } from '../../base/errors.js';
 import { rangeJson, txnResultJson } from '../json.js';
 import { readKeys } from '../kv-read.js';
-import type { CellApi, TxnOpResult } from '../types.js';
+import type { CellApi, PutRequest, TxnOpResult } from '../types.js';
 import { bodyWasRefused, closeAfterAnswer, lingerIfUnread, readBody, readJson } from './body.js';
 import type { ApiLimits } from './limits.js';
 import {
@@ -81,14 +81,14 @@ async function route(
   // owns /v1/kv), each of which costs an await per request.
   const target = simpleTarget(req.url ?? '/');
   if (target !== null && (target.path === '/v1/kv' || target.path.startsWith('/v1/kv/'))) {
-    const kvRoute = kvRoutes(req, res, context, cell, limits, method, target.path, new Query(new URLSearchParams(target.search)));
+    const kvRoute = kvRoutes(req, res, context, cell, limits, method, target.path, Query.of(target.search));
     if (kvRoute !== null) return kvRoute;
   }
   // Everything else is routed on the raw target (rawTarget refuses dot segments), never on a
   // path that URL parsing resolved: `/v1/kv/a/../b` must not reach key /b.
   const raw = rawTarget(req.url ?? '/');
   if (raw.path === '/v1/kv' || raw.path.startsWith('/v1/kv/')) {
-    const kvRoute = kvRoutes(req, res, context, cell, limits, method, raw.path, new Query(new URLSearchParams(raw.search)));
+    const kvRoute = kvRoutes(req, res, context, cell, limits, method, raw.path, Query.of(raw.search));
     if (kvRoute !== null) return kvRoute;
     throw new InvalidArgumentError(`no such endpoint: ${method} ${raw.path}`);
   }
@@ -179,16 +179,11 @@ async function putKey(
   const lease = headerInteger(req.headers, 'lease-id', 1);
   const id = requestId(req.headers);
   const value = validValue(await readBody(req, limits.valueBytesMax), limits);
-  const result = await cell.put(
-    {
-      key,
-      value,
-      ...(ifVersion !== undefined ? { ifVersion } : {}),
-      ...(ifRevision !== undefined ? { ifRevision } : {}),
-      ...(lease !== undefined ? { lease } : {}),
-    },
-    id,
-  );
+  const put: { -readonly [K in keyof PutRequest]: PutRequest[K] } = { key, value };
+  if (ifVersion !== undefined) put.ifVersion = ifVersion;
+  if (ifRevision !== undefined) put.ifRevision = ifRevision;
+  if (lease !== undefined) put.lease = lease;
+  const result = await cell.put(put, id);
   sendJson(res, context, result.created ? 201 : 200, result, result.revision);
 }
 

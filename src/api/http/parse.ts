@@ -72,12 +72,20 @@ export function validValue(value: Uint8Array, limits: ApiLimits): Uint8Array {
   return value;
 }
 
+const noParams = new URLSearchParams();
+
 export class Query {
-  private readonly used = new Set<string>();
+  /** Made on the first lookup: a request without parameters (most writes) costs none. */
+  private used: Set<string> | null = null;
   constructor(private readonly params: URLSearchParams) {}
 
+  /** The query of a request target's search part ('' or '?...'); read-only, so '' shares one. */
+  static of(search: string): Query {
+    return new Query(search === '' ? noParams : new URLSearchParams(search));
+  }
+
   string(name: string): string | undefined {
-    this.used.add(name);
+    (this.used ??= new Set()).add(name);
     return this.params.get(name) ?? undefined;
   }
 
@@ -105,7 +113,7 @@ export class Query {
   /** Unknown parameters are refused: a typo must not silently change what a request means. */
   rejectUnknown(): void {
     for (const name of this.params.keys()) {
-      if (!this.used.has(name)) throw new InvalidArgumentError(`unknown query parameter "${name}"`);
+      if (this.used?.has(name) !== true) throw new InvalidArgumentError(`unknown query parameter "${name}"`);
     }
   }
 }
