@@ -11,8 +11,9 @@
 import type { Socket } from 'node:net';
 import { assert } from '../../../base/assert.js';
 import {
-  Flag, FrameType, H2Error, Setting, clientPreface, frameBytesDefault, frameBytesLimit, frameHeaderBytes, goawayFrame,
-  rstStreamFrame, settingsFrame, windowBytesDefault, windowBytesMax, windowUpdateFrame, writeFrameHeader,
+  Flag, FrameType, H2Error, Setting, clientPreface, frameBytesDefault, frameBytesLimit,
+  frameHeaderBytes, goawayFrame, rstStreamFrame, settingsFrame, windowBytesDefault, windowBytesMax,
+  windowUpdateFrame, writeFrameHeader,
 } from './frames.js';
 import { HpackDecoder, HpackError, type HeaderList } from './hpack.js';
 import { H2Stream, type StreamOwner } from './stream.js';
@@ -28,7 +29,7 @@ export interface H2Limits {
   readonly connectionWindowBytes: number;
   /** Request bytes the gRPC layer may hold for one connection's streams (partial messages). */
   readonly bufferedInputBytesMax: number;
-  /** Control frames (PING, SETTINGS, RST_STREAM, PRIORITY, WINDOW_UPDATE, empty DATA) per second. */
+  /** Control frames a second: PING, SETTINGS, RST_STREAM, PRIORITY, WINDOW_UPDATE, empty DATA. */
   readonly controlFramesPerSecond: number;
   /** Above this many bytes queued in the socket no DATA is framed; at 4x a non-reader is cut. */
   readonly socketBufferedBytesMax: number;
@@ -93,7 +94,8 @@ export class H2Connection implements StreamOwner {
     private readonly handler: H2Handler,
     private readonly limits: H2Limits = defaultH2Limits,
   ) {
-    assert(limits.streamWindowBytes <= windowBytesMax && limits.connectionWindowBytes <= windowBytesMax, 'windows fit 31 bits');
+    assert(limits.streamWindowBytes <= windowBytesMax, 'the stream window fits 31 bits');
+    assert(limits.connectionWindowBytes <= windowBytesMax, 'the connection window fits 31 bits');
     assert(limits.connectionWindowBytes >= windowBytesDefault, 'the connection window only grows');
     this.hpack = new HpackDecoder({ tableBytesMax: 4096, listBytesMax: limits.headerListBytesMax });
     this.controlTokens = limits.controlFramesPerSecond;
@@ -185,8 +187,10 @@ export class H2Connection implements StreamOwner {
     }
     let at = 0;
     while (!this.closed && input.length - at >= frameHeaderBytes) {
-      const length = ((input[at] as number) << 16) | ((input[at + 1] as number) << 8) | (input[at + 2] as number);
-      if (length > frameBytesDefault) return this.fail(H2Error.frameSize, `a frame of ${length} bytes`);
+      const length = input.readUIntBE(at, 3);
+      if (length > frameBytesDefault) {
+        return this.fail(H2Error.frameSize, `a frame of ${length} bytes`);
+      }
       if (input.length - at < frameHeaderBytes + length) break;
       const type = input[at + 3] as number;
       const flags = input[at + 4] as number;
@@ -202,7 +206,9 @@ export class H2Connection implements StreamOwner {
   private frame(type: number, flags: number, id: number, payload: Buffer): void {
     if (!this.settingsSeen) {
       // The client's preface ends with a SETTINGS frame (RFC 9113 §3.4).
-      if (type !== FrameType.settings || (flags & Flag.ack) !== 0) return this.fail(H2Error.protocol, 'the preface lacks SETTINGS');
+      if (type !== FrameType.settings || (flags & Flag.ack) !== 0) {
+        return this.fail(H2Error.protocol, 'the preface lacks SETTINGS');
+      }
       this.settingsSeen = true;
     }
     if (this.continuation !== null && type !== FrameType.continuation) {
@@ -234,7 +240,9 @@ export class H2Connection implements StreamOwner {
   private data(flags: number, id: number, payload: Buffer): void {
     if (id === 0) return this.fail(H2Error.protocol, 'DATA on stream 0');
     // Flow control counts the whole payload, padding included (RFC 9113 §6.9.1).
-    if (payload.length > this.receiveWindow) return this.fail(H2Error.flowControl, 'DATA beyond the connection window');
+    if (payload.length > this.receiveWindow) {
+      return this.fail(H2Error.flowControl, 'DATA beyond the connection window');
+    }
     this.receiveWindow -= payload.length;
     this.receivedSinceUpdate += payload.length;
     if (this.receivedSinceUpdate >= this.limits.connectionWindowBytes / 2) {
@@ -272,7 +280,9 @@ export class H2Connection implements StreamOwner {
     let fragment = this.unpad(flags, payload);
     if (fragment === null) return;
     if ((flags & Flag.priority) !== 0) {
-      if (fragment.length < 5) return this.fail(H2Error.frameSize, 'HEADERS too short for its priority');
+      if (fragment.length < 5) {
+        return this.fail(H2Error.frameSize, 'HEADERS too short for its priority');
+      }
       fragment = fragment.subarray(5);
     }
     const endStream = (flags & Flag.endStream) !== 0;
@@ -283,18 +293,22 @@ export class H2Connection implements StreamOwner {
 
   private continued(flags: number, id: number, payload: Buffer): void {
     const continuation = this.continuation;
-    if (continuation === null || continuation.id !== id) return this.fail(H2Error.protocol, 'an unexpected CONTINUATION');
+    if (continuation === null || continuation.id !== id) {
+      return this.fail(H2Error.protocol, 'an unexpected CONTINUATION');
+    }
     continuation.parts.push(Buffer.from(payload));
     continuation.bytes += payload.length;
     if (!this.checkBlockBytes(continuation.bytes)) return;
     if ((flags & Flag.endHeaders) === 0) return;
     this.continuation = null;
-    this.headerBlock(id, continuation.endStream, Buffer.concat(continuation.parts, continuation.bytes));
+    const block = Buffer.concat(continuation.parts, continuation.bytes);
+    this.headerBlock(id, continuation.endStream, block);
   }
 
   private checkBlockBytes(bytes: number): boolean {
     if (bytes <= this.limits.headerBlockBytesMax) return true;
-    this.fail(H2Error.enhanceYourCalm, `a header block over ${this.limits.headerBlockBytesMax} bytes`);
+    const limit = this.limits.headerBlockBytesMax;
+    this.fail(H2Error.enhanceYourCalm, `a header block over ${limit} bytes`);
     return false;
   }
 
@@ -336,7 +350,9 @@ export class H2Connection implements StreamOwner {
   private settings(flags: number, id: number, payload: Buffer): void {
     if (id !== 0) return this.fail(H2Error.protocol, 'SETTINGS on a stream');
     if ((flags & Flag.ack) !== 0) {
-      if (payload.length !== 0) return this.fail(H2Error.frameSize, 'a SETTINGS ack with a payload');
+      if (payload.length !== 0) {
+        return this.fail(H2Error.frameSize, 'a SETTINGS ack with a payload');
+      }
       return;
     }
     if (payload.length % 6 !== 0) return this.fail(H2Error.frameSize, 'SETTINGS of the wrong size');
@@ -344,19 +360,27 @@ export class H2Connection implements StreamOwner {
     for (let at = 0; at < payload.length; at += 6) {
       const setting = payload.readUInt16BE(at);
       const value = payload.readUInt32BE(at + 2);
-      if (setting === Setting.enablePush && value > 1) return this.fail(H2Error.protocol, 'ENABLE_PUSH above 1');
+      if (setting === Setting.enablePush && value > 1) {
+        return this.fail(H2Error.protocol, 'ENABLE_PUSH above 1');
+      }
       if (setting === Setting.initialWindowSize) {
-        if (value > windowBytesMax) return this.fail(H2Error.flowControl, 'INITIAL_WINDOW_SIZE above 2^31-1');
+        if (value > windowBytesMax) {
+          return this.fail(H2Error.flowControl, 'INITIAL_WINDOW_SIZE above 2^31-1');
+        }
         const delta = value - this.peerStreamWindow;
         this.peerStreamWindow = value;
         for (const stream of this.streams.values()) {
           stream.sendWindow += delta;
-          if (stream.sendWindow > windowBytesMax) return this.fail(H2Error.flowControl, 'a stream window above 2^31-1');
+          if (stream.sendWindow > windowBytesMax) {
+            return this.fail(H2Error.flowControl, 'a stream window above 2^31-1');
+          }
           if (delta > 0 && stream.out.length > 0) this.pump(stream);
         }
       }
       if (setting === Setting.maxFrameSize) {
-        if (value < frameBytesDefault || value > frameBytesLimit) return this.fail(H2Error.protocol, 'MAX_FRAME_SIZE out of range');
+        if (value < frameBytesDefault || value > frameBytesLimit) {
+          return this.fail(H2Error.protocol, 'MAX_FRAME_SIZE out of range');
+        }
         this.peerFrameBytes = value;
       }
       // HEADER_TABLE_SIZE: our encoder never indexes; MAX_CONCURRENT_STREAMS: we push none.
@@ -378,13 +402,17 @@ export class H2Connection implements StreamOwner {
   }
 
   private windowUpdate(id: number, payload: Buffer): void {
-    if (payload.length !== 4) return this.fail(H2Error.frameSize, 'WINDOW_UPDATE of the wrong size');
+    if (payload.length !== 4) {
+      return this.fail(H2Error.frameSize, 'WINDOW_UPDATE of the wrong size');
+    }
     this.charge();
     const increment = payload.readUInt32BE(0) & 0x7fffffff;
     if (id === 0) {
       if (increment === 0) return this.fail(H2Error.protocol, 'a zero window increment');
       this.sendWindow += increment;
-      if (this.sendWindow > windowBytesMax) return this.fail(H2Error.flowControl, 'the connection window above 2^31-1');
+      if (this.sendWindow > windowBytesMax) {
+        return this.fail(H2Error.flowControl, 'the connection window above 2^31-1');
+      }
       return this.unblock();
     }
     const stream = this.streams.get(id);
@@ -426,7 +454,8 @@ export class H2Connection implements StreamOwner {
   private charge(): void {
     const now = performance.now();
     const rate = this.limits.controlFramesPerSecond;
-    this.controlTokens = Math.min(rate, this.controlTokens + ((now - this.controlCheckedAt) * rate) / 1000);
+    const refill = ((now - this.controlCheckedAt) * rate) / 1000;
+    this.controlTokens = Math.min(rate, this.controlTokens + refill);
     this.controlCheckedAt = now;
     if (--this.controlTokens < 0) this.fail(H2Error.enhanceYourCalm, 'too many control frames');
   }
@@ -459,10 +488,13 @@ export class H2Connection implements StreamOwner {
     this.spareDirty = dirty;
     if (this.outBytes > 0) {
       const parts = this.outParts;
-      this.socket.write(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, this.outBytes));
+      const data = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, this.outBytes);
+      this.socket.write(data);
       parts.length = 0;
       this.outBytes = 0;
-      if (this.socket.writableLength > 4 * this.limits.socketBufferedBytesMax) return this.destroy(); // not reading
+      // A client that reads nothing: cut, rather than queue its answers without bound.
+      const cutBytes = 4 * this.limits.socketBufferedBytesMax;
+      if (this.socket.writableLength > cutBytes) return this.destroy();
     }
     for (const stream of drained ?? []) {
       stream.wantsDrain = false;
@@ -484,8 +516,10 @@ export class H2Connection implements StreamOwner {
         if (item.end) this.localEnd(stream);
         continue;
       }
-      const allowed = Math.min(item.data.length, stream.sendWindow, this.sendWindow, this.peerFrameBytes);
-      const socketFull = this.socket.writableLength + this.outBytes > this.limits.socketBufferedBytesMax;
+      const windows = Math.min(stream.sendWindow, this.sendWindow);
+      const allowed = Math.min(item.data.length, windows, this.peerFrameBytes);
+      const socketBytes = this.socket.writableLength + this.outBytes;
+      const socketFull = socketBytes > this.limits.socketBufferedBytesMax;
       if (allowed <= 0 || socketFull) {
         // Waits for a WINDOW_UPDATE (stream: that update pumps it) or the connection / socket.
         if ((this.sendWindow <= 0 || socketFull) && !stream.blocked) {

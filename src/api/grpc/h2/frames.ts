@@ -14,7 +14,13 @@ export const FrameType = {
   continuation: 0x9,
 } as const;
 
-export const Flag = { endStream: 0x1, ack: 0x1, endHeaders: 0x4, padded: 0x8, priority: 0x20 } as const;
+export const Flag = {
+  endStream: 0x1,
+  ack: 0x1,
+  endHeaders: 0x4,
+  padded: 0x8,
+  priority: 0x20,
+} as const;
 
 export const H2Error = {
   noError: 0x0,
@@ -48,7 +54,12 @@ export const windowBytesDefault = 65_535;
 export const clientPreface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
 /** One frame's 9-byte header followed by its payload, in one buffer. */
-export function frame(type: number, flags: number, streamId: number, payload: Uint8Array | null): Buffer {
+export function frame(
+  type: number,
+  flags: number,
+  streamId: number,
+  payload: Uint8Array | null,
+): Buffer {
   const length = payload === null ? 0 : payload.length;
   const out = Buffer.allocUnsafe(frameHeaderBytes + length);
   writeFrameHeader(out, 0, length, type, flags, streamId);
@@ -56,7 +67,14 @@ export function frame(type: number, flags: number, streamId: number, payload: Ui
   return out;
 }
 
-export function writeFrameHeader(out: Buffer, at: number, length: number, type: number, flags: number, streamId: number): void {
+export function writeFrameHeader(
+  out: Buffer,
+  at: number,
+  length: number,
+  type: number,
+  flags: number,
+  streamId: number,
+): void {
   out[at] = length >>> 16;
   out[at + 1] = (length >>> 8) & 0xff;
   out[at + 2] = length & 0xff;

@@ -20,6 +20,8 @@ export interface CallStatus {
   readonly message?: string;
 }
 
+export type AnswerCallback = (error: CallStatus | null, value?: unknown) => void;
+
 export type CallKind = 'unary' | 'serverStream' | 'clientStream' | 'bidi';
 
 export interface CallRoute {
@@ -27,7 +29,7 @@ export interface CallRoute {
   readonly requestDeserialize: (bytes: Buffer) => unknown;
   readonly responseSerialize: (value: unknown) => Buffer;
   /** Unary: (call, callback); the others: (call). */
-  readonly handler: (call: GrpcCall, callback: (error: CallStatus | null, value?: unknown) => void) => void;
+  readonly handler: (call: GrpcCall, callback: AnswerCallback) => void;
 }
 
 export interface CallContext {
@@ -49,7 +51,7 @@ export class GrpcCall implements StreamSink {
   private message: Buffer | null = null;
   private readonly reader: MessageReader;
   private listeners: Map<string, Listener[]> | null = null;
-  private readonly answerCallback = (error: CallStatus | null, value?: unknown): void => this.answer(error, value);
+  private readonly answerCallback: AnswerCallback = (error, value) => this.answer(error, value);
 
   constructor(
     private readonly stream: H2Stream,
@@ -100,7 +102,8 @@ export class GrpcCall implements StreamSink {
   takeMessage(bytes: Buffer): boolean {
     if (this.single) {
       if (this.message !== null) {
-        this.finish({ code: status.UNIMPLEMENTED, details: 'a second request message on a unary or server-streaming method' });
+        const details = 'a second request message on a unary or server-streaming method';
+        this.finish({ code: status.UNIMPLEMENTED, details });
         return false;
       }
       this.message = bytes;
@@ -119,7 +122,8 @@ export class GrpcCall implements StreamSink {
     this.started = true;
     if (this.message === null || this.reader.partial) {
       this.reader.release();
-      return this.finish({ code: status.UNIMPLEMENTED, details: 'no complete request message before the end of the stream' });
+      const details = 'no complete request message before the end of the stream';
+      return this.finish({ code: status.UNIMPLEMENTED, details });
     }
     const request = this.deserialize(this.message);
     this.message = null;
@@ -226,7 +230,8 @@ export class GrpcCall implements StreamSink {
     try {
       return this.route.requestDeserialize(bytes) ?? null;
     } catch (error) {
-      this.finish({ code: status.INTERNAL, details: `Error deserializing request: ${(error as Error)?.message ?? String(error)}` });
+      const reason = (error as Error)?.message ?? String(error);
+      this.finish({ code: status.INTERNAL, details: `Error deserializing request: ${reason}` });
       return undefined;
     }
   }
@@ -242,7 +247,9 @@ export class GrpcCall implements StreamSink {
   }
 
   private send(callStatus: { code: number; details: string }): void {
-    if (callStatus.code === status.OK && this.stream.headersSent) return this.stream.end(okTrailers);
+    if (callStatus.code === status.OK && this.stream.headersSent) {
+      return this.stream.end(okTrailers);
+    }
     const fields: [string, string][] = [['grpc-status', String(callStatus.code)]];
     if (callStatus.details !== '') fields.push(['grpc-message', percentEncode(callStatus.details)]);
     if (this.stream.headersSent) return this.stream.end(encodeHeaders(null, fields));
@@ -258,8 +265,12 @@ export class GrpcCall implements StreamSink {
 }
 
 function statusOf(error: CallStatus): { code: number; details: string } {
-  const code = typeof error?.code === 'number' && error.code >= 0 && error.code <= 16 ? error.code : status.UNKNOWN;
-  const details = typeof error?.details === 'string' ? error.details : typeof error?.message === 'string' ? error.message : 'Unknown error';
+  const known = typeof error?.code === 'number' && error.code >= 0 && error.code <= 16;
+  const code = known ? (error.code as number) : status.UNKNOWN;
+  const details =
+    typeof error?.details === 'string' ? error.details
+    : typeof error?.message === 'string' ? error.message
+    : 'Unknown error';
   return { code, details };
 }
 
@@ -276,7 +287,9 @@ export function percentEncode(text: string): string {
   if (/^[\x20-\x24\x26-\x7e]*$/.test(text)) return text;
   let out = '';
   for (const byte of Buffer.from(text, 'utf8')) {
-    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    const plain = byte >= 0x20 && byte <= 0x7e && byte !== 0x25;
+    const hex = byte.toString(16).toUpperCase().padStart(2, '0');
+    out += plain ? String.fromCharCode(byte) : `%${hex}`;
   }
   return out;
 }

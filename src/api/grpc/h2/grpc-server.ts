@@ -119,7 +119,10 @@ export class GrpcServer implements CallContext {
     const deadlineMs = relativeMs === null ? Number.POSITIVE_INFINITY : Date.now() + relativeMs;
     const call = new GrpcCall(stream, route ?? unimplemented, deadlineMs, encoding, this);
     stream.sink = call;
-    if (route === undefined) return call.finish({ code: status.UNIMPLEMENTED, details: `The server does not implement the method ${path}` });
+    if (route === undefined) {
+      const details = `The server does not implement the method ${path}`;
+      return call.finish({ code: status.UNIMPLEMENTED, details });
+    }
     if (relativeMs !== null) this.track(call, performance.now() + relativeMs);
     call.start(endStream);
   }
@@ -144,7 +147,7 @@ export class GrpcServer implements CallContext {
   }
 }
 
-/** grpc-timeout (gRPC over HTTP/2: up to 8 digits and a unit), in ms; null when absent or invalid. */
+/** grpc-timeout (up to 8 digits and a unit, gRPC over HTTP/2), in ms; null if absent or invalid. */
 export function timeoutMs(text: string): number | null {
   if (text === '') return null;
   const match = /^(\d{1,8})([HMSmun])$/.exec(text);

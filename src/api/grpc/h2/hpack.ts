@@ -103,7 +103,9 @@ export class HpackDecoder {
         // A table size update: only before the first field (RFC 7541 §4.2).
         if (sawField) throw new HpackError('a table size update after a header field');
         const size = this.integer(5);
-        if (size > this.limits.tableBytesMax) throw new HpackError('a table size update above the advertised size');
+        if (size > this.limits.tableBytesMax) {
+          throw new HpackError('a table size update above the advertised size');
+        }
         this.tableBytesMax = size;
         this.evict(0);
         continue;
@@ -115,7 +117,9 @@ export class HpackDecoder {
       fields.push(field);
     }
     this.bytes = new Uint8Array(0);
-    if (listBytes > this.limits.listBytesMax) throw new HpackError(`a header list of ${listBytes} bytes`);
+    if (listBytes > this.limits.listBytesMax) {
+      throw new HpackError(`a header list of ${listBytes} bytes`);
+    }
     return fields;
   }
 
@@ -172,14 +176,17 @@ export class HpackDecoder {
     if (end > this.bytes.length) throw new HpackError('truncated string');
     const text = huffman
       ? huffmanDecode(this.bytes, this.at, end)
-      : Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength).toString('latin1', this.at, end);
+      : Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength)
+        .toString('latin1', this.at, end);
     this.at = end;
     return text;
   }
 }
 
 /** Static-table indexes the encoder uses. */
-const statusIndex: Readonly<Record<number, number>> = { 200: 8, 204: 9, 206: 10, 304: 11, 400: 12, 404: 13, 500: 14 };
+const statusIndex: Readonly<Record<number, number>> = {
+  200: 8, 204: 9, 206: 10, 304: 11, 400: 12, 404: 13, 500: 14,
+};
 const statusNameIndex = 8;
 
 /**
@@ -187,14 +194,19 @@ const statusNameIndex = 8;
  * where the table has them; :status by its full static entry where one exists. Values are
  * ASCII (the caller's grpc-message is percent-encoded).
  */
-export function encodeHeaders(status: number | null, fields: readonly (readonly [string, string])[]): Buffer {
+export function encodeHeaders(
+  status: number | null,
+  fields: readonly (readonly [string, string])[],
+): Buffer {
   const parts: number[] = [];
   if (status !== null) {
     const full = statusIndex[status];
     if (full !== undefined) parts.push(0x80 | full);
     else pushLiteral(parts, statusNameIndex, '', String(status));
   }
-  for (const [name, value] of fields) pushLiteral(parts, staticNameIndex.get(name) ?? 0, name, value);
+  for (const [name, value] of fields) {
+    pushLiteral(parts, staticNameIndex.get(name) ?? 0, name, value);
+  }
   return Buffer.from(parts);
 }
 

@@ -17,7 +17,7 @@ export interface BufferedInput {
 export class MessageReader {
   private parts: Buffer[] = [];
   private partsBytes = 0;
-  /** Bytes (prefix included) of the message the held pieces begin; 0 while its prefix is incomplete. */
+  /** Bytes (prefix included) of the message the held pieces begin; 0 while its prefix is short. */
   private needed = 0;
 
   constructor(
@@ -78,12 +78,16 @@ export class MessageReader {
   private prefix(input: Buffer, at: number): number | { code: number; details: string } {
     const length = input.readUInt32BE(at + 1);
     if (input[at] !== 0) {
-      const identity = this.encoding === '' || this.encoding === 'identity';
-      return identity
-        ? { code: status.INTERNAL, details: 'a compressed message without a grpc-encoding' }
-        : { code: status.UNIMPLEMENTED, details: `message compression is not supported (grpc-encoding: ${this.encoding.slice(0, 40)})` };
+      if (this.encoding === '' || this.encoding === 'identity') {
+        return { code: status.INTERNAL, details: 'a compressed message without a grpc-encoding' };
+      }
+      const details = `message compression is not supported (grpc-encoding: ${this.encoding.slice(0, 40)})`;
+      return { code: status.UNIMPLEMENTED, details };
     }
-    if (length > this.bytesMax) return { code: status.RESOURCE_EXHAUSTED, details: `Received message larger than max (${length} vs. ${this.bytesMax})` };
+    if (length > this.bytesMax) {
+      const details = `Received message larger than max (${length} vs. ${this.bytesMax})`;
+      return { code: status.RESOURCE_EXHAUSTED, details };
+    }
     return length;
   }
 }

@@ -24,7 +24,12 @@ export interface StreamSink {
   onDrain(): void;
 }
 
-const noSink: StreamSink = { onData: () => {}, onEnd: () => {}, onReset: () => {}, onDrain: () => {} };
+const noSink: StreamSink = {
+  onData: () => {},
+  onEnd: () => {},
+  onReset: () => {},
+  onDrain: () => {},
+};
 
 export type OutItem =
   | { readonly kind: 'headers'; readonly block: Buffer; readonly end: boolean }
