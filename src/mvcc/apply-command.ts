@@ -43,7 +43,7 @@ export function applyCommand(
   if (putKeyBytes === null) validateCommand(op, limits);
   if (op.type === 'compact') return applyCompact(meta, op.revision);
   if (op.type === 'put') checkPutLeases(writer, [op], limits);
-  const revisions = new RevisionWriter(writer, meta.revision);
+  const revisions = new RevisionWriter(writer, meta.revision, meta.storeFormat);
   let result: CommandResult;
   switch (op.type) {
     case 'put':

@@ -425,6 +425,14 @@ export const defaultMvccLimits: MvccLimits = {
   leaseAttachStrict: true,
 };
 
+/**
+ * How a store encodes its records (src/mvcc/records.ts): 1 = fixed-width headers, events that
+ * repeat the new value, JSON dedup outcomes (stores created before issue 22); 2 = varint
+ * headers, events without the new value, binary dedup outcomes. Replicated: every member writes
+ * the format its state names, so the same log gives the same bytes.
+ */
+export type StoreFormat = 1 | 2;
+
 /** The persistent bookkeeping, written in the same storage transaction as the state it describes. */
 export interface MvccMeta {
   readonly appliedIndex: number;
@@ -434,4 +442,6 @@ export interface MvccMeta {
   readonly compactRevision: number;
   /** "Now" for dedup expiry: advanced by the proposers' clock steps (see dedup.ts), monotonic. */
   readonly dedupClockMs: number;
+  /** The format this store writes (the meta record's first byte). */
+  readonly storeFormat: StoreFormat;
 }
