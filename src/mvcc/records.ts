@@ -23,7 +23,7 @@
 // table, which compaction never touches: history at or above the compact revision stays complete.
 import { assert } from '../base/assert.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
-import { emptyBytes, fromUtf8 } from './bytes.js';
+import { emptyBytes, fromUtf8, utf8 } from './bytes.js';
 import type { KeyValue, MvccEvent, MvccMeta, StoreFormat } from './types.js';
 
 const recordHeaderBytes = 32;
@@ -205,6 +205,24 @@ export function storedEventKey(bytes: Uint8Array): Uint8Array {
   reader.u8();
   reader.u64();
   return reader.bytesView();
+}
+
+/** A key record as format 2 stores it (a format-2 record is already): the content hash's form. */
+export function canonicalRecord(bytes: Uint8Array): Uint8Array {
+  if (isCompact(bytes)) return bytes;
+  const writer = new ByteWriter(bytes.length);
+  writeRecordCompact(writer, decodeRecord('', bytes));
+  return writer.finish();
+}
+
+/** An event as format 2 stores it (see canonicalRecord). */
+export function canonicalEvent(revision: number, bytes: Uint8Array): Uint8Array {
+  if (isCompact(bytes)) return bytes;
+  const event = decodeStoredEvent(revision, bytes);
+  const writer = new ByteWriter(bytes.length);
+  const kv = event.kv ?? tombstone(event.key, revision);
+  writeEventCompact(writer, { type: event.type, revision, kv, prevKv: event.prevKv }, utf8(event.key));
+  return writer.finish();
 }
 
 /** The event as readers see it; `kv`: a format-2 put's (see StoredEvent), else ignored. */

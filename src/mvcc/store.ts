@@ -7,6 +7,7 @@ import { EntryType, type Entry } from '../raft/types.js';
 import { applyCommand } from './apply-command.js';
 import { checkRequestBytes, decodeCommandUnchecked } from './command-codec.js';
 import { ContentHasher } from './content-hash.js';
+import { contentForm } from './content-form.js';
 import {
   DedupSources,
   dedupAdvanceClock,
@@ -36,6 +37,7 @@ import {
   type MvccMeta,
   type RangeRequest,
   type RangeResult,
+  type StoreFormat,
 } from './types.js';
 
 export interface MvccSnapshot {
@@ -79,6 +81,10 @@ export class MvccStore {
   }
   get compactRevision(): number {
     return this.meta.compactRevision;
+  }
+  /** The format this store writes its records in (replicated: see StoreFormat). */
+  get storeFormat(): StoreFormat {
+    return this.meta.storeFormat;
   }
 
   /**
@@ -190,7 +196,7 @@ export class MvccStore {
       stored = { ok: false, error };
     }
     if (requestIdBytes !== null) {
-      dedupRecord(writer, { requestId: requestIdBytes, clockMs, op: envelope.op }, stored);
+      dedupRecord(writer, { requestId: requestIdBytes, clockMs, op: envelope.op }, stored, next.storeFormat);
       if (this.dedupOldestMs !== null) this.dedupOldestMs = Math.min(this.dedupOldestMs ?? Infinity, clockMs);
     }
     return { outcome: toOutcome(stored, { ...base, requestId, duplicate: false }), meta: next };
@@ -258,7 +264,8 @@ export class MvccStore {
 
   /**
    * Content hash of the logical state: every key, all retained history, indexes, the dedup table,
-   * revision and compact revision; the applied index and term only when asked.
+   * revision and compact revision; the applied index and term only when asked. Records count in
+   * one form whatever store format wrote them (content-form.ts); the format itself does not count.
    */
   hash(options: { includeAppliedIndex?: boolean } = {}): string {
     const hasher = new ContentHasher();
@@ -268,7 +275,7 @@ export class MvccStore {
         meta = decodeMeta(entry.value);
         continue;
       }
-      hasher.updateField(entry.key).updateField(entry.value);
+      hasher.updateField(entry.key).updateField(contentForm(entry));
     }
     hasher.updateNumber(meta.revision).updateNumber(meta.compactRevision);
     hasher.updateNumber(meta.dedupClockMs);
