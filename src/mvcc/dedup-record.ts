@@ -114,7 +114,7 @@ function decodeDedupRecordCompact(bytes: Uint8Array): DedupRecord {
 /** Command kinds by code: append only (stored in every format-2 fingerprint). */
 const kinds: readonly Command['type'][] = [
   'put', 'delete', 'txn', 'compact', 'deleteLeaseKeys', 'leaseGrant', 'leaseRevoke', 'leaseCheckpoint',
-  'seqCreate', 'seqCheck', 'seqRelease',
+  'seqCreate', 'seqCheck', 'seqRelease', 'upgradeStore',
 ];
 const fingerprintFlag = { digest: 0x40, key: 0x80 } as const;
 
@@ -215,7 +215,8 @@ const words: readonly string[] = [
   'createRevision', 'modRevision', 'lease', 'compactRevision', 'id', 'ttlMs', 'updated', 'kv', 'owner',
   'predecessor', 'code', 'message', 'details', 'current', 'holder', 'size', 'limit', 'reason',
   'currentRevision', 'precondition_failed', 'key_not_found', 'lease_not_found', 'lock_held',
-  'lock_not_held', 'compacted', 'too_large', 'quota_exceeded', 'invalid_argument',
+  'lock_not_held', 'compacted', 'too_large', 'quota_exceeded', 'invalid_argument', 'upgradeStore',
+  'storeFormat',
 ];
 const wordCodes = new Map(words.map((word, i) => [word, i]));
 assert(words.length < 0xff && wordCodes.size === words.length, 'words are distinct and fit a byte');

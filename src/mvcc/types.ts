@@ -211,6 +211,16 @@ export interface SeqReleaseOp {
   readonly key: string;
 }
 
+/**
+ * Moves the store to a newer store format (StoreFormat): every member writes it from this entry
+ * on, so the same log still gives the same bytes. Older versions refuse the entry as malformed
+ * and change nothing: propose it only once every member runs a version that writes the format.
+ */
+export interface UpgradeStoreOp {
+  readonly type: 'upgradeStore';
+  readonly storeFormat: number;
+}
+
 export type Command =
   | PutOp
   | DeleteOp
@@ -222,7 +232,8 @@ export type Command =
   | LeaseCheckpointOp
   | SeqCreateOp
   | SeqCheckOp
-  | SeqReleaseOp;
+  | SeqReleaseOp
+  | UpgradeStoreOp;
 export type CommandType = Command['type'];
 
 /** What a Raft entry's data carries. */
@@ -330,6 +341,13 @@ export interface SeqReleaseResult {
   readonly revision: number;
 }
 
+/** The format the store writes after the command (an upgrade to its own format changes nothing). */
+export interface UpgradeStoreResult {
+  readonly type: 'upgradeStore';
+  readonly storeFormat: StoreFormat;
+  readonly revision: number;
+}
+
 export type CommandResult =
   | PutResult
   | DeleteResult
@@ -341,7 +359,8 @@ export type CommandResult =
   | LeaseCheckpointResult
   | SeqCreateResult
   | SeqCheckResult
-  | SeqReleaseResult;
+  | SeqReleaseResult
+  | UpgradeStoreResult;
 
 /** The result a command gets: its type follows from the command's (a put answers a PutResult). */
 export type ResultOf<C extends Command> = Extract<CommandResult, { readonly type: C['type'] }>;
