@@ -5,7 +5,7 @@
 // theirs). A format-2 value is its own form: hashing a format-2 store reads no record twice.
 import { canonicalDedupRecord } from './dedup-record.js';
 import { parseHistoryKey, revisionIndexSeq, revisionIndexValue, tablePrefix } from './layout.js';
-import { canonicalEvent, canonicalRecord } from './records.js';
+import { canonicalEvent, canonicalRecord, isCompact } from './records.js';
 import type { KvEntry } from './types.js';
 
 const prefix = {
@@ -20,7 +20,7 @@ export function contentForm(entry: KvEntry): Uint8Array {
     case prefix.current:
       return canonicalRecord(entry.value);
     case prefix.history:
-      return canonicalEvent(parseHistoryKey(entry.key).revision, entry.value);
+      return isCompact(entry.value) ? entry.value : canonicalEvent(parseHistoryKey(entry.key).revision, entry.value);
     case prefix.revisionIndex:
       return revisionIndexValue(revisionIndexSeq(entry.value), 2);
     case prefix.dedup:

@@ -34,7 +34,8 @@ const tagMask = 0xc0;
 const recordFlag = { lease: 0x01, created: 0x02 } as const;
 const eventFlag = { delete: 0x01, prev: 0x02 } as const;
 
-function isCompact(bytes: Uint8Array): boolean {
+/** Whether a stored key record or event is in format 2 (else format 1). */
+export function isCompact(bytes: Uint8Array): boolean {
   return ((bytes[0] ?? 0) & tagMask) === compactTag;
 }
 
