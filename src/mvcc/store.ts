@@ -29,6 +29,7 @@ import { validateCount, validateRequestId } from './validate.js';
 import {
   defaultMvccLimits,
   type ApplyOutcome,
+  type CommandEnvelope,
   type KvEngine,
   type KvEntry,
   type KvWriter,
@@ -173,6 +174,7 @@ export class MvccStore {
       return { outcome, meta };
     }
     // A malformed entry (above) changes nothing, not even the dedup clock.
+    if (envelope.op.type === 'upgradeStore') return this.applyUpgrade(writer, meta, envelope, base);
     const stamp = { source: envelope.source, atMs: envelope.proposedAtMs };
     const clockMs = dedupAdvanceClock(sources, meta.dedupClockMs, stamp, this.limits);
     let next: MvccMeta = { ...meta, dedupClockMs: clockMs };
@@ -200,6 +202,27 @@ export class MvccStore {
       if (this.dedupOldestMs !== null) this.dedupOldestMs = Math.min(this.dedupOldestMs ?? Infinity, clockMs);
     }
     return { outcome: toOutcome(stored, { ...base, requestId, duplicate: false }), meta: next };
+  }
+
+  /**
+   * An upgrade changes the store format and nothing else: older versions refuse it as malformed,
+   * which changes nothing, so it moves no dedup clock and records no Request-ID either (members
+   * of both versions keep one state even if it is proposed too early).
+   */
+  private applyUpgrade(
+    writer: KvWriter,
+    meta: MvccMeta,
+    envelope: CommandEnvelope,
+    base: { index: number; term: number },
+  ): { outcome: ApplyOutcome; meta: MvccMeta } {
+    const outcomeBase = { ...base, requestId: envelope.requestId ?? null, duplicate: false };
+    try {
+      const applied = applyCommand(writer, { meta, limits: this.limits }, envelope.op);
+      return { outcome: { type: 'applied', ...outcomeBase, result: applied.result }, meta: applied.meta };
+    } catch (error) {
+      if (!(error instanceof BatonError)) throw error;
+      return { outcome: { type: 'failed', ...outcomeBase, error }, meta };
+    }
   }
 
   /** A read at the current revision or a retained past one (serializable: local state). */

@@ -219,3 +219,15 @@ test('upgradeStore: the same format again changes nothing; an older or unknown f
   assert.equal(store.storeFormat, 2);
   assert.equal(store.hash(), hash, 'a format changes how state is stored, never the state');
 });
+
+test('upgradeStore moves no dedup clock and records no Request-ID, as an older version refusing it', () => {
+  const store = restored(fixture.snapshotEarly);
+  const hash = store.hash();
+  const envelope = { requestId: 'up-1', proposedAtMs: 1_800_000_000_000, source: 3, op: { type: 'upgradeStore' as const, storeFormat: 2 } };
+  const data = encodeCommand(envelope, limits);
+  const [outcome] = store.applyBatch([{ index: fixture.early + 1, term: 9, type: EntryType.normal, data }]);
+  assert.ok(outcome?.type === 'applied' && !outcome.duplicate && outcome.requestId === 'up-1');
+  assert.equal(store.storeFormat, 2);
+  assert.equal(store.hasRequest('up-1'), false);
+  assert.equal(store.hash(), hash);
+});
