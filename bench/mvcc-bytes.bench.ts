@@ -12,6 +12,10 @@
 //
 //   npm run bench:bytes -- [--keys 100000] [--value-bytes 256] [--key-bytes 34]
 //                          [--with-request-ids] [--writes 3] [--batch 1024] [--json]
+//                          [--store-format 2]
+//
+// `--store-format 1`: the store starts as stores made before format 2 do (their meta record), so
+// it writes the fixed-width records, full history events and JSON Request-ID records of before.
 //
 // `--reuse [--cycles 3] [--compact-events-per-entry N] [--checkpoint-entries 500 | --checkpoint-ms
 // MS]` measures instead whether freed space is reused (bench/space-reuse.ts): load, then per cycle delete half, compact, write half again; a
@@ -42,6 +46,7 @@ const { values: args } = parseArgs({
     cycles: { type: 'string', default: '3' },
     'checkpoint-ms': { type: 'string' },
     'checkpoint-entries': { type: 'string' },
+    'store-format': { type: 'string', default: '2' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -52,6 +57,8 @@ const withRequestIds = args['with-request-ids'] === true;
 const writesPerKey = Math.max(1, Number(args.writes));
 const batchSize = Number(args.batch);
 const shadowed = args['no-shadow'] !== true;
+const storeFormat = Number(args['store-format']);
+if (storeFormat !== 1 && storeFormat !== 2) throw new Error('--store-format is 1 or 2');
 const pageSize = 8192;
 // An LMDB page header is 16 bytes (LMDB 0.9 / lmdb-js's fork with 8 KiB pages).
 const pageUsable = pageSize - 16;
@@ -321,11 +328,14 @@ async function main(): Promise<void> {
   const shadows: Shadows | null = shadowed ? new Map() : null;
   try {
     const engine = LmdbEngine.open({ directory: join(root, 'db'), commits: 'deferred' });
+    // An empty store's meta record as format 1 writes it: u8 format, five u64 zeros.
+    if (storeFormat === 1) engine.write((writer) => writer.put(Uint8Array.of(0x01), Uint8Array.of(1, ...new Array<number>(40).fill(0))));
     const store = new MvccStore(new ShadowingEngine(engine, shadows, shadowRoot));
+    if (store.storeFormat !== storeFormat) throw new Error(`store format ${store.storeFormat}, asked ${storeFormat}`);
     const sample = keyOf(0);
     console.log(
       `MVCC bytes per key: ${keyCount} keys (e.g. ${sample}, ${Buffer.byteLength(sample)} B), ${valueBytes}-byte values, ` +
-        `batches of ${batchSize}, request IDs ${withRequestIds ? 'on' : 'off'}, ` +
+        `batches of ${batchSize}, request IDs ${withRequestIds ? 'on' : 'off'}, store format ${storeFormat}, ` +
         `${engine.splitHistory ? 'history in its own LMDB database' : 'one LMDB database'}, node ${process.version}`,
     );
     const phases: Phase[] = [];
@@ -358,7 +368,7 @@ async function main(): Promise<void> {
     print(phases[phases.length - 1] as Phase);
     await engine.close();
     if (args.json === true) {
-      console.log(JSON.stringify({ keys: keyCount, valueBytes, keyBytes: Buffer.byteLength(sample), withRequestIds, batchSize, phases }));
+      console.log(JSON.stringify({ keys: keyCount, valueBytes, keyBytes: Buffer.byteLength(sample), withRequestIds, storeFormat, batchSize, phases }));
     }
   } finally {
     if (shadows !== null) for (const db of shadows.values()) await db.close();

@@ -1,13 +1,19 @@
 // Applies one validated command to the store inside the batch's write transaction. Every check
 // that can fail (preconditions, compares, limits) runs before the first write, so a typed error
 // leaves nothing behind; only a broken invariant (an assertion) aborts the whole batch.
-import { CompactedError, FutureRevisionError, PreconditionFailedError } from '../base/errors.js';
+import {
+  CompactedError,
+  FutureRevisionError,
+  InvalidArgumentError,
+  PreconditionFailedError,
+} from '../base/errors.js';
 import { compareBytes, fromUtf8, utf8 } from './bytes.js';
 import { currentRange } from './layout.js';
 import { applyLeaseCommand, checkPutLeases } from './lease-apply.js';
 import { applySeqCommand } from './seq-apply.js';
 import { readLeaseKeys, readRange } from './read.js';
 import { RevisionWriter } from './revision-writer.js';
+import { storeFormatLatest } from './records.js';
 import { validateCommand, validateDelete, validatePut } from './validate.js';
 import { assert, unreachable } from '../base/assert.js';
 import type {
@@ -22,6 +28,7 @@ import type {
   MvccMeta,
   PutOp,
   PutResult,
+  StoreFormat,
   TxnOpResult,
   TxnRequest,
   TxnResult,
@@ -42,8 +49,9 @@ export function applyCommand(
   const putKeyBytes = op.type === 'put' ? validatePut(op, limits, false) : null;
   if (putKeyBytes === null) validateCommand(op, limits);
   if (op.type === 'compact') return applyCompact(meta, op.revision);
+  if (op.type === 'upgradeStore') return applyUpgradeStore(meta, op.storeFormat);
   if (op.type === 'put') checkPutLeases(writer, [op], limits);
-  const revisions = new RevisionWriter(writer, meta.revision);
+  const revisions = new RevisionWriter(writer, meta.revision, meta.storeFormat);
   let result: CommandResult;
   switch (op.type) {
     case 'put':
@@ -172,6 +180,26 @@ function applyTxn(
     revision,
     results: results.map((result) => ({ ...result, revision })),
   };
+}
+
+/**
+ * Moves the store format forward. A format this version does not write is refused (the entry
+ * changes nothing here): a format changes only how state is encoded, never the state, so a member
+ * left behind still answers every read as the others do.
+ */
+function applyUpgradeStore(meta: MvccMeta, storeFormat: number): CommandApplied {
+  if (storeFormat > storeFormatLatest) {
+    throw new InvalidArgumentError(`store format ${storeFormat} is newer than this version writes (${storeFormatLatest})`, {
+      storeFormat,
+    });
+  }
+  if (storeFormat < meta.storeFormat) {
+    throw new InvalidArgumentError(`the store writes format ${meta.storeFormat}: it never goes back to ${storeFormat}`, {
+      storeFormat,
+    });
+  }
+  const next = { ...meta, storeFormat: storeFormat as StoreFormat };
+  return { result: { type: 'upgradeStore', storeFormat: next.storeFormat, revision: meta.revision }, meta: next };
 }
 
 /** Moves the compact revision; history-compactor.ts deletes the history below it in steps. */

@@ -1,7 +1,7 @@
 // A growable writer and a bounds-checked reader for the hand-written binary formats (commands,
 // records, snapshots). Bad input from outside is an InvalidArgumentError; bad bytes that this
 // process stored itself are corruption, an assertion.
-import { AssertionError } from '../base/assert.js';
+import { AssertionError, assert } from '../base/assert.js';
 import { InvalidArgumentError } from '../base/errors.js';
 import { readU32, readU64, utf8, fromUtf8, writeU32, writeU64 } from './bytes.js';
 
@@ -51,6 +51,25 @@ export class ByteWriter {
     return this;
   }
 
+  /**
+   * An unsigned LEB128 varint: 7 bits a byte, low bits first, the high bit set on every byte but
+   * the last. Up to 2^7 in 1 byte, 2^21 in 3, 2^53 in 8; always the shortest form (so equal
+   * numbers are equal bytes).
+   */
+  varint(value: number): this {
+    // The message is built only on failure: record headers write several per applied write.
+    if (!(Number.isSafeInteger(value) && value >= 0)) assert(false, `varint out of range: ${value}`);
+    let rest = value;
+    while (rest >= 0x80) {
+      const offset = this.reserve(1);
+      this.buffer[offset] = (rest % 0x80) | 0x80;
+      rest = Math.floor(rest / 0x80);
+    }
+    const offset = this.reserve(1);
+    this.buffer[offset] = rest;
+    return this;
+  }
+
   raw(bytes: Uint8Array): this {
     const offset = this.reserve(bytes.length);
     this.buffer.set(bytes, offset);
@@ -84,6 +103,9 @@ export class ByteWriter {
     return this.buffer.slice(0, this.length);
   }
 }
+
+/** 8 x 7 bits hold every integer up to 2^53. */
+const varintBytesMax = 8;
 
 export type ByteSource = 'input' | 'stored';
 
@@ -126,6 +148,23 @@ export class ByteReader {
     const offset = this.take(8);
     if (readU32(this.data, offset) > 0x1f_ffff) this.fail('integer beyond 2^53');
     return readU64(this.data, offset);
+  }
+
+  /** A varint as ByteWriter.varint writes it; a longer form than needed is malformed. */
+  varint(): number {
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < varintBytesMax; i++) {
+      const byte = this.data[this.take(1)] as number;
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) {
+        if (byte === 0 && i > 0) this.fail('varint not in its shortest form');
+        if (!Number.isSafeInteger(value)) this.fail('integer beyond 2^53');
+        return value;
+      }
+      scale *= 0x80;
+    }
+    return this.fail('varint longer than 8 bytes');
   }
 
   raw(length: number): Uint8Array {

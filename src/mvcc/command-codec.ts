@@ -18,6 +18,7 @@
 //    10 seqCreate  prefix, value, u64 lease, bool ifEmpty
 //    11 seqCheck   prefix, key, u64 lease
 //    12 seqRelease prefix, key
+//    13 upgradeStore   u8 storeFormat (older versions refuse code 13 as malformed: change nothing)
 //   key/value: u32 length + bytes; ?x: u8 present [u64 x]
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
@@ -50,6 +51,7 @@ const opCode = {
   seqCreate: 10,
   seqCheck: 11,
   seqRelease: 12,
+  upgradeStore: 13,
 } as const;
 
 /** Validates and encodes; throws the typed error a client should see. */
@@ -190,6 +192,9 @@ function writeOp(writer: ByteWriter, op: Command | TxnOp): void {
     case 'seqRelease':
       writer.string(op.prefix).string(op.key);
       return;
+    case 'upgradeStore':
+      writer.u8(op.storeFormat);
+      return;
   }
 }
 
@@ -262,6 +267,9 @@ function readOp(reader: ByteReader, inTxn: boolean): Command | TxnOp {
     case opCode.seqRelease:
       if (inTxn) reader.fail('queue commands are not txn operations');
       return readSeqOp(reader, code);
+    case opCode.upgradeStore:
+      if (inTxn) reader.fail('upgradeStore is not a txn operation');
+      return { type: 'upgradeStore', storeFormat: reader.u8() };
     default:
       return reader.fail(`unknown operation code ${code}`);
   }

@@ -15,50 +15,20 @@
 // the clock still moves stepMax per such entry, so pruning never stalls for long (records live
 // at most about members x 60 entries beyond the window).
 import { assert } from '../base/assert.js';
-import {
-  BatonError,
-  CompactedError,
-  FutureRevisionError,
-  InvalidArgumentError,
-  KeyNotFoundError,
-  LeaseNotFoundError,
-  LockHeldError,
-  LockNotHeldError,
-  PreconditionFailedError,
-  QuotaExceededError,
-  RequestIdReusedError,
-  TooLargeError,
-} from '../base/errors.js';
+import { RequestIdReusedError } from '../base/errors.js';
 import { ContentHasher } from './content-hash.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
-import { concatBytes, emptyBytes, fromLatin1, fromUtf8, latin1, u64Bytes, utf8 } from './bytes.js';
+import { concatBytes, emptyBytes, fromUtf8, u64Bytes, utf8 } from './bytes.js';
+import {
+  decodeDedupRecord,
+  encodeDedupRecord,
+  type RequestFingerprint,
+  type StoredOutcome,
+} from './dedup-record.js';
 import { dedupKey, expiryKey, parseExpiryKey, tablePrefix, tableRange } from './layout.js';
-import type { Command, CommandResult, KvReader, KvWriter, MvccLimits } from './types.js';
+import type { Command, KvReader, KvWriter, MvccLimits, StoreFormat } from './types.js';
 
-export type StoredOutcome =
-  | { readonly ok: true; readonly result: CommandResult }
-  | { readonly ok: false; readonly error: BatonError };
-
-interface DedupRecord {
-  /** The dedup clock when the record was written (stored where older versions kept the proposal time). */
-  readonly stampMs: number;
-  readonly outcome: StoredOutcome;
-  /** What the first request was; absent in records older versions wrote (those replay to anything). */
-  readonly request?: RequestFingerprint;
-}
-
-/**
- * What a request was, so that a Request-ID reused for a different request is refused
- * (request_id_reused) rather than answered with another request's outcome. For put, delete and
- * txn, `digest` covers the whole operation as the client gave it (every field: key, value, lease,
- * conditions, ...), so only an identical retry replays; for the other kinds, kind and key.
- */
-export interface RequestFingerprint {
-  readonly kind: Command['type'];
-  /** The key the request names first (a txn's first key), or null (lease operations). */
-  readonly key: string | null;
-  readonly digest: string;
-}
+export type { RequestFingerprint, StoredOutcome } from './dedup-record.js';
 
 export function requestFingerprint(op: Command): RequestFingerprint {
   // Key-value mutations are exactly what the client sent, so their whole body must match. The
@@ -219,17 +189,21 @@ export function dedupLookup(
   return record.outcome;
 }
 
-/** Records `outcome` stamped with the dedup clock `clockMs` (never an entry's own time). */
+/**
+ * Records `outcome` stamped with the dedup clock `clockMs` (never an entry's own time), in the
+ * store's format.
+ */
 export function dedupRecord(
   writer: KvWriter,
   request: { requestId: Uint8Array; clockMs: number; op?: Command },
   outcome: StoredOutcome,
+  format: StoreFormat,
 ): void {
   const key = dedupKey(request.requestId);
   const old = writer.get(key);
   if (old !== undefined) writer.delete(expiryKey(decodeDedupRecord(old).stampMs, request.requestId));
   const fingerprint = request.op === undefined ? {} : { request: requestFingerprint(request.op) };
-  writer.put(key, encodeDedupRecord({ stampMs: request.clockMs, outcome, ...fingerprint }));
+  writer.put(key, encodeDedupRecord({ stampMs: request.clockMs, outcome, ...fingerprint }, format));
   writer.put(expiryKey(request.clockMs, request.requestId), emptyBytes);
 }
 
@@ -253,100 +227,4 @@ export function dedupPrune(writer: KvWriter, clockMs: number, limits: MvccLimits
 export function dedupOldestMs(reader: KvReader): number | undefined {
   for (const entry of reader.range(tableRange(tablePrefix.expiry))) return parseExpiryKey(entry.key).proposedAtMs;
   return undefined;
-}
-
-function encodeDedupRecord(record: DedupRecord): Uint8Array {
-  const request = record.request === undefined ? {} : { q: encodeFingerprint(record.request) };
-  const json = JSON.stringify(
-    record.outcome.ok
-      ? { ok: true, result: record.outcome.result, ...request }
-      : { ok: false, error: errorToJson(record.outcome.error), ...request },
-    // Read the holder, not `value`: a Buffer's toJSON runs before the replacer sees it.
-    function (this: Record<string, unknown>, name: string, value: unknown) {
-      const raw = this[name];
-      return raw instanceof Uint8Array ? { $bytes: latin1(raw) } : value;
-    },
-  );
-  return new ByteWriter(16 + json.length).u64(record.stampMs).raw(utf8(json)).finish();
-}
-
-function decodeDedupRecord(bytes: Uint8Array): DedupRecord {
-  const reader = new ByteReader(bytes, 'stored', 'dedup record');
-  const stampMs = reader.u64();
-  const parsed = JSON.parse(fromUtf8(reader.raw(reader.remaining)), (_name, value: unknown) => {
-    if (typeof value === 'object' && value !== null && '$bytes' in value) {
-      return fromLatin1((value as { $bytes: string }).$bytes);
-    }
-    return value;
-  }) as ({ ok: true; result: CommandResult } | { ok: false; error: ErrorJson }) & { q?: string };
-  const outcome: StoredOutcome = parsed.ok
-    ? { ok: true, result: parsed.result }
-    : { ok: false, error: errorFromJson(parsed.error) };
-  return { stampMs, outcome, ...(parsed.q !== undefined ? { request: decodeFingerprint(parsed.q) } : {}) };
-}
-
-// A fingerprint is stored as one short string, "digest|kind" or "digest|kind|key": it is kept
-// for every Request-ID for the whole window, in every snapshot (the digest is 8 hex digits or
-// empty; a kind has no "|"; the key may).
-function encodeFingerprint(fingerprint: RequestFingerprint): string {
-  const head = `${fingerprint.digest}|${fingerprint.kind}`;
-  return fingerprint.key === null ? head : `${head}|${fingerprint.key}`;
-}
-
-function decodeFingerprint(text: string): RequestFingerprint {
-  const first = text.indexOf('|');
-  assert(first >= 0, 'a stored request fingerprint has a kind');
-  const second = text.indexOf('|', first + 1);
-  const kind = text.slice(first + 1, second < 0 ? undefined : second) as Command['type'];
-  return { digest: text.slice(0, first), kind, key: second < 0 ? null : text.slice(second + 1) };
-}
-
-interface ErrorJson {
-  readonly code: string;
-  readonly message: string;
-  readonly details: Record<string, unknown>;
-}
-
-function errorToJson(error: BatonError): ErrorJson {
-  return { code: error.code, message: error.message, details: { ...error.details } };
-}
-
-/** Rebuilds the same error class with the same message and details. */
-function errorFromJson(json: ErrorJson): BatonError {
-  const details = json.details;
-  const number = (name: string): number => {
-    const value = details[name];
-    assert(typeof value === 'number', `stored error detail ${name}`);
-    return value;
-  };
-  switch (json.code) {
-    case 'compacted':
-      return new CompactedError(number('compactRevision'));
-    case 'too_large':
-      return new TooLargeError(
-        json.message.split(' is ')[0] ?? 'request',
-        number('size'),
-        number('limit'),
-        details['reason'] === 'too_many_operations' ? 'too_many_operations' : undefined,
-      );
-    case 'precondition_failed':
-      return new PreconditionFailedError(json.message, details);
-    case 'key_not_found':
-      return new KeyNotFoundError(json.message, details);
-    case 'lease_not_found':
-      return new LeaseNotFoundError(json.message, details);
-    case 'lock_held':
-      return new LockHeldError(json.message, details);
-    case 'lock_not_held':
-      return new LockNotHeldError(json.message, details);
-    case 'quota_exceeded':
-      return new QuotaExceededError(json.message, details);
-    case 'invalid_argument':
-      if ('currentRevision' in details) {
-        return new FutureRevisionError(number('revision'), number('currentRevision'));
-      }
-      return new InvalidArgumentError(json.message, details);
-    default:
-      return assert(false, `no rebuild for stored error code ${json.code}`) as never;
-  }
 }

@@ -2,9 +2,8 @@
 // fail at once); the history below it is then deleted a fixed number of events per applied entry,
 // so a big compaction never stalls apply, and every replica deletes exactly the same events at
 // the same entries (the work depends on the entry sequence only, never on batching or time).
-import { utf8 } from './bytes.js';
 import { historyKey, parseHistoryKey, revisionIndexKey, tablePrefix } from './layout.js';
-import { decodeEvent } from './records.js';
+import { storedEventKey } from './records.js';
 import type { KvReader, KvWriter } from './types.js';
 
 const historyStart = historyKey(0, 0);
@@ -28,8 +27,7 @@ export function compactHistoryStep(
   for (const entry of writer.range(range)) {
     if (doomed.length >= options.eventsMax) break;
     const { revision } = parseHistoryKey(entry.key);
-    const key = utf8(decodeEvent(entry.value).kv.key);
-    doomed.push({ historyKey: entry.key, indexKey: revisionIndexKey(key, revision) });
+    doomed.push({ historyKey: entry.key, indexKey: revisionIndexKey(storedEventKey(entry.value), revision) });
   }
   // Deleted after the scan: the engine forbids writes while a range is being iterated.
   for (const item of doomed) {

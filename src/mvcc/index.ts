@@ -58,4 +58,7 @@ export type {
   TxnOpResult,
   TxnRequest,
   TxnResult,
+  StoreFormat,
+  UpgradeStoreOp,
+  UpgradeStoreResult,
 } from './types.js';

@@ -9,10 +9,13 @@
 //   'k' key                               current value and metadata of each live key
 //   'l' lease:8 key                       which keys a lease holds
 //   'r' escaped(key) 00 00 revision:8     per-key revision index -> seq of the event in 'h'
+//                                         (big-endian; format 1: 4 bytes, 2: the fewest, none
+//                                         for seq 0)
 //   's' member:8                          dedup clock: a proposer's last stamp and the clock then
 import { assert } from '../base/assert.js';
 import {
   concatBytes,
+  emptyBytes,
   escapeKey,
   escapedKeyEnd,
   prefixEnd,
@@ -23,7 +26,7 @@ import {
   writeU32,
   writeU64,
 } from './bytes.js';
-import type { KvRange } from './types.js';
+import type { KvRange, StoreFormat } from './types.js';
 
 export const metaKey = Uint8Array.of(0x01);
 export const tablePrefix = {
@@ -74,6 +77,36 @@ export function revisionIndexKey(key: Uint8Array, revision: number): Uint8Array 
   out.set(escapedKeyEnd, 1 + escaped.length);
   writeU64(out, 1 + escaped.length + escapedKeyEnd.length, revision);
   return out;
+}
+
+/** One key's revision-index entries from `revision` on. */
+export function revisionIndexFrom(key: Uint8Array, revision: number): KvRange {
+  const start = revisionIndexKey(key, revision);
+  // The key's entries share everything before the revision: its escaped bytes and end mark.
+  return { start, end: prefixEnd(start.subarray(0, start.length - 8)) };
+}
+
+/** A revision-index value: the event's seq within its revision. */
+export function revisionIndexValue(seq: number, format: StoreFormat): Uint8Array {
+  assert(Number.isInteger(seq) && seq >= 0 && seq <= 0xffff_ffff, 'seq is a u32');
+  if (format === 1) {
+    const out = new Uint8Array(4);
+    writeU32(out, 0, seq);
+    return out;
+  }
+  if (seq === 0) return emptyBytes;
+  const length = seq < 0x100 ? 1 : seq < 0x1_0000 ? 2 : seq < 0x100_0000 ? 3 : 4;
+  const out = new Uint8Array(length);
+  for (let i = length - 1, rest = seq; i >= 0; i--, rest = Math.floor(rest / 0x100)) out[i] = rest & 0xff;
+  return out;
+}
+
+/** The seq a revision-index value holds, in either format (both big-endian). */
+export function revisionIndexSeq(value: Uint8Array): number {
+  assert(value.length <= 4, 'a revision-index value is at most a u32');
+  let seq = 0;
+  for (const byte of value) seq = seq * 0x100 + byte;
+  return seq;
 }
 
 /** Every revision-index entry of the user keys in [start, end). */

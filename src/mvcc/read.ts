@@ -1,10 +1,11 @@
 // Reads: ranges at the current revision (from the current table) and at a retained past revision
 // (the current table, corrected by the first event after that revision for each changed key: its
 // prevKv is the key's state then). History at or above the compaction point is always complete,
-// so a past read needs nothing below it.
+// so a past read needs nothing below it. Events for watches: a put's new kv is the next event's
+// prevKv or the current record (format 2 stores each value once: records.ts).
 import { assert } from '../base/assert.js';
 import { CompactedError, FutureRevisionError, KeyNotFoundError } from '../base/errors.js';
-import { compareBytes, emptyBytes, fromUtf8, readU32 } from './bytes.js';
+import { compareBytes, emptyBytes, fromUtf8, utf8 } from './bytes.js';
 import {
   currentKey,
   currentRange,
@@ -12,10 +13,12 @@ import {
   leaseRange,
   parseHistoryKey,
   parseRevisionIndexKey,
+  revisionIndexFrom,
   revisionIndexRange,
+  revisionIndexSeq,
   tablePrefix,
 } from './layout.js';
-import { decodeEvent, decodeRecord, recordModRevision } from './records.js';
+import { completeEvent, decodeRecord, decodeStoredEvent, recordModRevision, type StoredEvent } from './records.js';
 import { isSingleKeyRead, validateRange } from './validate.js';
 import type {
   KeyValue,
@@ -185,11 +188,16 @@ function* firstEventsAfter(reader: KvReader, range: KvRange, revision: number): 
       decider = null;
     }
     if (decider !== null || parsed.revision <= revision) continue;
-    const stored = reader.get(historyKey(parsed.revision, readU32(entry.value, 0)));
-    assert(stored !== undefined, 'the revision index points at a missing event');
-    decider = { prevKv: decodeEvent(stored).prevKv };
+    decider = { prevKv: indexedEvent(reader, parsed.revision, entry.value).prevKv };
   }
   if (key !== null) yield { key, decider };
+}
+
+/** The event a revision-index entry points at. */
+function indexedEvent(reader: KvReader, revision: number, indexValue: Uint8Array): StoredEvent {
+  const stored = reader.get(historyKey(revision, revisionIndexSeq(indexValue)));
+  assert(stored !== undefined, 'the revision index points at a missing event');
+  return decodeStoredEvent(revision, stored);
 }
 
 /** Events with revision >= startRevision, in order, at most `limit` (watch catch-up). */
@@ -197,17 +205,43 @@ export function readEvents(
   context: ReadContext,
   options: { startRevision: number; limit: number },
 ): MvccEvent[] {
-  const { meta } = context;
+  const { meta, reader } = context;
   if (options.startRevision < meta.compactRevision) throw new CompactedError(meta.compactRevision);
-  const events: MvccEvent[] = [];
+  const stored: StoredEvent[] = [];
   const start = historyKey(Math.max(options.startRevision, 0), 0);
   const end = Uint8Array.of((tablePrefix.history[0] as number) + 1);
-  for (const entry of context.reader.range({ start, end })) {
-    if (events.length >= options.limit) break;
-    assert(parseHistoryKey(entry.key).revision <= meta.revision, 'history beyond the revision');
-    events.push(decodeEvent(entry.value));
+  for (const entry of reader.range({ start, end })) {
+    if (stored.length >= options.limit) break;
+    const { revision } = parseHistoryKey(entry.key);
+    assert(revision <= meta.revision, 'history beyond the revision');
+    stored.push(decodeStoredEvent(revision, entry.value));
+  }
+  // A format-2 put holds no kv: it is the prevKv of its key's next event, or its current record.
+  // Last to first, so a key's later event in this read supplies it without another lookup.
+  const events = new Array<MvccEvent>(stored.length);
+  const nextPrevKv = new Map<string, KeyValue | null>();
+  for (let i = stored.length - 1; i >= 0; i--) {
+    const event = stored[i] as StoredEvent;
+    let kv = event.kv;
+    if (kv === null) kv = nextPrevKv.has(event.key) ? (nextPrevKv.get(event.key) ?? null) : keyAfter(reader, event);
+    events[i] = completeEvent(event, kv);
+    nextPrevKv.set(event.key, event.prevKv);
   }
   return events;
+}
+
+/**
+ * The key as `event` (a put) left it: its current record if nothing changed it since, else the
+ * prevKv of its next event. Both are above the compact revision, so compaction never took them.
+ */
+function keyAfter(reader: KvReader, event: StoredEvent): KeyValue | null {
+  const keyBytes = utf8(event.key);
+  const current = reader.get(currentKey(keyBytes));
+  if (current !== undefined && recordModRevision(current) === event.revision) return decodeRecord(event.key, current);
+  for (const entry of reader.range(revisionIndexFrom(keyBytes, event.revision + 1))) {
+    return indexedEvent(reader, parseRevisionIndexKey(entry.key).revision, entry.value).prevKv;
+  }
+  return null;
 }
 
 /** The keys attached to a lease, in key order. */

@@ -2,11 +2,11 @@
 // and appends an event to history plus its per-key revision-index entry. A command that changes
 // nothing leaves the revision where it was.
 import { assert } from '../base/assert.js';
-import { emptyBytes, u64Bytes, writeU32 } from './bytes.js';
-import { currentKey, historyKey, leaseKey, revisionIndexKey } from './layout.js';
+import { emptyBytes, u64Bytes } from './bytes.js';
+import { currentKey, historyKey, leaseKey, revisionIndexKey, revisionIndexValue } from './layout.js';
 import { adjustLeaseKeyCount } from './lease-state.js';
 import { decodeRecord, encodeEventScratch, encodeRecordScratch, tombstone } from './records.js';
-import type { KeyValue, KvWriter, MvccEvent } from './types.js';
+import type { KeyValue, KvWriter, MvccEvent, StoreFormat } from './types.js';
 
 export class RevisionWriter {
   /** Events written so far in this revision; their seq is their position. */
@@ -16,6 +16,8 @@ export class RevisionWriter {
     readonly writer: KvWriter,
     /** The cell revision before this command. */
     readonly baseRevision: number,
+    /** What the store writes (its meta's): every member writes the same bytes. */
+    private readonly format: StoreFormat,
   ) {
     u64Bytes(baseRevision + 1); // asserts the next revision is representable
   }
@@ -49,7 +51,7 @@ export class RevisionWriter {
       modRevision: this.revision,
       lease: update.lease,
     };
-    this.writer.put(currentKey(keyBytes), encodeRecordScratch(kv));
+    this.writer.put(currentKey(keyBytes), encodeRecordScratch(kv, this.format));
     if (prev !== null && prev.lease !== 0 && prev.lease !== kv.lease) {
       this.writer.delete(leaseKey(prev.lease, keyBytes));
       adjustLeaseKeyCount(this.writer, prev.lease, -1);
@@ -79,9 +81,7 @@ export class RevisionWriter {
 
   private appendEvent(keyBytes: Uint8Array, event: MvccEvent): void {
     const seq = this.eventCount++;
-    this.writer.put(historyKey(event.revision, seq), encodeEventScratch(event, keyBytes));
-    const pointer = new Uint8Array(4);
-    writeU32(pointer, 0, seq);
-    this.writer.put(revisionIndexKey(keyBytes, event.revision), pointer);
+    this.writer.put(historyKey(event.revision, seq), encodeEventScratch(event, keyBytes, this.format));
+    this.writer.put(revisionIndexKey(keyBytes, event.revision), revisionIndexValue(seq, this.format));
   }
 }

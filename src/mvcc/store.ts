@@ -7,6 +7,7 @@ import { EntryType, type Entry } from '../raft/types.js';
 import { applyCommand } from './apply-command.js';
 import { checkRequestBytes, decodeCommandUnchecked } from './command-codec.js';
 import { ContentHasher } from './content-hash.js';
+import { contentForm } from './content-form.js';
 import {
   DedupSources,
   dedupAdvanceClock,
@@ -28,6 +29,7 @@ import { validateCount, validateRequestId } from './validate.js';
 import {
   defaultMvccLimits,
   type ApplyOutcome,
+  type CommandEnvelope,
   type KvEngine,
   type KvEntry,
   type KvWriter,
@@ -36,6 +38,7 @@ import {
   type MvccMeta,
   type RangeRequest,
   type RangeResult,
+  type StoreFormat,
 } from './types.js';
 
 export interface MvccSnapshot {
@@ -79,6 +82,10 @@ export class MvccStore {
   }
   get compactRevision(): number {
     return this.meta.compactRevision;
+  }
+  /** The format this store writes its records in (replicated: see StoreFormat). */
+  get storeFormat(): StoreFormat {
+    return this.meta.storeFormat;
   }
 
   /**
@@ -167,6 +174,7 @@ export class MvccStore {
       return { outcome, meta };
     }
     // A malformed entry (above) changes nothing, not even the dedup clock.
+    if (envelope.op.type === 'upgradeStore') return this.applyUpgrade(writer, meta, envelope, base);
     const stamp = { source: envelope.source, atMs: envelope.proposedAtMs };
     const clockMs = dedupAdvanceClock(sources, meta.dedupClockMs, stamp, this.limits);
     let next: MvccMeta = { ...meta, dedupClockMs: clockMs };
@@ -190,10 +198,31 @@ export class MvccStore {
       stored = { ok: false, error };
     }
     if (requestIdBytes !== null) {
-      dedupRecord(writer, { requestId: requestIdBytes, clockMs, op: envelope.op }, stored);
+      dedupRecord(writer, { requestId: requestIdBytes, clockMs, op: envelope.op }, stored, next.storeFormat);
       if (this.dedupOldestMs !== null) this.dedupOldestMs = Math.min(this.dedupOldestMs ?? Infinity, clockMs);
     }
     return { outcome: toOutcome(stored, { ...base, requestId, duplicate: false }), meta: next };
+  }
+
+  /**
+   * An upgrade changes the store format and nothing else: older versions refuse it as malformed,
+   * which changes nothing, so it moves no dedup clock and records no Request-ID either (members
+   * of both versions keep one state even if it is proposed too early).
+   */
+  private applyUpgrade(
+    writer: KvWriter,
+    meta: MvccMeta,
+    envelope: CommandEnvelope,
+    base: { index: number; term: number },
+  ): { outcome: ApplyOutcome; meta: MvccMeta } {
+    const outcomeBase = { ...base, requestId: envelope.requestId ?? null, duplicate: false };
+    try {
+      const applied = applyCommand(writer, { meta, limits: this.limits }, envelope.op);
+      return { outcome: { type: 'applied', ...outcomeBase, result: applied.result }, meta: applied.meta };
+    } catch (error) {
+      if (!(error instanceof BatonError)) throw error;
+      return { outcome: { type: 'failed', ...outcomeBase, error }, meta };
+    }
   }
 
   /** A read at the current revision or a retained past one (serializable: local state). */
@@ -258,7 +287,8 @@ export class MvccStore {
 
   /**
    * Content hash of the logical state: every key, all retained history, indexes, the dedup table,
-   * revision and compact revision; the applied index and term only when asked.
+   * revision and compact revision; the applied index and term only when asked. Records count in
+   * one form whatever store format wrote them (content-form.ts); the format itself does not count.
    */
   hash(options: { includeAppliedIndex?: boolean } = {}): string {
     const hasher = new ContentHasher();
@@ -268,7 +298,7 @@ export class MvccStore {
         meta = decodeMeta(entry.value);
         continue;
       }
-      hasher.updateField(entry.key).updateField(entry.value);
+      hasher.updateField(entry.key).updateField(contentForm(entry));
     }
     hasher.updateNumber(meta.revision).updateNumber(meta.compactRevision);
     hasher.updateNumber(meta.dedupClockMs);

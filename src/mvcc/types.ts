@@ -211,6 +211,16 @@ export interface SeqReleaseOp {
   readonly key: string;
 }
 
+/**
+ * Moves the store to a newer store format (StoreFormat): every member writes it from this entry
+ * on, so the same log still gives the same bytes. Older versions refuse the entry as malformed
+ * and change nothing: propose it only once every member runs a version that writes the format.
+ */
+export interface UpgradeStoreOp {
+  readonly type: 'upgradeStore';
+  readonly storeFormat: number;
+}
+
 export type Command =
   | PutOp
   | DeleteOp
@@ -222,7 +232,8 @@ export type Command =
   | LeaseCheckpointOp
   | SeqCreateOp
   | SeqCheckOp
-  | SeqReleaseOp;
+  | SeqReleaseOp
+  | UpgradeStoreOp;
 export type CommandType = Command['type'];
 
 /** What a Raft entry's data carries. */
@@ -330,6 +341,13 @@ export interface SeqReleaseResult {
   readonly revision: number;
 }
 
+/** The format the store writes after the command (an upgrade to its own format changes nothing). */
+export interface UpgradeStoreResult {
+  readonly type: 'upgradeStore';
+  readonly storeFormat: StoreFormat;
+  readonly revision: number;
+}
+
 export type CommandResult =
   | PutResult
   | DeleteResult
@@ -341,7 +359,8 @@ export type CommandResult =
   | LeaseCheckpointResult
   | SeqCreateResult
   | SeqCheckResult
-  | SeqReleaseResult;
+  | SeqReleaseResult
+  | UpgradeStoreResult;
 
 /** The result a command gets: its type follows from the command's (a put answers a PutResult). */
 export type ResultOf<C extends Command> = Extract<CommandResult, { readonly type: C['type'] }>;
@@ -425,6 +444,14 @@ export const defaultMvccLimits: MvccLimits = {
   leaseAttachStrict: true,
 };
 
+/**
+ * How a store encodes its records (src/mvcc/records.ts): 1 = fixed-width headers, events that
+ * repeat the new value, JSON dedup outcomes (stores created before issue 22); 2 = varint
+ * headers, events without the new value, binary dedup outcomes. Replicated: every member writes
+ * the format its state names, so the same log gives the same bytes.
+ */
+export type StoreFormat = 1 | 2;
+
 /** The persistent bookkeeping, written in the same storage transaction as the state it describes. */
 export interface MvccMeta {
   readonly appliedIndex: number;
@@ -434,4 +461,6 @@ export interface MvccMeta {
   readonly compactRevision: number;
   /** "Now" for dedup expiry: advanced by the proposers' clock steps (see dedup.ts), monotonic. */
   readonly dedupClockMs: number;
+  /** The format this store writes (the meta record's first byte). */
+  readonly storeFormat: StoreFormat;
 }

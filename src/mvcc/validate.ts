@@ -211,6 +211,10 @@ export function validateCommand(op: Command, limits: MvccLimits): void {
     case 'seqRelease':
       validateSeqKey(op.prefix, op.key, limits);
       return;
+    case 'upgradeStore':
+      validateCount(op.storeFormat, 'storeFormat');
+      if (op.storeFormat < 1 || op.storeFormat > 0xff) throw new InvalidArgumentError('a store format is 1 to 255');
+      return;
     default:
       throw new InvalidArgumentError(`unknown command ${String((op as Command).type)}`);
   }

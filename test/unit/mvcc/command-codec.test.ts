@@ -19,6 +19,7 @@ test('valid commands round-trip exactly', () => {
     { proposedAtMs: 5, op: { type: 'delete', key: '/a', ifVersion: 2 } },
     { proposedAtMs: 5, op: { type: 'compact', revision: 9 } },
     { proposedAtMs: 5, op: { type: 'deleteLeaseKeys', lease: 81 } },
+    { proposedAtMs: 5, source: 2, op: { type: 'upgradeStore', storeFormat: 2 } },
     {
       proposedAtMs: 5,
       op: {
@@ -46,6 +47,19 @@ test('valid commands round-trip exactly', () => {
     }
     if (valid) assert.deepEqual(decodeCommand(item.entry.data, { ...limits, txnOpsMax: 1000 }), item.envelope);
   }
+});
+
+test('upgradeStore is op code 13 with one format byte, never inside a txn, format 1 to 255', () => {
+  const bytes = encodeCommand({ proposedAtMs: 5, op: { type: 'upgradeStore', storeFormat: 2 } }, limits);
+  assert.deepEqual([...bytes.subarray(-2)], [13, 2]);
+  for (const storeFormat of [0, 256, 1.5]) {
+    assert.throws(() => encodeCommand({ proposedAtMs: 5, op: { type: 'upgradeStore', storeFormat } }, limits), InvalidArgumentError);
+  }
+  const txn = encodeCommandUnchecked({
+    proposedAtMs: 5,
+    op: { type: 'txn', compare: [], success: [{ type: 'upgradeStore', storeFormat: 2 } as never], failure: [] },
+  });
+  assert.throws(() => decodeCommand(txn, limits), InvalidArgumentError);
 });
 
 test('limits and validation are typed errors carrying the limit', () => {
