@@ -18,6 +18,8 @@ export interface Lane {
   readonly step: Step;
   /** The loop ends when every driving lane has run dry (the others are then stopped). */
   readonly drives: boolean;
+  /** Waits for the worker's next slot (a paced lane); latency is timed from after it. */
+  readonly pace?: () => Promise<void>;
 }
 
 export interface LaneSecond {
@@ -127,6 +129,8 @@ export class ClosedLoop {
 
   private async worker(lane: Lane, w: number): Promise<void> {
     while (!this.stopping) {
+      if (lane.pace !== undefined) await lane.pace();
+      if (this.stopping) return;
       const sentMs = performance.now();
       const items = await lane.step(w);
       if (items === null) return;
@@ -182,6 +186,21 @@ function phaseFigures(phase: Phase, lane: string, figures: LanePhase): PhaseFigu
     itemsPerSecond: seconds > 0 ? figures.items / seconds : 0,
     latency: figures.histogram.summary(),
     errors: figures.errors,
+  };
+}
+
+/**
+ * Slots `intervalMs` apart for a lane's workers together (an offered rate). A lane that falls
+ * behind sends at once but never bursts to catch up: slots missed are dropped.
+ */
+export function pacer(intervalMs: number): () => Promise<void> {
+  if (!(intervalMs > 0)) throw new RangeError('interval > 0');
+  let next = performance.now();
+  return async () => {
+    const now = performance.now();
+    const slot = Math.max(next, now);
+    next = slot + intervalMs;
+    if (slot > now) await new Promise((resolve) => setTimeout(resolve, slot - now));
   };
 }
 

@@ -3,7 +3,7 @@
 // follower and replace a wiped one; back up the store under a put load; delete half the keys,
 // compact and write the same volume again. The bench (bench/scale.bench.ts) runs them in order
 // on Baton and on etcd and compares.
-import { ClosedLoop, withRetries, type Lane, type LoopResult, type Step, type TimelineSecond } from './closed-loop.js';
+import { ClosedLoop, pacer, withRetries, type Lane, type LoopResult, type Step, type TimelineSecond } from './closed-loop.js';
 import { closeEndpoints, openEndpoints, send, type Endpoint } from './http-client.js';
 import { diskBytes, fileBytes, memoryOf, type MemoryFigures } from './host-stats.js';
 import { benchKey, defaultKeyPrefix, runLoad, type LoadResult } from './load.js';
@@ -77,7 +77,10 @@ export function footprints(cell: ScaleCell, keys: number): MemberFootprint[] {
  */
 async function runBatches(
   cell: ScaleCell,
-  options: { workers: number; take: () => string[] | null; kind: 'put' | 'delete'; log: Log; phase: string; probe?: Probe },
+  options: {
+    workers: number; take: () => string[] | null; kind: 'put' | 'delete'; log: Log; phase: string; probe?: Probe;
+    pace?: () => Promise<void>;
+  },
 ): Promise<LoopResult> {
   let loop: ClosedLoop | null = null;
   let done = 0;
@@ -91,7 +94,8 @@ async function runBatches(
     done += keys.length;
     return keys.length;
   };
-  const lanes: Lane[] = [{ name: 'bulk', workers: options.workers, step, drives: true }];
+  const bulk: Lane = { name: 'bulk', workers: options.workers, step, drives: true };
+  const lanes: Lane[] = [options.pace === undefined ? bulk : { ...bulk, pace: options.pace }];
   const probe = options.probe;
   if (probe !== undefined) {
     lanes.push({ name: 'probe', workers: probe.clients, step: putStep(cell, probe.endpoints, probe.keys, 'probe', () => loop), drives: false });
@@ -246,6 +250,12 @@ function putStep(cell: ScaleCell, endpoints: Endpoint[], keys: number, lane: str
   };
 }
 
+export interface ProbeFigures {
+  readonly putsPerSecond: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+}
+
 export interface ChurnFigures {
   readonly deleted: number;
   readonly deleteSeconds: number;
@@ -253,31 +263,40 @@ export interface ChurnFigures {
   readonly compactRevision: number;
   readonly compactSeconds: number;
   readonly compactNote: string;
+  /** The rewrite's offered rate (keys/s) and what it achieved. */
+  readonly rewriteOfferedKeysPerSecond: number;
   readonly rewritten: number;
   readonly rewriteSeconds: number;
   readonly rewriteKeysPerSecond: number;
   /** Per member: the store file before the deletes, after them, after the rewrite; growth. */
   readonly files: readonly { name: string; beforeBytes: number; afterDeleteBytes: number; afterBytes: number; growth: number; diskAfterBytes: number }[];
   readonly probeClients: number;
-  /** The single puts beside the bulk transactions: puts/s and p99 while deleting and rewriting. */
-  readonly probe: { readonly deletePutsPerSecond: number; readonly deleteP99Ms: number; readonly rewritePutsPerSecond: number; readonly rewriteP99Ms: number };
+  /** The single puts beside everything else, in each phase. */
+  readonly probe: { readonly delete: ProbeFigures; readonly compact: ProbeFigures; readonly rewrite: ProbeFigures };
   readonly timeline: readonly TimelineSecond[];
+  /** Over the compaction and the paced rewrite (the deletes saturate the cell on purpose). */
   readonly pausesOver100Ms: number;
   readonly longestGapMs: number;
   readonly worstTxnMs: number;
   readonly worstProbeMs: number;
+  /** Seconds of the rewrite (but its last) that wrote under half the offered rate. */
+  readonly secondsUnderHalfRate: number;
   readonly retries: Readonly<Record<string, number>>;
   readonly shrink?: { seconds: number; note: string; member: string; fileBytes: number };
 }
 
 /**
- * Step 5: delete every other key (half), compact at the revision after the deletes, and put the
- * same keys again while the compaction runs; `probeClients` put single keys all along. The store
- * files before and after, and a per-second timeline (keys/s, longest transaction, the probe's
- * puts and longest put, the longest pause in which nothing at all completed).
+ * Step 5: delete every other key (half) as fast as the cell takes it, compact at the revision
+ * after the deletes (awaited: etcd answers once its backend is compacted, Baton at once, its
+ * history then deleted by later entries), then put the same keys again at an offered rate
+ * (`rewriteKeysPerSecond`, below what the cell can take, so a stall shows as one). Meanwhile
+ * `probeClients` put single keys all along. The store files before and after, a per-second
+ * timeline (keys/s, longest txn, the probe's puts and longest put, the longest time in which
+ * nothing at all completed), and its pauses over the compaction and the rewrite.
  */
 export async function churn(
-  cell: ScaleCell, options: { keys: number; batch: number; workers: number; probeClients: number; log: Log },
+  cell: ScaleCell,
+  options: { keys: number; batch: number; workers: number; probeClients: number; rewriteKeysPerSecond: number; log: Log },
 ): Promise<ChurnFigures> {
   const before = new Map(cell.names().map((name) => [name, fileBytes(cell.storeFile(name))]));
   const endpoints = openEndpoints(cell.clientUrls(), options.probeClients);
@@ -287,14 +306,10 @@ export async function churn(
     const deleted = await runBatches(cell, { workers: options.workers, take: () => deletes.take(), kind: 'delete', log: options.log, phase: 'delete', probe });
     const afterDelete = new Map(cell.names().map((name) => [name, fileBytes(cell.storeFile(name))]));
     const compactRevision = await cell.revision();
+    const compacted = await compactWithProbe(cell, compactRevision, probe);
     const rewrites = new KeyBatches(options.keys, options.batch, 0, 2);
-    // The compaction runs alongside the rewrite, as it would in service; its call is timed alone.
-    const compactStarted = performance.now();
-    const compacting = cell.compact(compactRevision).then(() => (performance.now() - compactStarted) / 1000);
-    compacting.catch(() => undefined); // awaited below, after the rewrite
-    const rewritten = await runBatches(cell, { workers: options.workers, take: () => rewrites.take(), kind: 'put', log: options.log, phase: 'rewrite', probe });
-    const compactSeconds = await compacting;
-    const timeline = [...deleted.timeline, ...rewritten.timeline.map((s) => ({ ...s, second: s.second + deleted.timeline.length }))];
+    const pace = pacer((1000 * options.batch) / options.rewriteKeysPerSecond);
+    const rewritten = await runBatches(cell, { workers: options.workers, take: () => rewrites.take(), kind: 'put', log: options.log, phase: 'rewrite', probe, pace });
     const files = cell.names().map((name) => {
       const beforeBytes = before.get(name) ?? 0;
       const afterBytes = fileBytes(cell.storeFile(name));
@@ -303,8 +318,11 @@ export async function churn(
         growth: afterBytes / beforeBytes - 1, diskAfterBytes: diskBytes(cell.dataDir(name)),
       };
     });
-    const probeOf = (result: LoopResult) => result.phases.find((p) => p.lane === 'probe');
-    const laneMax = (lane: string) => Math.max(0, ...timeline.map((s) => s.lanes[lane]?.maxLatencyMs ?? 0));
+    const timeline = joinTimelines([deleted.timeline, compacted.loop.timeline, rewritten.timeline]);
+    const watched = timeline.filter((s) => s.phase !== 'delete');
+    const laneMax = (lane: string) => Math.max(0, ...watched.map((s) => s.lanes[lane]?.maxLatencyMs ?? 0));
+    const rewriteSeconds = timeline.filter((s) => s.phase === 'rewrite').slice(0, -1);
+    const halfRate = options.rewriteKeysPerSecond / 2;
     const deletedKeys = deleted.totals['bulk']?.items ?? 0;
     const rewrittenKeys = rewritten.totals['bulk']?.items ?? 0;
     return {
@@ -312,29 +330,63 @@ export async function churn(
       deleteSeconds: deleted.seconds,
       deleteKeysPerSecond: deletedKeys / deleted.seconds,
       compactRevision,
-      compactSeconds,
+      compactSeconds: compacted.seconds,
       compactNote: cell.compactNote,
+      rewriteOfferedKeysPerSecond: options.rewriteKeysPerSecond,
       rewritten: rewrittenKeys,
       rewriteSeconds: rewritten.seconds,
       rewriteKeysPerSecond: rewrittenKeys / rewritten.seconds,
       files,
       probeClients: options.probeClients,
-      probe: {
-        deletePutsPerSecond: probeOf(deleted)?.itemsPerSecond ?? 0,
-        deleteP99Ms: (probeOf(deleted)?.latency.p99Us ?? 0) / 1000,
-        rewritePutsPerSecond: probeOf(rewritten)?.itemsPerSecond ?? 0,
-        rewriteP99Ms: (probeOf(rewritten)?.latency.p99Us ?? 0) / 1000,
-      },
+      probe: { delete: probeFigures(deleted), compact: probeFigures(compacted.loop), rewrite: probeFigures(rewritten) },
       timeline,
-      pausesOver100Ms: timeline.filter((s) => s.longestGapMs > 100).length,
-      longestGapMs: Math.max(0, ...timeline.map((s) => s.longestGapMs)),
+      pausesOver100Ms: watched.filter((s) => s.longestGapMs > 100).length,
+      longestGapMs: Math.max(0, ...watched.map((s) => s.longestGapMs)),
       worstTxnMs: laneMax('bulk'),
       worstProbeMs: laneMax('probe'),
-      retries: { ...prefixKeys('delete ', deleted.errors), ...prefixKeys('rewrite ', rewritten.errors) },
+      secondsUnderHalfRate: rewriteSeconds.filter((s) => (s.lanes['bulk']?.items ?? 0) < halfRate).length,
+      retries: { ...prefixKeys('delete ', deleted.errors), ...prefixKeys('compact ', compacted.loop.errors), ...prefixKeys('rewrite ', rewritten.errors) },
     };
   } finally {
     closeEndpoints(endpoints);
   }
+}
+
+/** The compaction call, timed, with the probe's puts running until it answers. */
+async function compactWithProbe(cell: ScaleCell, revision: number, probe: Probe): Promise<{ seconds: number; loop: LoopResult }> {
+  let loop: ClosedLoop | null = null;
+  loop = new ClosedLoop([{
+    name: 'probe', workers: probe.clients, step: putStep(cell, probe.endpoints, probe.keys, 'probe', () => loop), drives: false,
+  }], 'compact');
+  const running = loop.run();
+  const started = performance.now();
+  try {
+    await cell.compact(revision);
+    return { seconds: (performance.now() - started) / 1000, loop: await stopped(loop, running) };
+  } catch (error) {
+    await stopped(loop, running);
+    throw error;
+  }
+}
+
+async function stopped(loop: ClosedLoop, running: Promise<LoopResult>): Promise<LoopResult> {
+  loop.stop();
+  return running;
+}
+
+function joinTimelines(parts: readonly (readonly TimelineSecond[])[]): TimelineSecond[] {
+  const out: TimelineSecond[] = [];
+  for (const part of parts) out.push(...part.map((s) => ({ ...s, second: s.second + out.length })));
+  return out;
+}
+
+function probeFigures(result: LoopResult): ProbeFigures {
+  const phase = result.phases.find((p) => p.lane === 'probe');
+  return {
+    putsPerSecond: phase?.itemsPerSecond ?? 0,
+    p99Ms: (phase?.latency.p99Us ?? 0) / 1000,
+    maxMs: (phase?.latency.maxUs ?? 0) / 1000,
+  };
 }
 
 function prefixKeys(prefix: string, record: Readonly<Record<string, number>>): Record<string, number> {

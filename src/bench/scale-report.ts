@@ -19,6 +19,8 @@ export interface SystemRun {
   churn?: ChurnFigures;
   /** Steps that failed, with what they said. */
   readonly failures: { step: string; error: string }[];
+  /** Every step with its wall time and the machine's 1-minute load average around it. */
+  readonly steps: { step: string; seconds: number; loadAverageBefore: number; loadAverageAfter: number }[];
 }
 
 const f = (value: number | undefined, digits = 0): string =>
@@ -128,15 +130,19 @@ export function backupTable(runs: readonly SystemRun[]): string {
 }
 
 export function churnTables(runs: readonly SystemRun[]): string {
-  const rows = runs.map((r) => r.churn === undefined ? [r.system, 'failed'] : [
-    r.system, String(r.churn.deleted), f(r.churn.deleteKeysPerSecond), f(r.churn.compactSeconds, 2),
-    String(r.churn.rewritten), f(r.churn.rewriteKeysPerSecond),
-    `${f(r.churn.probe.deletePutsPerSecond)} / ${f(r.churn.probe.rewritePutsPerSecond)}`,
-    `${f(r.churn.probe.deleteP99Ms, 1)} / ${f(r.churn.probe.rewriteP99Ms, 1)}`,
-    String(r.churn.pausesOver100Ms), f(r.churn.longestGapMs), f(r.churn.worstTxnMs), f(r.churn.worstProbeMs),
-  ]);
-  const summary = table(['system', 'deleted', 'delete keys/s', 'compact call s', 'rewritten', 'rewrite keys/s',
-    'probe puts/s del / rewr', 'probe p99 ms del / rewr', 'seconds with a pause > 100 ms', 'longest pause ms',
+  const rows = runs.map((r) => {
+    const c = r.churn;
+    if (c === undefined) return [r.system, 'failed'];
+    const p = c.probe;
+    return [
+      r.system, String(c.deleted), f(c.deleteKeysPerSecond), f(c.compactSeconds, 2), f(c.rewriteOfferedKeysPerSecond),
+      f(c.rewriteKeysPerSecond), String(c.secondsUnderHalfRate),
+      `${f(p.delete.p99Ms)} / ${f(p.compact.p99Ms)} / ${f(p.rewrite.p99Ms)}`,
+      String(c.pausesOver100Ms), f(c.longestGapMs), f(c.worstTxnMs), f(c.worstProbeMs),
+    ];
+  });
+  const summary = table(['system', 'deleted', 'delete keys/s', 'compact s', 'rewrite offered keys/s', 'achieved',
+    's under half', 'probe put p99 ms del/compact/rewrite', 's with a pause > 100 ms', 'longest pause ms',
     'longest txn ms', 'longest probe put ms'], rows);
   const files = runs.flatMap((r) => (r.churn?.files ?? []).map((m) => [
     r.system, m.name, mib(m.beforeBytes), mib(m.afterDeleteBytes), mib(m.afterBytes), `${f(m.growth * 100, 1)}%`,
@@ -163,6 +169,12 @@ export function timelineTable(run: SystemRun, full: boolean): string {
       String(s.second), s.phase, String(s.lanes['bulk']?.steps ?? 0), String(s.lanes['bulk']?.items ?? 0),
       f(s.lanes['bulk']?.maxLatencyMs), String(s.lanes['probe']?.steps ?? 0), f(s.lanes['probe']?.maxLatencyMs), f(s.longestGapMs),
     ]));
+}
+
+export function stepsTable(runs: readonly SystemRun[]): string {
+  return table(['system', 'step', 'seconds', 'load average'], runs.flatMap((r) => r.steps.map((s) => [
+    r.system, s.step, f(s.seconds, 1), `${f(s.loadAverageBefore, 1)} / ${f(s.loadAverageAfter, 1)}`,
+  ])));
 }
 
 export function failureLines(runs: readonly SystemRun[]): string {
