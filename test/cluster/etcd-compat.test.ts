@@ -244,7 +244,9 @@ test('etcdctl snapshot save: a checksummed file that restores into a Baton store
   const dir = mkdtempSync(join(tmpdir(), 'baton-etcd-snap-'));
   try {
     const file = join(dir, 'snap.db');
-    // From a follower or the leader alike: each node serves its own applied state.
+    // From a follower or the leader alike: each node serves its own applied state, so a
+    // linearizable read on that member first makes sure it has applied the put.
+    assert.match(await etcdctl(['get', 'snap/k'], undefined, endpoints[2]), /kept/);
     assert.match(await etcdctl(['snapshot', 'save', file], undefined, endpoints[2]), /Snapshot saved at/);
     const bytes = readFileSync(file);
     // etcd's layout: 512-byte blocks, then the SHA-256 of them.
