@@ -1,15 +1,16 @@
-// `npm run bench`: Baton vs etcd in the same run, on this machine. Starts a 3-process Baton cell
+// `npm run bench:http`: Baton vs etcd in the same run over HTTP/JSON, on this machine (etcd through
+// its JSON gateway, its slowest path: `npm run bench` drives etcd through gRPC instead). Starts a 3-process Baton cell
 // and a 3-member etcd 3.4 cell on free loopback ports with their own temp data directories, drives
 // both with the same closed-loop HTTP/1.1 client (Baton's native API, etcd's v3 JSON gateway),
 // configuration by configuration, alternating which goes first, and prints medians and Baton ÷
 // etcd ratios (throughput, p99, server CPU per op). Only same-run ratios mean anything here: the
 // client shares the cores with both cells and with whatever else the machine is doing.
 //
-//   npm run bench                       all workloads, 1/16/64/256 clients, 3 x 4 s each (~10 min)
-//   npm run bench -- --quick            1 and 64 clients, 1 x 2 s each (~1.5 min)
-//   npm run bench -- --profile          Baton only: CPU profiles of the leader and a follower under put, 64 clients
-//   npm run bench -- --alloc            Baton only: bytes allocated per op on the leader and a follower, by site
-//   npm run bench -- --json             the same, plus every run as JSON on stdout
+//   npm run bench:http                       all workloads, 1/16/64/256 clients, 3 x 4 s each (~10 min)
+//   npm run bench:http -- --quick            1 and 64 clients, 1 x 2 s each (~1.5 min)
+//   npm run bench:http -- --profile          Baton only: CPU profiles of the leader and a follower under put, 64 clients
+//   npm run bench:http -- --alloc            Baton only: bytes allocated per op on the leader and a follower, by site
+//   npm run bench:http -- --json             the same, plus every run as JSON on stdout
 // Other flags: --workload LIST|all --clients 1,16,... --duration-s N --warmup-s N --repeats N
 // --prime-s N (unrecorded load per workload on each cell first, default 3) --baton-only
 // --endpoints all|leader|followers (Baton cells: which members the clients talk to; default all;

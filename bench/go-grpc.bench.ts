@@ -1,26 +1,32 @@
-// `npm run bench:gogrpc`: etcd 3.4 and Baton's etcd gRPC facade side by side, both driven through
-// etcd's v3 gRPC API by etcd's own Go client (clientv3), the way etcd's tools/benchmark measures
-// etcd: a client that is not the bottleneck (its own CPU is measured and printed). The Go load
-// client (bench/go/loadgen/main.go) is built once in GOPATH mode against Debian's packaged etcd
-// sources (golang-go, golang-etcd-server-dev: /usr/share/gocode) and cached in $TMPDIR.
+// `npm run bench`: Baton vs etcd 3.4 in the same run, etcd at its best. etcd is driven through its
+// v3 gRPC API by etcd's own Go client (clientv3), the way etcd's tools/benchmark measures it; Baton
+// twice: through its etcd gRPC facade by the same Go client, and through its native HTTP API by
+// Baton's own closed-loop client (src/bench/load.ts, in this process; its CPU is measured too).
+// A client that is not the bottleneck: each client's own CPU is printed. The Go load client
+// (bench/go/loadgen/main.go) is built once in GOPATH mode against Debian's packaged etcd sources
+// (golang-go, golang-etcd-server-dev: /usr/share/gocode) and cached in $TMPDIR.
+// (`npm run bench:http` is the older bench: etcd through its JSON gateway, its slowest path, and
+// Baton's CPU and allocation profiles.)
 //
 // Starts a 3-member etcd cell and a 3-process Baton cell (--listen-grpc on each) on free loopback
-// ports with temp data directories (default durability), runs every workload unrecorded on both
-// first (Node's JIT), then for each workload x client count runs both systems back to back, the
-// order alternating between repeats. Server CPU is all of a cell's processes, from /proc, over the
-// client's measured window. Prints per-system medians and the median of the same-repeat
+// ports with temp data directories (default durability), runs every workload unrecorded on each
+// system first (Node's JIT), then for each workload x client count runs the systems back to back,
+// the order alternating between repeats. Server CPU is all of a cell's processes, from /proc, over
+// the client's measured window. Prints per-system medians and the median of the same-repeat
 // Baton ÷ etcd ratios: on a shared machine only same-run ratios mean anything.
 //
-//   npm run bench:gogrpc                                    put,get x 1,16,64,256 x 3 repeats of 5 s
-//   npm run bench:gogrpc -- --workload put --clients 16,64,256 --repeats 3
-// Flags: --workload put,get,txn  --clients LIST  --repeats N  --seconds S  --warmup-s S
-//        --connections N (gRPC connections, default 8)  --endpoints all|leader|followers (which
-//        members the client talks to; default all three, like clientv3 given 3 endpoints;
-//        followers: every write is forwarded; --leader-only = --endpoints leader)  --key-space N
-//        --value-bytes N  --prime-s S (unrecorded load per workload first, default 3)  --json
-//        --baton-b DIR (also a Baton cell of another build, DIR/dist, interleaved: an A/B)
-//        --baton-only (no etcd cell)  --node-args "FLAGS" / --node-args-b "FLAGS" (Node flags for
-//        each Baton cell's members). Baton's CPU is also reported for its leader and per follower.
+//   npm run bench                                    put,get x 1,16,64,256 x 3 repeats of 5 s
+//   npm run bench -- --quick                         put,get x 1,64 x 1 repeat of 2 s
+//   npm run bench -- --workload put --clients 16,64,256 --repeats 3
+// Flags: --workload put,get,txn (get is linearizable)  --clients LIST  --repeats N  --seconds S
+//        --warmup-s S  --quick  --connections N (gRPC connections, default 8)  --endpoints
+//        all|leader|followers (which members the clients talk to; default all three, like clientv3
+//        given 3 endpoints; followers: every write is forwarded; --leader-only = --endpoints
+//        leader)  --key-space N  --value-bytes N  --prime-s S (unrecorded load per workload
+//        first, default 3)  --json  --grpc-only (no native-API runs)  --baton-b DIR (also a Baton
+//        cell of another build, DIR/dist, interleaved: an A/B, through gRPC)  --baton-only (no
+//        etcd cell)  --node-args "FLAGS" / --node-args-b "FLAGS" (Node flags for each Baton cell's
+//        members). Baton's CPU is also reported for its leader and per follower.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
@@ -30,9 +36,11 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { EtcdCell, etcdInstallHint, etcdVersion } from '../src/bench/etcd-cell.js';
+import { populateKeys, runLoad } from '../src/bench/load.js';
 import { parseClientCounts } from '../src/bench/matrix.js';
 import { freePorts } from '../src/bench/ports.js';
 import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
+import { batonProtocol, type WorkloadName } from '../src/bench/protocols.js';
 import { median, table } from '../src/bench/report.js';
 import { ProcessCell } from '../src/node/testing/process-cell.js';
 
@@ -56,6 +64,8 @@ const { values } = parseArgs({
     endpoints: { type: 'string' },
     'baton-b': { type: 'string' },
     'baton-only': { type: 'boolean' },
+    'grpc-only': { type: 'boolean' },
+    quick: { type: 'boolean' },
     'node-args': { type: 'string' },
     'node-args-b': { type: 'string' },
     'key-space': { type: 'string' },
@@ -69,10 +79,11 @@ const { values } = parseArgs({
 type Workload = 'put' | 'get' | 'txn';
 const workloads = (values.workload ?? 'put,get').split(',').map((w) => w.trim()) as Workload[];
 if (!workloads.every((w) => w === 'put' || w === 'get' || w === 'txn')) throw new Error('--workload takes put, get and/or txn');
-const clientCounts = parseClientCounts(values.clients ?? '1,16,64,256');
-const repeats = Number(values.repeats ?? 3);
-const seconds = Number(values.seconds ?? 5);
-const warmupS = Number(values['warmup-s'] ?? 1);
+const quick = values.quick === true;
+const clientCounts = parseClientCounts(values.clients ?? (quick ? '1,64' : '1,16,64,256'));
+const repeats = Number(values.repeats ?? (quick ? 1 : 3));
+const seconds = Number(values.seconds ?? (quick ? 2 : 5));
+const warmupS = Number(values['warmup-s'] ?? (quick ? 0.5 : 1));
 const connections = Number(values.connections ?? 8);
 const endpointChoice = values['leader-only'] === true ? 'leader' : (values.endpoints ?? 'all');
 if (!['all', 'leader', 'followers'].includes(endpointChoice)) throw new Error('--endpoints takes all, leader or followers');
@@ -81,7 +92,8 @@ const otherBuild = values['baton-b'];
 const splitArgs = (text: string | undefined): string[] => (text === undefined ? [] : text.split(/\s+/).filter((a) => a.length > 0));
 const keySpace = Number(values['key-space'] ?? 1000);
 const valueBytes = Number(values['value-bytes'] ?? 256);
-const primeS = Number(values['prime-s'] ?? 3);
+const primeS = Number(values['prime-s'] ?? (quick ? 1.5 : 3));
+const withNative = values['grpc-only'] !== true;
 if (!(Number.isInteger(repeats) && repeats >= 1 && seconds > 0 && seconds <= 300 && warmupS >= 0 && primeS >= 0)) {
   throw new Error('--repeats >= 1 (integer), 0 < --seconds <= 300, --warmup-s >= 0 and --prime-s >= 0 are required');
 }
@@ -152,7 +164,9 @@ interface Run extends LoadgenResult {
   followerCpuUsPerOp: number;
 }
 
-type System = 'baton' | 'baton-b' | 'etcd';
+/** baton-native: the 'baton' cell through its native HTTP API and Baton's own bench client. */
+type System = 'baton' | 'baton-native' | 'baton-b' | 'etcd';
+const nativeWorkload = { put: 'put', get: 'get-lin', txn: 'txn' } as const satisfies Record<Workload, WorkloadName>;
 
 const version = batonOnly ? null : etcdVersion();
 if (version === null && !batonOnly) {
@@ -204,22 +218,26 @@ const etcd = batonOnly ? null : new EtcdCell(
   join(workDir, 'etcd'),
   [0, 1, 2].map((i) => ({ name: `e${i + 1}`, clientPort: ports[18 + i] as number, peerPort: ports[21 + i] as number })),
 );
-const systems: System[] = [...(Object.keys(batons) as System[]), ...(etcd === null ? [] : ['etcd' as const])];
+const systems: System[] = [
+  ...(Object.keys(batons) as System[]), ...(withNative ? ['baton-native' as const] : []), ...(etcd === null ? [] : ['etcd' as const]),
+];
+/** The cell a system's runs go to (baton-native is the 'baton' cell through another API). */
+const cellOf = (system: System): System => (system === 'baton-native' ? 'baton' : system);
 const endpoints: Partial<Record<System, string[]>> = {};
 for (const [system, cell] of Object.entries(batons) as [System, BatonCell][]) {
   endpoints[system] = cell.names().map((name) => cell.grpcEndpoint(name));
 }
 if (etcd !== null) endpoints.etcd = etcd.clientUrls().map((url) => url.host);
-const pids: Record<System, number[]> = { baton: [], 'baton-b': [], etcd: [] };
+const pids: Record<System, number[]> = { baton: [], 'baton-native': [], 'baton-b': [], etcd: [] };
 
 /** A Baton cell's leader and followers as of now (pids by data dir, leader from /v1/cluster/status). */
 async function rolesOf(system: System): Promise<{ leader: string; followers: string[]; pids: Record<string, number[]> } | null> {
-  const cell = batons[system];
+  const cell = batons[cellOf(system)];
   if (cell === undefined) return null;
   const status = (await (await fetch(`${cell.clientUrl('n1')}/v1/cluster/status`)).json()) as { leader: number; members: { id: number; name: string }[] };
   const leader = status.members.find((m) => m.id === status.leader)?.name;
   if (leader === undefined) throw new Error(`${system}: no leader in /v1/cluster/status`);
-  const dir = join(workDir, system === 'baton' ? 'baton' : 'other');
+  const dir = join(workDir, cellOf(system) === 'baton' ? 'baton' : 'other');
   const memberPids = Object.fromEntries(cell.names().map((n) => [n, findPids(`${join(dir, n)}\0`)]));
   return { leader, followers: cell.names().filter((n) => n !== leader), pids: memberPids };
 }
@@ -241,7 +259,10 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 /** One run of the Go client; server CPU sampled at its window's start and end events. */
-async function runLoadgen(system: System, workload: Workload, clients: number, durationS: number, warmS: number): Promise<LoadgenResult & { serverCpuS: number; windowS: number; leaderCpuS?: number; followerCpuS?: number }> {
+type Measured = LoadgenResult & { serverCpuS: number; windowS: number; leaderCpuS?: number; followerCpuS?: number };
+
+async function runLoadgen(system: System, workload: Workload, clients: number, durationS: number, warmS: number): Promise<Measured> {
+  if (system === 'baton-native') return runNative(workload, clients, durationS, warmS);
   const roles = await rolesOf(system);
   const targets = roles === null || endpointChoice === 'all' ? (endpoints[system] ?? [])
     : (endpointChoice === 'leader' ? [roles.leader] : roles.followers).map((n) => (batons[system] as BatonCell).grpcEndpoint(n));
@@ -291,11 +312,76 @@ async function runLoadgen(system: System, workload: Workload, clients: number, d
   return { ...result, serverCpuS: cpuEnd - cpuStart, windowS: (tEnd - tStart) / 1000, ...roleCpu };
 }
 
+/** Populated once per native key prefix, so linearizable gets find their keys. */
+const nativePopulated = new Set<string>();
+
+/** One run of Baton's own HTTP client (in this process) against the 'baton' cell's native API. */
+async function runNative(workload: Workload, clients: number, durationS: number, warmS: number): Promise<Measured> {
+  const cell = batons.baton as BatonCell;
+  const roles = await rolesOf('baton');
+  if (roles === null) throw new Error('baton: no roles');
+  const names = endpointChoice === 'all' ? cell.names() : endpointChoice === 'leader' ? [roles.leader] : roles.followers;
+  const urls = names.map((n) => new URL(cell.clientUrl(n)));
+  const keyPrefix = `/gobench-native/${workload}/`;
+  if (workload === 'get' && !nativePopulated.has(keyPrefix)) {
+    await populateKeys(batonProtocol, urls, keySpace, valueBytes, keyPrefix);
+    nativePopulated.add(keyPrefix);
+  }
+  const members = [roles.leader, ...roles.followers];
+  const memberCpu = (): number[] => members.map((n) => cpuSeconds(roles.pids[n] ?? []));
+  let cpuStart = 0;
+  let cpuEnd = 0;
+  let memberStart: number[] = [];
+  let memberEnd: number[] = [];
+  let tStart = 0;
+  let tEnd = 0;
+  const result = await runLoad({
+    protocol: batonProtocol,
+    endpoints: urls,
+    workload: nativeWorkload[workload],
+    clients,
+    durationMs: durationS * 1000,
+    warmupMs: warmS * 1000,
+    keyCount: keySpace,
+    valueBytes,
+    requestTimeoutMs: 15_000,
+    keyPrefix,
+    onWindow: (edge) => {
+      if (edge === 'start') [cpuStart, memberStart, tStart] = [cpuSeconds(pids.baton), memberCpu(), performance.now()];
+      else [cpuEnd, memberEnd, tEnd] = [cpuSeconds(pids.baton), memberCpu(), performance.now()];
+    },
+  });
+  const used = memberEnd.map((end, i) => end - (memberStart[i] ?? 0));
+  const errors = Object.values(result.errors).reduce((a, b) => a + b, 0);
+  const windowS = (tEnd - tStart) / 1000;
+  return {
+    workload,
+    endpoints: urls.map((u) => u.host),
+    conns: 0,
+    clients,
+    seconds: result.seconds,
+    ops: result.completed,
+    ops_per_s: result.opsPerSecond,
+    p50_ms: result.latency.p50Us / 1000,
+    p99_ms: result.latency.p99Us / 1000,
+    p999_ms: result.latency.p999Us / 1000,
+    max_ms: result.latency.maxUs / 1000,
+    errors,
+    error_samples: Object.entries(result.errors).slice(0, 3).map(([what, n]) => `${what} x${n}`),
+    client_cpu_s: result.clientCpuCores * windowS,
+    client_cpu_cores: result.clientCpuCores,
+    serverCpuS: cpuEnd - cpuStart,
+    windowS,
+    leaderCpuS: used[0] as number,
+    followerCpuS: used.slice(1).reduce((a, b) => a + b, 0) / Math.max(1, used.length - 1),
+  };
+}
+
 function progress(run: Run): string {
   const errors = run.errors > 0 ? `  errors ${run.errors} (${run.error_samples.join(' | ')})` : '';
   const roles = Number.isFinite(run.leaderCpuUsPerOp)
     ? `  leader ${run.leaderCpuUsPerOp.toFixed(0)} follower ${run.followerCpuUsPerOp.toFixed(0)} us/op` : '';
-  return `${run.system.padEnd(7)} ${run.workload} c=${String(run.clients).padStart(3)} #${run.repeat + 1}  ` +
+  return `${run.system.padEnd(12)} ${run.workload} c=${String(run.clients).padStart(3)} #${run.repeat + 1}  ` +
     `${run.ops_per_s.toFixed(0).padStart(6)} ops/s  p50 ${run.p50_ms.toFixed(2)}  p99 ${run.p99_ms.toFixed(2)}  p99.9 ${run.p999_ms.toFixed(2)} ms  ` +
     `server ${run.serverCpuCores.toFixed(2)} cores ${run.serverCpuUsPerOp.toFixed(0)} us/op${roles}  client ${run.client_cpu_cores.toFixed(2)} cores${errors}`;
 }
@@ -305,6 +391,7 @@ async function main(): Promise<void> {
   for (const cell of cells) cell.startAll();
   await Promise.all(cells.map((cell) => cell.waitReady(60_000)));
   pids.baton = findPids(`${join(workDir, 'baton')}/`);
+  pids['baton-native'] = pids.baton;
   pids['baton-b'] = findPids(`${join(workDir, 'other')}/`);
   pids.etcd = findPids(`${join(workDir, 'etcd')}/`);
   log(`bench: ${systems.join(', ')}${version === null ? '' : ` (${version})`}; ` +
@@ -353,7 +440,7 @@ function report(runs: readonly Run[]): void {
   const abRows: string[][] = [];
   for (const workload of workloads) {
     for (const clients of clientCounts) {
-      const [b, bb, e] = (['baton', 'baton-b', 'etcd'] as const).map((system) => pick(system, workload, clients)) as [Run[], Run[], Run[]];
+      const [b, bn, bb, e] = (['baton', 'baton-native', 'baton-b', 'etcd'] as const).map((system) => pick(system, workload, clients)) as [Run[], Run[], Run[], Run[]];
       for (const system of systems) {
         const rs = pick(system, workload, clients);
         rows.push([
@@ -364,10 +451,11 @@ function report(runs: readonly Run[]): void {
           f(med(rs, (r) => r.client_cpu_cores), 2), rs.map((r) => r.ops_per_s.toFixed(0)).join(' '),
         ]);
       }
-      if (e.length > 0) {
+      for (const [label, ours] of [['gRPC facade', b], ['native API', bn]] as const) {
+        if (e.length === 0 || ours.length === 0) continue;
         ratioRows.push([
-          `${workload} x${clients}`, '', `${f(ratio(b, e, (r) => r.ops_per_s), 2)}x`, `${f(ratio(b, e, (r) => r.p50_ms), 2)}x`,
-          `${f(ratio(b, e, (r) => r.p99_ms), 2)}x`, `${f(ratio(b, e, (r) => r.serverCpuUsPerOp), 2)}x`,
+          `${workload} x${clients}`, label, `${f(ratio(ours, e, (r) => r.ops_per_s), 2)}x`, `${f(ratio(ours, e, (r) => r.p50_ms), 2)}x`,
+          `${f(ratio(ours, e, (r) => r.p99_ms), 2)}x`, `${f(ratio(ours, e, (r) => r.serverCpuUsPerOp), 2)}x`,
         ]);
       }
       if (bb.length > 0) {
@@ -380,11 +468,11 @@ function report(runs: readonly Run[]): void {
     }
   }
   const out = (text: string): void => void process.stdout.write(`${text}\n`);
-  out(`\nMedians of ${repeats} repeat(s), ${seconds} s each; etcd's Go clientv3 (${connections} connections, endpoints: ${endpointChoice}) against each:`);
+  out(`\nMedians of ${repeats} repeat(s), ${seconds} s each, endpoints: ${endpointChoice}. etcd and baton: etcd's Go clientv3 over gRPC (${connections} connections); baton-native: Baton's HTTP/1.1 bench client on its native API:`);
   out(table(['case', 'system', 'ops/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors', 'srv cores', 'srv us/op', 'leader us/op', 'follower us/op', 'client cores', 'ops/s per repeat'], rows));
   if (ratioRows.length > 0) {
     out('\nBaton ÷ etcd, median of same-repeat ratios (ops > 1: Baton serves more; p50, p99, us/op < 1: Baton is better):');
-    out(table(['case', '', 'ops', 'p50', 'p99', 'srv us/op'], ratioRows));
+    out(table(['case', 'Baton through', 'ops', 'p50', 'p99', 'srv us/op'], ratioRows));
   }
   if (abRows.length > 0) {
     out(`\nThis build ÷ ${otherBuild} (baton-b), median of same-repeat ratios (us/op < 1: this build spends less):`);
