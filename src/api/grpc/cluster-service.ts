@@ -22,7 +22,8 @@ export class ClusterFacade {
   memberList(): { header: ResponseHeader; members: unknown[] } {
     const status = this.cell.status();
     return {
-      header: this.headers.header(status.revision),
+      // etcd's cluster server fills in no revision (membership is not part of the key space).
+      header: { ...this.headers.header(), revision: 0 },
       members: status.members.map((member) => {
         const url = this.info.grpcUrls.get(member.name);
         return {

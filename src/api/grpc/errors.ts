@@ -15,8 +15,9 @@ export const etcdMessages = {
   keyNotFound: 'etcdserver: key not found',
   valueProvided: 'etcdserver: value is provided',
   leaseProvided: 'etcdserver: lease is provided',
-  notLeader: 'etcdserver: election: not leader',
-  noLeader: 'etcdserver: election: no leader',
+  // etcd's election server returns concurrency's errors as they are: UNKNOWN, no "etcdserver: ".
+  notLeader: 'election: not leader',
+  noLeader: 'election: no leader',
   timeout: 'etcdserver: request timed out',
 } as const;
 

@@ -35,6 +35,11 @@ export class HeaderSource {
     return this.term;
   }
 
+  /** The header of a response inside a Txn answer: etcd fills in only its revision. */
+  revisionOnly(revision: number): ResponseHeader {
+    return { cluster_id: '0', member_id: 0, revision, raft_term: 0 };
+  }
+
   /** A header at `revision` (default: the node's applied revision now). */
   header(revision?: number): ResponseHeader {
     return {

@@ -140,11 +140,12 @@ export class KvFacade {
       undefined,
     );
     const header = this.headers.header(result.revision);
+    const inner = this.headers.revisionOnly(result.revision);
     const compiled = result.succeeded ? onSuccess : onFailure;
     const responses: ResponseOpMsg[] = [];
     let at = 0;
     for (const op of compiled) {
-      responses.push(op.respond(result.results.slice(at, at + op.ops.length), header));
+      responses.push(op.respond(result.results.slice(at, at + op.ops.length), inner));
       at += op.ops.length;
     }
     return { header, succeeded: result.succeeded, responses };

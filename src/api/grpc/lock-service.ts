@@ -109,7 +109,7 @@ export class ElectionFacade {
       const done = await this.elections.proclaim(name, key, request.value ?? Buffer.alloc(0), undefined);
       return { header: this.headers.header(done.revision) };
     } catch (error) {
-      if (hasCode(error, 'lock_not_held')) throw new GrpcStatusError(status.FAILED_PRECONDITION, etcdMessages.notLeader);
+      if (hasCode(error, 'lock_not_held')) throw new GrpcStatusError(status.UNKNOWN, etcdMessages.notLeader);
       throw error;
     }
   }
@@ -128,7 +128,8 @@ export class ElectionFacade {
 
   async leader(request: { name: Buffer }): Promise<{ header: ResponseHeader; kv: unknown }> {
     const answer = await this.elections.leader(utf8(request.name, 'election name'));
-    if (answer.leader === null) throw new GrpcStatusError(status.NOT_FOUND, etcdMessages.noLeader);
+    // etcd's election server returns concurrency.ErrElectionNoLeader as is: UNKNOWN, no "etcdserver:".
+    if (answer.leader === null) throw new GrpcStatusError(status.UNKNOWN, etcdMessages.noLeader);
     return { header: this.headers.header(answer.revision), kv: leaderKv(answer.leader) };
   }
 
@@ -147,7 +148,7 @@ export class ElectionFacade {
     if (leader === null || leader === undefined) throw new GrpcStatusError(status.INVALID_ARGUMENT, 'etcdserver: leader key is required');
     const key = batonKey(leader.key);
     const name = nameOfKey(key, electionKeyPrefix);
-    if (name === null) throw new GrpcStatusError(status.FAILED_PRECONDITION, etcdMessages.notLeader);
+    if (name === null) throw new GrpcStatusError(status.UNKNOWN, etcdMessages.notLeader);
     return { name, key };
   }
 }

@@ -1,7 +1,9 @@
 // The etcd v3 gRPC facade of one node (issue 12, docs/etcd-compat.md): etcd's KV, Watch, Lease,
 // Cluster, Maintenance, Lock and Election services over the node's own interfaces (CellApi,
 // LeaseApi, the watch service, LockApi, ElectionApi): no second state machine.
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { status, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { createGatewayHandler } from '../gateway/gateway.js';
 import type { ElectionApi, LockApi } from '../../lock/api.js';
 import type { LeaseApi } from '../../lease/api.js';
 import type { WatchService } from '../stream/watch-service.js';
@@ -34,6 +36,8 @@ export interface GrpcDeps {
 
 /** etcd: --max-request-bytes (1.5 MiB) plus gRPC's overhead; bigger messages are refused by gRPC. */
 const receiveBytesMax = 2 * 1024 * 1024;
+/** A gateway JSON body: base64 makes a 1.5 MiB request about 2 MiB of JSON. */
+const gatewayBodyBytesMax = 4 * 1024 * 1024;
 /** Keepalive requests queued on one stream before it is closed (a client not reading answers). */
 const keepalivesQueuedMax = 1024;
 
@@ -47,13 +51,25 @@ type Handler = (call: Unary) => Promise<unknown> | unknown;
 export class EtcdGrpcServer {
   private constructor(
     private readonly server: GrpcServer,
+    private readonly gateway: HttpServer,
     readonly port: number,
   ) {}
 
   static async start(deps: GrpcDeps, host: string, port: number): Promise<EtcdGrpcServer> {
     // The facade's own HTTP/2 and gRPC server (h2/): grpc-js's Server and Node's HTTP/2 cost ~8x
     // its CPU per call. grpc-js stays for the service definitions' types and status codes.
-    const server = new GrpcServer({ receiveBytesMax, logError: deps.logError });
+    // etcd's JSON gateway shares the port: HTTP/1.1 connections go to it, and it runs these handlers.
+    const gateway = createHttpServer(createGatewayHandler({
+      grpcRoute: (path) => server.route(path),
+      node: deps.cell,
+      bodyBytesMax: gatewayBodyBytesMax,
+      logError: deps.logError,
+    }));
+    const server = new GrpcServer({
+      receiveBytesMax,
+      logError: deps.logError,
+      otherProtocol: (socket) => gateway.emit('connection', socket),
+    });
     const services = etcdServices();
     const headers = new HeaderSource(deps.cell);
     const kv = new KvFacade(deps.cell, headers);
@@ -95,7 +111,8 @@ export class EtcdGrpcServer {
     server.addService(services.Maintenance, {
       Status: unary(() => cluster.status()),
       // Baton raises no etcd alarms (NOSPACE, CORRUPT): the list is empty, and activate/deactivate change nothing.
-      Alarm: unary(() => ({ header: headers.header(), alarms: [] })),
+      // etcd answers Alarm without a header.
+      Alarm: unary(() => ({ alarms: [] })),
       ...(deps.snapshots !== undefined
         ? { Snapshot: (call: WatchCall) => void serveSnapshot(call, deps.snapshots as SnapshotSource, headers, deps.logError) }
         : {}),
@@ -127,12 +144,14 @@ export class EtcdGrpcServer {
       } as UntypedServiceImplementation);
     }
     const bound = await server.listen(host, port);
-    return new EtcdGrpcServer(server, bound);
+    return new EtcdGrpcServer(server, gateway, bound);
   }
 
   /** Stops accepting calls; calls still open after a short grace are cut. */
-  stop(graceMs = 500): Promise<void> {
-    return this.server.close(graceMs);
+  async stop(graceMs = 500): Promise<void> {
+    this.gateway.closeIdleConnections();
+    await this.server.close(graceMs);
+    this.gateway.closeAllConnections();
   }
 }
 

@@ -264,7 +264,8 @@ export class GrpcCall implements StreamSink {
   }
 }
 
-function statusOf(error: CallStatus): { code: number; details: string } {
+/** A handler's error as a status: an unknown code is UNKNOWN, the text from details or message. */
+export function statusOf(error: CallStatus): { code: number; details: string } {
   const known = typeof error?.code === 'number' && error.code >= 0 && error.code <= 16;
   const code = known ? (error.code as number) : status.UNKNOWN;
   const details =

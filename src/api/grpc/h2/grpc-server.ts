@@ -16,7 +16,15 @@ export interface GrpcServerOptions {
   readonly receiveBytesMax: number;
   readonly logError: (error: unknown) => void;
   readonly h2?: H2Limits;
+  /**
+   * Connections that do not open with HTTP/2's preface (HTTP/1.1: etcd's JSON gateway shares the
+   * gRPC port); without it every connection is HTTP/2.
+   */
+  readonly otherProtocol?: (socket: Socket) => void;
 }
+
+/** "PRI * HTTP/2.0\r\n..." (RFC 9113 3.4): no HTTP/1 method starts with these bytes. */
+const h2PrefaceStart = Buffer.from('PRI');
 
 const deadlineSweepMs = 500;
 const unimplemented: CallRoute = {
@@ -29,6 +37,8 @@ const unimplemented: CallRoute = {
 export class GrpcServer implements CallContext {
   private readonly routes = new Map<string, CallRoute>();
   private readonly connections = new Set<H2Connection>();
+  /** Connections whose first bytes have not yet told their protocol. */
+  private readonly sniffing = new Set<Socket>();
   /** Calls with a deadline, checked every deadlineSweepMs (clients also cancel at theirs). */
   private readonly timed = new Map<GrpcCall, number>();
   private sweep: NodeJS.Timeout | null = null;
@@ -82,8 +92,14 @@ export class GrpcServer implements CallContext {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     for (const connection of [...this.connections]) connection.destroy();
+    for (const socket of this.sniffing) socket.destroy();
     if (this.sweep !== null) clearInterval(this.sweep);
     this.sweep = null;
+  }
+
+  /** The route of a method path (/etcdserverpb.KV/Range), for the gateway's calls. */
+  route(path: string): CallRoute | undefined {
+    return this.routes.get(path);
   }
 
   /** CallContext: a call with a deadline ended. */
@@ -92,6 +108,36 @@ export class GrpcServer implements CallContext {
   }
 
   private accept(socket: Socket): void {
+    const other = this.options.otherProtocol;
+    if (other === undefined) return this.open(socket);
+    // Read until the first bytes tell HTTP/2 from anything else, then give them back to the socket.
+    this.sniffing.add(socket);
+    let seen: Buffer = Buffer.alloc(0);
+    const gone = (): void => {
+      this.sniffing.delete(socket);
+      socket.destroy();
+    };
+    const onData = (chunk: Buffer): void => {
+      seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
+      const length = Math.min(seen.length, h2PrefaceStart.length);
+      const h2 = seen.subarray(0, length).equals(h2PrefaceStart.subarray(0, length));
+      if (h2 && seen.length < h2PrefaceStart.length) return;
+      socket.off('data', onData);
+      socket.off('error', gone);
+      socket.off('end', gone);
+      this.sniffing.delete(socket);
+      socket.pause();
+      socket.unshift(seen);
+      if (h2) this.open(socket);
+      else other(socket);
+      process.nextTick(() => socket.resume());
+    };
+    socket.on('data', onData);
+    socket.on('error', gone);
+    socket.on('end', gone);
+  }
+
+  private open(socket: Socket): void {
     const connection = new H2Connection(socket, this, this.options.h2 ?? defaultH2Limits);
     this.connections.add(connection);
     connection.onClose = () => this.connections.delete(connection);

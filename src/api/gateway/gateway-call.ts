@@ -1,0 +1,166 @@
+// One gateway request as the gRPC call the facade's handlers already serve (the part of
+// grpc-js's server-call API they use, as h2/grpc-call.ts offers it): `request`, 'data' / 'end'
+// for streamed requests, write() with 'drain', end(), emit('error', status), 'cancelled' and
+// getDeadline(). Messages cross as protobuf bytes through the route's own codecs, so an answer
+// is exactly what a gRPC client would get, then rendered as etcd's gateway JSON.
+import type { ServerResponse } from 'node:http';
+import { status } from '@grpc/grpc-js';
+import { statusOf, type CallRoute, type CallStatus } from '../grpc/h2/grpc-call.js';
+import { httpStatusOf, streamErrorLine, unaryErrorBody, type GatewayStatus } from './errors.js';
+import { answerJson, requestBytes } from './json-codec.js';
+import type { GatewayRoute } from './routes.js';
+
+type Listener = (...args: never[]) => void;
+
+/** etcd's gateway sends these on every answer (its CORS wrapper). */
+export const gatewayHeaders: Readonly<Record<string, string>> = {
+  'access-control-allow-headers': 'accept, content-type, authorization',
+  'access-control-allow-methods': 'POST, GET, OPTIONS, PUT, DELETE',
+  'access-control-allow-origin': '*',
+};
+
+export class GatewayCall {
+  request: unknown = undefined;
+  cancelled = false;
+  private finished = false;
+  private listeners = new Map<string, Listener[]>();
+
+  constructor(
+    private readonly route: GatewayRoute,
+    private readonly callRoute: CallRoute,
+    private readonly res: ServerResponse,
+    private readonly logError: (error: unknown) => void,
+  ) {
+    res.on('drain', () => this.emit('drain'));
+    res.on('close', () => {
+      if (!this.finished) this.cancel();
+    });
+  }
+
+  get ended(): boolean {
+    return this.finished || this.cancelled;
+  }
+
+  /** A JSON request message through the route's own decoder (throws GatewayInputError). */
+  decode(json: unknown): unknown {
+    return this.callRoute.requestDeserialize(requestBytes(this.route.requestType, json)) ?? null;
+  }
+
+  /** Runs the handler: unary calls answer through the callback, streams through write/end. */
+  run(): void {
+    try {
+      this.callRoute.handler(this as never, (error, value) => this.answer(error, value));
+    } catch (error) {
+      this.logError(error);
+      this.fail({ code: status.INTERNAL, details: 'the handler failed' });
+    }
+  }
+
+  /** A streamed request message (bidi and client-streaming calls). */
+  push(request: unknown): void {
+    if (!this.ended) this.emit('data', request);
+  }
+
+  getDeadline(): Date | number {
+    return Number.POSITIVE_INFINITY;
+  }
+
+  /** One streamed answer as a `{"result": ...}` line; false when the socket's buffer is full. */
+  write(message: unknown): boolean {
+    if (this.ended) return false;
+    const json = this.toJson(message);
+    if (json === null) return false;
+    this.streamHead();
+    return this.res.write(`{"result":${json}}\n`);
+  }
+
+  end(): void {
+    if (this.ended) return;
+    this.finished = true;
+    this.streamHead();
+    this.res.end();
+    this.emit('close');
+  }
+
+  on(event: string, listener: Listener): this {
+    const list = this.listeners.get(event);
+    if (list === undefined) this.listeners.set(event, [listener]);
+    else list.push(listener);
+    return this;
+  }
+
+  once(event: string, listener: Listener): this {
+    const wrapper = (...args: never[]): void => {
+      this.off(event, wrapper);
+      listener(...args);
+    };
+    return this.on(event, wrapper);
+  }
+
+  off(event: string, listener: Listener): this {
+    const list = this.listeners.get(event);
+    const at = list?.indexOf(listener) ?? -1;
+    if (list !== undefined && at >= 0) list.splice(at, 1);
+    return this;
+  }
+
+  /** emit('error', status) ends the call with that status first, as a gRPC call does. */
+  emit(event: string, ...args: unknown[]): boolean {
+    if (event === 'error') this.fail(statusOf(args[0] as CallStatus));
+    const list = this.listeners.get(event);
+    if (list === undefined || list.length === 0) return false;
+    for (const listener of [...list]) (listener as (...values: unknown[]) => void)(...args);
+    return true;
+  }
+
+  /** The client went away before the answer. */
+  cancel(): void {
+    if (this.ended) return;
+    this.cancelled = true;
+    this.emit('cancelled');
+    this.emit('close');
+  }
+
+  /** A failure: a unary call's error answer, or a stream's error line. */
+  fail(failure: GatewayStatus): void {
+    if (this.ended) return;
+    this.finished = true;
+    if (this.route.responseStream) {
+      this.streamHead();
+      this.res.end(streamErrorLine(failure));
+    } else {
+      const body = unaryErrorBody(failure);
+      this.res.writeHead(httpStatusOf(failure.code), { ...gatewayHeaders, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      this.res.end(body);
+    }
+    this.emit('close');
+  }
+
+  private answer(error: CallStatus | null | undefined, value?: unknown): void {
+    if (this.ended) return;
+    if (error !== null && error !== undefined) return this.fail(statusOf(error));
+    const json = this.toJson(value);
+    if (json === null) return;
+    this.finished = true;
+    this.res.writeHead(200, { ...gatewayHeaders, 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
+    this.res.end(json);
+    this.emit('close');
+  }
+
+  private streamHead(): void {
+    if (this.res.headersSent) return;
+    // grpc-gateway answers a stream 200 at once and reports a later failure in the body.
+    this.res.writeHead(200, { ...gatewayHeaders, 'content-type': 'application/json', 'grpc-metadata-content-type': 'application/grpc' });
+  }
+
+  /** The answer as gateway JSON, through the route's encoder; null (call failed INTERNAL) if it cannot be. */
+  private toJson(message: unknown): string | null {
+    try {
+      return JSON.stringify(answerJson(this.route.responseType, this.callRoute.responseSerialize(message)));
+    } catch (error) {
+      this.logError(error);
+      this.fail({ code: status.INTERNAL, details: 'Error serializing response' });
+      return null;
+    }
+  }
+}
