@@ -20,6 +20,8 @@
 // machine, each against the same etcd runs. --node-args "FLAGS" / --node-args-b "FLAGS": Node/V8
 // flags for cell A's / cell B's members (with --baton-b . an A/B of flags on one build). In
 // --profile mode each member's output is kept in $TMPDIR/baton-bench-NAME.log (e.g. --trace-gc).
+// --gateway: also drive Baton's etcd JSON gateway (the facade's port) with etcd's requests, as system
+// "baton-gateway", and print its ratios to etcd's gateway (issue 26: the gateway >= 1.0x etcd's).
 // Everything started here is stopped at the end, on errors and on Ctrl-C.
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -53,6 +55,7 @@ const { values } = parseArgs({
     json: { type: 'boolean' },
     'baton-only': { type: 'boolean' },
     'baton-b': { type: 'string' },
+    gateway: { type: 'boolean' },
     workload: { type: 'string' },
     clients: { type: 'string' },
     'duration-s': { type: 'string' },
@@ -125,14 +128,15 @@ function out(text: string): void {
 }
 
 /** Three members on six free ports: client ports first, then peer ports. */
-async function memberPorts(prefix: string): Promise<
-  { name: string; clientPort: number; peerPort: number }[]
+async function memberPorts(prefix: string, grpc = false): Promise<
+  { name: string; clientPort: number; peerPort: number; grpcPort?: number }[]
 > {
-  const ports = await freePorts(6);
+  const ports = await freePorts(grpc ? 9 : 6);
   return [0, 1, 2].map((i) => ({
     name: `${prefix}${i + 1}`,
     clientPort: ports[i] as number,
     peerPort: ports[i + 3] as number,
+    ...(grpc ? { grpcPort: ports[i + 6] as number } : {}),
   }));
 }
 
@@ -140,7 +144,7 @@ async function startBaton(nodeArgs: (name: string) => readonly string[] = () => 
   const cell = new ProcessCell({
     dataDir: join(workDir, 'baton'),
     output: 'pipe',
-    members: await memberPorts('n'),
+    members: await memberPorts('n', values.gateway === true),
     nodeArgs: (name) => [...nodeArgsA, ...nodeArgs(name)],
   });
   cleanups.push(() => cell.stopAll(10_000));
@@ -194,6 +198,14 @@ async function compare(): Promise<void> {
     serverPids: pidsOf(`${join(workDir, 'baton')}/`),
     roles: rolesOf(baton, join(workDir, 'baton')),
   }];
+  if (values.gateway === true) {
+    targets.push({
+      protocol: { ...etcdProtocol, system: 'baton-gateway' as SystemName },
+      urls: baton.names().map((name) => new URL(`http://${baton.grpcEndpoint(name)}`)),
+      serverPids: pidsOf(`${join(workDir, 'baton')}/`),
+      roles: rolesOf(baton, join(workDir, 'baton')),
+    });
+  }
   const otherBuild = values['baton-b'];
   if (otherBuild !== undefined) {
     const other = await startOtherBaton(otherBuild);
@@ -217,12 +229,17 @@ async function compare(): Promise<void> {
   const results = await runMatrix({ ...options, endpoints, onResult: (r) => log(progressLine(r)) });
   const summary = summarize(results);
   const comparison = ratios(summary);
+  const gatewayComparison = ratios(summary, 'baton-gateway');
   const seconds = plan.durationMs / 1000;
   out(`\nMedians of ${plan.repeats} run(s), ${seconds} s each, same run, same client:`);
   out(resultsTable(summary));
   if (comparison.length > 0) {
     out('\nBaton ÷ etcd (ops ratio > 1: Baton serves more; p99 and cpu/op < 1: Baton is better):');
     out(ratioTable(comparison));
+  }
+  if (gatewayComparison.length > 0) {
+    out("\nBaton's gateway ÷ etcd's gateway (the same etcd JSON requests to both):");
+    out(ratioTable(gatewayComparison));
   }
   if (otherBuild !== undefined) {
     out(`\nThis build ÷ ${otherBuild} (baton-b), median of same-repeat ratios (us/op < 1: this build spends less):`);

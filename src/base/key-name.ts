@@ -6,12 +6,17 @@
 // refused everywhere rather than kept: no request can name one key and land on another.
 // See docs/api/README.md ("Keys").
 
+import { hasNonCanonicalEscapes } from './key-bytes.js';
+
 /** A segment that URL parsing resolves: `.` or `..`, literal or percent-encoded (`%2e`, `.%2E`). */
 const dotSegment = /^(?:\.|%2e){1,2}$/i;
 
 /** Why `key` is not a key name (a sentence naming the segment), or null when it is one. */
 export function keyNameProblem(key: string): string | null {
   if (!key.startsWith('/')) return 'must begin with /';
+  if (hasNonCanonicalEscapes(key)) {
+    return 'must not use the characters U+F780..U+F7FF except as the escapes of non-UTF-8 etcd key bytes (docs/etcd-compat.md, Keys)';
+  }
   // Cheap first: most keys have no dot right after a slash.
   if (!key.includes('/.')) return null;
   for (const segment of key.split('/')) {

@@ -92,9 +92,10 @@ export interface Ratio {
   readonly cpuPerOpRatio: number;
 }
 
-export function ratios(rows: readonly CellSummary[]): Ratio[] {
+/** `system` ÷ etcd for each workload and client count both ran (system: baton, or baton-gateway). */
+export function ratios(rows: readonly CellSummary[], system = 'baton'): Ratio[] {
   const out: Ratio[] = [];
-  for (const baton of rows.filter((r) => r.system === 'baton')) {
+  for (const baton of rows.filter((r) => r.system === system)) {
     const etcd = rows.find(
       (r) => r.system === 'etcd' && r.workload === baton.workload && r.clients === baton.clients,
     );

@@ -40,9 +40,11 @@ export class Gauge implements Metric {
     readonly name: string,
     readonly help: string,
     private readonly read: () => number,
+    /** 'counter' for a total read from elsewhere (process_cpu_seconds_total). */
+    private readonly type: 'gauge' | 'counter' = 'gauge',
   ) {}
   render(): string {
-    return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`, `${this.name} ${this.read()}`].join('\n');
+    return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`, `${this.name} ${this.read()}`].join('\n');
   }
 }
 

@@ -38,6 +38,7 @@ import { startApis } from './apis.js';
 import { startAutoCompaction } from './compactor-wiring.js';
 import { checkpointEntriesMax, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
 import { assert } from '../base/assert.js';
+import { addProcessMetrics } from '../metrics/process-metrics.js';
 
 export interface RunningNode {
   readonly service: CellService;
@@ -146,6 +147,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
     dbBytes: () => engine.diskBytes(),
     revision: () => store.revision,
   });
+  addProcessMetrics(metrics.registry);
   const logStore = new DurableLogStore(wal, snapshots, {
     onSyncSeconds: (s) => metrics.walSyncSeconds.observe(s),
     onSnapshotSeconds: (s) => metrics.snapshotSeconds.observe(s),

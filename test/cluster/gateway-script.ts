@@ -215,7 +215,7 @@ async function readLines(
     if (chunk.done) break;
     pending += Buffer.from(chunk.value).toString('utf8');
     let newline: number;
-    while ((newline = pending.indexOf('\n')) >= 0) {
+    while (lines.length < stream.lines && (newline = pending.indexOf('\n')) >= 0) {
       lines.push(JSON.parse(pending.slice(0, newline)));
       pending = pending.slice(newline + 1);
       if (lines.length === 1) for (const step of stream.during ?? []) during.push(await runStep(base, step, vars));

@@ -1,10 +1,11 @@
-// etcd keys are arbitrary bytes; Baton keys are UTF-8 strings that begin with '/'. The facade maps
-// etcd key K to Baton key '/' + K (K must be UTF-8): a bijection that keeps byte order, so etcd's
-// prefixes are Baton prefixes and its [key, range_end) ranges are Baton [key, rangeEnd) reads
+// etcd keys are arbitrary bytes; Baton keys are strings that begin with '/'. The facade maps
+// etcd key K to Baton key '/' + K (bytes that are not UTF-8 as escapes: src/base/key-bytes.ts): a
+// bijection that keeps the byte order of UTF-8 keys, so etcd's prefixes are Baton prefixes and its [key, range_end) ranges are Baton [key, rangeEnd) reads
 // ('/' + range_end, any bytes: a bound, not a key). Watches and the gets inside a txn have no
 // range end on Baton: they read the covering prefix with a byte filter at the edge (rangePlan).
 // Native `/locks/a` is `locks/a` to an etcd client.
 import { InvalidArgumentError, TooLargeError } from '../../base/errors.js';
+import { bytesToKey, keyToBytes, stablePrefixKey } from '../../base/key-bytes.js';
 import { keyNameProblem } from '../../base/key-name.js';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -12,7 +13,7 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 /** The Baton key for an etcd key. */
 export function batonKey(key: Uint8Array, what = 'key'): string {
   if (key.length === 0) throw new InvalidArgumentError('etcdserver: key is not provided');
-  const name = `/${utf8(key, what)}`;
+  const name = `/${bytesToKey(key)}`;
   // The native API's one key rule (src/base/key-name.ts): an etcd key with a `.` or `..`
   // segment ("a/../b") could not be named over HTTP, so the facade refuses it too.
   const problem = keyNameProblem(name);
@@ -22,7 +23,7 @@ export function batonKey(key: Uint8Array, what = 'key'): string {
 
 /** The etcd key for a Baton key (always begins with '/'). */
 export function etcdKey(key: string): Buffer {
-  return Buffer.from(key.slice(1), 'utf8');
+  return keyToBytes(key.slice(1));
 }
 
 export function utf8(bytes: Uint8Array, what: string): string {
@@ -87,7 +88,6 @@ export function rangePlan(key: Uint8Array, rangeEnd: Uint8Array): RangePlan {
   if (fromKey) {
     // [key, +inf); key "\0" (or empty) is every key.
     if (start.length === 0 || (start.length === 1 && start[0] === 0)) return { key: '/', prefix: true, filter: null };
-    utf8(start, 'key');
     return { key: '/', prefix: true, filter: (k) => Buffer.compare(k, start) >= 0 };
   }
   if (start.length > 0 && Buffer.compare(prefixEnd(start), end) === 0) {
@@ -95,20 +95,16 @@ export function rangePlan(key: Uint8Array, rangeEnd: Uint8Array): RangePlan {
   }
   if (Buffer.compare(start, end) >= 0) {
     // An empty range: etcd answers nothing; a prefix nothing can match keeps the shape.
-    utf8(start, 'key');
     return { key: batonKey(start.length === 0 ? Buffer.from([0]) : start), prefix: false, filter: () => false };
   }
-  utf8(start, 'key');
   return { key: `/${commonUtf8Prefix(start, end)}`, prefix: true, filter: (k) => Buffer.compare(k, start) >= 0 && Buffer.compare(k, end) < 0 };
 }
 
-/** The longest common prefix of two byte strings, cut back to a whole UTF-8 character of `a`. */
+/** The key form of the longest common prefix of two byte strings that every key between them begins with. */
 function commonUtf8Prefix(a: Buffer, b: Buffer): string {
   let n = 0;
   while (n < a.length && n < b.length && a[n] === b[n]) n++;
-  // Back off over continuation bytes (10xxxxxx) so the cut lands on a character boundary.
-  while (n > 0 && n < a.length && ((a[n] as number) & 0xc0) === 0x80) n--;
-  return utf8(a.subarray(0, n), 'key');
+  return stablePrefixKey(a.subarray(0, n));
 }
 
 /** Reads that the facade completes at the edge (sort, revision filters, ranges in a txn) load at most this many keys. */
