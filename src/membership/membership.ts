@@ -176,9 +176,13 @@ export class Membership {
     const conf = this.beginChange();
     const current = this.members();
     for (const member of current) {
+      // The peer URL first: a name may be derived from it (a learner added through the etcd facade).
+      if (member.peerUrl === input.peerUrl) {
+        throw new InvalidArgumentError(`peerUrl ${input.peerUrl} is already member ${member.id}'s`, { reason: 'peer_url_exists', member: member.id });
+      }
       if (member.name === input.name) throw new InvalidArgumentError(`name ${input.name} is already member ${member.id}'s`);
-      if (member.peerUrl === input.peerUrl) throw new InvalidArgumentError(`peerUrl ${input.peerUrl} is already member ${member.id}'s`);
-      if (member.clientUrl === input.clientUrl) throw new InvalidArgumentError(`clientUrl ${input.clientUrl} is already member ${member.id}'s`);
+      // '' = not known yet (a learner registered through the etcd facade, which names no client URL).
+      if (input.clientUrl !== '' && member.clientUrl === input.clientUrl) throw new InvalidArgumentError(`clientUrl ${input.clientUrl} is already member ${member.id}'s`);
     }
     if (current.length >= this.options.membersMax) {
       throw new PreconditionFailedError(`the cell has ${current.length} members, the most it takes`, { reason: 'too_many_members' });
@@ -263,11 +267,37 @@ export class Membership {
     this.log.info(`membership: handing leadership to member ${best.id} before removing this member`);
     this.driver.transferLeadership(best.id);
     this.driver.flush();
+    await this.leaderOtherThan(self, 'retry the removal');
+  }
+
+  /**
+   * Hands leadership to voter `to` (etcd's MoveLeader) and resolves once this node sees it lead.
+   * Leader only; `to` being this leader changes nothing. UnavailableError when the transfer did not
+   * complete within two election timeouts (Raft abandons a transfer after one).
+   */
+  async transferLeadership(to: number): Promise<void> {
+    if (!this.driver.isLeader) throw new UnavailableError('not the leader: leadership is moved by the leader', { reason: 'not_leader' });
+    const self = this.config.memberId;
+    if (to === self) return;
+    if (!this.driver.status().confState.voters.includes(to)) {
+      throw new PreconditionFailedError(`member ${to} is not a voter of the cell: it cannot lead`, { reason: 'bad_transferee', member: to });
+    }
+    this.log.info(`membership: transferring leadership to member ${to}`);
+    this.driver.transferLeadership(to);
+    this.driver.flush();
+    await this.leaderOtherThan(self, 'retry the transfer');
+    if (this.driver.leaderId !== to) {
+      throw new UnavailableError(`member ${this.driver.leaderId} took over leadership instead of member ${to}`, { reason: 'transfer_failed' });
+    }
+  }
+
+  /** Resolves once a member other than `self` leads; UnavailableError after two election timeouts. */
+  private async leaderOtherThan(self: number, advice: string): Promise<void> {
     const timeoutMs = 2 * this.config.electionTicks * this.config.tickMs;
     const deadline = this.timers.monotonicMs() + timeoutMs;
     while (this.driver.isLeader || this.driver.leaderId === 0 || this.driver.leaderId === self) {
       if (this.timers.monotonicMs() > deadline) {
-        throw new UnavailableError(`no member took over leadership within ${timeoutMs} ms; retry the removal`);
+        throw new UnavailableError(`no member took over leadership within ${timeoutMs} ms; ${advice}`, { reason: 'transfer_timeout' });
       }
       await new Promise<void>((resolve) => this.timers.setTimeout(resolve, 20));
     }
