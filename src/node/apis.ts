@@ -13,7 +13,7 @@ import { EtcdGrpcServer } from '../api/grpc/server.js';
 import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
 import { lockFrameHandlers } from '../api/stream/lock-frames.js';
 import { StreamServer } from '../api/stream/index.js';
-import type { MvccStore } from '../mvcc/index.js';
+import { hashKeySpace, type MvccStore } from '../mvcc/index.js';
 import type { NodeConfig } from './config.js';
 import type { NodeLogger, NodeServices } from './node.js';
 import { grpcSnapshotChunkBytes, httpKeepAliveMs } from '../base/limits.js';
@@ -27,7 +27,7 @@ export interface RunningApis {
 
 export async function startApis(
   config: NodeConfig,
-  state: { readonly store: MvccStore; readonly engine: { diskBytes(): number }; readonly metrics: { requests: { inc(labels: Record<string, string>): void } } },
+  state: { readonly store: MvccStore; readonly engine: { diskBytes(): number; usedBytes?(): number }; readonly metrics: { requests: { inc(labels: Record<string, string>): void } } },
   services: NodeServices,
   log: NodeLogger,
 ): Promise<RunningApis> {
@@ -69,7 +69,19 @@ export async function startApis(
     {
       cell, leases, watches, logError, locks: locks.locks, elections: locks.elections,
       leaseBounds: { ttlMsMin: store.limits.leaseTtlMsMin, ttlMsMax: store.limits.leaseTtlMsMax },
-      cluster: { grpcUrls: config.grpcUrls, dbBytes: () => state.engine.diskBytes() },
+      cluster: {
+        grpcUrls: config.grpcUrls,
+        dbBytes: () => state.engine.diskBytes(),
+        ...(state.engine.usedBytes !== undefined ? { dbBytesInUse: () => (state.engine.usedBytes as () => number)() } : {}),
+        members: { membership, linearizableRead: () => driver.linearizableRead() },
+        maintenance: {
+          memberId: config.memberId,
+          isLeader: () => driver.isLeader,
+          transferLeadership: (to) => membership.transferLeadership(to),
+          hashKv: (revision) => hashKeySpace(store, revision),
+          hashAll: () => hash32(store.hash()),
+        },
+      },
       snapshots: {
         open: () => {
           // snapshot() opens the read view synchronously: the revision read next belongs to it.
@@ -93,6 +105,11 @@ export async function startApis(
       });
     },
   };
+}
+
+/** A 64-bit hex content digest folded to etcd's uint32 Hash. */
+function hash32(digest: string): number {
+  return (Number.parseInt(digest.slice(0, 8), 16) ^ Number.parseInt(digest.slice(8, 16), 16)) >>> 0;
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {
