@@ -7,11 +7,13 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { credentials, loadPackageDefinition, Metadata, type Client, type GrpcObject, type ServiceClientConstructor } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { protoDir } from '../../src/api/grpc/proto.js';
+import { baton } from './cli-run.js';
 import { findLeader, http, putSurely, sleep, startTestCell, type TestCell } from './harness.js';
 
 const run = promisify(execFile);
@@ -233,6 +235,27 @@ test('endpoint status, hashkv, defrag and alarms', { skip: noEtcdctl, timeout: t
   assert.equal((await etcdctl(['alarm', 'list'], [endpoints[0] as string])).trim(), 'memberID:1 alarm:NOSPACE');
   assert.match(await etcdctl(['alarm', 'disarm'], [endpoints[0] as string]), /memberID:1 alarm:NOSPACE/);
   assert.equal((await etcdctl(['alarm', 'list'], [endpoints[0] as string])).trim(), '');
+});
+
+test('etcdctl snapshot status refuses a Baton snapshot (not bbolt); baton snapshot status reads it, its hash is HashKV\'s', { skip: noEtcdctl, timeout: testTimeoutMs }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'etcd-snap-'));
+  try {
+    const endpoint = [endpoints[1] as string];
+    await etcdctl(['put', 'mnt/snap', 'x'], endpoint);
+    const file = join(dir, 'saved.db');
+    await etcdctl(['snapshot', 'save', file], endpoint);
+    assert.match(await etcdctlFails(['snapshot', 'status', file]), /invalid database/);
+    const status = await baton(['snapshot', 'status', file, '-w', 'json']);
+    assert.equal(status.code, 0, status.stderr);
+    const read = JSON.parse(status.stdout);
+    assert.equal(read.framing, 'etcdctl');
+    const hashed = JSON.parse(await etcdctl(['endpoint', 'hashkv', `--rev=${read.revision}`, '-w', 'json'], endpoint));
+    assert.equal(read.hash, hashed[0].HashKV.hash);
+    const nativeKeys = await http(`${cell.cell.clientUrl('n2')}/v1/kv/?prefix=true&countOnly=true&revision=${read.revision}`);
+    assert.equal(read.totalKeys, nativeKeys.body.count, JSON.stringify(nativeKeys.body));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('hashkv: a member whose store was damaged on disk disagrees with the others', { skip: noEtcdctl, timeout: testTimeoutMs }, async () => {
