@@ -233,6 +233,8 @@ test('endpoint status, hashkv, defrag and alarms', { skip: noEtcdctl, timeout: t
     raiser.close();
   }
   assert.equal((await etcdctl(['alarm', 'list'], [endpoints[0] as string])).trim(), 'memberID:1 alarm:NOSPACE');
+  const alarmed = JSON.parse(await etcdctl(['endpoint', 'status', '-w', 'json'], [endpoints[0] as string]));
+  assert.deepEqual(alarmed[0].Status.errors, ['memberID:1 alarm:NOSPACE']);
   assert.match(await etcdctl(['alarm', 'disarm'], [endpoints[0] as string]), /memberID:1 alarm:NOSPACE/);
   assert.equal((await etcdctl(['alarm', 'list'], [endpoints[0] as string])).trim(), '');
 });

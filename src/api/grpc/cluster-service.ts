@@ -57,7 +57,8 @@ export class ClusterFacade {
     };
   }
 
-  status(): Record<string, unknown> {
+  /** `alarms`: raised alarms, listed in `errors` as etcd does. */
+  status(alarms: readonly string[] = []): Record<string, unknown> {
     const status = this.cell.status();
     const self = status.members.find((member) => member.id === status.member);
     const dbBytes = this.info.dbBytes();
@@ -73,7 +74,7 @@ export class ClusterFacade {
       raftIndex: String(status.commitIndex),
       raftTerm: String(status.term),
       raftAppliedIndex: String(status.appliedIndex),
-      errors: ready.ready ? [] : [ready.reason],
+      errors: ready.ready ? [...alarms] : [ready.reason, ...alarms],
       isLearner: self?.role === 'learner',
     };
   }

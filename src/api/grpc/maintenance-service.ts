@@ -105,4 +105,9 @@ export class MaintenanceFacade {
     }
     return { header: this.headers.header(), alarms: answered };
   }
+
+  /** Raised alarms as etcd's Status lists them in `errors` ("memberID:1 alarm:NOSPACE"). */
+  alarmErrors(): string[] {
+    return [...this.alarms.values()].map((a) => `memberID:${a.memberID} alarm:${a.alarm === alarmType.nospace ? 'NOSPACE' : 'CORRUPT'}`);
+  }
 }

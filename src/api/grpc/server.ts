@@ -105,7 +105,7 @@ export class EtcdGrpcServer {
     } as UntypedServiceImplementation);
     const maintenance = deps.cluster.maintenance === undefined ? null : new MaintenanceFacade(deps.cluster.maintenance, headers);
     server.addService(services.Maintenance, {
-      Status: unary(() => cluster.status()),
+      Status: unary(() => cluster.status(maintenance?.alarmErrors())),
       ...(maintenance !== null
         ? {
             Alarm: unary((call) => maintenance.alarm(req(call))),
