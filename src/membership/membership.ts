@@ -241,6 +241,15 @@ export class Membership {
         { reason: 'learner_not_in_sync', match, commitIndex: status.commitIndex },
       );
     }
+    if (this.directory.get(id)?.clientUrl === '') {
+      // Members forward writes and membership changes to the leader's client URL: a voter without
+      // one could lead a cell whose other members cannot reach it.
+      throw new PreconditionFailedError(
+        `learner ${id} was registered without a client URL (through etcd's MemberAdd), so the cell could not forward ` +
+          'to it once it led; remove it and add it with `baton member add NAME --peer-url URL --client-url URL`',
+        { reason: 'no_client_url', member: id },
+      );
+    }
     const view = this.viewOf(id, 'voter');
     await this.change(conf, { type: 'addVoter', id }, `promote learner ${id}`, (next) => next.voters.includes(id),
       null, recorded(requestId, 'promote', view, 'voter'));
