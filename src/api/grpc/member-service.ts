@@ -32,6 +32,7 @@ export const etcdMemberMessages = {
 const membersPath = '/v1/cluster/members';
 const forwardedHeader = 'baton-forwarded';
 const forwardTimeoutMs = 30_000;
+const leaderWaitMs = 5_000;
 
 interface Answer {
   header: ResponseHeader;
@@ -72,16 +73,21 @@ export class MemberFacade {
     const id = memberId(request.ID);
     const { membership } = this.access;
     const forward = { method: 'DELETE' as const, path: `${membersPath}/${id}` };
-    if (membership.leaderClientUrl() === '' && membership.isSelf(id)) {
-      // The leader removing itself hands over first, then the new leader makes the change (as the route does).
-      await this.translated(() => membership.handOffLeadership());
+    if (membership.isSelf(id)) {
+      // This member leaves: it cannot read linearizably any more (it stops once it applies the
+      // removal), so the answer is the members it knows less itself. As the leader it hands
+      // leadership over first, then the new leader makes the change (as the member route does).
+      if (membership.leaderClientUrl() === '') await this.translated(() => membership.handOffLeadership());
       await this.translated(() => this.viaLeader(forward));
+      const rest = membership.members().filter((m) => m.id !== id);
+      return { header: this.headers.header(), members: rest.map((m) => this.view(m)) };
     } else {
       try {
         await this.change(() => membership.remove(id), forward);
       } catch (error) {
         // The leader removing itself hands leadership over and asks for a retry: the new leader takes it.
         if (!(error instanceof LeaderMemberError) || error.code !== 'unavailable') throw error;
+        await this.leaderKnown();
         await this.change(() => membership.remove(id), forward);
       }
     }
@@ -105,6 +111,14 @@ export class MemberFacade {
         `etcdserver: Baton does not move a member to another peer URL (member ${id} keeps ${member.peerUrl}): remove it and add it again`);
     }
     return this.members();
+  }
+
+  /** Waits (a few election timeouts at most) until some leader is known, after a hand-over. */
+  private async leaderKnown(): Promise<void> {
+    const deadline = performance.now() + leaderWaitMs;
+    while (this.access.membership.leaderClientUrl() === null && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   private async members(): Promise<Answer> {
