@@ -320,7 +320,7 @@ export class Membership {
   async remove(id: number, requestId?: string): Promise<MemberView> {
     const earlier = this.earlierChange(requestId, 'remove');
     if (earlier !== null) return { ...earlier.member, role: earlier.role };
-    const conf = this.checkRemovable(id);
+    const conf = await this.removableSoon(id);
     const view = this.viewOf(id, conf.voters.includes(id) ? 'voter' : 'learner');
     await this.change(conf, { type: 'remove', id }, `remove member ${id}`, (next) => !allMemberIds(next).includes(id),
       null, recorded(requestId, 'remove', view, view.role));
@@ -330,6 +330,24 @@ export class Membership {
   /** A retried removal of this leader itself is answered here, before any hand-off. */
   isRecordedRemoval(requestId: string | undefined): boolean {
     return this.earlierChange(requestId, 'remove') !== null;
+  }
+
+  /**
+   * checkRemovable, giving the followers up to one election timeout to be counted in contact: a
+   * leader elected a moment ago (the hand-off before the old leader's own removal) has every
+   * follower in probe until they answer its first append, and would refuse at once.
+   */
+  private async removableSoon(id: number): Promise<ConfState> {
+    const deadline = this.timers.monotonicMs() + this.config.electionTicks * this.config.tickMs;
+    for (;;) {
+      try {
+        return this.checkRemovable(id);
+      } catch (error) {
+        const unhealthy = error instanceof PreconditionFailedError && error.details['reason'] === 'unhealthy_cell';
+        if (!unhealthy || this.timers.monotonicMs() > deadline) throw error;
+      }
+      await new Promise<void>((resolve) => this.timers.setTimeout(resolve, 20));
+    }
   }
 
   /** The configuration to change, or the reason `id` cannot be removed now (thrown). */
