@@ -29,13 +29,27 @@ const eventsPerPage = 1024;
 /** Every Baton key begins with '/': [/, 0) is the whole key space. */
 const allKeysEnd = Uint8Array.of(0x30);
 
-/** `revision` 0 is the current revision. */
+/** `revision` 0 is the current revision. All at once: for tests, tools and small stores. */
 export function hashKeySpace(store: HashableStore, revision = 0): KvHash {
+  const steps = hashKeySpaceSteps(store, revision);
+  for (let step = steps.next(); ; step = steps.next()) if (step.done === true) return step.value;
+}
+
+/**
+ * The same hash one page at a time: the caller may let other work run between steps (a node's
+ * event loop must not stop for a whole key space). What is hashed is fixed at `revision` and does
+ * not change meanwhile, unless compaction passes the compact revision it started from: then the
+ * next step throws CompactedError (retry).
+ */
+export function* hashKeySpaceSteps(store: HashableStore, revision = 0): Generator<void, KvHash, undefined> {
   const current = store.revision;
   const at = revision === 0 ? current : revision;
   if (at > current) throw new FutureRevisionError(at, current);
   const compactRevision = store.compactRevision;
   if (at < compactRevision) throw new CompactedError(compactRevision);
+  const unchanged = (): void => {
+    if (store.compactRevision !== compactRevision) throw new CompactedError(store.compactRevision);
+  };
   const hasher = new ContentHasher();
   hasher.updateNumber(at).updateNumber(compactRevision);
   let from = '/';
@@ -44,6 +58,8 @@ export function hashKeySpace(store: HashableStore, revision = 0): KvHash {
     for (const kv of page.kvs) hashKv(hasher, kv);
     if (!page.more || page.kvs.length === 0) break;
     from = `${(page.kvs[page.kvs.length - 1] as KeyValue).key}\0`;
+    yield;
+    unchanged();
   }
   hasher.updateNumber(0); // separates the keys from the events
   let start = compactRevision + 1;
@@ -64,6 +80,8 @@ export function hashKeySpace(store: HashableStore, revision = 0): KvHash {
     }
     if (!full) break;
     start = next === Number.POSITIVE_INFINITY ? last + 1 : next;
+    yield;
+    unchanged();
   }
   return { hash: hasher.digest32(), revision: at, compactRevision };
 }

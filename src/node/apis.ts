@@ -13,7 +13,7 @@ import { EtcdGrpcServer } from '../api/grpc/server.js';
 import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
 import { lockFrameHandlers } from '../api/stream/lock-frames.js';
 import { StreamServer } from '../api/stream/index.js';
-import { hashKeySpace, type MvccStore } from '../mvcc/index.js';
+import { hashKeySpaceSteps, type MvccStore } from '../mvcc/index.js';
 import type { NodeConfig } from './config.js';
 import type { NodeLogger, NodeServices } from './node.js';
 import { grpcSnapshotChunkBytes, httpKeepAliveMs } from '../base/limits.js';
@@ -78,7 +78,7 @@ export async function startApis(
           memberId: config.memberId,
           isLeader: () => driver.isLeader,
           transferLeadership: (to) => membership.transferLeadership(to),
-          hashKv: (revision) => hashKeySpace(store, revision),
+          hashKv: (revision) => hashKeySpaceSteps(store, revision),
           hashAll: () => hash32(store.hash()),
         },
       },

@@ -12,8 +12,8 @@ export interface MaintenanceAccess {
   isLeader(): boolean;
   /** Baton's leader transfer (Membership.transferLeadership): resolves once `to` leads. */
   transferLeadership(to: number): Promise<void>;
-  /** The key space's hash at `revision` (0: now). */
-  hashKv(revision: number): KvHash;
+  /** The key space's hash at `revision` (0: now), a page per step (hashKeySpaceSteps). */
+  hashKv(revision: number): Generator<void, KvHash, undefined>;
   /** The whole store's content hash (keys, history, leases, dedup table), as uint32. */
   hashAll(): number;
 }
@@ -69,9 +69,15 @@ export class MaintenanceFacade {
     return { header, hash: this.access.hashAll() };
   }
 
-  hashKv(request: { revision?: string }): { header: ResponseHeader; hash: number; compact_revision: number } {
-    const result = this.access.hashKv(Number(request.revision ?? '0'));
-    return { header: this.headers.header(), hash: result.hash, compact_revision: result.compactRevision };
+  /** A page per event-loop turn: a big key space does not stall heartbeats and other calls. */
+  async hashKv(request: { revision?: string }): Promise<{ header: ResponseHeader; hash: number; compact_revision: number }> {
+    const steps = this.access.hashKv(Number(request.revision ?? '0'));
+    for (let step = steps.next(); ; step = steps.next()) {
+      if (step.done === true) {
+        return { header: this.headers.header(), hash: step.value.hash, compact_revision: step.value.compactRevision };
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 
   /**

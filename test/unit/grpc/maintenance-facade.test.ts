@@ -72,7 +72,9 @@ function maintenance(overrides: Partial<MaintenanceAccess> = {}): MaintenanceFac
     memberId: 1,
     isLeader: () => true,
     transferLeadership: async () => {},
-    hashKv: (revision) => ({ hash: 7, revision, compactRevision: 3 }),
+    hashKv: function* (revision) {
+      return { hash: 7, revision, compactRevision: 3 };
+    },
     hashAll: () => 11,
     ...overrides,
   };
@@ -88,7 +90,7 @@ test('MoveLeader: only the leader; a bad transferee and a transfer that took too
   let moved = 0;
   assert.equal((await maintenance({ transferLeadership: async (to) => void (moved = to) }).moveLeader({ targetID: '3' })).header.member_id, 1);
   assert.equal(moved, 3);
-  assert.deepEqual(maintenance().hashKv({ revision: '5' }).compact_revision, 3);
+  assert.deepEqual((await maintenance().hashKv({ revision: '5' })).compact_revision, 3);
   assert.equal(maintenance().hash().hash, 11);
 });
 

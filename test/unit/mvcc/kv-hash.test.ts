@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EntryType } from '../../../src/raft/types.js';
 import { CompactedError, FutureRevisionError } from '../../../src/base/errors.js';
-import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand, hashKeySpace, utf8 } from '../../../src/mvcc/index.js';
+import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand, hashKeySpace, hashKeySpaceSteps, utf8 } from '../../../src/mvcc/index.js';
 import type { Command } from '../../../src/mvcc/index.js';
 
 function replica(): { store: MvccStore; apply: (op: Command) => void } {
@@ -66,4 +66,22 @@ test('bounds: a future revision and a compacted one are refused, the compact rev
   assert.equal(at.compactRevision, 500);
   assert.deepEqual(hashKeySpace(b.store, 1100), at);
   assert.deepEqual(hashKeySpace(a.store, 500), hashKeySpace(b.store, 500));
+});
+
+test('in steps: the same hash, and a compaction past its compact revision between steps is refused', () => {
+  const a = replica();
+  load(a.apply);
+  let steps = 0;
+  const stepped = hashKeySpaceSteps(a.store, 1100);
+  let step = stepped.next();
+  for (; step.done !== true; step = stepped.next()) {
+    steps++;
+    a.apply({ type: 'put', key: '/later', value: utf8(`x${steps}`) } as Command); // writes meanwhile change nothing at 1100
+  }
+  assert.ok(steps >= 2, `${steps} steps`);
+  assert.deepEqual(step.value, hashKeySpace(a.store, 1100));
+  const interrupted = hashKeySpaceSteps(a.store, 1100);
+  interrupted.next();
+  a.apply({ type: 'compact', revision: 200 } as Command);
+  assert.throws(() => interrupted.next(), CompactedError);
 });
