@@ -13,7 +13,10 @@ import { EtcdGrpcServer } from '../api/grpc/server.js';
 import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
 import { lockFrameHandlers } from '../api/stream/lock-frames.js';
 import { StreamServer } from '../api/stream/index.js';
-import { hashKeySpaceSteps, type MvccStore } from '../mvcc/index.js';
+import type { MvccStore } from '../mvcc/index.js';
+import { AlarmTable } from '../api/alarms.js';
+import { hashKvPaced } from '../api/hash-kv.js';
+import { CorruptionCheck } from './corruption-check.js';
 import type { NodeConfig } from './config.js';
 import type { NodeLogger, NodeServices } from './node.js';
 import { grpcSnapshotChunkBytes, httpKeepAliveMs } from '../base/limits.js';
@@ -65,6 +68,17 @@ export async function startApis(
   });
   stream.attach(http);
   await listen(http, Number(config.listenClient.port), config.listenClient.hostname);
+  const alarms = new AlarmTable();
+  const corruptionCheck = new CorruptionCheck({
+    everyMs: config.corruptCheckMs,
+    memberId: config.memberId,
+    isLeader: () => driver.isLeader,
+    members: () => membership.members(),
+    store,
+    alarms,
+    log,
+  });
+  corruptionCheck.start();
   const grpc = config.listenGrpc === null ? null : await EtcdGrpcServer.start(
     {
       cell, leases, watches, logError, locks: locks.locks, elections: locks.elections,
@@ -78,8 +92,9 @@ export async function startApis(
           memberId: config.memberId,
           isLeader: () => driver.isLeader,
           transferLeadership: (to) => membership.transferLeadership(to),
-          hashKv: (revision) => hashKeySpaceSteps(store, revision),
+          hashKv: (revision) => hashKvPaced(store, revision),
           hashAll: () => hash32(store.hash()),
+          alarms,
         },
       },
       snapshots: {
@@ -96,6 +111,7 @@ export async function startApis(
   return {
     grpc,
     async stop() {
+      corruptionCheck.stop();
       await watches.stop();
       stream.close();
       await grpc?.stop();

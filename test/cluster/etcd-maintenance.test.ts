@@ -1,8 +1,9 @@
 // etcd's Cluster and Maintenance calls driven by Debian's etcdctl 3.4 against a 3-process cell
 // (plus a spare that joins as a learner): member add --learner / promote / remove / update,
 // move-leader, endpoint hashkv / status, defrag, alarm list / disarm, each checked against Baton's
-// native view (GET /v1/cluster/members, /v1/cluster/status). Last, a member whose store was damaged
-// on disk answers a different HashKV than the others at the same revision. Skipped without etcdctl.
+// native view (GET /v1/cluster/members, /v1/cluster/status). Then a member whose store was damaged
+// on disk answers a different HashKV than the others at the same revision, and the leader's
+// corruption check raises CORRUPT for it. Skipped without etcdctl.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
@@ -27,7 +28,8 @@ let endpoints: string[];
 
 before(async () => {
   if (noEtcdctl !== false) return;
-  cell = await startTestCell({ grpc: true, spares: 1 });
+  // The leader compares the members' HashKV every 300 ms (off by default).
+  cell = await startTestCell({ grpc: true, spares: 1, extraArgs: ['--corrupt-check-ms', '300'] });
   endpoints = cell.names.map((name) => cell.cell.grpcEndpoint(name));
 });
 
@@ -287,6 +289,18 @@ test('hashkv: a member whose store was damaged on disk disagrees with the others
   const byEndpoint = new Map(hashes.map((h) => [h.Endpoint, h.HashKV.hash as number]));
   assert.equal(byEndpoint.get(endpoints[0] as string), byEndpoint.get(endpoints[1] as string), JSON.stringify(hashes));
   assert.notEqual(byEndpoint.get(endpoints[2] as string), byEndpoint.get(endpoints[0] as string), JSON.stringify(hashes));
+  // The native route answers the same numbers (members compare them).
+  for (const [i, name] of cell.names.entries()) {
+    const native = await http(`${cell.cell.clientUrl(name)}/v1/maintenance/hashkv?revision=${revision}`);
+    assert.deepEqual(native.body, { hash: byEndpoint.get(endpoints[i] as string), revision, compactRevision: 0 });
+  }
+  // The leader's corruption check finds the odd one out: CORRUPT for member 3, on the leader.
+  const leader = await findLeader(cell);
+  const onLeader = [cell.cell.grpcEndpoint(leader)];
+  await until('the corruption check to raise CORRUPT for member 3', async () =>
+    (await etcdctl(['alarm', 'list'], onLeader)).includes('memberID:3 alarm:CORRUPT'));
+  assert.equal((await etcdctl(['alarm', 'list'], onLeader)).trim(), 'memberID:3 alarm:CORRUPT', 'only member 3');
+  assert.match(cell.cell.tail(leader, 50), /member 3's key space at revision \d+ differs from 2 of 3 members'/);
 });
 
 test('member remove of the leader itself: through the leader (it hands over first) and through a follower', { skip: noEtcdctl, timeout: testTimeoutMs }, async () => {

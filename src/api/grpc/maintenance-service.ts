@@ -4,6 +4,7 @@
 import { status } from '@grpc/grpc-js';
 import { BatonError } from '../../base/errors.js';
 import type { KvHash } from '../../mvcc/index.js';
+import { alarmType, type AlarmTable, type RaisedAlarm } from '../alarms.js';
 import { GrpcStatusError } from './errors.js';
 import type { HeaderSource, ResponseHeader } from './header.js';
 
@@ -12,10 +13,12 @@ export interface MaintenanceAccess {
   isLeader(): boolean;
   /** Baton's leader transfer (Membership.transferLeadership): resolves once `to` leads. */
   transferLeadership(to: number): Promise<void>;
-  /** The key space's hash at `revision` (0: now), a page per step (hashKeySpaceSteps). */
-  hashKv(revision: number): Generator<void, KvHash, undefined>;
+  /** The key space's hash at `revision` (0: now), paced (api/hash-kv.ts). */
+  hashKv(revision: number): Promise<KvHash>;
   /** The whole store's content hash (keys, history, leases, dedup table), as uint32. */
   hashAll(): number;
+  /** This node's alarms (shared with its corruption check). */
+  readonly alarms: AlarmTable;
 }
 
 export const etcdMaintenanceMessages = {
@@ -24,22 +27,10 @@ export const etcdMaintenanceMessages = {
   transferTimeout: 'etcdserver: request timed out, leader transfer took too long',
 } as const;
 
-/** etcd's AlarmType and AlarmRequest.AlarmAction, as numbers on the wire. */
-export const alarmType = { none: 0, nospace: 1, corrupt: 2 } as const;
+/** etcd's AlarmRequest.AlarmAction, as numbers on the wire. */
 const alarmAction = { get: 0, activate: 1, deactivate: 2 } as const;
 
-interface AlarmMember {
-  readonly memberID: string;
-  readonly alarm: number;
-}
-
 export class MaintenanceFacade {
-  /**
-   * This node's alarms, "memberID alarm" -> the alarm. Baton itself raises none today (it has no
-   * byte quota, and no corruption check runs yet); etcdctl can raise and disarm them.
-   */
-  private readonly alarms = new Map<string, AlarmMember>();
-
   constructor(
     private readonly access: MaintenanceAccess,
     private readonly headers: HeaderSource,
@@ -69,15 +60,9 @@ export class MaintenanceFacade {
     return { header, hash: this.access.hashAll() };
   }
 
-  /** A page per event-loop turn: a big key space does not stall heartbeats and other calls. */
   async hashKv(request: { revision?: string }): Promise<{ header: ResponseHeader; hash: number; compact_revision: number }> {
-    const steps = this.access.hashKv(Number(request.revision ?? '0'));
-    for (let step = steps.next(); ; step = steps.next()) {
-      if (step.done === true) {
-        return { header: this.headers.header(), hash: step.value.hash, compact_revision: step.value.compactRevision };
-      }
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    const result = await this.access.hashKv(Number(request.revision ?? '0'));
+    return { header: this.headers.header(), hash: result.hash, compact_revision: result.compactRevision };
   }
 
   /**
@@ -89,23 +74,20 @@ export class MaintenanceFacade {
     return { header: this.headers.header() };
   }
 
-  alarm(request: { action?: number; memberID?: string; alarm?: number }): { header: ResponseHeader; alarms: AlarmMember[] } {
+  alarm(request: { action?: number; memberID?: string; alarm?: number }): { header: ResponseHeader; alarms: RaisedAlarm[] } {
     const action = request.action ?? alarmAction.get;
     const alarm = request.alarm ?? alarmType.none;
     const memberID = request.memberID === undefined || request.memberID === '0' ? String(this.access.memberId) : request.memberID;
-    const key = `${memberID} ${alarm}`;
-    let answered: AlarmMember[];
+    const { alarms } = this.access;
+    let answered: RaisedAlarm[];
     if (action === alarmAction.get) {
-      answered = [...this.alarms.values()].filter((a) => alarm === alarmType.none || a.alarm === alarm);
+      answered = alarms.list(alarm);
     } else if (action === alarmAction.activate) {
       if (alarm !== alarmType.nospace && alarm !== alarmType.corrupt) throw new GrpcStatusError(status.INVALID_ARGUMENT, 'etcdserver: unknown alarm');
-      const raised = { memberID, alarm };
-      this.alarms.set(key, raised);
-      answered = [raised];
+      answered = [alarms.activate(memberID, alarm)];
     } else if (action === alarmAction.deactivate) {
-      const raised = this.alarms.get(key);
-      this.alarms.delete(key);
-      answered = raised === undefined ? [] : [raised];
+      const cleared = alarms.deactivate(memberID, alarm);
+      answered = cleared === null ? [] : [cleared];
     } else {
       throw new GrpcStatusError(status.INVALID_ARGUMENT, `etcdserver: unknown alarm action ${action}`);
     }
@@ -114,6 +96,6 @@ export class MaintenanceFacade {
 
   /** Raised alarms as etcd's Status lists them in `errors` ("memberID:1 alarm:NOSPACE"). */
   alarmErrors(): string[] {
-    return [...this.alarms.values()].map((a) => `memberID:${a.memberID} alarm:${a.alarm === alarmType.nospace ? 'NOSPACE' : 'CORRUPT'}`);
+    return this.access.alarms.errors();
   }
 }

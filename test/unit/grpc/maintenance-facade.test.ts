@@ -7,6 +7,7 @@ import { status } from '@grpc/grpc-js';
 import { InvalidArgumentError, KeyNotFoundError, PreconditionFailedError, UnavailableError } from '../../../src/base/errors.js';
 import { HeaderSource } from '../../../src/api/grpc/header.js';
 import { MaintenanceFacade, type MaintenanceAccess } from '../../../src/api/grpc/maintenance-service.js';
+import { AlarmTable } from '../../../src/api/alarms.js';
 import { MemberFacade, etcdMemberError, nameFor, type MemberChanges } from '../../../src/api/grpc/member-service.js';
 import type { CellApi } from '../../../src/api/types.js';
 import type { MemberView } from '../../../src/membership/membership.js';
@@ -72,9 +73,8 @@ function maintenance(overrides: Partial<MaintenanceAccess> = {}): MaintenanceFac
     memberId: 1,
     isLeader: () => true,
     transferLeadership: async () => {},
-    hashKv: function* (revision) {
-      return { hash: 7, revision, compactRevision: 3 };
-    },
+    hashKv: async (revision) => ({ hash: 7, revision, compactRevision: 3 }),
+    alarms: new AlarmTable(),
     hashAll: () => 11,
     ...overrides,
   };
