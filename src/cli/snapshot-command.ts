@@ -19,12 +19,17 @@ import {
   runWithClient,
   UsageError,
 } from './client-command.js';
+import { snapshotStatus, type SnapshotStatus } from './snapshot-status.js';
 
 const snapshotHelp = `usage: baton snapshot save FILE
-  Saves a consistent snapshot of one node's state machine (every key, retained history, leases)
-  to FILE, atomically: FILE appears only once the whole download passed its SHA-256 and the
-  snapshot's own entry-count/checksum check. Endpoints are tried in order until one answers.
-  The snapshot is that node's applied state (it may trail the leader by a few entries).`;
+       baton snapshot status FILE
+  save    Saves a consistent snapshot of one node's state machine (every key, retained history,
+          leases) to FILE, atomically: FILE appears only once the whole download passed its
+          SHA-256 and the snapshot's own entry-count/checksum check. Endpoints are tried in order
+          until one answers. The snapshot is that node's applied state (it may trail the leader).
+  status  Checks FILE (from \`baton snapshot save\` or \`etcdctl snapshot save\` against Baton) and
+          prints its hash (HashKV at its revision), revision, total keys and size, as
+          \`etcdctl snapshot status\` does for etcd's files.`;
 
 export interface SavedSnapshot {
   readonly file: string;
@@ -40,9 +45,10 @@ export interface SavedSnapshot {
 export const snapshotCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(snapshotHelp, args, async () => {
     const { positionals, format, endpoints } = parseCommand(args, {});
-    requirePositionals(positionals, 2, 2, '"save" and one FILE');
-    if (positionals[0] !== 'save') throw new UsageError(`unknown snapshot action ${positionals[0]}`);
+    requirePositionals(positionals, 2, 2, '"save" or "status" and one FILE');
     const file = resolve(positionals[1] as string);
+    if (positionals[0] === 'status') return printStatus(snapshotStatus(file), format);
+    if (positionals[0] !== 'save') throw new UsageError(`unknown snapshot action ${positionals[0]}`);
     const saved = await saveSnapshot(endpoints ?? [...defaultEndpoints], file);
     if (format === 'json') printJson(saved);
     else if (format === 'table') {
@@ -56,6 +62,16 @@ export const snapshotCommand = (args: readonly string[]): Promise<number> =>
     }
     return exitCodes.ok;
   });
+
+function printStatus(status: SnapshotStatus, format: string | undefined): number {
+  if (format === 'json') printJson(status);
+  else {
+    const { hash, revision, totalKeys, totalSize, appliedIndex, compactRevision, framing } = status;
+    printTable(['HASH', 'REVISION', 'TOTAL KEYS', 'TOTAL SIZE', 'COMPACT REVISION', 'INDEX', 'SAVED BY'],
+      [[hash, revision, totalKeys, totalSize, compactRevision, appliedIndex, framing]]);
+  }
+  return exitCodes.ok;
+}
 
 /** Tries each endpoint in turn; throws the last failure when none delivered a checked snapshot. */
 export async function saveSnapshot(endpoints: readonly string[], file: string): Promise<SavedSnapshot> {

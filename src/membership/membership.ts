@@ -176,9 +176,13 @@ export class Membership {
     const conf = this.beginChange();
     const current = this.members();
     for (const member of current) {
+      // The peer URL first: a name may be derived from it (a learner added through the etcd facade).
+      if (member.peerUrl === input.peerUrl) {
+        throw new InvalidArgumentError(`peerUrl ${input.peerUrl} is already member ${member.id}'s`, { reason: 'peer_url_exists', member: member.id });
+      }
       if (member.name === input.name) throw new InvalidArgumentError(`name ${input.name} is already member ${member.id}'s`);
-      if (member.peerUrl === input.peerUrl) throw new InvalidArgumentError(`peerUrl ${input.peerUrl} is already member ${member.id}'s`);
-      if (member.clientUrl === input.clientUrl) throw new InvalidArgumentError(`clientUrl ${input.clientUrl} is already member ${member.id}'s`);
+      // '' = not known yet (a learner registered through the etcd facade, which names no client URL).
+      if (input.clientUrl !== '' && member.clientUrl === input.clientUrl) throw new InvalidArgumentError(`clientUrl ${input.clientUrl} is already member ${member.id}'s`);
     }
     if (current.length >= this.options.membersMax) {
       throw new PreconditionFailedError(`the cell has ${current.length} members, the most it takes`, { reason: 'too_many_members' });
@@ -237,6 +241,15 @@ export class Membership {
         { reason: 'learner_not_in_sync', match, commitIndex: status.commitIndex },
       );
     }
+    if (this.directory.get(id)?.clientUrl === '') {
+      // Members forward writes and membership changes to the leader's client URL: a voter without
+      // one could lead a cell whose other members cannot reach it.
+      throw new PreconditionFailedError(
+        `learner ${id} was registered without a client URL (through etcd's MemberAdd), so the cell could not forward ` +
+          'to it once it led; remove it and add it with `baton member add NAME --peer-url URL --client-url URL`',
+        { reason: 'no_client_url', member: id },
+      );
+    }
     const view = this.viewOf(id, 'voter');
     await this.change(conf, { type: 'addVoter', id }, `promote learner ${id}`, (next) => next.voters.includes(id),
       null, recorded(requestId, 'promote', view, 'voter'));
@@ -263,11 +276,37 @@ export class Membership {
     this.log.info(`membership: handing leadership to member ${best.id} before removing this member`);
     this.driver.transferLeadership(best.id);
     this.driver.flush();
+    await this.leaderOtherThan(self, 'retry the removal');
+  }
+
+  /**
+   * Hands leadership to voter `to` (etcd's MoveLeader) and resolves once this node sees it lead.
+   * Leader only; `to` being this leader changes nothing. UnavailableError when the transfer did not
+   * complete within two election timeouts (Raft abandons a transfer after one).
+   */
+  async transferLeadership(to: number): Promise<void> {
+    if (!this.driver.isLeader) throw new UnavailableError('not the leader: leadership is moved by the leader', { reason: 'not_leader' });
+    const self = this.config.memberId;
+    if (to === self) return;
+    if (!this.driver.status().confState.voters.includes(to)) {
+      throw new PreconditionFailedError(`member ${to} is not a voter of the cell: it cannot lead`, { reason: 'bad_transferee', member: to });
+    }
+    this.log.info(`membership: transferring leadership to member ${to}`);
+    this.driver.transferLeadership(to);
+    this.driver.flush();
+    await this.leaderOtherThan(self, 'retry the transfer');
+    if (this.driver.leaderId !== to) {
+      throw new UnavailableError(`member ${this.driver.leaderId} took over leadership instead of member ${to}`, { reason: 'transfer_failed' });
+    }
+  }
+
+  /** Resolves once a member other than `self` leads; UnavailableError after two election timeouts. */
+  private async leaderOtherThan(self: number, advice: string): Promise<void> {
     const timeoutMs = 2 * this.config.electionTicks * this.config.tickMs;
     const deadline = this.timers.monotonicMs() + timeoutMs;
     while (this.driver.isLeader || this.driver.leaderId === 0 || this.driver.leaderId === self) {
       if (this.timers.monotonicMs() > deadline) {
-        throw new UnavailableError(`no member took over leadership within ${timeoutMs} ms; retry the removal`);
+        throw new UnavailableError(`no member took over leadership within ${timeoutMs} ms; ${advice}`, { reason: 'transfer_timeout' });
       }
       await new Promise<void>((resolve) => this.timers.setTimeout(resolve, 20));
     }
@@ -281,7 +320,7 @@ export class Membership {
   async remove(id: number, requestId?: string): Promise<MemberView> {
     const earlier = this.earlierChange(requestId, 'remove');
     if (earlier !== null) return { ...earlier.member, role: earlier.role };
-    const conf = this.checkRemovable(id);
+    const conf = await this.removableSoon(id);
     const view = this.viewOf(id, conf.voters.includes(id) ? 'voter' : 'learner');
     await this.change(conf, { type: 'remove', id }, `remove member ${id}`, (next) => !allMemberIds(next).includes(id),
       null, recorded(requestId, 'remove', view, view.role));
@@ -291,6 +330,24 @@ export class Membership {
   /** A retried removal of this leader itself is answered here, before any hand-off. */
   isRecordedRemoval(requestId: string | undefined): boolean {
     return this.earlierChange(requestId, 'remove') !== null;
+  }
+
+  /**
+   * checkRemovable, giving the followers up to one election timeout to be counted in contact: a
+   * leader elected a moment ago (the hand-off before the old leader's own removal) has every
+   * follower in probe until they answer its first append, and would refuse at once.
+   */
+  private async removableSoon(id: number): Promise<ConfState> {
+    const deadline = this.timers.monotonicMs() + this.config.electionTicks * this.config.tickMs;
+    for (;;) {
+      try {
+        return this.checkRemovable(id);
+      } catch (error) {
+        const unhealthy = error instanceof PreconditionFailedError && error.details['reason'] === 'unhealthy_cell';
+        if (!unhealthy || this.timers.monotonicMs() > deadline) throw error;
+      }
+      await new Promise<void>((resolve) => this.timers.setTimeout(resolve, 20));
+    }
   }
 
   /** The configuration to change, or the reason `id` cannot be removed now (thrown). */

@@ -5,6 +5,8 @@ export type { MvccSnapshot } from './store.js';
 export { MemoryEngine } from './memory-engine.js';
 export { encodeCommand, decodeCommand } from './command-codec.js';
 export { ContentHasher } from './content-hash.js';
+export { hashKeySpace, hashKeySpaceSteps } from './kv-hash.js';
+export type { HashableStore, KvHash } from './kv-hash.js';
 export { encodeSnapshot, decodeSnapshot } from './snapshot-stream.js';
 export { compareBytes, utf8, fromUtf8 } from './bytes.js';
 export { validateLeaseTtl } from './lease-state.js';

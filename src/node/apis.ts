@@ -14,6 +14,9 @@ import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
 import { lockFrameHandlers } from '../api/stream/lock-frames.js';
 import { StreamServer } from '../api/stream/index.js';
 import type { MvccStore } from '../mvcc/index.js';
+import { AlarmTable } from '../api/alarms.js';
+import { hashKvPaced } from '../api/hash-kv.js';
+import { CorruptionCheck } from './corruption-check.js';
 import type { NodeConfig } from './config.js';
 import type { NodeLogger, NodeServices } from './node.js';
 import { grpcSnapshotChunkBytes, httpKeepAliveMs } from '../base/limits.js';
@@ -27,7 +30,7 @@ export interface RunningApis {
 
 export async function startApis(
   config: NodeConfig,
-  state: { readonly store: MvccStore; readonly engine: { diskBytes(): number }; readonly metrics: { requests: { inc(labels: Record<string, string>): void } } },
+  state: { readonly store: MvccStore; readonly engine: { diskBytes(): number; usedBytes?(): number }; readonly metrics: { requests: { inc(labels: Record<string, string>): void } } },
   services: NodeServices,
   log: NodeLogger,
 ): Promise<RunningApis> {
@@ -65,11 +68,35 @@ export async function startApis(
   });
   stream.attach(http);
   await listen(http, Number(config.listenClient.port), config.listenClient.hostname);
+  const alarms = new AlarmTable();
+  const corruptionCheck = new CorruptionCheck({
+    everyMs: config.corruptCheckMs,
+    memberId: config.memberId,
+    isLeader: () => driver.isLeader,
+    members: () => membership.members(),
+    store,
+    alarms,
+    log,
+  });
+  corruptionCheck.start();
   const grpc = config.listenGrpc === null ? null : await EtcdGrpcServer.start(
     {
       cell, leases, watches, logError, locks: locks.locks, elections: locks.elections,
       leaseBounds: { ttlMsMin: store.limits.leaseTtlMsMin, ttlMsMax: store.limits.leaseTtlMsMax },
-      cluster: { grpcUrls: config.grpcUrls, dbBytes: () => state.engine.diskBytes() },
+      cluster: {
+        grpcUrls: config.grpcUrls,
+        dbBytes: () => state.engine.diskBytes(),
+        ...(state.engine.usedBytes !== undefined ? { dbBytesInUse: () => (state.engine.usedBytes as () => number)() } : {}),
+        members: { membership, linearizableRead: () => driver.linearizableRead() },
+        maintenance: {
+          memberId: config.memberId,
+          isLeader: () => driver.isLeader,
+          transferLeadership: (to) => membership.transferLeadership(to),
+          hashKv: (revision) => hashKvPaced(store, revision),
+          hashAll: () => hash32(store.hash()),
+          alarms,
+        },
+      },
       snapshots: {
         open: () => {
           // snapshot() opens the read view synchronously: the revision read next belongs to it.
@@ -84,6 +111,7 @@ export async function startApis(
   return {
     grpc,
     async stop() {
+      corruptionCheck.stop();
       await watches.stop();
       stream.close();
       await grpc?.stop();
@@ -93,6 +121,11 @@ export async function startApis(
       });
     },
   };
+}
+
+/** A 64-bit hex content digest folded to etcd's uint32 Hash. */
+function hash32(digest: string): number {
+  return (Number.parseInt(digest.slice(0, 8), 16) ^ Number.parseInt(digest.slice(8, 16), 16)) >>> 0;
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -43,6 +43,8 @@ export interface NodeConfig {
   readonly electionTicks: number;
   /** How often the store checkpoints (makes its deferred commits durable) while it applies entries. */
   readonly checkpointMs: number;
+  /** The leader's corruption check interval (node/corruption-check.ts); 0 = off. */
+  readonly corruptCheckMs: number;
   /** Entries of log kept below the checkpoint so a lagging follower needs no snapshot (etcd: 5,000). */
   readonly logCatchupEntries: number;
   readonly requestTimeoutMs: number;
@@ -81,6 +83,7 @@ const options = {
   'tick-ms': { type: 'string' },
   'election-ticks': { type: 'string' },
   'checkpoint-ms': { type: 'string' },
+  'corrupt-check-ms': { type: 'string' },
   'log-catchup-entries': { type: 'string' },
   'request-timeout-ms': { type: 'string' },
   'value-bytes-max': { type: 'string' },
@@ -195,6 +198,8 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     // One fdatasync of the store's file per interval, off the event loop: it bounds the log an OS
     // crash replays and how long freed pages wait for reuse (storage/checkpointer.ts).
     checkpointMs: integer(raw, 'checkpoint-ms', 100, 10, 60_000),
+    // Off by default, as etcd's --experimental-corrupt-check-time: a round reads every member's key space.
+    corruptCheckMs: integer(raw, 'corrupt-check-ms', 0, 0, 86_400_000),
     // etcd's SnapshotCatchUpEntries; the log's bytes bound it as well (64 MiB).
     logCatchupEntries: integer(raw, 'log-catchup-entries', 5_000, 0, 10_000_000),
     requestTimeoutMs: integer(raw, 'request-timeout-ms', 5_000, 100, 600_000),

@@ -14,6 +14,7 @@ export async function runServer(argv: readonly string[]): Promise<number> {
         '             [--cell ID] [--tick-ms N] [--election-ticks N] [--checkpoint-ms N] [--log-catchup-entries N]\n' +
         '             [--request-timeout-ms N] [--value-bytes-max N] [--log-level L] [--config FILE]\n' +
         '             [--listen-grpc URL] [--initial-cluster-grpc n1=URL,...] (etcd v3 gRPC, docs/etcd-compat.md)\n' +
+        '             [--corrupt-check-ms N] (the leader compares members\' HashKV every N ms, raising CORRUPT; 0 = off)\n' +
         '             [--auto-compaction-mode periodic|revision] [--auto-compaction-retention 1h|30m|90s|HOURS|N]\n' +
         '             (default: keep the last 100,000 revisions; a retention alone is periodic, as in etcd; 0 = off)\n' +
         'Every flag also reads from BATON_<FLAG> (e.g. BATON_DATA_DIR) and from the JSON --config file.\n',

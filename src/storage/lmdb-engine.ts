@@ -214,6 +214,20 @@ export class LmdbEngine implements KvEngine {
   }
 
   /**
+   * Bytes of the pages in use: every database's tree and the free list's own tree, plus the two
+   * meta pages. The file's other pages are free (LMDB reuses them for later writes).
+   */
+  usedBytes(): number {
+    const { env, databases } = this.stats();
+    const pages = (stat: Record<string, unknown> | undefined): number =>
+      stat === undefined ? 0 : ['treeBranchPageCount', 'treeLeafPageCount', 'overflowPages']
+        .reduce((sum, field) => sum + (typeof stat[field] === 'number' ? (stat[field] as number) : 0), 0);
+    const trees = Object.values(databases).reduce((sum, stat) => sum + pages(stat), 0);
+    const pageSize = typeof env['pageSize'] === 'number' ? env['pageSize'] : 4096;
+    return (trees + pages(env['free'] as Record<string, unknown> | undefined) + 2) * pageSize;
+  }
+
+  /**
    * LMDB's own figures (lmdb-js `getStats()`): the environment's (page size, last page number,
    * free list) and each database's tree (depth, branch, leaf and overflow pages, entries). For tools.
    */

@@ -14,6 +14,8 @@ import { HeaderSource } from './header.js';
 import { withKvCodecs } from './kv-codec.js';
 import { KvFacade } from './kv-service.js';
 import { LeaseFacade, type LeaseBounds } from './lease-service.js';
+import { MaintenanceFacade } from './maintenance-service.js';
+import { MemberFacade } from './member-service.js';
 import { ElectionFacade, LockFacade } from './lock-service.js';
 import { GrpcServer } from './h2/grpc-server.js';
 import { etcdServices } from './proto.js';
@@ -105,14 +107,30 @@ export class EtcdGrpcServer {
       LeaseLeases: unary(() => leases.list()),
       LeaseKeepAlive: (call: WatchCall) => serveKeepalives(call, leases, deps.logError),
     } as UntypedServiceImplementation);
+    const members = deps.cluster.members === undefined ? null : new MemberFacade(deps.cluster.members, headers, deps.cluster.grpcUrls);
     server.addService(services.Cluster, {
       MemberList: unary(() => cluster.memberList()),
+      ...(members !== null
+        ? {
+            MemberAdd: unary((call) => members.add(req(call))),
+            MemberPromote: unary((call) => members.promote(req(call))),
+            MemberRemove: unary((call) => members.remove(req(call))),
+            MemberUpdate: unary((call) => members.update(req(call))),
+          }
+        : {}),
     } as UntypedServiceImplementation);
+    const maintenance = deps.cluster.maintenance === undefined ? null : new MaintenanceFacade(deps.cluster.maintenance, headers);
     server.addService(services.Maintenance, {
-      Status: unary(() => cluster.status()),
-      // Baton raises no etcd alarms (NOSPACE, CORRUPT): the list is empty, and activate/deactivate change nothing.
-      // etcd answers Alarm without a header.
-      Alarm: unary(() => ({ alarms: [] })),
+      Status: unary(() => cluster.status(maintenance?.alarmErrors())),
+      ...(maintenance !== null
+        ? {
+            Alarm: unary((call) => maintenance.alarm(req(call))),
+            MoveLeader: unary((call) => maintenance.moveLeader(req(call))),
+            Hash: unary(() => maintenance.hash()),
+            HashKV: unary((call) => maintenance.hashKv(req(call))),
+            Defragment: unary(() => maintenance.defragment()),
+          }
+        : { Alarm: unary(() => ({ alarms: [] })) }), // etcd answers Alarm without a header
       ...(deps.snapshots !== undefined
         ? { Snapshot: (call: WatchCall) => void serveSnapshot(call, deps.snapshots as SnapshotSource, headers, deps.logError) }
         : {}),

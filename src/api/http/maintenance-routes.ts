@@ -1,3 +1,5 @@
+// GET /v1/maintenance/hashkv?revision=R: this node's content hash of the key space at R
+// (src/mvcc/kv-hash.ts), {hash, revision, compactRevision}.
 // GET /v1/maintenance/snapshot: this node's whole state machine (every key, retained history,
 // leases, the dedup table) as one consistent view, streamed in the MVCC snapshot format
 // (src/mvcc/snapshot-stream.ts: its trailer holds an entry count and checksum). The view is the
@@ -9,9 +11,12 @@ import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { OverloadedError } from '../../base/errors.js';
 import type { MvccStore } from '../../mvcc/index.js';
+import { hashKvPaced } from '../hash-kv.js';
 import type { RouteGroup } from './handler.js';
+import { sendJson } from './respond.js';
 
 export const snapshotPath = '/v1/maintenance/snapshot';
+export const hashKvPath = '/v1/maintenance/hashkv';
 export const snapshotChecksumTrailer = 'baton-snapshot-sha256';
 /** Each download holds an LMDB read view open (old pages cannot be reused meanwhile). */
 const concurrentSnapshotsMax = 2;
@@ -20,6 +25,15 @@ const chunkBytes = 256 * 1024;
 export function createMaintenanceRoutes(store: MvccStore): RouteGroup {
   let running = 0;
   return async (request) => {
+    if (request.url.pathname === hashKvPath && request.method === 'GET') {
+      // This member's HashKV at `revision` (0: now), as it has applied it: members compare them
+      // (node/corruption-check.ts). A revision it has not reached yet: 400 future revision.
+      const revision = request.query.integer('revision', 0) ?? 0;
+      request.query.rejectUnknown();
+      const hashed = await hashKvPaced(store, revision);
+      sendJson(request.res, request.context, 200, hashed);
+      return true;
+    }
     if (request.url.pathname !== snapshotPath || request.method !== 'GET') return false;
     request.query.rejectUnknown();
     if (running >= concurrentSnapshotsMax) {

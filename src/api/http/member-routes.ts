@@ -51,7 +51,10 @@ export function createMemberRoutes(
       if (id !== undefined) await reads.linearizableRead();
     };
     if (path === membersPath && method === 'POST') {
-      const input = parseNewMember(await readJson(request.req, request.limits.requestBytesMax));
+      // A member passing on etcd's MemberAdd (src/api/grpc/member-service.ts) sends clientUrl '':
+      // etcd's request names none. The native API itself always asks for one.
+      const fromMember = request.req.headers[forwardedHeader] !== undefined;
+      const input = parseNewMember(await readJson(request.req, request.limits.requestBytesMax), fromMember);
       if (await forwarded(request, membership, JSON.stringify(input))) return true;
       await caughtUp();
       const added = await membership.add(input, id);
@@ -85,7 +88,7 @@ export function createMemberRoutes(
   };
 }
 
-function parseNewMember(body: unknown): NewMember {
+function parseNewMember(body: unknown, fromMember: boolean): NewMember {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new InvalidArgumentError('expected a JSON object {"name", "peerUrl", "clientUrl"}');
   }
@@ -97,7 +100,8 @@ function parseNewMember(body: unknown): NewMember {
   if (typeof name !== 'string' || !memberNamePattern.test(name)) {
     throw new InvalidArgumentError('name: 1-64 letters, digits, - and _');
   }
-  return { name, peerUrl: httpUrl(fields['peerUrl'], 'peerUrl'), clientUrl: httpUrl(fields['clientUrl'], 'clientUrl') };
+  const clientUrl = fromMember && fields['clientUrl'] === '' ? '' : httpUrl(fields['clientUrl'], 'clientUrl');
+  return { name, peerUrl: httpUrl(fields['peerUrl'], 'peerUrl'), clientUrl };
 }
 
 /** http://HOST:PORT, without a trailing slash (the form the member table keeps). */
