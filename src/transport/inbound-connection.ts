@@ -34,6 +34,8 @@ export interface InboundContext {
   /** Lease frames from member `from` (absent: such a frame is a protocol error). */
   readonly onLeaseMessage: ((from: MemberId, message: LeasePeerMessage) => void) | undefined;
   readonly onSnapshot: (snapshot: IncomingSnapshot) => Promise<void>;
+  /** With TLS: why this connection's certificate does not speak for member `from` (null: it does). */
+  readonly checkIdentity: ((from: MemberId, socket: Socket) => string | null) | undefined;
   /** A member's newer raft connection replaces its older one (a restarted peer). */
   readonly registerRaftConnection: (from: MemberId, socket: Socket) => void;
 }
@@ -101,7 +103,7 @@ function onFrame(
   if (connection.handshake === null) {
     const handshake = decodeHandshake(frame);
     connection.handshake = handshake;
-    const refusal = checkHandshake(handshake, context);
+    const refusal = checkHandshake(handshake, context) ?? context.checkIdentity?.(handshake.from, socket) ?? null;
     if (refusal !== null) {
       connection.refused = true;
       context.counters.rejectedConnections++;

@@ -2,7 +2,7 @@
 // flush, and reconnects with jittered exponential backoff. Raft tolerates lost messages but not
 // unbounded memory, so whatever cannot be queued or delivered is dropped, counted and reported
 // (the leader then probes the follower instead of streaming to it blindly).
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { assert } from '../base/assert.js';
 import type { MemberId, RaftMessage } from '../raft/index.js';
 import { reconnectDelayMs } from './backoff.js';
@@ -11,6 +11,7 @@ import {
   FrameKind, FrameReader, controlFrameBytesMax, encodeMessageFrames, messagesFrameBytes,
 } from './frame.js';
 import { Channel, decodeReply, encodeHandshake, isRemovalRefusal, protocolVersion } from './handshake.js';
+import type { Dialled } from './peer-tls.js';
 import type { PeerAddress, PeerStats, TransportLimits, TransportLogger } from './types.js';
 
 export interface OutboundContext {
@@ -21,6 +22,8 @@ export interface OutboundContext {
   readonly random: { uint32(): number };
   /** Asks the owner to run flush() soon (after a connect, a drain or a failure). */
   readonly scheduleFlush: () => void;
+  /** Opens a connection to member `to` (TCP, or TLS that checks its identity: peer-tls.ts). */
+  readonly dial: (address: PeerAddress, to: MemberId) => Dialled;
   /** The peer refused us as a member removed from the cell. */
   readonly onRemoved?: () => void;
 }
@@ -181,7 +184,7 @@ export class OutboundPeer {
     assert(this.state === 'idle' && this.socket === null, 'one connection at a time');
     this.state = 'connecting';
     this.counters.connectAttempts++;
-    const socket = connect({ ...this.peerAddress, noDelay: true });
+    const { socket, readyEvent } = this.context.dial(this.peerAddress, this.id);
     this.socket = socket;
     const reader = new FrameReader(controlFrameBytesMax); // the listener only replies
     let accepted = false;
@@ -190,7 +193,7 @@ export class OutboundPeer {
       this.context.logger.warn({ peer: this.id }, 'peer did not answer in time');
       socket.destroy();
     });
-    socket.on('connect', () => {
+    socket.on(readyEvent, () => {
       // Messages follow the handshake at once: waiting a round trip for the reply would delay
       // the first heartbeat; if the listener refuses, it discards them and Raft resends.
       socket.write(encodeHandshake({

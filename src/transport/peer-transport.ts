@@ -3,6 +3,7 @@
 // each peer's queue as one buffer, which is where batching's 10x over write-per-message comes
 // from. Snapshot messages leave on streams of their own so they never delay a heartbeat.
 import { createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { crc32 } from 'node:zlib';
 import { assert } from '../base/assert.js';
 import type { MemberId, RaftMessage } from '../raft/index.js';
@@ -11,6 +12,7 @@ import { encodeLeaseFrame, type LeasePeerMessage } from './lease-frames.js';
 import { acceptConnection, type InboundContext, type InboundCounters } from './inbound-connection.js';
 import { resolveTransportLimits } from './limits.js';
 import { OutboundPeer } from './outbound-peer.js';
+import { dialPeer, identityRefusal } from './peer-tls.js';
 import { collectSnapshotInMemory } from './snapshot-receiver.js';
 import { sendSnapshotStream } from './snapshot-sender.js';
 import type {
@@ -50,9 +52,19 @@ export class PeerTransport {
   static async start(options: PeerTransportOptions): Promise<PeerTransport> {
     assert(Number.isSafeInteger(options.memberId) && options.memberId > 0, 'member id');
     assert(options.clusterId.length > 0, 'a cluster id');
-    const server = createServer();
+    const tls = options.tls;
+    const server = tls === undefined ? createServer() : createTlsServer({
+      ...tls.material(), requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.2',
+    });
     const transport = new PeerTransport(options, server);
-    server.on('connection', (socket) => transport.accept(socket));
+    if (tls === undefined) {
+      server.on('connection', (socket) => transport.accept(socket));
+    } else {
+      // Only a caller whose certificate chains to the peer CA gets here; its identity is checked at its handshake.
+      server.on('secureConnection', (socket: TLSSocket) => transport.accept(socket));
+      server.on('tlsClientError', (error: Error, socket: TLSSocket) => transport.refusedTls(error, socket));
+      tls.onReload(() => (server as ReturnType<typeof createTlsServer>).setSecureContext({ ...tls.material() }));
+    }
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.listen.port, options.listen.host, () => {
@@ -108,7 +120,7 @@ export class PeerTransport {
     const header = { from: message.from, to: message.to, term: message.term,
       meta: message.snapshot.meta };
     const done = sendSnapshotStream({
-      address: peer.address(), clusterId: this.options.clusterId, header, data,
+      address: peer.address(), clusterId: this.options.clusterId, header, data, tls: this.options.tls,
       limits: this.limits, signal: this.snapshotAbort.signal,
     }).then((sent) => {
       if (sent.resumedAt > 0) {
@@ -152,6 +164,7 @@ export class PeerTransport {
       memberId: this.options.memberId, clusterId: this.options.clusterId, limits: this.limits,
       logger: this.logger, random: this.options.random ?? mathRandom,
       scheduleFlush: () => this.scheduleFlush(),
+      dial: (address, to) => dialPeer(address, to, this.options.tls),
       onRemoved: () => this.options.onRemovedByPeer?.(id),
     }));
     this.removed.delete(id);
@@ -220,8 +233,19 @@ export class PeerTransport {
     acceptConnection(socket, this.inboundContext());
   }
 
+  /** A TLS handshake failed (no certificate, one from another CA, expired, ...): refused before any frame. */
+  private refusedTls(error: Error, socket: TLSSocket): void {
+    this.counters.rejectedConnections++;
+    this.logger.warn({ remote: `${socket.remoteAddress}:${socket.remotePort}`, error: error.message },
+      'peer TLS handshake refused');
+    socket.destroy();
+  }
+
   private inboundContext(): InboundContext {
+    const tls = this.options.tls;
     return {
+      checkIdentity: tls === undefined ? undefined
+        : (from, socket) => identityRefusal(tls, from, (socket as TLSSocket).getPeerCertificate()),
       memberId: this.options.memberId, clusterId: this.options.clusterId, limits: this.limits,
       logger: this.logger, counters: this.counters,
       isMember: (id) => this.peers.has(id),

@@ -3,11 +3,12 @@
 // them: at most one chunk plus the socket's high-water mark is in memory, whatever the size.
 // The receiver answers the header with the offset it already holds of these exact bytes, and
 // the data is read from there: a transfer cut mid-way resumes instead of starting over.
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { crc32 } from 'node:zlib';
 import { assert } from '../base/assert.js';
 import { TransportError, TransportErrorReason } from './errors.js';
 import { FrameInbox } from './frame-inbox.js';
+import { dialPeer, type PeerTls } from './peer-tls.js';
 import { FrameKind, controlFrameBytesMax, frameHeaderBytes, type Frame } from './frame.js';
 import { Channel, decodeReply, encodeHandshake, protocolVersion } from './handshake.js';
 import {
@@ -24,6 +25,7 @@ export interface SnapshotSend {
   readonly limits: TransportLimits;
   /** Aborts the transfer (transport closing). */
   readonly signal?: AbortSignal;
+  readonly tls?: PeerTls | undefined;
 }
 
 /** What a completed transfer sent: `resumedAt` bytes were already held by the receiver. */
@@ -38,7 +40,13 @@ export async function sendSnapshotStream(send: SnapshotSend): Promise<SnapshotSe
   const header: SnapshotHeader = {
     ...send.header, totalBytes: data.totalBytes, checksum: data.checksum,
   };
-  const socket = connect({ host: send.address.host, port: send.address.port, noDelay: true });
+  const { socket, readyEvent } = dialPeer(send.address, send.header.to, send.tls);
+  // With TLS nothing is written before the handshake (and the listener's identity check) is done.
+  const secured = readyEvent === 'connect' ? null : new Promise<void>((resolve, reject) => {
+    socket.once(readyEvent, () => resolve());
+    socket.once('close', () => reject(new TransportError(TransportErrorReason.disconnected, 'closed before the TLS handshake finished')));
+  });
+  secured?.catch(() => {}); // awaited below; a rejection after an earlier failure is not a crash
   const inbox = new FrameInbox(socket, controlFrameBytesMax); // replies and acks only
   const abort = (): void => {
     socket.destroy(new TransportError(TransportErrorReason.disconnected, 'transport closed'));
@@ -49,6 +57,7 @@ export async function sendSnapshotStream(send: SnapshotSend): Promise<SnapshotSe
   });
   try {
     await inbox.connected();
+    if (secured !== null) await secured;
     socket.write(encodeHandshake({
       version: protocolVersion, channel: Channel.snapshot, clusterId: send.clusterId,
       from: header.from, to: header.to,

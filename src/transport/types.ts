@@ -3,6 +3,7 @@
 // checking that they come from the member that connected and are addressed to this one.
 import type { MemberId, RaftMessage, SnapshotMeta } from '../raft/index.js';
 import type { LeasePeerMessage } from './lease-frames.js';
+import type { PeerTls } from './peer-tls.js';
 
 export type SnapshotMessage = Extract<RaftMessage, { type: 'snapshot' }>;
 
@@ -113,6 +114,8 @@ export interface PeerTransportOptions {
   readonly limits?: Partial<TransportLimits>;
   /** Jitter source for reconnect delays; a seeded one makes tests repeatable. */
   readonly random?: { uint32(): number };
+  /** Mutual TLS with node identity on every peer connection (peer-tls.ts); absent: plain TCP. */
+  readonly tls?: PeerTls;
 }
 
 /** Counters for /metrics and tests; monotonic except `queued*` and `connected`. */

@@ -34,20 +34,22 @@ const allowedImports: Record<string, readonly string[]> = {
   driver: ['base', 'mvcc', 'raft', 'snap', 'transport', 'wal'],
   'lease/forward': ['base', 'lease', 'raft', 'transport'],
   membership: ['base', 'mvcc', 'raft', 'transport'],
+  // TLS material, certificates and identities: an edge that the node and the CLI use.
+  security: ['base', 'raft', 'transport'],
   kv: ['api', 'base', 'membership', 'metrics', 'mvcc', 'raft'],
   // The node hands it the store's revisions, the driver's role and the KV service's compact.
   compactor: ['base'],
   // The API edges are written against the services' contracts (lease/api.ts, lock/api.ts, ...).
   api: ['base', 'lease', 'lock', 'membership', 'mvcc', 'watch'],
-  node: ['node/testing', 'api', 'base', 'compactor', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
+  node: ['node/testing', 'api', 'base', 'compactor', 'security', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
     'storage', 'transport', 'wal', 'watch'],
-  'node/testing': ['base', 'wal'],
+  'node/testing': ['base', 'security', 'wal'],
   // The client's JSON shapes derive from the API's (types only: the client ships without the server).
   client: ['api', 'base', 'lock'],
   check: ['base'],
   sim: ['base', 'driver', 'lease', 'lock', 'mvcc', 'raft'],
   bench: ['api'],
-  cli: ['base', 'bench', 'client', 'mvcc', 'node', 'raft', 'sim'],
+  cli: ['base', 'bench', 'client', 'mvcc', 'node', 'raft', 'security', 'sim'],
   fuzz: ['api', 'base', 'node/testing'],
 };
 const coreUnits = ['base', 'raft', 'mvcc', 'watch', 'lease', 'lock'];
