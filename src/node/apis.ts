@@ -1,6 +1,7 @@
 // Step 4 of a node's start: the client APIs over the built services. HTTP/JSON and the WebSocket
 // stream share one listener; the etcd v3 gRPC facade has its own (only with --listen-grpc).
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { createHttpHandler } from '../api/http/handler.js';
 import { defaultApiLimits } from '../api/http/limits.js';
 import { createWatchRoutes } from '../api/http/watch-routes.js';
@@ -20,6 +21,8 @@ import { CorruptionCheck } from './corruption-check.js';
 import type { NodeConfig } from './config.js';
 import type { NodeLogger, NodeServices } from './node.js';
 import { grpcSnapshotChunkBytes, httpKeepAliveMs } from '../base/limits.js';
+import type { TlsMaterial } from '../security/tls-files.js';
+import type { NodeTls } from './tls-wiring.js';
 
 
 export interface RunningApis {
@@ -33,6 +36,7 @@ export async function startApis(
   state: { readonly store: MvccStore; readonly engine: { diskBytes(): number; usedBytes?(): number }; readonly metrics: { requests: { inc(labels: Record<string, string>): void } } },
   services: NodeServices,
   log: NodeLogger,
+  tls: NodeTls,
 ): Promise<RunningApis> {
   const { cell, leases, locks, watches, membership, driver } = services;
   const { store } = state;
@@ -54,10 +58,11 @@ export async function startApis(
     if (labels === undefined) codeLabels.set(this.statusCode, (labels = { code: String(this.statusCode) }));
     state.metrics.requests.inc(labels);
   }
-  const http = createServer((req, res) => {
+  const serve = (req: IncomingMessage, res: ServerResponse): void => {
     res.on('finish', countAnswer);
     handler(req, res);
-  });
+  };
+  const http = tls.client === null ? createServer(serve) : secureServer(tls.client, tls.clientCertAuth, serve);
   http.keepAliveTimeout = httpKeepAliveMs;
   const stream = new StreamServer({
     cell,
@@ -97,6 +102,7 @@ export async function startApis(
           alarms,
         },
       },
+      ...(tls.client === null ? {} : { tls: { material: tls.client, clientCertAuth: tls.clientCertAuth } }),
       snapshots: {
         open: () => {
           // snapshot() opens the read view synchronously: the revision read next belongs to it.
@@ -126,6 +132,13 @@ export async function startApis(
 /** A 64-bit hex content digest folded to etcd's uint32 Hash. */
 function hash32(digest: string): number {
   return (Number.parseInt(digest.slice(0, 8), 16) ^ Number.parseInt(digest.slice(8, 16), 16)) >>> 0;
+}
+
+/** The HTTPS listener: etcd's --cert-file/--key-file, with --client-cert-auth a certificate from the CA. */
+function secureServer(material: TlsMaterial, clientCertAuth: boolean, serve: (req: IncomingMessage, res: ServerResponse) => void): HttpsServer {
+  const server = createHttpsServer({ ...material.material(), requestCert: clientCertAuth, rejectUnauthorized: clientCertAuth }, serve);
+  material.onReload(() => server.setSecureContext({ ...material.material() }));
+  return server;
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

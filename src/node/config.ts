@@ -2,6 +2,7 @@
 // file (flags win over the environment, which wins over the file). Validated here, at the edge:
 // a bad value stops the node with a message naming the setting, never a crash later on. This is
 // the one place that reads them: the services get plain values.
+import { clientTlsConfig, peerTlsConfig, type ClientTlsConfig, type PeerTlsConfig } from './tls-config.js';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createHash } from 'node:crypto';
@@ -52,6 +53,10 @@ export interface NodeConfig {
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** --auto-compaction-mode and --auto-compaction-retention (etcd's flags; README "Flags"). */
   readonly autoCompaction: AutoCompactionPolicy;
+  /** TLS on the client listeners (tls-config.ts); null: plain HTTP. */
+  readonly clientTls: ClientTlsConfig | null;
+  /** Mutual TLS with node identity between members; null: plain TCP. */
+  readonly peerTls: PeerTlsConfig | null;
   /** Bounds tuned through the environment only (BATON_LEASE_*, BATON_READS_*, BATON_WATCH_*). */
   readonly tuning: NodeTuning;
 }
@@ -66,6 +71,7 @@ export interface NodeTuning {
 }
 
 export { ConfigError };
+export type { ClientTlsConfig, PeerTlsConfig };
 
 const options = {
   name: { type: 'string' },
@@ -91,6 +97,14 @@ const options = {
   'auto-compaction-mode': { type: 'string' },
   'auto-compaction-retention': { type: 'string' },
   config: { type: 'string' },
+  'cert-file': { type: 'string' },
+  'key-file': { type: 'string' },
+  'trusted-ca-file': { type: 'string' },
+  // A boolean flag (etcd's); from the environment or a config file "true" / "false".
+  'client-cert-auth': { type: 'boolean' },
+  'peer-cert-file': { type: 'string' },
+  'peer-key-file': { type: 'string' },
+  'peer-trusted-ca-file': { type: 'string' },
 } as const;
 
 type Raw = Partial<Record<keyof typeof options, string>>;
@@ -205,6 +219,8 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     requestTimeoutMs: integer(raw, 'request-timeout-ms', 5_000, 100, 600_000),
     valueBytesMax: integer(raw, 'value-bytes-max', limits.valueBytesMax, 1, limits.valueBytesMax),
     logLevel: logLevel(raw['log-level'] ?? 'info'),
+    clientTls: clientTlsConfig(raw, { listenClient, listenGrpc, listenPeer, peerUrls: members.map((m) => m.peerUrl) }),
+    peerTls: peerTlsConfig(raw, { listenClient, listenGrpc, listenPeer, peerUrls: members.map((m) => m.peerUrl) }),
     autoCompaction: autoCompaction(raw['auto-compaction-mode'], raw['auto-compaction-retention']),
   };
 }
@@ -314,8 +330,8 @@ function url(text: string, flag: string): URL {
   } catch {
     throw new ConfigError(`--${flag}: "${text}" is not a URL`);
   }
-  if (parsed.protocol !== 'http:' || parsed.port === '') {
-    throw new ConfigError(`--${flag}: "${text}" must be http://HOST:PORT`);
+  if ((parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.port === '') {
+    throw new ConfigError(`--${flag}: "${text}" must be http://HOST:PORT (https:// with TLS)`);
   }
   return parsed;
 }

@@ -39,6 +39,8 @@ import { startAutoCompaction } from './compactor-wiring.js';
 import { checkpointEntriesMax, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
 import { assert } from '../base/assert.js';
 import { addProcessMetrics } from '../metrics/process-metrics.js';
+import { Gauge } from '../metrics/registry.js';
+import { loadNodeTls, peerTlsOf, type NodeTls } from './tls-wiring.js';
 
 export interface RunningNode {
   readonly service: CellService;
@@ -76,10 +78,14 @@ export async function startNode(
 ): Promise<RunningNode> {
   const state = await openDurableState(config, log, hooks);
   config = state.config;
-  const peers = await startPeers(config, state, log, onRemoved);
+  const tls = loadNodeTls(config, log);
+  const peers = await startPeers(config, state, log, onRemoved, tls);
+  // Refused peer connections: foreign clusters, unknown members, and (with TLS) bad certificates and impostors.
+  state.metrics.registry.add(new Gauge('baton_peer_connections_refused_total', 'Peer connections refused before any message was taken',
+    () => peers.transport.stats().rejectedConnections, 'counter'));
   const services = buildServices(config, state, peers, log, onFatal);
   connect(state, peers, services, log);
-  const apis = await startApis(config, state, services, log);
+  const apis = await startApis(config, state, services, log, tls);
   const compactor = startAutoCompaction(config, { ...state, ...services }, realTimers, log);
   const ticker = setInterval(() => {
     services.driver.tick();
@@ -99,6 +105,7 @@ export async function startNode(
       await state.snapshotThread.close();
       await state.wal.close();
       await state.engine.close();
+      tls.close();
     },
   };
 }
@@ -174,9 +181,10 @@ interface Peers {
 }
 
 /** Step 2: the peer transport (receiving through the inbox) and what sends on it. */
-async function startPeers(config: NodeConfig, state: DurableState, log: NodeLogger, onRemoved: () => void): Promise<Peers> {
+async function startPeers(config: NodeConfig, state: DurableState, log: NodeLogger, onRemoved: () => void, tls: NodeTls): Promise<Peers> {
   const inbox = new PeerInbox();
   const transport = await PeerTransport.start({
+    ...(tls.peer === null ? {} : { tls: peerTlsOf(tls.peer, config.cellId, (id) => state.directory.get(id)?.name) }),
     memberId: config.memberId,
     clusterId: config.clusterId,
     listen: { host: config.listenPeer.hostname, port: Number(config.listenPeer.port) },

@@ -45,7 +45,7 @@ export class TlsMaterial {
   /** Starts reloading on SIGHUP and on changes to the files. */
   watch(): void {
     process.on('SIGHUP', this.onSignal);
-    for (const file of this.paths()) watchFile(file, { interval: watchIntervalMs }, () => this.reload(`${file} changed`));
+    for (const file of this.paths()) watchFile(file, { interval: watchIntervalMs, persistent: false }, () => this.reload(`${file} changed`));
   }
 
   close(): void {

@@ -92,6 +92,8 @@ export interface TestCellOptions {
   grpc?: boolean;
   /** Spare nodes (not started) that a test may add to the cell. */
   spares?: number;
+  /** TLS on every listener and between members, certificates in <dataDir>/certs (ProcessCell.tls). */
+  tls?: boolean;
 }
 
 /**
@@ -142,6 +144,7 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
     dataDir,
     members,
     spares,
+    ...(options.tls === true ? { tlsDir: join(dataDir, 'certs') } : {}),
     extraArgs: ['--tick-ms', '50', '--election-ticks', '10', '--request-timeout-ms', '3000', ...(options.extraArgs ?? [])],
     ...(options.nodeArgs !== undefined ? { nodeArgs: options.nodeArgs } : {}),
     ...(options.proxies === true

@@ -17,7 +17,7 @@ import { LeaseFacade, type LeaseBounds } from './lease-service.js';
 import { MaintenanceFacade } from './maintenance-service.js';
 import { MemberFacade } from './member-service.js';
 import { ElectionFacade, LockFacade } from './lock-service.js';
-import { GrpcServer } from './h2/grpc-server.js';
+import { GrpcServer, type GrpcTls } from './h2/grpc-server.js';
 import { etcdServices } from './proto.js';
 import { serveSnapshot, type SnapshotSource } from './snapshot-stream.js';
 import { serveWatchStream, type WatchCall } from './watch-stream.js';
@@ -34,6 +34,8 @@ export interface GrpcDeps {
   /** Maintenance.Snapshot is served only when given. */
   readonly snapshots?: SnapshotSource;
   readonly logError: (error: unknown) => void;
+  /** TLS on the facade's port (HTTP/2 by ALPN, the gateway on HTTP/1.1): the node's client material. */
+  readonly tls?: GrpcTls;
 }
 
 /** etcd: --max-request-bytes (1.5 MiB) plus gRPC's overhead; bigger messages are refused by gRPC. */
@@ -161,7 +163,7 @@ export class EtcdGrpcServer {
         },
       } as UntypedServiceImplementation);
     }
-    const bound = await server.listen(host, port);
+    const bound = await server.listen(host, port, deps.tls);
     return new EtcdGrpcServer(server, gateway, bound);
   }
 

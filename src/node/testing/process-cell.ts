@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CellTls, httpsRequest } from './cell-tls.js';
 
 export interface CellMemberPorts {
   readonly name: string;
@@ -27,6 +28,8 @@ export interface ProcessCellOptions {
   readonly nodeArgs?: (name: string) => readonly string[];
   /** Where node output goes: 'inherit' for dev, 'pipe' (collected) for tests. */
   readonly output?: 'inherit' | 'pipe';
+  /** TLS on every listener with certificates made in this directory (cell-tls.ts); absent: plain. */
+  readonly tlsDir?: string;
 }
 
 const cliPath = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'cli', 'main.js');
@@ -37,13 +40,18 @@ export class ProcessCell {
   private readonly host: string;
   /** Nodes that join the running cell (--initial-cluster-state existing) when (re)started. */
   private readonly joining = new Set<string>();
+  /** The cell's certificates when it runs with TLS. */
+  readonly tls: CellTls | null;
+  private readonly scheme: 'http' | 'https';
 
   constructor(private readonly options: ProcessCellOptions) {
     this.host = options.host ?? '127.0.0.1';
+    this.tls = options.tlsDir === undefined ? null : new CellTls(options.tlsDir);
+    this.scheme = this.tls === null ? 'http' : 'https';
   }
 
   clientUrl(name: string): string {
-    return `http://${this.host}:${this.member(name).clientPort}`;
+    return `${this.scheme}://${this.host}:${this.member(name).clientPort}`;
   }
 
   /** HOST:PORT of a member's etcd gRPC facade (etcd clients take endpoints without a scheme). */
@@ -72,7 +80,7 @@ export class ProcessCell {
 
   /** Peer URL of a member or spare, as `baton member add` takes it. */
   peerUrl(name: string): string {
-    return `http://${this.host}:${this.member(name).peerPort}`;
+    return `${this.scheme}://${this.host}:${this.member(name).peerPort}`;
   }
 
   /**
@@ -85,14 +93,15 @@ export class ProcessCell {
     const dataDir = join(this.options.dataDir, name);
     mkdirSync(dataDir, { recursive: true });
     const listed = this.options.members.some((m) => m.name === name) ? this.options.members : [...this.options.members, member];
+    const scheme = this.scheme;
     const initialCluster = listed
-      .map((m) => `${m.name}=http://${this.host}:${m.peerPort}`)
+      .map((m) => `${m.name}=${scheme}://${this.host}:${m.peerPort}`)
       .join(',');
-    const clients = listed.map((m) => `${m.name}=http://${this.host}:${m.clientPort}`).join(',');
+    const clients = listed.map((m) => `${m.name}=${scheme}://${this.host}:${m.clientPort}`).join(',');
     const grpc = this.options.members.filter((m) => m.grpcPort !== undefined);
     const grpcArgs = member.grpcPort === undefined ? [] : [
-      '--listen-grpc', `http://${this.host}:${member.grpcPort}`,
-      '--initial-cluster-grpc', grpc.map((m) => `${m.name}=http://${this.host}:${m.grpcPort}`).join(','),
+      '--listen-grpc', `${scheme}://${this.host}:${member.grpcPort}`,
+      '--initial-cluster-grpc', grpc.map((m) => `${m.name}=${scheme}://${this.host}:${m.grpcPort}`).join(','),
     ];
     const args = [
       ...(this.options.nodeArgs?.(name) ?? []),
@@ -100,12 +109,13 @@ export class ProcessCell {
       'server',
       '--name', name,
       '--data-dir', dataDir,
-      '--listen-client', `http://${this.host}:${member.clientPort}`,
-      '--listen-peer', `http://${this.host}:${member.peerPort}`,
+      '--listen-client', `${scheme}://${this.host}:${member.clientPort}`,
+      '--listen-peer', `${scheme}://${this.host}:${member.peerPort}`,
       '--initial-cluster', initialCluster,
       '--initial-cluster-clients', clients,
       ...(this.joining.has(name) ? ['--initial-cluster-state', 'existing'] : []),
       ...grpcArgs,
+      ...(this.tls?.flags(name) ?? []),
       ...(this.options.extraArgs ?? []),
       ...(this.options.argsFor?.(name) ?? []),
     ];
@@ -195,6 +205,11 @@ export class ProcessCell {
   /** 'ready', or why not: the node's own reason, or that it did not answer. */
   private async probe(url: string): Promise<string> {
     try {
+      if (this.tls !== null) {
+        const answer = await httpsRequest(url, { ca: this.tls.ca.cert, client: this.tls.root, timeoutMs: 1000 });
+        const body = JSON.parse(answer.body) as { reason?: unknown } | null;
+        return answer.status === 200 ? 'ready' : String(body?.reason ?? `status ${answer.status}`);
+      }
       const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
       const body = (await res.json().catch(() => null)) as { reason?: unknown } | null;
       return res.status === 200 ? 'ready' : String(body?.reason ?? `status ${res.status}`);

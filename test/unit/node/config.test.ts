@@ -79,3 +79,31 @@ test('a bad auto compaction value stops the node with a message naming the flag'
   assert.throws(() => parseNodeConfig(base, { BATON_AUTO_COMPACTION_RETENTION: '-1' }), /^ConfigError: --auto-compaction-retention: "-1"/);
   assert.throws(() => tuningFromEnv({ BATON_AUTO_COMPACTION_CHECK_MS: '0' }), /BATON_AUTO_COMPACTION_CHECK_MS/);
 });
+
+test('TLS flags: etcd names, from flags, BATON_* or a config file; a half-configured node says what is missing', () => {
+  assert.equal(parseNodeConfig(base, {}).clientTls, null);
+  assert.equal(parseNodeConfig(base, {}).peerTls, null);
+  const secure = [
+    '--name', 'n1', '--data-dir', '/tmp/x', '--listen-client', 'https://127.0.0.1:7001',
+    '--listen-peer', 'https://127.0.0.1:7101', '--initial-cluster', 'n1=https://127.0.0.1:7101,n2=https://127.0.0.1:7102',
+  ];
+  const client = ['--cert-file', 'c.pem', '--key-file', 'k.pem', '--trusted-ca-file', 'ca.pem'];
+  const peer = ['--peer-cert-file', 'c.pem', '--peer-key-file', 'k.pem', '--peer-trusted-ca-file', 'ca.pem'];
+  const on = parseNodeConfig([...secure, ...client, '--client-cert-auth', ...peer], {});
+  assert.deepEqual(on.clientTls, { certFile: 'c.pem', keyFile: 'k.pem', caFile: 'ca.pem', clientCertAuth: true });
+  assert.deepEqual(on.peerTls, { certFile: 'c.pem', keyFile: 'k.pem', caFile: 'ca.pem' });
+  const fromEnv = parseNodeConfig([...secure, ...peer], { BATON_CERT_FILE: 'e.pem', BATON_KEY_FILE: 'ek.pem', BATON_TRUSTED_CA_FILE: 'ca.pem', BATON_CLIENT_CERT_AUTH: 'true' });
+  assert.equal(fromEnv.clientTls?.certFile, 'e.pem');
+  assert.equal(fromEnv.clientTls?.clientCertAuth, true);
+  const refused = (args: string[], pattern: RegExp): void => {
+    assert.throws(() => parseNodeConfig(args, {}), (e: Error) => e instanceof ConfigError && pattern.test(e.message), args.join(' '));
+  };
+  refused([...secure, ...peer], /https:\/\/ client listener needs --cert-file/);
+  refused([...base, ...client], /every client listener is TLS/);
+  refused([...secure, '--cert-file', 'c.pem', ...peer], /--cert-file and --key-file go together/);
+  refused([...secure, '--cert-file', 'c.pem', '--key-file', 'k.pem', '--client-cert-auth', ...peer], /--client-cert-auth needs --trusted-ca-file/);
+  refused([...secure, ...client, '--peer-cert-file', 'c.pem', '--peer-key-file', 'k.pem'], /all of --peer-cert-file, --peer-key-file and --peer-trusted-ca-file/);
+  refused([...base, ...peer], /--listen-peer and every peer URL/);
+  refused([...secure, ...client], /https:\/\/ peer URLs need --peer-cert-file/);
+  assert.doesNotThrow(() => parseNodeConfig([...secure, ...client, ...peer], {}), 'server TLS without client certificates is allowed');
+});

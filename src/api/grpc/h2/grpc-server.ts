@@ -4,6 +4,7 @@
 // Per call: route by :path, check method and content type, the deadline (grpc-timeout), then
 // the call (grpc-call.ts) reads its messages, runs the handler and answers with trailers.
 import { createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer, type SecureContextOptions } from 'node:tls';
 import { status, type ServiceDefinition } from '@grpc/grpc-js';
 import { assert } from '../../../base/assert.js';
 import { H2Connection, defaultH2Limits, type H2Limits } from './connection.js';
@@ -21,6 +22,12 @@ export interface GrpcServerOptions {
    * gRPC port); without it every connection is HTTP/2.
    */
   readonly otherProtocol?: (socket: Socket) => void;
+}
+
+/** TLS for the listener: the current material (re-read after onReload) and whether clients need a certificate. */
+export interface GrpcTls {
+  readonly material: { material(): SecureContextOptions; onReload(listener: () => void): void };
+  readonly clientCertAuth: boolean;
 }
 
 /** "PRI * HTTP/2.0\r\n..." (RFC 9113 3.4): no HTTP/1 method starts with these bytes. */
@@ -69,9 +76,9 @@ export class GrpcServer implements CallContext {
     }
   }
 
-  listen(host: string, port: number): Promise<number> {
+  listen(host: string, port: number, tls?: GrpcTls): Promise<number> {
     assert(this.listener === null, 'a server listens once');
-    const listener = createServer((socket) => this.accept(socket));
+    const listener = tls === undefined ? createServer((socket) => this.accept(socket)) : this.secureListener(tls);
     this.listener = listener;
     return new Promise((resolve, reject) => {
       listener.once('error', reject);
@@ -81,6 +88,18 @@ export class GrpcServer implements CallContext {
         resolve(typeof address === 'object' && address !== null ? address.port : port);
       });
     });
+  }
+
+  /** TLS: ALPN offers http/1.1 (the gateway) and h2 (gRPC); the first bytes still decide, as on plain TCP. */
+  private secureListener(tls: GrpcTls): Server {
+    const options = (): SecureContextOptions & { requestCert: boolean; rejectUnauthorized: boolean } => ({
+      ...tls.material.material(), requestCert: tls.clientCertAuth, rejectUnauthorized: tls.clientCertAuth,
+    });
+    // The server's order decides: a client offering both (curl, Go's HTTP client) gets HTTP/1.1 and
+    // the gateway; gRPC clients offer only h2. (The gateway is not served over HTTP/2 yet.)
+    const listener = createTlsServer({ ...options(), ALPNProtocols: ['http/1.1', 'h2'] }, (socket) => this.accept(socket));
+    tls.material.onReload(() => listener.setSecureContext(options()));
+    return listener;
   }
 
   /** No new connections or calls; open calls get `graceMs` to finish, then are cut. */

@@ -1,0 +1,79 @@
+// TLS for a process cell (`baton dev --secure`, the secure cluster tests): one throwaway CA in
+// `dir`, a certificate per member (its baton://cell-1/<name> identity for peers, 127.0.0.1 and
+// localhost for clients) and client-root.pem for the root principal; and an HTTPS GET that
+// trusts that CA and presents the root certificate, for probes and tests.
+import { readFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { ensureCa, issueClientCert, issueMemberCert, type CertAuthority, type CertFiles } from '../../security/certs.js';
+
+export class CellTls {
+  readonly ca: CertAuthority;
+  readonly root: CertFiles;
+  private readonly members = new Map<string, CertFiles>();
+
+  constructor(readonly dir: string, private readonly cell = 'cell-1') {
+    this.ca = ensureCa(dir);
+    this.root = issueClientCert(this.ca, 'root');
+  }
+
+  /** The member's certificate, made the first time it is asked for. */
+  member(name: string): CertFiles {
+    let files = this.members.get(name);
+    if (files === undefined) this.members.set(name, (files = issueMemberCert(this.ca, this.cell, name)));
+    return files;
+  }
+
+  /** A new key and certificate for the member in the same files (a rotation). */
+  reissueMember(name: string): CertFiles {
+    const files = issueMemberCert(this.ca, this.cell, name);
+    this.members.set(name, files);
+    return files;
+  }
+
+  /** The node flags: TLS on every listener, client certificates required, mutual TLS between members. */
+  flags(name: string): string[] {
+    const own = this.member(name);
+    return [
+      '--cert-file', own.cert, '--key-file', own.key, '--trusted-ca-file', this.ca.cert, '--client-cert-auth',
+      '--peer-cert-file', own.cert, '--peer-key-file', own.key, '--peer-trusted-ca-file', this.ca.cert,
+    ];
+  }
+
+  /** curl's flags for the root principal. */
+  curlFlags(): string {
+    return `--cacert ${this.ca.cert} --cert ${this.root.cert} --key ${this.root.key}`;
+  }
+}
+
+export interface HttpsAnswer {
+  readonly status: number;
+  readonly body: string;
+}
+
+/** A request over TLS trusting `ca`, with the client certificate `client` (none when absent). */
+export function httpsRequest(
+  url: string,
+  options: { ca: string; client?: CertFiles; method?: string; body?: string; timeoutMs?: number },
+): Promise<HttpsAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, {
+      method: options.method ?? 'GET',
+      ca: readFileSync(options.ca),
+      ...(options.client === undefined ? {} : { cert: readFileSync(options.client.cert), key: readFileSync(options.client.key) }),
+      timeout: options.timeoutMs ?? 5_000,
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`${url}: no answer in time`)));
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+export function caPath(dir: string): string {
+  return join(dir, 'ca.pem');
+}
