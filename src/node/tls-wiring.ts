@@ -1,5 +1,6 @@
 // The node's TLS material (tls-config.ts flags → security/tls-files.ts), read once at start so a
 // bad file stops the node before it listens, then reloaded on SIGHUP or file change.
+import { Agent, setGlobalDispatcher } from 'undici';
 import type { MemberId } from '../raft/index.js';
 import { TlsMaterial } from '../security/tls-files.js';
 import { peerIdentity, type PeerTls } from '../transport/index.js';
@@ -21,6 +22,17 @@ export function loadNodeTls(config: NodeConfig, log: { info(message: string): vo
     : new TlsMaterial({ certFile: config.peerTls.certFile, keyFile: config.peerTls.keyFile, caFile: config.peerTls.caFile }, note);
   client?.watch();
   peer?.watch();
+  if (client !== null) {
+    // A member calls others' client APIs (leader forwarding of membership changes and lease
+    // keepalives, the corruption check, a joiner's discovery) with fetch: over TLS it trusts the
+    // client CA and presents its own certificate, which --client-cert-auth requires.
+    const dispatch = (): void => {
+      const { cert, key, ca } = client.material();
+      setGlobalDispatcher(new Agent({ connect: { cert, key, ...(ca === undefined ? {} : { ca }) } as never }));
+    };
+    dispatch();
+    client.onReload(dispatch);
+  }
   return {
     client,
     clientCertAuth: config.clientTls?.clientCertAuth === true,

@@ -123,6 +123,17 @@ test("a rogue peer with the cell's cluster id is refused: another member's valid
   }
 });
 
+test('a membership change sent to a follower is passed to the leader over HTTPS, with the member presenting its certificate', async () => {
+  const status = (await rootRequest('n1', '/v1/cluster/status')).json as { leader: number; members: { id: number; name: string }[] };
+  const follower = status.members.find((m) => m.id !== status.leader)?.name as string;
+  const added = await rootRequest(follower, '/v1/cluster/members', 'POST',
+    JSON.stringify({ name: 'spare9', peerUrl: 'https://127.0.0.1:1', clientUrl: 'https://127.0.0.1:2' }));
+  assert.equal(added.status < 300, true, JSON.stringify(added.json));
+  const id = (added.json as { member: { id: number } }).member.id;
+  const removed = await rootRequest(follower, `/v1/cluster/members/${id}`, 'DELETE');
+  assert.equal(removed.status < 300, true, JSON.stringify(removed.json));
+});
+
 test('certificates rotate without a restart: after SIGHUP new connections get the new certificate', async () => {
   const port = Number(new URL(cell.cell.clientUrl('n2')).port);
   const serial = (): Promise<string> => new Promise((resolve, reject) => {

@@ -214,7 +214,7 @@ function onePeerUrl(urls: readonly string[] | undefined): string {
   } catch {
     // answered below
   }
-  if (url === null || url.protocol !== 'http:' || url.port === '' || (url.pathname !== '/' && url.pathname !== '') ||
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.port === '' || (url.pathname !== '/' && url.pathname !== '') ||
     url.search !== '' || Buffer.byteLength(text) > memberUrlBytesMax) {
     throw new GrpcStatusError(status.INVALID_ARGUMENT, `${etcdMemberMessages.badUrls} (${text}: Baton takes http://HOST:PORT)`);
   }

@@ -114,8 +114,8 @@ function httpUrl(value: unknown, what: string): string {
   } catch {
     throw new InvalidArgumentError(`${what}: "${value}" is not a URL`);
   }
-  if (url.protocol !== 'http:' || url.port === '' || (url.pathname !== '/' && url.pathname !== '') || url.search !== '') {
-    throw new InvalidArgumentError(`${what}: "${value}" must be http://HOST:PORT`);
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.port === '' || (url.pathname !== '/' && url.pathname !== '') || url.search !== '') {
+    throw new InvalidArgumentError(`${what}: "${value}" must be http://HOST:PORT (https:// with TLS)`);
   }
   return `http://${url.host}`;
 }
