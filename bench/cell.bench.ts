@@ -20,6 +20,9 @@
 // machine, each against the same etcd runs. --node-args "FLAGS" / --node-args-b "FLAGS": Node/V8
 // flags for cell A's / cell B's members (with --baton-b . an A/B of flags on one build). In
 // --profile mode each member's output is kept in $TMPDIR/baton-bench-NAME.log (e.g. --trace-gc).
+// --tls: also run a second Baton cell with TLS everywhere (HTTPS with client certificates,
+// mutual TLS between members), as system "baton-tls", and print its ratios to the plain cell
+// (issue 25: with mTLS, put and get >= 90% of the same build without).
 // --gateway: also drive Baton's etcd JSON gateway (the facade's port) with etcd's requests, as system
 // "baton-gateway", and print its ratios to etcd's gateway (issue 26: the gateway >= 1.0x etcd's).
 // Everything started here is stopped at the end, on errors and on Ctrl-C.
@@ -43,6 +46,7 @@ import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
 import { batonProtocol, etcdProtocol, type SystemName } from '../src/bench/protocols.js';
 import { abTable, ratioTable, ratios, resultsTable, summarize, table } from '../src/bench/report.js';
 import { ProcessCell } from '../src/node/testing/process-cell.js';
+import { useBenchTls } from '../src/bench/http-client.js';
 
 const repoDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
@@ -56,6 +60,7 @@ const { values } = parseArgs({
     'baton-only': { type: 'boolean' },
     'baton-b': { type: 'string' },
     gateway: { type: 'boolean' },
+    tls: { type: 'boolean' },
     workload: { type: 'string' },
     clients: { type: 'string' },
     'duration-s': { type: 'string' },
@@ -153,6 +158,24 @@ async function startBaton(nodeArgs: (name: string) => readonly string[] = () => 
   return cell;
 }
 
+/** The same build with TLS on every listener and between members (certificates made with openssl). */
+async function startSecureBaton(): Promise<ProcessCell> {
+  const dataDir = join(workDir, 'secure');
+  const cell = new ProcessCell({
+    dataDir,
+    tlsDir: join(dataDir, 'certs'),
+    output: 'pipe',
+    members: await memberPorts('s'),
+    nodeArgs: () => nodeArgsA,
+  });
+  const tls = cell.tls as NonNullable<ProcessCell['tls']>;
+  useBenchTls({ ca: readFileSync(tls.ca.cert), cert: readFileSync(tls.root.cert), key: readFileSync(tls.root.key) });
+  cleanups.push(() => cell.stopAll(10_000));
+  cell.startAll();
+  await cell.waitReady(60_000);
+  return cell;
+}
+
 /** What the bench needs of a cell of either build. */
 interface BatonCell {
   clientUrls(): string[];
@@ -206,6 +229,15 @@ async function compare(): Promise<void> {
       roles: rolesOf(baton, join(workDir, 'baton')),
     });
   }
+  if (values.tls === true) {
+    const secure = await startSecureBaton();
+    targets.push({
+      protocol: { ...batonProtocol, system: 'baton-tls' as SystemName },
+      urls: secure.clientUrls().map((u) => new URL(u)),
+      serverPids: pidsOf(`${join(workDir, 'secure')}/`),
+      roles: rolesOf(secure, join(workDir, 'secure')),
+    });
+  }
   const otherBuild = values['baton-b'];
   if (otherBuild !== undefined) {
     const other = await startOtherBaton(otherBuild);
@@ -230,12 +262,17 @@ async function compare(): Promise<void> {
   const summary = summarize(results);
   const comparison = ratios(summary);
   const gatewayComparison = ratios(summary, 'baton-gateway');
+  const tlsComparison = ratios(summary.map((row) => (row.system === 'baton' ? { ...row, system: 'etcd' } : row)), 'baton-tls');
   const seconds = plan.durationMs / 1000;
   out(`\nMedians of ${plan.repeats} run(s), ${seconds} s each, same run, same client:`);
   out(resultsTable(summary));
   if (comparison.length > 0) {
     out('\nBaton ÷ etcd (ops ratio > 1: Baton serves more; p99 and cpu/op < 1: Baton is better):');
     out(ratioTable(comparison));
+  }
+  if (tlsComparison.length > 0) {
+    out('\nBaton with TLS everywhere ÷ Baton plain (the "etcd" columns are the plain cell):');
+    out(ratioTable(tlsComparison));
   }
   if (gatewayComparison.length > 0) {
     out("\nBaton's gateway ÷ etcd's gateway (the same etcd JSON requests to both):");

@@ -1,11 +1,25 @@
 // The bench's HTTP/1.1 client: node:http over keep-alive Agents (one per endpoint, as many sockets
 // as clients on it), so a closed-loop client reuses one connection for its whole run.
 import { Agent, request } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { RequestSpec } from './protocols.js';
 
 export interface Endpoint {
   readonly url: URL;
   readonly agent: Agent;
+}
+
+/** The CA to trust and the client certificate to present on https:// endpoints (one TLS cell per run). */
+export interface BenchTls {
+  readonly ca: Buffer;
+  readonly cert: Buffer;
+  readonly key: Buffer;
+}
+
+let benchTls: BenchTls | null = null;
+
+export function useBenchTls(tls: BenchTls): void {
+  benchTls = tls;
 }
 
 export interface HttpAnswer {
@@ -21,8 +35,8 @@ export function parseEndpoints(list: string): URL[] {
   const urls = list.split(',').map((s) => s.trim()).filter((s) => s !== '').map((s) => new URL(s));
   if (urls.length === 0) throw new Error('no endpoints given');
   for (const url of urls) {
-    if (url.protocol !== 'http:') {
-      throw new Error(`${url.href}: only http:// endpoints are supported`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new Error(`${url.href}: only http:// and https:// endpoints are supported`);
     }
     if (!loopbackHosts.has(url.hostname)) {
       throw new Error(`${url.href}: the bench drives loopback endpoints only`);
@@ -33,10 +47,11 @@ export function parseEndpoints(list: string): URL[] {
 
 export function openEndpoints(urls: readonly URL[], clients: number): Endpoint[] {
   const perEndpoint = Math.max(1, Math.ceil(clients / urls.length));
-  return urls.map((url) => ({
-    url,
-    agent: new Agent({ keepAlive: true, maxSockets: perEndpoint }),
-  }));
+  return urls.map((url) => {
+    if (url.protocol !== 'https:') return { url, agent: new Agent({ keepAlive: true, maxSockets: perEndpoint }) };
+    if (benchTls === null) throw new Error(`${url.href}: an https endpoint needs useBenchTls() first`);
+    return { url, agent: new HttpsAgent({ keepAlive: true, maxSockets: perEndpoint, ...benchTls }) };
+  });
 }
 
 export function closeEndpoints(endpoints: readonly Endpoint[]): void {
@@ -53,7 +68,7 @@ export function send(
     const headers: Record<string, string | number> = {};
     if (spec.body !== undefined) headers['content-length'] = spec.body.length;
     if (spec.contentType !== undefined) headers['content-type'] = spec.contentType;
-    const req = request(
+    const req = (endpoint.url.protocol === 'https:' ? httpsRequest : request)(
       {
         agent: endpoint.agent,
         host: endpoint.url.hostname.replace(/^\[|\]$/g, ''),

@@ -121,7 +121,7 @@ test('member add --learner, update, promote and remove: etcd answers and errors,
 
   assert.match(await etcdctlFails(['member', 'add', 'again', `--peer-urls=${ghostPeer}`, '--learner']), /etcdserver: Peer URLs already exists/);
   assert.match(await etcdctlFails(['member', 'add', 'voter', '--peer-urls=http://127.0.0.1:2']), /learners only/);
-  assert.match(await etcdctlFails(['member', 'add', 'bad', '--peer-urls=https://127.0.0.1:3', '--learner']), /etcdserver: given member URLs are invalid/);
+  assert.match(await etcdctlFails(['member', 'add', 'bad', '--peer-urls=unix://127.0.0.1:3', '--learner']), /etcdserver: given member URLs are invalid/);
   // Not started, so not in sync: etcd's exact refusal; a voter is not a learner.
   assert.match(await etcdctlFails(['member', 'promote', hex(ghostId)]), /etcdserver: can only promote a learner member which is in sync with leader/);
   assert.match(await etcdctlFails(['member', 'promote', '1']), /etcdserver: can only promote a learner member\b(?! which)/);

@@ -41,7 +41,7 @@ test('membership refusals in etcd\'s words, by code and reason', () => {
   assert.equal(nameFor('http://10.0.0.7:2380'), 'member-10-0-0-7-2380');
 });
 
-test('MemberAdd: learners only, one http peer URL, answered with the member and the members', async () => {
+test('MemberAdd: learners only, one http(s) peer URL, answered with the member and the members', async () => {
   const added: unknown[] = [];
   const members: MemberView[] = [{ id: 1, name: 'n1', peerUrl: 'http://h1:1', clientUrl: 'http://h1:2', role: 'voter' }];
   const membership = {
@@ -58,7 +58,7 @@ test('MemberAdd: learners only, one http peer URL, answered with the member and 
   await rejectsWith(facade.add({ peerURLs: ['http://h2:1'], isLearner: false }), status.FAILED_PRECONDITION, /learners only/);
   await rejectsWith(facade.add({ peerURLs: ['http://h2:1', 'http://h2:9'], isLearner: true }), status.INVALID_ARGUMENT,
     /^etcdserver: given member URLs are invalid/);
-  await rejectsWith(facade.add({ peerURLs: ['https://h2:1'], isLearner: true }), status.INVALID_ARGUMENT, /^etcdserver: given member URLs are invalid/);
+  await rejectsWith(facade.add({ peerURLs: ['unix://h2:1'], isLearner: true }), status.INVALID_ARGUMENT, /^etcdserver: given member URLs are invalid/);
   const answer = await facade.add({ peerURLs: ['http://h2:1/'], isLearner: true });
   assert.deepEqual(added, [{ name: 'member-h2-1', peerUrl: 'http://h2:1', clientUrl: '' }]);
   assert.deepEqual(answer.member, { ID: '2', name: 'member-h2-1', peerURLs: ['http://h2:1'], clientURLs: [], isLearner: true });
