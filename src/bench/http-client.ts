@@ -2,6 +2,7 @@
 // as clients on it), so a closed-loop client reuses one connection for its whole run.
 import { Agent, request } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { Agent as UndiciAgent, setGlobalDispatcher } from 'undici';
 import type { RequestSpec } from './protocols.js';
 
 export interface Endpoint {
@@ -18,8 +19,10 @@ export interface BenchTls {
 
 let benchTls: BenchTls | null = null;
 
+/** Also makes the process's fetch (status and metrics probes) trust that CA and present that certificate. */
 export function useBenchTls(tls: BenchTls): void {
   benchTls = tls;
+  setGlobalDispatcher(new UndiciAgent({ connect: { ca: tls.ca, cert: tls.cert, key: tls.key } }));
 }
 
 export interface HttpAnswer {
