@@ -26,6 +26,8 @@ const allowedImports: Record<string, readonly string[]> = {
   lease: ['base', 'mvcc', 'raft'],
   lock: ['base', 'mvcc'],
   fencing: ['base'],
+  // Authorization's pure core: policies and decisions over the commands' shapes.
+  auth: ['lock', 'mvcc'],
   metrics: ['raft'],
   wal: ['base', 'raft'],
   storage: ['base', 'mvcc'],
@@ -52,7 +54,7 @@ const allowedImports: Record<string, readonly string[]> = {
   cli: ['base', 'bench', 'client', 'mvcc', 'node', 'raft', 'security', 'sim'],
   fuzz: ['api', 'base', 'node/testing'],
 };
-const coreUnits = ['base', 'raft', 'mvcc', 'watch', 'lease', 'lock'];
+const coreUnits = ['base', 'raft', 'mvcc', 'watch', 'lease', 'lock', 'auth'];
 
 const forbidden: readonly [RegExp, string][] = [
   [/from\s+['"]node:/, 'imports a node: module'],

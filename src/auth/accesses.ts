@@ -1,0 +1,88 @@
+// Every access an operation makes, read or revealed, so that no part of a request escapes the
+// decision (etcd's holes were parts that did: a txn's prevKv and lease attach, CVE-2026-44283;
+// a lease's key list, CVE-2023-32082; a watch past its range, GHSA-xg4h-6gfc-h4m8). `Command` is
+// a closed union: a new command kind without a case here does not compile.
+import { electionKeyPrefix } from '../lock/api.js';
+import type { Command, RangeRequest, TxnOp } from '../mvcc/index.js';
+import type { Access } from './decide.js';
+import { boundedRange, keyRange, prefixRange, type AuthOp, type KeyRange } from './policy.js';
+
+/** What the decision may need to know of the state (a lease's attached keys). */
+export interface AccessLookup {
+  leaseKeys(lease: number): readonly string[];
+}
+
+/** The accesses of a command written through the log; [] for the cell's own housekeeping. */
+export function commandAccesses(command: Command, lookup: AccessLookup): Access[] {
+  switch (command.type) {
+    case 'put':
+      return [{ op: 'write', range: keyRange(command.key) }];
+    case 'delete':
+      return [{ op: 'write', range: command.prefix === true ? prefixRange(command.key) : keyRange(command.key) }];
+    case 'txn':
+      // A compare reveals the key's attributes; both branches are checked, whichever runs.
+      return [
+        ...command.compare.map((compare): Access => ({ op: 'read', range: keyRange(compare.key) })),
+        ...command.success.flatMap(txnOpAccesses),
+        ...command.failure.flatMap(txnOpAccesses),
+      ];
+    case 'leaseGrant':
+      return [{ op: 'lease', anyKey: true }];
+    case 'leaseRevoke':
+      // Revoking deletes every key attached to the lease.
+      return [{ op: 'lease', anyKey: true }, ...lookup.leaseKeys(command.id).map((key): Access => ({ op: 'write', range: keyRange(key) }))];
+    case 'seqCreate':
+    case 'seqCheck':
+    case 'seqRelease':
+      return [{ op: queueOp(command.prefix), range: prefixRange(command.prefix) }];
+    case 'compact':
+    case 'upgradeStore':
+      return [{ op: 'admin', range: { from: new Uint8Array(0), to: null } }];
+    case 'deleteLeaseKeys':
+    case 'leaseCheckpoint':
+      return []; // proposed by the leader itself (expiry, checkpoints), never by a client
+  }
+}
+
+function txnOpAccesses(op: TxnOp): Access[] {
+  switch (op.type) {
+    case 'put':
+      return [{ op: 'write', range: keyRange(op.key) }];
+    case 'delete':
+      return [{ op: 'write', range: op.prefix === true ? prefixRange(op.key) : keyRange(op.key) }];
+    case 'get':
+      return [{ op: 'read', range: readRange(op) }];
+  }
+}
+
+/** The keys a range read covers. */
+export function readRange(request: Pick<RangeRequest, 'key' | 'prefix' | 'rangeEnd'>): KeyRange {
+  if (request.prefix === true) return prefixRange(request.key);
+  return boundedRange(request.key, request.rangeEnd);
+}
+
+/** A read served by a member (not through the log). */
+export function readAccesses(request: Pick<RangeRequest, 'key' | 'prefix' | 'rangeEnd'>): Access[] {
+  return [{ op: 'read', range: readRange(request) }];
+}
+
+/** A watch: its range when created; each event's key again before it is sent (watchEventAccess). */
+export function watchAccesses(request: { key: string; prefix?: boolean; rangeEnd?: Uint8Array }): Access[] {
+  return [{ op: 'watch', range: readRange(request) }];
+}
+
+export function watchEventAccess(key: string): Access {
+  return { op: 'watch', range: keyRange(key) };
+}
+
+/** A lease's time-to-live: with its key list, each key is revealed (CVE-2023-32082). */
+export function leaseInfoAccesses(lease: number, withKeys: boolean, lookup: AccessLookup): Access[] {
+  return [{ op: 'lease', anyKey: true }, ...(withKeys ? lookup.leaseKeys(lease).map((key): Access => ({ op: 'read', range: keyRange(key) })) : [])];
+}
+
+/** '/elections/': every election's queue is below it (lock/api.ts), every other queue is a lock's. */
+const electionsRoot = electionKeyPrefix('').slice(0, -1);
+
+function queueOp(prefix: string): AuthOp {
+  return prefix.startsWith(electionsRoot) ? 'election' : 'lock';
+}
