@@ -1,6 +1,8 @@
 // What every client subcommand of `baton` shares: the common flags (--endpoints, -w), one
 // BatonClient per run, output in the chosen format, and the mapping from outcomes to exit codes
 // that scripts rely on (documented in exitCodeHelp, printed by every --help).
+import { readFileSync } from 'node:fs';
+import type { ClientTls } from '../client/tls-transport.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { BatonError, BatonClient, ClosedError, SessionLostError } from '../client/index.js';
 
@@ -24,6 +26,8 @@ export const exitCodeHelp = `Exit codes:
 export const commonHelp = `Common flags:
   --endpoints URLS   comma-separated, default http://127.0.0.1:7001,:7002,:7003 (or BATON_ENDPOINTS)
   --no-discover      talk only to the given endpoints (do not learn the other members)
+  --cacert FILE      a cell with TLS (https:// endpoints): the CA to trust (or BATON_CACERT)
+  --cert FILE, --key FILE   the client certificate and key, where the cell requires one (BATON_CERT, BATON_KEY)
   -w, --write-out    simple (default) | json | table
   -h, --help         this help`;
 
@@ -36,6 +40,9 @@ export class UsageError extends Error {
 const commonOptions = {
   endpoints: { type: 'string' },
   'no-discover': { type: 'boolean', default: false },
+  cacert: { type: 'string' },
+  cert: { type: 'string' },
+  key: { type: 'string' },
   'write-out': { type: 'string', short: 'w' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
@@ -71,6 +78,7 @@ export function parseCommand<O extends NonNullable<ParseArgsConfig['options']>>(
   if (format !== 'simple' && format !== 'json' && format !== 'table') {
     throw new UsageError(`-w must be simple, json or table (not ${format})`);
   }
+  parsedTls = tlsFiles(values);
   const flag = values['endpoints'] as string | undefined;
   const endpointText = flag ?? process.env['BATON_ENDPOINTS'];
   const endpoints = endpointText?.split(',').map((url) => url.trim()).filter((url) => url !== '');
@@ -84,10 +92,34 @@ export function parseCommand<O extends NonNullable<ParseArgsConfig['options']>>(
   };
 }
 
+/** The TLS files of the last parsed command (one command per process). */
+let parsedTls: ClientTls | undefined;
+
+/** --cacert/--cert/--key (or BATON_CACERT/BATON_CERT/BATON_KEY), read now: a missing file is a usage error. */
+function tlsFiles(values: Record<string, unknown>): ClientTls | undefined {
+  const path = (flag: 'cacert' | 'cert' | 'key'): string | undefined =>
+    (values[flag] as string | undefined) ?? process.env[`BATON_${flag.toUpperCase()}`];
+  const read = (flag: 'cacert' | 'cert' | 'key'): string | undefined => {
+    const file = path(flag);
+    if (file === undefined || file === '') return undefined;
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (error) {
+      throw new UsageError(`--${flag} ${file}: ${(error as Error).message}`);
+    }
+  };
+  const ca = read('cacert');
+  const cert = read('cert');
+  const key = read('key');
+  if ((cert === undefined) !== (key === undefined)) throw new UsageError('--cert and --key go together');
+  if (ca === undefined && cert === undefined) return undefined;
+  return { ...(ca === undefined ? {} : { ca }), ...(cert === undefined ? {} : { cert }), ...(key === undefined ? {} : { key }) };
+}
+
 export function makeClient(endpoints: string[] | undefined, discover = true): BatonClient {
   // A CLI call should fail within seconds rather than retry for half a minute.
   const retry = { deadlineMs: 10_000, attemptsMax: 6 };
-  return new BatonClient({ ...(endpoints === undefined ? {} : { endpoints }), retry, discover });
+  return new BatonClient({ ...(endpoints === undefined ? {} : { endpoints }), retry, discover, ...(parsedTls === undefined ? {} : { tls: parsedTls }) });
 }
 
 /** Runs one command body with its client; maps every failure to a message and an exit code. */

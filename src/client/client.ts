@@ -7,6 +7,7 @@ import { monotonicNowMs, systemClock } from './clock.js';
 import { EndpointSet } from './endpoints.js';
 import { HttpCaller, type CallAnswer, type CallRequest } from './http-caller.js';
 import { fetchTransport } from './http-transport.js';
+import { httpsTransport, tlsOptions, type ClientTls } from './tls-transport.js';
 import { Session, type SessionOptions } from './session.js';
 import { StreamConnection } from './stream-connection.js';
 import {
@@ -95,15 +96,19 @@ export class BatonClient {
   /** Long-lived helpers (service sets, leader observers) that end with the client. */
   private readonly closers = new Set<() => void>();
   private closed = false;
+  private readonly tls: ClientTls | null;
 
   constructor(options: ClientOptions = {}) {
     this.random = options.random ?? Math.random;
     this.clock = options.clock ?? systemClock;
     this.retryPolicy = { ...defaultRetryPolicy, ...options.retry };
     this.endpoints = new EndpointSet(options.endpoints ?? defaultEndpoints, this.random);
+    const secure = options.transport === undefined && options.tls !== undefined ? httpsTransport(options.tls) : null;
+    if (secure !== null) this.closers.add(secure.close);
+    this.tls = options.tls ?? null;
     this.caller = new HttpCaller(
       this.endpoints,
-      options.transport ?? fetchTransport,
+      options.transport ?? secure?.transport ?? fetchTransport,
       this.retryPolicy,
       this.clock,
       this.random,
@@ -118,7 +123,7 @@ export class BatonClient {
 
   /** The one WebSocket of this client, opened on first use. */
   get stream(): StreamConnection {
-    this.streamConnection ??= new StreamConnection(this.endpoints, this.random);
+    this.streamConnection ??= new StreamConnection(this.endpoints, this.random, this.tls === null ? {} : tlsOptions(this.tls));
     return this.streamConnection;
   }
 

@@ -24,6 +24,7 @@ export type { WatchOptions } from './watch.js';
 export { SafeUntil, defaultSafetyMarginMs, renewalDelayMs } from './safe-until.js';
 export { backoffDelayMs, isRetryable, newRequestId, parseRetryAfterMs } from './retry.js';
 export { EndpointSet } from './endpoints.js';
+export { httpsTransport, type ClientTls } from './tls-transport.js';
 export { HttpCaller } from './http-caller.js';
 export type { CallAnswer, CallRequest } from './http-caller.js';
 export { StreamConnection } from './stream-connection.js';

@@ -67,6 +67,8 @@ export class StreamConnection {
   constructor(
     private readonly endpoints: EndpointSet,
     private readonly random: () => number,
+    /** TLS options for wss:// (the CA, the client certificate): tls-transport.ts. */
+    private readonly tls: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer } = {},
   ) {}
 
   get connected(): boolean {
@@ -151,7 +153,7 @@ export class StreamConnection {
   private dial(): void {
     const endpoint = this.endpoints.pick();
     const url = `${endpoint.replace(/^http/, 'ws')}/v1/stream`;
-    const socket = new WebSocket(url, { handshakeTimeout: 5_000 });
+    const socket = new WebSocket(url, { handshakeTimeout: 5_000, ...this.tls });
     this.socket = socket;
     socket.on('open', () => {
       if (this.socket !== socket) return;

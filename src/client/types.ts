@@ -2,6 +2,7 @@
 // UTF-8 strings, as the HTTP/JSON API sends them), and the small doors the client talks through
 // (an HTTP transport, a clock, a random source), which tests replace with fakes.
 
+import type { ClientTls } from './tls-transport.js';
 import type * as api from '../api/types.js';
 
 /** The JSON form of an API shape: bytes travel as UTF-8 strings (the HTTP/JSON API's values). */
@@ -124,6 +125,11 @@ export interface ClientOptions {
   readonly retry?: Partial<RetryPolicy>;
   /** Replaceable for tests. */
   readonly transport?: HttpTransport;
+  /**
+   * A cell with TLS (https:// endpoints): the CA to trust and, where the cell requires client
+   * certificates, the client's certificate and key, as PEM contents (tls-transport.ts).
+   */
+  readonly tls?: ClientTls;
   readonly clock?: ClientClock;
   /** A number in [0, 1) (Math.random in production). */
   readonly random?: () => number;

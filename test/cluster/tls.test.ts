@@ -13,7 +13,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as connectTls } from 'node:tls';
 import { promisify } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { BatonClient } from '../../src/client/index.js';
 import { httpsRequest } from '../../src/node/testing/cell-tls.js';
+import { baton } from './cli-run.js';
 import { ensureCa, issueMemberCert, type CertFiles } from '../../src/security/certs.js';
 import { TlsMaterial } from '../../src/security/tls-files.js';
 import { PeerTransport, peerIdentity } from '../../src/transport/index.js';
@@ -132,6 +135,32 @@ test('a membership change sent to a follower is passed to the leader over HTTPS,
   const id = (added.json as { member: { id: number } }).member.id;
   const removed = await rootRequest(follower, `/v1/cluster/members/${id}`, 'DELETE');
   assert.equal(removed.status < 300, true, JSON.stringify(removed.json));
+});
+
+test("Baton's own client and CLI over TLS: HTTPS calls and the wss:// stream (locks, watches)", async () => {
+  const ca = readFileSync(tls().ca.cert, 'utf8');
+  const client = new BatonClient({ endpoints: cell.cell.clientUrls(), tls: { ca, cert: readFileSync(tls().root.cert, 'utf8'), key: readFileSync(tls().root.key, 'utf8') } });
+  try {
+    await client.put('/secure/client', 'yes');
+    assert.equal((await client.getValue('/secure/client'))?.value, 'yes');
+    const session = await client.session({ ttlSeconds: 5 });
+    const held = await client.locks(session).acquire('secure-job', { waitMs: 5_000 });
+    assert.ok(held.token > 0);
+    await held.release();
+  } finally {
+    await client.close();
+  }
+  const flags = ['--endpoints', cell.cell.clientUrls().join(','), '--cacert', tls().ca.cert, '--cert', tls().root.cert, '--key', tls().root.key];
+  const put = await baton(['put', '/secure/cli', 'from-cli', ...flags]);
+  assert.equal(put.code, 0, put.stderr);
+  const get = await baton(['get', '/secure/cli', ...flags]);
+  assert.equal(get.code, 0, get.stderr);
+  assert.match(get.stdout, /from-cli/);
+  const lock = await baton(['lock', 'secure-cli', ...flags, '--', process.execPath, '-e', 'process.stdout.write(process.env.BATON_FENCING_TOKEN)']);
+  assert.equal(lock.code, 0, lock.stderr);
+  assert.ok(Number(lock.stdout) > 0, lock.stdout);
+  const without = await baton(['get', '/secure/cli', '--endpoints', cell.cell.clientUrls().join(','), '--cacert', tls().ca.cert]);
+  assert.notEqual(without.code, 0, 'no client certificate: refused');
 });
 
 test('certificates rotate without a restart: after SIGHUP new connections get the new certificate', async () => {
