@@ -159,14 +159,14 @@ async function startBaton(nodeArgs: (name: string) => readonly string[] = () => 
 }
 
 /** The same build with TLS on every listener and between members (certificates made with openssl). */
-async function startSecureBaton(): Promise<ProcessCell> {
+async function startSecureBaton(nodeArgs: (name: string) => readonly string[] = () => []): Promise<ProcessCell> {
   const dataDir = join(workDir, 'secure');
   const cell = new ProcessCell({
     dataDir,
     tlsDir: join(dataDir, 'certs'),
     output: 'pipe',
     members: await memberPorts('s'),
-    nodeArgs: () => nodeArgsA,
+    nodeArgs: (name) => [...nodeArgsA, ...nodeArgs(name)],
   });
   const tls = cell.tls as NonNullable<ProcessCell['tls']>;
   useBenchTls({ ca: readFileSync(tls.ca.cert), cert: readFileSync(tls.root.cert), key: readFileSync(tls.root.key) });
@@ -290,10 +290,10 @@ async function compare(): Promise<void> {
 /** Baton only: load with every node under --cpu-prof, then the leader's self-time summary. */
 async function profileLeader(): Promise<void> {
   const profileDir = join(workDir, 'profiles');
-  const baton = await startBaton((name) => [
-    '--cpu-prof',
-    `--cpu-prof-dir=${join(profileDir, name)}`,
-  ]);
+  // With --tls the cell under the profiler is the TLS one (what TLS costs, and where).
+  const profiled = (name: string): string[] => ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, name)}`];
+  const cellDir = values.tls === true ? 'secure' : 'baton';
+  const baton = values.tls === true ? await startSecureBaton(profiled) : await startBaton(profiled);
   const allUrls = baton.clientUrls().map((u) => new URL(u));
   const leader = await leaderName(baton.clientUrl('n1'));
   const workload = plan.workloads[0] ?? 'put';
@@ -307,7 +307,7 @@ async function profileLeader(): Promise<void> {
     `${plan.durationMs / 1000} s`);
   const members = baton.names().map((name) => ({
     name,
-    pids: findPids(join(workDir, 'baton', name)),
+    pids: findPids(join(workDir, cellDir, name)),
   }));
   let metricsBefore = Promise.resolve('');
   let metricsAfter = Promise.resolve('');
