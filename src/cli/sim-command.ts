@@ -20,7 +20,8 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                  [--workload kv|leases|locks] (leases: lease holders on the production lease
                    service; locks: lock contenders on the production lock service, with
                    leases; both imply --driver server and the MVCC store)
-                 [--bug commitOldTermEntries|doubleVote|applyUncommitted]
+                 [--bug commitOldTermEntries|doubleVote|applyUncommitted|readWithoutQuorum|
+                   voteWithoutPersist|appendPastGap]
                  [--lease-bug promoteAtZero|renewWithoutQuorum] [--lock-bug grantOnWake]`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
