@@ -39,6 +39,7 @@ export type {
   LeaseRevokeOp,
   LeaseRevokeResult,
   MvccEvent,
+  MvccBugs,
   MvccLimits,
   MvccMeta,
   Proposed,
