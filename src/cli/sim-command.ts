@@ -24,7 +24,7 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                  [--bug commitOldTermEntries|doubleVote|applyUncommitted|readWithoutQuorum|
                    voteWithoutPersist|appendPastGap]
                  [--lease-bug promoteAtZero|renewWithoutQuorum] [--lock-bug grantOnWake]
-                 [--store-bug dedupOff] (the MVCC store: --state-machine mvcc, leases, locks)`;
+                 [--store-bug dedupOff|lockWithoutLeaseCheck] (the MVCC store: --state-machine mvcc, leases, locks)`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
   const { values } = parseArgs({
@@ -89,7 +89,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
   const lockBugs = { grantOnWake: (values['lock-bug'] ?? []).includes('grantOnWake') };
   const storeBugs: { -readonly [K in keyof MvccBugs]: MvccBugs[K] } = {};
   for (const bug of values['store-bug'] ?? []) {
-    if (bug !== 'dedupOff') {
+    if (bug !== 'dedupOff' && bug !== 'lockWithoutLeaseCheck') {
       console.error(usage);
       return 2;
     }

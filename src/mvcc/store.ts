@@ -193,7 +193,7 @@ export class MvccStore {
     let stored: StoredOutcome;
     try {
       checkRequestBytes(entry.data, this.limits);
-      const applied = applyCommand(writer, { meta: next, limits: this.limits }, envelope.op);
+      const applied = applyCommand(writer, { meta: next, limits: this.limits, bugs: this.bugs }, envelope.op);
       next = applied.meta;
       stored = { ok: true, result: applied.result };
     } catch (error) {

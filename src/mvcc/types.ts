@@ -404,6 +404,8 @@ export type ApplyOutcome =
 export interface MvccBugs {
   /** Never look a Request-ID up: a retried mutation applies again instead of getting its first answer. */
   readonly dedupOff?: boolean;
+  /** A lock contender's entry is created (and granted) without checking that its lease exists. */
+  readonly lockWithoutLeaseCheck?: boolean;
 }
 
 export interface MvccLimits {

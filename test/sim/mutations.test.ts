@@ -24,11 +24,13 @@ interface Case {
 // voteWithoutPersist: swarm seeds 2 and 70; appendPastGap: default seed 1 and most after it).
 // dedupOff: Request-IDs only matter where a client retries with one, the lock workload here
 // (the register kv sweep sends none); locks seeds 3 and 5 are caught by the lock checker.
+// lockWithoutLeaseCheck: only the lock workload takes locks; locks seed 9 is caught.
 const cases: readonly Case[] = [
   { name: 'readWithoutQuorum', bug: { bugs: { readWithoutQuorum: true } }, seeds: [1, 60] },
   { name: 'voteWithoutPersist', bug: { bugs: { voteWithoutPersist: true } }, profile: 'swarm', seeds: [1, 80] },
   { name: 'appendPastGap', bug: { bugs: { appendPastGap: true } }, seeds: [1, 10] },
   { name: 'dedupOff', bug: { storeBugs: { dedupOff: true } }, workload: 'locks', seeds: [3, 5] },
+  { name: 'lockWithoutLeaseCheck', bug: { storeBugs: { lockWithoutLeaseCheck: true } }, workload: 'locks', seeds: [9, 10] },
 ];
 
 for (const { name, bug, profile, workload, seeds } of cases) {
