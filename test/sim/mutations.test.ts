@@ -25,10 +25,13 @@ interface Case {
 // dedupOff: Request-IDs only matter where a client retries with one, the lock workload here
 // (the register kv sweep sends none); locks seeds 3 and 5 are caught by the lock checker.
 // lockWithoutLeaseCheck: only the lock workload takes locks; locks seed 9 is caught.
+// commitOldTermEntries: the swarm's leader-storm region (scenario.ts); swarm seeds 203, 216 and
+// 218 are the first three caught.
 const cases: readonly Case[] = [
   { name: 'readWithoutQuorum', bug: { bugs: { readWithoutQuorum: true } }, seeds: [1, 60] },
   { name: 'voteWithoutPersist', bug: { bugs: { voteWithoutPersist: true } }, profile: 'swarm', seeds: [1, 80] },
   { name: 'appendPastGap', bug: { bugs: { appendPastGap: true } }, seeds: [1, 10] },
+  { name: 'commitOldTermEntries', bug: { bugs: { commitOldTermEntries: true } }, profile: 'swarm', seeds: [200, 220] },
   { name: 'dedupOff', bug: { storeBugs: { dedupOff: true } }, workload: 'locks', seeds: [3, 5] },
   { name: 'lockWithoutLeaseCheck', bug: { storeBugs: { lockWithoutLeaseCheck: true } }, workload: 'locks', seeds: [9, 10] },
 ];
