@@ -25,8 +25,8 @@ interface Case {
 // dedupOff: Request-IDs only matter where a client retries with one, the lock workload here
 // (the register kv sweep sends none); locks seeds 3 and 5 are caught by the lock checker.
 // lockWithoutLeaseCheck: only the lock workload takes locks; locks seed 9 is caught.
-// commitOldTermEntries: the swarm's leader-storm region (scenario.ts); swarm seeds 203, 216 and
-// 218 are the first three caught.
+// commitOldTermEntries: the swarm's leader-storm region (scenario.ts); swarm seeds 208, 216 and
+// 218 are caught.
 const cases: readonly Case[] = [
   { name: 'readWithoutQuorum', bug: { bugs: { readWithoutQuorum: true } }, seeds: [1, 60] },
   { name: 'voteWithoutPersist', bug: { bugs: { voteWithoutPersist: true } }, profile: 'swarm', seeds: [1, 80] },
