@@ -2,8 +2,9 @@
 // replays it. Wall-clock time is read here, at the edge, never inside src/sim.
 import { parseArgs } from 'node:util';
 import { mvccStateMachine, parseSeed, simulate, simulateAsync } from '../sim/index.js';
+import { defaultMvccLimits } from '../mvcc/index.js';
 import type { RaftBugs } from '../raft/index.js';
-import type { SimOptions, SimResult } from '../sim/index.js';
+import type { MvccBugs, SimOptions, SimResult } from '../sim/index.js';
 
 const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace]
                  [--profile calm|mixed|chaos|swarm] (swarm: each seed draws its own fault
@@ -20,8 +21,10 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                  [--workload kv|leases|locks] (leases: lease holders on the production lease
                    service; locks: lock contenders on the production lock service, with
                    leases; both imply --driver server and the MVCC store)
-                 [--bug commitOldTermEntries|doubleVote|applyUncommitted]
-                 [--lease-bug promoteAtZero|renewWithoutQuorum] [--lock-bug grantOnWake]`;
+                 [--bug commitOldTermEntries|doubleVote|applyUncommitted|readWithoutQuorum|
+                   voteWithoutPersist|appendPastGap]
+                 [--lease-bug promoteAtZero|renewWithoutQuorum] [--lock-bug grantOnWake]
+                 [--store-bug dedupOff|lockWithoutLeaseCheck] (the MVCC store: --state-machine mvcc, leases, locks)`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
   const { values } = parseArgs({
@@ -41,6 +44,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       bug: { type: 'string', multiple: true },
       'lease-bug': { type: 'string', multiple: true },
       'lock-bug': { type: 'string', multiple: true },
+      'store-bug': { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -83,6 +87,14 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     }
   }
   const lockBugs = { grantOnWake: (values['lock-bug'] ?? []).includes('grantOnWake') };
+  const storeBugs: { -readonly [K in keyof MvccBugs]: MvccBugs[K] } = {};
+  for (const bug of values['store-bug'] ?? []) {
+    if (bug !== 'dedupOff' && bug !== 'lockWithoutLeaseCheck') {
+      console.error(usage);
+      return 2;
+    }
+    storeBugs[bug] = true;
+  }
   const onServer = workload === 'leases' || workload === 'locks';
   const driver = values.driver ?? (onServer ? 'server' : 'sim');
   if ((driver !== 'sim' && driver !== 'server') || (onServer && driver !== 'server')) {
@@ -115,6 +127,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     ...(values.bug ?? []).map((bug) => `--bug ${bug}`),
     ...(values['lease-bug'] ?? []).map((bug) => `--lease-bug ${bug}`),
     ...(values['lock-bug'] ?? []).map((bug) => `--lock-bug ${bug}`),
+    ...(values['store-bug'] ?? []).map((bug) => `--store-bug ${bug}`),
   ].join(' ');
   const catchRate = values['catch-rate'];
   const started = performance.now();
@@ -136,7 +149,8 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       ...(onServer ? { workload } : {}),
       ...(values['lock-bug'] === undefined ? {} : { lockBugs }),
       ...(values['lease-bug'] === undefined ? {} : { leaseBugs }),
-      ...(machine === 'mvcc' && workload === 'kv' ? { stateMachine: mvccStateMachine() } : {}),
+      ...(machine === 'mvcc' && workload === 'kv' ? { stateMachine: mvccStateMachine(defaultMvccLimits, 1, storeBugs) } : {}),
+      ...(values['store-bug'] === undefined ? {} : { storeBugs }),
       ...(profile === undefined ? {} : { profile }),
       ...(faultPhaseMs === undefined ? {} : { scenario: { faultPhaseMs } }),
       ...(values.bug === undefined ? {} : { bugs: bugs as RaftBugs }),
@@ -150,7 +164,9 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     if (catchRate) {
       // Caught only if the same seed runs clean without the planted bugs: a seed that fails
       // either way found something else (and is listed, for it is a finding of its own).
-      const { bugs: _bugs, leaseBugs: _leaseBugs, lockBugs: _lockBugs, trace: _trace, ...clean } = options;
+      const { bugs: _bugs, leaseBugs: _leaseBugs, lockBugs: _lockBugs, storeBugs: _storeBugs, trace: _trace, ...rest } = options;
+      // A fresh state machine: the MVCC adapter remembers where each command applied in its run.
+      const clean: SimOptions = machine === 'mvcc' && workload === 'kv' ? { ...rest, stateMachine: mvccStateMachine() } : rest;
       const control = driver === 'server' ? await simulateAsync(clean) : simulate(clean);
       if (control.violations.length > 0) {
         failingWithout.push(seed);

@@ -17,6 +17,7 @@ import { storeFormatLatest } from './records.js';
 import { validateCommand, validateDelete, validatePut } from './validate.js';
 import { assert, unreachable } from '../base/assert.js';
 import type {
+  MvccBugs,
   Command,
   CommandResult,
   Compare,
@@ -41,7 +42,7 @@ export interface CommandApplied {
 
 export function applyCommand(
   writer: KvWriter,
-  context: { meta: MvccMeta; limits: MvccLimits },
+  context: { meta: MvccMeta; limits: MvccLimits; bugs?: MvccBugs },
   op: Command,
 ): CommandApplied {
   const { meta, limits } = context;
@@ -79,7 +80,7 @@ export function applyCommand(
     case 'seqCreate':
     case 'seqCheck':
     case 'seqRelease':
-      result = applySeqCommand(revisions, op, limits);
+      result = applySeqCommand(revisions, op, limits, context.bugs);
       break;
     default:
       return unreachable(op, 'command');

@@ -41,6 +41,7 @@ export type {
   LeaseRevokeOp,
   LeaseRevokeResult,
   MvccEvent,
+  MvccBugs,
   MvccLimits,
   MvccMeta,
   Proposed,

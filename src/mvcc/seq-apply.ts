@@ -15,6 +15,7 @@ import type {
   KeyValue,
   KvRange,
   KvReader,
+  MvccBugs,
   MvccLimits,
   SeqCheckOp,
   SeqCreateOp,
@@ -29,10 +30,11 @@ export function applySeqCommand(
   revisions: RevisionWriter,
   op: SeqCreateOp | SeqCheckOp | SeqReleaseOp,
   limits: MvccLimits,
+  bugs: MvccBugs = {},
 ): SeqCreateResult | SeqCheckResult | SeqReleaseResult {
   switch (op.type) {
     case 'seqCreate':
-      return applyCreate(revisions, op, limits);
+      return applyCreate(revisions, op, limits, bugs);
     case 'seqCheck':
       return { type: 'seqCheck', ...position(revisions.writer, op.prefix, ownKey(revisions.writer, op), revisions.baseRevision) };
     case 'seqRelease':
@@ -40,7 +42,7 @@ export function applySeqCommand(
   }
 }
 
-function applyCreate(revisions: RevisionWriter, op: SeqCreateOp, limits: MvccLimits): SeqCreateResult {
+function applyCreate(revisions: RevisionWriter, op: SeqCreateOp, limits: MvccLimits, bugs: MvccBugs): SeqCreateResult {
   const key = `${op.prefix}${String(revisions.revision).padStart(seqDigits, '0')}`;
   assert(key.length - op.prefix.length === seqDigits, 'revisions fit the sequence width');
   if (op.ifEmpty) {
@@ -50,7 +52,8 @@ function applyCreate(revisions: RevisionWriter, op: SeqCreateOp, limits: MvccLim
     }
   }
   // Before the first write: the lease exists and has room (lease_not_found / quota_exceeded).
-  checkPutLeases(revisions.writer, [{ type: 'put', key, value: op.value, lease: op.lease }], limits);
+  // (Test-only bug lockWithoutLeaseCheck: skipped, so a dead lease can queue and be granted.)
+  if (bugs.lockWithoutLeaseCheck !== true) checkPutLeases(revisions.writer, [{ type: 'put', key, value: op.value, lease: op.lease }], limits);
   const kv = revisions.put(utf8(key), { key, value: op.value, lease: op.lease });
   assert(kv.version === 1 && kv.createRevision === revisions.revision, 'a contender key is new');
   return { type: 'seqCreate', ...position(revisions.writer, op.prefix, kv, revisions.revision) };

@@ -34,6 +34,7 @@ import {
   type KvEntry,
   type KvWriter,
   type MvccEvent,
+  type MvccBugs,
   type MvccLimits,
   type MvccMeta,
   type RangeRequest,
@@ -67,6 +68,8 @@ export class MvccStore {
   constructor(
     private readonly engine: KvEngine,
     readonly limits: MvccLimits = defaultMvccLimits,
+    /** Test-only broken rules (the simulator's teeth). */
+    private readonly bugs: MvccBugs = {},
   ) {
     this.meta = loadMeta(engine);
   }
@@ -181,7 +184,7 @@ export class MvccStore {
     this.pruneDedup(writer, clockMs);
     const requestId = envelope.requestId ?? null;
     const requestIdBytes = requestId === null ? null : utf8(requestId);
-    if (requestIdBytes !== null) {
+    if (requestIdBytes !== null && this.bugs.dedupOff !== true) {
       const earlier = dedupLookup(writer, { requestId: requestIdBytes, clockMs, op: envelope.op }, this.limits);
       if (earlier !== null) {
         return { outcome: toOutcome(earlier, { ...base, requestId, duplicate: true }), meta: next };
@@ -190,7 +193,7 @@ export class MvccStore {
     let stored: StoredOutcome;
     try {
       checkRequestBytes(entry.data, this.limits);
-      const applied = applyCommand(writer, { meta: next, limits: this.limits }, envelope.op);
+      const applied = applyCommand(writer, { meta: next, limits: this.limits, bugs: this.bugs }, envelope.op);
       next = applied.meta;
       stored = { ok: true, result: applied.result };
     } catch (error) {

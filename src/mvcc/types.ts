@@ -400,6 +400,14 @@ export type ApplyOutcome =
 // ---------------------------------------------------------------------------------------------
 // Limits. Every replica must use the same values: they decide what a committed entry does.
 
+/** Deliberately broken store rules, for the simulator's teeth tests only. */
+export interface MvccBugs {
+  /** Never look a Request-ID up: a retried mutation applies again instead of getting its first answer. */
+  readonly dedupOff?: boolean;
+  /** A lock contender's entry is created (and granted) without checking that its lease exists. */
+  readonly lockWithoutLeaseCheck?: boolean;
+}
+
 export interface MvccLimits {
   readonly keyBytesMax: number;
   readonly valueBytesMax: number;

@@ -89,7 +89,14 @@ export class NodeState {
     this.config = config;
     this.random = random;
     const bugs = config.bugs ?? {};
-    this.invariantsHold = !(bugs.commitOldTermEntries === true || bugs.doubleVote === true || bugs.applyUncommitted === true);
+    this.invariantsHold = !(
+      bugs.commitOldTermEntries === true ||
+      bugs.doubleVote === true ||
+      bugs.applyUncommitted === true ||
+      bugs.readWithoutQuorum === true ||
+      bugs.voteWithoutPersist === true ||
+      bugs.appendPastGap === true
+    );
     const snapshot = recovered.snapshot;
     this.snapshot = snapshot;
     this.log = new RaftLog(
@@ -160,7 +167,9 @@ export class NodeState {
   }
 
   hardState(): HardState {
-    return { term: this.currentTerm, vote: this.currentVote, commit: this.log.committedIndex };
+    // Test-only bug (RaftBugs.voteWithoutPersist): the vote never reaches the disk.
+    const vote = this.config.bugs?.voteWithoutPersist === true ? noMember : this.currentVote;
+    return { term: this.currentTerm, vote, commit: this.log.committedIndex };
   }
 
   softState(): SoftState {

@@ -24,6 +24,13 @@ export function leaderRead(node: NodeState, context: number, from: MemberId): vo
     node.readsAwaitingCommit.push({ context, from });
     return;
   }
+  if (node.config.bugs?.readWithoutQuorum === true) {
+    // Test-only bug: answered from this leader's own view, with no round to confirm it still leads.
+    const index = node.log.committedIndex;
+    if (from === node.id) node.readStates.push({ context, index });
+    else node.send({ type: 'readIndexResponse', to: from, contexts: [context], index });
+    return;
+  }
   const round = node.reads.add(context, from, node.log.committedIndex);
   if (round > 0) broadcastHeartbeat(node, round);
   releaseConfirmedReads(node);

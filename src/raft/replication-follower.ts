@@ -13,6 +13,12 @@ export function handleAppend(node: NodeState, m: MessageOf<'append'>): void {
     respondAppend(node, m.from, node.log.committedIndex);
     return;
   }
+  if (node.config.bugs?.appendPastGap === true && m.prevIndex > node.log.lastIndex()) {
+    // Test-only bug: no check that the entries before prevIndex are here. The log cannot hold a
+    // gap, so the entries are not stored, but the follower answers as if it had appended them.
+    respondAppend(node, m.from, m.prevIndex + m.entries.length);
+    return;
+  }
   if (node.log.matchTerm(m.prevIndex, m.prevTerm)) {
     const committedBefore = node.log.committedIndex;
     const lastNew = node.log.merge(m.prevIndex, m.entries);

@@ -262,6 +262,12 @@ export interface RaftBugs {
   readonly doubleVote?: boolean;
   /** Hand out entries for apply before they are committed. */
   readonly applyUncommitted?: boolean;
+  /** A leader answers a ReadIndex read with its commit index at once, with no quorum round. */
+  readonly readWithoutQuorum?: boolean;
+  /** Grant votes without persisting them: the hard state a Ready carries never names the vote. */
+  readonly voteWithoutPersist?: boolean;
+  /** A follower accepts an append whose previous index is past its log end (a gap) and acknowledges it. */
+  readonly appendPastGap?: boolean;
 }
 
 export const defaultRaftConfig: Omit<RaftConfig, 'id'> = {

@@ -21,6 +21,7 @@ export type {
   FaultWeights,
   LeaseBugs,
   LeaseStats,
+  MvccBugs,
   Scenario,
   ScriptedFault,
   SimEvent,

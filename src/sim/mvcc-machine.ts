@@ -6,6 +6,7 @@ import { assert } from '../base/assert.js';
 import { BatonError } from '../base/errors.js';
 import {
   type ApplyOutcome,
+  type MvccBugs,
   type MvccLimits,
   MemoryEngine,
   MvccStore,
@@ -26,12 +27,12 @@ const keyPrefix = '/sim/';
  * The content hash is a full pass over the store: `hashEvery` > 1 compares members only at
  * indexes that are multiples of it (a divergence persists, so it is still caught, a little later).
  */
-export function mvccStateMachine(limits: MvccLimits = defaultMvccLimits, hashEvery = 1): SimStateMachine {
+export function mvccStateMachine(limits: MvccLimits = defaultMvccLimits, hashEvery = 1, bugs: MvccBugs = {}): SimStateMachine {
   // By state machine safety every member applies a command at the same index, so one map
   // serves all members, including ones that only received it inside a snapshot.
   const indexOfCommand = new Map<number, number>();
   return {
-    createApplier: () => new MvccApplier(indexOfCommand, limits, hashEvery),
+    createApplier: () => new MvccApplier(indexOfCommand, limits, hashEvery, bugs),
     encodeWrite: (command: WriteCommand) =>
       encodeCommand(
         {
@@ -64,8 +65,10 @@ export class MvccApplier implements Applier {
     private readonly indexOfCommand: Map<number, number>,
     private readonly limits: MvccLimits,
     private readonly hashEvery: number,
+    /** Test-only broken store rules (teeth). */
+    private readonly bugs: MvccBugs = {},
   ) {
-    this.current = new MvccStore(new MemoryEngine(), limits);
+    this.current = new MvccStore(new MemoryEngine(), limits, bugs);
   }
 
   /** The store now (restore() replaces it). */
@@ -115,7 +118,7 @@ export class MvccApplier implements Applier {
   }
 
   restore(data: Uint8Array, index: number): void {
-    this.current = new MvccStore(new MemoryEngine(), this.limits);
+    this.current = new MvccStore(new MemoryEngine(), this.limits, this.bugs);
     if (data.byteLength > 0) this.store.restore([data]);
     assert(this.store.appliedIndex === index, `snapshot data is at ${this.store.appliedIndex}, its meta says ${index}`);
     this.hashCache = { index: -1, hash: 0 };

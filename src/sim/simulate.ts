@@ -87,7 +87,7 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   const withLeases = options.workload === 'leases' || withLocks;
   assert(!withLeases || options.driver === 'server', 'the lease and lock workloads run on the server driver');
   const stateMachine =
-    options.stateMachine ?? (withLeases ? mvccStateMachine(simLeaseLimits, 32) : registerStateMachine);
+    options.stateMachine ?? (withLeases ? mvccStateMachine(simLeaseLimits, 32, options.storeBugs) : registerStateMachine);
   const world = new World(scenario, randoms, options, coreFactory, stateMachine, stats);
   // Forked after every other subsystem's draw, so kv runs are unchanged by its existence.
   const leaseWorkload = withLeases ? new LeaseWorkload(world, root.fork(8), options.leaseBugs) : null;

@@ -11,9 +11,10 @@ import type {
   RecoveredState,
 } from '../raft/index.js';
 import type { LeaseBugs } from '../lease/lease-config.js';
+import type { MvccBugs } from '../mvcc/index.js';
 import type { SimNode } from './sim-node.js';
 
-export type { LeaseBugs };
+export type { LeaseBugs, MvccBugs };
 
 /** Simulated time in milliseconds since the start of the run. */
 export type SimTimeMs = number;
@@ -189,6 +190,11 @@ export interface SimOptions {
   readonly leaseBugs?: LeaseBugs;
   /** Deliberately broken lock rules (teeth tests for the lock checker). */
   readonly lockBugs?: { readonly grantOnWake?: boolean };
+  /**
+   * Deliberately broken MVCC store rules, for the MVCC store simulate() creates (the lease and
+   * lock workloads'); a caller passing its own `stateMachine` builds it with them instead.
+   */
+  readonly storeBugs?: MvccBugs;
 }
 
 export interface Violation {

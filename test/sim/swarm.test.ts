@@ -33,7 +33,8 @@ function firstCaught(bugs: NonNullable<SimOptions['bugs']>, budget: number): big
 }
 
 // Measured catch rates over 1,000 swarm seeds: doubleVote 54.9 %, applyUncommitted 79.4 %
-// (docs/design/fault-runs.md). commitOldTermEntries is not here: 0 in 2,000 swarm seeds.
+// (docs/design/fault-runs.md, before the leader-storm region). commitOldTermEntries needs more
+// than 20 seeds (1.55 % of swarm seeds 1-2000): test/sim/mutations.test.ts.
 test('the plain swarm sweep catches doubleVote within 20 seeds', (t) => {
   const seed = firstCaught({ doubleVote: true }, 20);
   assert.notEqual(seed, null);
