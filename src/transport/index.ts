@@ -26,6 +26,7 @@ export type {
   TransportStats,
 } from './types.js';
 export { PeerTransport } from './peer-transport.js';
+export { certificateUris, peerIdentity, type PeerTls } from './peer-tls.js';
 export { encodeLeaseFrame, readLeaseFrameBody, type LeasePeerMessage } from './lease-frames.js';
 export { TransportError, TransportErrorReason } from './errors.js';
 export { defaultTransportLimits, resolveTransportLimits } from './limits.js';
