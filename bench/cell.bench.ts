@@ -295,7 +295,7 @@ async function profileLeader(): Promise<void> {
   const cellDir = values.tls === true ? 'secure' : 'baton';
   const baton = values.tls === true ? await startSecureBaton(profiled) : await startBaton(profiled);
   const allUrls = baton.clientUrls().map((u) => new URL(u));
-  const leader = await leaderName(baton.clientUrl('n1'));
+  const leader = await leaderName(baton.clientUrl(baton.names()[0] as string));
   const workload = plan.workloads[0] ?? 'put';
   const clients = plan.clients[0] ?? 64;
   if (workload.startsWith('get')) {
@@ -390,7 +390,7 @@ async function profileAllocations(): Promise<void> {
   const inspectPort = (name: string): number => inspectPorts[names.indexOf(name)] as number;
   const baton = await startBaton((name) => [`--inspect=127.0.0.1:${inspectPort(name)}`]);
   const allUrls = baton.clientUrls().map((u) => new URL(u));
-  const leader = await leaderName(baton.clientUrl('n1'));
+  const leader = await leaderName(baton.clientUrl(baton.names()[0] as string));
   const follower = baton.names().find((n) => n !== leader) as string;
   const followerUrls = baton.names().filter((n) => n !== leader).map((n) => new URL(baton.clientUrl(n)));
   const urls = endpoints === 'all' ? allUrls : endpoints === 'leader' ? [new URL(baton.clientUrl(leader))] : followerUrls;
