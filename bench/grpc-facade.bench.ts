@@ -71,6 +71,8 @@ function stubCell(): CellApi {
     deleteRange: async () => ({ deleted: 0, revision: 42 }),
     txn: async () => ({ succeeded: true, revision: 42, results: [] }),
     compact: async () => ({ revision: 42, compactRevision: 0 }),
+    policyRecord: async () => ({ version: 0, record: null }),
+    setPolicyRecord: async () => ({ version: 1 }),
     status: () => status,
     healthy: () => true,
     ready: () => ({ ready: true, reason: '' }),

@@ -1,6 +1,7 @@
 // The native API's operations and answers, as the HTTP, stream and gRPC layers hand them to a
 // cell (see ../shared/spec/api.md). Values are bytes; the wire layers choose UTF-8 or base64.
 
+import type { StoredPolicy } from '../mvcc/index.js';
 import type * as mvcc from '../mvcc/index.js';
 
 // One schema: the requests and answers are the state machine's commands and results (mvcc/types.ts)
@@ -80,6 +81,10 @@ export interface CellApi {
   deleteRange(request: DeleteRequest, requestId: string | undefined): Promise<DeleteResult>;
   txn(request: TxnRequest, requestId: string | undefined): Promise<TxnResult>;
   compact(revision: number): Promise<{ revision: number; compactRevision: number }>;
+  /** The authorization policy record (src/auth's JSON, opaque here) and its version, read linearizably. */
+  policyRecord(): Promise<StoredPolicy>;
+  /** Replaces it through the log if it is still at `ifVersion` (else precondition_failed). */
+  setPolicyRecord(record: Uint8Array, ifVersion: number): Promise<{ version: number }>;
   status(): ClusterStatus;
   /** Process alive and serving. */
   healthy(): boolean;

@@ -37,6 +37,7 @@ export function commandAccesses(command: Command, lookup: AccessLookup): Access[
       return [{ op: queueOp(command.prefix), range: prefixRange(command.prefix) }];
     case 'compact':
     case 'upgradeStore':
+    case 'policySet':
       return [{ op: 'admin', range: { from: new Uint8Array(0), to: null } }];
     case 'deleteLeaseKeys':
     case 'leaseCheckpoint':

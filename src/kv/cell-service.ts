@@ -1,6 +1,7 @@
 // The cell as the API sees it: mutations become commands in the Raft log (with the Request-ID
 // and the proposer's clock inside, so dedup is replicated state), linearizable reads wait for a
 // ReadIndex confirmation, serializable reads are answered from local state and say so.
+import type { StoredPolicy } from '../mvcc/index.js';
 import { UnavailableError } from '../base/errors.js';
 import {
   type Command,
@@ -110,6 +111,16 @@ export class CellService implements api.CellApi, CommandProposer {
   async compact(revision: number): Promise<{ revision: number; compactRevision: number }> {
     const { result } = await this.propose({ type: 'compact', revision }, undefined);
     return { revision: result.revision, compactRevision: result.compactRevision };
+  }
+
+  async policyRecord(): Promise<StoredPolicy> {
+    await this.driver.linearizableRead();
+    return this.store.policyRecord();
+  }
+
+  async setPolicyRecord(record: Uint8Array, ifVersion: number): Promise<{ version: number }> {
+    const { result } = await this.propose({ type: 'policySet', record, ifVersion }, undefined);
+    return { version: result.version };
   }
 
   async range(request: api.RangeRequest, options: api.ReadOptions): Promise<api.RangeResult> {

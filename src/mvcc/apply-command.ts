@@ -11,6 +11,7 @@ import { compareBytes, fromUtf8, utf8 } from './bytes.js';
 import { currentRange } from './layout.js';
 import { applyLeaseCommand, checkPutLeases } from './lease-apply.js';
 import { applySeqCommand } from './seq-apply.js';
+import { applyPolicySet } from './policy-record.js';
 import { readLeaseKeys, readRange } from './read.js';
 import { RevisionWriter } from './revision-writer.js';
 import { storeFormatLatest } from './records.js';
@@ -51,6 +52,7 @@ export function applyCommand(
   if (putKeyBytes === null) validateCommand(op, limits);
   if (op.type === 'compact') return applyCompact(meta, op.revision);
   if (op.type === 'upgradeStore') return applyUpgradeStore(meta, op.storeFormat);
+  if (op.type === 'policySet') return { result: { type: 'policySet', version: applyPolicySet(writer, op), revision: meta.revision }, meta };
   if (op.type === 'put') checkPutLeases(writer, [op], limits);
   const revisions = new RevisionWriter(writer, meta.revision, meta.storeFormat);
   let result: CommandResult;

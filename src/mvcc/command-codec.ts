@@ -19,6 +19,7 @@
 //    11 seqCheck   prefix, key, u64 lease
 //    12 seqRelease prefix, key
 //    13 upgradeStore   u8 storeFormat (older versions refuse code 13 as malformed: change nothing)
+//    14 policySet      record bytes, u64 ifVersion (older versions refuse code 14 as malformed)
 //   key/value: u32 length + bytes; ?x: u8 present [u64 x]
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
@@ -52,6 +53,7 @@ const opCode = {
   seqCheck: 11,
   seqRelease: 12,
   upgradeStore: 13,
+  policySet: 14,
 } as const;
 
 /** Validates and encodes; throws the typed error a client should see. */
@@ -195,6 +197,9 @@ function writeOp(writer: ByteWriter, op: Command | TxnOp): void {
     case 'upgradeStore':
       writer.u8(op.storeFormat);
       return;
+    case 'policySet':
+      writer.bytes(op.record).u64(op.ifVersion);
+      return;
   }
 }
 
@@ -270,6 +275,11 @@ function readOp(reader: ByteReader, inTxn: boolean): Command | TxnOp {
     case opCode.upgradeStore:
       if (inTxn) reader.fail('upgradeStore is not a txn operation');
       return { type: 'upgradeStore', storeFormat: reader.u8() };
+    case opCode.policySet: {
+      if (inTxn) reader.fail('policySet is not a txn operation');
+      const record = reader.bytes();
+      return { type: 'policySet', record, ifVersion: reader.u64() };
+    }
     default:
       return reader.fail(`unknown operation code ${code}`);
   }

@@ -1,6 +1,7 @@
 // The MVCC state machine: revisions, history, transactions, compaction, Request-ID dedup and
 // snapshots over a small ordered KvEngine (LMDB in src/storage, MemoryEngine here).
 export { MvccStore } from './store.js';
+export { policyRecordBytesMax, type StoredPolicy } from './policy-record.js';
 export type { MvccSnapshot } from './store.js';
 export { MemoryEngine } from './memory-engine.js';
 export { encodeCommand, decodeCommand } from './command-codec.js';

@@ -1,6 +1,7 @@
 // The MVCC state machine: applies committed Raft entries in batches (one storage transaction per
 // batch, the applied index written with the state it produced), answers reads, and produces and
 // installs snapshots. Synchronous and deterministic: the same entries give the same bytes.
+import { readPolicyRecord, type StoredPolicy } from './policy-record.js';
 import { assert } from '../base/assert.js';
 import { BatonError } from '../base/errors.js';
 import { EntryType, type Entry } from '../raft/types.js';
@@ -269,6 +270,11 @@ export class MvccStore {
   /** The member table of the last membership change (JSON text), or null before any. */
   membersRecord(): string | null {
     return readMembersRecord(this.engine);
+  }
+
+  /** The authorization policy record as applied here, and its version (0: never set). */
+  policyRecord(): StoredPolicy {
+    return readPolicyRecord(this.engine);
   }
 
   leaseCount(): number {

@@ -221,6 +221,17 @@ export interface UpgradeStoreOp {
   readonly storeFormat: number;
 }
 
+/**
+ * Replaces the cell's authorization policy record (src/auth defines its JSON; opaque here) if its
+ * version is still `ifVersion`: policy changes are serialized through the log like every write,
+ * and a change made from a stale read fails instead of undoing another.
+ */
+export interface PolicySetOp {
+  readonly type: 'policySet';
+  readonly record: Uint8Array;
+  readonly ifVersion: number;
+}
+
 export type Command =
   | PutOp
   | DeleteOp
@@ -233,7 +244,8 @@ export type Command =
   | SeqCreateOp
   | SeqCheckOp
   | SeqReleaseOp
-  | UpgradeStoreOp;
+  | UpgradeStoreOp
+  | PolicySetOp;
 export type CommandType = Command['type'];
 
 /** What a Raft entry's data carries. */
@@ -348,7 +360,15 @@ export interface UpgradeStoreResult {
   readonly revision: number;
 }
 
+/** The policy record's version after the change; the key space's revision does not move. */
+export interface PolicySetResult {
+  readonly type: 'policySet';
+  readonly version: number;
+  readonly revision: number;
+}
+
 export type CommandResult =
+  | PolicySetResult
   | PutResult
   | DeleteResult
   | TxnResult

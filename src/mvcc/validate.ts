@@ -4,6 +4,7 @@
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { compareBytes, prefixEnd, utf8 } from './bytes.js';
 import { validateLeaseTtl } from './lease-state.js';
+import { policyRecordBytesMax } from './policy-record.js';
 import {
   compareOperators,
   compareTargets,
@@ -210,6 +211,10 @@ export function validateCommand(op: Command, limits: MvccLimits): void {
       return;
     case 'seqRelease':
       validateSeqKey(op.prefix, op.key, limits);
+      return;
+    case 'policySet':
+      validateCount(op.ifVersion, 'ifVersion');
+      if (op.record.length > policyRecordBytesMax) throw new TooLargeError('a policy record', op.record.length, policyRecordBytesMax);
       return;
     case 'upgradeStore':
       validateCount(op.storeFormat, 'storeFormat');

@@ -10,6 +10,7 @@ import { createMaintenanceRoutes } from '../api/http/maintenance-routes.js';
 import { createLockRoutes } from '../api/http/lock-routes.js';
 import { createElectionRoutes } from '../api/http/election-routes.js';
 import { createMemberRoutes } from '../api/http/member-routes.js';
+import { createAuthRoutes } from '../api/http/auth-routes.js';
 import { EtcdGrpcServer } from '../api/grpc/server.js';
 import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
 import { lockFrameHandlers } from '../api/stream/lock-frames.js';
@@ -47,7 +48,7 @@ export async function startApis(
     limits: apiLimits,
     routeGroups: [
       createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections),
-      createMaintenanceRoutes(store), createMemberRoutes(membership, cell, driver),
+      createMaintenanceRoutes(store), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell),
     ],
     logError,
   });

@@ -27,7 +27,7 @@ const allowedImports: Record<string, readonly string[]> = {
   lock: ['base', 'mvcc'],
   fencing: ['base'],
   // Authorization's pure core: policies and decisions over the commands' shapes.
-  auth: ['lock', 'mvcc'],
+  auth: ['base', 'lock', 'mvcc'],
   metrics: ['raft'],
   wal: ['base', 'raft'],
   storage: ['base', 'mvcc'],
@@ -42,7 +42,7 @@ const allowedImports: Record<string, readonly string[]> = {
   // The node hands it the store's revisions, the driver's role and the KV service's compact.
   compactor: ['base'],
   // The API edges are written against the services' contracts (lease/api.ts, lock/api.ts, ...).
-  api: ['base', 'lease', 'lock', 'membership', 'mvcc', 'watch'],
+  api: ['auth', 'base', 'lease', 'lock', 'membership', 'mvcc', 'watch'],
   node: ['node/testing', 'api', 'base', 'compactor', 'security', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
     'storage', 'transport', 'wal', 'watch'],
   'node/testing': ['base', 'security', 'wal'],

@@ -2,6 +2,7 @@
 // MemoryEngine, with a cell that applies each write at once through the store's own apply path
 // (Request-ID dedup included), plus raw-socket helpers: the bad-input tests send bytes that
 // fetch and http.request would never send (dot segments kept, lying lengths, broken handshakes).
+import type { StoredPolicy } from '../../../src/mvcc/index.js';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { connect } from 'node:net';
 import { createHttpHandler, defaultApiLimits, type ApiLimits } from '../../../src/api/http/index.js';
@@ -62,6 +63,14 @@ export class StoreCell implements api.CellApi {
     const r = this.apply({ type: 'compact', revision }, undefined);
     if (r.type !== 'compact') throw new Error('compact');
     return { revision: r.revision, compactRevision: r.compactRevision };
+  }
+  async policyRecord(): Promise<StoredPolicy> {
+    return this.store.policyRecord();
+  }
+  async setPolicyRecord(record: Uint8Array, ifVersion: number): Promise<{ version: number }> {
+    const r = this.apply({ type: 'policySet', record, ifVersion }, undefined);
+    if (r.type !== 'policySet') throw new Error('policySet');
+    return { version: r.version };
   }
   status(): api.ClusterStatus {
     throw new Error('not in the store cell');

@@ -1,5 +1,6 @@
 // An in-process node for transport tests: the real HTTP handler, SSE route and stream server over
 // an MVCC store on a MemoryEngine, with a cell that applies writes at once (no Raft).
+import type { StoredPolicy } from '../../../src/mvcc/index.js';
 import { createServer, type Server } from 'node:http';
 import { createHttpHandler, defaultApiLimits } from '../../../src/api/http/index.js';
 import { createWatchRoutes } from '../../../src/api/http/watch-routes.js';
@@ -41,6 +42,14 @@ export class DirectCell implements api.CellApi {
   }
   async txn(): Promise<api.TxnResult> {
     throw new Error('not in the direct cell');
+  }
+  async policyRecord(): Promise<StoredPolicy> {
+    return this.store.policyRecord();
+  }
+  async setPolicyRecord(record: Uint8Array, ifVersion: number): Promise<{ version: number }> {
+    const r = this.apply({ type: 'policySet', record, ifVersion });
+    if (r.type !== 'policySet') throw new Error('policySet');
+    return { version: r.version };
   }
   async compact(revision: number): Promise<{ revision: number; compactRevision: number }> {
     const r = this.apply({ type: 'compact', revision });

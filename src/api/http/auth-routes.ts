@@ -1,0 +1,38 @@
+// The authorization policy (docs/design/authorization.md), replicated state changed through the
+// log:
+//   GET /v1/auth/policy   {version, enabled, roles, bindings} (linearizable)
+//   PUT /v1/auth/policy   the whole policy, with If-Version: the version it was read at (0 before
+//                         the first change); another change in between is 412 precondition_failed
+// Enforcement is the next slice: until it lands a policy with "enabled": true is refused, so no
+// one believes a policy protects a cell that does not enforce it.
+import { InvalidArgumentError } from '../../base/errors.js';
+import { decodePolicyRecord, encodePolicyJson, parsePolicyJson } from '../../auth/index.js';
+import type { CellApi } from '../types.js';
+import { readJson } from './body.js';
+import type { RouteGroup } from './handler.js';
+import { headerInteger } from './parse.js';
+import { sendJson } from './respond.js';
+
+export const policyPath = '/v1/auth/policy';
+
+export function createAuthRoutes(cell: CellApi): RouteGroup {
+  return async (request) => {
+    if (request.url.pathname !== policyPath) return false;
+    request.query.rejectUnknown();
+    if (request.method === 'GET') {
+      const stored = await cell.policyRecord();
+      sendJson(request.res, request.context, 200, { version: stored.version, ...decodePolicyRecord(stored.record) });
+      return true;
+    }
+    if (request.method !== 'PUT') throw new InvalidArgumentError(`no such endpoint: ${request.method} ${policyPath}`);
+    const ifVersion = headerInteger(request.req.headers, 'if-version', 0);
+    if (ifVersion === undefined) throw new InvalidArgumentError('PUT /v1/auth/policy needs If-Version: the version it was read at (0: never set)');
+    const policy = parsePolicyJson(await readJson(request.req, request.limits.requestBytesMax));
+    if (policy.enabled) {
+      throw new InvalidArgumentError('authorization enforcement is not built yet: a policy can be stored but not enabled (docs/design/authorization.md)');
+    }
+    const { version } = await cell.setPolicyRecord(encodePolicyJson(policy), ifVersion);
+    sendJson(request.res, request.context, 200, { version });
+    return true;
+  };
+}
