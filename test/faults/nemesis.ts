@@ -14,7 +14,7 @@
 //   after the fault's duration added back as a new learner with a wiped data directory, then
 //   promoted once in sync (membership-fault.ts).
 import { SeededRandom, randomInt } from '../../src/base/random.js';
-import { findLeader, sleep, type TestCell } from '../cluster/harness.js';
+import { findLeader, http, sleep, type TestCell } from '../cluster/harness.js';
 import type { FaultControls } from './fault-controls.js';
 import { replaceMember } from './membership-fault.js';
 
@@ -29,6 +29,7 @@ export const faultKinds = [
   'slow-disk',
   'clock-jump',
   'membership',
+  'leader-transfer',
 ] as const;
 export type FaultKind = (typeof faultKinds)[number];
 
@@ -151,6 +152,19 @@ export function startNemesis(
           controls.set(victim, { fsyncDelayMs: 0 });
           break;
         }
+        case 'leader-transfer': {
+          // Under load, through any member (a follower forwards it): the leader hands over to a
+          // follower, then the fault waits its duration; clients ride through the change.
+          const leader = await leaderOr('');
+          const target = pick(cell.names.filter((n) => n !== leader));
+          note(`${leader || '?'} -> ${target}`);
+          await transferLeader(cell, target, pick(cell.names)).then(
+            () => log.push(`${now().toFixed(0)} ms:   ${target} leads`),
+            (error: unknown) => log.push(`${now().toFixed(0)} ms:   transfer refused: ${String(error)}`),
+          );
+          await sleep(duration);
+          break;
+        }
         case 'membership': {
           const victim = leaderFirst ? await leaderOr(anyone) : anyone;
           note(victim);
@@ -183,6 +197,17 @@ export function startNemesis(
       await cell.cell.waitReady(30_000);
     },
   };
+}
+
+/** POST /v1/cluster/leader through `via`, naming `target` by its member id. */
+async function transferLeader(cell: TestCell, target: string, via: string): Promise<void> {
+  const members = await http(`${cell.cell.clientUrl(via)}/v1/cluster/members`);
+  const id = (members.body as { members?: { id: number; name: string }[] }).members?.find((m) => m.name === target)?.id;
+  if (id === undefined) throw new Error(`${target} is not a member now`);
+  const answer = await http(`${cell.cell.clientUrl(via)}/v1/cluster/leader`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ to: id }), timeoutMs: 10_000,
+  });
+  if (answer.status !== 200) throw new Error(`answered ${answer.status} ${JSON.stringify(answer.body)}`);
 }
 
 function heal(cell: TestCell, controls: FaultControls): void {

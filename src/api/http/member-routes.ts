@@ -3,6 +3,8 @@
 //   POST   /v1/cluster/members                  {"name","peerUrl","clientUrl"}: add as a learner
 //   POST   /v1/cluster/members/{id}/promote     learner -> voter, once it has caught up
 //   DELETE /v1/cluster/members/{id}             remove a voter or a learner
+//   POST   /v1/cluster/leader                   {"to": id}: hand leadership to that voter (etcd's
+//                                               MoveLeader); answers once the leader sees it lead
 // Changes are made by the leader, one at a time; any other member forwards the request to it
 // (as it forwards writes), so an operator may talk to any node.
 import type { IncomingMessage } from 'node:http';
@@ -15,6 +17,7 @@ import { parseInteger, requestId } from './parse.js';
 import { sendJson } from './respond.js';
 
 const membersPath = '/v1/cluster/members';
+const leaderPath = '/v1/cluster/leader';
 /** Marks a request a member forwarded to the leader: it is never forwarded a second time. */
 const forwardedHeader = 'baton-forwarded';
 
@@ -29,8 +32,18 @@ export function createMemberRoutes(
 ): RouteGroup {
   return async (request) => {
     const path = request.url.pathname;
-    if (path !== membersPath && !path.startsWith(`${membersPath}/`)) return false;
     const { method } = request;
+    if (path === leaderPath && method === 'POST') {
+      request.query.rejectUnknown();
+      const body = await readJson(request.req, request.limits.requestBytesMax);
+      const to = (body as { to?: unknown } | null)?.to;
+      if (typeof to !== 'number' || !Number.isSafeInteger(to) || to < 1) throw new InvalidArgumentError('expected {"to": the member id of a voter}');
+      if (await forwarded(request, membership, JSON.stringify({ to }))) return true;
+      await membership.transferLeadership(to);
+      sendJson(request.res, request.context, 200, { leader: to });
+      return true;
+    }
+    if (path !== membersPath && !path.startsWith(`${membersPath}/`)) return false;
     if (path === membersPath && method === 'GET') {
       const consistency = request.query.oneOf('consistency', ['linearizable', 'serializable'] as const, 'linearizable');
       request.query.rejectUnknown();
