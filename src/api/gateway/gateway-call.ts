@@ -3,7 +3,6 @@
 // for streamed requests, write() with 'drain', end(), emit('error', status), 'cancelled' and
 // getDeadline(). Messages cross as protobuf bytes through the route's own codecs, so an answer
 // is exactly what a gRPC client would get, then rendered as etcd's gateway JSON.
-import type { ServerResponse } from 'node:http';
 import { status } from '@grpc/grpc-js';
 import { statusOf, type CallRoute, type CallStatus } from '../grpc/h2/grpc-call.js';
 import { httpStatusOf, streamErrorLine, unaryErrorBody, type GatewayStatus } from './errors.js';
@@ -11,6 +10,24 @@ import { answerJson, requestBytes } from './json-codec.js';
 import type { GatewayRoute } from './routes.js';
 
 type Listener = (...args: never[]) => void;
+
+/** The part of an HTTP exchange the gateway uses: node:http's objects, or an HTTP/2 stream's (h2-exchange.ts). */
+export interface GatewayRequest {
+  readonly url?: string | undefined;
+  readonly method?: string | undefined;
+  on(event: 'data', listener: (chunk: Buffer) => void): unknown;
+  on(event: 'end', listener: () => void): unknown;
+  resume(): unknown;
+  destroy(): unknown;
+}
+
+export interface GatewayResponse {
+  readonly headersSent: boolean;
+  writeHead(status: number, headers: Record<string, string | number>): unknown;
+  write(chunk: string): boolean;
+  end(chunk?: string): unknown;
+  on(event: 'drain' | 'close', listener: () => void): unknown;
+}
 
 /** etcd's gateway sends these on every answer (its CORS wrapper). */
 export const gatewayHeaders: Readonly<Record<string, string>> = {
@@ -28,7 +45,7 @@ export class GatewayCall {
   constructor(
     private readonly route: GatewayRoute,
     private readonly callRoute: CallRoute,
-    private readonly res: ServerResponse,
+    private readonly res: GatewayResponse,
     private readonly logError: (error: unknown) => void,
   ) {
     res.on('drain', () => this.emit('drain'));

@@ -2,12 +2,11 @@
 // /v3/... (and /v3beta/...) runs the gRPC handler of its RPC (routes.ts), with the request and
 // answer in etcd's JSON (json-codec.ts); streams answer one {"result": ...} line per message.
 // Also etcd's GET /version and /health, and /livez, /readyz, /metrics.
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { status } from '@grpc/grpc-js';
 import type { CallRoute } from '../grpc/h2/grpc-call.js';
 import { reportedEtcdVersion } from '../grpc/cluster-service.js';
 import { GatewayInputError, httpStatusOf, unaryErrorBody } from './errors.js';
-import { GatewayCall, gatewayHeaders } from './gateway-call.js';
+import { GatewayCall, gatewayHeaders, type GatewayRequest, type GatewayResponse } from './gateway-call.js';
 import { JsonObjectStream, parseBody } from './json-stream.js';
 import { gatewayRoutes, type GatewayRoute } from './routes.js';
 
@@ -23,7 +22,7 @@ export interface GatewayDeps {
 /** etcd's Watch server keeps a stream open after the client half-closes (grpc-gateway's CloseSend). */
 const keepsOpenAfterRequestEnd = new Set(['/etcdserverpb.Watch/Watch']);
 
-export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, res: ServerResponse) => void {
+export function createGatewayHandler(deps: GatewayDeps): (req: GatewayRequest, res: GatewayResponse) => void {
   const routes = gatewayRoutes();
   const cluster = reportedEtcdVersion.replace(/^(\d+\.\d+)\..*$/, '$1.0');
   return (req, res) => {
@@ -59,7 +58,7 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
 
 const plainPaths: Readonly<Record<string, true>> = { '/version': true, '/health': true, '/livez': true, '/readyz': true, '/metrics': true };
 
-function serveRpc(req: IncomingMessage, res: ServerResponse, route: GatewayRoute, deps: GatewayDeps): void {
+function serveRpc(req: GatewayRequest, res: GatewayResponse, route: GatewayRoute, deps: GatewayDeps): void {
   const grpcRoute = deps.grpcRoute(route.grpcPath);
   if (grpcRoute === undefined) {
     req.resume();
@@ -91,7 +90,7 @@ function serveRpc(req: IncomingMessage, res: ServerResponse, route: GatewayRoute
 }
 
 /** Bidi and client-streaming calls: the handler runs at once and hears each object as it is read. */
-function streamRequests(req: IncomingMessage, call: GatewayCall, route: GatewayRoute, bodyBytesMax: number): void {
+function streamRequests(req: GatewayRequest, call: GatewayCall, route: GatewayRoute, bodyBytesMax: number): void {
   const objects = new JsonObjectStream(bodyBytesMax);
   let requestsEnded = false;
   const endRequests = (): void => {
@@ -128,17 +127,17 @@ function inputError(call: GatewayCall, error: unknown, deps: GatewayDeps): void 
   call.fail({ code: status.INVALID_ARGUMENT, details: (error as Error).message });
 }
 
-function unaryError(res: ServerResponse, code: number, details: string): void {
+function unaryError(res: GatewayResponse, code: number, details: string): void {
   res.writeHead(httpStatusOf(code), { ...gatewayHeaders, 'content-type': 'application/json' });
   res.end(unaryErrorBody({ code, details }));
 }
 
-function json(res: ServerResponse, code: number, body: unknown): void {
+function json(res: GatewayResponse, code: number, body: unknown): void {
   res.writeHead(code, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
 }
 
-function text(res: ServerResponse, code: number, body: string): void {
+function text(res: GatewayResponse, code: number, body: string): void {
   res.writeHead(code, { ...gatewayHeaders, 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' });
   res.end(body);
 }

@@ -4,6 +4,7 @@
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { status, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { createGatewayHandler } from '../gateway/gateway.js';
+import { serveH2Gateway } from '../gateway/h2-exchange.js';
 import type { ElectionApi, LockApi } from '../../lock/api.js';
 import type { LeaseApi } from '../../lease/api.js';
 import type { WatchService } from '../stream/watch-service.js';
@@ -63,16 +64,18 @@ export class EtcdGrpcServer {
     // The facade's own HTTP/2 and gRPC server (h2/): grpc-js's Server and Node's HTTP/2 cost ~8x
     // its CPU per call. grpc-js stays for the service definitions' types and status codes.
     // etcd's JSON gateway shares the port: HTTP/1.1 connections go to it, and it runs these handlers.
-    const gateway = createHttpServer(createGatewayHandler({
+    const serveGateway = createGatewayHandler({
       grpcRoute: (path) => server.route(path),
       node: deps.cell,
       bodyBytesMax: gatewayBodyBytesMax,
       logError: deps.logError,
-    }));
+    });
+    const gateway = createHttpServer(serveGateway);
     const server = new GrpcServer({
       receiveBytesMax,
       logError: deps.logError,
       otherProtocol: (socket) => gateway.emit('connection', socket),
+      otherStream: (stream, headers, endStream) => serveH2Gateway(stream, headers, endStream, serveGateway),
     });
     const services = etcdServices();
     const headers = new HeaderSource(deps.cell);

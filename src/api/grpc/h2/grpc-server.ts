@@ -22,6 +22,8 @@ export interface GrpcServerOptions {
    * gRPC port); without it every connection is HTTP/2.
    */
   readonly otherProtocol?: (socket: Socket) => void;
+  /** HTTP/2 requests that are not gRPC calls (etcd's JSON gateway over HTTP/2); without it, 405/415. */
+  readonly otherStream?: (stream: H2Stream, headers: HeaderList, endStream: boolean) => void;
 }
 
 /** TLS for the listener: the current material (re-read after onReload) and whether clients need a certificate. */
@@ -90,14 +92,13 @@ export class GrpcServer implements CallContext {
     });
   }
 
-  /** TLS: ALPN offers http/1.1 (the gateway) and h2 (gRPC); the first bytes still decide, as on plain TCP. */
+  /** TLS: ALPN offers h2 and http/1.1; the first bytes still decide, as on plain TCP. */
   private secureListener(tls: GrpcTls): Server {
     const options = (): SecureContextOptions & { requestCert: boolean; rejectUnauthorized: boolean } => ({
       ...tls.material.material(), requestCert: tls.clientCertAuth, rejectUnauthorized: tls.clientCertAuth,
     });
-    // The server's order decides: a client offering both (curl, Go's HTTP client) gets HTTP/1.1 and
-    // the gateway; gRPC clients offer only h2. (The gateway is not served over HTTP/2 yet.)
-    const listener = createTlsServer({ ...options(), ALPNProtocols: ['http/1.1', 'h2'] }, (socket) => this.accept(socket));
+    // As etcd: h2 first (gRPC, and the gateway over HTTP/2), HTTP/1.1 for clients that offer only it.
+    const listener = createTlsServer({ ...options(), ALPNProtocols: ['h2', 'http/1.1'] }, (socket) => this.accept(socket));
     tls.material.onReload(() => listener.setSecureContext(options()));
     return listener;
   }
@@ -175,6 +176,9 @@ export class GrpcServer implements CallContext {
       else if (name === 'content-type') contentType = value;
       else if (name === 'grpc-timeout') timeout = value;
       else if (name === 'grpc-encoding') encoding = value;
+    }
+    if (!contentType.startsWith('application/grpc') && this.options.otherStream !== undefined) {
+      return this.options.otherStream(stream, headers, endStream);
     }
     // grpc-js's answers to requests that are not gRPC calls: plain HTTP statuses.
     if (method !== 'POST') return stream.end(encodeHeaders(405, []));
