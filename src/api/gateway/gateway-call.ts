@@ -6,7 +6,7 @@
 import { status } from '@grpc/grpc-js';
 import { statusOf, type CallRoute, type CallStatus } from '../grpc/h2/grpc-call.js';
 import { httpStatusOf, streamErrorLine, unaryErrorBody, type GatewayStatus } from './errors.js';
-import { answerJson, requestBytes } from './json-codec.js';
+import { answerJson, requestBytes, valueJson } from './json-codec.js';
 import type { GatewayRoute } from './routes.js';
 
 type Listener = (...args: never[]) => void;
@@ -172,6 +172,11 @@ export class GatewayCall {
 
   /** The answer as gateway JSON, through the route's encoder; null (call failed INTERNAL) if it cannot be. */
   private toJson(message: unknown): string | null {
+    try {
+      return JSON.stringify(valueJson(this.route.responseType, message as Record<string, unknown>));
+    } catch {
+      // An answer shape the direct path does not know: through its encoder, as a gRPC client gets it.
+    }
     try {
       return JSON.stringify(answerJson(this.route.responseType, this.callRoute.responseSerialize(message)));
     } catch (error) {

@@ -31,6 +31,61 @@ export function answerJson(type: protobuf.Type, bytes: Uint8Array): Record<strin
   return withoutDefaults(type, type.toObject(type.decode(bytes), toJsonOptions));
 }
 
+const int64Types = new Set(['int64', 'uint64', 'sint64', 'fixed64', 'sfixed64']);
+
+/**
+ * The JSON of an answer straight from the value a handler answered with (what its encoder would
+ * write), without encoding and decoding it again: 64-bit integers as strings, bytes as base64,
+ * enums by name, defaults left out, messages and oneof members kept. The same rules as
+ * answerJson's; the gateway's golden test checks every answer shape. Throws on a shape it does
+ * not know (the caller then takes the encoded path).
+ */
+export function valueJson(type: protobuf.Type, value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of type.fieldsArray) {
+    const raw = value[field.name];
+    if (raw === undefined || raw === null) continue;
+    if (field.repeated) {
+      if (!Array.isArray(raw)) throw new TypeError(`${field.name}: not an array`);
+      if (raw.length > 0) out[field.name] = raw.map((item) => fieldJson(field, item));
+      continue;
+    }
+    const json = fieldJson(field, raw);
+    const target = field.resolvedType;
+    if (!(target instanceof protobuf.Type) && field.partOf === null && isDefault(field, json)) continue;
+    out[field.name] = json;
+  }
+  return out;
+}
+
+function fieldJson(field: protobuf.Field, raw: unknown): unknown {
+  const target = field.resolvedType;
+  if (target instanceof protobuf.Type) {
+    if (typeof raw !== 'object' || raw === null) throw new TypeError(`${field.name}: not a message`);
+    return valueJson(target, raw as Record<string, unknown>);
+  }
+  if (target instanceof protobuf.Enum) {
+    const name = typeof raw === 'number' ? target.valuesById[raw] : typeof raw === 'string' && raw in target.values ? raw : undefined;
+    if (name === undefined) throw new TypeError(`${field.name}: not an enum value`);
+    return name;
+  }
+  if (field.type === 'bytes') {
+    if (!(raw instanceof Uint8Array)) throw new TypeError(`${field.name}: not bytes`);
+    return Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('base64');
+  }
+  if (int64Types.has(field.type)) {
+    if (typeof raw !== 'number' && typeof raw !== 'string' && typeof raw !== 'bigint' && typeof raw !== 'object') throw new TypeError(`${field.name}: not an integer`);
+    return String(raw);
+  }
+  if (field.type === 'bool') return raw === true;
+  if (field.type === 'string') {
+    if (typeof raw !== 'string') throw new TypeError(`${field.name}: not a string`);
+    return raw;
+  }
+  if (typeof raw !== 'number') throw new TypeError(`${field.name}: not a number`);
+  return raw;
+}
+
 /**
  * Drops scalar fields that hold their default value. The facade's encoder writes some zeros
  * explicitly (a watch_id of 0, an empty error), and protobufjs keeps what was on the wire, but

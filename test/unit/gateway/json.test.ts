@@ -81,3 +81,28 @@ test('every gRPC method of rpc.proto, v3lock.proto and v3election.proto has a ga
   // KV 5, Watch 1, Lease 5, Cluster 5, Maintenance 8+, Auth 16+, Lock 2, Election 5.
   assert.ok(methods.size >= 45, `${methods.size} methods`);
 });
+
+test("answers straight from the handler's value equal the answers through its encoder", async () => {
+  const { etcdServices } = await import('../../../src/api/grpc/proto.js');
+  const { withKvCodecs } = await import('../../../src/api/grpc/kv-codec.js');
+  const { valueJson } = await import('../../../src/api/gateway/json-codec.js');
+  const services = etcdServices();
+  const kv = withKvCodecs(services.KV);
+  const header = { cluster_id: '9535188731427007531', member_id: 1, revision: 12345, raft_term: 2 };
+  const kvMsg = { key: Buffer.from('k'), value: Buffer.from('v'), create_revision: 5, mod_revision: 9, version: 3, lease: 0 };
+  const cases: [string, { responseSerialize: (value: unknown) => Buffer }, unknown][] = [
+    ['/v3/kv/put', kv['Put'] as never, { header, prev_kv: null }],
+    ['/v3/kv/put', kv['Put'] as never, { header, prev_kv: kvMsg }],
+    ['/v3/kv/range', kv['Range'] as never, { header, kvs: [kvMsg, { ...kvMsg, lease: '7587899353417248537' }], more: true, count: 2 }],
+    ['/v3/kv/range', kv['Range'] as never, { header, kvs: [], more: false, count: 0 }],
+    ['/v3/kv/txn', kv['Txn'] as never, { header, succeeded: false, responses: [{ response_range: { header: { revision: 3 }, kvs: [kvMsg], count: '1' } }, { response_put: { header: { revision: 3 } } }] }],
+    ['/v3/watch', services.Watch['Watch'] as never, { header, watch_id: '0', created: false, events: [{ type: 0, kv: kvMsg }, { type: 1, kv: { key: Buffer.from('k') }, prev_kv: kvMsg }] }],
+    ['/v3/lease/grant', services.Lease['LeaseGrant'] as never, { header, ID: '7', TTL: '60', error: '' }],
+    ['/v3/cluster/member/list', services.Cluster['MemberList'] as never, { header: { ...header, revision: 0 }, members: [{ ID: '1', name: 'n1', peerURLs: ['http://a:1'], clientURLs: [], isLearner: false }] }],
+  ];
+  for (const [path, method, value] of cases) {
+    const route = gatewayRoutes().get(path);
+    assert.ok(route !== undefined, path);
+    assert.deepEqual(valueJson(route.responseType, value as Record<string, unknown>), answerJson(route.responseType, method.responseSerialize(value)), path);
+  }
+});
