@@ -4,3 +4,4 @@ export { authOps, boundedRange, covers, keyRange, openPolicy, prefixRange, rootN
 export { decide, type Access, type Decision } from './decide.js';
 export { commandAccesses, leaseInfoAccesses, readAccesses, readRange, watchAccesses, watchEventAccess, type AccessLookup } from './accesses.js';
 export { decodePolicyRecord, encodePolicyJson, parsePolicyJson, policyLimits, policyOf, type PermissionJson, type PolicyJson } from './record.js';
+export { createAuthorizer } from './authorizer.js';

@@ -31,6 +31,7 @@ export const errorTable = {
   request_id_reused: { http: 409, grpc: 9 /* FAILED_PRECONDITION */ },
   compacted: { http: 410, grpc: 11 /* OUT_OF_RANGE */ },
   precondition_failed: { http: 412, grpc: 9 /* FAILED_PRECONDITION */ },
+  permission_denied: { http: 403, grpc: 7 /* PERMISSION_DENIED */ },
   too_large: { http: 413, grpc: 3 /* INVALID_ARGUMENT, as etcd's "request is too large" */ },
   quota_exceeded: { http: 429, grpc: 8 /* RESOURCE_EXHAUSTED */ },
   overloaded: { http: 429, grpc: 8 /* RESOURCE_EXHAUSTED */ },
@@ -103,6 +104,10 @@ export class FutureRevisionError extends BatonError {
 }
 export class PreconditionFailedError extends BatonError {
   readonly code = 'precondition_failed';
+}
+/** Authorization refused the request (docs/design/authorization.md); never says whether a key exists. */
+export class PermissionDeniedError extends BatonError {
+  readonly code = 'permission_denied';
 }
 export class TooLargeError extends BatonError {
   readonly code = 'too_large';

@@ -13,6 +13,7 @@ import {
   LockNotHeldError,
   OverloadedError,
   PreconditionFailedError,
+  PermissionDeniedError,
   QuotaExceededError,
   RequestIdReusedError,
   SlowConsumerError,
@@ -64,6 +65,7 @@ const classes: Record<ErrorCode, (message: string, details: Details) => BatonErr
   lock_held: (m, d) => new LockHeldError(m, d),
   compacted: (_m, d) => withDetails(new CompactedError(Number(d['compactRevision'] ?? 0)), d),
   precondition_failed: (m, d) => new PreconditionFailedError(m, d),
+  permission_denied: (m, d) => new PermissionDeniedError(m, d),
   // Never retried: the Request-ID belongs to another request; the caller must pick a new one.
   request_id_reused: (m, d) => reusedFromWire(m, d),
   too_large: (m, d) => tooLargeFromWire(m, d),

@@ -2,8 +2,11 @@
 // to 1 MiB, so no JSON/base64 on the apply path). Decoding validates everything, so apply sees
 // only well-formed commands; both directions enforce the request size limit.
 //
-//   u8 0xB7  u8 format=1  u64 proposedAtMs  u8 flags [u32 len, UTF-8 requestId] [u64 source]  op
-//   flags: bit 0 a requestId follows, bit 1 a source (proposing member id) follows; older
+//   u8 0xB7  u8 format=1  u64 proposedAtMs  u8 flags [u32 len, UTF-8 requestId] [u64 source]
+//   [u32 len, UTF-8 principal]  op
+//   flags: bit 0 a requestId follows, bit 1 a source (proposing member id) follows, bit 2 the
+//   principal the request came from ('' anonymous; absent: the cell's own work; older versions
+//   refuse the flag as malformed); older
 //   versions wrote 0 or 1 there, so their entries decode unchanged (no source)
 //   op:  u8 code, then per code:
 //     1 put     key, value, ?lease, ?ifVersion, ?ifRevision
@@ -39,6 +42,9 @@ const magic = 0xb7;
 const format = 1;
 const flagRequestId = 1;
 const flagSource = 2;
+const flagPrincipal = 4;
+/** A principal's name (a certificate's CN, a user): bounded like a Request-ID's neighbour fields. */
+export const principalBytesMax = 256;
 const opCode = {
   put: 1,
   delete: 2,
@@ -61,6 +67,9 @@ export function encodeCommand(envelope: CommandEnvelope, limits: MvccLimits): Ui
   validateCount(envelope.proposedAtMs, 'proposedAtMs');
   if (envelope.source !== undefined) validateCount(envelope.source, 'source');
   if (envelope.requestId !== undefined) validateRequestId(envelope.requestId, limits);
+  if (envelope.principal !== undefined && new TextEncoder().encode(envelope.principal).length > principalBytesMax) {
+    throw new TooLargeError('a principal name', new TextEncoder().encode(envelope.principal).length, principalBytesMax);
+  }
   validateCommand(envelope.op, limits);
   const bytes = encodeCommandUnchecked(envelope);
   checkRequestBytes(bytes, limits);
@@ -75,9 +84,11 @@ export function encodeCommandUnchecked(envelope: CommandEnvelope): Uint8Array {
   const writer = new ByteWriter(commandBytesEstimate(envelope));
   writer.u8(magic).u8(format).u64(envelope.proposedAtMs);
   const hasSource = envelope.source !== undefined;
-  writer.u8((envelope.requestId === undefined ? 0 : flagRequestId) | (hasSource ? flagSource : 0));
+  const hasPrincipal = envelope.principal !== undefined;
+  writer.u8((envelope.requestId === undefined ? 0 : flagRequestId) | (hasSource ? flagSource : 0) | (hasPrincipal ? flagPrincipal : 0));
   if (envelope.requestId !== undefined) writer.string(envelope.requestId);
   if (envelope.source !== undefined) writer.u64(envelope.source);
+  if (envelope.principal !== undefined) writer.string(envelope.principal);
   writeOp(writer, envelope.op);
   return writer.finish();
 }
@@ -107,15 +118,18 @@ export function decodeCommandUnchecked(data: Uint8Array): CommandEnvelope {
   if (version !== format) reader.fail(`unknown command format ${version}`);
   const proposedAtMs = reader.u64();
   const flags = reader.u8();
-  if ((flags & ~(flagRequestId | flagSource)) !== 0) reader.fail(`unknown command flags ${flags}`);
+  if ((flags & ~(flagRequestId | flagSource | flagPrincipal)) !== 0) reader.fail(`unknown command flags ${flags}`);
   const requestId = (flags & flagRequestId) !== 0 ? reader.string() : undefined;
   const source = (flags & flagSource) !== 0 ? reader.u64() : undefined;
+  const principal = (flags & flagPrincipal) !== 0 ? reader.string() : undefined;
+  if (principal !== undefined && new TextEncoder().encode(principal).length > principalBytesMax) reader.fail(`a principal over ${principalBytesMax} bytes`);
   const op = readOp(reader, false) as Command;
   reader.end();
   return {
     ...(requestId === undefined ? {} : { requestId }),
     proposedAtMs,
     ...(source === undefined ? {} : { source }),
+    ...(principal === undefined ? {} : { principal }),
     op,
   };
 }
@@ -126,7 +140,8 @@ export function decodeCommandUnchecked(data: Uint8Array): CommandEnvelope {
  */
 function commandBytesEstimate(envelope: CommandEnvelope): number {
   const op = envelope.op;
-  const head = 11 + (envelope.requestId === undefined ? 0 : 4 + 3 * envelope.requestId.length) + 8;
+  const head = 11 + (envelope.requestId === undefined ? 0 : 4 + 3 * envelope.requestId.length) + 8
+    + (envelope.principal === undefined ? 0 : 4 + 3 * envelope.principal.length);
   if (op.type !== 'put') return 64 + head;
   return head + 1 + 4 + 3 * op.key.length + 4 + op.value.length + 3 * 9;
 }

@@ -1,7 +1,8 @@
 // The MVCC state machine: revisions, history, transactions, compaction, Request-ID dedup and
 // snapshots over a small ordered KvEngine (LMDB in src/storage, MemoryEngine here).
 export { MvccStore } from './store.js';
-export { policyRecordBytesMax, type StoredPolicy } from './policy-record.js';
+export { policyRecordBytesMax, readPolicyRecord, type StoredPolicy } from './policy-record.js';
+export { readLeaseKeys } from './read.js';
 export type { MvccSnapshot } from './store.js';
 export { MemoryEngine } from './memory-engine.js';
 export { encodeCommand, decodeCommand } from './command-codec.js';
@@ -16,6 +17,7 @@ export { compareOperators, compareTargets, defaultMvccLimits } from './types.js'
 export type {
   ApplyOutcome,
   Command,
+  CommandAuthorizer,
   CommandEnvelope,
   CommandProposer,
   CommandResult,

@@ -30,6 +30,7 @@ import { validateCount, validateRequestId } from './validate.js';
 import {
   defaultMvccLimits,
   type ApplyOutcome,
+  type CommandAuthorizer,
   type CommandEnvelope,
   type KvEngine,
   type KvEntry,
@@ -73,6 +74,14 @@ export class MvccStore {
     private readonly bugs: MvccBugs = {},
   ) {
     this.meta = loadMeta(engine);
+  }
+
+  /** Decides each client command against the state it applies on (src/auth); none: every command applies. */
+  private authorize: CommandAuthorizer | null = null;
+
+  /** Installs the authorization decision (the node does, before it applies anything). */
+  setAuthorizer(authorize: CommandAuthorizer): void {
+    this.authorize = authorize;
   }
 
   get appliedIndex(): number {
@@ -194,6 +203,10 @@ export class MvccStore {
     let stored: StoredOutcome;
     try {
       checkRequestBytes(entry.data, this.limits);
+      // Decided at apply, against the policy of this very state: a permission removed by an earlier
+      // entry cannot be used by a later one, whatever the edge decided when it was proposed.
+      const denied = this.authorize?.(envelope.principal, envelope.op, writer) ?? null;
+      if (denied !== null) throw denied;
       const applied = applyCommand(writer, { meta: next, limits: this.limits, bugs: this.bugs }, envelope.op);
       next = applied.meta;
       stored = { ok: true, result: applied.result };

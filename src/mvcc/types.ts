@@ -248,6 +248,12 @@ export type Command =
   | PolicySetOp;
 export type CommandType = Command['type'];
 
+/**
+ * Whether a command from `principal` ('' anonymous, undefined the cell's own work) may apply,
+ * decided on the state it applies on; an error (permission_denied) refuses it. src/auth implements it.
+ */
+export type CommandAuthorizer = (principal: string | undefined, op: Command, state: KvReader) => BatonError | null;
+
 /** What a Raft entry's data carries. */
 export interface CommandEnvelope {
   /** Opaque, ≤ 128 UTF-8 bytes; a retry with the same id returns the first outcome. */
@@ -260,6 +266,11 @@ export interface CommandEnvelope {
    * amount cannot move the window; entries without it (older versions) only start the clock.
    */
   readonly source?: number;
+  /**
+   * The principal the request came from (docs/design/authorization.md): '' anonymous, absent for
+   * the cell's own work (lease expiry, checkpoints, auto compaction) and entries of older versions.
+   */
+  readonly principal?: string;
   readonly op: Command;
 }
 

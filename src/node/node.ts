@@ -40,6 +40,7 @@ import { checkpointEntriesMax, readysInFlightMax, snapshotLogBytes } from '../ba
 import { assert } from '../base/assert.js';
 import { addProcessMetrics } from '../metrics/process-metrics.js';
 import { Gauge } from '../metrics/registry.js';
+import { createAuthorizer } from '../auth/index.js';
 import { loadNodeTls, peerTlsOf, type NodeTls } from './tls-wiring.js';
 
 export interface RunningNode {
@@ -125,6 +126,8 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
     directory: dbDirectory, commits: 'deferred', logger: log, onCheckpoint: hooks.onCheckpoint?.(dbDirectory),
   });
   const store = new MvccStore(engine, { ...defaultMvccLimits, valueBytesMax: config.valueBytesMax, ...config.tuning.leaseLimits });
+  // Every member decides client commands against the policy they apply on (docs/design/authorization.md).
+  store.setAuthorizer(createAuthorizer());
   const { wal, recovered, snapshot, snapshots, snapshotLoaded } = await openDurableLog(config.dataDir, log, store.appliedIndex);
   if (snapshot !== null && store.appliedIndex < snapshot.meta.index) {
     assert(snapshotLoaded, 'a store behind the log start restores from the snapshot file');

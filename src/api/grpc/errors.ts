@@ -68,6 +68,8 @@ function etcdText(error: BatonError): string {
     case 'too_large':
       if (error.details['reason'] === ('too_many_operations' satisfies ErrorReason)) return etcdMessages.tooManyOps;
       return `${etcdMessages.tooLarge} (${error.message})`;
+    case 'permission_denied':
+      return 'etcdserver: permission denied';
     case 'timeout':
       return `${etcdMessages.timeout} (${error.message})`;
     default:

@@ -126,6 +126,6 @@ test('the proposer id round-trips; entries of older versions (no flags beyond th
   assert.equal(old[10], 1);
   assert.deepEqual(decodeCommand(old, limits), { requestId: 'r', proposedAtMs: 9, op });
   const unknownFlag = Uint8Array.from(old);
-  unknownFlag[10] = 1 | 4;
+  unknownFlag[10] = 1 | 8; // bit 2 (4) is the principal since session 11
   assert.throws(() => decodeCommand(unknownFlag, limits), /unknown command flags/);
 });
