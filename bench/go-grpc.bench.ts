@@ -286,30 +286,50 @@ async function runLoadgen(system: System, workload: Workload, clients: number, d
   });
   const killer = setTimeout(() => child.kill('SIGKILL'), (durationS + warmS + 90) * 1000);
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
-  const memberCpu = (): number[] => (roles === null ? [] : [roles.leader, ...roles.followers].map((n) => cpuSeconds(roles.pids[n] ?? [])));
-  let cpuStart = 0;
-  let cpuEnd = 0;
-  let memberStart: number[] = [];
-  let memberEnd: number[] = [];
-  let tStart = 0;
-  let tEnd = 0;
+  const window = new CpuWindow(() => cpuSeconds(pids[system]), roles === null ? [] : [roles.leader, ...roles.followers].map((n) => roles.pids[n] ?? []));
   let result: LoadgenResult | null = null;
   for await (const line of createInterface({ input: child.stdout })) {
-    if (line === '{"event":"start"}') [cpuStart, memberStart, tStart] = [cpuSeconds(pids[system]), memberCpu(), performance.now()];
-    else if (line === '{"event":"end"}') [cpuEnd, memberEnd, tEnd] = [cpuSeconds(pids[system]), memberCpu(), performance.now()];
+    if (line === '{"event":"start"}') window.mark('start');
+    else if (line === '{"event":"end"}') window.mark('end');
     else if (line.startsWith('{')) result = JSON.parse(line) as LoadgenResult;
   }
   const code = await exited;
   clearTimeout(killer);
-  if (code !== 0 || result === null || tEnd === 0) {
+  if (code !== 0 || result === null || !window.ended) {
     throw new Error(`Go client against ${system} (${workload}, ${clients} clients) exited ${code}: ${stderr.join('').slice(-3000)}`);
   }
-  const used = memberEnd.map((end, i) => end - (memberStart[i] ?? 0));
-  const roleCpu = used.length === 0 ? {} : {
-    leaderCpuS: used[0] as number,
-    followerCpuS: used.slice(1).reduce((a, b) => a + b, 0) / Math.max(1, used.length - 1),
-  };
-  return { ...result, serverCpuS: cpuEnd - cpuStart, windowS: (tEnd - tStart) / 1000, ...roleCpu };
+  return { ...result, ...window.measured() };
+}
+
+/** The cell's CPU and each member's (leader first) over the measured window, and its length. */
+class CpuWindow {
+  private readonly start = { cpu: 0, members: [] as number[], at: 0 };
+  private readonly end = { cpu: 0, members: [] as number[], at: 0 };
+
+  constructor(
+    private readonly cellCpu: () => number,
+    private readonly memberPids: readonly number[][],
+  ) {}
+
+  get ended(): boolean {
+    return this.end.at !== 0;
+  }
+
+  mark(edge: 'start' | 'end'): void {
+    const into = edge === 'start' ? this.start : this.end;
+    into.cpu = this.cellCpu();
+    into.members = this.memberPids.map((memberPids) => cpuSeconds(memberPids));
+    into.at = performance.now();
+  }
+
+  measured(): { serverCpuS: number; windowS: number; leaderCpuS?: number; followerCpuS?: number } {
+    const used = this.end.members.map((end, i) => end - (this.start.members[i] ?? 0));
+    const roles = used.length === 0 ? {} : {
+      leaderCpuS: used[0] as number,
+      followerCpuS: used.slice(1).reduce((a, b) => a + b, 0) / Math.max(1, used.length - 1),
+    };
+    return { serverCpuS: this.end.cpu - this.start.cpu, windowS: (this.end.at - this.start.at) / 1000, ...roles };
+  }
 }
 
 /** Populated once per native key prefix, so linearizable gets find their keys. */
@@ -327,14 +347,7 @@ async function runNative(workload: Workload, clients: number, durationS: number,
     await populateKeys(batonProtocol, urls, keySpace, valueBytes, keyPrefix);
     nativePopulated.add(keyPrefix);
   }
-  const members = [roles.leader, ...roles.followers];
-  const memberCpu = (): number[] => members.map((n) => cpuSeconds(roles.pids[n] ?? []));
-  let cpuStart = 0;
-  let cpuEnd = 0;
-  let memberStart: number[] = [];
-  let memberEnd: number[] = [];
-  let tStart = 0;
-  let tEnd = 0;
+  const window = new CpuWindow(() => cpuSeconds(pids.baton), [roles.leader, ...roles.followers].map((n) => roles.pids[n] ?? []));
   const result = await runLoad({
     protocol: batonProtocol,
     endpoints: urls,
@@ -346,14 +359,11 @@ async function runNative(workload: Workload, clients: number, durationS: number,
     valueBytes,
     requestTimeoutMs: 15_000,
     keyPrefix,
-    onWindow: (edge) => {
-      if (edge === 'start') [cpuStart, memberStart, tStart] = [cpuSeconds(pids.baton), memberCpu(), performance.now()];
-      else [cpuEnd, memberEnd, tEnd] = [cpuSeconds(pids.baton), memberCpu(), performance.now()];
-    },
+    onWindow: (edge) => window.mark(edge),
   });
-  const used = memberEnd.map((end, i) => end - (memberStart[i] ?? 0));
   const errors = Object.values(result.errors).reduce((a, b) => a + b, 0);
-  const windowS = (tEnd - tStart) / 1000;
+  const measured = window.measured();
+  const { windowS } = measured;
   return {
     workload,
     endpoints: urls.map((u) => u.host),
@@ -370,10 +380,7 @@ async function runNative(workload: Workload, clients: number, durationS: number,
     error_samples: Object.entries(result.errors).slice(0, 3).map(([what, n]) => `${what} x${n}`),
     client_cpu_s: result.clientCpuCores * windowS,
     client_cpu_cores: result.clientCpuCores,
-    serverCpuS: cpuEnd - cpuStart,
-    windowS,
-    leaderCpuS: used[0] as number,
-    followerCpuS: used.slice(1).reduce((a, b) => a + b, 0) / Math.max(1, used.length - 1),
+    ...measured,
   };
 }
 

@@ -16,9 +16,8 @@ export interface AccessLookup {
 export function commandAccesses(command: Command, lookup: AccessLookup): Access[] {
   switch (command.type) {
     case 'put':
-      return [{ op: 'write', range: keyRange(command.key) }];
     case 'delete':
-      return [{ op: 'write', range: command.prefix === true ? prefixRange(command.key) : keyRange(command.key) }];
+      return txnOpAccesses(command);
     case 'txn':
       // A compare reveals the key's attributes; both branches are checked, whichever runs.
       return [

@@ -4,6 +4,8 @@
 // everything. Pure data and pure functions: the same policy record decides the same way on every
 // member, at apply time for writes.
 
+import { compareBytes, prefixEnd } from '../mvcc/index.js';
+
 export const authOps = ['read', 'write', 'watch', 'lease', 'lock', 'election', 'admin'] as const;
 export type AuthOp = (typeof authOps)[number];
 
@@ -39,32 +41,17 @@ export function keyRange(key: string): KeyRange {
   return { from, to };
 }
 
-/** The range of every key that starts with `prefix` (etcd's prefix end: the last byte below 0xff plus one). */
+/** The range of every key that starts with `prefix` (etcd's prefix end); '' is every key. */
 export function prefixRange(prefix: string): KeyRange {
   const from = encoder.encode(prefix);
-  for (let i = from.length - 1; i >= 0; i--) {
-    if ((from[i] as number) < 0xff) {
-      const to = from.slice(0, i + 1);
-      to[i] = (to[i] as number) + 1;
-      return { from, to };
-    }
-  }
-  return { from, to: null };
+  // UTF-8 never holds 0xff, so only the empty prefix has no end.
+  return { from, to: from.length === 0 ? null : prefixEnd(from) };
 }
 
 /** [key, rangeEnd) as etcd writes it (a bound of any bytes); an empty or absent end is the one key. */
 export function boundedRange(key: string, rangeEnd: Uint8Array | undefined): KeyRange {
   if (rangeEnd === undefined || rangeEnd.length === 0) return keyRange(key);
   return { from: encoder.encode(key), to: rangeEnd };
-}
-
-export function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const d = (a[i] as number) - (b[i] as number);
-    if (d !== 0) return d;
-  }
-  return a.length - b.length;
 }
 
 /** `a` ≤ `b` as exclusive upper bounds (null: unbounded). */

@@ -10,7 +10,7 @@ export { ContentHasher } from './content-hash.js';
 export { hashKeySpace, hashKeySpaceSteps } from './kv-hash.js';
 export type { HashableStore, KvHash } from './kv-hash.js';
 export { encodeSnapshot, decodeSnapshot } from './snapshot-stream.js';
-export { compareBytes, utf8, fromUtf8 } from './bytes.js';
+export { compareBytes, prefixEnd, utf8, fromUtf8 } from './bytes.js';
 export { validateLeaseTtl } from './lease-state.js';
 export type { LeaseRecord } from './lease-state.js';
 export { compareOperators, compareTargets, defaultMvccLimits } from './types.js';

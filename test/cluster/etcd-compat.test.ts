@@ -4,7 +4,7 @@
 // is shown to be a view of the one state machine (etcd key "foo" is native "/foo").
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Etcd3 } from 'etcd3';
 import { credentials, loadPackageDefinition, Metadata, status, type Client, type GrpcObject, type ServiceClientConstructor } from '@grpc/grpc-js';
@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { findEtcdctl } from './etcdctl-path.js';
 import { http, sleep, startTestCell, type TestCell } from './harness.js';
 
 const run = promisify(execFile);
@@ -38,14 +39,6 @@ before(async () => {
 after(async () => {
   await cell?.close();
 });
-
-function findEtcdctl(): string | null {
-  for (const candidate of [process.env['ETCDCTL_PATH'], '/usr/bin/etcdctl', '/usr/local/bin/etcdctl']) {
-    if (candidate === undefined || candidate === '') continue;
-    if (spawnSync(candidate, ['version'], { env: { ...process.env, ETCDCTL_API: '3' } }).status === 0) return candidate;
-  }
-  return null;
-}
 
 const ctlEnv = (): NodeJS.ProcessEnv => ({ ...process.env, ETCDCTL_API: '3' });
 const ctlArgs = (args: string[], endpoint?: string): string[] => [

@@ -6,7 +6,7 @@
 // corruption check raises CORRUPT for it. Skipped without etcdctl.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { credentials, loadPackageDefinition, Metadata, type Client, type GrpcObject, type ServiceClientConstructor } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { protoDir } from '../../src/api/grpc/proto.js';
+import { findEtcdctl } from './etcdctl-path.js';
 import { baton } from './cli-run.js';
 import { findLeader, http, putSurely, sleep, startTestCell, type TestCell } from './harness.js';
 
@@ -36,14 +37,6 @@ before(async () => {
 after(async () => {
   await cell?.close();
 });
-
-function findEtcdctl(): string | null {
-  for (const candidate of [process.env['ETCDCTL_PATH'], '/usr/bin/etcdctl', '/usr/local/bin/etcdctl']) {
-    if (candidate === undefined || candidate === '') continue;
-    if (spawnSync(candidate, ['version'], { env: { ...process.env, ETCDCTL_API: '3' } }).status === 0) return candidate;
-  }
-  return null;
-}
 
 async function etcdctl(args: string[], endpoint?: string[]): Promise<string> {
   const argv = [`--endpoints=${(endpoint ?? endpoints).join(',')}`, '--command-timeout=20s', ...args];

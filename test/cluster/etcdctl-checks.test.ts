@@ -6,13 +6,13 @@
 // read the memory metric. Afterwards the keys it wrote are gone, as etcdctl's cleanup intends.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { findEtcdctl } from './etcdctl-path.js';
 import { http, startTestCell, type TestCell } from './harness.js';
 
 const run = promisify(execFile);
-const etcdctl = ['/usr/bin/etcdctl', '/usr/local/bin/etcdctl', process.env['ETCDCTL_PATH'] ?? '']
-  .find((path) => path !== '' && spawnSync(path, ['version'], { env: { ...process.env, ETCDCTL_API: '3' } }).status === 0);
+const etcdctl = findEtcdctl() ?? undefined;
 const skip = etcdctl === undefined ? 'etcdctl not installed (Debian: apt-get install etcd-client; .ci/run tries)' : false;
 if (skip !== false) console.log(`# etcdctl-checks: SKIPPING: ${skip}`);
 

@@ -13,10 +13,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { EtcdCell } from '../../src/bench/etcd-cell.js';
+import { findEtcdctl } from './etcdctl-path.js';
 import { freePorts, startTestCell, type TestCell } from './harness.js';
 
 const run = promisify(execFile);
-const etcdctl = ['/usr/bin/etcdctl', '/usr/local/bin/etcdctl'].find((p) => spawnSync(p, ['version']).status === 0);
+const etcdctl = findEtcdctl() ?? undefined;
 const etcdBinary = spawnSync('etcd', ['--version']).status === 0;
 const skip = etcdctl === undefined || !etcdBinary ? 'etcd or etcdctl not installed (Debian: apt-get install etcd-server etcd-client)' : false;
 if (skip !== false) console.log(`# etcdctl-parity: SKIPPING: ${skip}`);

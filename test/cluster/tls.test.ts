@@ -7,7 +7,7 @@
 // Certificates rotate without a restart (SIGHUP).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import { readFileSync } from 'node:fs';
 import { BatonClient } from '../../src/client/index.js';
 import { httpsRequest } from '../../src/node/testing/cell-tls.js';
 import { baton } from './cli-run.js';
+import { findEtcdctl } from './etcdctl-path.js';
 import { ensureCa, issueMemberCert, type CertFiles } from '../../src/security/certs.js';
 import { TlsMaterial } from '../../src/security/tls-files.js';
 import { PeerTransport, peerIdentity } from '../../src/transport/index.js';
@@ -68,7 +69,7 @@ test('without a client certificate, or over plain HTTP, nothing is served', asyn
 });
 
 test('the etcd facade over TLS: etcdctl with the root certificate (gRPC, h2) and the JSON gateway (HTTP/1.1)', async (t) => {
-  const etcdctl = ['/usr/bin/etcdctl', '/usr/local/bin/etcdctl'].find((p) => spawnSync(p, ['version']).status === 0);
+  const etcdctl = findEtcdctl() ?? undefined;
   const endpoint = `https://${cell.cell.grpcEndpoint('n3')}`;
   if (etcdctl === undefined) {
     t.diagnostic('etcdctl not installed: the gRPC half is skipped');

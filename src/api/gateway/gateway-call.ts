@@ -4,12 +4,11 @@
 // getDeadline(). Messages cross as protobuf bytes through the route's own codecs, so an answer
 // is exactly what a gRPC client would get, then rendered as etcd's gateway JSON.
 import { status } from '@grpc/grpc-js';
+import { CallEvents } from '../grpc/h2/call-events.js';
 import { statusOf, type CallRoute, type CallStatus } from '../grpc/h2/grpc-call.js';
 import { httpStatusOf, streamErrorLine, unaryErrorBody, type GatewayStatus } from './errors.js';
 import { answerJson, requestBytes, valueJson } from './json-codec.js';
 import type { GatewayRoute } from './routes.js';
-
-type Listener = (...args: never[]) => void;
 
 /** The part of an HTTP exchange the gateway uses: node:http's objects, or an HTTP/2 stream's (h2-exchange.ts). */
 export interface GatewayRequest {
@@ -36,11 +35,10 @@ export const gatewayHeaders: Readonly<Record<string, string>> = {
   'access-control-allow-origin': '*',
 };
 
-export class GatewayCall {
+export class GatewayCall extends CallEvents {
   request: unknown = undefined;
   cancelled = false;
   private finished = false;
-  private listeners = new Map<string, Listener[]>();
 
   constructor(
     private readonly route: GatewayRoute,
@@ -48,6 +46,7 @@ export class GatewayCall {
     private readonly res: GatewayResponse,
     private readonly logError: (error: unknown) => void,
   ) {
+    super();
     res.on('drain', () => this.emit('drain'));
     res.on('close', () => {
       if (!this.finished) this.cancel();
@@ -99,35 +98,10 @@ export class GatewayCall {
     this.emit('close');
   }
 
-  on(event: string, listener: Listener): this {
-    const list = this.listeners.get(event);
-    if (list === undefined) this.listeners.set(event, [listener]);
-    else list.push(listener);
-    return this;
-  }
-
-  once(event: string, listener: Listener): this {
-    const wrapper = (...args: never[]): void => {
-      this.off(event, wrapper);
-      listener(...args);
-    };
-    return this.on(event, wrapper);
-  }
-
-  off(event: string, listener: Listener): this {
-    const list = this.listeners.get(event);
-    const at = list?.indexOf(listener) ?? -1;
-    if (list !== undefined && at >= 0) list.splice(at, 1);
-    return this;
-  }
-
   /** emit('error', status) ends the call with that status first, as a gRPC call does. */
-  emit(event: string, ...args: unknown[]): boolean {
+  override emit(event: string, ...args: unknown[]): boolean {
     if (event === 'error') this.fail(statusOf(args[0] as CallStatus));
-    const list = this.listeners.get(event);
-    if (list === undefined || list.length === 0) return false;
-    for (const listener of [...list]) (listener as (...values: unknown[]) => void)(...args);
-    return true;
+    return super.emit(event, ...args);
   }
 
   /** The client went away before the answer. */

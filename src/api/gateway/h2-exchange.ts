@@ -2,20 +2,19 @@
 // (its content type is not application/grpc: curl --http2, Go's HTTP/2 client), as the request and
 // response the gateway serves: etcd serves its gateway over HTTP/1.1 and HTTP/2 on one port.
 import type { H2Stream, StreamSink } from '../grpc/h2/stream.js';
+import { CallEvents } from '../grpc/h2/call-events.js';
 import { H2Error } from '../grpc/h2/frames.js';
 import { encodeHeaders, type HeaderList } from '../grpc/h2/hpack.js';
 import type { GatewayRequest, GatewayResponse } from './gateway-call.js';
 
-type Listener = (...args: never[]) => void;
-
-class H2Exchange implements GatewayRequest, GatewayResponse, StreamSink {
+class H2Exchange extends CallEvents implements GatewayRequest, GatewayResponse, StreamSink {
   readonly url: string;
   readonly method: string;
-  private readonly listeners = new Map<string, Listener[]>();
   private ended = false;
   private closed = false;
 
   constructor(private readonly stream: H2Stream, headers: HeaderList) {
+    super();
     let path = '/';
     let method = 'GET';
     for (const [name, value] of headers) {
@@ -28,13 +27,6 @@ class H2Exchange implements GatewayRequest, GatewayResponse, StreamSink {
 
   get headersSent(): boolean {
     return this.stream.headersSent;
-  }
-
-  on(event: string, listener: Listener): this {
-    const list = this.listeners.get(event);
-    if (list === undefined) this.listeners.set(event, [listener]);
-    else list.push(listener);
-    return this;
   }
 
   resume(): this {
@@ -92,10 +84,6 @@ class H2Exchange implements GatewayRequest, GatewayResponse, StreamSink {
     if (this.closed) return;
     this.closed = true;
     this.emit('close');
-  }
-
-  private emit(event: string, ...args: unknown[]): void {
-    for (const listener of [...(this.listeners.get(event) ?? [])]) (listener as (...values: unknown[]) => void)(...args);
   }
 }
 

@@ -5,6 +5,7 @@
 // The call is its stream's sink and keeps its listeners itself (no EventEmitter, no closures
 // per call: a unary put allocates this object, its reader and its answer).
 import { status } from '@grpc/grpc-js';
+import { CallEvents } from './call-events.js';
 import { H2Error } from './frames.js';
 import { encodeHeaders } from './hpack.js';
 import { MessageReader } from './message-reader.js';
@@ -39,9 +40,7 @@ export interface CallContext {
   ended(call: GrpcCall): void;
 }
 
-type Listener = (...args: never[]) => void;
-
-export class GrpcCall implements StreamSink {
+export class GrpcCall extends CallEvents implements StreamSink {
   request: unknown = undefined;
   cancelled = false;
   private finished = false;
@@ -50,7 +49,6 @@ export class GrpcCall implements StreamSink {
   /** Single-message calls: the request message, once read. */
   private message: Buffer | null = null;
   private readonly reader: MessageReader;
-  private listeners: Map<string, Listener[]> | null = null;
   private readonly answerCallback: AnswerCallback = (error, value) => this.answer(error, value);
 
   constructor(
@@ -61,6 +59,7 @@ export class GrpcCall implements StreamSink {
     encoding: string,
     private readonly context: CallContext,
   ) {
+    super();
     this.reader = new MessageReader(context.receiveBytesMax, encoding, stream);
   }
 
@@ -162,36 +161,10 @@ export class GrpcCall implements StreamSink {
     this.finish({ code: status.OK, details: '' });
   }
 
-  on(event: string, listener: Listener): this {
-    this.listeners ??= new Map();
-    const list = this.listeners.get(event);
-    if (list === undefined) this.listeners.set(event, [listener]);
-    else list.push(listener);
-    return this;
-  }
-
-  once(event: string, listener: Listener): this {
-    const wrapper = (...args: never[]): void => {
-      this.off(event, wrapper);
-      listener(...args);
-    };
-    return this.on(event, wrapper);
-  }
-
-  off(event: string, listener: Listener): this {
-    const list = this.listeners?.get(event);
-    const at = list?.indexOf(listener) ?? -1;
-    if (list !== undefined && at >= 0) list.splice(at, 1);
-    return this;
-  }
-
   /** As an EventEmitter's; emit('error', status) ends the call with that status first. */
-  emit(event: string, ...args: unknown[]): boolean {
+  override emit(event: string, ...args: unknown[]): boolean {
     if (event === 'error') this.finish(statusOf(args[0] as CallStatus));
-    const list = this.listeners?.get(event);
-    if (list === undefined || list.length === 0) return false;
-    for (const listener of [...list]) (listener as (...values: unknown[]) => void)(...args);
-    return true;
+    return super.emit(event, ...args);
   }
 
   /** The unary answer: the message, or the error's status. */
