@@ -60,6 +60,8 @@ function stubCell(): CellApi {
   };
   return {
     cellId: 'bench',
+    checkAdmin: () => {},
+    checkClusterInfo: () => {},
     revision: () => 42,
     put: async () => ({ created: false, version: 2, revision: 43, fencingToken: 10 }),
     range: async (request: RangeRequest) => ({
@@ -144,8 +146,8 @@ async function direct(): Promise<void> {
   const generic = etcdServices().KV as unknown as Record<'Range' | 'Put', MethodDefinition<unknown, unknown>>;
   const value = Buffer.alloc(valueBytes, 0x61);
   const cases = {
-    get: { method: 'Range' as const, request: generic.Range.requestSerialize({ key: Buffer.from('bench/0/0') }), call: (r: unknown) => kv.range(r as never) },
-    put: { method: 'Put' as const, request: generic.Put.requestSerialize({ key: Buffer.from('bench/0/0'), value }), call: (r: unknown) => kv.put(r as never) },
+    get: { method: 'Range' as const, request: generic.Range.requestSerialize({ key: Buffer.from('bench/0/0') }), call: (r: unknown) => kv.range(r as never, '') },
+    put: { method: 'Put' as const, request: generic.Put.requestSerialize({ key: Buffer.from('bench/0/0'), value }), call: (r: unknown) => kv.put(r as never, '') },
   };
   const calls = 50_000;
   const rows: string[][] = [];

@@ -237,7 +237,7 @@ function hubHeapPerWatcher(count: number): number | null {
   });
   gc();
   const before = process.memoryUsage().heapUsed;
-  const connections = Array.from({ length: Math.ceil(count / perConnection) }, () => hub.openConnection(() => {}));
+  const connections = Array.from({ length: Math.ceil(count / perConnection) }, () => hub.openConnection(() => {}, () => true));
   const keep = [];
   for (let i = 0; i < count; i++) {
     const spec = { key: `/bench/k/${count}/${i}`, prefix: false, startRevision: 0, prevKv: false, filter: 'all', encoding: 'utf8' } as const;

@@ -72,20 +72,29 @@ export interface ClusterStatus {
   readonly members: readonly MemberStatus[];
 }
 
-/** What the HTTP API needs from the node it runs on. */
+/**
+ * What the HTTP API needs from the node it runs on. Every request names its principal (a
+ * certificate's CN or a user; '' anonymous): writes carry it through the log and are decided at
+ * apply, reads are decided by the serving member (docs/design/authorization.md).
+ */
 export interface CellApi {
   readonly cellId: string;
   revision(): number;
-  put(request: PutRequest, requestId: string | undefined): Promise<PutResult>;
-  range(request: RangeRequest, options: ReadOptions): Promise<RangeResult>;
-  deleteRange(request: DeleteRequest, requestId: string | undefined): Promise<DeleteResult>;
-  txn(request: TxnRequest, requestId: string | undefined): Promise<TxnResult>;
-  compact(revision: number): Promise<{ revision: number; compactRevision: number }>;
+  put(request: PutRequest, requestId: string | undefined, principal: string): Promise<PutResult>;
+  range(request: RangeRequest, options: ReadOptions, principal: string): Promise<RangeResult>;
+  deleteRange(request: DeleteRequest, requestId: string | undefined, principal: string): Promise<DeleteResult>;
+  txn(request: TxnRequest, requestId: string | undefined, principal: string): Promise<TxnResult>;
+  compact(revision: number, principal: string): Promise<{ revision: number; compactRevision: number }>;
   /** The authorization policy record (src/auth's JSON, opaque here) and its version, read linearizably. */
-  policyRecord(): Promise<StoredPolicy>;
+  policyRecord(principal: string): Promise<StoredPolicy>;
   /** Replaces it through the log if it is still at `ifVersion` (else precondition_failed). */
-  setPolicyRecord(record: Uint8Array, ifVersion: number): Promise<{ version: number }>;
+  setPolicyRecord(record: Uint8Array, ifVersion: number, principal: string): Promise<{ version: number }>;
+  /** The cell's status as this member sees it (the edges ask checkClusterInfo first). */
   status(): ClusterStatus;
+  /** Throws permission_denied unless `principal` administers the cell (members, maintenance). */
+  checkAdmin(principal: string): void;
+  /** Throws permission_denied unless `principal` may see the cell's members and status (any known principal). */
+  checkClusterInfo(principal: string): void;
   /** Process alive and serving. */
   healthy(): boolean;
   /** Has a leader and has applied what it knows to be committed. */

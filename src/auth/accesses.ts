@@ -2,7 +2,7 @@
 // decision (etcd's holes were parts that did: a txn's prevKv and lease attach, CVE-2026-44283;
 // a lease's key list, CVE-2023-32082; a watch past its range, GHSA-xg4h-6gfc-h4m8). `Command` is
 // a closed union: a new command kind without a case here does not compile.
-import { electionKeyPrefix } from '../lock/api.js';
+import { electionKeyPrefix, electionsRoot, lockKeyPrefix } from '../base/queue-prefixes.js';
 import type { Command, RangeRequest, TxnOp } from '../mvcc/index.js';
 import type { Access } from './decide.js';
 import { boundedRange, keyRange, prefixRange, type AuthOp, type KeyRange } from './policy.js';
@@ -31,13 +31,15 @@ export function commandAccesses(command: Command, lookup: AccessLookup): Access[
       // Revoking deletes every key attached to the lease.
       return [{ op: 'lease', anyKey: true }, ...lookup.leaseKeys(command.id).map((key): Access => ({ op: 'write', range: keyRange(key) }))];
     case 'seqCreate':
+      // A contender's entry is attached to its lease, as a put with a lease is.
+      return [{ op: queueOp(command.prefix), range: prefixRange(command.prefix) }, ...(command.lease === 0 ? [] : [leaseAccess])];
     case 'seqCheck':
     case 'seqRelease':
       return [{ op: queueOp(command.prefix), range: prefixRange(command.prefix) }];
     case 'compact':
     case 'upgradeStore':
     case 'policySet':
-      return [{ op: 'admin', range: { from: new Uint8Array(0), to: null } }];
+      return [adminAccess];
     case 'deleteLeaseKeys':
     case 'leaseCheckpoint':
       return []; // proposed by the leader itself (expiry, checkpoints), never by a client
@@ -47,7 +49,11 @@ export function commandAccesses(command: Command, lookup: AccessLookup): Access[
 function txnOpAccesses(op: TxnOp): Access[] {
   switch (op.type) {
     case 'put':
-      return [{ op: 'write', range: keyRange(op.key) }];
+      // Attaching a key to a lease needs the lease operation too (etcd's CVE-2026-44283 was a
+      // lease attached without a check); whoever revokes the lease needs write on the key.
+      return op.lease === undefined || op.lease === 0
+        ? [{ op: 'write', range: keyRange(op.key) }]
+        : [{ op: 'write', range: keyRange(op.key) }, leaseAccess];
     case 'delete':
       return [{ op: 'write', range: op.prefix === true ? prefixRange(op.key) : keyRange(op.key) }];
     case 'get':
@@ -76,13 +82,29 @@ export function watchEventAccess(key: string): Access {
 }
 
 /** A lease's time-to-live: with its key list, each key is revealed (CVE-2023-32082). */
-export function leaseInfoAccesses(lease: number, withKeys: boolean, lookup: AccessLookup): Access[] {
-  return [{ op: 'lease', anyKey: true }, ...(withKeys ? lookup.leaseKeys(lease).map((key): Access => ({ op: 'read', range: keyRange(key) })) : [])];
+export function leaseInfoAccesses(keys: readonly string[]): Access[] {
+  return [leaseAccess, ...keys.map((key): Access => ({ op: 'read', range: keyRange(key) }))];
 }
-
-/** '/elections/': every election's queue is below it (lock/api.ts), every other queue is a lock's. */
-const electionsRoot = electionKeyPrefix('').slice(0, -1);
 
 function queueOp(prefix: string): AuthOp {
   return prefix.startsWith(electionsRoot) ? 'election' : 'lock';
+}
+
+/** Administration (members, maintenance, compaction, the policy): `admin` on every key. */
+export const adminAccess: Access = { op: 'admin', range: { from: new Uint8Array(0), to: null } };
+
+/** The cell's status and member list. */
+export const clusterInfoAccess: Access = { op: 'read', clusterInfo: true };
+
+/** A lease's keepalive, list entry or time-to-live without keys. */
+export const leaseAccess: Access = { op: 'lease', anyKey: true };
+
+/** A lock's state, holder and fencing check: its whole queue. */
+export function lockAccesses(name: string): Access[] {
+  return [{ op: 'lock', range: prefixRange(lockKeyPrefix(name)) }];
+}
+
+/** An election's leader and observation: its whole queue. */
+export function electionAccesses(name: string): Access[] {
+  return [{ op: 'election', range: prefixRange(electionKeyPrefix(name)) }];
 }

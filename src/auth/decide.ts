@@ -7,7 +7,9 @@ import { covers, isRoot, rangesFor, type AuthOp, type KeyRange, type Policy } fr
 export type Access =
   | { readonly op: AuthOp; readonly range: KeyRange }
   /** An operation that names no key (lease grant and keepalive): allowed with the op on any range. */
-  | { readonly op: AuthOp; readonly anyKey: true };
+  | { readonly op: AuthOp; readonly anyKey: true }
+  /** What the cell is (its members, leader, revision): any known principal, never anonymous. */
+  | { readonly op: 'read'; readonly clusterInfo: true };
 
 export type Decision =
   | { readonly allowed: true }
@@ -22,6 +24,7 @@ export function decide(policy: Policy, principal: string | null, accesses: reado
   if (principal !== null && isRoot(policy, principal)) return allowed;
   for (const access of accesses) {
     if (principal === null) return { allowed: false, denied: access, reason: 'anonymous requests are refused while authorization is on' };
+    if ('clusterInfo' in access) continue;
     const ranges = rangesFor(policy, principal, access.op);
     const ok = 'anyKey' in access ? ranges.length > 0
       : access.op === 'admin' ? covers(ranges, everything)

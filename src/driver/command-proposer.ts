@@ -3,7 +3,8 @@
 // for. A state machine that answers a command of one kind with a result of another is a bug, so
 // that is an assertion here instead of a check (and a 500) in every service.
 import { assert } from '../base/assert.js';
-import { encodeCommand, type ApplyOutcome, type Command, type CommandProposer, type MvccLimits, type Proposed } from '../mvcc/index.js';
+import type { BatonError } from '../base/errors.js';
+import { encodeCommand, type ApplyOutcome, type Command, type CommandProposer, type MvccLimits, type Origin, type Proposed } from '../mvcc/index.js';
 
 /** What the proposer needs from the driver (NodeDriver, or the simulator's member binding). */
 export interface ProposalLog {
@@ -19,6 +20,11 @@ export interface LogProposerOptions {
   readonly monotonicMs: () => number;
   /** Proposal to apply, seconds (the node's histogram). */
   readonly onProposed?: (seconds: number) => void;
+  /**
+   * The proposing member's authorization check (src/auth's guard): a refused write costs no log
+   * entry and is refused also without a leader. Apply decides again, on the state it applies on.
+   */
+  readonly admit?: (origin: Origin, op: Command) => BatonError | null;
 }
 
 export class LogProposer implements CommandProposer {
@@ -28,11 +34,13 @@ export class LogProposer implements CommandProposer {
   ) {}
 
   /** Not an async function: one closure and one promise per write instead of an async frame. */
-  propose<C extends Command>(op: C, requestId: string | undefined): Promise<Proposed<C>> {
-    const { memberId, limits, wallMs, monotonicMs, onProposed } = this.options;
+  propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>> {
+    const { memberId, limits, wallMs, monotonicMs, onProposed, admit } = this.options;
     let command: Uint8Array;
     try {
-      command = encodeCommand({ requestId, proposedAtMs: wallMs(), source: memberId, op }, limits);
+      const refused = admit?.(origin, op) ?? null;
+      if (refused !== null) return Promise.reject(refused);
+      command = encodeCommand({ requestId, proposedAtMs: wallMs(), source: memberId, ...(origin === undefined ? {} : { principal: origin }), op }, limits);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -3,8 +3,10 @@
 // ReadIndex confirmation, serializable reads are answered from local state and say so.
 import type { StoredPolicy } from '../mvcc/index.js';
 import { UnavailableError } from '../base/errors.js';
+import { adminAccess, clusterInfoAccess, readAccesses, type AccessGuard } from '../auth/index.js';
 import {
   type Command,
+  type Origin,
   type CommandProposer,
   type MvccStore,
   type Proposed,
@@ -52,6 +54,8 @@ export class CellService implements api.CellApi, CommandProposer {
     /** The node's one write path (driver/command-proposer.ts). */
     private readonly proposer: CommandProposer,
     private readonly store: MvccStore,
+    /** This member's authorization decisions (reads here; writes in the proposer and at apply). */
+    private readonly guard: AccessGuard,
     private readonly metrics: NodeMetrics,
     /** Sheds reads (lists first) under overload, so keepalives are still answered. */
     private readonly readGate: ReadGate = new ReadGate(),
@@ -76,18 +80,18 @@ export class CellService implements api.CellApi, CommandProposer {
     }
   }
 
-  put(request: api.PutRequest, requestId: string | undefined): Promise<api.PutResult> {
+  put(request: api.PutRequest, requestId: string | undefined, principal: string): Promise<api.PutResult> {
     // The hot write: a .then instead of an async frame (one closure, one promise).
-    return this.propose({ type: 'put', ...request }, requestId).then(({ result }) =>
+    return this.propose({ type: 'put', ...request }, requestId, principal).then(({ result }) =>
       ({ created: result.created, version: result.version, revision: result.revision, fencingToken: result.fencingToken }));
   }
 
-  async deleteRange(request: api.DeleteRequest, requestId: string | undefined): Promise<api.DeleteResult> {
-    const { result } = await this.propose({ type: 'delete', ...request }, requestId);
+  async deleteRange(request: api.DeleteRequest, requestId: string | undefined, principal: string): Promise<api.DeleteResult> {
+    const { result } = await this.propose({ type: 'delete', ...request }, requestId, principal);
     return { deleted: result.deleted, revision: result.revision };
   }
 
-  async txn(request: api.TxnRequest, requestId: string | undefined): Promise<api.TxnResult> {
+  async txn(request: api.TxnRequest, requestId: string | undefined, principal: string): Promise<api.TxnResult> {
     const toOp = (op: api.TxnOp): MvccTxnOp => {
       if ('put' in op) return { type: 'put', ...op.put };
       if ('get' in op) return { type: 'get', ...op.get };
@@ -96,6 +100,7 @@ export class CellService implements api.CellApi, CommandProposer {
     const { result } = await this.propose(
       { type: 'txn', compare: request.compare, success: request.success.map(toOp), failure: request.failure.map(toOp) },
       requestId,
+      principal,
     );
     return {
       succeeded: result.succeeded,
@@ -108,37 +113,50 @@ export class CellService implements api.CellApi, CommandProposer {
     };
   }
 
-  async compact(revision: number): Promise<{ revision: number; compactRevision: number }> {
-    const { result } = await this.propose({ type: 'compact', revision }, undefined);
+  async compact(revision: number, origin: Origin): Promise<{ revision: number; compactRevision: number }> {
+    const { result } = await this.propose({ type: 'compact', revision }, undefined, origin);
     return { revision: result.revision, compactRevision: result.compactRevision };
   }
 
-  async policyRecord(): Promise<StoredPolicy> {
+  async policyRecord(principal: string): Promise<StoredPolicy> {
+    this.checkAdmin(principal);
     await this.driver.linearizableRead();
     return this.store.policyRecord();
   }
 
-  async setPolicyRecord(record: Uint8Array, ifVersion: number): Promise<{ version: number }> {
-    const { result } = await this.propose({ type: 'policySet', record, ifVersion }, undefined);
+  async setPolicyRecord(record: Uint8Array, ifVersion: number, principal: string): Promise<{ version: number }> {
+    const { result } = await this.propose({ type: 'policySet', record, ifVersion }, undefined, principal);
     return { version: result.version };
   }
 
-  async range(request: api.RangeRequest, options: api.ReadOptions): Promise<api.RangeResult> {
+  checkAdmin(principal: string): void {
+    this.guard.check(principal, () => [adminAccess]);
+  }
+
+  checkClusterInfo(principal: string): void {
+    this.guard.check(principal, () => [clusterInfoAccess]);
+  }
+
+  async range(request: api.RangeRequest, options: api.ReadOptions, principal: string): Promise<api.RangeResult> {
+    // Decided before the ReadIndex too (a denied read learns nothing, not even that there is no
+    // leader), and again after it: the policy may have changed while the read waited.
+    this.guard.check(principal, () => readAccesses(request));
     const release = this.readGate.enter(request.prefix === true || request.rangeEnd !== undefined);
     try {
-      return await this.rangeAdmitted(request, options);
+      return await this.rangeAdmitted(request, options, principal);
     } finally {
       release();
     }
   }
 
-  private async rangeAdmitted(request: api.RangeRequest, options: api.ReadOptions): Promise<api.RangeResult> {
+  private async rangeAdmitted(request: api.RangeRequest, options: api.ReadOptions, principal: string): Promise<api.RangeResult> {
     if (options.consistency === 'linearizable') {
       const started = performance.now();
       await this.driver.linearizableRead();
       this.metrics.readSeconds.observe((performance.now() - started) / 1000);
     }
     if (options.minRevision !== undefined) await this.waitForRevision(options.minRevision);
+    if (this.guard.enabled) this.guard.check(principal, () => readAccesses(request));
     const result = this.store.range({ type: 'get', ...request });
     return { revision: result.revision, count: result.count, more: result.more, kvs: result.kvs };
   }
@@ -209,8 +227,8 @@ export class CellService implements api.CellApi, CommandProposer {
   }
 
   /** Any command through the log (locks and elections use the queue commands). */
-  propose<C extends Command>(op: C, requestId: string | undefined): Promise<Proposed<C>> {
-    return this.proposer.propose(op, requestId);
+  propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>> {
+    return this.proposer.propose(op, requestId, origin);
   }
 
   private waitForRevision(revision: number): Promise<void> {

@@ -2,6 +2,7 @@
 // what a follower uses to pass renewals to the leader (renewals never go through the log, and
 // only the leader holds deadlines). Types only, so api/ and lease/ meet here without a cycle.
 import type { MemberId } from '../raft/index.js';
+import type { Origin } from '../mvcc/index.js';
 
 export type KeepaliveItem = { readonly id: number; readonly ttl: number } | { readonly id: number; readonly error: 'lease_not_found' };
 
@@ -41,13 +42,18 @@ export { leaseListLimitDefault, leaseListLimitMax } from '../base/limits.js';
 
 /** What the lease routes and stream frames need from the node (src/lease/lease-service.ts). */
 export interface LeaseApi {
-  grant(request: { ttlMs: number; id?: number }, requestId: string | undefined): Promise<{ id: number; ttl: number; revision: number }>;
-  revoke(id: number, requestId: string | undefined): Promise<{ id: number; deleted: number; revision: number }>;
-  /** `forwarded`: the call came from another member, so it must not be forwarded again. */
-  keepalive(ids: readonly number[], forwarded: boolean): Promise<KeepaliveAnswer>;
-  timeToLive(id: number, forwarded: boolean): Promise<LeaseInfo>;
+  grant(request: { ttlMs: number; id?: number }, requestId: string | undefined, principal: string): Promise<{ id: number; ttl: number; revision: number }>;
+  revoke(id: number, requestId: string | undefined, principal: string): Promise<{ id: number; deleted: number; revision: number }>;
+  /**
+   * `forwarded`: the call came from another member, so it must not be forwarded again.
+   * `principal`: the caller ('' anonymous); `cellWork` (undefined) only for a member's forward,
+   * which that member decided.
+   */
+  keepalive(ids: readonly number[], forwarded: boolean, principal: Origin): Promise<KeepaliveAnswer>;
+  /** Without `withKeys` the answer's key list is empty (and the keys need no read permission). */
+  timeToLive(id: number, forwarded: boolean, principal: Origin, withKeys: boolean): Promise<LeaseInfo>;
   /** Leases with ids above `after`, ascending, at most `limit` (answered by the leader). */
-  list(request: { after: number; limit: number }, forwarded: boolean): Promise<LeaseList>;
+  list(request: { after: number; limit: number }, forwarded: boolean, principal: Origin): Promise<LeaseList>;
   readonly keepaliveIdsMax: number;
 }
 

@@ -6,7 +6,8 @@
 // follower or a deposed leader has an empty tracker and proposes nothing.
 import { LeaseNotFoundError, OverloadedError, UnavailableError } from '../base/errors.js';
 import { LeaseExpiryTracker } from './expiry-tracker.js';
-import type { ApplyOutcome, Command, CommandProposer, MvccStore, ResultOf } from '../mvcc/index.js';
+import { cellWork, type ApplyOutcome, type Command, type CommandProposer, type MvccStore, type Origin, type ResultOf } from '../mvcc/index.js';
+import { leaseAccess, leaseInfoAccesses, type AccessGuard } from '../auth/index.js';
 import type { Entry, MemberId } from '../raft/index.js';
 import type { KeepaliveAnswer, KeepaliveItem, LeaseApi, LeaseForwarder, LeaseInfo, LeaseList } from './api.js';
 import { defaultLeaseServiceOptions, type LeaseServiceOptions } from './lease-config.js';
@@ -37,6 +38,11 @@ export interface LeaseServiceDeps {
   readonly proposer: CommandProposer;
   /** How a follower passes keepalives and queries to the leader. */
   readonly forwarder: LeaseForwarder;
+  /**
+   * Authorization at the serving member (grants and revocations are decided in the proposer and
+   * at apply). Calls forwarded by another member carry `cellWork`: that member decided them.
+   */
+  readonly guard: AccessGuard;
 }
 
 export class LeaseService implements LeaseApi {
@@ -251,22 +257,23 @@ export class LeaseService implements LeaseApi {
   /** Proposes only while this node leads: a deposed leader must not even forward. */
   private async proposeInternal<C extends Command>(op: C): Promise<ResultOf<C>> {
     if (!this.driver.isLeader || this.promotedTerm === 0) throw new UnavailableError('not the leader');
-    return (await this.deps.proposer.propose(op, undefined)).result;
+    return (await this.deps.proposer.propose(op, undefined, cellWork)).result;
   }
 
   // --- LeaseApi ------------------------------------------------------------------------------
 
-  async grant(request: { ttlMs: number; id?: number }, requestId: string | undefined): Promise<{ id: number; ttl: number; revision: number }> {
-    const { result } = await this.deps.proposer.propose({ type: 'leaseGrant', ...request }, requestId);
+  async grant(request: { ttlMs: number; id?: number }, requestId: string | undefined, principal: string): Promise<{ id: number; ttl: number; revision: number }> {
+    const { result } = await this.deps.proposer.propose({ type: 'leaseGrant', ...request }, requestId, principal);
     return { id: result.id, ttl: result.ttlMs / 1000, revision: result.revision };
   }
 
-  async revoke(id: number, requestId: string | undefined): Promise<{ id: number; deleted: number; revision: number }> {
-    const { result } = await this.deps.proposer.propose({ type: 'leaseRevoke', id }, requestId);
+  async revoke(id: number, requestId: string | undefined, principal: string): Promise<{ id: number; deleted: number; revision: number }> {
+    const { result } = await this.deps.proposer.propose({ type: 'leaseRevoke', id }, requestId, principal);
     return { id: result.id, deleted: result.deleted, revision: result.revision };
   }
 
-  async keepalive(ids: readonly number[], forwarded: boolean): Promise<KeepaliveAnswer> {
+  async keepalive(ids: readonly number[], forwarded: boolean, origin: Origin): Promise<KeepaliveAnswer> {
+    this.check(origin, () => [leaseAccess]);
     // Renewals have their own budget: reads and lists are shed elsewhere (read-gate.ts) first.
     if (this.keepalivesInFlight >= this.options.keepalivesInFlightMax) {
       throw new OverloadedError('too many keepalives in flight; retry shortly');
@@ -333,7 +340,16 @@ export class LeaseService implements LeaseApi {
     return settled;
   }
 
-  async timeToLive(id: number, forwarded: boolean): Promise<LeaseInfo> {
+  async timeToLive(id: number, forwarded: boolean, origin: Origin, withKeys: boolean): Promise<LeaseInfo> {
+    this.check(origin, () => [leaseAccess]);
+    const info = await this.leaseInfo(id, forwarded);
+    if (!withKeys) return { ...info, keys: [] };
+    // The key list reveals keys (etcd's CVE-2023-32082): each must be readable by the caller.
+    this.check(origin, () => leaseInfoAccesses(info.keys));
+    return info;
+  }
+
+  private async leaseInfo(id: number, forwarded: boolean): Promise<LeaseInfo> {
     if (!this.driver.isLeader) {
       return await this.deps.forwarder.timeToLive(this.leaderToForwardTo(forwarded), id, this.options.requestTimeoutMs);
     }
@@ -354,7 +370,8 @@ export class LeaseService implements LeaseApi {
     };
   }
 
-  async list(request: { after: number; limit: number }, forwarded: boolean): Promise<LeaseList> {
+  async list(request: { after: number; limit: number }, forwarded: boolean, origin: Origin): Promise<LeaseList> {
+    this.check(origin, () => [leaseAccess]);
     if (!this.driver.isLeader) {
       return await this.deps.forwarder.list(this.leaderToForwardTo(forwarded), request, this.options.requestTimeoutMs);
     }
@@ -370,6 +387,10 @@ export class LeaseService implements LeaseApi {
       return { id: lease.id, ttl: Math.floor(remainingMs / 1000), grantedTtl: lease.ttlMs / 1000 };
     });
     return { revision: this.store.revision, leases, more: page.length > request.limit };
+  }
+
+  private check(origin: Origin, accesses: Parameters<AccessGuard['check']>[1]): void {
+    if (origin !== undefined) this.deps.guard.check(origin, accesses); // undefined: cellWork
   }
 
   private requireServing(): void {

@@ -51,15 +51,15 @@ export interface FencingCheckResult {
   readonly revision: number;
 }
 
-/** Lock operations. Errors: lock_held (409), lock_not_held (409), lease_not_found (404). */
+/** Lock operations, each as `principal` ('' anonymous) asks. Errors: lock_held (409), lock_not_held (409), lease_not_found (404). */
 export interface LockApi {
-  acquire(name: string, request: AcquireRequest, requestId: string | undefined): Promise<AcquireResult>;
+  acquire(name: string, request: AcquireRequest, requestId: string | undefined, principal: string): Promise<AcquireResult>;
   /** Deletes the holder's key; 409 lock_not_held when `key` is not the current holder of `name`. */
-  release(name: string, key: string, requestId: string | undefined): Promise<{ revision: number }>;
+  release(name: string, key: string, requestId: string | undefined, principal: string): Promise<{ revision: number }>;
   /** Linearizable. */
-  state(name: string): Promise<LockState>;
+  state(name: string, principal: string): Promise<LockState>;
   /** Linearizable: is `token` the current holder's token? */
-  check(name: string, token: number): Promise<FencingCheckResult>;
+  check(name: string, token: number, principal: string): Promise<FencingCheckResult>;
 }
 
 export interface LeaderInfo {
@@ -87,20 +87,20 @@ export interface ElectionApi {
     name: string,
     request: { lease: number; value: Uint8Array; waitMs: number; signal?: AbortSignal },
     requestId: string | undefined,
+    principal: string,
   ): Promise<CampaignResult>;
   /** Updates the leader's value; 409 lock_not_held when `key` no longer leads. */
-  proclaim(name: string, key: string, value: Uint8Array, requestId: string | undefined): Promise<{ revision: number; term: number }>;
-  resign(name: string, key: string, requestId: string | undefined): Promise<{ revision: number }>;
+  proclaim(name: string, key: string, value: Uint8Array, requestId: string | undefined, principal: string): Promise<{ revision: number; term: number }>;
+  resign(name: string, key: string, requestId: string | undefined, principal: string): Promise<{ revision: number }>;
   /** Linearizable. */
-  leader(name: string): Promise<{ revision: number; leader: LeaderInfo | null }>;
+  leader(name: string, principal: string): Promise<{ revision: number; leader: LeaderInfo | null }>;
   /**
    * Calls `onChange` with the current leadership, then with every change in order, until the
    * signal aborts or the watch ends (the returned promise settles then; rejects with the cause).
    */
-  observe(name: string, onChange: (change: LeadershipChange) => void, signal: AbortSignal): Promise<void>;
+  observe(name: string, onChange: (change: LeadershipChange) => void, signal: AbortSignal, principal: string): Promise<void>;
 }
 
-export const lockKeyPrefix = (name: string): string => `/locks/${name}/`;
-export const electionKeyPrefix = (name: string): string => `/elections/${name}/`;
+export { lockKeyPrefix, electionKeyPrefix } from '../base/queue-prefixes.js';
 /** The sequence part of a contender key: the creation revision, 12 digits. */
 export const sequenceDigits = 12;

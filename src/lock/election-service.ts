@@ -2,7 +2,8 @@
 // value; the term is the leader key's creation revision, so it doubles as the fencing token.
 // Observers get the current leadership and then every change of leader or value, in order.
 import { LockNotHeldError } from '../base/errors.js';
-import type { KeyValue } from '../mvcc/index.js';
+import { cellWork, type KeyValue } from '../mvcc/index.js';
+import { electionAccesses, permissionDenied, type AccessGuard } from '../auth/index.js';
 import {
   electionKeyPrefix,
   type CampaignResult,
@@ -19,6 +20,8 @@ export class ElectionService implements ElectionApi {
     private readonly cell: QueueCell,
     private readonly contender: QueueContender,
     private readonly feed: ChangeFeed,
+    /** Decides the reads (leader, observe) and proclaim; campaigns and resigns are decided at apply. */
+    private readonly guard: AccessGuard,
     private readonly limits: LockLimits,
   ) {}
 
@@ -26,18 +29,22 @@ export class ElectionService implements ElectionApi {
     name: string,
     request: { lease: number; value: Uint8Array; waitMs: number; signal?: AbortSignal },
     requestId: string | undefined,
+    principal: string,
   ): Promise<CampaignResult> {
     const prefix = electionKeyPrefix(validateName(name, 'election'));
     const waitMs = Math.min(request.waitMs, this.limits.waitMsMax);
     const grant = await this.contender.contend(
-      { prefix, value: request.value, lease: request.lease, waitMs, signal: request.signal },
+      { prefix, value: request.value, lease: request.lease, waitMs, signal: request.signal, origin: principal },
       requestId,
     );
     return { key: grant.kv.key, term: grant.kv.createRevision, revision: grant.revision };
   }
 
-  async proclaim(name: string, key: string, value: Uint8Array, requestId: string | undefined): Promise<{ revision: number; term: number }> {
+  async proclaim(name: string, key: string, value: Uint8Array, requestId: string | undefined, principal: string): Promise<{ revision: number; term: number }> {
     const prefix = electionKeyPrefix(validateName(name, 'election'));
+    // Decided here as an election operation: the txn below only rewrites the caller's own leader
+    // key (its compares pin that incarnation), which the caller created with election rights.
+    this.guard.check(principal, () => electionAccesses(name));
     const current = await this.currentLeader(prefix);
     if (current === null || current.key !== key) {
       throw new LockNotHeldError(`${key} does not lead ${name}`, { leader: current?.key ?? null });
@@ -54,26 +61,30 @@ export class ElectionService implements ElectionApi {
         failure: [],
       },
       requestId,
+      cellWork,
     );
     if (!result.succeeded) throw new LockNotHeldError(`${key} no longer leads ${name}`, { leader: null });
     return { revision: result.revision, term: current.createRevision };
   }
 
-  async resign(name: string, key: string, requestId: string | undefined): Promise<{ revision: number }> {
+  async resign(name: string, key: string, requestId: string | undefined, principal: string): Promise<{ revision: number }> {
     const prefix = electionKeyPrefix(validateName(name, 'election'));
-    const { result } = await this.cell.propose({ type: 'seqRelease', prefix, key }, requestId);
+    const { result } = await this.cell.propose({ type: 'seqRelease', prefix, key }, requestId, principal);
     return { revision: result.revision };
   }
 
-  async leader(name: string): Promise<{ revision: number; leader: LeaderInfo | null }> {
+  async leader(name: string, principal: string): Promise<{ revision: number; leader: LeaderInfo | null }> {
     const prefix = electionKeyPrefix(validateName(name, 'election'));
+    this.guard.check(principal, () => electionAccesses(name));
     const result = await this.cell.linearizableRange({ type: 'get', key: prefix, prefix: true, limit: 1, skipCount: true });
     const kv = result.kvs[0];
     return { revision: result.revision, leader: kv === undefined ? null : leaderInfo(kv) };
   }
 
-  observe(name: string, onChange: (change: LeadershipChange) => void, signal: AbortSignal): Promise<void> {
+  observe(name: string, onChange: (change: LeadershipChange) => void, signal: AbortSignal, principal: string): Promise<void> {
     const prefix = electionKeyPrefix(validateName(name, 'election'));
+    const allowed = (): boolean => this.guard.allows(principal, () => electionAccesses(name));
+    if (!allowed()) return Promise.reject(permissionDenied());
     return new Promise((resolve, reject) => {
       let last: { key: string; modRevision: number } | null | undefined;
       let lastRevision = 0;
@@ -84,6 +95,8 @@ export class ElectionService implements ElectionApi {
         const same = last !== undefined && (last === null ? now === null : now !== null && now.key === last.key && now.modRevision === last.modRevision);
         lastRevision = revision;
         if (same) return;
+        // Each change is decided again: a permission removed while observing ends the observation.
+        if (!allowed()) return stop(permissionDenied());
         last = now;
         onChange({ revision, leader: kv === undefined ? null : leaderInfo(kv) });
       };

@@ -4,6 +4,7 @@
 import * as limits from '../base/limits.js';
 import { InvalidArgumentError, LockHeldError, LockNotHeldError, TooLargeError } from '../base/errors.js';
 import type { KeyValue } from '../mvcc/index.js';
+import { lockAccesses, type AccessGuard } from '../auth/index.js';
 import {
   lockKeyPrefix,
   type AcquireRequest,
@@ -45,11 +46,13 @@ export class LockService implements LockApi {
   constructor(
     private readonly cell: QueueCell,
     private readonly contender: QueueContender,
+    /** Decides the reads (state, fencing check); acquires and releases are decided at apply. */
+    private readonly guard: AccessGuard,
     private readonly nowMs: () => number,
     readonly limits: LockLimits = defaultLockLimits,
   ) {}
 
-  async acquire(name: string, request: AcquireRequest, requestId: string | undefined): Promise<AcquireResult> {
+  async acquire(name: string, request: AcquireRequest, requestId: string | undefined, principal: string): Promise<AcquireResult> {
     const prefix = lockKeyPrefix(validateName(name, 'lock'));
     if (Buffer.byteLength(request.owner) > this.limits.ownerBytesMax) {
       throw new TooLargeError('owner', Buffer.byteLength(request.owner), this.limits.ownerBytesMax);
@@ -60,7 +63,7 @@ export class LockService implements LockApi {
     const value = new TextEncoder().encode(JSON.stringify({ owner: request.owner, since: this.nowMs() }));
     try {
       const grant = await this.contender.contend(
-        { prefix, value, lease: request.lease, waitMs: request.waitMs, signal: request.signal },
+        { prefix, value, lease: request.lease, waitMs: request.waitMs, signal: request.signal, origin: principal },
         requestId,
       );
       return {
@@ -76,25 +79,27 @@ export class LockService implements LockApi {
     }
   }
 
-  async release(name: string, key: string, requestId: string | undefined): Promise<{ revision: number }> {
+  async release(name: string, key: string, requestId: string | undefined, principal: string): Promise<{ revision: number }> {
     const prefix = lockKeyPrefix(validateName(name, 'lock'));
     try {
-      const { result } = await this.cell.propose({ type: 'seqRelease', prefix, key }, requestId);
+      const { result } = await this.cell.propose({ type: 'seqRelease', prefix, key }, requestId, principal);
       return { revision: result.revision };
     } catch (error) {
       throw withReadableHolder(error);
     }
   }
 
-  async state(name: string): Promise<LockState> {
+  async state(name: string, principal: string): Promise<LockState> {
     const prefix = lockKeyPrefix(validateName(name, 'lock'));
+    this.guard.check(principal, () => lockAccesses(name));
     const result = await this.cell.linearizableRange({ type: 'get', key: prefix, prefix: true, limit: this.limits.listMax });
     const entries = result.kvs.map(lockEntry);
     return { revision: result.revision, holder: entries[0] ?? null, queue: entries.slice(1) };
   }
 
-  async check(name: string, token: number): Promise<FencingCheckResult> {
+  async check(name: string, token: number, principal: string): Promise<FencingCheckResult> {
     const prefix = lockKeyPrefix(validateName(name, 'lock'));
+    this.guard.check(principal, () => lockAccesses(name));
     if (!Number.isSafeInteger(token) || token < 1) throw new InvalidArgumentError('token is an integer >= 1', { token });
     const result = await this.cell.linearizableRange({ type: 'get', key: prefix, prefix: true, limit: 1, skipCount: true });
     const holder = result.kvs[0] === undefined ? null : lockEntry(result.kvs[0]);

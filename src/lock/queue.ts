@@ -7,7 +7,7 @@
 // timeout, so the checks and the withdrawal around the deadline race a timer, and past it the
 // answer admits the outcome is unknown (`timeout`; the retry with the Request-ID withdraws).
 import { BatonError, LockHeldError, LockNotHeldError, TimeoutError } from '../base/errors.js';
-import type { CommandProposer, KeyValue, RangeRequest, RangeResult, SeqPosition } from '../mvcc/index.js';
+import { cellWork, type CommandProposer, type KeyValue, type Origin, type RangeRequest, type RangeResult, type SeqPosition } from '../mvcc/index.js';
 import type { ChangeFeed } from './change-feed.js';
 
 /** What the queue logic needs from the node: the log (propose) and its reads. */
@@ -38,6 +38,8 @@ export interface ContendRequest {
   readonly lease: number;
   readonly waitMs: number;
   readonly signal?: AbortSignal | undefined;
+  /** Who contends: the entry's creation and the checks that grant it are decided as theirs. */
+  readonly origin: Origin;
 }
 
 export interface Grant {
@@ -83,6 +85,7 @@ export class QueueContender {
     const created = await this.cell.propose(
       { type: 'seqCreate', prefix: request.prefix, value: request.value, lease: request.lease, ifEmpty: request.waitMs === 0 },
       requestId,
+      request.origin,
     );
     let position: SeqPosition = created.result;
     // A retried request's first answer may be old: ask where the entry stands now.
@@ -139,7 +142,7 @@ export class QueueContender {
    */
   private async giveUp(request: ContendRequest, position: SeqPosition, why: 'deadline' | 'aborted', deadline: number): Promise<SeqPosition> {
     const answerBy = Math.max(deadline, this.clock.monotonicMs()) + answerGraceMs;
-    const looked = await this.within(this.check(request.prefix, position.kv, request.lease), answerBy).catch((): typeof notInTime => notInTime);
+    const looked = await this.within(this.check(request, position.kv), answerBy).catch((): typeof notInTime => notInTime);
     const last = looked === notInTime ? null : asThisAttempt(looked, position);
     if (last !== null && last.predecessor === null) return last;
     this.metrics.gaveUp(why);
@@ -176,7 +179,7 @@ export class QueueContender {
   private async checkUntil(request: ContendRequest, position: SeqPosition, deadline: number): Promise<SeqPosition | null> {
     for (;;) {
       try {
-        const checked = await this.within(this.check(request.prefix, position.kv, request.lease), deadline);
+        const checked = await this.within(this.check(request, position.kv), deadline);
         return checked === notInTime ? null : checked;
       } catch (error) {
         if (!isTransient(error)) throw error;
@@ -217,7 +220,7 @@ export class QueueContender {
   private async recheck(request: ContendRequest, first: SeqPosition): Promise<SeqPosition> {
     await this.reclaim(first.kv);
     try {
-      return await this.check(request.prefix, first.kv, request.lease);
+      return await this.check(request, first.kv);
     } catch (error) {
       if (!(error instanceof LockNotHeldError)) throw error;
       const owner = this.cell.localRange({ type: 'get', key: request.prefix, prefix: true, limit: 1, skipCount: true }).kvs[0] ?? first.owner;
@@ -261,11 +264,13 @@ export class QueueContender {
         failure: [],
       },
       undefined,
+      cellWork, // the contender's own entry, as it is: housekeeping, not a new access
     );
   }
 
-  private async check(prefix: string, kv: KeyValue, lease: number): Promise<SeqPosition> {
-    const { result } = await this.cell.propose({ type: 'seqCheck', prefix, key: kv.key, lease }, undefined);
+  private async check(request: ContendRequest, kv: KeyValue): Promise<SeqPosition> {
+    const { prefix, lease, origin } = request;
+    const { result } = await this.cell.propose({ type: 'seqCheck', prefix, key: kv.key, lease }, undefined, origin);
     return result;
   }
 
@@ -292,6 +297,7 @@ export class QueueContender {
             failure: [],
           },
           undefined,
+          cellWork, // a withdrawal must go through whatever the policy now says
         );
         answered = await this.within(proposed, answerByMs);
       } catch (error) {

@@ -13,7 +13,8 @@ export { encodeSnapshot, decodeSnapshot } from './snapshot-stream.js';
 export { compareBytes, prefixEnd, utf8, fromUtf8 } from './bytes.js';
 export { validateLeaseTtl } from './lease-state.js';
 export type { LeaseRecord } from './lease-state.js';
-export { compareOperators, compareTargets, defaultMvccLimits } from './types.js';
+export { cellWork, compareOperators, compareTargets, defaultMvccLimits } from './types.js';
+export type { Origin } from './types.js';
 export type {
   ApplyOutcome,
   Command,

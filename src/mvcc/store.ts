@@ -66,6 +66,11 @@ export class MvccStore {
    * always above the compact revision, so only a new compact revision or a step can change it.
    */
   private compactionCache: { compactRevision: number; pending: boolean } | null = null;
+  /**
+   * A cache (not state) of the policy record, which the edges consult on every request: only a
+   * policySet (applyCommand) and a restore write it, and both drop the cache.
+   */
+  private policyCache: StoredPolicy | null = null;
 
   constructor(
     private readonly engine: KvEngine,
@@ -137,6 +142,7 @@ export class MvccStore {
     } catch (error) {
       this.dedupOldestMs = null;
       this.compactionCache = null;
+      this.policyCache = null;
       throw error;
     }
   }
@@ -207,6 +213,7 @@ export class MvccStore {
       // entry cannot be used by a later one, whatever the edge decided when it was proposed.
       const denied = this.authorize?.(envelope.principal, envelope.op, writer) ?? null;
       if (denied !== null) throw denied;
+      if (envelope.op.type === 'policySet') this.policyCache = null;
       const applied = applyCommand(writer, { meta: next, limits: this.limits, bugs: this.bugs }, envelope.op);
       next = applied.meta;
       stored = { ok: true, result: applied.result };
@@ -287,7 +294,7 @@ export class MvccStore {
 
   /** The authorization policy record as applied here, and its version (0: never set). */
   policyRecord(): StoredPolicy {
-    return readPolicyRecord(this.engine);
+    return (this.policyCache ??= readPolicyRecord(this.engine));
   }
 
   leaseCount(): number {
@@ -356,6 +363,7 @@ export class MvccStore {
   restore(chunks: Iterable<Uint8Array>): void {
     this.dedupOldestMs = null;
     this.compactionCache = null;
+    this.policyCache = null;
     this.engine.replaceAll(decodeSnapshot(chunks));
     this.meta = loadMeta(this.engine);
   }

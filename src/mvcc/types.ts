@@ -402,9 +402,17 @@ export interface Proposed<C extends Command> {
   readonly duplicate: boolean;
 }
 
+/**
+ * Who a command is from: a principal's name ('' anonymous), or `cellWork` for the cell's own
+ * (lease expiry, checkpoints, auto compaction, cleanups after a client's request ended). A
+ * required argument of every proposal, so no client write can leave it out by accident.
+ */
+export type Origin = string | undefined;
+export const cellWork: Origin = undefined;
+
 /** The one write path: a command through the log, answered with its own result type. */
 export interface CommandProposer {
-  propose<C extends Command>(op: C, requestId: string | undefined): Promise<Proposed<C>>;
+  propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>>;
 }
 
 interface OutcomeBase {

@@ -48,7 +48,7 @@ export async function startApis(
     limits: apiLimits,
     routeGroups: [
       createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections),
-      createMaintenanceRoutes(store), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell),
+      createMaintenanceRoutes(store, cell), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell),
     ],
     logError,
   });
@@ -137,7 +137,10 @@ function hash32(digest: string): number {
 
 /** The HTTPS listener: etcd's --cert-file/--key-file, with --client-cert-auth a certificate from the CA. */
 function secureServer(material: TlsMaterial, clientCertAuth: boolean, serve: (req: IncomingMessage, res: ServerResponse) => void): HttpsServer {
-  const server = createHttpsServer({ ...material.material(), requestCert: clientCertAuth, rejectUnauthorized: clientCertAuth }, serve);
+  // With a trusted CA a certificate is asked for even without --client-cert-auth: one that verifies
+  // names the principal (src/api/principal.ts); without one the caller is anonymous.
+  const requestCert = clientCertAuth || material.material().ca !== undefined;
+  const server = createHttpsServer({ ...material.material(), requestCert, rejectUnauthorized: clientCertAuth }, serve);
   material.onReload(() => server.setSecureContext({ ...material.material() }));
   return server;
 }

@@ -4,7 +4,7 @@
 import { AutoCompactor } from '../compactor/index.js';
 import type { Timers } from '../base/timers.js';
 import type { CellService } from '../kv/cell-service.js';
-import type { MvccStore } from '../mvcc/index.js';
+import { cellWork, type MvccStore } from '../mvcc/index.js';
 import type { NodeDriver } from '../driver/driver.js';
 import type { NodeConfig } from './config.js';
 import type { NodeLogger } from './node.js';
@@ -26,7 +26,7 @@ export function startAutoCompaction(
       revision: () => store.revision,
       compactRevision: () => store.compactRevision,
       isLeader: () => driver.status().role === 'leader',
-      compact: (revision) => cell.compact(revision),
+      compact: (revision) => cell.compact(revision, cellWork),
     },
     { policy, revisionCheckMs: config.tuning.autoCompactionCheckMs, timers, log },
   );

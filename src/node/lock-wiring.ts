@@ -5,6 +5,7 @@ import { ChangeFeed } from '../lock/change-feed.js';
 import { LockService, defaultLockLimits } from '../lock/lock-service.js';
 import { QueueContender, type QueueMetrics } from '../lock/queue.js';
 import type { MvccStore } from '../mvcc/index.js';
+import type { AccessGuard } from '../auth/index.js';
 import type { CellService } from '../kv/cell-service.js';
 import { Counter, Gauge, Histogram, type Registry } from '../metrics/registry.js';
 import type { Timers } from '../base/timers.js';
@@ -20,6 +21,7 @@ export interface NodeLocks {
 export function createNodeLocks(options: {
   cell: CellService;
   store: MvccStore;
+  guard: AccessGuard;
   timers: Timers;
   registry: Registry;
 }): NodeLocks {
@@ -29,8 +31,8 @@ export function createNodeLocks(options: {
   const clock = { monotonicMs: () => timers.monotonicMs(), after: (ms: number, callback: () => void) => timers.setTimeout(callback, ms) };
   const contender = new QueueContender(options.cell, feed, clock, metrics);
   return {
-    locks: new LockService(options.cell, contender, () => Date.now(), defaultLockLimits),
-    elections: new ElectionService(options.cell, contender, feed, defaultLockLimits),
+    locks: new LockService(options.cell, contender, options.guard, () => Date.now(), defaultLockLimits),
+    elections: new ElectionService(options.cell, contender, feed, options.guard, defaultLockLimits),
     feed,
     onApplied: () => feed.onApplied(),
   };

@@ -40,7 +40,7 @@ import { checkpointEntriesMax, readysInFlightMax, snapshotLogBytes } from '../ba
 import { assert } from '../base/assert.js';
 import { addProcessMetrics } from '../metrics/process-metrics.js';
 import { Gauge } from '../metrics/registry.js';
-import { createAuthorizer } from '../auth/index.js';
+import { AccessGuard, createAuthorizer } from '../auth/index.js';
 import { loadNodeTls, peerTlsOf, type NodeTls } from './tls-wiring.js';
 
 export interface RunningNode {
@@ -244,21 +244,25 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     },
     { onFatal },
   );
+  // One guard decides every request this member serves (reads, watches, administration) and
+  // checks every write before it is proposed; the store's authorizer decides writes at apply.
+  const guard = new AccessGuard(store);
   const proposer = new LogProposer(driver, {
     memberId: config.memberId,
     limits: store.limits,
     wallMs: () => Date.now(),
     monotonicMs: () => performance.now(),
     onProposed: (seconds) => metrics.proposalSeconds.observe(seconds),
+    admit: (origin, op) => guard.command(origin, op),
   });
   const leases = new LeaseService(
-    { memberId: config.memberId, store, timers: realTimers, driver, proposer, forwarder: peers.leaseForwarder },
+    { memberId: config.memberId, store, timers: realTimers, driver, proposer, forwarder: peers.leaseForwarder, guard },
     { ...defaultLeaseServiceOptions, requestTimeoutMs: config.requestTimeoutMs },
   );
   const membership = new Membership(config, driver, store, state.directory, peers.memberPeers, realTimers, log);
-  const cell = new CellService(config, driver, proposer, store, metrics, new ReadGate(config.tuning.readGate), membership);
-  const locks = createNodeLocks({ cell, store, timers: realTimers, registry: metrics.registry });
-  const watches = new WatchService(store, { limits: config.tuning.watchLimits });
+  const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership);
+  const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry });
+  const watches = new WatchService(store, guard, { limits: config.tuning.watchLimits });
   addNodeGauges(metrics, state, peers.transport, driver, leases);
   return { driver, leases, membership, cell, locks, watches };
 }

@@ -2,6 +2,7 @@
 // simulated network, with its delays, losses and partitions, and the answer travels back the
 // same way: a request or answer that is lost, or lands on a member that is down, paused or no
 // longer the same process, is simply never answered, and the caller's timeout (simulated) ends it.
+import { cellWork } from '../mvcc/index.js';
 import { UnavailableError } from '../base/errors.js';
 import type { KeepaliveAnswer, LeaseInfo, LeaseList } from '../lease/api.js';
 import type { MemberId } from '../raft/index.js';
@@ -17,15 +18,15 @@ export class SimLeaseForwarder implements LeaseForwarder {
   ) {}
 
   keepalive(leader: MemberId, ids: readonly number[], timeoutMs: number): Promise<KeepaliveAnswer> {
-    return this.call(leader, timeoutMs, (service) => service.keepalive(ids, true));
+    return this.call(leader, timeoutMs, (service) => service.keepalive(ids, true, cellWork));
   }
 
   timeToLive(leader: MemberId, id: number, timeoutMs: number): Promise<LeaseInfo> {
-    return this.call(leader, timeoutMs, (service) => service.timeToLive(id, true));
+    return this.call(leader, timeoutMs, (service) => service.timeToLive(id, true, cellWork, true));
   }
 
   list(leader: MemberId, request: { after: number; limit: number }, timeoutMs: number): Promise<LeaseList> {
-    return this.call(leader, timeoutMs, (service) => service.list(request, true));
+    return this.call(leader, timeoutMs, (service) => service.list(request, true, cellWork));
   }
 
   private call<T>(leader: MemberId, timeoutMs: number, run: (service: LeaseService) => Promise<T>): Promise<T> {

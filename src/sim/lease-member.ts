@@ -2,6 +2,7 @@
 // clock and timers are the simulated ones, its driver is the member's production driver, its
 // store view follows the member's MVCC store (which a snapshot replaces), and a follower reaches
 // its leader through the simulated network (lease-forwarder.ts). Nothing here reads real time.
+import { simGuard } from './sim-guard.js';
 import type { ApplyOutcome } from '../mvcc/index.js';
 import type { Entry } from '../raft/index.js';
 import type { NodeDriver } from '../driver/driver.js';
@@ -55,7 +56,7 @@ export function createSimLeaseService(
     wallMs: () => world.nowMs,
     monotonicMs: () => timers.monotonicMs(),
   });
-  return new LeaseService({ memberId: node.id, store, timers, driver, proposer, forwarder: env.forwarder(node) }, env.options);
+  return new LeaseService({ memberId: node.id, store, timers, driver, proposer, forwarder: env.forwarder(node), guard: simGuard(() => applier.store) }, env.options);
 }
 
 /** The member's driver as a log of MVCC commands (its outcomes carry the MVCC store's answer). */

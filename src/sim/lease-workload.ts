@@ -4,6 +4,7 @@
 // either keeps renewing to the end of the run (a keeper) or abandons its leases at a drawn
 // moment. Every answer goes to the lease checker; after the faults, the run is over only once
 // every member's lease table holds nothing but live keepers' leases (the abandoned ones expired).
+import { simClient } from './sim-guard.js';
 import type { Random } from '../base/random.js';
 import { chance, pick, randomInt } from '../base/random.js';
 import type { LeaseService } from '../lease/lease-service.js';
@@ -147,7 +148,7 @@ export class LeaseWorkload implements SimLeaseEnv {
     const service = this.serviceOf(session);
     if (service === null) return;
     const sendMs = firstSendMs;
-    this.call(service.grant({ ttlMs: session.ttlMs }, requestId), (granted) => {
+    this.call(service.grant({ ttlMs: session.ttlMs }, requestId, simClient), (granted) => {
       this.stats.granted++;
       this.checker.onPromise(granted.id, sendMs, granted.ttl * 1000, this.world.nowMs, 'grant');
       if (session.over) return; // the holder gave up meanwhile: an orphan that must expire
@@ -195,7 +196,7 @@ export class LeaseWorkload implements SimLeaseEnv {
     }
     const sendMs = this.world.nowMs;
     const ids = [...session.leases];
-    this.call(service.keepalive(ids, false), (answer) => {
+    this.call(service.keepalive(ids, false, simClient), (answer) => {
       const now = this.world.nowMs;
       for (const item of answer.leases) {
         if ('ttl' in item) {

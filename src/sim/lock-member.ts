@@ -1,6 +1,7 @@
 // The production lock service (src/lock) inside a simulated member: its proposals go through the
 // member's production driver, its change feed follows the member's MVCC store (a snapshot install
 // replaces the store, so every read goes through the applier), and its timers are simulated.
+import { simGuard } from './sim-guard.js';
 import type { AppliedState } from '../lock/change-feed.js';
 import { ChangeFeed } from '../lock/change-feed.js';
 import { LockService } from '../lock/lock-service.js';
@@ -47,7 +48,7 @@ export function createSimLocks(
     monotonicMs: () => timers.monotonicMs(),
   });
   const cell: QueueCell = {
-    propose: (op, requestId) => proposer.propose(op, requestId),
+    propose: (op, requestId, origin) => proposer.propose(op, requestId, origin),
     linearizableRange: async (request) => {
       await driver.linearizableRead();
       return applier.store.range(request);
@@ -57,5 +58,5 @@ export function createSimLocks(
   const feed = new ChangeFeed(state);
   const clock = { monotonicMs: () => timers.monotonicMs(), after: (ms: number, callback: () => void) => timers.setTimeout(callback, ms) };
   const contender = new QueueContender(cell, feed, clock, env.metrics, env.bugs);
-  return { locks: new LockService(cell, contender, wallMs), feed };
+  return { locks: new LockService(cell, contender, simGuard(() => applier.store), wallMs), feed };
 }

@@ -5,6 +5,7 @@
 // like a paused process, then carries on. The lock checker sees every grant and how long the
 // holder could rightly believe it held; after the faults, every live contender must get the lock
 // once more (no waiter sleeps forever once its predecessor is gone).
+import { simClient } from './sim-guard.js';
 import type { Random } from '../base/random.js';
 import { chance, pick, randomInt } from '../base/random.js';
 import { answerGraceMs, type QueueMetrics } from '../lock/queue.js';
@@ -132,7 +133,7 @@ export class LockWorkload implements SimLockEnv {
     const service = this.leaseService(contender);
     if (service === null) return this.later(contender, 20);
     const sendMs = this.world.nowMs;
-    this.call(service.grant({ ttlMs: contender.ttlMs }, undefined), clientTimeoutMs, (granted) => {
+    this.call(service.grant({ ttlMs: contender.ttlMs }, undefined, simClient), clientTimeoutMs, (granted) => {
       contender.lease = granted.id;
       contender.leaseUntilMs = sendMs + granted.ttl * 1000;
       this.leases.checker.onPromise(granted.id, sendMs, granted.ttl * 1000, this.world.nowMs, 'grant');
@@ -158,7 +159,7 @@ export class LockWorkload implements SimLockEnv {
     const service = this.leaseService(contender);
     if (service === null) return again(20);
     const sendMs = this.world.nowMs;
-    this.call(service.keepalive([lease], false), clientTimeoutMs, (answer) => {
+    this.call(service.keepalive([lease], false, simClient), clientTimeoutMs, (answer) => {
       const item = answer.leases[0];
       if (contender.lease !== lease) return again(1);
       if (item !== undefined && 'ttl' in item) {
@@ -219,7 +220,7 @@ export class LockWorkload implements SimLockEnv {
     const abandon = new AbortController();
     this.trace(contender, `acquire ${requestId} sent via member ${contender.member} (lease ${lease}, wait ${waitMs} ms, try ${tries})`);
     const answered = this.call(
-      service.acquire(lockName, { lease, owner: `c${contender.n}`, waitMs, signal: abandon.signal }, requestId),
+      service.acquire(lockName, { lease, owner: `c${contender.n}`, waitMs, signal: abandon.signal }, requestId, simClient),
       waitMs + acquireBoundMs,
       (grant) => {
         checkAnswerTime();
@@ -285,7 +286,7 @@ export class LockWorkload implements SimLockEnv {
     this.endTenure(contender);
     if (service === null) return this.releaseFailed(contender, key, tries, null);
     this.call(
-      service.release(lockName, key, undefined),
+      service.release(lockName, key, undefined, simClient),
       clientTimeoutMs,
       () => {
         this.trace(contender, `released ${key}`);

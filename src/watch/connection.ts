@@ -2,7 +2,7 @@
 // The edge pulls outputs one at a time while its socket has room; watchers take turns (one
 // output each per round), so a watcher catching up on a long history cannot starve the others.
 import { assert } from '../base/assert.js';
-import type { WatchOutput } from './types.js';
+import type { WatchOutput, WatchSpec } from './types.js';
 import type { Watcher, WatcherOwner } from './watcher.js';
 
 /** The part of the hub a connection drives. */
@@ -23,6 +23,11 @@ export class WatchConnection<Tag> implements WatcherOwner<Tag> {
     private readonly hub: WatchStepper<Tag>,
     /** Called when the ready list becomes non-empty: the edge schedules a flush. */
     private readonly onReady: () => void,
+    /**
+     * The edge's authorization of its principal (src/auth): asked when a watcher is created and
+     * again before each batch is delivered, so a permission removed while a watch is open ends it.
+     */
+    readonly admits: (spec: WatchSpec) => boolean,
   ) {}
 
   get isClosed(): boolean {

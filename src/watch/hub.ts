@@ -5,7 +5,7 @@
 // the client reads, and join the live fan-out at exactly hub.revision + 1: everything runs on one
 // thread, so nothing is applied between the last catch-up read and joining (no gap, no duplicate).
 import { assert } from '../base/assert.js';
-import { BatonError, CompactedError, QuotaExceededError, SlowConsumerError } from '../base/errors.js';
+import { BatonError, CompactedError, PermissionDeniedError, QuotaExceededError, SlowConsumerError } from '../base/errors.js';
 import type { MvccEvent } from '../mvcc/index.js';
 import { WatchConnection } from './connection.js';
 import { eventBytes, readHistory, watchMatches, type HistoryChunk } from './history.js';
@@ -50,9 +50,9 @@ export class WatchHub<Tag> {
     return this.watcherCount;
   }
 
-  openConnection(onReady: () => void): WatchConnection<Tag> {
+  openConnection(onReady: () => void, admits: (spec: WatchSpec) => boolean): WatchConnection<Tag> {
     assert(!this.stopped, 'no connections after stop');
-    const connection = new WatchConnection<Tag>(this, onReady);
+    const connection = new WatchConnection<Tag>(this, onReady, admits);
     this.connections.add(connection);
     return connection;
   }
@@ -72,6 +72,7 @@ export class WatchHub<Tag> {
     assert(!connection.isClosed, 'no watchers on a closed connection');
     assert(spec.startRevision >= 0 && Number.isSafeInteger(spec.startRevision), 'a valid start');
     if (this.stopped) throw new QuotaExceededError('the node is stopping: watch elsewhere');
+    if (!connection.admits(spec)) throw new PermissionDeniedError('permission denied');
     if (this.watcherCount >= this.limits.watchersPerNodeMax) {
       throw new QuotaExceededError(`this node serves ${this.watcherCount} watchers, its limit`, {
         limit: this.limits.watchersPerNodeMax,
@@ -155,6 +156,11 @@ export class WatchHub<Tag> {
       const end = watcher.pendingEnd;
       watcher.pendingEnd = null;
       return end;
+    }
+    if (watcher.hasOutput && !watcher.owner.admits(watcher.spec)) {
+      // Nothing more is delivered: the end says what was (resume after lastRevision, if allowed again).
+      this.end(watcher, 'permission_denied', new PermissionDeniedError('permission denied'));
+      return this.step(watcher);
     }
     const queued = watcher.shift();
     if (queued !== null) return { type: 'batch', tag: watcher.tag, batch: queued };

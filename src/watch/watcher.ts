@@ -12,6 +12,8 @@ export interface WatcherOwner<Tag> {
   /** The owner's live watchers (its quota counts these). */
   readonly watchers: Set<Watcher<Tag>>;
   markReady(watcher: Watcher<Tag>): void;
+  /** Whether the owner's principal may watch `spec` under the policy as applied now. */
+  admits(spec: WatchSpec): boolean;
 }
 
 export class Watcher<Tag> {

@@ -1,7 +1,7 @@
 // The authorization policy as replicated state on a 3-process cell (slice 2 of
 // docs/design/authorization.md): a policy written on one member reads back on the others
 // (linearizably), changes go in version order (a stale If-Version is 412 and changes nothing),
-// bad policies get clear errors, enabling is refused until enforcement lands, and the policy
+// bad policies get clear errors, enabling by a caller who would not be root is refused, and the policy
 // survives a member's restart.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -48,7 +48,7 @@ test('a policy written on one member reads back on every member, in version orde
   assert.equal(read.body.version, 1, 'the stale change changed nothing');
 });
 
-test('bad policies, a missing If-Version and enabling before enforcement exists get clear errors', async () => {
+test('bad policies, a missing If-Version and enabling by a caller who would not be root get clear errors', async () => {
   const noVersion = await put('n1', policy);
   assert.equal(noVersion.status, 400);
   assert.match(noVersion.body.error.message, /If-Version/);
@@ -57,7 +57,9 @@ test('bad policies, a missing If-Version and enabling before enforcement exists 
   assert.match(badOp.body.error.message, /unknown op "fly"/);
   const enabling = await put('n1', { ...policy, enabled: true }, 1);
   assert.equal(enabling.status, 400);
-  assert.match(enabling.body.error.message, /enforcement is not built yet/);
+  assert.match(enabling.body.error.message, /needs the caller to be root under the new policy: an anonymous caller would not be/);
+  const read = await http(`${cell.cell.clientUrl('n2')}/v1/auth/policy`);
+  assert.equal(read.body.enabled, false, 'nothing changed');
 });
 
 test('the policy survives a restart of the member that wrote it', async () => {

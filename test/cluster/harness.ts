@@ -94,6 +94,8 @@ export interface TestCellOptions {
   spares?: number;
   /** TLS on every listener and between members, certificates in <dataDir>/certs (ProcessCell.tls). */
   tls?: boolean;
+  /** With tls: false leaves out --client-cert-auth (a client without a certificate is anonymous). */
+  clientCertAuth?: boolean;
 }
 
 /**
@@ -145,6 +147,7 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
     members,
     spares,
     ...(options.tls === true ? { tlsDir: join(dataDir, 'certs') } : {}),
+    ...(options.clientCertAuth === false ? { clientCertAuth: false } : {}),
     extraArgs: ['--tick-ms', '50', '--election-ticks', '10', '--request-timeout-ms', '3000', ...(options.extraArgs ?? [])],
     ...(options.nodeArgs !== undefined ? { nodeArgs: options.nodeArgs } : {}),
     ...(options.proxies === true

@@ -23,22 +23,23 @@ const allowedImports: Record<string, readonly string[]> = {
   raft: ['base'],
   mvcc: ['base', 'raft'], // committed Entry shapes come from the Raft core's types
   watch: ['base', 'mvcc'],
-  lease: ['base', 'mvcc', 'raft'],
-  lock: ['base', 'mvcc'],
+  // Authorization's pure core: policies and decisions over the commands' shapes; the
+  // services ask it before they read.
+  auth: ['base', 'mvcc'],
+  lease: ['auth', 'base', 'mvcc', 'raft'],
+  lock: ['auth', 'base', 'mvcc'],
   fencing: ['base'],
-  // Authorization's pure core: policies and decisions over the commands' shapes.
-  auth: ['base', 'lock', 'mvcc'],
   metrics: ['raft'],
   wal: ['base', 'raft'],
   storage: ['base', 'mvcc'],
   transport: ['base', 'raft'],
   snap: ['base', 'mvcc', 'raft', 'storage', 'transport'],
   driver: ['base', 'mvcc', 'raft', 'snap', 'transport', 'wal'],
-  'lease/forward': ['base', 'lease', 'raft', 'transport'],
+  'lease/forward': ['base', 'lease', 'mvcc', 'raft', 'transport'],
   membership: ['base', 'mvcc', 'raft', 'transport'],
   // TLS material, certificates and identities: an edge that the node and the CLI use.
   security: ['base', 'raft', 'transport'],
-  kv: ['api', 'base', 'membership', 'metrics', 'mvcc', 'raft'],
+  kv: ['api', 'auth', 'base', 'membership', 'metrics', 'mvcc', 'raft'],
   // The node hands it the store's revisions, the driver's role and the KV service's compact.
   compactor: ['base'],
   // The API edges are written against the services' contracts (lease/api.ts, lock/api.ts, ...).
@@ -49,7 +50,7 @@ const allowedImports: Record<string, readonly string[]> = {
   // The client's JSON shapes derive from the API's (types only: the client ships without the server).
   client: ['api', 'base', 'lock'],
   check: ['base'],
-  sim: ['base', 'driver', 'lease', 'lock', 'mvcc', 'raft'],
+  sim: ['auth', 'base', 'driver', 'lease', 'lock', 'mvcc', 'raft'],
   bench: ['api'],
   cli: ['base', 'bench', 'client', 'mvcc', 'node', 'raft', 'security', 'sim'],
   fuzz: ['api', 'base', 'node/testing'],

@@ -9,9 +9,12 @@ import { statusOf, type CallRoute, type CallStatus } from '../grpc/h2/grpc-call.
 import { httpStatusOf, streamErrorLine, unaryErrorBody, type GatewayStatus } from './errors.js';
 import { answerJson, requestBytes, valueJson } from './json-codec.js';
 import type { GatewayRoute } from './routes.js';
+import type { Socket } from 'node:net';
 
 /** The part of an HTTP exchange the gateway uses: node:http's objects, or an HTTP/2 stream's (h2-exchange.ts). */
 export interface GatewayRequest {
+  /** The connection's socket: its TLS peer names the caller (src/api/principal.ts). */
+  readonly socket: Socket;
   readonly url?: string | undefined;
   readonly method?: string | undefined;
   on(event: 'data', listener: (chunk: Buffer) => void): unknown;
@@ -45,6 +48,8 @@ export class GatewayCall extends CallEvents {
     private readonly callRoute: CallRoute,
     private readonly res: GatewayResponse,
     private readonly logError: (error: unknown) => void,
+    /** Who calls, as on the gRPC port (src/api/principal.ts). */
+    readonly principal: string,
   ) {
     super();
     res.on('drain', () => this.emit('drain'));

@@ -2,6 +2,7 @@
 // /v3/... (and /v3beta/...) runs the gRPC handler of its RPC (routes.ts), with the request and
 // answer in etcd's JSON (json-codec.ts); streams answer one {"result": ...} line per message.
 // Also etcd's GET /version and /health, and /livez, /readyz, /metrics.
+import { principalOfSocket } from '../principal.js';
 import { status } from '@grpc/grpc-js';
 import type { CallRoute } from '../grpc/h2/grpc-call.js';
 import { reportedEtcdVersion } from '../grpc/cluster-service.js';
@@ -64,7 +65,7 @@ function serveRpc(req: GatewayRequest, res: GatewayResponse, route: GatewayRoute
     req.resume();
     return unaryError(res, status.UNIMPLEMENTED, `The server does not implement the method ${route.grpcPath}`);
   }
-  const call = new GatewayCall(route, grpcRoute, res, deps.logError);
+  const call = new GatewayCall(route, grpcRoute, res, deps.logError, principalOfSocket(req.socket));
   if (route.requestStream) return streamRequests(req, call, route, deps.bodyBytesMax);
   let bytes = 0;
   const chunks: Buffer[] = [];

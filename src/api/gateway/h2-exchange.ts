@@ -1,6 +1,7 @@
 // An HTTP/2 request stream on the facade's own HTTP/2 server (grpc/h2) that is not a gRPC call
 // (its content type is not application/grpc: curl --http2, Go's HTTP/2 client), as the request and
 // response the gateway serves: etcd serves its gateway over HTTP/1.1 and HTTP/2 on one port.
+import type { Socket } from 'node:net';
 import type { H2Stream, StreamSink } from '../grpc/h2/stream.js';
 import { CallEvents } from '../grpc/h2/call-events.js';
 import { H2Error } from '../grpc/h2/frames.js';
@@ -10,11 +11,13 @@ import type { GatewayRequest, GatewayResponse } from './gateway-call.js';
 class H2Exchange extends CallEvents implements GatewayRequest, GatewayResponse, StreamSink {
   readonly url: string;
   readonly method: string;
+  readonly socket: Socket;
   private ended = false;
   private closed = false;
 
   constructor(private readonly stream: H2Stream, headers: HeaderList) {
     super();
+    this.socket = stream.socket;
     let path = '/';
     let method = 'GET';
     for (const [name, value] of headers) {

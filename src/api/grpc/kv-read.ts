@@ -9,9 +9,9 @@ import { checkScan, edgeScanKeysMax, etcdKey, rangePlan, rangeTarget, type Range
 import { int, sortTarget, type KeyValueMsg, type RangeRequestMsg, type RangeResponseMsg } from './wire.js';
 
 /** etcd answers an absent single key with an empty range, not an error. */
-export async function readRange(cell: CellApi, request: RangeRequest, options: ReadOptions): Promise<RangeResult> {
+export async function readRange(cell: CellApi, request: RangeRequest, options: ReadOptions, principal: string): Promise<RangeResult> {
   try {
-    return await cell.range(request, options);
+    return await cell.range(request, options, principal);
   } catch (error) {
     if (!(error instanceof KeyNotFoundError) && !(error instanceof BatonError && error.code === 'key_not_found')) throw error;
     const revision = Number(error.details['revision'] ?? cell.revision());

@@ -32,35 +32,35 @@ export class KvFacade {
     private readonly headers: HeaderSource,
   ) {}
 
-  async range(request: RangeRequestMsg): Promise<RangeResponseMsg> {
+  async range(request: RangeRequestMsg, principal: string): Promise<RangeResponseMsg> {
     const work = rangeWork(request, false);
-    const result = await readRange(this.cell, work.baton, { consistency: request.serializable ? 'serializable' : 'linearizable' });
+    const result = await readRange(this.cell, work.baton, { consistency: request.serializable ? 'serializable' : 'linearizable' }, principal);
     return rangeResponse(work, result, this.headers.header(result.revision));
   }
 
   /** Synchronous checks throw (the unary wrapper answers them); the write is a promise. */
-  put(request: PutRequestMsg): Promise<PutResponseMsg> {
+  put(request: PutRequestMsg, principal: string): Promise<PutResponseMsg> {
     const key = batonKey(request.key);
     const lease = int(request.lease, 'lease');
     const value = request.value ?? Buffer.alloc(0);
     if (request.ignore_value && value.length > 0) throw new GrpcStatusError(status.INVALID_ARGUMENT, etcdMessages.valueProvided);
     if (request.ignore_lease && lease !== 0) throw new GrpcStatusError(status.INVALID_ARGUMENT, etcdMessages.leaseProvided);
-    if (request.ignore_value || request.ignore_lease) return this.putKeeping(request, key, value, lease);
+    if (request.ignore_value || request.ignore_lease) return this.putKeeping(request, key, value, lease, principal);
     const put = lease !== 0 ? { key, value, lease } : { key, value };
     if (!request.prev_kv) {
       // The hot write: a .then instead of an async frame.
-      return this.cell.put(put, undefined).then((result) => ({ header: this.headers.header(result.revision), prev_kv: null }));
+      return this.cell.put(put, undefined, principal).then((result) => ({ header: this.headers.header(result.revision), prev_kv: null }));
     }
-    return this.cell.txn({ compare: [], success: [{ get: { key } }, { put }], failure: [] }, undefined).then((result) => {
+    return this.cell.txn({ compare: [], success: [{ get: { key } }, { put }], failure: [] }, undefined, principal).then((result) => {
       const previous = (result.results[0] as RangeResult).kvs[0];
       return { header: this.headers.header(result.revision), prev_kv: previous === undefined ? null : kvMsg(previous) };
     });
   }
 
   /** ignore_value / ignore_lease: keep the key's current value or lease (the key must exist). */
-  private async putKeeping(request: PutRequestMsg, key: string, value: Uint8Array, lease: number): Promise<PutResponseMsg> {
+  private async putKeeping(request: PutRequestMsg, key: string, value: Uint8Array, lease: number, principal: string): Promise<PutResponseMsg> {
     for (let attempt = 0; attempt < casAttemptsMax; attempt++) {
-      const current = (await readRange(this.cell, { key }, { consistency: 'linearizable' })).kvs[0];
+      const current = (await readRange(this.cell, { key }, { consistency: 'linearizable' }, principal)).kvs[0];
       if (current === undefined) throw new GrpcStatusError(status.INVALID_ARGUMENT, etcdMessages.keyNotFound);
       const keepLease = request.ignore_lease ? current.lease : lease;
       const result = await this.cell.txn(
@@ -70,6 +70,7 @@ export class KvFacade {
           failure: [],
         },
         undefined,
+        principal,
       );
       if (result.succeeded) {
         return { header: this.headers.header(result.revision), prev_kv: request.prev_kv ? kvMsg(current) : null };
@@ -78,15 +79,15 @@ export class KvFacade {
     throw new GrpcStatusError(status.ABORTED, 'etcdserver: the key kept changing during a put with ignore_value/ignore_lease; retry');
   }
 
-  async deleteRange(request: DeleteRangeRequestMsg): Promise<DeleteRangeResponseMsg> {
+  async deleteRange(request: DeleteRangeRequestMsg, principal: string): Promise<DeleteRangeResponseMsg> {
     const range = rangeTarget(request.key, request.range_end);
-    if (range.rangeEnd !== undefined) return this.deleteRangeEnd(request, range);
+    if (range.rangeEnd !== undefined) return this.deleteRangeEnd(request, range, principal);
     const target = { key: range.key, prefix: range.prefix };
     if (!request.prev_kv) {
-      const result = await this.cell.deleteRange(target, undefined);
+      const result = await this.cell.deleteRange(target, undefined, principal);
       return { header: this.headers.header(result.revision), deleted: String(result.deleted), prev_kvs: [] };
     }
-    const result = await this.cell.txn({ compare: [], success: [{ get: target }, { delete: target }], failure: [] }, undefined);
+    const result = await this.cell.txn({ compare: [], success: [{ get: target }, { delete: target }], failure: [] }, undefined, principal);
     const previous = result.results[0] as RangeResult;
     const deleted = result.results[1] as DeleteResult;
     return { header: this.headers.header(result.revision), deleted: String(deleted.deleted), prev_kvs: previous.kvs.map((kv) => kvMsg(kv)) };
@@ -97,9 +98,9 @@ export class KvFacade {
    * delete exactly those in one txn that checks none of them changed. Keys created in the range
    * meanwhile are not deleted (documented).
    */
-  private async deleteRangeEnd(request: DeleteRangeRequestMsg, range: RangeTarget): Promise<DeleteRangeResponseMsg> {
+  private async deleteRangeEnd(request: DeleteRangeRequestMsg, range: RangeTarget, principal: string): Promise<DeleteRangeResponseMsg> {
     for (let attempt = 0; attempt < casAttemptsMax; attempt++) {
-      const read = await readRange(this.cell, { ...range, limit: edgeScanKeysMax + 1 }, { consistency: 'linearizable' });
+      const read = await readRange(this.cell, { ...range, limit: edgeScanKeysMax + 1 }, { consistency: 'linearizable' }, principal);
       checkScan(read.more ? edgeScanKeysMax + 1 : read.kvs.length);
       const victims = read.kvs;
       if (victims.length === 0) return { header: this.headers.header(read.revision), deleted: '0', prev_kvs: [] };
@@ -110,6 +111,7 @@ export class KvFacade {
           failure: [],
         },
         undefined,
+        principal,
       );
       if (result.succeeded) {
         return {
@@ -122,7 +124,7 @@ export class KvFacade {
     throw new GrpcStatusError(status.ABORTED, 'etcdserver: the range kept changing during a delete; retry');
   }
 
-  async txn(request: TxnRequestMsg): Promise<{ header: ReturnType<HeaderSource['header']>; succeeded: boolean; responses: ResponseOpMsg[] }> {
+  async txn(request: TxnRequestMsg, principal: string): Promise<{ header: ReturnType<HeaderSource['header']>; succeeded: boolean; responses: ResponseOpMsg[] }> {
     const compares = request.compare ?? [];
     const success = request.success ?? [];
     const failure = request.failure ?? [];
@@ -138,6 +140,7 @@ export class KvFacade {
         failure: onFailure.flatMap((op) => op.ops),
       },
       undefined,
+      principal,
     );
     const header = this.headers.header(result.revision);
     const inner = this.headers.revisionOnly(result.revision);
@@ -151,8 +154,8 @@ export class KvFacade {
     return { header, succeeded: result.succeeded, responses };
   }
 
-  async compact(request: { revision: string }): Promise<{ header: ReturnType<HeaderSource['header']> }> {
-    const result = await this.cell.compact(int(request.revision, 'revision', 1));
+  async compact(request: { revision: string }, principal: string): Promise<{ header: ReturnType<HeaderSource['header']> }> {
+    const result = await this.cell.compact(int(request.revision, 'revision', 1), principal);
     return { header: this.headers.header(result.revision) };
   }
 }

@@ -25,33 +25,33 @@ export class LeaseFacade {
     private readonly bounds: LeaseBounds,
   ) {}
 
-  async grant(request: { TTL: string; ID: string }): Promise<{ header: ResponseHeader; ID: string; TTL: string; error: string }> {
+  async grant(request: { TTL: string; ID: string }, principal: string): Promise<{ header: ResponseHeader; ID: string; TTL: string; error: string }> {
     const ttlSeconds = Number(request.TTL ?? 0);
     if (!Number.isSafeInteger(ttlSeconds)) throw new GrpcStatusError(status.OUT_OF_RANGE, etcdMessages.leaseTtlTooLarge);
     const ttlMs = Math.max(ttlSeconds * 1000, this.bounds.ttlMsMin);
     if (ttlMs > this.bounds.ttlMsMax) throw new GrpcStatusError(status.OUT_OF_RANGE, etcdMessages.leaseTtlTooLarge);
     const id = int(request.ID, 'lease ID');
-    const granted = await this.leases.grant({ ttlMs, ...(id !== 0 ? { id } : {}) }, undefined);
+    const granted = await this.leases.grant({ ttlMs, ...(id !== 0 ? { id } : {}) }, undefined, principal);
     return { header: this.headers.header(granted.revision), ID: String(granted.id), TTL: String(Math.ceil(granted.ttl)), error: '' };
   }
 
-  async revoke(request: { ID: string }): Promise<{ header: ResponseHeader }> {
+  async revoke(request: { ID: string }, principal: string): Promise<{ header: ResponseHeader }> {
     const id = leaseId(request.ID);
-    const revoked = await this.leases.revoke(id, undefined);
+    const revoked = await this.leases.revoke(id, undefined, principal);
     return { header: this.headers.header(revoked.revision) };
   }
 
   /** One keepalive; TTL 0 when the lease is gone (etcd clients treat that as expired). */
-  async keepalive(request: { ID: string }): Promise<{ header: ResponseHeader; ID: string; TTL: string }> {
+  async keepalive(request: { ID: string }, principal: string): Promise<{ header: ResponseHeader; ID: string; TTL: string }> {
     const id = leaseIdOrZero(request.ID);
     if (id === 0) return { header: this.headers.header(), ID: String(request.ID ?? '0'), TTL: '0' };
-    const answer = await this.leases.keepalive([id], false);
+    const answer = await this.leases.keepalive([id], false, principal);
     const item = answer.leases[0];
     const ttl = item !== undefined && 'ttl' in item ? Math.ceil(item.ttl) : 0;
     return { header: this.headers.header(answer.revision), ID: String(id), TTL: String(ttl) };
   }
 
-  async timeToLive(request: { ID: string; keys: boolean }): Promise<{
+  async timeToLive(request: { ID: string; keys: boolean }, principal: string): Promise<{
     header: ResponseHeader;
     ID: string;
     TTL: string;
@@ -61,7 +61,7 @@ export class LeaseFacade {
     const id = leaseIdOrZero(request.ID);
     try {
       if (id === 0) throw new LeaseNotFoundError('no such lease');
-      const info = await this.leases.timeToLive(id, false);
+      const info = await this.leases.timeToLive(id, false, principal, request.keys === true);
       return {
         header: this.headers.header(info.revision),
         ID: String(id),
@@ -75,12 +75,12 @@ export class LeaseFacade {
     }
   }
 
-  async list(): Promise<{ header: ResponseHeader; leases: { ID: string }[] }> {
+  async list(principal: string): Promise<{ header: ResponseHeader; leases: { ID: string }[] }> {
     const ids: { ID: string }[] = [];
     let after = 0;
     let revision = 0;
     for (;;) {
-      const page = await this.leases.list({ after, limit: listPage }, false);
+      const page = await this.leases.list({ after, limit: listPage }, false, principal);
       revision = page.revision;
       for (const lease of page.leases) ids.push({ ID: String(lease.id) });
       if (ids.length > leaseListMax) throw new GrpcStatusError(status.INVALID_ARGUMENT, `${etcdMessages.tooLarge} (over ${leaseListMax} leases)`);

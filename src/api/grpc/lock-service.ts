@@ -48,21 +48,21 @@ export class LockFacade {
     private readonly headers: HeaderSource,
   ) {}
 
-  async lock(request: { name: Buffer; lease: string }, signal: AbortSignal, deadlineMs: number): Promise<{ header: ResponseHeader; key: Buffer }> {
+  async lock(request: { name: Buffer; lease: string }, signal: AbortSignal, deadlineMs: number, principal: string): Promise<{ header: ResponseHeader; key: Buffer }> {
     const name = utf8(request.name, 'lock name');
     const lease = int(request.lease, 'lease', 1);
     const owner = `etcd v3lock, lease ${lease}`;
-    const result = await untilGranted((waitMs, s) => this.locks.acquire(name, { lease, owner, waitMs, signal: s }, undefined), signal, deadlineMs);
+    const result = await untilGranted((waitMs, s) => this.locks.acquire(name, { lease, owner, waitMs, signal: s }, undefined, principal), signal, deadlineMs);
     return { header: this.headers.header(result.revision), key: etcdKey(result.key) };
   }
 
-  async unlock(request: { key: Buffer }): Promise<{ header: ResponseHeader }> {
+  async unlock(request: { key: Buffer }, principal: string): Promise<{ header: ResponseHeader }> {
     const key = batonKey(request.key);
     const name = nameOfKey(key, lockKeyPrefix);
     // etcd's Unlock deletes the key whatever it is; a key that is not a held lock is a no-op there.
     if (name === null) throw new GrpcStatusError(status.INVALID_ARGUMENT, 'etcdserver: not a lock key from Lock');
     try {
-      const released = await this.locks.release(name, key, undefined);
+      const released = await this.locks.release(name, key, undefined, principal);
       return { header: this.headers.header(released.revision) };
     } catch (error) {
       if (hasCode(error, 'lock_not_held')) return { header: this.headers.header() };
@@ -88,12 +88,13 @@ export class ElectionFacade {
     request: { name: Buffer; lease: string; value: Buffer },
     signal: AbortSignal,
     deadlineMs: number,
+    principal: string,
   ): Promise<{ header: ResponseHeader; leader: LeaderKeyMsg }> {
     const name = utf8(request.name, 'election name');
     const lease = int(request.lease, 'lease', 1);
     const value = request.value ?? Buffer.alloc(0);
     const result = await untilGranted(
-      (waitMs, s) => this.elections.campaign(name, { lease, value, waitMs, signal: s }, undefined),
+      (waitMs, s) => this.elections.campaign(name, { lease, value, waitMs, signal: s }, undefined, principal),
       signal,
       deadlineMs,
     );
@@ -103,10 +104,10 @@ export class ElectionFacade {
     };
   }
 
-  async proclaim(request: { leader: LeaderKeyMsg | null; value: Buffer }): Promise<{ header: ResponseHeader }> {
+  async proclaim(request: { leader: LeaderKeyMsg | null; value: Buffer }, principal: string): Promise<{ header: ResponseHeader }> {
     const { name, key } = this.leaderKey(request.leader);
     try {
-      const done = await this.elections.proclaim(name, key, request.value ?? Buffer.alloc(0), undefined);
+      const done = await this.elections.proclaim(name, key, request.value ?? Buffer.alloc(0), undefined, principal);
       return { header: this.headers.header(done.revision) };
     } catch (error) {
       if (hasCode(error, 'lock_not_held')) throw new GrpcStatusError(status.UNKNOWN, etcdMessages.notLeader);
@@ -114,10 +115,10 @@ export class ElectionFacade {
     }
   }
 
-  async resign(request: { leader: LeaderKeyMsg | null }): Promise<{ header: ResponseHeader }> {
+  async resign(request: { leader: LeaderKeyMsg | null }, principal: string): Promise<{ header: ResponseHeader }> {
     const { name, key } = this.leaderKey(request.leader);
     try {
-      const done = await this.elections.resign(name, key, undefined);
+      const done = await this.elections.resign(name, key, undefined, principal);
       return { header: this.headers.header(done.revision) };
     } catch (error) {
       // etcd's Resign of a key that no longer leads succeeds (nothing to give up).
@@ -126,21 +127,22 @@ export class ElectionFacade {
     }
   }
 
-  async leader(request: { name: Buffer }): Promise<{ header: ResponseHeader; kv: unknown }> {
-    const answer = await this.elections.leader(utf8(request.name, 'election name'));
+  async leader(request: { name: Buffer }, principal: string): Promise<{ header: ResponseHeader; kv: unknown }> {
+    const answer = await this.elections.leader(utf8(request.name, 'election name'), principal);
     // etcd's election server returns concurrency.ErrElectionNoLeader as is: UNKNOWN, no "etcdserver:".
     if (answer.leader === null) throw new GrpcStatusError(status.UNKNOWN, etcdMessages.noLeader);
     return { header: this.headers.header(answer.revision), kv: leaderKv(answer.leader) };
   }
 
   /** Streams every leadership (etcd's Observe sends leaders only, never "no leader"). */
-  observe(name: Buffer, write: (message: unknown) => void, signal: AbortSignal): Promise<void> {
+  observe(name: Buffer, write: (message: unknown) => void, signal: AbortSignal, principal: string): Promise<void> {
     return this.elections.observe(
       utf8(name, 'election name'),
       (change) => {
         if (change.leader !== null) write({ header: this.headers.header(change.revision), kv: leaderKv(change.leader) });
       },
       signal,
+      principal,
     );
   }
 

@@ -48,6 +48,8 @@ const keepalivesQueuedMax = 1024;
 
 interface Unary {
   request: unknown;
+  /** Who calls (src/api/principal.ts). */
+  readonly principal: string;
   getDeadline(): Date | number;
   on(event: 'cancelled', listener: () => void): unknown;
 }
@@ -94,77 +96,96 @@ export class EtcdGrpcServer {
       answer.then((value) => callback(null, value), failed);
     };
     const req = <T>(call: Unary): T => call.request as T;
+    // Membership, maintenance and the snapshot are the cell's administration; its member list and
+    // status are for any known principal. Everything else is decided inside the services.
+    const admin = <T>(body: (call: Unary) => T) => (call: Unary): T => {
+      deps.cell.checkAdmin(call.principal);
+      return body(call);
+    };
+    const clusterInfo = <T>(body: (call: Unary) => T) => (call: Unary): T => {
+      deps.cell.checkClusterInfo(call.principal);
+      return body(call);
+    };
 
     server.addService(withKvCodecs(services.KV), {
-      Range: unary((call) => kv.range(req(call))),
-      Put: unary((call) => kv.put(req(call))),
-      DeleteRange: unary((call) => kv.deleteRange(req(call))),
-      Txn: unary((call) => kv.txn(req(call))),
-      Compact: unary((call) => kv.compact(req(call))),
-    } as UntypedServiceImplementation);
+      Range: unary((call) => kv.range(req(call), call.principal)),
+      Put: unary((call) => kv.put(req(call), call.principal)),
+      DeleteRange: unary((call) => kv.deleteRange(req(call), call.principal)),
+      Txn: unary((call) => kv.txn(req(call), call.principal)),
+      Compact: unary((call) => kv.compact(req(call), call.principal)),
+    } as unknown as UntypedServiceImplementation);
     server.addService(services.Watch, {
       Watch: (call: WatchCall) => serveWatchStream(call, deps.watches, headers, deps.logError),
-    } as UntypedServiceImplementation);
+    } as unknown as UntypedServiceImplementation);
     server.addService(services.Lease, {
-      LeaseGrant: unary((call) => leases.grant(req(call))),
-      LeaseRevoke: unary((call) => leases.revoke(req(call))),
-      LeaseTimeToLive: unary((call) => leases.timeToLive(req(call))),
-      LeaseLeases: unary(() => leases.list()),
+      LeaseGrant: unary((call) => leases.grant(req(call), call.principal)),
+      LeaseRevoke: unary((call) => leases.revoke(req(call), call.principal)),
+      LeaseTimeToLive: unary((call) => leases.timeToLive(req(call), call.principal)),
+      LeaseLeases: unary((call) => leases.list(call.principal)),
       LeaseKeepAlive: (call: WatchCall) => serveKeepalives(call, leases, deps.logError),
-    } as UntypedServiceImplementation);
+    } as unknown as UntypedServiceImplementation);
     const members = deps.cluster.members === undefined ? null : new MemberFacade(deps.cluster.members, headers, deps.cluster.grpcUrls);
     server.addService(services.Cluster, {
-      MemberList: unary(() => cluster.memberList()),
+      MemberList: unary(clusterInfo(() => cluster.memberList())),
       ...(members !== null
         ? {
-            MemberAdd: unary((call) => members.add(req(call))),
-            MemberPromote: unary((call) => members.promote(req(call))),
-            MemberRemove: unary((call) => members.remove(req(call))),
-            MemberUpdate: unary((call) => members.update(req(call))),
+            MemberAdd: unary(admin((call) => members.add(req(call)))),
+            MemberPromote: unary(admin((call) => members.promote(req(call)))),
+            MemberRemove: unary(admin((call) => members.remove(req(call)))),
+            MemberUpdate: unary(admin((call) => members.update(req(call)))),
           }
         : {}),
-    } as UntypedServiceImplementation);
+    } as unknown as UntypedServiceImplementation);
     const maintenance = deps.cluster.maintenance === undefined ? null : new MaintenanceFacade(deps.cluster.maintenance, headers);
     server.addService(services.Maintenance, {
-      Status: unary(() => cluster.status(maintenance?.alarmErrors())),
+      Status: unary(clusterInfo(() => cluster.status(maintenance?.alarmErrors()))),
       ...(maintenance !== null
         ? {
-            Alarm: unary((call) => maintenance.alarm(req(call))),
-            MoveLeader: unary((call) => maintenance.moveLeader(req(call))),
-            Hash: unary(() => maintenance.hash()),
-            HashKV: unary((call) => maintenance.hashKv(req(call))),
-            Defragment: unary(() => maintenance.defragment()),
+            Alarm: unary(admin((call) => maintenance.alarm(req(call)))),
+            MoveLeader: unary(admin((call) => maintenance.moveLeader(req(call)))),
+            Hash: unary(admin(() => maintenance.hash())),
+            HashKV: unary(admin((call) => maintenance.hashKv(req(call)))),
+            Defragment: unary(admin(() => maintenance.defragment())),
           }
-        : { Alarm: unary(() => ({ alarms: [] })) }), // etcd answers Alarm without a header
+        : { Alarm: unary(admin(() => ({ alarms: [] }))) }), // etcd answers Alarm without a header
       ...(deps.snapshots !== undefined
-        ? { Snapshot: (call: WatchCall) => void serveSnapshot(call, deps.snapshots as SnapshotSource, headers, deps.logError) }
+        ? {
+            Snapshot: (call: WatchCall) => {
+              try {
+                deps.cell.checkAdmin(call.principal);
+              } catch (error) {
+                return void call.emit('error', toGrpcError(error, deps.logError));
+              }
+              void serveSnapshot(call, deps.snapshots as SnapshotSource, headers, deps.logError);
+            },
+          }
         : {}),
-    } as UntypedServiceImplementation);
+    } as unknown as UntypedServiceImplementation);
     if (deps.locks !== undefined) {
       const locks = new LockFacade(deps.locks, headers);
       server.addService(services.Lock, {
-        Lock: unary((call) => waiting(call, (signal, deadline) => locks.lock(req(call), signal, deadline))),
-        Unlock: unary((call) => locks.unlock(req(call))),
-      } as UntypedServiceImplementation);
+        Lock: unary((call) => waiting(call, (signal, deadline) => locks.lock(req(call), signal, deadline, call.principal))),
+        Unlock: unary((call) => locks.unlock(req(call), call.principal)),
+      } as unknown as UntypedServiceImplementation);
     }
     if (deps.elections !== undefined) {
       const elections = new ElectionFacade(deps.elections, headers);
       server.addService(services.Election, {
-        Campaign: unary((call) => waiting(call, (signal, deadline) => elections.campaign(req(call), signal, deadline))),
-        Proclaim: unary((call) => elections.proclaim(req(call))),
-        Resign: unary((call) => elections.resign(req(call))),
-        Leader: unary((call) => elections.leader(req(call))),
+        Campaign: unary((call) => waiting(call, (signal, deadline) => elections.campaign(req(call), signal, deadline, call.principal))),
+        Proclaim: unary((call) => elections.proclaim(req(call), call.principal)),
+        Resign: unary((call) => elections.resign(req(call), call.principal)),
+        Leader: unary((call) => elections.leader(req(call), call.principal)),
         Observe: (call: WatchCall & { request: { name: Buffer } }) => {
           const abort = new AbortController();
           call.on('cancelled', () => abort.abort());
-          elections.observe(call.request.name, (message) => call.write(message), abort.signal).then(
+          elections.observe(call.request.name, (message) => call.write(message), abort.signal, call.principal).then(
             () => call.end(),
             (error: unknown) => {
               if (!abort.signal.aborted) call.emit('error', toGrpcError(error, deps.logError));
             },
           );
         },
-      } as UntypedServiceImplementation);
+      } as unknown as UntypedServiceImplementation);
     }
     const bound = await server.listen(host, port, deps.tls);
     return new EtcdGrpcServer(server, gateway, bound);
@@ -207,7 +228,7 @@ function serveKeepalives(call: WatchCall, leases: LeaseFacade, logError: (error:
       queued--;
       if (ended) return;
       try {
-        const answer = await leases.keepalive(request as { ID: string });
+        const answer = await leases.keepalive(request as { ID: string }, call.principal);
         if (!ended) call.write(answer);
       } catch (error) {
         end(error);

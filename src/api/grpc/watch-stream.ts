@@ -18,6 +18,8 @@ import { kvMsg } from './kv-read.js';
 import { int } from './wire.js';
 
 export interface WatchCall {
+  /** Who calls (src/api/principal.ts). */
+  readonly principal: string;
   write(message: unknown): boolean;
   end(): void;
   emit(event: 'error', error: unknown): boolean;
@@ -72,7 +74,7 @@ export function serveWatchStream(
   let waitingForDrain = false;
   let ended = false;
   let progressWanted = false;
-  const connection: WatchConnection<WatchTag> = hub.openConnection(() => schedule());
+  const connection: WatchConnection<WatchTag> = hub.openConnection(() => schedule(), service.admitter(call.principal));
   const unregister = service.onStop(() => finish(status.UNAVAILABLE, 'etcdserver: server stopped: resume on another member'));
 
   call.on('data', (request) => {
@@ -218,6 +220,12 @@ export function serveWatchStream(
         compact_revision: String(compactRevision),
         cancel_reason: etcdMessages.compacted,
       });
+      return;
+    }
+    if (output.reason === 'permission_denied') {
+      // As etcd: this watch is canceled with the reason; the stream and its other watches go on.
+      entries.delete(id);
+      send({ header: headers.header(hub.revision), watch_id: String(id), canceled: true, cancel_reason: 'etcdserver: permission denied' });
       return;
     }
     finish(status.UNAVAILABLE, output.reason === 'stopped' ? 'etcdserver: server stopped: resume on another member' : 'etcdserver: no leader');

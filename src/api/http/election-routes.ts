@@ -44,21 +44,22 @@ async function serveElection(elections: ElectionApi, request: RouteRequest, part
           signal: abandonSignal(res),
         },
         id,
+        request.principal,
       );
       return sendJson(res, context, 200, won, won.revision);
     }
     case 'POST proclaim': {
       const body = bodyObject(await readJson(req, limits.requestBytesMax), ['key', 'value']);
-      const done = await elections.proclaim(name, stringField(body, 'key'), bodyValue(body, encoding, limits.valueBytesMax), id);
+      const done = await elections.proclaim(name, stringField(body, 'key'), bodyValue(body, encoding, limits.valueBytesMax), id, request.principal);
       return sendJson(res, context, 200, done, done.revision);
     }
     case 'POST resign': {
       const body = bodyObject(await readJson(req, limits.requestBytesMax), ['key']);
-      const done = await elections.resign(name, stringField(body, 'key'), id);
+      const done = await elections.resign(name, stringField(body, 'key'), id, request.principal);
       return sendJson(res, context, 200, { resigned: true, revision: done.revision }, done.revision);
     }
     case 'GET leader': {
-      const current = await elections.leader(name);
+      const current = await elections.leader(name, request.principal);
       return sendJson(res, context, 200, { revision: current.revision, leader: leaderJson(current.leader, encoding) }, current.revision);
     }
     case 'GET observe':
@@ -93,6 +94,7 @@ async function observe(elections: ElectionApi, request: RouteRequest, name: stri
         res.write(sseMessage({ revision: change.revision, leader: leaderJson(change.leader, encoding) }));
       },
       signal,
+      request.principal,
     );
   } catch (error) {
     if (!opened) throw error;

@@ -22,6 +22,7 @@ import {
 } from './parse.js';
 import { sendError, sendJson, type ResponseContext } from './respond.js';
 import { hostProblem } from './server-hooks.js';
+import { principalOfSocket } from '../principal.js';
 
 /**
  * A group of routes kept in its own file (leases, watches, locks, ...). It answers the request
@@ -37,6 +38,8 @@ export interface RouteRequest {
   readonly query: Query;
   readonly context: ResponseContext;
   readonly limits: ApiLimits;
+  /** Who asks (src/api/principal.ts): every call into the cell passes it on. */
+  readonly principal: string;
 }
 
 export interface HttpApiOptions {
@@ -77,18 +80,19 @@ async function route(
   const { cell, limits } = options;
   const noHost = hostProblem(req);
   if (noHost !== null) throw noHost;
+  const principal = principalOfSocket(req.socket, cell.cellId);
   // Key-value requests (the hot path) skip the WHATWG URL parse and the route groups (no group
   // owns /v1/kv), each of which costs an await per request.
   const target = simpleTarget(req.url ?? '/');
   if (target !== null && (target.path === '/v1/kv' || target.path.startsWith('/v1/kv/'))) {
-    const kvRoute = kvRoutes(req, res, context, cell, limits, method, target.path, Query.of(target.search));
+    const kvRoute = kvRoutes(req, res, context, cell, limits, method, target.path, Query.of(target.search), principal);
     if (kvRoute !== null) return kvRoute;
   }
   // Everything else is routed on the raw target (rawTarget refuses dot segments), never on a
   // path that URL parsing resolved: `/v1/kv/a/../b` must not reach key /b.
   const raw = rawTarget(req.url ?? '/');
   if (raw.path === '/v1/kv' || raw.path.startsWith('/v1/kv/')) {
-    const kvRoute = kvRoutes(req, res, context, cell, limits, method, raw.path, Query.of(raw.search));
+    const kvRoute = kvRoutes(req, res, context, cell, limits, method, raw.path, Query.of(raw.search), principal);
     if (kvRoute !== null) return kvRoute;
     throw new InvalidArgumentError(`no such endpoint: ${method} ${raw.path}`);
   }
@@ -97,16 +101,17 @@ async function route(
   const path = url.pathname;
   const query = new Query(url.searchParams);
   for (const group of options.routeGroups ?? []) {
-    if (await group({ req, res, url, method, query, context, limits })) return;
+    if (await group({ req, res, url, method, query, context, limits, principal })) return;
   }
   if (path === '/v1/txn' && method === 'POST') {
     const encoding = query.oneOf<Encoding>('encoding', ['utf8', 'base64'], 'utf8');
     query.rejectUnknown();
     const body = await readJson(req, limits.requestBytesMax);
-    const result = await cell.txn(parseTxn(body, encoding, limits), requestId(req.headers));
+    const result = await cell.txn(parseTxn(body, encoding, limits), requestId(req.headers), principal);
     return sendJson(res, context, 200, txnJson(result.succeeded, result.revision, result.results, encoding), result.revision);
   } else if (path === '/v1/cluster/status' && method === 'GET') {
     query.rejectUnknown();
+    cell.checkClusterInfo(principal);
     return sendJson(res, context, 200, cell.status());
   } else if (path === '/v1/maintenance/compact' && method === 'POST') {
     query.rejectUnknown();
@@ -115,7 +120,7 @@ async function route(
     if (typeof revision !== 'number' || !Number.isSafeInteger(revision) || revision < 1) {
       throw new InvalidArgumentError('revision must be an integer >= 1');
     }
-    const result = await cell.compact(revision);
+    const result = await cell.compact(revision, principal);
     return sendJson(res, context, 200, result, result.revision);
   } else if (path === '/healthz' && method === 'GET') {
     return sendJson(res, context, cell.healthy() ? 200 : 503, { healthy: cell.healthy() });
@@ -144,10 +149,11 @@ function kvRoutes(
   method: string,
   path: string,
   query: Query,
+  principal: string,
 ): Promise<void> | null {
-  if (method === 'PUT') return putKey(req, res, context, cell, limits, keyFromPath(path, limits), query);
-  if (method === 'GET') return getKey(res, context, cell, limits, keyFromPath(path, limits), query);
-  if (method === 'DELETE') return deleteKey(req, res, context, cell, limits, keyFromPath(path, limits), query);
+  if (method === 'PUT') return putKey(req, res, context, cell, limits, keyFromPath(path, limits), query, principal);
+  if (method === 'GET') return getKey(res, context, cell, limits, keyFromPath(path, limits), query, principal);
+  if (method === 'DELETE') return deleteKey(req, res, context, cell, limits, keyFromPath(path, limits), query, principal);
   return null;
 }
 
@@ -172,6 +178,7 @@ async function putKey(
   limits: ApiLimits,
   key: string,
   query: Query,
+  principal: string,
 ): Promise<void> {
   query.rejectUnknown();
   const ifVersion = headerInteger(req.headers, 'if-version', 0);
@@ -183,7 +190,7 @@ async function putKey(
   if (ifVersion !== undefined) put.ifVersion = ifVersion;
   if (ifRevision !== undefined) put.ifRevision = ifRevision;
   if (lease !== undefined) put.lease = lease;
-  const result = await cell.put(put, id);
+  const result = await cell.put(put, id, principal);
   sendJson(res, context, result.created ? 201 : 200, result, result.revision);
 }
 
@@ -194,6 +201,7 @@ async function getKey(
   _limits: ApiLimits,
   key: string,
   query: Query,
+  principal: string,
 ): Promise<void> {
   const consistency = query.oneOf('consistency', ['linearizable', 'serializable'] as const, 'linearizable');
   const encoding = query.oneOf<Encoding>('encoding', ['utf8', 'base64'], 'utf8');
@@ -214,6 +222,7 @@ async function getKey(
       ...(revision !== undefined ? { revision } : {}),
     },
     { consistency, ...(minRevision !== undefined ? { minRevision } : {}) },
+    principal,
   );
   sendJson(res, context, 200, { ...rangeJson(result, encoding), consistency }, result.revision);
 }
@@ -226,6 +235,7 @@ async function deleteKey(
   _limits: ApiLimits,
   key: string,
   query: Query,
+  principal: string,
 ): Promise<void> {
   const prefix = query.flag('prefix');
   const confirmed = query.flag(deleteAllParameter);
@@ -241,6 +251,7 @@ async function deleteKey(
       ...(ifRevision !== undefined ? { ifRevision } : {}),
     },
     requestId(req.headers),
+    principal,
   );
   sendJson(res, context, 200, result, result.revision);
 }

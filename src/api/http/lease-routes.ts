@@ -63,7 +63,7 @@ async function serveLeases(leases: LeaseApi, request: RouteRequest, path: string
     if (limit > leaseListLimitMax) {
       throw new InvalidArgumentError(`at most ${leaseListLimitMax} leases per page`, { limit: leaseListLimitMax });
     }
-    const list = await leases.list({ after, limit }, req.headers[forwardedHeader] !== undefined);
+    const list = await leases.list({ after, limit }, req.headers[forwardedHeader] !== undefined, request.principal);
     return sendJson(res, context, 200, list, list.revision);
   }
   query.rejectUnknown();
@@ -75,25 +75,25 @@ async function serveLeases(leases: LeaseApi, request: RouteRequest, path: string
       throw new InvalidArgumentError('id must be an integer >= 1', { id });
     }
     const ttlMs = parseTtlMs(body['ttl']);
-    const granted = await leases.grant({ ttlMs, ...(id !== undefined ? { id: id as number } : {}) }, requestId(req.headers));
+    const granted = await leases.grant({ ttlMs, ...(id !== undefined ? { id: id as number } : {}) }, requestId(req.headers), request.principal);
     return sendJson(res, context, 200, { id: granted.id, ttl: granted.ttl }, granted.revision);
   }
   if (path === '/v1/leases/keepalive' && method === 'POST') {
     const body = bodyObject(await readJson(req, limits.requestBytesMax));
     allowOnly(body, ['ids']);
     const ids = parseLeaseIds(body['ids'], leases.keepaliveIdsMax);
-    const answer = await leases.keepalive(ids, req.headers[forwardedHeader] !== undefined);
+    const answer = await leases.keepalive(ids, req.headers[forwardedHeader] !== undefined, request.principal);
     return sendJson(res, context, 200, answer, answer.revision);
   }
   const match = /^\/v1\/leases\/([^/]+)$/.exec(path);
   if (match !== null) {
     const id = parseInteger(match[1] as string, 'lease ID', 1);
     if (method === 'GET') {
-      const info = await leases.timeToLive(id, req.headers[forwardedHeader] !== undefined);
+      const info = await leases.timeToLive(id, req.headers[forwardedHeader] !== undefined, request.principal, true);
       return sendJson(res, context, 200, info, info.revision);
     }
     if (method === 'DELETE') {
-      const revoked = await leases.revoke(id, requestId(req.headers));
+      const revoked = await leases.revoke(id, requestId(req.headers), request.principal);
       return sendJson(res, context, 200, revoked, revoked.revision);
     }
   }

@@ -30,7 +30,7 @@ async function serveLock(locks: LockApi, request: RouteRequest, parts: string[])
   const name = pathSegment(parts[0] ?? '', 'lock name');
   const action = parts.length === 2 ? parts[1] : parts.length === 1 ? '' : null;
   if (action === '' && method === 'GET') {
-    const state = await locks.state(name);
+    const state = await locks.state(name, request.principal);
     return sendJson(res, context, 200, state, state.revision);
   }
   if (action === 'acquire' && method === 'POST') {
@@ -44,12 +44,13 @@ async function serveLock(locks: LockApi, request: RouteRequest, parts: string[])
         signal: abandonSignal(res),
       },
       requestId(req.headers),
+      request.principal,
     );
     return sendJson(res, context, 200, acquired, acquired.revision);
   }
   if (action === 'release' && method === 'POST') {
     const body = bodyObject(await readJson(req, limits.requestBytesMax), ['key']);
-    const released = await locks.release(name, stringField(body, 'key'), requestId(req.headers));
+    const released = await locks.release(name, stringField(body, 'key'), requestId(req.headers), request.principal);
     return sendJson(res, context, 200, { released: true, revision: released.revision }, released.revision);
   }
   throw new InvalidArgumentError(`no such endpoint: ${method} ${request.url.pathname}`);
@@ -59,6 +60,6 @@ async function fencingCheck(locks: LockApi, request: RouteRequest): Promise<void
   const { req, res, context, query, limits } = request;
   query.rejectUnknown();
   const body = bodyObject(await readJson(req, limits.requestBytesMax), ['lock', 'token']);
-  const result = await locks.check(stringField(body, 'lock'), integerField(body, 'token', 1));
+  const result = await locks.check(stringField(body, 'lock'), integerField(body, 'token', 1), request.principal);
   sendJson(res, context, 200, result, result.revision);
 }

@@ -22,9 +22,13 @@ export const snapshotChecksumTrailer = 'baton-snapshot-sha256';
 const concurrentSnapshotsMax = 2;
 const chunkBytes = 256 * 1024;
 
-export function createMaintenanceRoutes(store: MvccStore): RouteGroup {
+/** Both are administration: `admin` throws permission_denied unless the caller administers the cell. */
+export function createMaintenanceRoutes(store: MvccStore, admin: { checkAdmin(principal: string): void }): RouteGroup {
   let running = 0;
   return async (request) => {
+    if ((request.url.pathname === hashKvPath || request.url.pathname === snapshotPath) && request.method === 'GET') {
+      admin.checkAdmin(request.principal);
+    }
     if (request.url.pathname === hashKvPath && request.method === 'GET') {
       // This member's HashKV at `revision` (0: now), as it has applied it: members compare them
       // (node/corruption-check.ts). A revision it has not reached yet: 400 future revision.

@@ -23,6 +23,9 @@ const forwardedHeader = 'baton-forwarded';
 
 interface CellInfo {
   status(): { cell: string; clusterId: string; leader: number };
+  /** Changes of membership and leadership are administration; the member list is cluster info. */
+  checkAdmin(principal: string): void;
+  checkClusterInfo(principal: string): void;
 }
 
 export function createMemberRoutes(
@@ -34,6 +37,7 @@ export function createMemberRoutes(
     const path = request.url.pathname;
     const { method } = request;
     if (path === leaderPath && method === 'POST') {
+      cell.checkAdmin(request.principal);
       request.query.rejectUnknown();
       const body = await readJson(request.req, request.limits.requestBytesMax);
       const to = (body as { to?: unknown } | null)?.to;
@@ -45,6 +49,7 @@ export function createMemberRoutes(
     }
     if (path !== membersPath && !path.startsWith(`${membersPath}/`)) return false;
     if (path === membersPath && method === 'GET') {
+      cell.checkClusterInfo(request.principal);
       const consistency = request.query.oneOf('consistency', ['linearizable', 'serializable'] as const, 'linearizable');
       request.query.rejectUnknown();
       if (consistency === 'linearizable') await reads.linearizableRead();
@@ -57,6 +62,7 @@ export function createMemberRoutes(
       });
       return true;
     }
+    cell.checkAdmin(request.principal);
     request.query.rejectUnknown();
     const id = requestId(request.req.headers);
     // A retry is recognized from the replicated change history: read it as committed first.

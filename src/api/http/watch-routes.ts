@@ -45,7 +45,7 @@ function serveWatch(service: WatchService, request: RouteRequest): void {
   let flushScheduled = false;
   let waitingForDrain = false;
   let ended = false;
-  const connection: WatchConnection<WatchTag> = hub.openConnection(() => schedule());
+  const connection: WatchConnection<WatchTag> = hub.openConnection(() => schedule(), service.admitter(request.principal));
   let watcher;
   try {
     watcher = hub.create(connection, sseTag, spec);

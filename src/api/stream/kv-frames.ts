@@ -37,6 +37,7 @@ async function put(frame: Frame, context: FrameContext): Promise<Record<string, 
       ...(ifRevision !== undefined ? { ifRevision } : {}),
     },
     optionalString(frame, 'requestId', 128),
+    context.principal,
   );
   return { ...result };
 }
@@ -63,6 +64,7 @@ async function get(frame: Frame, context: FrameContext): Promise<Record<string, 
       ...(revision !== undefined ? { revision } : {}),
     },
     { consistency, ...(minRevision !== undefined ? { minRevision } : {}) },
+    context.principal,
   );
   return { ...rangeJson(result, encoding), consistency };
 }
@@ -84,6 +86,7 @@ async function deleteRange(frame: Frame, context: FrameContext): Promise<Record<
       ...(ifRevision !== undefined ? { ifRevision } : {}),
     },
     optionalString(frame, 'requestId', 128),
+    context.principal,
   );
   return { ...result };
 }
@@ -97,7 +100,7 @@ async function txn(frame: Frame, context: FrameContext): Promise<Record<string, 
     encoding,
     context.apiLimits,
   );
-  const result = await context.cell.txn(request, optionalString(frame, 'requestId', 128));
+  const result = await context.cell.txn(request, optionalString(frame, 'requestId', 128), context.principal);
   return {
     succeeded: result.succeeded,
     revision: result.revision,

@@ -8,10 +8,10 @@ import { allowFields } from './frame-registry.js';
 import type { FrameHandler } from './types.js';
 
 export function keepaliveFrameHandler<Session>(leases: LeaseApi): FrameHandler<Session> {
-  return async (frame) => {
+  return async (frame, context) => {
     allowFields(frame, ['ids']);
     const ids = parseLeaseIds(frame.fields['ids'], leases.keepaliveIdsMax);
-    const answer = await leases.keepalive(ids, false);
+    const answer = await leases.keepalive(ids, false, context.principal);
     return { revision: answer.revision, leases: answer.leases };
   };
 }

@@ -47,21 +47,22 @@ export function lockFrameHandlers<Session extends object>(locks: LockApi, electi
           signal: context.closed,
         },
         requestIdOf(frame),
+        context.principal,
       );
       return { ...result };
     },
-    lockRelease: async (frame) => {
+    lockRelease: async (frame, context) => {
       allowFields(frame, ['name', 'key', 'requestId']);
-      const released = await locks.release(nameOf(frame), required(optionalString(frame, 'key', 4096), 'key'), requestIdOf(frame));
+      const released = await locks.release(nameOf(frame), required(optionalString(frame, 'key', 4096), 'key'), requestIdOf(frame), context.principal);
       return { released: true, revision: released.revision };
     },
-    lockState: async (frame) => {
+    lockState: async (frame, context) => {
       allowFields(frame, ['name']);
-      return { ...(await locks.state(nameOf(frame))) };
+      return { ...(await locks.state(nameOf(frame), context.principal)) };
     },
-    fencingCheck: async (frame) => {
+    fencingCheck: async (frame, context) => {
       allowFields(frame, ['lock', 'token']);
-      return { ...(await locks.check(nameOf(frame, 'lock'), required(optionalInteger(frame, 'token', 1), 'token'))) };
+      return { ...(await locks.check(nameOf(frame, 'lock'), required(optionalInteger(frame, 'token', 1), 'token'), context.principal)) };
     },
     campaign: async (frame, context) => {
       allowFields(frame, ['name', 'lease', 'value', 'waitMs', 'requestId', 'encoding']);
@@ -74,17 +75,18 @@ export function lockFrameHandlers<Session extends object>(locks: LockApi, electi
           signal: context.closed,
         },
         requestIdOf(frame),
+        context.principal,
       );
       return { ...won };
     },
     proclaim: async (frame, context) => {
       allowFields(frame, ['name', 'key', 'value', 'requestId', 'encoding']);
       const key = required(optionalString(frame, 'key', 4096), 'key');
-      return { ...(await elections.proclaim(nameOf(frame), key, valueOf(frame, context.apiLimits.valueBytesMax), requestIdOf(frame))) };
+      return { ...(await elections.proclaim(nameOf(frame), key, valueOf(frame, context.apiLimits.valueBytesMax), requestIdOf(frame), context.principal)) };
     },
-    resign: async (frame) => {
+    resign: async (frame, context) => {
       allowFields(frame, ['name', 'key', 'requestId']);
-      const done = await elections.resign(nameOf(frame), required(optionalString(frame, 'key', 4096), 'key'), requestIdOf(frame));
+      const done = await elections.resign(nameOf(frame), required(optionalString(frame, 'key', 4096), 'key'), requestIdOf(frame), context.principal);
       return { resigned: true, revision: done.revision };
     },
     observe: (frame, context, session) => {
@@ -108,6 +110,7 @@ export function lockFrameHandlers<Session extends object>(locks: LockApi, electi
           name,
           (change) => context.send({ id: frame.id, type: 'leadership', revision: change.revision, leader: leaderJson(change.leader, encoding) }),
           controller.signal,
+          context.principal,
         )
         .catch((error: { code?: string; message?: string }) => {
           if (!context.closed.aborted) {
@@ -128,9 +131,9 @@ export function lockFrameHandlers<Session extends object>(locks: LockApi, electi
       context.send({ id: frame.id, type: 'canceled' });
       return undefined;
     },
-    leader: async (frame) => {
+    leader: async (frame, context) => {
       allowFields(frame, ['name', 'encoding']);
-      const current = await elections.leader(nameOf(frame));
+      const current = await elections.leader(nameOf(frame), context.principal);
       return { revision: current.revision, leader: leaderJson(current.leader, encodingOf(frame)) };
     },
   };

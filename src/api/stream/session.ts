@@ -1,6 +1,8 @@
 // One WebSocket on /v1/stream: reads JSON frames, runs each through the frame registry, answers
 // with the frame's id, and pumps watch output at the socket's pace (fair across the session's
 // watches, paused while the socket holds more than the high-water mark).
+import type { Socket } from 'node:net';
+import { principalOfSocket } from '../principal.js';
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { BatonError, InvalidArgumentError, OverloadedError, UnavailableError } from '../../base/errors.js';
@@ -46,8 +48,9 @@ export class StreamSession implements WatchSession {
     private readonly options: SessionOptions,
   ) {
     this.service = options.service;
-    this.connection = options.service.hub.openConnection(() => this.schedule());
-    this.context = { cell: options.cell, apiLimits: options.apiLimits, send: (body) => this.send(body), closed: this.closedSignal.signal };
+    const principal = principalOfSocket(socket as Socket);
+    this.connection = options.service.hub.openConnection(() => this.schedule(), options.service.admitter(principal));
+    this.context = { cell: options.cell, apiLimits: options.apiLimits, send: (body) => this.send(body), closed: this.closedSignal.signal, principal };
     this.unregister = options.service.onStop(() => this.stop());
     ws.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
     ws.on('close', () => this.cleanup());

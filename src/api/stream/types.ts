@@ -64,6 +64,8 @@ export interface FrameContext {
   send(body: Record<string, unknown>): void;
   /** Aborts when the connection closes: a waiting lock acquire then leaves its queue. */
   readonly closed: AbortSignal;
+  /** Who is connected (src/api/principal.ts): every frame's call passes it on. */
+  readonly principal: string;
 }
 
 /**

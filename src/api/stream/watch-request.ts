@@ -53,7 +53,7 @@ export function watchRequest(fields: WatchRequestFields, options: WatchServiceOp
 
 /** The JSON error body that ends a watch (SSE `data:` line or a stream error frame). */
 export function watchEndError(
-  reason: 'compacted' | 'slow_consumer' | 'stopped' | 'leaderless',
+  reason: 'compacted' | 'slow_consumer' | 'stopped' | 'leaderless' | 'permission_denied',
   details: Readonly<Record<string, unknown>>,
   message: string,
   lastRevision: number,

@@ -2,7 +2,8 @@
 // its transports (SSE and the stream) register so that a stopping node ends every stream
 // cleanly: each watcher hears `unavailable` with its last revision, then its socket closes.
 import { UnavailableError } from '../../base/errors.js';
-import { WatchHub, defaultWatchLimits, type WatchSource } from '../../watch/index.js';
+import { WatchHub, defaultWatchLimits, type WatchSource, type WatchSpec } from '../../watch/index.js';
+import { watchAccesses, type AccessGuard } from '../../auth/index.js';
 import { defaultWatchServiceOptions, type WatchServiceOptions, type WatchTag } from './types.js';
 
 export class WatchService {
@@ -13,7 +14,12 @@ export class WatchService {
   private leaderless = false;
   private leaderlessTimer: ReturnType<typeof setTimeout> | null = null;
 
-  constructor(source: WatchSource, options: Partial<WatchServiceOptions> = {}) {
+  constructor(
+    source: WatchSource,
+    /** Decides each watch of a connection's principal, at creation and before every batch. */
+    private readonly guard: AccessGuard,
+    options: Partial<WatchServiceOptions> = {},
+  ) {
     this.options = { ...defaultWatchServiceOptions, limits: defaultWatchLimits, ...options };
     this.hub = new WatchHub<WatchTag>(source, this.options.limits);
   }
@@ -42,6 +48,12 @@ export class WatchService {
       this.hub.endAll('leaderless');
     }, this.options.leaderlessEndMs);
     this.leaderlessTimer.unref();
+  }
+
+  /** The admission a connection of `principal` ('' anonymous) opens its hub connection with. */
+  admitter(principal: string): (spec: WatchSpec) => boolean {
+    const guard = this.guard;
+    return (spec) => guard.allows(principal, () => watchAccesses(spec));
   }
 
   /** Throws UnavailableError while this node should not start watches. */

@@ -7,6 +7,7 @@
 import { BatonError, InvalidArgumentError, UnavailableError } from '../../base/errors.js';
 import type { KeepaliveAnswer, KeepaliveItem, LeaseApi, LeaseForwarder, LeaseInfo, LeaseList } from '../api.js';
 import type { MemberId } from '../../raft/index.js';
+import { cellWork } from '../../mvcc/index.js';
 import type { LeasePeerMessage } from '../../transport/index.js';
 import { ForwardedError, HttpLeaseForwarder } from './http-forwarder.js';
 
@@ -103,7 +104,7 @@ export class PeerLeaseForwarder implements LeaseForwarder {
       answer({ op: 'error', callId, code: error.code, message: error.message });
       return;
     }
-    leases.keepalive(ids, true).then(
+    leases.keepalive(ids, true, cellWork).then(
       (result) =>
         answer({
           op: 'answer',

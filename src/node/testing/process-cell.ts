@@ -30,6 +30,11 @@ export interface ProcessCellOptions {
   readonly output?: 'inherit' | 'pipe';
   /** TLS on every listener with certificates made in this directory (cell-tls.ts); absent: plain. */
   readonly tlsDir?: string;
+  /**
+   * With TLS: false leaves out --client-cert-auth, so a client without a certificate connects as
+   * the anonymous principal (the authorization tests need one); default true.
+   */
+  readonly clientCertAuth?: boolean;
 }
 
 const cliPath = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'cli', 'main.js');
@@ -115,7 +120,7 @@ export class ProcessCell {
       '--initial-cluster-clients', clients,
       ...(this.joining.has(name) ? ['--initial-cluster-state', 'existing'] : []),
       ...grpcArgs,
-      ...(this.tls?.flags(name) ?? []),
+      ...(this.tls?.flags(name).filter((flag) => flag !== '--client-cert-auth' || this.options.clientCertAuth !== false) ?? []),
       ...(this.options.extraArgs ?? []),
       ...(this.options.argsFor?.(name) ?? []),
     ];

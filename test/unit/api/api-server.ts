@@ -9,16 +9,27 @@ import { createHttpHandler, defaultApiLimits, type ApiLimits } from '../../../sr
 import { createWatchRoutes } from '../../../src/api/http/watch-routes.js';
 import { StreamServer, WatchService } from '../../../src/api/stream/index.js';
 import type * as api from '../../../src/api/types.js';
+import { AccessGuard, adminAccess, clusterInfoAccess } from '../../../src/auth/index.js';
 import { EntryType } from '../../../src/raft/types.js';
 import { encodeCommand, MemoryEngine, MvccStore, defaultMvccLimits, type Command, type CommandResult } from '../../../src/mvcc/index.js';
 
 export class StoreCell implements api.CellApi {
   readonly cellId = 'cell-test';
   private index = 0;
+  /** The production guard over this store: the policy is whatever the test stored. */
+  readonly guard: AccessGuard;
   constructor(
     readonly store: MvccStore,
     private readonly onApplied: () => void,
-  ) {}
+  ) {
+    this.guard = new AccessGuard(store);
+  }
+  checkAdmin(principal: string): void {
+    this.guard.check(principal, () => [adminAccess]);
+  }
+  checkClusterInfo(principal: string): void {
+    this.guard.check(principal, () => [clusterInfoAccess]);
+  }
   revision(): number {
     return this.store.revision;
   }
@@ -96,7 +107,7 @@ export interface ApiServer {
 
 export async function startApiServer(limits: ApiLimits = defaultApiLimits): Promise<ApiServer> {
   const store = new MvccStore(new MemoryEngine());
-  const service = new WatchService(store);
+  const service = new WatchService(store, new AccessGuard(store));
   const cell = new StoreCell(store, () => service.onApplied());
   const errors: unknown[] = [];
   const logError = (error: unknown): void => {

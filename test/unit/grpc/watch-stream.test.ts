@@ -3,6 +3,7 @@
 // does not read is re-created behind the scenes and the client still gets every revision once,
 // in order; compaction cancels with etcd's compact_revision; ranges that are not a prefix and
 // NOPUT filter on the node; a progress request is answered once every watcher has caught up.
+import { AccessGuard } from '../../../src/auth/index.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
@@ -52,7 +53,7 @@ class Fixture {
   readonly headers: HeaderSource;
   private index = 0;
   constructor(bufferedEventsMax = defaultWatchLimits.bufferedEventsMax) {
-    this.service = new WatchService(this.store, { limits: { ...defaultWatchLimits, bufferedEventsMax } });
+    this.service = new WatchService(this.store, new AccessGuard(this.store), { limits: { ...defaultWatchLimits, bufferedEventsMax } });
     const store = this.store;
     const cell = {
       revision: () => store.revision,

@@ -1,6 +1,7 @@
 // Renewals share leadership confirmations, but never one that started before they arrived: a
 // quorum round already in flight cannot vouch for a renewal that came later (a newer leader may
 // have promoted its tracker meanwhile). Rounds are spaced by confirmIntervalMs.
+import { AccessGuard } from '../../../src/auth/index.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaseService, type LeaseDriver, type LeaseStore } from '../../../src/lease/lease-service.js';
@@ -48,7 +49,7 @@ function setup(): { service: LeaseService; rounds: { resolve: () => void }[]; ti
   };
   const proposer = { propose: () => Promise.reject(new Error('no proposals in this test')) };
   const service = new LeaseService(
-    { memberId: 1, store, timers, driver, proposer, forwarder: new HttpLeaseForwarder([]) },
+    { memberId: 1, store, timers, driver, proposer, forwarder: new HttpLeaseForwarder([]), guard: new AccessGuard({ policyRecord: () => ({ version: 0, record: null }), keysOfLease: () => [] }) },
     { ...defaultLeaseServiceOptions, confirmIntervalMs: 10 },
   );
   service.onApplied([], []);
@@ -60,11 +61,11 @@ const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve
 test('a renewal waits for a round that starts after it arrived; those before a round share it', async () => {
   const { service, rounds, timers } = setup();
   const answered: number[] = [];
-  void service.keepalive([1], false).then(() => answered.push(1));
+  void service.keepalive([1], false, '').then(() => answered.push(1));
   await flush();
   assert.equal(rounds.length, 1, 'the first renewal starts a round at once');
-  void service.keepalive([2], false).then(() => answered.push(2));
-  void service.keepalive([3], false).then(() => answered.push(3));
+  void service.keepalive([2], false, '').then(() => answered.push(2));
+  void service.keepalive([3], false, '').then(() => answered.push(3));
   await flush();
   assert.equal(rounds.length, 1, 'later renewals do not join the round in flight');
   rounds[0]?.resolve();

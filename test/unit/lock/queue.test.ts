@@ -1,5 +1,6 @@
 // The lock queue logic against a real MVCC store applied in-process (no Raft, no network), with
 // a hand-driven clock: who gets woken, when a grant happens, and what a waiter's end leaves behind.
+import { AccessGuard } from '../../../src/auth/index.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EntryType } from '../../../src/raft/types.js';
@@ -108,26 +109,26 @@ function setup(makeCell: (clock: ManualClock) => InProcessCell = () => new InPro
     gaveUp: (reason) => counts.gaveUp.push(reason),
     waiting: (delta) => { counts.waiting += delta; },
   };
-  const locks = new LockService(cell, new QueueContender(cell, cell.feed, clock, metrics), () => 0);
+  const locks = new LockService(cell, new QueueContender(cell, cell.feed, clock, metrics), new AccessGuard(cell.store), () => 0);
   for (let id = 1; id <= 5; id++) cell.apply({ type: 'leaseGrant', ttlMs: 10_000, id });
   return { cell, clock, counts, locks };
 }
 
 test('a release wakes exactly the waiter behind it, and grants go in queue order', async () => {
   const { counts, locks } = setup();
-  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 60_000 }, undefined);
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 60_000 }, undefined, '');
   const order: string[] = [];
-  const b = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, undefined).then((g) => { order.push('b'); return g; });
+  const b = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, undefined, '').then((g) => { order.push('b'); return g; });
   await settle();
-  const c = locks.acquire('l', { lease: 3, owner: 'c', waitMs: 60_000 }, undefined).then((g) => { order.push('c'); return g; });
+  const c = locks.acquire('l', { lease: 3, owner: 'c', waitMs: 60_000 }, undefined, '').then((g) => { order.push('c'); return g; });
   await settle();
   assert.equal(counts.waiting, 2);
-  await locks.release('l', a.key, undefined);
+  await locks.release('l', a.key, undefined, '');
   const bGrant = await b;
   await settle();
   assert.equal(counts.wakeups, 1, 'only b woke');
   assert.deepEqual(order, ['b']);
-  await locks.release('l', bGrant.key, undefined);
+  await locks.release('l', bGrant.key, undefined, '');
   const cGrant = await c;
   assert.equal(counts.wakeups, 2);
   assert.ok(a.fencingToken < bGrant.fencingToken && bGrant.fencingToken < cGrant.fencingToken);
@@ -136,11 +137,11 @@ test('a release wakes exactly the waiter behind it, and grants go in queue order
 
 test('a predecessor deleted between the listing and the subscription still wakes its waiter', async () => {
   const { cell, locks } = setup();
-  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 60_000 }, undefined);
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 60_000 }, undefined, '');
   // A's entry goes right after B's create applied, before B's proposer hears where it stands.
   cell.afterNextApply = () => cell.apply({ type: 'delete', key: a.key });
   const b = await Promise.race([
-    locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, undefined),
+    locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, undefined, ''),
     settle().then(() => null),
   ]);
   assert.ok(b !== null, 'b was granted without any further event');
@@ -149,69 +150,69 @@ test('a predecessor deleted between the listing and the subscription still wakes
 
 test('a waiter whose lease ends is never granted and leaves no entry; the next one is', async () => {
   const { cell, locks } = setup();
-  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 60_000 }, undefined);
-  const b = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, undefined);
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 60_000 }, undefined, '');
+  const b = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, undefined, '');
   const bOutcome = b.then(() => 'granted', (error: { code?: string }) => error.code);
   await settle();
-  const c = locks.acquire('l', { lease: 3, owner: 'c', waitMs: 60_000 }, undefined);
+  const c = locks.acquire('l', { lease: 3, owner: 'c', waitMs: 60_000 }, undefined, '');
   await settle();
   cell.apply({ type: 'leaseRevoke', id: 2 }); // b's lease expires while it waits
   assert.equal(await bOutcome, 'lease_not_found');
-  const state = await locks.state('l');
+  const state = await locks.state('l', '');
   assert.deepEqual(state.queue.map((entry) => entry.owner), ['c'], 'c now waits directly behind a');
-  await locks.release('l', a.key, undefined);
+  await locks.release('l', a.key, undefined, '');
   const granted = await c;
   assert.equal(granted.owner, 'c');
 });
 
 test('when the wait ends, the waiter withdraws and hears lock_held naming the holder; try-lock writes nothing', async () => {
   const { clock, counts, locks, cell } = setup();
-  await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
+  await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
   const revision = cell.store.revision;
-  await assert.rejects(locks.acquire('l', { lease: 2, owner: 'b', waitMs: 0 }, undefined), (error: { code?: string; details?: { holder?: { owner?: string } } }) =>
+  await assert.rejects(locks.acquire('l', { lease: 2, owner: 'b', waitMs: 0 }, undefined, ''), (error: { code?: string; details?: { holder?: { owner?: string } } }) =>
     error.code === 'lock_held' && error.details?.holder?.owner === 'a');
   assert.equal(cell.store.revision, revision, 'try-lock wrote nothing');
-  const waiting = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, undefined).then(() => 'granted', (e: { code?: string }) => e.code);
+  const waiting = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, undefined, '').then(() => 'granted', (e: { code?: string }) => e.code);
   await settle();
-  assert.equal((await locks.state('l')).queue.length, 1);
+  assert.equal((await locks.state('l', '')).queue.length, 1);
   await clock.advance(1_000);
   assert.equal(await waiting, 'lock_held');
   assert.deepEqual(counts.gaveUp, ['deadline']);
-  assert.equal((await locks.state('l')).queue.length, 0, 'nobody waits behind a ghost');
+  assert.equal((await locks.state('l', '')).queue.length, 0, 'nobody waits behind a ghost');
 });
 
 test('an abandoned waiter withdraws; a grant to a caller that went away is given back', async () => {
   const { locks } = setup();
-  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
   const abandon = new AbortController();
-  const gone = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000, signal: abandon.signal }, undefined).catch((e: Error) => e);
+  const gone = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000, signal: abandon.signal }, undefined, '').catch((e: Error) => e);
   await settle();
   abandon.abort(new Error('went away'));
   assert.equal(((await gone) as Error).message, 'went away');
-  assert.equal((await locks.state('l')).queue.length, 0);
+  assert.equal((await locks.state('l', '')).queue.length, 0);
   const late = new AbortController();
   late.abort(new Error('already gone'));
-  await locks.release('l', a.key, undefined);
-  await assert.rejects(locks.acquire('l', { lease: 3, owner: 'c', waitMs: 0, signal: late.signal }, undefined), /already gone/);
-  assert.equal((await locks.state('l')).holder, null);
+  await locks.release('l', a.key, undefined, '');
+  await assert.rejects(locks.acquire('l', { lease: 3, owner: 'c', waitMs: 0, signal: late.signal }, undefined, ''), /already gone/);
+  assert.equal((await locks.state('l', '')).holder, null);
 });
 
 test('the fencing check names the current token', async () => {
   const { locks } = setup();
-  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
-  assert.deepEqual(await locks.check('l', a.fencingToken).then((r) => [r.valid, r.currentToken]), [true, a.fencingToken]);
-  await locks.release('l', a.key, undefined);
-  const b = await locks.acquire('l', { lease: 2, owner: 'b', waitMs: 0 }, undefined);
-  const stale = await locks.check('l', a.fencingToken);
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
+  assert.deepEqual(await locks.check('l', a.fencingToken, '').then((r) => [r.valid, r.currentToken]), [true, a.fencingToken]);
+  await locks.release('l', a.key, undefined, '');
+  const b = await locks.acquire('l', { lease: 2, owner: 'b', waitMs: 0 }, undefined, '');
+  const stale = await locks.check('l', a.fencingToken, '');
   assert.deepEqual([stale.valid, stale.currentToken, stale.holder?.owner], [false, b.fencingToken, 'b']);
 });
 
 test('a wait that ends is answered within the grace when nothing commits: timeout, and nothing proposed after', async () => {
   const { cell, clock, locks } = setup((c) => new DroppingCell(c, 5_000));
   const dropping = cell as DroppingCell;
-  await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
+  await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
   const outcome: string[] = [];
-  void locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, undefined).then(() => outcome.push('granted'), (e: { code?: string }) => outcome.push(e.code ?? String(e)));
+  void locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, undefined, '').then(() => outcome.push('granted'), (e: { code?: string }) => outcome.push(e.code ?? String(e)));
   await settle();
   dropping.dropping = true; // from now on the last look and the withdrawal never commit
   await clock.advance(1_000);
@@ -222,17 +223,17 @@ test('a wait that ends is answered within the grace when nothing commits: timeou
   await clock.advance(60_000);
   assert.equal(dropping.dropped, proposed, 'no withdrawal after the answer (it could race the retry)');
   dropping.dropping = false;
-  assert.equal((await locks.state('l')).queue.length, 1, 'the entry waits for the retry with the Request-ID');
+  assert.equal((await locks.state('l', '')).queue.length, 1, 'the entry waits for the retry with the Request-ID');
 });
 
 test('a committed check that hangs past the deadline ends the wait on time', async () => {
   const { cell, clock, locks } = setup((c) => new DroppingCell(c, 5_000));
   const dropping = cell as DroppingCell;
-  await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
-  void locks.acquire('l', { lease: 2, owner: 'x', waitMs: 60_000 }, undefined).catch(() => undefined);
+  await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
+  void locks.acquire('l', { lease: 2, owner: 'x', waitMs: 60_000 }, undefined, '').catch(() => undefined);
   await settle();
   const outcome: string[] = [];
-  void locks.acquire('l', { lease: 3, owner: 'b', waitMs: 1_000 }, undefined).then(() => outcome.push('granted'), (e: { code?: string }) => outcome.push(e.code ?? String(e)));
+  void locks.acquire('l', { lease: 3, owner: 'b', waitMs: 1_000 }, undefined, '').then(() => outcome.push('granted'), (e: { code?: string }) => outcome.push(e.code ?? String(e)));
   await settle();
   dropping.dropping = true;
   await clock.advance(900);
@@ -268,34 +269,34 @@ class ParkingCell extends InProcessCell {
 test('a withdrawal still on its way when a same-Request-ID retry is granted does not delete the grant', async () => {
   const { cell, clock, locks } = setup((c) => new ParkingCell(c, 5_000));
   const parking = cell as ParkingCell;
-  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
   // b waits 1 s behind a; its wait ends, and its withdrawal does not commit in time: `timeout`.
   parking.parking = true;
-  const first = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, 'req-b').then(
+  const first = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, 'req-b', '').then(
     () => 'granted', (error: Error) => error.name);
   await settle();
   await clock.advance(1_000 + answerGraceMs + 10);
   assert.equal(await first, 'TimeoutError');
   // a lets go; b retries with the same Request-ID and is granted its queued entry...
-  await locks.release('l', a.key, undefined);
-  const retried = await locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, 'req-b');
+  await locks.release('l', a.key, undefined, '');
+  const retried = await locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, 'req-b', '');
   assert.ok(retried.fencingToken > a.fencingToken);
   // ...and then the first attempt's withdrawal reaches the log: it must not delete that grant.
   parking.release();
-  const state = await locks.state('l');
+  const state = await locks.state('l', '');
   assert.equal(state.holder?.key, retried.key, 'the retry still holds the lock it was granted');
   assert.equal(state.holder?.fencingToken, retried.fencingToken, 'same entry, same token');
 });
 
 test('an attempt still waiting on the server after its client retried never withdraws the retry\'s entry', async () => {
   const { cell, clock, locks } = setup();
-  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined);
-  const x = locks.acquire('l', { lease: 3, owner: 'x', waitMs: 60_000 }, undefined).catch((e: Error) => e.name);
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
+  const x = locks.acquire('l', { lease: 3, owner: 'x', waitMs: 60_000 }, undefined, '').catch((e: Error) => e.name);
   await settle();
   // b's first attempt waits 1 s behind a and x; its client gives up on it and retries (same id).
-  const first = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, 'req-b').then(() => 'granted', (e: Error) => e.name);
+  const first = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, 'req-b', '').then(() => 'granted', (e: Error) => e.name);
   await settle();
-  const retry = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, 'req-b');
+  const retry = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, 'req-b', '');
   await settle();
   // x's entry goes: both of b's attempts wake and look again, the first one now at the entry
   // as the retry reclaimed it.
@@ -308,8 +309,8 @@ test('an attempt still waiting on the server after its client retried never with
   // Then the first attempt's wait ends and it leaves the queue: the retry's entry must stay.
   await clock.advance(1_000 + answerGraceMs + 10);
   assert.equal(await first, 'LockHeldError');
-  await locks.release('l', a.key, undefined);
+  await locks.release('l', a.key, undefined, '');
   const granted = await Promise.race([retry, settle().then(() => null)]);
   assert.ok(granted !== null, 'the retry is granted once a lets go');
-  assert.equal((await locks.state('l')).holder?.key, granted.key, 'and holds the lock');
+  assert.equal((await locks.state('l', '')).holder?.key, granted.key, 'and holds the lock');
 });

@@ -50,7 +50,7 @@ function eventsOf(outputs: WatchOutput<string>[], tag: string): string[] {
 
 test('fan-out by exact key, prefix and filter; identical watchers share one batch object', () => {
   const f = new Fixture();
-  const c = f.hub.openConnection(() => {});
+  const c = f.hub.openConnection(() => {}, () => true);
   f.hub.create(c, 'exact', spec('/a/1'));
   f.hub.create(c, 'twin', spec('/a/1'));
   f.hub.create(c, 'prefix', spec('/a/', { prefix: true }));
@@ -75,7 +75,7 @@ test('catch-up reads whole revisions in bounded chunks, then joins live with no 
   for (let i = 0; i < 5; i++) f.put(`/k/${i}`);
   // One revision of 5 events: larger than a read, never split.
   f.apply({ type: 'delete', key: '/k/', prefix: true });
-  const c = f.hub.openConnection(() => {});
+  const c = f.hub.openConnection(() => {}, () => true);
   const watcher = f.hub.create(c, 'w', spec('/k/', { prefix: true, startRevision: 2 }));
   const first = c.next();
   assert.ok(first?.type === 'batch');
@@ -91,8 +91,8 @@ test('catch-up reads whole revisions in bounded chunks, then joins live with no 
 
 test('a slow consumer ends with slow_consumer and its last revision; a fast one on the same key goes on', () => {
   const f = new Fixture({ bufferedEventsMax: 3 });
-  const slow = f.hub.openConnection(() => {});
-  const fast = f.hub.openConnection(() => {});
+  const slow = f.hub.openConnection(() => {}, () => true);
+  const fast = f.hub.openConnection(() => {}, () => true);
   f.hub.create(slow, 'slow', spec('/x'));
   f.hub.create(fast, 'fast', spec('/x'));
   f.put('/x');
@@ -114,7 +114,7 @@ test('a slow consumer ends with slow_consumer and its last revision; a fast one 
 
 test('a byte bound ends a watcher pinning too much value data', () => {
   const f = new Fixture({ bufferedBytesMax: 4096 });
-  const c = f.hub.openConnection(() => {});
+  const c = f.hub.openConnection(() => {}, () => true);
   f.hub.create(c, 'w', spec('/big'));
   for (let i = 0; i < 4; i++) f.put('/big', 'x'.repeat(1500));
   const out = drain(c);
@@ -123,8 +123,8 @@ test('a byte bound ends a watcher pinning too much value data', () => {
 
 test('quotas per connection and per node answer quota_exceeded', () => {
   const f = new Fixture({ watchersPerConnectionMax: 2, watchersPerNodeMax: 3 });
-  const a = f.hub.openConnection(() => {});
-  const b = f.hub.openConnection(() => {});
+  const a = f.hub.openConnection(() => {}, () => true);
+  const b = f.hub.openConnection(() => {}, () => true);
   f.hub.create(a, '1', spec('/a'));
   const second = f.hub.create(a, '2', spec('/a'));
   assert.throws(() => f.hub.create(a, '3', spec('/a')), QuotaExceededError);
@@ -140,7 +140,7 @@ test('a start below the compaction point ends with compacted and the compact rev
   const f = new Fixture();
   for (let i = 0; i < 5; i++) f.put('/c');
   f.apply({ type: 'compact', revision: 4 });
-  const c = f.hub.openConnection(() => {});
+  const c = f.hub.openConnection(() => {}, () => true);
   f.hub.create(c, 'old', spec('/c', { startRevision: 3 }));
   f.hub.create(c, 'edge', spec('/c', { startRevision: 4 }));
   const out = drain(c);
@@ -155,7 +155,7 @@ test('a start below the compaction point ends with compacted and the compact rev
 test('from now starts at current + 1; a future start waits for its revision', () => {
   const f = new Fixture();
   f.put('/n');
-  const c = f.hub.openConnection(() => {});
+  const c = f.hub.openConnection(() => {}, () => true);
   const now = f.hub.create(c, 'now', spec('/n'));
   assert.equal(now.startRevision, 2);
   const future = f.hub.create(c, 'future', spec('/n', { startRevision: 4 }));
@@ -170,7 +170,7 @@ test('from now starts at current + 1; a future start waits for its revision', ()
 
 test('progress says how far a quiet watcher is, and never piles up', () => {
   const f = new Fixture();
-  const c = f.hub.openConnection(() => {});
+  const c = f.hub.openConnection(() => {}, () => true);
   const w = f.hub.create(c, 'quiet', spec('/quiet'));
   f.put('/noise');
   f.put('/noise');
@@ -187,7 +187,7 @@ test('progress says how far a quiet watcher is, and never piles up', () => {
 test('watchers of one connection take turns: a long catch-up does not starve a live watcher', () => {
   const f = new Fixture({ readEventsMax: 1, catchUpReadsPerStepMax: 1 });
   for (let i = 0; i < 50; i++) f.put('/h');
-  const c = f.hub.openConnection(() => {});
+  const c = f.hub.openConnection(() => {}, () => true);
   f.hub.create(c, 'history', spec('/h', { startRevision: 1 }));
   f.hub.create(c, 'live', spec('/l'));
   f.put('/l');
@@ -198,7 +198,7 @@ test('watchers of one connection take turns: a long catch-up does not starve a l
 test('stop ends every watcher with stopped, catching-up and waiting ones included', () => {
   const f = new Fixture();
   f.put('/s');
-  const c = f.hub.openConnection(() => {});
+  const c = f.hub.openConnection(() => {}, () => true);
   f.hub.create(c, 'synced', spec('/s'));
   f.hub.create(c, 'behind', spec('/s', { startRevision: 1 }));
   f.hub.create(c, 'ahead', spec('/s', { startRevision: 9 }));
@@ -207,4 +207,22 @@ test('stop ends every watcher with stopped, catching-up and waiting ones include
   assert.deepEqual(out.map((o) => (o.type === 'end' ? `${o.tag}:${o.reason}` : 'batch')).sort(),
     ['ahead:stopped', 'behind:stopped', 'synced:stopped']);
   assert.equal(f.hub.size, 0);
+});
+
+test('a connection whose principal may not watch: refused at creation, and ended with nothing more once the permission goes', () => {
+  const f = new Fixture();
+  let allowed = (s: WatchSpec): boolean => s.key.startsWith('/app/');
+  const c = f.hub.openConnection(() => {}, (s) => allowed(s));
+  assert.throws(() => f.hub.create(c, 'other', spec('/other/', { prefix: true })), (e: Error & { code?: string }) => e.code === 'permission_denied');
+  f.hub.create(c, 'app', spec('/app/', { prefix: true }));
+  f.put('/app/1');
+  assert.deepEqual(eventsOf(drain(c), 'app'), ['1:put:/app/1']);
+  allowed = () => false;
+  f.put('/app/2');
+  f.put('/app/3');
+  const out = drain(c);
+  assert.deepEqual(eventsOf(out, 'app'), [], 'nothing after the removal is delivered');
+  const end = out.find((o) => o.type === 'end');
+  assert.ok(end !== undefined && end.type === 'end' && end.reason === 'permission_denied' && end.lastRevision === 1, 'the end names the last delivered revision');
+  assert.equal(c.watchers.size, 0);
 });

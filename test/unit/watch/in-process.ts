@@ -6,16 +6,27 @@ import { createHttpHandler, defaultApiLimits } from '../../../src/api/http/index
 import { createWatchRoutes } from '../../../src/api/http/watch-routes.js';
 import { StreamServer, WatchService, type WatchServiceOptions } from '../../../src/api/stream/index.js';
 import type * as api from '../../../src/api/types.js';
+import { AccessGuard, adminAccess, clusterInfoAccess } from '../../../src/auth/index.js';
 import { MemoryEngine, MvccStore, type Command, type CommandResult } from '../../../src/mvcc/index.js';
 import { commandEntry } from './model.js';
 
 export class DirectCell implements api.CellApi {
   readonly cellId = 'cell-test';
   private index = 0;
+  /** The production guard over this store: the policy is whatever the test stored. */
+  readonly guard: AccessGuard;
   constructor(
     readonly store: MvccStore,
     private readonly onApplied: () => void,
-  ) {}
+  ) {
+    this.guard = new AccessGuard(store);
+  }
+  checkAdmin(principal: string): void {
+    this.guard.check(principal, () => [adminAccess]);
+  }
+  checkClusterInfo(principal: string): void {
+    this.guard.check(principal, () => [clusterInfoAccess]);
+  }
   revision(): number {
     return this.store.revision;
   }
@@ -80,7 +91,7 @@ export interface InProcessNode {
 
 export async function startInProcessNode(options: Partial<WatchServiceOptions> = {}): Promise<InProcessNode> {
   const store = new MvccStore(new MemoryEngine());
-  const service = new WatchService(store, options);
+  const service = new WatchService(store, new AccessGuard(store), options);
   const cell = new DirectCell(store, () => service.onApplied());
   const logError = (error: unknown): void => console.error(error);
   const handler = createHttpHandler({ cell, limits: defaultApiLimits, routeGroups: [createWatchRoutes(service)], logError });

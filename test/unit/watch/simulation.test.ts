@@ -60,7 +60,7 @@ function runSeed(seed: bigint): { checked: number; events: number; totals: Clien
   const clients: Client[] = [];
   const newNode = (replica: Replica): Node => {
     const hub = new WatchHub<Client>(replica.store, limits);
-    return { replica, hub, connections: [0, 1].map(() => hub.openConnection(() => {})) };
+    return { replica, hub, connections: [0, 1].map(() => hub.openConnection(() => {}, () => true)) };
   };
   const nodes: Node[] = [0, 1, 2].map(() => newNode(new Replica()));
   const fail = (client: Client, message: string): never => {

@@ -90,7 +90,7 @@ export class H2Connection implements StreamOwner {
   onClose: () => void = () => {};
 
   constructor(
-    private readonly socket: Socket,
+    readonly socket: Socket,
     private readonly handler: H2Handler,
     private readonly limits: H2Limits = defaultH2Limits,
   ) {

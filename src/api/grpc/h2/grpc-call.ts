@@ -10,6 +10,7 @@ import { H2Error } from './frames.js';
 import { encodeHeaders } from './hpack.js';
 import { MessageReader } from './message-reader.js';
 import type { H2Stream, StreamSink } from './stream.js';
+import { principalOfSocket } from '../../principal.js';
 
 const responseHeaders = encodeHeaders(200, [['content-type', 'application/grpc']]);
 const okTrailers = encodeHeaders(null, [['grpc-status', '0']]);
@@ -43,6 +44,8 @@ export interface CallContext {
 export class GrpcCall extends CallEvents implements StreamSink {
   request: unknown = undefined;
   cancelled = false;
+  /** Who calls (src/api/principal.ts): the handlers pass it into every service call. */
+  readonly principal: string;
   private finished = false;
   private closed = false;
   private started = false;
@@ -60,6 +63,7 @@ export class GrpcCall extends CallEvents implements StreamSink {
     private readonly context: CallContext,
   ) {
     super();
+    this.principal = principalOfSocket(stream.socket);
     this.reader = new MessageReader(context.receiveBytesMax, encoding, stream);
   }
 

@@ -95,7 +95,8 @@ export class GrpcServer implements CallContext {
   /** TLS: ALPN offers h2 and http/1.1; the first bytes still decide, as on plain TCP. */
   private secureListener(tls: GrpcTls): Server {
     const options = (): SecureContextOptions & { requestCert: boolean; rejectUnauthorized: boolean } => ({
-      ...tls.material.material(), requestCert: tls.clientCertAuth, rejectUnauthorized: tls.clientCertAuth,
+      // As the HTTP listener: a certificate is asked for whenever there is a CA to verify it.
+      ...tls.material.material(), requestCert: tls.clientCertAuth || tls.material.material().ca !== undefined, rejectUnauthorized: tls.clientCertAuth,
     });
     // As etcd: h2 first (gRPC, and the gateway over HTTP/2), HTTP/1.1 for clients that offer only it.
     const listener = createTlsServer({ ...options(), ALPNProtocols: ['h2', 'http/1.1'] }, (socket) => this.accept(socket));

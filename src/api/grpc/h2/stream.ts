@@ -4,7 +4,11 @@
 import type { H2Error } from './frames.js';
 
 /** What the connection does for its streams (connection.ts implements it). */
+import type { Socket } from 'node:net';
+
 export interface StreamOwner {
+  /** The connection's socket (its TLS peer names the caller: src/api/principal.ts). */
+  readonly socket: Socket;
   /** Frames for `stream` are queued: send what its and the connection's windows allow. */
   pump(stream: H2Stream): void;
   /** Ends the stream now with RST_STREAM (after its queued frames are dropped). */
@@ -63,6 +67,10 @@ export class H2Stream {
   /** write() answers false above this many queued bytes; sink.onDrain follows below half of it. */
   highWaterBytes = 256 * 1024;
   wantsDrain = false;
+
+  get socket(): Socket {
+    return this.owner.socket;
+  }
 
   constructor(
     readonly id: number,
