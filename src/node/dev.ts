@@ -92,7 +92,7 @@ export async function runDev(argv: readonly string[]): Promise<number> {
     const tls = cell.tls;
     process.stdout.write(`TLS everywhere; the root principal's certificate is ${tls.root.cert}\n`
       + `  curl ${tls.curlFlags()} -X PUT ${cell.clientUrl('n1')}/v1/kv/hello -d world\n`
-      + `  node dist/src/cli/main.js get /hello --endpoints ${cell.clientUrls().join(',')} --cacert ${tls.ca.cert} --cert ${tls.root.cert} --key ${tls.root.key}\n`
+      + `  baton get /hello --endpoints ${cell.clientUrls().join(',')} --cacert ${tls.ca.cert} --cert ${tls.root.cert} --key ${tls.root.key}\n`
       + `  new BatonClient({ endpoints: [...], tls: { ca, cert, key } })   (PEM contents; docs/security.md)\n`
       + `  ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:7201 --cacert ${tls.ca.cert} --cert ${tls.root.cert} --key ${tls.root.key} get hello\n`);
   }
