@@ -94,7 +94,7 @@ export async function runDev(argv: readonly string[]): Promise<number> {
       + `  curl ${tls.curlFlags()} -X PUT ${cell.clientUrl('n1')}/v1/kv/hello -d world\n`
       + `  baton get /hello --endpoints ${cell.clientUrls().join(',')} --cacert ${tls.ca.cert} --cert ${tls.root.cert} --key ${tls.root.key}\n`
       + `  new BatonClient({ endpoints: [...], tls: { ca, cert, key } })   (PEM contents; docs/security.md)\n`
-      + `  ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:7201 --cacert ${tls.ca.cert} --cert ${tls.root.cert} --key ${tls.root.key} get hello\n`);
+      + `  ETCDCTL_API=3 etcdctl --endpoints=https://${cell.grpcEndpoint('n1')} --cacert ${tls.ca.cert} --cert ${tls.root.cert} --key ${tls.root.key} get hello\n`);
   }
   // Stay up until every node has exited (Ctrl-C stops them all).
   await Promise.all(cell.names().map((name) => cell.waitExit(name, 2 ** 31 - 1).catch(() => 'gone')));
