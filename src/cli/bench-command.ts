@@ -11,29 +11,22 @@ import { resultsTable, summarize } from '../bench/report.js';
 const devEndpoints = 'http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003';
 
 const usage =
-  'baton bench [--endpoints URL,...] [--workload put|get-lin|get-ser|txn|all]\n' +
-  '            [--clients 1,16,64,256] [--duration-s N] [--warmup-s N] [--repeats N]\n' +
-  '            [--system baton|etcd] [--json]\n' +
+  'usage: baton bench [--endpoints URL,...] [--workload put|get-lin|get-ser|txn|all]\n' +
+  '                   [--clients 1,16,64,256] [--duration-s N] [--warmup-s N] [--repeats N]\n' +
+  '                   [--system baton|etcd] [--json]\n' +
   'Closed-loop load: each client sends its next request when the previous answers (HTTP/1.1\n' +
   'keep-alive, 256-byte values). Defaults: the dev cell (http://127.0.0.1:7001,7002,7003), all\n' +
   'workloads, 1,16,64,256 clients, 5 s measured after 1 s of warm-up, 1 run each.\n';
 
 export async function benchCommand(argv: readonly string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: [...argv],
-    options: {
-      endpoints: { type: 'string' },
-      workload: { type: 'string' },
-      clients: { type: 'string' },
-      'duration-s': { type: 'string' },
-      'warmup-s': { type: 'string' },
-      repeats: { type: 'string' },
-      system: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean' },
-    },
-    strict: true,
-  });
+  let parsed;
+  try {
+    parsed = parseBenchArgs(argv);
+  } catch (error) {
+    process.stderr.write(`baton bench: ${(error as Error).message}\n\n${usage}`);
+    return 2;
+  }
+  const { values } = parsed;
   if (values.help === true) {
     process.stdout.write(usage);
     return 0;
@@ -87,4 +80,22 @@ function count(text: string | undefined, fallback: number, flag: string): number
     throw new Error(`--${flag} must be an integer 1..100`);
   }
   return n;
+}
+
+function parseBenchArgs(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    options: {
+      endpoints: { type: 'string' },
+      workload: { type: 'string' },
+      clients: { type: 'string' },
+      'duration-s': { type: 'string' },
+      'warmup-s': { type: 'string' },
+      repeats: { type: 'string' },
+      system: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+    strict: true,
+  });
 }

@@ -27,28 +27,14 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                  [--store-bug dedupOff|lockWithoutLeaseCheck] (the MVCC store: --state-machine mvcc, leases, locks)`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: [...args],
-    options: {
-      seeds: { type: 'string' },
-      'seed-start': { type: 'string' },
-      seed: { type: 'string' },
-      trace: { type: 'boolean', default: false },
-      'catch-rate': { type: 'boolean', default: false },
-      profile: { type: 'string' },
-      'fault-phase-ms': { type: 'string' },
-      driver: { type: 'string' },
-      snapshots: { type: 'string' },
-      'state-machine': { type: 'string' },
-      workload: { type: 'string' },
-      bug: { type: 'string', multiple: true },
-      'lease-bug': { type: 'string', multiple: true },
-      'lock-bug': { type: 'string', multiple: true },
-      'store-bug': { type: 'string', multiple: true },
-      help: { type: 'boolean', default: false },
-    },
-    strict: true,
-  });
+  let parsed;
+  try {
+    parsed = parseSimArgs(args);
+  } catch (error) {
+    console.error(`baton sim: ${(error as Error).message}\n\n${usage}`);
+    return 2;
+  }
+  const { values } = parsed;
   if (values.help) {
     console.log(usage);
     return 0;
@@ -228,4 +214,29 @@ const coreAssertions = new Set(['assertion failed', 'exception']);
 
 function firstLine(text: string): string {
   return text.split('\n')[0] ?? text;
+}
+
+function parseSimArgs(args: readonly string[]) {
+  return parseArgs({
+    args: [...args],
+    options: {
+      seeds: { type: 'string' },
+      'seed-start': { type: 'string' },
+      seed: { type: 'string' },
+      trace: { type: 'boolean', default: false },
+      'catch-rate': { type: 'boolean', default: false },
+      profile: { type: 'string' },
+      'fault-phase-ms': { type: 'string' },
+      driver: { type: 'string' },
+      snapshots: { type: 'string' },
+      'state-machine': { type: 'string' },
+      workload: { type: 'string' },
+      bug: { type: 'string', multiple: true },
+      'lease-bug': { type: 'string', multiple: true },
+      'lock-bug': { type: 'string', multiple: true },
+      'store-bug': { type: 'string', multiple: true },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
 }

@@ -107,6 +107,9 @@ const options = {
   'peer-trusted-ca-file': { type: 'string' },
 } as const;
 
+/** Every flag `baton server` takes (shell completion lists them). */
+export const nodeFlags: readonly string[] = Object.keys(options);
+
 type Raw = Partial<Record<keyof typeof options, string>>;
 
 export function parseNodeConfig(argv: readonly string[], env: NodeJS.ProcessEnv): NodeConfig {

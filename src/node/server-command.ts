@@ -1,24 +1,29 @@
 // `baton server`: run one node until SIGINT/SIGTERM. Exit codes: 0 clean stop, 1 fatal I/O error
 // at run time, 2 bad configuration or damaged data found at startup.
 import { CorruptFileError } from '../base/errors.js';
-import { ConfigError, parseNodeConfig } from './config.js';
+import { ConfigError, parseNodeConfig, type NodeConfig } from './config.js';
 import { installFaultHooks, syncedCopyHook } from './testing/fault-hooks.js';
 import { startNode, type NodeLogger } from './node.js';
+import { listenHost, takenPortProblem, type PlannedListener } from './port-check.js';
+
+const usage =
+  'usage: baton server --name NAME --data-dir DIR --listen-client URL --listen-peer URL\n' +
+  '                    --initial-cluster n1=URL,n2=URL,... [--initial-cluster-clients n1=URL,...]\n' +
+  '                    [--initial-cluster-state new|existing] (existing: join a running cell, docs/api/members.md)\n' +
+  '                    [--cell ID] [--tick-ms N] [--election-ticks N] [--checkpoint-ms N] [--log-catchup-entries N]\n' +
+  '                    [--request-timeout-ms N] [--value-bytes-max N] [--log-level L] [--config FILE]\n' +
+  '                    [--listen-grpc URL] [--initial-cluster-grpc n1=URL,...] (etcd v3 gRPC, docs/etcd-compat.md)\n' +
+  '                    [--corrupt-check-ms N] (the leader compares members\' HashKV every N ms, raising CORRUPT; 0 = off)\n' +
+  '                    [--auto-compaction-mode periodic|revision] [--auto-compaction-retention 1h|30m|90s|HOURS|N]\n' +
+  '                    (default: keep the last 100,000 revisions; a retention alone is periodic, as in etcd; 0 = off)\n' +
+  '                    [--cert-file F --key-file F [--trusted-ca-file F --client-cert-auth]] (client TLS)\n' +
+  '                    [--peer-cert-file F --peer-key-file F --peer-trusted-ca-file F] (peer mTLS; docs/security.md)\n' +
+  '                    [--initial-cluster-token T]\n' +
+  'Every flag also reads from BATON_<FLAG> (e.g. BATON_DATA_DIR) and from the JSON --config file.\n';
 
 export async function runServer(argv: readonly string[]): Promise<number> {
   if (argv.includes('--help')) {
-    process.stdout.write(
-      'baton server --name NAME --data-dir DIR --listen-client URL --listen-peer URL\n' +
-        '             --initial-cluster n1=URL,n2=URL,... [--initial-cluster-clients n1=URL,...]\n' +
-        '             [--initial-cluster-state new|existing] (existing: join a running cell, docs/api/members.md)\n' +
-        '             [--cell ID] [--tick-ms N] [--election-ticks N] [--checkpoint-ms N] [--log-catchup-entries N]\n' +
-        '             [--request-timeout-ms N] [--value-bytes-max N] [--log-level L] [--config FILE]\n' +
-        '             [--listen-grpc URL] [--initial-cluster-grpc n1=URL,...] (etcd v3 gRPC, docs/etcd-compat.md)\n' +
-        '             [--corrupt-check-ms N] (the leader compares members\' HashKV every N ms, raising CORRUPT; 0 = off)\n' +
-        '             [--auto-compaction-mode periodic|revision] [--auto-compaction-retention 1h|30m|90s|HOURS|N]\n' +
-        '             (default: keep the last 100,000 revisions; a retention alone is periodic, as in etcd; 0 = off)\n' +
-        'Every flag also reads from BATON_<FLAG> (e.g. BATON_DATA_DIR) and from the JSON --config file.\n',
-    );
+    process.stdout.write(usage);
     return 0;
   }
   let config;
@@ -26,10 +31,15 @@ export async function runServer(argv: readonly string[]): Promise<number> {
     config = parseNodeConfig(argv, process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`baton server: ${error.message}\n`);
+      process.stderr.write(`baton server: ${error.message}\n\n${usage}`);
       return 2;
     }
     throw error;
+  }
+  const portProblem = await takenPortProblem(plannedListeners(config));
+  if (portProblem !== null) {
+    process.stderr.write(`baton server: cannot start: ${portProblem}\n`);
+    return 2;
   }
   const prefix = `[${config.name}]`;
   const levels = ['debug', 'info', 'warn', 'error'];
@@ -53,7 +63,9 @@ export async function runServer(argv: readonly string[]): Promise<number> {
     }, { onCheckpoint: syncedCopyHook(process.env, log) });
   } catch (error) {
     log.error(error instanceof CorruptFileError ? `refusing to start: ${error.message}` : `cannot start: ${(error as Error).message}`);
-    return 2;
+    // The parts started before the failure (WAL and snapshot threads, peer listener, timers) would
+    // keep the process alive: a node that could not start exits now.
+    process.exit(2);
   }
   const stop = (): void => finish(0);
   process.once('SIGINT', stop);
@@ -62,4 +74,9 @@ export async function runServer(argv: readonly string[]): Promise<number> {
   await node.stop().catch((error: Error) => log.error(`while stopping: ${error.message}`));
   log.info('stopped');
   return code;
+}
+
+function plannedListeners(config: NodeConfig): PlannedListener[] {
+  const urls = [['--listen-client', config.listenClient], ['--listen-peer', config.listenPeer], ['--listen-grpc', config.listenGrpc]] as const;
+  return urls.flatMap(([flag, url]) => url === null ? [] : [{ what: `${flag} ${url.protocol}//${url.host}`, host: listenHost(url), port: Number(url.port) }]);
 }

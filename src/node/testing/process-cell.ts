@@ -41,6 +41,8 @@ const cliPath = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '
 
 export class ProcessCell {
   private readonly processes = new Map<string, ChildProcess>();
+  /** When each member's current process was spawned (Date.now()): its node cannot be older. */
+  private readonly spawnedAtMs = new Map<string, number>();
   readonly logs = new Map<string, string[]>();
   private readonly host: string;
   /** Nodes that join the running cell (--initial-cluster-state existing) when (re)started. */
@@ -125,6 +127,7 @@ export class ProcessCell {
       ...(this.options.argsFor?.(name) ?? []),
     ];
     const output = this.options.output ?? 'pipe';
+    this.spawnedAtMs.set(name, Date.now());
     const child = spawn(process.execPath, args, { stdio: ['ignore', output, output] });
     this.processes.set(name, child);
     if (output === 'pipe') {
@@ -186,12 +189,22 @@ export class ProcessCell {
     );
   }
 
-  /** Polls every member's /readyz until all answer 200 (or the time runs out). */
+  /**
+   * Polls every member's /readyz until all answer 200 (or the time runs out), then checks that each
+   * answer came from this cell's own process (foreignNode): a cell already on these ports would
+   * otherwise pass for this one while this one's nodes die on EADDRINUSE.
+   */
   async waitReady(timeoutMs = 20_000, names = this.names()): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const states = await Promise.all(names.map((name) => this.probe(`${this.clientUrl(name)}/readyz`)));
-      if (states.every((state) => state === 'ready')) return;
+      if (states.every((state) => state === 'ready')) {
+        const problems = (await Promise.all(names.map((name) => this.foreignNode(name)))).filter((p) => p !== null);
+        if (problems.length > 0) throw new Error(`not this cell's nodes: ${problems.join('; ')}`);
+        const gone = names.filter((name) => !this.isRunning(name));
+        if (gone.length === 0) return;
+        throw new Error(`${gone.join(', ')} exited: ${this.tail(gone[0] as string)}`);
+      }
       for (const name of names) {
         if (!this.isRunning(name)) throw new Error(`${name} exited: ${this.tail(name)}`);
       }
@@ -210,22 +223,60 @@ export class ProcessCell {
   /** 'ready', or why not: the node's own reason, or that it did not answer. */
   private async probe(url: string): Promise<string> {
     try {
-      if (this.tls !== null) {
-        const answer = await httpsRequest(url, { ca: this.tls.ca.cert, client: this.tls.root, timeoutMs: 1000 });
-        const body = JSON.parse(answer.body) as { reason?: unknown } | null;
-        return answer.status === 200 ? 'ready' : String(body?.reason ?? `status ${answer.status}`);
-      }
-      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
-      const body = (await res.json().catch(() => null)) as { reason?: unknown } | null;
-      return res.status === 200 ? 'ready' : String(body?.reason ?? `status ${res.status}`);
+      const answer = await this.get(url);
+      const body = parseJson(answer.body) as { reason?: unknown } | null;
+      return answer.status === 200 ? 'ready' : String(body?.reason ?? `status ${answer.status}`);
     } catch {
       return 'no answer';
     }
+  }
+
+  /**
+   * Why the node answering at a member's client URL is not the one this cell started, or null.
+   * Its status must name the member, and its process must be no older than the spawn (a second
+   * `baton dev` on the same ports has the same names and cluster id, so only the age tells).
+   */
+  private async foreignNode(name: string): Promise<string | null> {
+    try {
+      return await this.foreignNodeAt(name, this.clientUrl(name));
+    } catch {
+      return null; // no answer now: the running-process check after this one decides
+    }
+  }
+
+  private async foreignNodeAt(name: string, url: string): Promise<string | null> {
+    const status = parseJson((await this.get(`${url}/v1/cluster/status`)).body) as
+      { member?: number; members?: { id: number; name: string }[] } | null;
+    const self = status?.members?.find((member) => member.id === status.member);
+    if (self !== undefined && self.name !== name) return `${url} answers as member ${self.name}, not ${name}`;
+    const metrics = (await this.get(`${url}/metrics`)).body;
+    const started = Number(/^process_start_time_seconds (\S+)$/m.exec(metrics)?.[1] ?? NaN);
+    // A second of slack for the metric's whole seconds and the clock's granularity.
+    const spawned = Math.floor((this.spawnedAtMs.get(name) ?? 0) / 1000) - 1;
+    if (started < spawned) {
+      return `${url} is served by a process started at ${new Date(started * 1000).toISOString()}, before ${name} was `
+        + 'started: another cell holds the port';
+    }
+    return null;
+  }
+
+  private async get(url: string): Promise<{ status: number; body: string }> {
+    if (this.tls !== null) return httpsRequest(url, { ca: this.tls.ca.cert, client: this.tls.root, timeoutMs: 1000 });
+    const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+    return { status: res.status, body: await res.text() };
   }
 
   private member(name: string): CellMemberPorts {
     const member = [...this.options.members, ...(this.options.spares ?? [])].find((m) => m.name === name);
     if (member === undefined) throw new Error(`no member ${name}`);
     return member;
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }

@@ -1,0 +1,69 @@
+// The `baton` commands as data: what `baton --help` lists, what shell completion offers, and which
+// flags go before the command (etcdctl's and kubectl's global flags). Dispatch stays in main.ts,
+// which asserts at load that it and this table name the same commands.
+// test/unit/cli/completion.test.ts checks every row's flags against the command's own --help.
+
+export interface CommandRow {
+  readonly name: string;
+  readonly summary: string;
+  /** The command's own flags, without the client commands' common ones. */
+  readonly flags: readonly string[];
+  /** First positional words that select an action (`baton lease grant`). */
+  readonly actions?: readonly string[];
+  /** True for commands that talk to a cell: they take the common flags (globalValueFlags, ...). */
+  readonly client: boolean;
+}
+
+/** Flags every client command takes (client-command.ts); they may come before the command. */
+export const globalValueFlags = ['--endpoints', '--cacert', '--cert', '--key', '--write-out', '-w'] as const;
+export const globalBooleanFlags = ['--no-discover'] as const;
+/** Flags whose value is a file name (completion offers files). */
+export const fileFlags = ['--cacert', '--cert', '--key', '--config', '--data-dir', '--cert-file', '--key-file',
+  '--trusted-ca-file', '--peer-cert-file', '--peer-key-file', '--peer-trusted-ca-file'] as const;
+export const writeOutValues = ['simple', 'json', 'table'] as const;
+
+export const commandTable: readonly CommandRow[] = [
+  { name: 'server', summary: 'run one node of a cell', client: false, flags: [] /* from node/config.ts: nodeFlags */ },
+  { name: 'dev', summary: 'a local 3-node cell (npm start)', client: false,
+    flags: ['--data-dir', '--secure', '--client-ports', '--peer-ports', '--grpc-ports'] },
+  { name: 'sim', summary: 'simulator seed sweep', client: false,
+    flags: ['--seeds', '--seed-start', '--seed', '--trace', '--catch-rate', '--profile', '--fault-phase-ms', '--driver',
+      '--snapshots', '--state-machine', '--workload', '--bug', '--lease-bug', '--lock-bug', '--store-bug'] },
+  { name: 'sim-demo', summary: 'a simulated cell narrated in this process', client: false, flags: [] },
+  { name: 'bench', summary: 'closed-loop load against a running cell', client: false,
+    flags: ['--endpoints', '--workload', '--clients', '--duration-s', '--warmup-s', '--repeats', '--system', '--json'] },
+  { name: 'get', summary: 'read a key or a prefix', client: true,
+    flags: ['--prefix', '--limit', '--rev', '--keys-only', '--count-only', '--serializable'] },
+  { name: 'put', summary: 'write a key', client: true, flags: ['--if-version', '--if-revision', '--lease', '--request-id'] },
+  { name: 'del', summary: 'delete a key or a prefix', client: true,
+    flags: ['--prefix', '--if-version', '--if-revision', '--request-id', '--all-keys'] },
+  { name: 'txn', summary: 'one transaction from JSON', client: true, flags: ['--request-id'] },
+  { name: 'watch', summary: 'print the changes of a key or a prefix', client: true,
+    flags: ['--prefix', '--rev', '--prev-kv', '--filter', '--count'] },
+  { name: 'lease', summary: 'grant, renew, revoke and list leases', client: true, flags: ['--once', '--limit', '--after'],
+    actions: ['grant', 'keepalive', 'revoke', 'timetolive', 'list'] },
+  { name: 'member', summary: 'list, add, promote and remove members', client: true, flags: [],
+    actions: ['list', 'add', 'promote', 'remove'] },
+  { name: 'status', summary: 'the cell as one node sees it', client: true, flags: [] },
+  { name: 'compact', summary: 'compact the history up to a revision', client: true, flags: [] },
+  { name: 'snapshot', summary: 'save or check a snapshot file', client: true, flags: [], actions: ['save', 'status'] },
+  { name: 'lock', summary: 'hold a lock, or run a command under it', client: true,
+    flags: ['--ttl', '--wait', '--owner', '--kill-grace'] },
+  { name: 'elect', summary: 'campaign in an election, or observe it', client: true, flags: ['--ttl', '--wait', '--count'] },
+  { name: 'completion', summary: 'print a bash or zsh completion script', client: false, flags: [], actions: ['bash', 'zsh'] },
+  { name: 'version', summary: 'print the version', client: false, flags: [] },
+];
+
+export function commandRow(name: string): CommandRow | undefined {
+  return commandTable.find((row) => row.name === name);
+}
+
+export function usageText(): string {
+  const width = Math.max(...commandTable.map((row) => row.name.length));
+  const rows = commandTable.map((row) => `  ${row.name.padEnd(width)}  ${row.summary}`);
+  return `usage: baton [global flags] <command> [options]   (baton <command> --help)\n\n`
+    + `Commands:\n${rows.join('\n')}\n\n`
+    + `Global flags (before or after the command, for the commands that talk to a cell):\n`
+    + `  --endpoints URLS, --no-discover, --cacert FILE, --cert FILE, --key FILE, -w/--write-out FORMAT\n`
+    + `  --version   the package version;   -h, --help   this help`;
+}
