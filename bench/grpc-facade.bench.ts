@@ -61,6 +61,8 @@ function stubCell(): CellApi {
   return {
     cellId: 'bench',
     checkAdmin: () => {},
+    readBarrier: async () => {},
+    localPolicyRecord: () => ({ version: 0, record: null }),
     checkClusterInfo: () => {},
     revision: () => 42,
     put: async () => ({ created: false, version: 2, revision: 43, fencingToken: 10 }),

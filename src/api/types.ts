@@ -91,6 +91,10 @@ export interface CellApi {
   setPolicyRecord(record: Uint8Array, ifVersion: number, principal: string): Promise<{ version: number }>;
   /** The cell's status as this member sees it (the edges ask checkClusterInfo first). */
   status(): ClusterStatus;
+  /** Resolves once this member has applied everything committed when it was called (a ReadIndex). */
+  readBarrier(): Promise<void>;
+  /** The policy record as applied here, unchecked: for the edges' own use (tokens, AuthStatus). */
+  localPolicyRecord(): StoredPolicy;
   /** Throws permission_denied unless `principal` administers the cell (members, maintenance). */
   checkAdmin(principal: string): void;
   /** Throws permission_denied unless `principal` may see the cell's members and status (any known principal). */

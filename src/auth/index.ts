@@ -7,5 +7,5 @@ export {
   watchEventAccess, type AccessLookup,
 } from './accesses.js';
 export { AccessGuard, permissionDenied, type GuardedState } from './guard.js';
-export { decodePolicyRecord, encodePolicyJson, parsePolicyJson, policyLimits, policyOf, type PermissionJson, type PolicyJson } from './record.js';
+export { decodePolicyRecord, encodePolicyJson, parsePolicyJson, policyLimits, policyOf, type PermissionJson, type PolicyJson, type UserJson } from './record.js';
 export { createAuthorizer } from './authorizer.js';

@@ -27,9 +27,13 @@ export interface Policy {
   readonly enabled: boolean;
   readonly roles: ReadonlyMap<string, readonly Permission[]>;
   readonly bindings: ReadonlyMap<string, readonly string[]>;
+  /** Password users (etcd's Auth API): the edges verify their tokens; decisions do not read them. */
+  readonly users: ReadonlyMap<string, { readonly salt?: string; readonly hash?: string; readonly epoch: number }>;
+  /** Signs the users' tokens (base64); null until the first user exists. */
+  readonly tokenKey: string | null;
 }
 
-export const openPolicy: Policy = { enabled: false, roles: new Map(), bindings: new Map() };
+export const openPolicy: Policy = { enabled: false, roles: new Map(), bindings: new Map(), users: new Map(), tokenKey: null };
 
 const encoder = new TextEncoder();
 

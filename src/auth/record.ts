@@ -3,9 +3,14 @@
 //   { "enabled": false,
 //     "roles": { "config-reader": [ { "prefix": "/config/", "ops": ["read", "watch"] },
 //                                   { "key": "/a", "rangeEnd": "/b", "ops": ["read"] } ] },
-//     "bindings": { "svc-a": ["config-reader"] } }
+//     "bindings": { "svc-a": ["config-reader"] },
+//     "users": { "alice": { "salt": "<base64>", "hash": "<base64>", "epoch": 1 } },
+//     "tokenKey": "<base64, 32 bytes>" }
 // A permission names one key (`key`), a prefix (`prefix`), or [key, rangeEnd) (`rangeEnd` an
-// exclusive bound compared as UTF-8 bytes).
+// exclusive bound compared as UTF-8 bytes). Users (etcd's Auth API) authenticate with a password
+// (scrypt: salt and hash) for a token signed with `tokenKey`; a user's `epoch` moves when its
+// password changes, which is what invalidates its tokens (no other change does: etcd #13300).
+// A user without salt and hash has no password (etcd's --no-password: certificates only).
 import { InvalidArgumentError } from '../base/errors.js';
 import { keyNameProblem } from '../base/key-name.js';
 import { authOps, keyRange, prefixRange, rootName, type AuthOp, type KeyRange, type Permission, type Policy } from './policy.js';
@@ -17,13 +22,22 @@ export interface PermissionJson {
   readonly ops: readonly AuthOp[];
 }
 
+export interface UserJson {
+  readonly salt?: string;
+  readonly hash?: string;
+  readonly epoch: number;
+}
+
 export interface PolicyJson {
   readonly enabled: boolean;
   readonly roles: Readonly<Record<string, readonly PermissionJson[]>>;
   readonly bindings: Readonly<Record<string, readonly string[]>>;
+  readonly users?: Readonly<Record<string, UserJson>>;
+  readonly tokenKey?: string;
 }
 
-export const policyLimits = { roles: 1_000, permissionsPerRole: 1_000, bindings: 10_000, rolesPerPrincipal: 100 } as const;
+export const policyLimits = { roles: 1_000, permissionsPerRole: 1_000, bindings: 10_000, rolesPerPrincipal: 100, users: 10_000 } as const;
+const base64Pattern = /^[A-Za-z0-9+/]{1,256}={0,2}$/;
 const namePattern = /^[A-Za-z0-9._@:-]{1,128}$/;
 const encoder = new TextEncoder();
 
@@ -31,7 +45,7 @@ const encoder = new TextEncoder();
 export function parsePolicyJson(json: unknown): PolicyJson {
   const object = record(json, 'the policy');
   for (const field of Object.keys(object)) {
-    if (!['enabled', 'roles', 'bindings'].includes(field)) throw new InvalidArgumentError(`unknown policy field "${field}"`);
+    if (!['enabled', 'roles', 'bindings', 'users', 'tokenKey'].includes(field)) throw new InvalidArgumentError(`unknown policy field "${field}"`);
   }
   const enabled = object['enabled'] ?? false;
   if (typeof enabled !== 'boolean') throw new InvalidArgumentError('enabled must be true or false');
@@ -59,7 +73,36 @@ export function parsePolicyJson(json: unknown): PolicyJson {
     }
     bindings[principal] = [...new Set(list as string[])].sort();
   }
-  return { enabled, roles, bindings };
+  const users: Record<string, UserJson> = {};
+  const usersJson = record(object['users'] ?? {}, 'users');
+  if (Object.keys(usersJson).length > policyLimits.users) throw new InvalidArgumentError(`at most ${policyLimits.users} users`);
+  for (const [name, user] of Object.entries(usersJson)) {
+    checkName(name, 'user');
+    users[name] = parseUser(user, name);
+  }
+  const tokenKey = object['tokenKey'];
+  if (tokenKey !== undefined && (typeof tokenKey !== 'string' || !base64Pattern.test(tokenKey))) {
+    throw new InvalidArgumentError('tokenKey must be base64');
+  }
+  return {
+    enabled, roles, bindings,
+    ...(Object.keys(users).length === 0 ? {} : { users }),
+    ...(tokenKey === undefined ? {} : { tokenKey }),
+  };
+}
+
+function parseUser(json: unknown, name: string): UserJson {
+  const object = record(json, `user ${name}`);
+  for (const field of Object.keys(object)) {
+    if (!['salt', 'hash', 'epoch'].includes(field)) throw new InvalidArgumentError(`user ${name}: unknown field "${field}"`);
+  }
+  const { salt, hash, epoch } = object as { salt?: unknown; hash?: unknown; epoch?: unknown };
+  if ((salt === undefined) !== (hash === undefined)) throw new InvalidArgumentError(`user ${name}: salt and hash go together`);
+  for (const value of [salt, hash]) {
+    if (value !== undefined && (typeof value !== 'string' || !base64Pattern.test(value))) throw new InvalidArgumentError(`user ${name}: salt and hash are base64`);
+  }
+  if (typeof epoch !== 'number' || !Number.isSafeInteger(epoch) || epoch < 1) throw new InvalidArgumentError(`user ${name}: epoch is an integer >= 1`);
+  return { ...(salt === undefined ? {} : { salt: salt as string, hash: hash as string }), epoch };
 }
 
 function parsePermission(json: unknown, where: string): PermissionJson {
@@ -94,7 +137,13 @@ export function policyOf(json: PolicyJson): Policy {
   for (const [name, list] of Object.entries(json.roles)) {
     roles.set(name, list.map((permission) => ({ range: rangeOf(permission), ops: new Set(permission.ops) })));
   }
-  return { enabled: json.enabled, roles, bindings: new Map(Object.entries(json.bindings)) };
+  return {
+    enabled: json.enabled,
+    roles,
+    bindings: new Map(Object.entries(json.bindings)),
+    users: new Map(Object.entries(json.users ?? {})),
+    tokenKey: json.tokenKey ?? null,
+  };
 }
 
 function rangeOf(permission: PermissionJson): KeyRange {
@@ -107,7 +156,13 @@ function rangeOf(permission: PermissionJson): KeyRange {
 export function encodePolicyJson(json: PolicyJson): Uint8Array {
   const sorted = (object: Readonly<Record<string, unknown>>): Record<string, unknown> =>
     Object.fromEntries(Object.keys(object).sort().map((k) => [k, object[k]]));
-  return encoder.encode(JSON.stringify({ enabled: json.enabled, roles: sorted(json.roles), bindings: sorted(json.bindings) }));
+  return encoder.encode(JSON.stringify({
+    enabled: json.enabled,
+    roles: sorted(json.roles),
+    bindings: sorted(json.bindings),
+    ...(json.users === undefined || Object.keys(json.users).length === 0 ? {} : { users: sorted(json.users) }),
+    ...(json.tokenKey === undefined ? {} : { tokenKey: json.tokenKey }),
+  }));
 }
 
 /** The stored record back (null: never set, the open policy). */

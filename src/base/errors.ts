@@ -31,6 +31,7 @@ export const errorTable = {
   request_id_reused: { http: 409, grpc: 9 /* FAILED_PRECONDITION */ },
   compacted: { http: 410, grpc: 11 /* OUT_OF_RANGE */ },
   precondition_failed: { http: 412, grpc: 9 /* FAILED_PRECONDITION */ },
+  unauthenticated: { http: 401, grpc: 16 /* UNAUTHENTICATED */ },
   permission_denied: { http: 403, grpc: 7 /* PERMISSION_DENIED */ },
   too_large: { http: 413, grpc: 3 /* INVALID_ARGUMENT, as etcd's "request is too large" */ },
   quota_exceeded: { http: 429, grpc: 8 /* RESOURCE_EXHAUSTED */ },
@@ -108,6 +109,10 @@ export class PreconditionFailedError extends BatonError {
 /** Authorization refused the request (docs/design/authorization.md); never says whether a key exists. */
 export class PermissionDeniedError extends BatonError {
   readonly code = 'permission_denied';
+}
+/** A user token that does not verify (expired, forged, or its user changed its password or is gone). */
+export class UnauthenticatedError extends BatonError {
+  readonly code = 'unauthenticated';
 }
 export class TooLargeError extends BatonError {
   readonly code = 'too_large';

@@ -14,6 +14,7 @@ import {
   OverloadedError,
   PreconditionFailedError,
   PermissionDeniedError,
+  UnauthenticatedError,
   QuotaExceededError,
   RequestIdReusedError,
   SlowConsumerError,
@@ -66,6 +67,7 @@ const classes: Record<ErrorCode, (message: string, details: Details) => BatonErr
   compacted: (_m, d) => withDetails(new CompactedError(Number(d['compactRevision'] ?? 0)), d),
   precondition_failed: (m, d) => new PreconditionFailedError(m, d),
   permission_denied: (m, d) => new PermissionDeniedError(m, d),
+  unauthenticated: (m, d) => new UnauthenticatedError(m, d),
   // Never retried: the Request-ID belongs to another request; the caller must pick a new one.
   request_id_reused: (m, d) => reusedFromWire(m, d),
   too_large: (m, d) => tooLargeFromWire(m, d),

@@ -129,6 +129,14 @@ export class CellService implements api.CellApi, CommandProposer {
     return { version: result.version };
   }
 
+  readBarrier(): Promise<void> {
+    return this.driver.linearizableRead();
+  }
+
+  localPolicyRecord(): StoredPolicy {
+    return this.store.policyRecord();
+  }
+
   checkAdmin(principal: string): void {
     this.guard.check(principal, () => [adminAccess]);
   }

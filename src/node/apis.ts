@@ -1,5 +1,6 @@
 // Step 4 of a node's start: the client APIs over the built services. HTTP/JSON and the WebSocket
 // stream share one listener; the etcd v3 gRPC facade has its own (only with --listen-grpc).
+import { AuthTokens } from '../api/auth-tokens.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { createHttpHandler } from '../api/http/handler.js';
@@ -42,15 +43,17 @@ export async function startApis(
   const { cell, leases, locks, watches, membership, driver } = services;
   const { store } = state;
   const apiLimits = { ...defaultApiLimits, valueBytesMax: config.valueBytesMax };
+  const tokens = new AuthTokens(() => services.guard.policy());
   const logError = (error: unknown): void => log.error(`request failed: ${(error as Error)?.stack ?? String(error)}`);
   const handler = createHttpHandler({
     cell,
     limits: apiLimits,
     routeGroups: [
       createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections),
-      createMaintenanceRoutes(store, cell), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell),
+      createMaintenanceRoutes(store, cell), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell, tokens),
     ],
     logError,
+    tokens,
   });
   // One label object per status code and one shared listener: no allocation per request.
   const codeLabels = new Map<number, { code: string }>();
@@ -87,7 +90,7 @@ export async function startApis(
   corruptionCheck.start();
   const grpc = config.listenGrpc === null ? null : await EtcdGrpcServer.start(
     {
-      cell, leases, watches, logError, locks: locks.locks, elections: locks.elections,
+      cell, leases, watches, logError, locks: locks.locks, elections: locks.elections, tokens,
       leaseBounds: { ttlMsMin: store.limits.leaseTtlMsMin, ttlMsMax: store.limits.leaseTtlMsMax },
       cluster: {
         grpcUrls: config.grpcUrls,

@@ -219,6 +219,8 @@ export interface NodeServices {
   readonly cell: CellService;
   readonly locks: NodeLocks;
   readonly watches: WatchService;
+  /** The member's authorization decisions (src/auth/guard.ts), and the policy the edges read. */
+  readonly guard: AccessGuard;
 }
 
 /** Step 3: the driver and the services, each built from the ones before it. */
@@ -264,7 +266,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry });
   const watches = new WatchService(store, guard, { limits: config.tuning.watchLimits });
   addNodeGauges(metrics, state, peers.transport, driver, leases);
-  return { driver, leases, membership, cell, locks, watches };
+  return { driver, leases, membership, cell, locks, watches, guard };
 }
 
 /** Step 3b: the driver's listeners, the inbox's receivers, then the first dials. */

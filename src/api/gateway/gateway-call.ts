@@ -15,6 +15,8 @@ import type { Socket } from 'node:net';
 export interface GatewayRequest {
   /** The connection's socket: its TLS peer names the caller (src/api/principal.ts). */
   readonly socket: Socket;
+  /** Request headers (node:http's lower-cased names): the gateway reads `authorization`, etcd's token. */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly url?: string | undefined;
   readonly method?: string | undefined;
   on(event: 'data', listener: (chunk: Buffer) => void): unknown;
@@ -48,8 +50,10 @@ export class GatewayCall extends CallEvents {
     private readonly callRoute: CallRoute,
     private readonly res: GatewayResponse,
     private readonly logError: (error: unknown) => void,
-    /** Who calls, as on the gRPC port (src/api/principal.ts). */
-    readonly principal: string,
+    /** Who calls, as on the gRPC port (src/api/principal.ts); the server replaces it with a token's user. */
+    public principal: string,
+    /** etcd's token, from the Authorization header (grpc-gateway passes it on as metadata). */
+    readonly token: string | null,
   ) {
     super();
     res.on('drain', () => this.emit('drain'));

@@ -65,7 +65,9 @@ function serveRpc(req: GatewayRequest, res: GatewayResponse, route: GatewayRoute
     req.resume();
     return unaryError(res, status.UNIMPLEMENTED, `The server does not implement the method ${route.grpcPath}`);
   }
-  const call = new GatewayCall(route, grpcRoute, res, deps.logError, principalOfSocket(req.socket));
+  const authorization = req.headers['authorization'];
+  const token = typeof authorization === 'string' && authorization !== '' ? authorization : null;
+  const call = new GatewayCall(route, grpcRoute, res, deps.logError, principalOfSocket(req.socket), token);
   if (route.requestStream) return streamRequests(req, call, route, deps.bodyBytesMax);
   let bytes = 0;
   const chunks: Buffer[] = [];

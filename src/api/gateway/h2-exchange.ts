@@ -12,6 +12,7 @@ class H2Exchange extends CallEvents implements GatewayRequest, GatewayResponse, 
   readonly url: string;
   readonly method: string;
   readonly socket: Socket;
+  readonly headers: Record<string, string>;
   private ended = false;
   private closed = false;
 
@@ -20,9 +21,11 @@ class H2Exchange extends CallEvents implements GatewayRequest, GatewayResponse, 
     this.socket = stream.socket;
     let path = '/';
     let method = 'GET';
+    this.headers = {};
     for (const [name, value] of headers) {
       if (name === ':path') path = value;
       else if (name === ':method') method = value;
+      else if (!name.startsWith(':')) this.headers[name] = value;
     }
     this.url = path;
     this.method = method;

@@ -70,6 +70,8 @@ function etcdText(error: BatonError): string {
       return `${etcdMessages.tooLarge} (${error.message})`;
     case 'permission_denied':
       return 'etcdserver: permission denied';
+    case 'unauthenticated':
+      return 'etcdserver: invalid auth token';
     case 'timeout':
       return `${etcdMessages.timeout} (${error.message})`;
     default:

@@ -24,6 +24,7 @@ export interface EtcdServices {
   readonly Maintenance: ServiceDefinition;
   readonly Lock: ServiceDefinition;
   readonly Election: ServiceDefinition;
+  readonly Auth: ServiceDefinition;
 }
 
 let loaded: EtcdServices | null = null;
@@ -49,6 +50,7 @@ export function etcdServices(): EtcdServices {
     Maintenance: service('etcdserverpb', 'Maintenance'),
     Lock: service('v3lockpb', 'Lock'),
     Election: service('v3electionpb', 'Election'),
+    Auth: service('etcdserverpb', 'Auth'),
   };
   return loaded;
 }

@@ -22,6 +22,8 @@ import { GrpcServer, type GrpcTls } from './h2/grpc-server.js';
 import { etcdServices } from './proto.js';
 import { serveSnapshot, type SnapshotSource } from './snapshot-stream.js';
 import { serveWatchStream, type WatchCall } from './watch-stream.js';
+import { AuthFacade } from './auth-service.js';
+import type { AuthTokens } from '../auth-tokens.js';
 
 export interface GrpcDeps {
   readonly cell: CellApi;
@@ -35,6 +37,8 @@ export interface GrpcDeps {
   /** Maintenance.Snapshot is served only when given. */
   readonly snapshots?: SnapshotSource;
   readonly logError: (error: unknown) => void;
+  /** Users' passwords and tokens (etcd's Auth service; a call's token names its principal). */
+  readonly tokens: AuthTokens;
   /** TLS on the facade's port (HTTP/2 by ALPN, the gateway on HTTP/1.1): the node's client material. */
   readonly tls?: GrpcTls;
 }
@@ -48,8 +52,9 @@ const keepalivesQueuedMax = 1024;
 
 interface Unary {
   request: unknown;
-  /** Who calls (src/api/principal.ts). */
-  readonly principal: string;
+  /** Who calls (src/api/principal.ts), or the user of the call's etcd token. */
+  principal: string;
+  readonly token: string | null;
   getDeadline(): Date | number;
   on(event: 'cancelled', listener: () => void): unknown;
 }
@@ -96,6 +101,27 @@ export class EtcdGrpcServer {
       answer.then((value) => callback(null, value), failed);
     };
     const req = <T>(call: Unary): T => call.request as T;
+    // etcd's token (metadata `token`, the gateway's Authorization header) names the caller: checked
+    // here, before any handler, on every call but Authenticate (a client with an expired token
+    // must be able to get a new one). An invalid token is UNAUTHENTICATED, as etcd answers it.
+    const addService = (definition: Parameters<GrpcServer['addService']>[0], implementation: UntypedServiceImplementation): void => {
+      const checked: Record<string, unknown> = {};
+      for (const [method, handler] of Object.entries(implementation as unknown as Record<string, (call: Unary, callback?: (error: unknown) => void) => void>)) {
+        checked[method] = method === 'Authenticate' ? handler : (call: Unary & { principal: string; token: string | null }, callback?: (error: unknown) => void): void => {
+          if (call.token !== null) {
+            try {
+              call.principal = deps.tokens.verify(call.token);
+            } catch (error) {
+              const failed = toGrpcError(error, deps.logError);
+              if (handler.length >= 2 && callback !== undefined) return callback(failed);
+              return void (call as unknown as WatchCall).emit('error', failed);
+            }
+          }
+          handler(call, callback);
+        };
+      }
+      server.addService(definition, checked as UntypedServiceImplementation);
+    };
     // Membership, maintenance and the snapshot are the cell's administration; its member list and
     // status are for any known principal. Everything else is decided inside the services.
     const admin = <T>(body: (call: Unary) => T) => (call: Unary): T => {
@@ -107,17 +133,17 @@ export class EtcdGrpcServer {
       return body(call);
     };
 
-    server.addService(withKvCodecs(services.KV), {
+    addService(withKvCodecs(services.KV), {
       Range: unary((call) => kv.range(req(call), call.principal)),
       Put: unary((call) => kv.put(req(call), call.principal)),
       DeleteRange: unary((call) => kv.deleteRange(req(call), call.principal)),
       Txn: unary((call) => kv.txn(req(call), call.principal)),
       Compact: unary((call) => kv.compact(req(call), call.principal)),
     } as unknown as UntypedServiceImplementation);
-    server.addService(services.Watch, {
+    addService(services.Watch, {
       Watch: (call: WatchCall) => serveWatchStream(call, deps.watches, headers, deps.logError),
     } as unknown as UntypedServiceImplementation);
-    server.addService(services.Lease, {
+    addService(services.Lease, {
       LeaseGrant: unary((call) => leases.grant(req(call), call.principal)),
       LeaseRevoke: unary((call) => leases.revoke(req(call), call.principal)),
       LeaseTimeToLive: unary((call) => leases.timeToLive(req(call), call.principal)),
@@ -125,7 +151,7 @@ export class EtcdGrpcServer {
       LeaseKeepAlive: (call: WatchCall) => serveKeepalives(call, leases, deps.logError),
     } as unknown as UntypedServiceImplementation);
     const members = deps.cluster.members === undefined ? null : new MemberFacade(deps.cluster.members, headers, deps.cluster.grpcUrls);
-    server.addService(services.Cluster, {
+    addService(services.Cluster, {
       MemberList: unary(clusterInfo(() => cluster.memberList())),
       ...(members !== null
         ? {
@@ -137,7 +163,7 @@ export class EtcdGrpcServer {
         : {}),
     } as unknown as UntypedServiceImplementation);
     const maintenance = deps.cluster.maintenance === undefined ? null : new MaintenanceFacade(deps.cluster.maintenance, headers);
-    server.addService(services.Maintenance, {
+    addService(services.Maintenance, {
       Status: unary(clusterInfo(() => cluster.status(maintenance?.alarmErrors()))),
       ...(maintenance !== null
         ? {
@@ -163,14 +189,14 @@ export class EtcdGrpcServer {
     } as unknown as UntypedServiceImplementation);
     if (deps.locks !== undefined) {
       const locks = new LockFacade(deps.locks, headers);
-      server.addService(services.Lock, {
+      addService(services.Lock, {
         Lock: unary((call) => waiting(call, (signal, deadline) => locks.lock(req(call), signal, deadline, call.principal))),
         Unlock: unary((call) => locks.unlock(req(call), call.principal)),
       } as unknown as UntypedServiceImplementation);
     }
     if (deps.elections !== undefined) {
       const elections = new ElectionFacade(deps.elections, headers);
-      server.addService(services.Election, {
+      addService(services.Election, {
         Campaign: unary((call) => waiting(call, (signal, deadline) => elections.campaign(req(call), signal, deadline, call.principal))),
         Proclaim: unary((call) => elections.proclaim(req(call), call.principal)),
         Resign: unary((call) => elections.resign(req(call), call.principal)),
@@ -187,6 +213,26 @@ export class EtcdGrpcServer {
         },
       } as unknown as UntypedServiceImplementation);
     }
+    const auth = new AuthFacade(deps.cell, headers, deps.tokens);
+    addService(services.Auth, {
+      AuthEnable: unary((call) => auth.authEnable(call.principal)),
+      AuthDisable: unary((call) => auth.authDisable(call.principal)),
+      AuthStatus: unary(() => auth.authStatus()),
+      Authenticate: unary((call) => auth.authenticate(req(call))),
+      UserAdd: unary((call) => auth.userAdd(req(call), call.principal)),
+      UserGet: unary((call) => auth.userGet(req(call), call.principal)),
+      UserList: unary((call) => auth.userList(call.principal)),
+      UserDelete: unary((call) => auth.userDelete(req(call), call.principal)),
+      UserChangePassword: unary((call) => auth.userChangePassword(req(call), call.principal)),
+      UserGrantRole: unary((call) => auth.userGrantRole(req(call), call.principal)),
+      UserRevokeRole: unary((call) => auth.userRevokeRole(req(call), call.principal)),
+      RoleAdd: unary((call) => auth.roleAdd(req(call), call.principal)),
+      RoleGet: unary((call) => auth.roleGet(req(call), call.principal)),
+      RoleList: unary((call) => auth.roleList(call.principal)),
+      RoleDelete: unary((call) => auth.roleDelete(req(call), call.principal)),
+      RoleGrantPermission: unary((call) => auth.roleGrantPermission(req(call), call.principal)),
+      RoleRevokePermission: unary((call) => auth.roleRevokePermission(req(call), call.principal)),
+    } as unknown as UntypedServiceImplementation);
     const bound = await server.listen(host, port, deps.tls);
     return new EtcdGrpcServer(server, gateway, bound);
   }

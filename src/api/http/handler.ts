@@ -45,6 +45,8 @@ export interface RouteRequest {
 export interface HttpApiOptions {
   readonly cell: CellApi;
   readonly limits: ApiLimits;
+  /** Verifies `Authorization: Bearer TOKEN` (a user's token, src/api/auth-tokens.ts); absent: certificates only. */
+  readonly tokens?: { verify(token: string): string };
   /** Consulted in order before the built-in routes. */
   readonly routeGroups?: readonly RouteGroup[];
   logError(error: unknown): void;
@@ -80,7 +82,11 @@ async function route(
   const { cell, limits } = options;
   const noHost = hostProblem(req);
   if (noHost !== null) throw noHost;
-  const principal = principalOfSocket(req.socket, cell.cellId);
+  const authorization = req.headers.authorization;
+  // A user's token, when given, names the caller; else the connection's certificate (or anonymous).
+  const principal = authorization !== undefined && authorization.startsWith('Bearer ') && options.tokens !== undefined
+    ? options.tokens.verify(authorization.slice('Bearer '.length))
+    : principalOfSocket(req.socket, cell.cellId);
   // Key-value requests (the hot path) skip the WHATWG URL parse and the route groups (no group
   // owns /v1/kv), each of which costs an await per request.
   const target = simpleTarget(req.url ?? '/');

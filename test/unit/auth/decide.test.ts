@@ -18,6 +18,8 @@ function policy(roles: Record<string, [string, AuthOp[]][]>, bindings: Record<st
     enabled: true,
     roles: new Map(Object.entries(roles).map(([name, perms]) => [name, perms.map(toPermission)])),
     bindings: new Map(Object.entries(bindings)),
+    users: new Map(),
+    tokenKey: null,
   };
 }
 

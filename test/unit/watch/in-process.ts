@@ -21,6 +21,10 @@ export class DirectCell implements api.CellApi {
   ) {
     this.guard = new AccessGuard(store);
   }
+  async readBarrier(): Promise<void> {}
+  localPolicyRecord(): StoredPolicy {
+    return this.store.policyRecord();
+  }
   checkAdmin(principal: string): void {
     this.guard.check(principal, () => [adminAccess]);
   }

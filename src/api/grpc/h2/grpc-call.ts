@@ -44,8 +44,11 @@ export interface CallContext {
 export class GrpcCall extends CallEvents implements StreamSink {
   request: unknown = undefined;
   cancelled = false;
-  /** Who calls (src/api/principal.ts): the handlers pass it into every service call. */
-  readonly principal: string;
+  /**
+   * Who calls (src/api/principal.ts): the handlers pass it into every service call. The server
+   * replaces it with the user of a valid etcd token (`token` metadata) before any handler runs.
+   */
+  principal: string;
   private finished = false;
   private closed = false;
   private started = false;
@@ -61,6 +64,8 @@ export class GrpcCall extends CallEvents implements StreamSink {
     private readonly deadlineMs: number,
     encoding: string,
     private readonly context: CallContext,
+    /** etcd's auth token from the `token` (or `authorization`) metadata, if any. */
+    readonly token: string | null = null,
   ) {
     super();
     this.principal = principalOfSocket(stream.socket);

@@ -171,12 +171,14 @@ export class GrpcServer implements CallContext {
     let contentType = '';
     let timeout = '';
     let encoding = '';
+    let token: string | null = null;
     for (const [name, value] of headers) {
       if (name === ':method') method = value;
       else if (name === ':path') path = value;
       else if (name === 'content-type') contentType = value;
       else if (name === 'grpc-timeout') timeout = value;
       else if (name === 'grpc-encoding') encoding = value;
+      else if ((name === 'token' || name === 'authorization') && value !== '') token = value;
     }
     if (!contentType.startsWith('application/grpc') && this.options.otherStream !== undefined) {
       return this.options.otherStream(stream, headers, endStream);
@@ -187,7 +189,7 @@ export class GrpcServer implements CallContext {
     const route = this.routes.get(path);
     const relativeMs = timeoutMs(timeout);
     const deadlineMs = relativeMs === null ? Number.POSITIVE_INFINITY : Date.now() + relativeMs;
-    const call = new GrpcCall(stream, route ?? unimplemented, deadlineMs, encoding, this);
+    const call = new GrpcCall(stream, route ?? unimplemented, deadlineMs, encoding, this, token);
     stream.sink = call;
     if (route === undefined) {
       const details = `The server does not implement the method ${path}`;
