@@ -22,7 +22,9 @@
 // --profile mode each member's output is kept in $TMPDIR/baton-bench-NAME.log (e.g. --trace-gc).
 // --tls: also run a second Baton cell with TLS everywhere (HTTPS with client certificates,
 // mutual TLS between members), as system "baton-tls", and print its ratios to the plain cell
-// (issue 25: with mTLS, put and get >= 90% of the same build without).
+// (issue 25: with mTLS, put and get >= 90% of the same build without). --auth (with --tls): the
+// TLS cell also enforces a policy, and the bench client calls as principal "bench" (not root),
+// bound to a role with read/write/watch/lease on /bench/: the cost of every decision included.
 // --gateway: also drive Baton's etcd JSON gateway (the facade's port) with etcd's requests, as system
 // "baton-gateway", and print its ratios to etcd's gateway (issue 26: the gateway >= 1.0x etcd's).
 // Everything started here is stopped at the end, on errors and on Ctrl-C.
@@ -46,6 +48,8 @@ import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
 import { batonProtocol, etcdProtocol, type SystemName } from '../src/bench/protocols.js';
 import { abTable, ratioTable, ratios, resultsTable, summarize, table } from '../src/bench/report.js';
 import { ProcessCell } from '../src/node/testing/process-cell.js';
+import { httpsRequest } from '../src/node/testing/cell-tls.js';
+import { issueClientCert } from '../src/security/certs.js';
 import { useBenchTls } from '../src/bench/http-client.js';
 
 const repoDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
@@ -61,6 +65,7 @@ const { values } = parseArgs({
     'baton-b': { type: 'string' },
     gateway: { type: 'boolean' },
     tls: { type: 'boolean' },
+    auth: { type: 'boolean' },
     workload: { type: 'string' },
     clients: { type: 'string' },
     'duration-s': { type: 'string' },
@@ -169,10 +174,21 @@ async function startSecureBaton(nodeArgs: (name: string) => readonly string[] = 
     nodeArgs: (name) => [...nodeArgsA, ...nodeArgs(name)],
   });
   const tls = cell.tls as NonNullable<ProcessCell['tls']>;
-  useBenchTls({ ca: readFileSync(tls.ca.cert), cert: readFileSync(tls.root.cert), key: readFileSync(tls.root.key) });
   cleanups.push(() => cell.stopAll(10_000));
   cell.startAll();
   await cell.waitReady(60_000);
+  if (values.auth === true) {
+    // Enabled by root (over its own HTTPS call), then the load runs as "bench".
+    const policy = { enabled: true, roles: { bench: [{ prefix: '/bench/', ops: ['read', 'write', 'watch', 'lease'] }] }, bindings: { bench: ['bench'] } };
+    const answer = await httpsRequest(`${cell.clientUrl(cell.names()[0] as string)}/v1/auth/policy`, {
+      ca: tls.ca.cert, client: tls.root, method: 'PUT', body: JSON.stringify(policy), headers: { 'if-version': '0', 'content-type': 'application/json' },
+    });
+    if (answer.status !== 200) throw new Error(`enabling the bench policy: ${answer.status} ${answer.body}`);
+    const bench = issueClientCert(tls.ca, 'bench');
+    useBenchTls({ ca: readFileSync(tls.ca.cert), cert: readFileSync(bench.cert), key: readFileSync(bench.key) });
+  } else {
+    useBenchTls({ ca: readFileSync(tls.ca.cert), cert: readFileSync(tls.root.cert), key: readFileSync(tls.root.key) });
+  }
   return cell;
 }
 

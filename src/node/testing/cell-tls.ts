@@ -54,11 +54,12 @@ export interface HttpsAnswer {
 /** A request over TLS trusting `ca`, with the client certificate `client` (none when absent). */
 export function httpsRequest(
   url: string,
-  options: { ca: string; client?: CertFiles; method?: string; body?: string; timeoutMs?: number },
+  options: { ca: string; client?: CertFiles; method?: string; body?: string; timeoutMs?: number; headers?: Record<string, string> },
 ): Promise<HttpsAnswer> {
   return new Promise((resolve, reject) => {
     const req = request(url, {
       method: options.method ?? 'GET',
+      ...(options.headers === undefined ? {} : { headers: options.headers }),
       ca: readFileSync(options.ca),
       ...(options.client === undefined ? {} : { cert: readFileSync(options.client.cert), key: readFileSync(options.client.key) }),
       timeout: options.timeoutMs ?? 5_000,
