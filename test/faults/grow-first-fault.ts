@@ -109,7 +109,11 @@ async function removeOld(cell: TestCell, victim: string, hooks: GrowFirstHooks):
   hooks.say(`removed ${victim} (member ${member.id})`);
   hooks.membersChanged(await listMembers(cell, cell.names));
   const stopped = await stopsByItself(cell, victim);
-  hooks.say(stopped ? `${victim} stopped by itself` : `${victim} still running after removal: stopped by SIGKILL`);
+  if (stopped) hooks.say(`${victim} stopped by itself`);
+  else {
+    const tail = cell.cell.tail(victim, 12).split('\n').map((line) => `      ${victim}| ${line}`).join('\n');
+    hooks.say(`${victim} still running ${stopMsMax} ms after its removal: stopped by SIGKILL; its last lines:\n${tail}`);
+  }
   if (!stopped) await cell.cell.kill9(victim);
   await neverRejoins(cell, victim, hooks);
 }

@@ -41,6 +41,8 @@ export type FaultKind = (typeof faultKinds)[number];
 
 export interface NemesisOptions {
   readonly kinds?: readonly FaultKind[];
+  /** Faults to inject first, in this order, before the seeded draw from `kinds` begins. */
+  readonly first?: readonly FaultKind[];
   /** Longest ordinary fault (pause-long has its own 6-8 s). */
   readonly faultMsMax?: number;
   /**
@@ -94,7 +96,10 @@ export function startNemesis(
     for (let round = 0; round < 100_000 && !stopping; round++) {
       await sleep(randomInt(random, 1_000, 3_000));
       if (stopping) break;
-      const kind = pick(kinds);
+      // A forced first fault still draws its place in the stream, so the rest of the run draws
+      // as with any other first fault of that kind.
+      const drawn = pick(kinds);
+      const kind = options.first?.[round] ?? drawn;
       const duration = kind === 'pause-long' ? randomInt(random, 6_000, 8_000) : randomInt(random, 1_000, faultMsMax);
       const anyone = pick(cell.names);
       const leaderFirst = randomInt(random, 0, 1) === 1;

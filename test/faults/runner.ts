@@ -56,6 +56,8 @@ export interface FaultRunOptions {
   readonly leases?: 'honest' | 'overclaim';
   /** Fault kinds to draw from (default: all). */
   readonly kinds?: readonly FaultKind[];
+  /** Faults injected first, in order, before the seeded draw (e.g. ['grow-first']). */
+  readonly first?: readonly FaultKind[];
   /** Largest wall-clock step (default 15 min, beyond the dedup window). */
   readonly clockJumpMaxMs?: number;
   /** Receives the raw event history, for saving next to a failure. */
@@ -111,6 +113,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
   try {
     const nemesis = startNemesis(cell, controls, options.seed, recorder.now, {
       ...(options.kinds !== undefined ? { kinds: options.kinds } : {}),
+      ...(options.first !== undefined ? { first: options.first } : {}),
       ...(options.clockJumpMaxMs !== undefined ? { clockJumpMaxMs: options.clockJumpMaxMs } : {}),
       duringClockJump: (victim, offsetMs) => dedup.around(victim, offsetMs),
       membersChanged,
