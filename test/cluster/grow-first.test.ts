@@ -2,7 +2,8 @@
 // 3-member cell as a learner, catches up and is promoted; then the leader is removed (it hands
 // leadership over first) and its process stops by itself. Every acknowledged write is then
 // readable from the new member and the other remaining ones, and the removed node, restarted on
-// its own data directory, refuses to serve and stops again: its data never rejoins the cell.
+// its own data directory, refuses to serve and stops again: its data never rejoins the cell. The
+// new member sits behind the harness's fault proxies too: isolated, it stops serving.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { findLeader, http, putSurely, sleep, startTestCell, type TestCell } from './harness.js';
@@ -71,7 +72,7 @@ async function change(cell: TestCell, via: string, method: 'POST' | 'DELETE', pa
 test('grow first, then remove the leader: no acknowledged write lost, the old node never rejoins', { timeout: 60_000 }, async (t) => {
   const started = Date.now();
   const mark = (what: string): void => t.diagnostic(`${((Date.now() - started) / 1000).toFixed(1)} s: ${what}`);
-  const cell = await startTestCell({ size: 3 });
+  const cell = await startTestCell({ size: 3, proxies: true });
   let live = [...cell.names];
   const load = writeLoop(cell, () => live);
   try {
@@ -111,6 +112,21 @@ test('grow first, then remove the leader: no acknowledged write lost, the old no
     assert.match(cell.cell.tail(leader, 40), /removed from the cell/);
     assert.ok(!(await members(cell, spare)).some((m) => m.name === leader), `${leader} is not a member again`);
     mark(`${leader} restarted on its old data directory: refused and stopped`);
+
+    // The new member sits behind the harness's proxies like the initial ones (the fault runner
+    // partitions it): cut off, it serves no linearizable read while the others still commit.
+    cell.isolate(spare);
+    const others = live.filter((name) => name !== spare);
+    await putSurely(`${cell.cell.clientUrl(others[0] as string)}/v1/kv/load/isolated`, 'y');
+    let cutOff = false;
+    for (let i = 0; i < 20 && !cutOff; i++) {
+      const read = await http(`${cell.cell.clientUrl(spare)}/v1/kv/load/isolated`, { timeoutMs: 8_000 }).catch(() => null);
+      cutOff = read === null || read.status === 503 || read.status === 504;
+      if (!cutOff) await sleep(200);
+    }
+    assert.ok(cutOff, `${spare}, isolated, still served linearizable reads`);
+    cell.healAll();
+    mark(`${spare} isolated: no linearizable read there while ${others.join(', ')} committed`);
 
     await sleep(1_000);
     const acked = await load.stop();
