@@ -76,6 +76,14 @@ export interface TestCell {
   /** Nodes outside the initial cluster (n4, ...), to be added with `member add` and started with join. */
   readonly spares: string[];
   readonly dataDir: string;
+  /**
+   * Registers a fresh node (the next free name, never one used before) outside the cell, not
+   * started: its own ports and, in a cell with proxies, links through proxies too: one to each
+   * of `among` (the members it will dial), and one shared inbound link that every member reaches
+   * it through (its advertised peer URL), so isolating it cuts it off, and a partition that puts
+   * it on either side cuts all of its inbound messages (harsher than a true partition).
+   */
+  addNode(among: readonly string[]): Promise<string>;
   /** Cut every link to and from `name` (both directions), or restore them all. */
   isolate(name: string): void;
   /** Cut every link between group `a` and group `b` (both directions); others keep theirs. */
@@ -141,6 +149,16 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
     peerPort: ports[sparePortsAt + 2 * i + 1] as number,
   }));
   const proxyPort = (from: string, to: string): number => (proxies.get(`${from}->${to}`) as FaultProxy).port;
+  // Each node's --peer-dial: the initial members dial each other through the proxies; nodes added
+  // later get theirs in addNode.
+  const dials = new Map<string, string[]>();
+  const realPeerPorts = new Map<string, number>([...members, ...spares].map((m) => [m.name, m.peerPort]));
+  if (options.proxies === true) {
+    for (const name of names) {
+      dials.set(name, ['--peer-dial', names.filter((n) => n !== name).map((n) => `${n}=127.0.0.1:${proxyPort(name, n)}`).join(',')]);
+    }
+  }
+  let lastNumber = size + spareNames.length;
   const dataDir = mkdtempSync(join(tmpdir(), 'baton-cell-'));
   const cell = new ProcessCell({
     dataDir,
@@ -150,14 +168,7 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
     ...(options.clientCertAuth === false ? { clientCertAuth: false } : {}),
     extraArgs: ['--tick-ms', '50', '--election-ticks', '10', '--request-timeout-ms', '3000', ...(options.extraArgs ?? [])],
     ...(options.nodeArgs !== undefined ? { nodeArgs: options.nodeArgs } : {}),
-    ...(options.proxies === true
-      ? {
-          argsFor: (name: string) => spareNames.includes(name) ? [] : [
-            '--peer-dial',
-            names.filter((n) => n !== name).map((n) => `${n}=127.0.0.1:${proxyPort(name, n)}`).join(','),
-          ],
-        }
-      : {}),
+    argsFor: (name: string) => dials.get(name) ?? [],
   });
   cell.startAll();
   try {
@@ -173,12 +184,35 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
     names,
     spares: spareNames,
     dataDir,
+    async addNode(among) {
+      const name = `n${++lastNumber}`;
+      if (options.proxies !== true) {
+        const [clientPort, peerPort] = (await freePorts(2)) as [number, number];
+        cell.addNode({ name, clientPort, peerPort });
+        realPeerPorts.set(name, peerPort);
+        return name;
+      }
+      const [clientPort, peerPort, inboundPort, ...outPorts] = (await freePorts(3 + among.length)) as number[] as [number, number, number, ...number[]];
+      proxies.set(`*->${name}`, await FaultProxy.start(inboundPort, peerPort));
+      const dial: string[] = [];
+      for (const [i, other] of among.entries()) {
+        const port = outPorts[i] as number;
+        proxies.set(`${name}->${other}`, await FaultProxy.start(port, realPeerPorts.get(other) as number));
+        dial.push(`${other}=127.0.0.1:${port}`);
+      }
+      if (dial.length > 0) dials.set(name, ['--peer-dial', dial.join(',')]);
+      realPeerPorts.set(name, peerPort);
+      cell.addNode({ name, clientPort, peerPort, advertisedPeerPort: inboundPort });
+      return name;
+    },
     isolate(name) {
       for (const [link, proxy] of proxies) if (link.split('->').includes(name)) proxy.block();
     },
     partition(a, b) {
       for (const [link, proxy] of proxies) {
         const [from, to] = link.split('->') as [string, string];
+        // A shared inbound link (a node added later): cut whole when its node is on either side.
+        if (from === '*' && (a.includes(to) || b.includes(to))) proxy.block();
         if ((a.includes(from) && b.includes(to)) || (b.includes(from) && a.includes(to))) proxy.block();
       }
     },

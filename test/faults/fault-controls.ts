@@ -13,14 +13,13 @@ export class FaultControls {
   private readonly current = new Map<string, FaultControl>();
 
   constructor(names: readonly string[]) {
-    for (const name of names) {
-      writeFileSync(join(this.dir, `${name}.env`), `BATON_FAULT_INJECTION=1\nBATON_FAULT_CONTROL=${this.file(name)}\n`);
-      this.set(name, { fsyncDelayMs: 0, clockOffsetMs: 0 });
-    }
+    for (const name of names) this.add(name);
   }
 
   /** Flags for `node` itself, before the script (ProcessCell's nodeArgs). */
   nodeArgs(name: string): string[] {
+    // A node added during the run (grow-first) gets its files when it first starts.
+    if (!this.current.has(name)) this.add(name);
     return [`--env-file=${join(this.dir, `${name}.env`)}`];
   }
 
@@ -31,6 +30,11 @@ export class FaultControls {
     const temp = `${this.file(name)}.tmp`;
     writeFileSync(temp, JSON.stringify(next));
     renameSync(temp, this.file(name));
+  }
+
+  private add(name: string): void {
+    writeFileSync(join(this.dir, `${name}.env`), `BATON_FAULT_INJECTION=1\nBATON_FAULT_CONTROL=${this.file(name)}\n`);
+    this.set(name, { fsyncDelayMs: 0, clockOffsetMs: 0 });
   }
 
   close(): void {

@@ -1,5 +1,8 @@
 // npm run faults -- --time 60 --seed S [--members 3|5] [--clients 5] [--lease-clients 3]
-//   [--lock-clients 3] [--keys 3] [--kinds kill,pause,...] [--clock-jump-max-ms N] [--reads serializable]
+//   [--lock-clients 3] [--keys 3] [--kinds kill,pause,...] [--first grow-first,...]
+//   [--clock-jump-max-ms N] [--reads serializable]
+//   (--kinds: the kinds the seed draws from; --first: faults injected first, in order, then the
+//   seeded draw; `--kinds grow-first` forces grow-first cycles only)
 //   [--fencing off]  (self-test: the resource accepts stale tokens, which must be reported)
 //   [--leases overclaim]  (self-test: the history claims 3x the TTL; expiries must be reported)
 //   [--history FILE]  (the raw events, one JSON line each)
@@ -15,8 +18,8 @@ function flag(name: string, fallback: string): string {
   return at >= 0 && args[at + 1] !== undefined ? (args[at + 1] as string) : fallback;
 }
 
-function kindsFlag(): FaultKind[] | undefined {
-  const text = flag('kinds', '');
+function kindsFlag(name = 'kinds'): FaultKind[] | undefined {
+  const text = flag(name, '');
   if (text === '') return undefined;
   const kinds = text.split(',');
   for (const kind of kinds) {
@@ -30,6 +33,7 @@ const timeS = Number(flag('time', '60'));
 const members = Number(flag('members', '3'));
 if (members !== 3 && members !== 5) throw new Error('--members is 3 or 5');
 const kinds = kindsFlag();
+const first = kindsFlag('first');
 const clockJumpMaxMs = flag('clock-jump-max-ms', '');
 const summary = await runFaults({
   seed,
@@ -43,6 +47,7 @@ const summary = await runFaults({
   fencing: flag('fencing', 'on') === 'off' ? 'off' : 'on',
   leases: flag('leases', 'honest') === 'overclaim' ? 'overclaim' : 'honest',
   ...(kinds !== undefined ? { kinds } : {}),
+  ...(first !== undefined ? { first } : {}),
   ...(clockJumpMaxMs !== '' ? { clockJumpMaxMs: Number(clockJumpMaxMs) } : {}),
   onHistory: (events) => {
     const path = flag('history', '');

@@ -11,10 +11,16 @@ import { http, sleep, type TestCell } from '../cluster/harness.js';
 /** How long one step (remove, add, promote) may keep being refused before the fault gives up. */
 const stepDeadlineMs = 60_000;
 
-interface Member {
+export interface Member {
   readonly id: number;
   readonly name: string;
   readonly role: 'voter' | 'learner';
+  readonly clientUrl: string;
+}
+
+/** A step kept being refused for its whole deadline (the caller may roll back). */
+export class StepNotDone extends Error {
+  override name = 'StepNotDone';
 }
 
 export async function replaceMember(cell: TestCell, victim: string, downMs: number, say: (what: string) => void): Promise<void> {
@@ -31,12 +37,12 @@ export async function replaceMember(cell: TestCell, victim: string, downMs: numb
   const added = await untilDone(cell, others, `add ${victim}`, 'POST', '/v1/cluster/members', body);
   const id = added.member.id as number;
   say(`added ${victim} as learner ${id}`);
-  cell.cell.start(victim, { join: true });
+  cell.cell.start(victim, { join: true, via: others });
   await untilDone(cell, others, `promote ${victim}`, 'POST', `/v1/cluster/members/${id}/promote`, null);
   say(`promoted ${victim} (member ${id})`);
 }
 
-async function listMembers(cell: TestCell, via: readonly string[]): Promise<Member[]> {
+export async function listMembers(cell: TestCell, via: readonly string[]): Promise<Member[]> {
   const deadline = Date.now() + stepDeadlineMs;
   for (let attempt = 0; Date.now() < deadline; attempt++) {
     const name = via[attempt % via.length] as string;
@@ -57,20 +63,24 @@ async function listMembers(cell: TestCell, via: readonly string[]): Promise<Memb
  * a retry of a change that already took effect must be answered with its outcome (200/201), on
  * whichever member and leader, so anything else (400 "already a member", 404) fails the run.
  */
-async function untilDone(
+export async function untilDone(
   cell: TestCell,
   via: readonly string[],
   what: string,
   method: 'POST' | 'DELETE',
   path: string,
   body: string | null,
+  deadlineMs = stepDeadlineMs,
 ): Promise<any> {
-  const deadline = Date.now() + stepDeadlineMs;
+  const deadline = Date.now() + deadlineMs;
   const requestId = `membership-fault ${what} ${randomUUID()}`;
   let last = '';
   for (let attempt = 0; Date.now() < deadline; attempt++) {
     const name = via[attempt % via.length] as string;
-    if (!cell.cell.isRunning(name)) continue;
+    if (!cell.cell.isRunning(name)) {
+      await sleep(50); // every member asked may be down: never spin
+      continue;
+    }
     try {
       const answer = await http(`${cell.cell.clientUrl(name)}${path}`, {
         method,
@@ -89,5 +99,5 @@ async function untilDone(
     }
     await sleep(300);
   }
-  throw new Error(`membership fault: ${what} not done within ${stepDeadlineMs} ms (last answer: ${last})`);
+  throw new StepNotDone(`membership fault: ${what} not done within ${deadlineMs} ms (last answer: ${last})`);
 }

@@ -12,11 +12,16 @@
 //   each entry, the clock of the Request-ID dedup window (see dedup-probe.ts);
 // - membership: one member (the leader half the time) is removed through the API, killed, and
 //   after the fault's duration added back as a new learner with a wiped data directory, then
-//   promoted once in sync (membership-fault.ts).
+//   promoted once in sync (membership-fault.ts);
+// - grow-first: a fresh node is added as a learner, caught up and promoted, then an old voter
+//   (the leader half the time) is removed and its node retired: the cell grows first and shrinks
+//   back, and over a run its members drift away from the initial ones (grow-first-fault.ts). One
+//   cycle in five loses the spare mid-way and rolls it back.
 import { SeededRandom, randomInt } from '../../src/base/random.js';
 import { findLeader, http, sleep, type TestCell } from '../cluster/harness.js';
 import type { FaultControls } from './fault-controls.js';
-import { replaceMember } from './membership-fault.js';
+import { growFirst } from './grow-first-fault.js';
+import { replaceMember, type Member } from './membership-fault.js';
 
 export const faultKinds = [
   'kill',
@@ -30,11 +35,14 @@ export const faultKinds = [
   'clock-jump',
   'membership',
   'leader-transfer',
+  'grow-first',
 ] as const;
 export type FaultKind = (typeof faultKinds)[number];
 
 export interface NemesisOptions {
   readonly kinds?: readonly FaultKind[];
+  /** Faults to inject first, in this order, before the seeded draw from `kinds` begins. */
+  readonly first?: readonly FaultKind[];
   /** Longest ordinary fault (pause-long has its own 6-8 s). */
   readonly faultMsMax?: number;
   /**
@@ -48,6 +56,8 @@ export interface NemesisOptions {
    * dedup probe: a retry across the step, and a request sent after it).
    */
   readonly duringClockJump?: (victim: string, offsetMs: number) => Promise<void>;
+  /** The cell's members changed (grow-first): the clients adopt the new list. */
+  readonly membersChanged?: (members: readonly Member[]) => void;
 }
 
 export interface Nemesis {
@@ -86,14 +96,17 @@ export function startNemesis(
     for (let round = 0; round < 100_000 && !stopping; round++) {
       await sleep(randomInt(random, 1_000, 3_000));
       if (stopping) break;
-      const kind = pick(kinds);
+      // A forced first fault still draws its place in the stream, so the rest of the run draws
+      // as with any other first fault of that kind.
+      const drawn = pick(kinds);
+      const kind = options.first?.[round] ?? drawn;
       const duration = kind === 'pause-long' ? randomInt(random, 6_000, 8_000) : randomInt(random, 1_000, faultMsMax);
       const anyone = pick(cell.names);
       const leaderFirst = randomInt(random, 0, 1) === 1;
       counts.set(kind, (counts.get(kind) ?? 0) + 1);
       const at = now().toFixed(0);
       const note = (what: string): void => {
-        log.push(`${at} ms: ${kind} ${what} for ${duration} ms`);
+        log.push(`${at} ms: ${kind} ${what}${kind === 'grow-first' ? '' : ` for ${duration} ms`}`);
       };
       switch (kind) {
         case 'kill':
@@ -171,6 +184,21 @@ export function startNemesis(
           await replaceMember(cell, victim, duration, (what) => log.push(`${now().toFixed(0)} ms:   ${what}`));
           break;
         }
+        case 'grow-first': {
+          // Drawn here, before any await, so the seed decides the plan.
+          const loseSpareAfterMs = randomInt(random, 0, 4) === 0 ? randomInt(random, 0, 1_500) : null;
+          const pickFrom = randomInt(random, 0, 1_000);
+          note(`(${leaderFirst ? 'remove the leader' : 'remove an old voter'}${loseSpareAfterMs === null ? '' : ', lose the spare'})`);
+          await growFirst(cell, {
+            removeLeader: leaderFirst,
+            pickOld: (names) => names[pickFrom % names.length] as string,
+            loseSpareAfterMs,
+          }, {
+            say: (what) => log.push(`${now().toFixed(0)} ms:   ${what}`),
+            membersChanged: (members) => options.membersChanged?.(members),
+          });
+          break;
+        }
         case 'clock-jump': {
           const victim = leaderFirst ? await leaderOr(anyone) : anyone;
           const sign = randomInt(random, 0, 1) === 1 ? 1 : -1;
@@ -194,7 +222,7 @@ export function startNemesis(
       stopping = true;
       await loop;
       heal(cell, controls);
-      await cell.cell.waitReady(30_000);
+      await cell.cell.waitReady(30_000, cell.names);
     },
   };
 }

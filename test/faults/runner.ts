@@ -8,7 +8,7 @@
 // varies from run to run, so a seed names a scenario, not a replay.
 import { performance } from 'node:perf_hooks';
 import { SeededRandom, randomInt } from '../../src/base/random.js';
-import type { BatonClient } from '../../src/client/index.js';
+import type { BatonClient, ClusterStatus } from '../../src/client/index.js';
 import {
   checkDurability,
   checkLeases,
@@ -29,6 +29,7 @@ import { FaultControls } from './fault-controls.js';
 import { faultClient, keyPath, runKvOperation, type ReadConsistency, type Recorder } from './kv-client.js';
 import { leaseLoop, leaseTtlMs } from './lease-client.js';
 import { lockLoop, lockName } from './lock-client.js';
+import type { Member } from './membership-fault.js';
 import { startNemesis, type FaultKind } from './nemesis.js';
 import { checkRunWatches, type RunWatcher } from './watch-verdict.js';
 import { WatchSession } from './watch-client.js';
@@ -55,6 +56,8 @@ export interface FaultRunOptions {
   readonly leases?: 'honest' | 'overclaim';
   /** Fault kinds to draw from (default: all). */
   readonly kinds?: readonly FaultKind[];
+  /** Faults injected first, in order, before the seeded draw (e.g. ['grow-first']). */
+  readonly first?: readonly FaultKind[];
   /** Largest wall-clock step (default 15 min, beyond the dedup window). */
   readonly clockJumpMaxMs?: number;
   /** Receives the raw event history, for saving next to a failure. */
@@ -85,9 +88,21 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
   const names = Array.from({ length: members }, (_, i) => `n${i + 1}`);
   const controls = new FaultControls(names);
   const cell = await startTestCell({ size: members, proxies: true, nodeArgs: (name) => controls.nodeArgs(name) });
-  const urls = cell.cell.clientUrls();
+  // The members' client URLs now: grow-first changes them during the run.
+  let urls = cell.cell.clientUrls();
+  const liveUrls = (): readonly string[] => urls;
   const random = new SeededRandom(options.seed ^ 0x636c6965n);
-  const newClient = (): BatonClient => faultClient(urls, () => random.uint32() / 2 ** 32, timeoutMs);
+  const everyClient: BatonClient[] = [];
+  const newClient = (): BatonClient => {
+    const client = faultClient(urls, () => random.uint32() / 2 ** 32, timeoutMs);
+    everyClient.push(client);
+    return client;
+  };
+  const endpointRandom = new SeededRandom(options.seed ^ 0x656e6470n);
+  const membersChanged = (members: readonly Member[]): void => {
+    urls = members.filter((m) => m.role === 'voter' && m.clientUrl !== '').map((m) => m.clientUrl);
+    for (const client of everyClient) adoptMembers(client, members, () => endpointRandom.uint32());
+  };
   const kvClients = Array.from({ length: clients }, newClient);
   const leaseClientList = Array.from({ length: leaseClients }, newClient);
   const locksServed = lockClients > 0 && (await hasLockApi(urls[0] as string));
@@ -98,13 +113,15 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
   try {
     const nemesis = startNemesis(cell, controls, options.seed, recorder.now, {
       ...(options.kinds !== undefined ? { kinds: options.kinds } : {}),
+      ...(options.first !== undefined ? { first: options.first } : {}),
       ...(options.clockJumpMaxMs !== undefined ? { clockJumpMaxMs: options.clockJumpMaxMs } : {}),
       duringClockJump: (victim, offsetMs) => dedup.around(victim, offsetMs),
+      membersChanged,
     });
     // The run's time counts from a ready cell (starting one takes seconds on a loaded machine).
     const deadline = recorder.now() + options.timeS * 1_000;
     watchers = [
-      ...urls.map((_, i) => new WatchSession(`sse${i}`, urls, keyPath(''), i)),
+      ...urls.map((_, i) => new WatchSession(`sse${i}`, liveUrls, keyPath(''), i)),
       new ClientWatcher('client-watch', newClient(), keyPath('')),
     ];
     const workers = [
@@ -142,7 +159,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
     const records = all.filter(isKvRecord);
     const linear = checkLinearizable(records, { stepsMax: 20_000_000 });
     const durable = checkDurability({ records, finalValues });
-    const watch = await checkRunWatches(urls, watchers, records);
+    const watch = await checkRunWatches(liveUrls(), watchers, records);
     const leases = checkLeases(all);
     const locks = locksServed ? checkLockSafety(all) : null;
     const dedupVerdict: Verdict = dedup.violations.length > 0 ? 'violation' : 'ok';
@@ -239,6 +256,22 @@ function describeWatcher(watcher: RunWatcher & { readonly id: string }): string 
   const events = watcher.records.reduce((n, r) => n + r.received.length, 0);
   const through = Math.max(0, ...watcher.records.map((r) => (r.end.type === 'compacted' ? 0 : (r.end.progressRevision ?? 0))));
   return `${watcher.id} ${events} events through ${through}`;
+}
+
+/**
+ * Tells a client the cell's members, as its own discovery would (EndpointSet.learn: voters first,
+ * every URL it knew before kept after them, so a removed member's URL only costs a failover). The
+ * "leader" put first is the member the client talks to now when it is still a voter, else one
+ * drawn from the run's seed, so the clients stay spread over the members rather than all moving
+ * to one.
+ */
+function adoptMembers(client: BatonClient, members: readonly Member[], draw: () => number): void {
+  const voters = members.filter((m) => m.role === 'voter' && m.clientUrl !== '');
+  if (voters.length === 0) return;
+  const current = client.endpoints.pick();
+  const stay = voters.find((m) => m.clientUrl === current) ?? (voters[draw() % voters.length] as Member);
+  const status = { leader: stay.id, members: voters.map((m) => ({ ...m, healthy: true })) };
+  client.endpoints.learn(status as unknown as ClusterStatus, client.endpoints.discoveredAtMs);
 }
 
 /** No fencing at the resource: the lock checker's self-test. */

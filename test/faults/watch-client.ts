@@ -24,7 +24,8 @@ export class WatchSession {
 
   constructor(
     readonly id: string,
-    private readonly urls: readonly string[],
+    /** The members' client URLs now (they change when members are replaced). */
+    private readonly urls: () => readonly string[],
     private readonly prefix: string,
     firstUrl: number,
   ) {
@@ -49,7 +50,8 @@ export class WatchSession {
   private async run(firstUrl: number): Promise<void> {
     let next = 1;
     for (let attempt = 0; attempt < 10_000 && !this.abort.signal.aborted; attempt++) {
-      const url = this.urls[(firstUrl + attempt) % this.urls.length] as string;
+      const urls = this.urls();
+      const url = urls[(firstUrl + attempt) % urls.length] as string;
       const connection: Connection = { startRevision: next, received: [], progressRevision: 0 };
       this.current = connection;
       const end = await this.connect(url, connection);
@@ -123,7 +125,7 @@ export async function committedLog(
   prefix: string,
   revision: number,
 ): Promise<CommittedEvent[] | null> {
-  const truth = new WatchSession('truth', [url], prefix, 0);
+  const truth = new WatchSession('truth', () => [url], prefix, 0);
   await truth.finish(revision, 20_000);
   const record = truth.records[0];
   if (truth.records.length !== 1 || record === undefined || record.end.type !== 'open') return null;

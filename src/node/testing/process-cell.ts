@@ -12,6 +12,11 @@ export interface CellMemberPorts {
   readonly peerPort: number;
   /** The etcd gRPC facade's port; absent = not served. */
   readonly grpcPort?: number;
+  /**
+   * The peer port the cell knows this member by, when it differs from the one it listens on
+   * (a test's fault proxy in front of it); absent = peerPort.
+   */
+  readonly advertisedPeerPort?: number;
 }
 
 export interface ProcessCellOptions {
@@ -47,6 +52,13 @@ export class ProcessCell {
   private readonly host: string;
   /** Nodes that join the running cell (--initial-cluster-state existing) when (re)started. */
   private readonly joining = new Set<string>();
+  /**
+   * Per joining node, the members whose client URLs it asks who it is (its --initial-cluster):
+   * after the cell's membership drifted away from the initial members, those may all be gone.
+   */
+  private readonly joinVia = new Map<string, readonly string[]>();
+  /** Nodes registered after the cell was made (addNode), like spares. */
+  private readonly added: CellMemberPorts[] = [];
   /** The cell's certificates when it runs with TLS. */
   readonly tls: CellTls | null;
   private readonly scheme: 'http' | 'https';
@@ -87,22 +99,38 @@ export class ProcessCell {
 
   /** Peer URL of a member or spare, as `baton member add` takes it. */
   peerUrl(name: string): string {
-    return `${this.scheme}://${this.host}:${this.member(name).peerPort}`;
+    const member = this.member(name);
+    return `${this.scheme}://${this.host}:${member.advertisedPeerPort ?? member.peerPort}`;
+  }
+
+  /** Registers one more node outside the initial cluster (a test's fresh spare), not started. */
+  addNode(member: CellMemberPorts): void {
+    if ([...this.options.members, ...(this.options.spares ?? []), ...this.added].some((m) => m.name === member.name)) {
+      throw new Error(`${member.name} is already known`);
+    }
+    this.added.push(member);
   }
 
   /**
    * Starts a member. With `join`, it (and every later restart of it) joins the running cell
-   * with --initial-cluster-state existing, which must have registered it (`member add`) first.
+   * with --initial-cluster-state existing, which must have registered it (`member add`) first;
+   * `via` names the running members it asks (default: the initial members).
    */
-  start(name: string, options: { join?: boolean } = {}): void {
+  start(name: string, options: { join?: boolean; via?: readonly string[] } = {}): void {
     const member = this.member(name);
     if (options.join === true) this.joining.add(name);
+    if (options.via !== undefined) this.joinVia.set(name, options.via);
     const dataDir = join(this.options.dataDir, name);
     mkdirSync(dataDir, { recursive: true });
-    const listed = this.options.members.some((m) => m.name === name) ? this.options.members : [...this.options.members, member];
+    // A node of the initial cluster always starts with it (its id is its place in the list); a
+    // joining node also lists the members it was told to ask (it tries each in turn).
+    const via = this.joining.has(name) ? (this.joinVia.get(name) ?? []) : [];
+    const base = via.map((other) => this.member(other));
+    for (const m of this.options.members) if (!via.includes(m.name)) base.push(m);
+    const listed = base.some((m) => m.name === name) ? base : [...base, member];
     const scheme = this.scheme;
     const initialCluster = listed
-      .map((m) => `${m.name}=${scheme}://${this.host}:${m.peerPort}`)
+      .map((m) => `${m.name}=${scheme}://${this.host}:${m.advertisedPeerPort ?? m.peerPort}`)
       .join(',');
     const clients = listed.map((m) => `${m.name}=${scheme}://${this.host}:${m.clientPort}`).join(',');
     const grpc = this.options.members.filter((m) => m.grpcPort !== undefined);
@@ -267,7 +295,7 @@ export class ProcessCell {
   }
 
   private member(name: string): CellMemberPorts {
-    const member = [...this.options.members, ...(this.options.spares ?? [])].find((m) => m.name === name);
+    const member = [...this.options.members, ...(this.options.spares ?? []), ...this.added].find((m) => m.name === name);
     if (member === undefined) throw new Error(`no member ${name}`);
     return member;
   }
