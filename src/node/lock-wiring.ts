@@ -16,6 +16,8 @@ export interface NodeLocks {
   readonly feed: ChangeFeed;
   /** Call after every applied batch. */
   onApplied(): void;
+  /** The node is stopping: waiting and retrying contenders give up (no timer outlives the node). */
+  stop(): void;
 }
 
 export function createNodeLocks(options: {
@@ -35,6 +37,7 @@ export function createNodeLocks(options: {
     elections: new ElectionService(options.cell, contender, feed, options.guard, defaultLockLimits),
     feed,
     onApplied: () => feed.onApplied(),
+    stop: () => contender.stop(),
   };
 }
 

@@ -99,6 +99,7 @@ export async function startNode(
       clearInterval(ticker);
       compactor.stop();
       services.leases.stop();
+      services.locks.stop();
       peers.leaseForwarder.stop();
       services.driver.stop();
       await apis.stop(); // watch streams hear `unavailable` and their last revision first

@@ -10,7 +10,7 @@ import { answerOf } from '../../../src/driver/command-proposer.js';
 import { ChangeFeed } from '../../../src/lock/change-feed.js';
 import { QueueContender, answerGraceMs, type QueueCell, type QueueMetrics } from '../../../src/lock/queue.js';
 import { LockService } from '../../../src/lock/lock-service.js';
-import { TimeoutError } from '../../../src/base/errors.js';
+import { TimeoutError, UnavailableError } from '../../../src/base/errors.js';
 
 class InProcessCell implements QueueCell {
   readonly store = new MvccStore(new MemoryEngine(), defaultMvccLimits);
@@ -313,4 +313,30 @@ test('an attempt still waiting on the server after its client retried never with
   const granted = await Promise.race([retry, settle().then(() => null)]);
   assert.ok(granted !== null, 'the retry is granted once a lets go');
   assert.equal((await locks.state('l', '')).holder?.key, granted.key, 'and holds the lock');
+});
+
+test('stop() ends every retrying withdrawal at once: no retry timer outlives a stopped node', async () => {
+  const clock = new ManualClock();
+  const cell = new InProcessCell();
+  const metrics: QueueMetrics = { wakeup: () => {}, granted: () => {}, gaveUp: () => {}, waiting: () => {} };
+  const contender = new QueueContender(cell, cell.feed, clock, metrics);
+  cell.apply({ type: 'leaseGrant', ttlMs: 10_000, id: 1 });
+  const created = cell.apply({ type: 'seqCreate', prefix: '/locks/l/', value: new Uint8Array(0), lease: 1, ifEmpty: false });
+  assert.ok(created.type === 'seqCreate');
+  // The node is stopping: every proposal fails with a retryable error from now on.
+  let proposals = 0;
+  cell.propose = async () => {
+    proposals++;
+    throw new UnavailableError('the node is stopping');
+  };
+  const withdrawal = contender.withdraw(created.kv, 20);
+  const outcome: { error: Error | null } = { error: null };
+  withdrawal.catch((error: Error) => { outcome.error = error; });
+  await settle();
+  assert.equal(proposals, 1);
+  assert.equal(outcome.error, null, 'it would retry (after 100 ms, 200 ms, ...)');
+  contender.stop();
+  await settle();
+  assert.ok((outcome.error as Error | null) instanceof UnavailableError, 'the withdrawal gave up with its last error');
+  assert.equal(proposals, 1, 'no attempt after stop()');
 });
