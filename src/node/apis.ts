@@ -74,6 +74,7 @@ export async function startApis(
     service: watches,
     logError,
     handlers: { keepalive: keepaliveFrameHandler(leases), ...lockFrameHandlers(locks.locks, locks.elections) },
+    tokens,
   });
   stream.attach(http);
   await listen(http, Number(config.listenClient.port), config.listenClient.hostname);

@@ -7,6 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import WebSocket from 'ws';
 import { findEtcdctl } from './etcdctl-path.js';
 import { http, startTestCell, type TestCell } from './harness.js';
 
@@ -142,6 +143,14 @@ test('the native API takes the same tokens (Authorization: Bearer), and auth dis
   const forged = await http(`${cell.cell.clientUrl('n1')}/v1/kv/app/native`, { headers: { authorization: 'Bearer YWxpY2U.1.99999999999999.forged' } });
   assert.equal(forged.status, 401);
   assert.equal(forged.body.error.code, 'unauthenticated');
+  // The stream takes the token on its upgrade: every frame on the connection is alice's.
+  const frames = await streamFrames(cell.cell.clientUrl('n2'), bearer, [
+    { id: 1, type: 'put', key: '/app/stream', value: 'v' },
+    { id: 2, type: 'put', key: '/other/stream', value: 'v' },
+  ]);
+  assert.equal(frames.get(1)?.type, 'result');
+  assert.equal(frames.get(2)?.type, 'error');
+  assert.equal((frames.get(2)?.error as { code?: string } | undefined)?.code, 'permission_denied');
   // The policy read shows users without their secrets.
   const rootToken = (await gateway('/v3/auth/authenticate', { name: 'root', password: 'rootpw' })).body.token as string;
   const policy = await http(`${cell.cell.clientUrl('n1')}/v1/auth/policy`, { headers: { authorization: `Bearer ${rootToken}` } });
@@ -152,6 +161,25 @@ test('the native API takes the same tokens (Authorization: Bearer), and auth dis
   assert.match(await must(['--user', 'root:rootpw', 'auth', 'disable']), /Authentication Disabled/);
   await must(['put', 'other/x', 'anyone']);
 });
+
+function streamFrames(url: string, headers: Record<string, string>, frames: readonly Record<string, unknown>[]): Promise<Map<number, Record<string, unknown>>> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/stream`, { headers });
+    const answers = new Map<number, Record<string, unknown>>();
+    const timer = setTimeout(() => reject(new Error('stream: no answers')), 10_000);
+    ws.on('open', () => frames.forEach((frame) => ws.send(JSON.stringify(frame))));
+    ws.on('message', (data) => {
+      const message = JSON.parse(String(data)) as Record<string, unknown>;
+      answers.set(message['id'] as number, message);
+      if (answers.size === frames.length) {
+        clearTimeout(timer);
+        ws.close();
+        resolve(answers);
+      }
+    });
+    ws.on('error', reject);
+  });
+}
 
 function ctlWithInput(args: readonly string[], input: string): Promise<{ ok: boolean; said: string }> {
   return new Promise((resolve) => {

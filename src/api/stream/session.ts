@@ -1,8 +1,6 @@
 // One WebSocket on /v1/stream: reads JSON frames, runs each through the frame registry, answers
 // with the frame's id, and pumps watch output at the socket's pace (fair across the session's
 // watches, paused while the socket holds more than the high-water mark).
-import type { Socket } from 'node:net';
-import { principalOfSocket } from '../principal.js';
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { BatonError, InvalidArgumentError, OverloadedError, UnavailableError } from '../../base/errors.js';
@@ -45,10 +43,11 @@ export class StreamSession implements WatchSession {
     private readonly ws: WebSocket,
     /** The upgraded socket under `ws`: corked while a flush writes many frames (one writev). */
     private readonly socket: Duplex,
+    /** Who is connected (the upgrade's token user, or the certificate's CN, or '' anonymous). */
+    principal: string,
     private readonly options: SessionOptions,
   ) {
     this.service = options.service;
-    const principal = principalOfSocket(socket as Socket);
     this.connection = options.service.hub.openConnection(() => this.schedule(), options.service.admitter(principal));
     this.context = { cell: options.cell, apiLimits: options.apiLimits, send: (body) => this.send(body), closed: this.closedSignal.signal, principal };
     this.unregister = options.service.onStop(() => this.stop());

@@ -1,6 +1,8 @@
 // GET /v1/stream: the WebSocket upgrade. Every frame type lives in the registry (key-value and
 // watches here; callers add theirs, e.g. lease keepalives), so one connection carries a client's
 // whole session. Frames are documented in docs/api/stream.md.
+import type { Socket } from 'node:net';
+import { principalOfSocket } from '../principal.js';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
@@ -24,6 +26,8 @@ export interface StreamServerOptions {
   readonly streamLimits?: StreamLimits;
   /** More frame types (e.g. `keepalive`), by type. */
   readonly handlers?: Readonly<Record<string, FrameHandler<StreamSession>>>;
+  /** Verifies `Authorization: Bearer TOKEN` on the upgrade (a user's token); absent: certificates only. */
+  readonly tokens?: { verify(token: string): string };
   logError(error: unknown): void;
 }
 
@@ -85,8 +89,19 @@ export class StreamServer {
       refuse(problem);
       return;
     }
+    // The connection's principal: a user's token on the upgrade, else its certificate (or anonymous).
+    const authorization = req.headers.authorization;
+    let principal: string;
+    try {
+      principal = authorization !== undefined && authorization.startsWith('Bearer ') && this.options.tokens !== undefined
+        ? this.options.tokens.verify(authorization.slice('Bearer '.length))
+        : principalOfSocket(socket as Socket, this.options.cell.cellId);
+    } catch (error) {
+      refuse(error as BatonError);
+      return;
+    }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      new StreamSession(ws, socket, {
+      new StreamSession(ws, socket, principal, {
         cell: this.options.cell,
         apiLimits: this.options.apiLimits,
         streamLimits: this.streamLimits,
