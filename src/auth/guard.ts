@@ -31,10 +31,16 @@ export function policyReader(): (stored: StoredPolicy) => Policy {
 /** etcd's words, and nothing about which key or whether it exists. */
 export const permissionDenied = (): PermissionDeniedError => new PermissionDeniedError('permission denied');
 
+/** Told of every refusal (the audit log records the serving member's denials). */
+export type DenialListener = (principal: string, denied: Access, reason: string) => void;
+
 export class AccessGuard {
   private readonly parse = policyReader();
 
-  constructor(private readonly state: GuardedState) {}
+  constructor(
+    private readonly state: GuardedState,
+    private readonly onDenied: DenialListener | null = null,
+  ) {}
 
   policy(): Policy {
     return this.parse(this.state.policyRecord());
@@ -48,7 +54,9 @@ export class AccessGuard {
   allows(principal: string, accesses: () => readonly Access[]): boolean {
     const policy = this.policy();
     if (!policy.enabled) return true;
-    return decide(policy, principal === '' ? null : principal, accesses()).allowed;
+    const decision = decide(policy, principal === '' ? null : principal, accesses());
+    if (!decision.allowed) this.onDenied?.(principal, decision.denied, decision.reason);
+    return decision.allowed;
   }
 
   /** Throws permission_denied unless `principal` may make every access. */

@@ -6,6 +6,6 @@ export {
   adminAccess, clusterInfoAccess, commandAccesses, electionAccesses, leaseAccess, leaseInfoAccesses, lockAccesses, readAccesses, readRange, watchAccesses,
   watchEventAccess, type AccessLookup,
 } from './accesses.js';
-export { AccessGuard, permissionDenied, type GuardedState } from './guard.js';
+export { AccessGuard, permissionDenied, type DenialListener, type GuardedState } from './guard.js';
 export { decodePolicyRecord, encodePolicyJson, parsePolicyJson, policyLimits, policyOf, type PermissionJson, type PolicyJson, type UserJson } from './record.js';
 export { createAuthorizer } from './authorizer.js';

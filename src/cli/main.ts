@@ -28,6 +28,7 @@ const commands: Record<string, Command> = {
   lock: async (args) => (await import('./lock-command.js')).lockCommand(args),
   elect: async (args) => (await import('./elect-command.js')).electCommand(args),
   completion: async (args) => (await import('./completion.js')).completionCommand(args),
+  audit: async (args) => (await import('./audit-command.js')).auditCommand(args),
   version: (args) => {
     if (args.length > 0 && !args.includes('--help')) return usageError('version', `unexpected ${args[0]}`);
     console.log(packageVersion());

@@ -25,6 +25,11 @@ export interface LogProposerOptions {
    * entry and is refused also without a leader. Apply decides again, on the state it applies on.
    */
   readonly admit?: (origin: Origin, op: Command) => BatonError | null;
+  /**
+   * What must be durable before `op` is answered (the audit log's record of an audited change):
+   * a promise to wait for, or null (every other command: no wait, no allocation).
+   */
+  readonly beforeAnswer?: (op: Command) => Promise<void> | null;
 }
 
 export class LogProposer implements CommandProposer {
@@ -35,7 +40,7 @@ export class LogProposer implements CommandProposer {
 
   /** Not an async function: one closure and one promise per write instead of an async frame. */
   propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>> {
-    const { memberId, limits, wallMs, monotonicMs, onProposed, admit } = this.options;
+    const { memberId, limits, wallMs, monotonicMs, onProposed, admit, beforeAnswer } = this.options;
     let command: Uint8Array;
     try {
       const refused = admit?.(origin, op) ?? null;
@@ -47,7 +52,8 @@ export class LogProposer implements CommandProposer {
     const started = monotonicMs();
     return this.log.propose(this.log.newProposalId(), command).then((outcome) => {
       onProposed?.((monotonicMs() - started) / 1000);
-      return answerOf(op, outcome);
+      const wait = beforeAnswer?.(op) ?? null;
+      return wait === null ? answerOf(op, outcome) : wait.then(() => answerOf(op, outcome));
     });
   }
 }

@@ -5,7 +5,7 @@ export { policyRecordBytesMax, readPolicyRecord, type StoredPolicy } from './pol
 export { readLeaseKeys } from './read.js';
 export type { MvccSnapshot } from './store.js';
 export { MemoryEngine } from './memory-engine.js';
-export { encodeCommand, decodeCommand } from './command-codec.js';
+export { encodeCommand, decodeCommand, decodeCommandUnchecked } from './command-codec.js';
 export { ContentHasher } from './content-hash.js';
 export { hashKeySpace, hashKeySpaceSteps } from './kv-hash.js';
 export type { HashableStore, KvHash } from './kv-hash.js';

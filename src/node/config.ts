@@ -46,6 +46,8 @@ export interface NodeConfig {
   readonly checkpointMs: number;
   /** The leader's corruption check interval (node/corruption-check.ts); 0 = off. */
   readonly corruptCheckMs: number;
+  /** --audit-log FILE (src/audit): JSON lines, durable before an audited operation is answered; null = off. */
+  readonly auditLog: { readonly path: string; readonly maxBytes: number } | null;
   /** Entries of log kept below the checkpoint so a lagging follower needs no snapshot (etcd: 5,000). */
   readonly logCatchupEntries: number;
   readonly requestTimeoutMs: number;
@@ -90,6 +92,8 @@ const options = {
   'election-ticks': { type: 'string' },
   'checkpoint-ms': { type: 'string' },
   'corrupt-check-ms': { type: 'string' },
+  'audit-log': { type: 'string' },
+  'audit-log-max-bytes': { type: 'string' },
   'log-catchup-entries': { type: 'string' },
   'request-timeout-ms': { type: 'string' },
   'value-bytes-max': { type: 'string' },
@@ -217,6 +221,9 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     checkpointMs: integer(raw, 'checkpoint-ms', 100, 10, 60_000),
     // Off by default, as etcd's --experimental-corrupt-check-time: a round reads every member's key space.
     corruptCheckMs: integer(raw, 'corrupt-check-ms', 0, 0, 86_400_000),
+    auditLog: raw['audit-log'] === undefined || raw['audit-log'] === ''
+      ? null
+      : { path: raw['audit-log'], maxBytes: integer(raw, 'audit-log-max-bytes', 64 * 1024 * 1024, 4096, 1024 * 1024 * 1024 * 16) },
     // etcd's SnapshotCatchUpEntries; the log's bytes bound it as well (64 MiB).
     logCatchupEntries: integer(raw, 'log-catchup-entries', 5_000, 0, 10_000_000),
     requestTimeoutMs: integer(raw, 'request-timeout-ms', 5_000, 100, 600_000),

@@ -6,11 +6,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SeededRandom } from '../base/random.js';
-import { CorruptFileError } from '../base/errors.js';
+import { CorruptFileError, type UnavailableError } from '../base/errors.js';
 import type { Timers } from '../base/timers.js';
 import { WatchService } from '../api/stream/index.js';
-import { MvccStore, defaultMvccLimits, type ApplyOutcome } from '../mvcc/index.js';
-import { createRaftNode, defaultRaftConfig, type SnapshotMeta } from '../raft/index.js';
+import { MvccStore, defaultMvccLimits, type ApplyOutcome, type Command } from '../mvcc/index.js';
+import { createRaftNode, defaultRaftConfig, type Entry, type SnapshotMeta } from '../raft/index.js';
 import { LmdbEngine } from '../storage/index.js';
 import { PeerTransport } from '../transport/index.js';
 import { CellService } from '../kv/cell-service.js';
@@ -40,7 +40,8 @@ import { checkpointEntriesMax, readysInFlightMax, snapshotLogBytes } from '../ba
 import { assert } from '../base/assert.js';
 import { addProcessMetrics } from '../metrics/process-metrics.js';
 import { Gauge } from '../metrics/registry.js';
-import { AccessGuard, createAuthorizer } from '../auth/index.js';
+import { AccessGuard, createAuthorizer, type Access } from '../auth/index.js';
+import { AuditLog, auditRecordsOf, isAuditedCommand } from '../audit/index.js';
 import { loadNodeTls, peerTlsOf, type NodeTls } from './tls-wiring.js';
 
 export interface RunningNode {
@@ -84,8 +85,11 @@ export async function startNode(
   // Refused peer connections: foreign clusters, unknown members, and (with TLS) bad certificates and impostors.
   state.metrics.registry.add(new Gauge('baton_peer_connections_refused_total', 'Peer connections refused before any message was taken',
     () => peers.transport.stats().rejectedConnections, 'counter'));
-  const services = buildServices(config, state, peers, log, onFatal);
-  connect(state, peers, services, log);
+  const audit = config.auditLog === null ? null : await AuditLog.open({
+    path: config.auditLog.path, maxBytes: config.auditLog.maxBytes, keep: 5, member: config.memberId, cell: config.cellId,
+  });
+  const services = buildServices(config, state, peers, log, onFatal, audit);
+  connect(state, peers, services, log, audit);
   const apis = await startApis(config, state, services, log, tls);
   const compactor = startAutoCompaction(config, { ...state, ...services }, realTimers, log);
   const ticker = setInterval(() => {
@@ -107,6 +111,7 @@ export async function startNode(
       await state.snapshotThread.close();
       await state.wal.close();
       await state.engine.close();
+      await audit?.close();
       tls.close();
     },
   };
@@ -225,7 +230,7 @@ export interface NodeServices {
 }
 
 /** Step 3: the driver and the services, each built from the ones before it. */
-function buildServices(config: NodeConfig, state: DurableState, peers: Peers, log: NodeLogger, onFatal: (error: Error) => void): NodeServices {
+function buildServices(config: NodeConfig, state: DurableState, peers: Peers, log: NodeLogger, onFatal: (error: Error) => void, audit: AuditLog | null): NodeServices {
   const { store, metrics } = state;
   const stateMachine = new KvStateMachine(store, (meta) => state.snapshots.dataOf(meta));
   const driver: NodeDriver<ApplyOutcome> = new NodeDriver(state.core, state.logStore, stateMachine,
@@ -249,14 +254,28 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   );
   // One guard decides every request this member serves (reads, watches, administration) and
   // checks every write before it is proposed; the store's authorizer decides writes at apply.
-  const guard = new AccessGuard(store);
+  // With an audit log, the serving member records what it refused, audited changes wait for their
+  // record to be durable before they are answered, and none is taken once the log cannot be written.
+  const guard = new AccessGuard(store, audit === null ? null : (principal, denied, reason) => audit.record({
+    event: 'denied', principal, result: 'permission_denied', detail: { access: describeAccess(denied), reason },
+  }));
   const proposer = new LogProposer(driver, {
     memberId: config.memberId,
     limits: store.limits,
     wallMs: () => Date.now(),
     monotonicMs: () => performance.now(),
     onProposed: (seconds) => metrics.proposalSeconds.observe(seconds),
-    admit: (origin, op) => guard.command(origin, op),
+    admit: (origin, op) => {
+      if (audit !== null && audit.failed && isAuditedCommand(op)) {
+        try {
+          audit.checkWritable();
+        } catch (error) {
+          return error as UnavailableError;
+        }
+      }
+      return guard.command(origin, op);
+    },
+    ...(audit === null ? {} : { beforeAnswer: (op: Command) => (isAuditedCommand(op) ? audit.flushed() : null) }),
   });
   const leases = new LeaseService(
     { memberId: config.memberId, store, timers: realTimers, driver, proposer, forwarder: peers.leaseForwarder, guard },
@@ -271,9 +290,13 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
 }
 
 /** Step 3b: the driver's listeners, the inbox's receivers, then the first dials. */
-function connect(state: DurableState, peers: Peers, services: NodeServices, log: NodeLogger): void {
+function connect(state: DurableState, peers: Peers, services: NodeServices, log: NodeLogger, audit: AuditLog | null): void {
   const { driver, leases, membership, cell, locks, watches } = services;
   driver.start([
+    // First: an audited entry's record is queued before its proposer hears the outcome.
+    ...(audit === null ? [] : [{ onApplied: (entries: readonly Entry[], outcomes: readonly ApplyOutcome[]) => {
+      for (const record of auditRecordsOf(entries, outcomes)) audit.record(record);
+    } }]),
     leases,
     membership,
     cell,
@@ -293,4 +316,12 @@ function connect(state: DurableState, peers: Peers, services: NodeServices, log:
     removedByPeer: (peer) => membership.removedByPeer(peer),
   });
   membership.start(state.identity.joined);
+}
+
+/** An access as the audit log shows it: the operation and the key range, as text. */
+function describeAccess(access: Access): Record<string, unknown> {
+  if ('clusterInfo' in access) return { op: 'read', what: 'cluster info' };
+  if ('anyKey' in access) return { op: access.op, what: 'any key' };
+  const text = (bytes: Uint8Array | null): string | null => (bytes === null ? null : Buffer.from(bytes).toString('utf8'));
+  return { op: access.op, from: text(access.range.from), to: text(access.range.to) };
 }

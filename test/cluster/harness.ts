@@ -97,6 +97,8 @@ export interface TestCellOptions {
   proxies?: boolean;
   extraArgs?: string[];
   nodeArgs?: (name: string) => string[];
+  /** Flags for one node (given its name and the cell's data directory), e.g. its own --audit-log. */
+  argsFor?: (name: string, dataDir: string) => string[];
   grpc?: boolean;
   /** Spare nodes (not started) that a test may add to the cell. */
   spares?: number;
@@ -168,7 +170,7 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
     ...(options.clientCertAuth === false ? { clientCertAuth: false } : {}),
     extraArgs: ['--tick-ms', '50', '--election-ticks', '10', '--request-timeout-ms', '3000', ...(options.extraArgs ?? [])],
     ...(options.nodeArgs !== undefined ? { nodeArgs: options.nodeArgs } : {}),
-    argsFor: (name: string) => dials.get(name) ?? [],
+    argsFor: (name: string) => [...(dials.get(name) ?? []), ...(options.argsFor?.(name, dataDir) ?? [])],
   });
   cell.startAll();
   try {

@@ -35,6 +35,8 @@ const allowedImports: Record<string, readonly string[]> = {
   transport: ['base', 'raft'],
   snap: ['base', 'mvcc', 'raft', 'storage', 'transport'],
   driver: ['base', 'mvcc', 'raft', 'snap', 'transport', 'wal'],
+  // The audit log: which applied entries are audited, and the file they go to (an edge: I/O).
+  audit: ['base', 'mvcc', 'raft'],
   'lease/forward': ['base', 'lease', 'mvcc', 'raft', 'transport'],
   membership: ['base', 'mvcc', 'raft', 'transport'],
   // TLS material, certificates and identities: an edge that the node and the CLI use.
@@ -44,7 +46,7 @@ const allowedImports: Record<string, readonly string[]> = {
   compactor: ['base'],
   // The API edges are written against the services' contracts (lease/api.ts, lock/api.ts, ...).
   api: ['auth', 'base', 'lease', 'lock', 'membership', 'mvcc', 'watch'],
-  node: ['node/testing', 'api', 'auth', 'base', 'compactor', 'security', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
+  node: ['node/testing', 'api', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
     'storage', 'transport', 'wal', 'watch'],
   'node/testing': ['base', 'security', 'wal'],
   // The client's JSON shapes derive from the API's (types only: the client ships without the server).

@@ -116,7 +116,8 @@ export class ProcessCell {
    * with --initial-cluster-state existing, which must have registered it (`member add`) first;
    * `via` names the running members it asks (default: the initial members).
    */
-  start(name: string, options: { join?: boolean; via?: readonly string[] } = {}): void {
+  /** `extraArgs`: flags for this start only, after all others (the last of a flag wins). */
+  start(name: string, options: { join?: boolean; via?: readonly string[]; extraArgs?: readonly string[] } = {}): void {
     const member = this.member(name);
     if (options.join === true) this.joining.add(name);
     if (options.via !== undefined) this.joinVia.set(name, options.via);
@@ -153,6 +154,7 @@ export class ProcessCell {
       ...(this.tls?.flags(name).filter((flag) => flag !== '--client-cert-auth' || this.options.clientCertAuth !== false) ?? []),
       ...(this.options.extraArgs ?? []),
       ...(this.options.argsFor?.(name) ?? []),
+      ...(options.extraArgs ?? []),
     ];
     const output = this.options.output ?? 'pipe';
     this.spawnedAtMs.set(name, Date.now());
