@@ -1,15 +1,15 @@
-// `baton audit tail FILE [-n N]` and `baton audit grep FILE [--event E] [--principal P] [--result R]`:
+// `baton audit tail FILE [--lines N]` and `baton audit grep FILE [--event E] [--principal P] [--result R]`:
 // read a node's audit log (--audit-log FILE, src/audit), its rotated files (FILE.5 .. FILE.1) and
 // then FILE, oldest first, one JSON record per line. A line that is not JSON is reported with its
 // file and line number (a torn last line after a crash is the only expected one).
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-const usage = `usage: baton audit tail FILE [-n N]
+const usage = `usage: baton audit tail FILE [--lines N]
        baton audit grep FILE [--event E] [--principal P] [--result R]
-  Prints the records of a node's audit log (the --audit-log file of baton server), oldest first,
+  Prints the records of a node's audit log (the file baton server writes its audit to), oldest first,
   one JSON object per line; grep keeps the records that match every given field.
-  -n N           tail: the last N records (default 20)
+  --lines N, -n N  tail: the last N records (default 20)
   --event E      policy, lease-revoke, lock-release, compact, upgrade, membership, denied
   --principal P  the principal that asked ('' anonymous)
   --result R     ok, or an error code (permission_denied, ...)`;
@@ -25,7 +25,7 @@ export function auditCommand(args: readonly string[]): number {
     args: [...args],
     allowPositionals: true,
     options: {
-      n: { type: 'string', short: 'n' },
+      lines: { type: 'string', short: 'n' },
       event: { type: 'string' },
       principal: { type: 'string' },
       result: { type: 'string' },
@@ -60,9 +60,9 @@ export function auditCommand(args: readonly string[]): number {
     });
   }
   if (action === 'tail') {
-    const count = Number(values.n ?? '20');
+    const count = Number(values.lines ?? '20');
     if (!Number.isSafeInteger(count) || count < 0) {
-      console.error('baton audit: -n takes a whole number');
+      console.error('baton audit: --lines takes a whole number');
       return 2;
     }
     for (const line of lines.slice(Math.max(0, lines.length - count))) console.log(line);

@@ -19,8 +19,8 @@ const help = `usage: baton member list
        baton member remove ID
        baton member replace OLD --name NEW --peer-url URL --client-url URL [--wait-s N]
   list     the cell's members (id, name, role voter|learner, health, URLs)
-  add      registers NAME as a learner and prints the flags to start it with
-           (--initial-cluster, --initial-cluster-clients, --initial-cluster-state existing)
+  add      registers NAME as a learner and prints the flags to start it with (the initial
+           cluster with its client URLs, and the state "existing")
   promote  makes learner ID a voter; refused (412) until it has caught up with the leader
   remove   removes member ID (voter or learner; a removed leader steps down); one change at a time
   replace  the safe replacement, step by step: adds NEW as a learner (start it with the printed
@@ -37,6 +37,8 @@ interface MemberAnswer {
 
 export const memberCommand = async (args: readonly string[]): Promise<number> => {
   const action = args.find((arg) => !arg.startsWith('-'));
+  // `baton member --help`: every action's usage (`baton member list --help` is the list's own).
+  if (action === undefined && (args.includes('--help') || args.includes('-h'))) return runWithClient(help, args, async () => exitCodes.ok);
   if (action === 'list' || action === undefined) return listMembers(args);
   if (action === 'replace') return replaceCommand(args);
   return runWithClient(help, args, async () => {
