@@ -33,13 +33,13 @@ function put(name: string, body: unknown, ifVersion?: number) {
 test('a policy written on one member reads back on every member, in version order', async () => {
   const empty = await http(`${cell.cell.clientUrl('n2')}/v1/auth/policy`);
   assert.equal(empty.status, 200);
-  assert.deepEqual(empty.body, { version: 0, enabled: false, roles: {}, bindings: {} });
+  assert.deepEqual(empty.body, { version: 0, enabled: false, roles: {}, bindings: {}, users: {} });
   const written = await put('n1', policy, 0);
   assert.equal(written.status, 200, JSON.stringify(written.body));
   assert.equal(written.body.version, 1);
   for (const name of cell.names) {
     const read = await http(`${cell.cell.clientUrl(name)}/v1/auth/policy`);
-    assert.deepEqual(read.body, { version: 1, enabled: false, ...policy }, name);
+    assert.deepEqual(read.body, { version: 1, enabled: false, ...policy, users: {} }, name);
   }
   const stale = await put('n3', { roles: {}, bindings: {} }, 0);
   assert.equal(stale.status, 412, JSON.stringify(stale.body));
@@ -68,5 +68,5 @@ test('the policy survives a restart of the member that wrote it', async () => {
   await cell.cell.waitReady(30_000);
   const read = await http(`${cell.cell.clientUrl('n1')}/v1/auth/policy`);
   assert.equal(read.status, 200);
-  assert.deepEqual(read.body, { version: 1, enabled: false, ...policy });
+  assert.deepEqual(read.body, { version: 1, enabled: false, ...policy, users: {} });
 });
