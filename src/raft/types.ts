@@ -102,6 +102,11 @@ export type RaftMessage =
       readonly commit: number;
       /** ReadIndex round this heartbeat confirms leadership for (0 = none). */
       readonly readRound: number;
+      /**
+       * The members the leader heard from within its last election timeout, itself included,
+       * ascending: member health as the leader sees it, so followers report the same.
+       */
+      readonly contact: readonly MemberId[];
     })
   | (MessageBase & { readonly type: 'heartbeatResponse'; readonly readRound: number })
   | (MessageBase & {
@@ -326,6 +331,13 @@ export interface RaftStatus {
   readonly firstIndex: number;
   readonly confState: ConfState;
   readonly progress: ReadonlyMap<MemberId, { match: number; next: number; state: string }>;
+  /**
+   * Member health, the same on every member: the members the current leader heard from within
+   * its last election timeout (itself included), ascending. The leader's own view; a follower's
+   * copy from the leader's latest heartbeat, if that came within an election timeout. Null when
+   * this member knows no such view (no leader, or cut off from it): then it vouches for no one.
+   */
+  readonly inContact: readonly MemberId[] | null;
 }
 
 /**

@@ -72,9 +72,17 @@ const bodyReaders: Readonly<Record<number, BodyReader>> = {
     const hintTerm = r.u64('hintTerm');
     return { type: 'appendResponse', ...base, index, reject, rejectHint, hintTerm };
   },
-  [messageTag.heartbeat]: (r, base) => {
+  [messageTag.heartbeat]: (r, base, limits) => {
     const commit = r.u64('commit');
-    return { type: 'heartbeat', ...base, commit, readRound: r.u64('readRound') };
+    const readRound = r.u64('readRound');
+    const contact = readIdList(r, limits, 'contact');
+    // The core relies on the shape: ascending (so distinct), non-zero, the leader itself in it.
+    for (let i = 0; i < contact.length; i++) {
+      const id = contact[i] as number;
+      if (id === 0 || (i > 0 && id <= (contact[i - 1] as number))) throw invalid(r, `contact list not ascending at ${id}`);
+    }
+    if (!contact.includes(base.from)) throw invalid(r, `contact list of leader ${base.from} lacks it`);
+    return { type: 'heartbeat', ...base, commit, readRound, contact };
   },
   [messageTag.heartbeatResponse]: (r, base) =>
     ({ type: 'heartbeatResponse', ...base, readRound: r.u64('readRound') }),

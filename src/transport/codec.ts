@@ -1,8 +1,9 @@
 // Hand-written binary codec for every RaftMessage variant: measured first so a whole flush is one
 // allocation, decoded with every length checked so garbage is a TransportError, never a crash.
 //
-// WIRE FORMAT (protocol version 2; version 1 had no snapshot checksum and no snapshotResume,
-// and peers of another version are refused at the handshake). All integers little-endian. u64
+// WIRE FORMAT (protocol version 3; version 2 had no contact list in heartbeats, version 1 no
+// snapshot checksum and no snapshotResume, and peers of another version are refused at the
+// handshake). All integers little-endian. u64
 // holds a non-negative safe integer (high word <= 2^21-1, anything else is rejected). bool is
 // one byte, 0 or 1 only. text is u16 byteLength + UTF-8.
 //
@@ -35,7 +36,7 @@
 //   1 append             u64 prevIndex | u64 prevTerm | u64 commit | u32 entryCount | entry*
 //                        entry = u64 index | u64 term | u8 entryType (0|1) | u32 dataBytes | data
 //   2 appendResponse     u64 index | bool reject | u64 rejectHint | u64 hintTerm
-//   3 heartbeat          u64 commit | u64 readRound
+//   3 heartbeat          u64 commit | u64 readRound | memberList contact (ascending, holds from)
 //   4 heartbeatResponse  u64 readRound
 //   5 vote, 6 preVote    u64 lastIndex | u64 lastTerm | bool transfer
 //   7 voteResponse, 8 preVoteResponse  bool reject
@@ -103,7 +104,7 @@ export function messageBytes(message: RaftMessage): number {
     case 'appendResponse':
       return headerBytes + 8 + 1 + 8 + 8;
     case 'heartbeat':
-      return headerBytes + 16;
+      return headerBytes + 16 + 4 + 8 * message.contact.length;
     case 'heartbeatResponse':
       return headerBytes + 8;
     case 'vote':
@@ -188,6 +189,14 @@ export function writeMessage(w: WireWriter, message: RaftMessage): void {
     case 'heartbeat':
       w.u64(message.commit);
       w.u64(message.readRound);
+      // Paired with the decoder's check: ascending, non-zero, the sending leader in it.
+      assert(message.contact.includes(message.from), 'a leader\'s contact list holds the leader');
+      w.u32(message.contact.length);
+      for (let i = 0; i < message.contact.length; i++) {
+        const id = message.contact[i] as number;
+        assert(id > 0 && (i === 0 || id > (message.contact[i - 1] as number)), 'a contact list ascends');
+        w.u64(id);
+      }
       return;
     case 'heartbeatResponse':
       w.u64(message.readRound);

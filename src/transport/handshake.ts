@@ -6,9 +6,10 @@ import type { MemberId } from '../raft/index.js';
 import { TransportError, TransportErrorReason } from './errors.js';
 import { FrameKind, encodeFrame, expectEnd, type Frame } from './frame.js';
 
+// Version 3: heartbeats carry the leader's contact list (member health, src/raft/contact.ts).
 // Version 2: the snapshot header carries the data's checksum and the receiver answers it with a
 // snapshotResume frame (the offset it already holds), so a dropped transfer resumes.
-export const protocolVersion = 2;
+export const protocolVersion = 3;
 const magic = 0x4e544142; // "BATN" in little-endian bytes
 const clusterIdBytesMax = 255;
 const reasonBytesMax = 1024; // with the frame header, well under controlFrameBytesMax
