@@ -11,12 +11,15 @@ import { createLockRoutes } from '../api/http/lock-routes.js';
 import { createElectionRoutes } from '../api/http/election-routes.js';
 import { createMemberRoutes } from '../api/http/member-routes.js';
 import { createAuthRoutes } from '../api/http/auth-routes.js';
+import { createHealthRoutes } from '../api/http/health-routes.js';
+import { healthChecks } from '../api/health.js';
 import { EtcdGrpcServer } from '../api/grpc/server.js';
 import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
 import { lockFrameHandlers } from '../api/stream/lock-frames.js';
 import { StreamServer } from '../api/stream/index.js';
 import type { MvccStore } from '../mvcc/index.js';
 import { AlarmTable } from '../api/alarms.js';
+import { KeyNotFoundError } from '../base/errors.js';
 import { hashKvPaced } from '../api/hash-kv.js';
 import { CorruptionCheck } from './corruption-check.js';
 import type { NodeConfig } from './config.js';
@@ -43,12 +46,21 @@ export async function startApis(
   const { store } = state;
   const apiLimits = { ...defaultApiLimits, valueBytesMax: config.valueBytesMax };
   const logError = (error: unknown): void => log.error(`request failed: ${(error as Error)?.stack ?? String(error)}`);
+  const alarms = new AlarmTable();
+  const health = healthChecks({
+    serializableRead: () => healthRead(cell, 'serializable'),
+    linearizableRead: () => healthRead(cell, 'linearizable'),
+    linearizableReadMs: config.requestTimeoutMs,
+    isLearner: () => driver.status().confState.learners.includes(config.memberId),
+    alarms,
+  });
   const handler = createHttpHandler({
     cell,
     limits: apiLimits,
     routeGroups: [
       createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections),
       createMaintenanceRoutes(store), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell),
+      createHealthRoutes(health),
     ],
     logError,
   });
@@ -74,7 +86,6 @@ export async function startApis(
   });
   stream.attach(http);
   await listen(http, Number(config.listenClient.port), config.listenClient.hostname);
-  const alarms = new AlarmTable();
   const corruptionCheck = new CorruptionCheck({
     everyMs: config.corruptCheckMs,
     memberId: config.memberId,
@@ -87,7 +98,7 @@ export async function startApis(
   corruptionCheck.start();
   const grpc = config.listenGrpc === null ? null : await EtcdGrpcServer.start(
     {
-      cell, leases, watches, logError, locks: locks.locks, elections: locks.elections,
+      cell, leases, watches, logError, locks: locks.locks, elections: locks.elections, health,
       leaseBounds: { ttlMsMin: store.limits.leaseTtlMsMin, ttlMsMax: store.limits.leaseTtlMsMax },
       cluster: {
         grpcUrls: config.grpcUrls,
@@ -128,6 +139,16 @@ export async function startApis(
       });
     },
   };
+}
+
+/** The one key the health checks read, keys only (etcd reads its empty key the same way): an
+ *  answer, "not found" included, is a read that worked. */
+async function healthRead(cell: NodeServices['cell'], consistency: 'serializable' | 'linearizable'): Promise<void> {
+  try {
+    await cell.range({ key: '/health', keysOnly: true }, { consistency });
+  } catch (error) {
+    if (!(error instanceof KeyNotFoundError)) throw error;
+  }
 }
 
 /** A 64-bit hex content digest folded to etcd's uint32 Hash. */

@@ -181,11 +181,14 @@ export class ProcessCell {
     );
   }
 
-  /** Polls every member's /readyz until all answer 200 (or the time runs out). */
+  /**
+   * Polls every member's /readyz until all answer 200 (or the time runs out). A learner counts
+   * once it serves reads (its non_learner check is left out): tests start learners and wait for them.
+   */
   async waitReady(timeoutMs = 20_000, names = this.names()): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const states = await Promise.all(names.map((name) => this.probe(`${this.clientUrl(name)}/readyz`)));
+      const states = await Promise.all(names.map((name) => this.probe(`${this.clientUrl(name)}/readyz?exclude=non_learner`)));
       if (states.every((state) => state === 'ready')) return;
       for (const name of names) {
         if (!this.isRunning(name)) throw new Error(`${name} exited: ${this.tail(name)}`);
@@ -207,12 +210,11 @@ export class ProcessCell {
     try {
       if (this.tls !== null) {
         const answer = await httpsRequest(url, { ca: this.tls.ca.cert, client: this.tls.root, timeoutMs: 1000 });
-        const body = JSON.parse(answer.body) as { reason?: unknown } | null;
-        return answer.status === 200 ? 'ready' : String(body?.reason ?? `status ${answer.status}`);
+        return answer.status === 200 ? 'ready' : failedChecks(answer.body, answer.status);
       }
       const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
-      const body = (await res.json().catch(() => null)) as { reason?: unknown } | null;
-      return res.status === 200 ? 'ready' : String(body?.reason ?? `status ${res.status}`);
+      const body = await res.text().catch(() => '');
+      return res.status === 200 ? 'ready' : failedChecks(body, res.status);
     } catch {
       return 'no answer';
     }
@@ -223,4 +225,10 @@ export class ProcessCell {
     if (member === undefined) throw new Error(`no member ${name}`);
     return member;
   }
+}
+
+/** The failed lines of a /readyz answer (etcd's `[-]<check> failed: <reason>`), else its status. */
+function failedChecks(body: string, status: number): string {
+  const failed = body.split('\n').filter((line) => line.startsWith('[-]'));
+  return failed.length > 0 ? failed.join('; ') : `status ${status}`;
 }
