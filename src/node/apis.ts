@@ -49,7 +49,8 @@ export async function startApis(
   const alarms = new AlarmTable();
   const health = healthChecks({
     serializableRead: () => healthRead(cell, 'serializable'),
-    linearizableRead: () => healthRead(cell, 'linearizable'),
+    // A removed member would only wait out the bound (the leader no longer answers it): say why.
+    linearizableRead: () => membership.removed ? Promise.reject(new Error('removed from the cell')) : healthRead(cell, 'linearizable'),
     linearizableReadMs: config.requestTimeoutMs,
     isLearner: () => driver.status().confState.learners.includes(config.memberId),
     alarms,
