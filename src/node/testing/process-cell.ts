@@ -182,13 +182,14 @@ export class ProcessCell {
   }
 
   /**
-   * Polls every member's /readyz until all answer 200 (or the time runs out). A learner counts
-   * once it serves reads (its non_learner check is left out): tests start learners and wait for them.
+   * Polls every member's /readyz until all answer 200 (or the time runs out). Ready here means
+   * serving reads: a learner counts (tests start learners and wait for them), and so does a member
+   * holding a CORRUPT alarm (tests that damage a store check the alarm themselves).
    */
   async waitReady(timeoutMs = 20_000, names = this.names()): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const states = await Promise.all(names.map((name) => this.probe(`${this.clientUrl(name)}/readyz?exclude=non_learner`)));
+      const states = await Promise.all(names.map((name) => this.probe(`${this.clientUrl(name)}/readyz?exclude=non_learner&exclude=data_corruption`)));
       if (states.every((state) => state === 'ready')) return;
       for (const name of names) {
         if (!this.isRunning(name)) throw new Error(`${name} exited: ${this.tail(name)}`);
