@@ -20,7 +20,8 @@ export function membersInContact(node: NodeState): MemberId[] {
 
 /**
  * RaftStatus.inContact: the leader's own view, or on a follower the one this term's leader's
- * latest heartbeat brought while less than an election timeout old; null otherwise.
+ * latest heartbeat brought while less than an election timeout old ([this member] if that
+ * heartbeat had no view); null otherwise.
  */
 export function inContactView(node: NodeState): readonly MemberId[] | null {
   if (node.role === Role.leader) return membersInContact(node);
@@ -28,6 +29,9 @@ export function inContactView(node: NodeState): readonly MemberId[] | null {
   if (node.role !== Role.follower || node.leader === noMember) return null;
   if (view.leader !== node.leader || view.term !== node.term) return null;
   if (view.ticksSinceHeartbeat >= node.config.electionTicks) return null;
+  // A leader that sends no view (peer protocol 2, mid-upgrade): vouch only for this member, as
+  // members did before health travelled; the leader's own view is not known here.
+  if (view.members === null) return [node.id];
   assert(view.members.includes(view.leader), 'a leader\'s view includes itself');
   return view.members;
 }

@@ -403,7 +403,7 @@ export function formatMessage(m: RaftMessage): string {
         ? `${head} reject index=${m.index} hint=${m.hintTerm}/${m.rejectHint}`
         : `${head} index=${m.index}`;
     case 'heartbeat':
-      return `${head} commit=${m.commit}${m.readRound > 0 ? ` readRound=${m.readRound}` : ''} contact=${m.contact.join(',')}`;
+      return `${head} commit=${m.commit}${m.readRound > 0 ? ` readRound=${m.readRound}` : ''} contact=${m.contact?.join(',') ?? '-'}`;
     case 'heartbeatResponse':
       return `${head}${m.readRound > 0 ? ` readRound=${m.readRound}` : ''}`;
     case 'vote':
