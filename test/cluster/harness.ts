@@ -94,6 +94,8 @@ export interface TestCellOptions {
   spares?: number;
   /** TLS on every listener and between members, certificates in <dataDir>/certs (ProcessCell.tls). */
   tls?: boolean;
+  /** The CLI each member runs, asked at each (re)start (ProcessCellOptions.cliPathFor). */
+  cliPathFor?: (name: string) => string;
 }
 
 /**
@@ -147,6 +149,7 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
     ...(options.tls === true ? { tlsDir: join(dataDir, 'certs') } : {}),
     extraArgs: ['--tick-ms', '50', '--election-ticks', '10', '--request-timeout-ms', '3000', ...(options.extraArgs ?? [])],
     ...(options.nodeArgs !== undefined ? { nodeArgs: options.nodeArgs } : {}),
+    ...(options.cliPathFor !== undefined ? { cliPathFor: options.cliPathFor } : {}),
     ...(options.proxies === true
       ? {
           argsFor: (name: string) => spareNames.includes(name) ? [] : [

@@ -30,6 +30,11 @@ export interface ProcessCellOptions {
   readonly output?: 'inherit' | 'pipe';
   /** TLS on every listener with certificates made in this directory (cell-tls.ts); absent: plain. */
   readonly tlsDir?: string;
+  /**
+   * The CLI a member runs, asked at each start (a rolling-upgrade test starts some members from
+   * another build's DIR/dist/src/cli/main.js and switches them one by one); absent: this build's.
+   */
+  readonly cliPathFor?: (name: string) => string;
 }
 
 const cliPath = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'cli', 'main.js');
@@ -105,7 +110,7 @@ export class ProcessCell {
     ];
     const args = [
       ...(this.options.nodeArgs?.(name) ?? []),
-      cliPath,
+      this.options.cliPathFor?.(name) ?? cliPath,
       'server',
       '--name', name,
       '--data-dir', dataDir,
