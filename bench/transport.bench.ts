@@ -24,7 +24,7 @@ const workloads: readonly Workload[] = ['heartbeat', 'append256', 'appendRespons
 function makeMessage(workload: Workload, from: number, to: number, i: number): RaftMessage {
   switch (workload) {
     case 'heartbeat':
-      return { type: 'heartbeat', from, to, term: 7, commit: i, readRound: 0 };
+      return { type: 'heartbeat', from, to, term: 7, commit: i, readRound: 0, contact: [from, to].sort((a, b) => a - b) };
     case 'append256':
       return { type: 'append', from, to, term: 7, prevIndex: i, prevTerm: 7, commit: i,
         entries: [{ index: i + 1, term: 7, type: 0, data: payload256 }] };
@@ -126,7 +126,7 @@ async function roundTrips(transport: PeerTransport, answered: Map<number, () => 
     const start = performance.now();
     await new Promise<void>((resolve) => {
       answered.set(round, resolve);
-      transport.send([{ type: 'heartbeat', from: 1, to: 2, term: 7, commit: 0, readRound: round }]);
+      transport.send([{ type: 'heartbeat', from: 1, to: 2, term: 7, commit: 0, readRound: round, contact: [1, 2] }]);
     });
     samples.push(performance.now() - start);
   }

@@ -184,6 +184,9 @@ export class CellService implements api.CellApi, CommandProposer {
   status(): api.ClusterStatus {
     const status = this.driver.status();
     const voters = new Set([...status.confState.voters, ...status.confState.votersOutgoing]);
+    // Health is the leader's view (src/raft/contact.ts): every member reports the same, and one
+    // that hears no leader vouches for no one, itself included.
+    const inContact = new Set(status.inContact ?? []);
     return {
       cell: this.config.cellId,
       clusterId: this.config.clusterId,
@@ -195,17 +198,13 @@ export class CellService implements api.CellApi, CommandProposer {
       revision: this.store.revision,
       compactRevision: this.store.compactRevision,
       members: (this.membership?.members() ?? this.config.members).map((member) => {
-        const progress = status.progress.get(member.id);
         return {
           id: member.id,
           name: member.name,
           peerUrl: member.peerUrl,
           clientUrl: member.clientUrl,
           role: voters.has(member.id) ? 'voter' : 'learner',
-          // Only the leader knows its followers' progress; elsewhere, health is not known here.
-          healthy:
-            member.id === this.config.memberId ||
-            (status.role === 'leader' && progress !== undefined && progress.state === 'replicate'),
+          healthy: inContact.has(member.id),
         };
       }),
     };

@@ -396,9 +396,10 @@ export class Membership {
   private checkQuorumAfterRemoving(id: number, conf: ConfState): void {
     const status = this.driver.status();
     const remaining = conf.voters.filter((voter) => voter !== id);
-    const inContact = remaining.filter(
-      (voter) => voter === this.config.memberId || status.progress.get(voter)?.state === 'replicate',
-    );
+    // In contact: heard from within the last election timeout (src/raft/contact.ts), whatever its
+    // progress state (an idle follower back from an outage may still be in probe).
+    const contact = new Set(status.inContact ?? []);
+    const inContact = remaining.filter((voter) => voter === this.config.memberId || contact.has(voter));
     const quorum = Math.floor(remaining.length / 2) + 1;
     if (inContact.length < quorum) {
       throw new PreconditionFailedError(

@@ -12,6 +12,8 @@ import { createLockRoutes } from '../api/http/lock-routes.js';
 import { createElectionRoutes } from '../api/http/election-routes.js';
 import { createMemberRoutes } from '../api/http/member-routes.js';
 import { createAuthRoutes } from '../api/http/auth-routes.js';
+import { createHealthRoutes } from '../api/http/health-routes.js';
+import { healthChecks } from '../api/health.js';
 import { EtcdGrpcServer } from '../api/grpc/server.js';
 import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
 import { lockFrameHandlers } from '../api/stream/lock-frames.js';
@@ -45,12 +47,22 @@ export async function startApis(
   const apiLimits = { ...defaultApiLimits, valueBytesMax: config.valueBytesMax };
   const tokens = new AuthTokens(() => services.guard.policy());
   const logError = (error: unknown): void => log.error(`request failed: ${(error as Error)?.stack ?? String(error)}`);
+  const alarms = new AlarmTable();
+  const health = healthChecks({
+    serializableRead: () => healthRead(cell, 'serializable'),
+    // A removed member would only wait out the bound (the leader no longer answers it): say why.
+    linearizableRead: () => membership.removed ? Promise.reject(new Error('removed from the cell')) : healthRead(cell, 'linearizable'),
+    linearizableReadMs: config.requestTimeoutMs,
+    isLearner: () => driver.status().confState.learners.includes(config.memberId),
+    alarms,
+  });
   const handler = createHttpHandler({
     cell,
     limits: apiLimits,
     routeGroups: [
       createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections),
       createMaintenanceRoutes(store, cell), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell, tokens),
+      createHealthRoutes(health),
     ],
     logError,
     tokens,
@@ -78,7 +90,6 @@ export async function startApis(
   });
   stream.attach(http);
   await listen(http, Number(config.listenClient.port), config.listenClient.hostname);
-  const alarms = new AlarmTable();
   const corruptionCheck = new CorruptionCheck({
     everyMs: config.corruptCheckMs,
     memberId: config.memberId,
@@ -91,7 +102,7 @@ export async function startApis(
   corruptionCheck.start();
   const grpc = config.listenGrpc === null ? null : await EtcdGrpcServer.start(
     {
-      cell, leases, watches, logError, locks: locks.locks, elections: locks.elections, tokens,
+      cell, leases, watches, logError, locks: locks.locks, elections: locks.elections, tokens, health,
       leaseBounds: { ttlMsMin: store.limits.leaseTtlMsMin, ttlMsMax: store.limits.leaseTtlMsMax },
       cluster: {
         grpcUrls: config.grpcUrls,
@@ -132,6 +143,15 @@ export async function startApis(
       });
     },
   };
+}
+
+/** The one key the health checks read, keys only (etcd reads its empty key the same way): an
+ *  answer, "not found" included, is a read that worked. */
+async function healthRead(cell: NodeServices['cell'], consistency: 'serializable' | 'linearizable'): Promise<void> {
+  // The node's own read (not a client's: no principal, no authorization), through the same paths.
+  const request = { type: 'get' as const, key: '/health', keysOnly: true };
+  if (consistency === 'linearizable') await cell.linearizableRange(request);
+  else cell.localRange(request);
 }
 
 /** A 64-bit hex content digest folded to etcd's uint32 Hash. */

@@ -43,6 +43,7 @@ export function stepTerm(node: NodeState, m: RaftMessage): boolean {
 export function tickElection(node: NodeState): void {
   assert(node.role !== Role.leader, 'a leader ticks heartbeats, not elections');
   node.electionElapsed++;
+  node.leaderContact.ticksSinceHeartbeat++;
   if (isPromotable(node) && node.electionElapsed >= node.randomizedElectionTicks) {
     node.electionElapsed = 0;
     hup(node, false);
@@ -140,6 +141,7 @@ export function tickLeader(node: NodeState): void {
   assert(node.role === Role.leader, 'only a leader ticks heartbeats');
   node.heartbeatElapsed++;
   node.electionElapsed++;
+  for (const pr of node.progress.values()) pr.tickSinceHeard();
   if (node.electionElapsed >= node.config.electionTicks) {
     node.electionElapsed = 0;
     if (node.config.checkQuorum && !quorumActive(node)) {

@@ -70,6 +70,12 @@ export class NodeState {
   readsToForward: number[] = [];
   /** Leader: new entries or a new commit index to send to followers with the next batch. */
   broadcastPending = false;
+  /**
+   * Follower side: the leader's view of who is in contact, from its latest heartbeat (members
+   * null: that heartbeat carried none, from a leader of peer protocol 2).
+   */
+  leaderContact: { leader: MemberId; term: number; members: readonly MemberId[] | null; ticksSinceHeartbeat: number } =
+    { leader: noMember, term: 0, members: [], ticksSinceHeartbeat: 0 };
 
   /** The snapshot the log starts from (sent to followers whose next entry is compacted away). */
   snapshot: Snapshot | null;

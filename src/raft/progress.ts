@@ -17,6 +17,12 @@ export class Progress {
   pendingSnapshot = 0;
   /** Heard from within the current check-quorum period. */
   recentActive = false;
+  /**
+   * Leader ticks since this follower last answered (any append, snapshot or heartbeat answer):
+   * in contact while below the election timeout. Starts as never heard: a new leader vouches for
+   * a follower only once it answered this leader (health is what the leader knows, not hopes).
+   */
+  ticksSinceHeard = Number.MAX_SAFE_INTEGER;
   /** Last index of each in-flight append, oldest first (replicate state only). */
   private inflights: number[] = [];
 
@@ -123,6 +129,18 @@ export class Progress {
     this.probeSent = false;
     assert(this.match < this.next && this.next <= rejected + 1, 'a probe backs off between match and the rejected index');
     return true;
+  }
+
+  /** The follower answered this leader now. */
+  heard(): void {
+    this.recentActive = true;
+    this.ticksSinceHeard = 0;
+  }
+
+  /** One leader tick passed (saturates: it only says "long ago" past the timeout). */
+  tickSinceHeard(): void {
+    if (this.ticksSinceHeard < Number.MAX_SAFE_INTEGER) this.ticksSinceHeard++;
+    assert(this.ticksSinceHeard >= 0, 'ticks since heard never go negative');
   }
 
   describe(): { match: number; next: number; state: string } {

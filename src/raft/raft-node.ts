@@ -5,6 +5,7 @@
 import { assert } from '../base/assert.js';
 import type { Random } from '../base/random.js';
 import { tickElection, tickLeader, hup } from './election.js';
+import { inContactView } from './contact.js';
 import { applyEntryMembership, compactConfHistory, confStateAt, maybeLeaveJoint, proposeConfChange } from './membership.js';
 import { NodeState } from './node-state.js';
 import { ProgressState } from './progress.js';
@@ -249,6 +250,7 @@ export class RaftNode implements RaftApi {
       firstIndex: node.log.firstIndex(),
       confState: node.confState,
       progress,
+      inContact: inContactView(node),
     };
   }
 }

@@ -53,6 +53,8 @@ export function handleHeartbeat(node: NodeState, m: MessageOf<'heartbeat'>): voi
   assert(node.role === Role.follower && m.term === node.term, 'heartbeats of this term reach a follower');
   // The leader sends min(our match, its commit), so everything up to it matches its log.
   node.log.commitTo(Math.min(m.commit, node.log.lastIndex()));
+  assert(node.leader === m.from, 'a follower takes the contact view of the leader it knows');
+  node.leaderContact = { leader: m.from, term: m.term, members: m.contact, ticksSinceHeartbeat: 0 };
   node.send({ type: 'heartbeatResponse', to: m.from, readRound: m.readRound });
 }
 

@@ -4,6 +4,7 @@
 import { assert } from '../base/assert.js';
 import type { MessageOf, NodeState } from './node-state.js';
 import { ProgressState, type Progress } from './progress.js';
+import { membersInContact } from './contact.js';
 import { committedIndex, isVoter } from './quorum.js';
 import { leaderRead, releaseConfirmedReads } from './reads.js';
 import { EntryType, noMember, Role, type ForwardRefusal, type MemberId, type ProposeResult } from './types.js';
@@ -81,11 +82,13 @@ function sendSnapshot(node: NodeState, to: MemberId, pr: Progress): boolean {
 }
 
 export function broadcastHeartbeat(node: NodeState, readRound: number): void {
+  // One list for every follower: they all learn the same view of who is in contact.
+  const contact = membersInContact(node);
   for (const [id, pr] of node.progress) {
     if (id === node.id) continue;
     // Only what the follower is known to match: it may not hold the leader's later entries yet.
     const commit = Math.min(pr.match, node.log.committedIndex);
-    node.send({ type: 'heartbeat', to: id, commit, readRound });
+    node.send({ type: 'heartbeat', to: id, commit, readRound, contact });
   }
 }
 
@@ -93,7 +96,7 @@ export function handleAppendResponse(node: NodeState, m: MessageOf<'appendRespon
   assert(node.role === Role.leader && m.term === node.term, 'append answers of this term reach its leader');
   const pr = node.progress.get(m.from);
   if (pr === undefined) return;
-  pr.recentActive = true;
+  pr.heard();
   if (m.reject) {
     // The follower lacks or conflicts at m.index, which this leader sent: it is in its log.
     assert(!node.invariantsHold || m.index <= node.log.lastIndex(), 'a rejected append was sent by this leader');
@@ -107,7 +110,13 @@ export function handleAppendResponse(node: NodeState, m: MessageOf<'appendRespon
   }
   // A follower of this term matches only entries this leader sent it.
   assert(!node.invariantsHold || m.index <= node.log.lastIndex(), 'a follower matches at most the leader\'s log');
-  if (pr.maybeUpdate(m.index)) {
+  // A probe answered at the match already known also found the follower's position: an idle,
+  // caught-up follower back from an outage (the transport's unreachable report probed it) has no
+  // newer index to report, and would otherwise stay in probe until the next write (etcd-raft's
+  // heartbeat_rep_recovers_from_probing). Not for a snapshot: its pending index still waits.
+  const probeFound = pr.state === ProgressState.probe && m.index === pr.match;
+  if (pr.maybeUpdate(m.index) || probeFound) {
+    assert(pr.match >= m.index, 'the follower matches at least what it answered');
     if (pr.state === ProgressState.probe) pr.becomeReplicate();
     else if (pr.state === ProgressState.snapshot && pr.match >= pr.pendingSnapshot) {
       pr.becomeProbe();
@@ -127,11 +136,13 @@ export function handleHeartbeatResponse(node: NodeState, m: MessageOf<'heartbeat
   assert(node.role === Role.leader && m.term === node.term, 'heartbeat answers of this term reach its leader');
   const pr = node.progress.get(m.from);
   if (pr === undefined) return;
-  pr.recentActive = true;
+  pr.heard();
   pr.probeSent = false;
   // A lost append would otherwise stall a full pipeline forever.
   if (pr.state === ProgressState.replicate && pr.inflightFull()) pr.freeFirstInflight();
-  if (pr.match < node.log.lastIndex()) sendAppend(node, m.from, true);
+  // A probing follower gets an append even when it matches everything: its answer (at the
+  // match) is what moves it back to replicate (handleAppendResponse).
+  if (pr.match < node.log.lastIndex() || pr.state === ProgressState.probe) sendAppend(node, m.from, true);
   if (isVoter(node.confState, m.from)) {
     node.reads.ack(m.from, m.readRound);
     releaseConfirmedReads(node);

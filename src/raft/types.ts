@@ -102,6 +102,13 @@ export type RaftMessage =
       readonly commit: number;
       /** ReadIndex round this heartbeat confirms leadership for (0 = none). */
       readonly readRound: number;
+      /**
+       * The members the leader heard from within its last election timeout, itself included,
+       * ascending: member health as the leader sees it, so followers report the same. Null when
+       * the heartbeat carries no view: a leader of peer protocol 2 (before member health
+       * travelled) sends none, so its followers learn nothing of it (src/raft/contact.ts).
+       */
+      readonly contact: readonly MemberId[] | null;
     })
   | (MessageBase & { readonly type: 'heartbeatResponse'; readonly readRound: number })
   | (MessageBase & {
@@ -326,6 +333,15 @@ export interface RaftStatus {
   readonly firstIndex: number;
   readonly confState: ConfState;
   readonly progress: ReadonlyMap<MemberId, { match: number; next: number; state: string }>;
+  /**
+   * Member health, the same on every member: the members the current leader heard from within
+   * its last election timeout (itself included), ascending. The leader's own view; a follower's
+   * copy from the leader's latest heartbeat, if that came within an election timeout. Null when
+   * this member knows no such view (no leader, or cut off from it): then it vouches for no one.
+   * A follower whose leader sends no view (peer protocol 2, during a rolling upgrade) but was
+   * heard within an election timeout reports only itself, as members did before protocol 3.
+   */
+  readonly inContact: readonly MemberId[] | null;
 }
 
 /**

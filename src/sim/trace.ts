@@ -34,7 +34,7 @@ export function describeMessage(message: RaftMessage): string {
         ? `${head} reject index=${message.index} hint=${message.rejectHint}/${message.hintTerm}`
         : `${head} ok index=${message.index}`;
     case 'heartbeat':
-      return `${head} commit=${message.commit} read=${message.readRound}`;
+      return `${head} commit=${message.commit} read=${message.readRound} contact=${message.contact?.join(',') ?? '-'}`;
     case 'heartbeatResponse':
       return `${head} read=${message.readRound}`;
     case 'vote':

@@ -4,13 +4,14 @@
 // thrown. Entry data and commands are views of the frame, never copies.
 import type { ConfState, Entry, EntryType, RaftMessage, SnapshotMeta } from '../raft/index.js';
 import { entryHeaderBytes, forwardRefusalCodes, messageTag } from './codec.js';
+import { contactListVersion, protocolVersion } from './protocol.js';
 import { TransportError, TransportErrorReason } from './errors.js';
 import type { TransportLimits } from './types.js';
 import type { WireReader } from './wire-reader.js';
 
 type DecodeLimits = Pick<TransportLimits, 'messageItemsMax'>;
 type Base = { readonly from: number; readonly to: number; readonly term: number };
-type BodyReader = (r: WireReader, base: Base, limits: DecodeLimits) => RaftMessage;
+type BodyReader = (r: WireReader, base: Base, limits: DecodeLimits, version: number) => RaftMessage;
 
 function invalid(reader: WireReader, what: string): TransportError {
   return new TransportError(TransportErrorReason.invalidValue, what, reader.offset);
@@ -72,9 +73,20 @@ const bodyReaders: Readonly<Record<number, BodyReader>> = {
     const hintTerm = r.u64('hintTerm');
     return { type: 'appendResponse', ...base, index, reject, rejectHint, hintTerm };
   },
-  [messageTag.heartbeat]: (r, base) => {
+  [messageTag.heartbeat]: (r, base, limits, version) => {
     const commit = r.u64('commit');
-    return { type: 'heartbeat', ...base, commit, readRound: r.u64('readRound') };
+    const readRound = r.u64('readRound');
+    // Version 2 leaders send no view of who is in contact: the follower learns none from it.
+    if (version < contactListVersion) return { type: 'heartbeat', ...base, commit, readRound, contact: null };
+    const contact = readIdList(r, limits, 'contact');
+    if (contact.length === 0) return { type: 'heartbeat', ...base, commit, readRound, contact: null };
+    // The core relies on the shape: ascending (so distinct), non-zero, the leader itself in it.
+    for (let i = 0; i < contact.length; i++) {
+      const id = contact[i] as number;
+      if (id === 0 || (i > 0 && id <= (contact[i - 1] as number))) throw invalid(r, `contact list not ascending at ${id}`);
+    }
+    if (!contact.includes(base.from)) throw invalid(r, `contact list of leader ${base.from} lacks it`);
+    return { type: 'heartbeat', ...base, commit, readRound, contact };
   },
   [messageTag.heartbeatResponse]: (r, base) =>
     ({ type: 'heartbeatResponse', ...base, readRound: r.u64('readRound') }),
@@ -118,8 +130,11 @@ function readCampaign(r: WireReader): { lastIndex: number; lastTerm: number; tra
   return { lastIndex, lastTerm, transfer: r.bool('transfer') };
 }
 
-/** Decodes one message; throws TransportError on anything an encoder would not have written. */
-export function readMessage(r: WireReader, limits: DecodeLimits): RaftMessage {
+/**
+ * Decodes one message of protocol `version` (2 or 3); throws TransportError on anything an
+ * encoder of that version would not have written.
+ */
+export function readMessage(r: WireReader, limits: DecodeLimits, version: number = protocolVersion): RaftMessage {
   const tag = r.u8('message type');
   const from = r.u64('from');
   const to = r.u64('to');
@@ -127,5 +142,5 @@ export function readMessage(r: WireReader, limits: DecodeLimits): RaftMessage {
   if (from === 0 || to === 0 || from === to) throw invalid(r, `message ${from} -> ${to}`);
   const readBody = bodyReaders[tag];
   if (readBody === undefined) throw invalid(r, `unknown message type ${tag}`);
-  return readBody(r, { from, to, term }, limits);
+  return readBody(r, { from, to, term }, limits, version);
 }

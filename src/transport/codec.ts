@@ -1,8 +1,10 @@
 // Hand-written binary codec for every RaftMessage variant: measured first so a whole flush is one
 // allocation, decoded with every length checked so garbage is a TransportError, never a crash.
 //
-// WIRE FORMAT (protocol version 2; version 1 had no snapshot checksum and no snapshotResume,
-// and peers of another version are refused at the handshake). All integers little-endian. u64
+// WIRE FORMAT (protocol versions 2 and 3, protocol.ts: a connection speaks the version its
+// handshake named, and encodes and decodes by it; version 2 has no contact list in heartbeats,
+// version 1 had no snapshot checksum and no snapshotResume and is refused at the handshake, as
+// is anything newer than 3). All integers little-endian. u64
 // holds a non-negative safe integer (high word <= 2^21-1, anything else is rejected). bool is
 // one byte, 0 or 1 only. text is u16 byteLength + UTF-8.
 //
@@ -35,7 +37,9 @@
 //   1 append             u64 prevIndex | u64 prevTerm | u64 commit | u32 entryCount | entry*
 //                        entry = u64 index | u64 term | u8 entryType (0|1) | u32 dataBytes | data
 //   2 appendResponse     u64 index | bool reject | u64 rejectHint | u64 hintTerm
-//   3 heartbeat          u64 commit | u64 readRound
+//   3 heartbeat          u64 commit | u64 readRound | memberList contact (version 3 only:
+//                        ascending, holds from; count 0 = no view, decoded as null; a
+//                        version 2 heartbeat decodes with contact null)
 //   4 heartbeatResponse  u64 readRound
 //   5 vote, 6 preVote    u64 lastIndex | u64 lastTerm | bool transfer
 //   7 voteResponse, 8 preVoteResponse  bool reject
@@ -55,6 +59,7 @@
 // message), so a bad peer trips a TransportError there rather than an assertion in the core.
 import { assert, unreachable } from '../base/assert.js';
 import type { ForwardRefusal, RaftMessage, SnapshotMeta } from '../raft/index.js';
+import { contactListVersion, protocolVersion } from './protocol.js';
 import type { WireWriter } from './wire-writer.js';
 
 export const messageTag = {
@@ -92,8 +97,13 @@ export function snapshotMetaBytes(meta: SnapshotMeta): number {
     memberListBytes(c.learners);
 }
 
-/** The exact encoded size of `message`. */
+/** The exact encoded size of `message` in this member's own protocol version (one argument: `.map(messageBytes)`). */
 export function messageBytes(message: RaftMessage): number {
+  return messageBytesIn(message, protocolVersion);
+}
+
+/** The exact encoded size of `message` in protocol `version`. */
+export function messageBytesIn(message: RaftMessage, version: number): number {
   switch (message.type) {
     case 'append': {
       let bytes = headerBytes + 8 * 3 + 4;
@@ -103,7 +113,8 @@ export function messageBytes(message: RaftMessage): number {
     case 'appendResponse':
       return headerBytes + 8 + 1 + 8 + 8;
     case 'heartbeat':
-      return headerBytes + 16;
+      if (version < contactListVersion) return headerBytes + 16;
+      return headerBytes + 16 + 4 + 8 * (message.contact?.length ?? 0);
     case 'heartbeatResponse':
       return headerBytes + 8;
     case 'vote':
@@ -153,7 +164,8 @@ export function writeSnapshotMeta(w: WireWriter, meta: SnapshotMeta): void {
   writeMemberList(w, meta.confState.learners);
 }
 
-export function writeMessage(w: WireWriter, message: RaftMessage): void {
+/** Writes `message` in protocol `version` (2 or 3): a version 2 heartbeat leaves its contact out. */
+export function writeMessage(w: WireWriter, message: RaftMessage, version: number = protocolVersion): void {
   // Pairs with readMessage's shape checks: a sender bug stops the sender, not the receiver.
   assert(message.from > 0 && message.to > 0 && message.from !== message.to, 'message ids');
   w.u8(messageTag[message.type]);
@@ -188,6 +200,19 @@ export function writeMessage(w: WireWriter, message: RaftMessage): void {
     case 'heartbeat':
       w.u64(message.commit);
       w.u64(message.readRound);
+      if (version < contactListVersion) return;
+      if (message.contact === null) {
+        w.u32(0); // no view to pass on (a leader always has one; this is for a relayed v2 heartbeat)
+        return;
+      }
+      // Paired with the decoder's check: ascending, non-zero, the sending leader in it.
+      assert(message.contact.includes(message.from), 'a leader\'s contact list holds the leader');
+      w.u32(message.contact.length);
+      for (let i = 0; i < message.contact.length; i++) {
+        const id = message.contact[i] as number;
+        assert(id > 0 && (i === 0 || id > (message.contact[i - 1] as number)), 'a contact list ascends');
+        w.u64(id);
+      }
       return;
     case 'heartbeatResponse':
       w.u64(message.readRound);

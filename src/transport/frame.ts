@@ -6,6 +6,7 @@ import { assert } from '../base/assert.js';
 import type { RaftMessage } from '../raft/index.js';
 import { messageBytes, messageBytesMin, writeMessage } from './codec.js';
 import { readMessage } from './codec-read.js';
+import { protocolVersion } from './protocol.js';
 import { TransportError, TransportErrorReason } from './errors.js';
 import type { TransportLimits } from './types.js';
 import { WireReader } from './wire-reader.js';
@@ -74,7 +75,7 @@ export function messagesFrameBytes(messagesBytes: number): number {
 }
 
 /**
- * Encodes `messages` (with their sizes from messageBytes) as consecutive messages frames of about
+ * Encodes `messages` (with their sizes from messageBytes in the same protocol `version`) as consecutive messages frames of about
  * frameBytesTarget each, in one buffer, so one flush is one socket write. A message that alone
  * exceeds the target gets a frame of its own; the caller never passes one over frameBytesMax.
  */
@@ -82,6 +83,7 @@ export function encodeMessageFrames(
   messages: readonly RaftMessage[],
   sizes: readonly number[],
   limits: Pick<TransportLimits, 'frameBytesTarget' | 'frameBytesMax' | 'frameMessagesMax'>,
+  version: number = protocolVersion,
 ): Buffer {
   assert(messages.length === sizes.length && messages.length > 0, 'one size per message');
   const groups: { start: number; end: number; bytes: number }[] = [];
@@ -107,21 +109,22 @@ export function encodeMessageFrames(
     assert(messagesFrameBytes(g.bytes) - frameHeaderBytes <= limits.frameBytesMax, 'frame size');
     writeFrame(w, FrameKind.messages, 1 + 4 + g.bytes, (body) => {
       body.u32(g.end - g.start);
-      for (let i = g.start; i < g.end; i++) writeMessage(body, messages[i] as RaftMessage);
+      for (let i = g.start; i < g.end; i++) writeMessage(body, messages[i] as RaftMessage, version);
     });
   }
   assert(w.offset === total, 'frames fill the flush buffer');
   return buffer;
 }
 
-/** Decodes a messages frame's body whole: either every message or a TransportError. */
+/** Decodes a messages frame's body (protocol `version`) whole: every message or a TransportError. */
 export function readMessagesBody(
   body: WireReader,
   limits: Pick<TransportLimits, 'frameMessagesMax' | 'messageItemsMax'>,
+  version: number = protocolVersion,
 ): RaftMessage[] {
   const count = body.count(limits.frameMessagesMax, messageBytesMin, 'message count');
   const messages: RaftMessage[] = new Array<RaftMessage>(count);
-  for (let i = 0; i < count; i++) messages[i] = readMessage(body, limits);
+  for (let i = 0; i < count; i++) messages[i] = readMessage(body, limits, version);
   expectEnd(body);
   return messages;
 }

@@ -1,14 +1,14 @@
 // The first frame of every connection says who is calling, for which cluster and whom: the
-// listener refuses a foreign cluster, an unknown member, a wrong addressee or another protocol
-// version, so a misconfigured peer list can never splice two cells together.
+// listener refuses a foreign cluster, an unknown member, a wrong addressee or a protocol version
+// outside its range (protocol.ts), so a misconfigured peer list can never splice two cells together.
 import { assert } from '../base/assert.js';
 import type { MemberId } from '../raft/index.js';
 import { TransportError, TransportErrorReason } from './errors.js';
 import { FrameKind, encodeFrame, expectEnd, type Frame } from './frame.js';
 
-// Version 2: the snapshot header carries the data's checksum and the receiver answers it with a
-// snapshotResume frame (the offset it already holds), so a dropped transfer resumes.
-export const protocolVersion = 2;
+import { protocolVersion, protocolVersionMin, speaksVersion } from './protocol.js';
+
+export { protocolVersion, protocolVersionMin } from './protocol.js';
 const magic = 0x4e544142; // "BATN" in little-endian bytes
 const clusterIdBytesMax = 255;
 const reasonBytesMax = 1024; // with the frame header, well under controlFrameBytesMax
@@ -83,8 +83,10 @@ export function checkHandshake(
     wasRemoved?: (id: MemberId) => boolean;
   },
 ): string | null {
-  if (handshake.version !== protocolVersion) {
-    return `protocol version ${handshake.version}, expected ${protocolVersion}`;
+  if (!speaksVersion(handshake.version)) {
+    // Version 3 dialers parse this (fallbackVersion): keep the "protocol version N, expected" head.
+    return `protocol version ${handshake.version}, expected ${protocolVersionMin} to ${protocolVersion} ` +
+      `(this member speaks ${protocolVersion})`;
   }
   if (handshake.clusterId !== local.clusterId) {
     return `cluster ${handshake.clusterId}, this member belongs to ${local.clusterId}`;
@@ -99,6 +101,21 @@ export function checkHandshake(
     return `member ${handshake.from} is not a known peer`;
   }
   return null;
+}
+
+/**
+ * The version to dial again with after `reason` refused a handshake of version `tried`, or null
+ * when the refusal is not about the version or the listener speaks nothing this member does. Reads
+ * both this code's refusal ("expected 2 to 3 ...") and version 2's ("protocol version 3, expected 2").
+ */
+export function fallbackVersion(reason: string, tried: number): number | null {
+  const match = /^protocol version \d+, expected (\d+)(?: to (\d+))?/.exec(reason);
+  if (match === null) return null;
+  const theirMin = Number(match[1]);
+  const theirMax = match[2] === undefined ? theirMin : Number(match[2]);
+  const version = Math.min(theirMax, protocolVersion);
+  if (version >= tried || version < Math.max(theirMin, protocolVersionMin)) return null;
+  return version;
 }
 
 /** Encodes a reply frame; its reason is cut to a bounded length (it is only for logs). */

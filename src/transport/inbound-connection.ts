@@ -148,7 +148,8 @@ function readRaftFrame(frame: Frame, handshake: Handshake, context: InboundConte
     throw new TransportError(TransportErrorReason.unexpectedFrame,
       `frame kind ${frame.kind} on a raft channel`);
   }
-  const batch = readMessagesBody(frame.body, context.limits);
+  // The connection speaks the version its handshake named (checkHandshake accepted it: in range).
+  const batch = readMessagesBody(frame.body, context.limits, handshake.version);
   for (const message of batch) {
     // The handshake authenticated the connection's member; its messages may not claim another.
     if (message.from !== handshake.from || message.to !== context.memberId) {

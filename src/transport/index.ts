@@ -30,7 +30,7 @@ export { certificateUris, peerIdentity, type PeerTls } from './peer-tls.js';
 export { encodeLeaseFrame, readLeaseFrameBody, type LeasePeerMessage } from './lease-frames.js';
 export { TransportError, TransportErrorReason } from './errors.js';
 export { defaultTransportLimits, resolveTransportLimits } from './limits.js';
-export { messageBytes, messageTag, writeMessage } from './codec.js';
+export { messageBytes, messageBytesIn, messageTag, writeMessage } from './codec.js';
 export { readMessage } from './codec-read.js';
 export {
   FrameKind,

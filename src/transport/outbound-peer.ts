@@ -10,7 +10,9 @@ import { TransportError } from './errors.js';
 import {
   FrameKind, FrameReader, controlFrameBytesMax, encodeMessageFrames, messagesFrameBytes,
 } from './frame.js';
-import { Channel, decodeReply, encodeHandshake, isRemovalRefusal, protocolVersion } from './handshake.js';
+import {
+  Channel, decodeReply, encodeHandshake, fallbackVersion, isRemovalRefusal, protocolVersion,
+} from './handshake.js';
 import type { Dialled } from './peer-tls.js';
 import type { PeerAddress, PeerStats, TransportLimits, TransportLogger } from './types.js';
 
@@ -37,6 +39,13 @@ export class OutboundPeer {
   private stallTimer: NodeJS.Timeout | null = null;
   // Failed connection attempts since the last accepted handshake.
   private failures = 0;
+  // The protocol version of the current (or next) connection: this member's own, unless the last
+  // connection's listener refused it and named an older one both speak (a member not yet
+  // upgraded). Every connection after that one tries the own version again (the peer may have
+  // been upgraded meanwhile). Queued messages are sized and encoded in it.
+  private speaks: number = protocolVersion;
+  // Set when the listener refused our version but speaks `fallback`: redial at once with it.
+  private fallback: number | null = null;
   private waitingForDrain = false;
   // Invariant: queue.length === sizes.length; queuedBytes === sum(sizes).
   private queue: RaftMessage[] = [];
@@ -58,6 +67,11 @@ export class OutboundPeer {
     private readonly context: OutboundContext,
   ) {
     assert(id !== context.memberId, 'no connection to oneself');
+  }
+
+  /** The protocol version queued messages are encoded in (messageBytes takes it for `size`). */
+  version(): number {
+    return this.speaks;
   }
 
   /** Queues a message of `size` encoded bytes, or drops it (counted) when it cannot go. */
@@ -112,7 +126,9 @@ export class OutboundPeer {
       return;
     }
     const parts: Buffer[] = [];
-    if (this.queue.length > 0) parts.push(encodeMessageFrames(this.queue, this.sizes, this.context.limits));
+    if (this.queue.length > 0) {
+      parts.push(encodeMessageFrames(this.queue, this.sizes, this.context.limits, this.speaks));
+    }
     parts.push(...this.frames);
     const buffer = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
     this.counters.sentMessages += this.queue.length;
@@ -197,7 +213,7 @@ export class OutboundPeer {
       // Messages follow the handshake at once: waiting a round trip for the reply would delay
       // the first heartbeat; if the listener refuses, it discards them and Raft resends.
       socket.write(encodeHandshake({
-        version: protocolVersion, channel: Channel.raft, clusterId: this.context.clusterId,
+        version: this.speaks, channel: Channel.raft, clusterId: this.context.clusterId,
         from: this.context.memberId, to: this.id,
       }));
       this.state = 'connected';
@@ -212,6 +228,13 @@ export class OutboundPeer {
           const reply = decodeReply(frame, FrameKind.handshakeReply);
           if (!reply.accepted) {
             if (isRemovalRefusal(reply.reason)) this.context.onRemoved?.();
+            this.fallback = fallbackVersion(reply.reason, this.speaks);
+            if (this.fallback !== null) {
+              this.context.logger.info({ peer: this.id, tried: this.speaks, version: this.fallback },
+                'peer speaks an older protocol version: dialling again with it');
+              socket.destroy();
+              return;
+            }
             throw new TransportError('rejected', reply.reason);
           }
           accepted = true;
@@ -244,6 +267,17 @@ export class OutboundPeer {
     // Lost lease frames need no report: their callers time out and retry.
     this.frames = [];
     this.framesBytes = 0;
+    if (this.fallback !== null) {
+      // Not a failure: the listener named a version both speak. Dial again with it (messages
+      // queued from here on are encoded in it); the next connection tries our own again.
+      assert(!accepted && this.fallback < this.speaks, 'a fallback goes down, once per connection');
+      this.speaks = this.fallback;
+      this.fallback = null;
+      this.state = 'idle';
+      this.connect();
+      return;
+    }
+    this.speaks = protocolVersion;
     if (!accepted) {
       this.failures++;
       this.counters.connectFailures++;

@@ -7,7 +7,7 @@ import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { crc32 } from 'node:zlib';
 import { assert } from '../base/assert.js';
 import type { MemberId, RaftMessage } from '../raft/index.js';
-import { messageBytes } from './codec.js';
+import { messageBytesIn } from './codec.js';
 import { encodeLeaseFrame, type LeasePeerMessage } from './lease-frames.js';
 import { acceptConnection, type InboundContext, type InboundCounters } from './inbound-connection.js';
 import { resolveTransportLimits } from './limits.js';
@@ -100,7 +100,7 @@ export class PeerTransport {
         this.logger.warn({ to: message.to, type: message.type }, 'message to unknown member');
         continue;
       }
-      peer.enqueue(message, messageBytes(message));
+      peer.enqueue(message, messageBytesIn(message, peer.version()));
     }
     this.scheduleFlush();
   }

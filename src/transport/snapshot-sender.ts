@@ -10,7 +10,7 @@ import { TransportError, TransportErrorReason } from './errors.js';
 import { FrameInbox } from './frame-inbox.js';
 import { dialPeer, type PeerTls } from './peer-tls.js';
 import { FrameKind, controlFrameBytesMax, frameHeaderBytes, type Frame } from './frame.js';
-import { Channel, decodeReply, encodeHandshake, protocolVersion } from './handshake.js';
+import { Channel, decodeReply, encodeHandshake, fallbackVersion, protocolVersion } from './handshake.js';
 import {
   decodeSnapshotResume, encodeSnapshotEnd, encodeSnapshotHeader, type SnapshotHeader,
 } from './snapshot-frames.js';
@@ -34,8 +34,28 @@ export interface SnapshotSent {
   readonly sentBytes: number;
 }
 
-/** Resolves once the receiver acknowledged storing the snapshot; throws TransportError if not. */
+/** A listener refused the handshake's version but speaks `version`, which this member does too. */
+class OlderPeer extends Error {
+  constructor(readonly version: number) {
+    super(`peer speaks protocol version ${version}`);
+  }
+}
+
+/**
+ * Resolves once the receiver acknowledged storing the snapshot; throws TransportError if not.
+ * A listener of an older protocol version is dialled again in it (the snapshot channel is the
+ * same in versions 2 and 3: only the handshake names the version).
+ */
 export async function sendSnapshotStream(send: SnapshotSend): Promise<SnapshotSent> {
+  try {
+    return await sendSnapshotStreamIn(send, protocolVersion);
+  } catch (error) {
+    if (!(error instanceof OlderPeer)) throw error;
+    return await sendSnapshotStreamIn(send, error.version);
+  }
+}
+
+async function sendSnapshotStreamIn(send: SnapshotSend, version: number): Promise<SnapshotSent> {
   const { data, limits } = send;
   const header: SnapshotHeader = {
     ...send.header, totalBytes: data.totalBytes, checksum: data.checksum,
@@ -59,11 +79,15 @@ export async function sendSnapshotStream(send: SnapshotSend): Promise<SnapshotSe
     await inbox.connected();
     if (secured !== null) await secured;
     socket.write(encodeHandshake({
-      version: protocolVersion, channel: Channel.snapshot, clusterId: send.clusterId,
+      version, channel: Channel.snapshot, clusterId: send.clusterId,
       from: header.from, to: header.to,
     }));
     const reply = decodeReply(await inbox.next(), FrameKind.handshakeReply);
-    if (!reply.accepted) throw new TransportError(TransportErrorReason.rejected, reply.reason);
+    if (!reply.accepted) {
+      const older = fallbackVersion(reply.reason, version);
+      if (older !== null) throw new OlderPeer(older);
+      throw new TransportError(TransportErrorReason.rejected, reply.reason);
+    }
     socket.write(encodeSnapshotHeader(header));
     const answer = await inbox.next();
     // The receiver's handler may refuse before it says where to start (an ack, not ok).

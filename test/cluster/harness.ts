@@ -106,6 +106,8 @@ export interface TestCellOptions {
   tls?: boolean;
   /** With tls: false leaves out --client-cert-auth (a client without a certificate is anonymous). */
   clientCertAuth?: boolean;
+  /** The CLI each member runs, asked at each (re)start (ProcessCellOptions.cliPathFor). */
+  cliPathFor?: (name: string) => string;
 }
 
 /**
@@ -170,6 +172,7 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
     ...(options.clientCertAuth === false ? { clientCertAuth: false } : {}),
     extraArgs: ['--tick-ms', '50', '--election-ticks', '10', '--request-timeout-ms', '3000', ...(options.extraArgs ?? [])],
     ...(options.nodeArgs !== undefined ? { nodeArgs: options.nodeArgs } : {}),
+    ...(options.cliPathFor !== undefined ? { cliPathFor: options.cliPathFor } : {}),
     argsFor: (name: string) => [...(dials.get(name) ?? []), ...(options.argsFor?.(name, dataDir) ?? [])],
   });
   cell.startAll();

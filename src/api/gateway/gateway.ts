@@ -1,7 +1,8 @@
 // etcd's v3 JSON gateway (grpc-gateway on etcd's client port) on the facade's port: each POST
 // /v3/... (and /v3beta/...) runs the gRPC handler of its RPC (routes.ts), with the request and
 // answer in etcd's JSON (json-codec.ts); streams answer one {"result": ...} line per message.
-// Also etcd's GET /version and /health, and /livez, /readyz, /metrics.
+// Also etcd's GET /version and /health, /livez and /readyz (with etcd's checks, src/api/health.ts),
+// and /metrics.
 import { principalOfSocket } from '../principal.js';
 import { status } from '@grpc/grpc-js';
 import type { CallRoute } from '../grpc/h2/grpc-call.js';
@@ -10,11 +11,14 @@ import { GatewayInputError, httpStatusOf, unaryErrorBody } from './errors.js';
 import { GatewayCall, gatewayHeaders, type GatewayRequest, type GatewayResponse } from './gateway-call.js';
 import { JsonObjectStream, parseBody } from './json-stream.js';
 import { gatewayRoutes, type GatewayRoute } from './routes.js';
+import { healthTarget, runHealth, type HealthChecks, type HealthKind } from '../health.js';
 
 export interface GatewayDeps {
   /** The facade's gRPC route for a method path (/etcdserverpb.KV/Range), if it serves it. */
   grpcRoute(path: string): CallRoute | undefined;
   readonly node: { healthy(): boolean; ready(): { ready: boolean; reason: string }; metricsText(): string };
+  /** etcd's /livez and /readyz checks (src/api/health.ts); without them, plain `ok` answers. */
+  readonly health?: HealthChecks;
   /** A JSON request (or one streamed request object) larger than this is refused. */
   readonly bodyBytesMax: number;
   readonly logError: (error: unknown) => void;
@@ -32,6 +36,11 @@ export function createGatewayHandler(deps: GatewayDeps): (req: GatewayRequest, r
     if (route !== undefined) {
       if (req.method !== 'POST') return text(res, 405, 'Method Not Allowed\n');
       return serveRpc(req, res, route, deps);
+    }
+    const healthCall = deps.health === undefined ? null : healthTarget(deps.health, path);
+    if (healthCall !== null && deps.health !== undefined) {
+      if (req.method !== 'GET') return text(res, 405, 'Method Not Allowed\n');
+      return serveHealth(res, deps.health, healthCall, req.url ?? '/', deps.logError);
     }
     if (req.method !== 'GET') return text(res, path in plainPaths ? 405 : 404, path in plainPaths ? 'Method Not Allowed\n' : 'Not Found\n');
     switch (path) {
@@ -58,6 +67,22 @@ export function createGatewayHandler(deps: GatewayDeps): (req: GatewayRequest, r
 }
 
 const plainPaths: Readonly<Record<string, true>> = { '/version': true, '/health': true, '/livez': true, '/readyz': true, '/metrics': true };
+
+function serveHealth(
+  res: GatewayResponse, checks: HealthChecks, target: { kind: HealthKind; check: string | null }, url: string,
+  logError: (error: unknown) => void,
+): void {
+  // As etcd: unknown parameters are ignored, `verbose` counts by its presence.
+  const query = new URLSearchParams(url.includes('?') ? url.slice(url.indexOf('?') + 1) : '');
+  const exclude = new Set(query.getAll('exclude').filter((name) => name !== ''));
+  runHealth(checks, target, { exclude, verbose: query.has('verbose') }).then(
+    (answer) => text(res, answer.status, answer.body),
+    (error: unknown) => {
+      logError(error);
+      text(res, 500, 'internal error\n');
+    },
+  );
+}
 
 function serveRpc(req: GatewayRequest, res: GatewayResponse, route: GatewayRoute, deps: GatewayDeps): void {
   const grpcRoute = deps.grpcRoute(route.grpcPath);

@@ -8,6 +8,7 @@ import { serveH2Gateway } from '../gateway/h2-exchange.js';
 import type { ElectionApi, LockApi } from '../../lock/api.js';
 import type { LeaseApi } from '../../lease/api.js';
 import type { WatchService } from '../stream/watch-service.js';
+import type { HealthChecks } from '../health.js';
 import type { CellApi } from '../types.js';
 import { ClusterFacade, type ClusterInfo } from './cluster-service.js';
 import { GrpcStatusError, toGrpcError } from './errors.js';
@@ -41,6 +42,8 @@ export interface GrpcDeps {
   readonly tokens: AuthTokens;
   /** TLS on the facade's port (HTTP/2 by ALPN, the gateway on HTTP/1.1): the node's client material. */
   readonly tls?: GrpcTls;
+  /** The gateway's /livez and /readyz checks (src/api/health.ts); without them, the plain answers. */
+  readonly health?: HealthChecks;
 }
 
 /** etcd: --max-request-bytes (1.5 MiB) plus gRPC's overhead; bigger messages are refused by gRPC. */
@@ -74,6 +77,7 @@ export class EtcdGrpcServer {
     const serveGateway = createGatewayHandler({
       grpcRoute: (path) => server.route(path),
       node: deps.cell,
+      ...(deps.health !== undefined ? { health: deps.health } : {}),
       bodyBytesMax: gatewayBodyBytesMax,
       logError: deps.logError,
     });

@@ -130,9 +130,6 @@ async function route(
     return sendJson(res, context, 200, result, result.revision);
   } else if (path === '/healthz' && method === 'GET') {
     return sendJson(res, context, cell.healthy() ? 200 : 503, { healthy: cell.healthy() });
-  } else if (path === '/readyz' && method === 'GET') {
-    const ready = cell.ready();
-    return sendJson(res, context, ready.ready ? 200 : 503, ready);
   } else if (path === '/metrics' && method === 'GET') {
     const text = cell.metricsText();
     res.writeHead(200, {

@@ -40,6 +40,11 @@ export interface ProcessCellOptions {
    * the anonymous principal (the authorization tests need one); default true.
    */
   readonly clientCertAuth?: boolean;
+  /**
+   * The CLI a member runs, asked at each start (a rolling-upgrade test starts some members from
+   * another build's DIR/dist/src/cli/main.js and switches them one by one); absent: this build's.
+   */
+  readonly cliPathFor?: (name: string) => string;
 }
 
 const cliPath = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'cli', 'main.js');
@@ -141,7 +146,7 @@ export class ProcessCell {
     ];
     const args = [
       ...(this.options.nodeArgs?.(name) ?? []),
-      cliPath,
+      this.options.cliPathFor?.(name) ?? cliPath,
       'server',
       '--name', name,
       '--data-dir', dataDir,
@@ -222,12 +227,14 @@ export class ProcessCell {
   /**
    * Polls every member's /readyz until all answer 200 (or the time runs out), then checks that each
    * answer came from this cell's own process (foreignNode): a cell already on these ports would
-   * otherwise pass for this one while this one's nodes die on EADDRINUSE.
+   * otherwise pass for this one while this one's nodes die on EADDRINUSE. Ready here means
+   * serving reads: a learner counts (tests start learners and wait for them), and so does a member
+   * holding a CORRUPT alarm (tests that damage a store check the alarm themselves).
    */
   async waitReady(timeoutMs = 20_000, names = this.names()): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const states = await Promise.all(names.map((name) => this.probe(`${this.clientUrl(name)}/readyz`)));
+      const states = await Promise.all(names.map((name) => this.probe(`${this.clientUrl(name)}/readyz?exclude=non_learner&exclude=data_corruption`)));
       if (states.every((state) => state === 'ready')) {
         const problems = (await Promise.all(names.map((name) => this.foreignNode(name)))).filter((p) => p !== null);
         if (problems.length > 0) throw new Error(`not this cell's nodes: ${problems.join('; ')}`);
@@ -254,8 +261,7 @@ export class ProcessCell {
   private async probe(url: string): Promise<string> {
     try {
       const answer = await this.get(url);
-      const body = parseJson(answer.body) as { reason?: unknown } | null;
-      return answer.status === 200 ? 'ready' : String(body?.reason ?? `status ${answer.status}`);
+      return answer.status === 200 ? 'ready' : failedChecks(answer.body, answer.status);
     } catch {
       return 'no answer';
     }
@@ -309,4 +315,10 @@ function parseJson(text: string): unknown {
   } catch {
     return null;
   }
+}
+
+/** The failed lines of a /readyz answer (etcd's `[-]<check> failed: <reason>`), else its status. */
+function failedChecks(body: string, status: number): string {
+  const failed = body.split('\n').filter((line) => line.startsWith('[-]'));
+  return failed.length > 0 ? failed.join('; ') : `status ${status}`;
 }

@@ -100,7 +100,7 @@ test('a follower fails a forwarded proposal the moment the leader refuses it', a
     { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000 }, { onFatal: (e) => { throw e; } });
   driver.start([]);
   // Member 2 leads term 1 (its heartbeat says so); timers never fire, so only a refusal can answer.
-  driver.receive([{ type: 'heartbeat', from: 2, to: 1, term: 1, commit: 0, readRound: 0 }]);
+  driver.receive([{ type: 'heartbeat', from: 2, to: 1, term: 1, commit: 0, readRound: 0, contact: [2] }]);
   await settle(disk);
   const full = driver.propose(driver.newProposalId(), new Uint8Array([1]));
   const moved = driver.propose(driver.newProposalId(), new Uint8Array([2]));

@@ -15,6 +15,8 @@ export class TestCluster {
   readonly sent: RaftMessage[] = [];
   private queue: RaftMessage[] = [];
   private readonly cut = new Set<string>();
+  /** Rewrites each delivered message (e.g. a heartbeat as a protocol 2 leader sends it). */
+  rewrite: ((message: RaftMessage) => RaftMessage) | null = null;
 
   constructor(voters: MemberId[], options: { learners?: MemberId[]; seed?: bigint; extra?: MemberId[] } = {}) {
     const random = new SeededRandom(options.seed ?? 1n);
@@ -71,7 +73,7 @@ export class TestCluster {
         moved = true;
         this.sent.push(message);
         if (this.cut.has(`${message.from}->${message.to}`)) continue;
-        this.members.get(message.to)?.raft.step(message);
+        this.members.get(message.to)?.raft.step(this.rewrite === null ? message : this.rewrite(message));
       }
       if (!moved) return;
     }

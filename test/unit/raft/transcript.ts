@@ -28,6 +28,9 @@
 //   partition <id>... [/ <id>...]        members on different sides cannot talk (the unnamed: one side)
 //   heal                     everyone talks again
 //   status [<id>...]         role, term, vote, leader, commit, applied, last index, membership
+//   progress [<id>...]       the leader's view of each follower (state, match, next) and member
+//                            health as each member knows it (RaftStatus.inContact)
+//   unreachable <id> <to>    RaftApi.reportUnreachable: the transport could not reach `to`
 // A partition drops a message when it is delivered, not when it is written: messages of a Ready
 // handled after `heal` get through.
 import { SeededRandom } from '../../../src/base/random.js';
@@ -60,6 +63,8 @@ const commands: Record<string, (run: Runner, args: string[]) => void> = {
   partition: (run, args) => run.partition(args),
   heal: (run) => run.heal(),
   status: (run, args) => run.status(args),
+  progress: (run, args) => run.progress(args),
+  unreachable: (run, args) => run.raft(run.id(args[0])).reportUnreachable(run.id(args[1])),
 };
 
 interface Block {
@@ -260,6 +265,16 @@ class Runner {
     });
   }
 
+  progress(args: string[]): void {
+    this.each(args, (id) => {
+      const s = this.raft(id).status();
+      const followers = [...s.progress].filter(([member]) => member !== id).sort(([a], [b]) => a - b)
+        .map(([member, pr]) => ` ${member}=${pr.state}/match=${pr.match}/next=${pr.next}`);
+      const contact = s.inContact === null ? 'none' : `[${s.inContact.join(',')}]`;
+      this.print(`${id}: contact=${contact}${s.role === 'leader' ? followers.join('') : ''}`);
+    });
+  }
+
   /** Every pending Ready of `id`: printed, its messages queued, its writes instantly durable. */
   handleReadys(id: MemberId): boolean {
     const raft = this.raft(id);
@@ -388,7 +403,7 @@ export function formatMessage(m: RaftMessage): string {
         ? `${head} reject index=${m.index} hint=${m.hintTerm}/${m.rejectHint}`
         : `${head} index=${m.index}`;
     case 'heartbeat':
-      return `${head} commit=${m.commit}${m.readRound > 0 ? ` readRound=${m.readRound}` : ''}`;
+      return `${head} commit=${m.commit}${m.readRound > 0 ? ` readRound=${m.readRound}` : ''} contact=${m.contact?.join(',') ?? '-'}`;
     case 'heartbeatResponse':
       return `${head}${m.readRound > 0 ? ` readRound=${m.readRound}` : ''}`;
     case 'vote':

@@ -96,6 +96,23 @@ test('the encoder refuses messages the decoder would reject (paired checks)', ()
     { name: 'AssertionError' });
   assert.throws(() => roundTrip({ type: 'heartbeatResponse', from: 1, to: 2, term: 1.5,
     readRound: 0 }), { name: 'AssertionError' });
+  assert.throws(() => roundTrip({ type: 'heartbeat', from: 1, to: 2, term: 1, commit: 0, readRound: 0,
+    contact: [2, 3] }), { name: 'AssertionError' });
+  assert.throws(() => roundTrip({ type: 'heartbeat', from: 1, to: 2, term: 1, commit: 0, readRound: 0,
+    contact: [2, 1] }), { name: 'AssertionError' });
+});
+
+test('a heartbeat whose contact list lacks its leader, or repeats a member, is a TransportError', () => {
+  for (const contact of [[2, 3], [1, 1, 2]]) {
+    const good: RaftMessage = { type: 'heartbeat', from: 1, to: 2, term: 3, commit: 0, readRound: 0, contact: [1, 2, 3] };
+    const buffer = Buffer.alloc(messageBytes(good));
+    writeMessage(new WireWriter(buffer, 0), good);
+    // Overwrite the three ids after the header, commit, readRound and the u32 count.
+    const at = 1 + 8 * 3 + 16 + 4;
+    const ids = contact.length === 2 ? [2, 3, 3] : contact;
+    ids.forEach((id, i) => buffer.writeUInt32LE(id, at + 8 * i));
+    assert.throws(() => readMessage(new WireReader(buffer, 0, buffer.length), limits), TransportError);
+  }
 });
 
 test('a refusal with an unknown reason code is a TransportError, not a message', () => {

@@ -1,6 +1,6 @@
 // The peer handshake: members of another protocol version, another cluster, a member the
 // listener does not know (never added, or removed) and a misaddressed connection are refused with
-// a reason that names the mismatch, so a mixed-version or misconfigured cell refuses to form.
+// a reason that names the mismatch, so a misconfigured cell refuses to form (versions: protocol-versions.test.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Channel, checkHandshake, decodeHandshake, encodeHandshake, isRemovalRefusal, protocolVersion } from '../../../src/transport/handshake.js';

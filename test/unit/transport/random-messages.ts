@@ -62,7 +62,9 @@ export function randomMessage(
       return { ...base, type, index: randomU64(random), reject: chance(random, 0.5),
         rejectHint: randomU64(random), hintTerm: randomU64(random) };
     case 'heartbeat':
-      return { ...base, type, commit: randomU64(random), readRound: randomU64(random) };
+      return { ...base, type, commit: randomU64(random), readRound: randomU64(random),
+        // null: no view (a heartbeat relayed from a protocol 2 leader; an empty list on the wire).
+        contact: chance(random, 0.1) ? null : chance(random, 0.5) ? [base.from] : [...new Set([base.from, Math.max(1, randomU64(random))])].sort((a, b) => a - b) };
     case 'heartbeatResponse':
       return { ...base, type, readRound: randomU64(random) };
     case 'vote':

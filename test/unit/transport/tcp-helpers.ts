@@ -62,5 +62,5 @@ export async function until(condition: () => boolean, what: string, timeoutMs = 
 }
 
 export function heartbeat(from: MemberId, to: MemberId, commit: number): RaftMessage {
-  return { type: 'heartbeat', from, to, term: 1, commit, readRound: 0 };
+  return { type: 'heartbeat', from, to, term: 1, commit, readRound: 0, contact: [from] };
 }
