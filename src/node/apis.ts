@@ -1,5 +1,6 @@
 // Step 4 of a node's start: the client APIs over the built services. HTTP/JSON and the WebSocket
 // stream share one listener; the etcd v3 gRPC facade has its own (only with --listen-grpc).
+import { KeyNotFoundError } from '../base/errors.js';
 import { AuthTokens } from '../api/auth-tokens.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
@@ -150,8 +151,12 @@ export async function startApis(
 async function healthRead(cell: NodeServices['cell'], consistency: 'serializable' | 'linearizable'): Promise<void> {
   // The node's own read (not a client's: no principal, no authorization), through the same paths.
   const request = { type: 'get' as const, key: '/health', keysOnly: true };
-  if (consistency === 'linearizable') await cell.linearizableRange(request);
-  else cell.localRange(request);
+  try {
+    if (consistency === 'linearizable') await cell.linearizableRange(request);
+    else cell.localRange(request);
+  } catch (error) {
+    if (!(error instanceof KeyNotFoundError)) throw error;
+  }
 }
 
 /** A 64-bit hex content digest folded to etcd's uint32 Hash. */
