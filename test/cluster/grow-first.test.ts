@@ -6,26 +6,7 @@
 // new member sits behind the harness's fault proxies too: isolated, it stops serving.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findLeader, http, putSurely, sleep, startTestCell, type TestCell } from './harness.js';
-
-interface Member {
-  id: number;
-  name: string;
-  role: 'voter' | 'learner';
-}
-
-/** A linearizable member list; between leaders it may have to wait. */
-async function members(cell: TestCell, name: string): Promise<Member[]> {
-  for (let attempt = 0; ; attempt++) {
-    const answer = await http(`${cell.cell.clientUrl(name)}/v1/cluster/members`);
-    if (answer.status === 503 && attempt < 40) {
-      await sleep(250);
-      continue;
-    }
-    assert.equal(answer.status, 200, JSON.stringify(answer.body));
-    return answer.body.members as Member[];
-  }
-}
+import { findLeader, http, listMembers, putSurely, sleep, startTestCell, type TestCell } from './harness.js';
 
 /** Puts keys one after another through the live members until stopped; the acknowledged ones. */
 function writeLoop(cell: TestCell, among: () => readonly string[]): { stop(): Promise<Map<string, number>> } {
@@ -85,19 +66,19 @@ test('grow first, then remove the leader: no acknowledged write lost, the old no
     assert.equal(added.member.role, 'learner');
     cell.cell.start(spare, { join: true, via: live });
     await change(cell, follower, 'POST', `/v1/cluster/members/${spareId}/promote`);
-    assert.equal((await members(cell, spare)).find((m) => m.id === spareId)?.role, 'voter');
+    assert.equal((await listMembers(cell, spare)).find((m) => m.id === spareId)?.role, 'voter');
     mark(`${spare} added, caught up and promoted`);
 
     // The leader removes itself (the request goes to it): it hands over, then leaves.
     const leader = await findLeader(cell, live);
-    const leaderId = (await members(cell, leader)).find((m) => m.name === leader)?.id as number;
+    const leaderId = (await listMembers(cell, leader)).find((m) => m.name === leader)?.id as number;
     live = [...live.filter((name) => name !== leader), spare];
     await change(cell, leader, 'DELETE', `/v1/cluster/members/${leaderId}`);
     const stoppedWith = await cell.cell.waitExit(leader, 15_000);
     mark(`leader ${leader} removed; its process stopped by itself (${String(stoppedWith)})`);
     const newLeader = await findLeader(cell, live);
     assert.notEqual(newLeader, leader);
-    assert.deepEqual((await members(cell, spare)).map((m) => `${m.name}:${m.role}`).sort(), live.map((n) => `${n}:voter`).sort());
+    assert.deepEqual((await listMembers(cell, spare)).map((m) => `${m.name}:${m.role}`).sort(), live.map((n) => `${n}:voter`).sort());
 
     // An operator restarts the removed node on its data directory: it must never be ready, and
     // it stops by itself once the cell tells it it was removed.
@@ -110,7 +91,7 @@ test('grow first, then remove the leader: no acknowledged write lost, the old no
     }
     assert.equal(cell.cell.isRunning(leader), false, `${leader}, removed, kept running on its old data directory`);
     assert.match(cell.cell.tail(leader, 40), /removed from the cell/);
-    assert.ok(!(await members(cell, spare)).some((m) => m.name === leader), `${leader} is not a member again`);
+    assert.ok(!(await listMembers(cell, spare)).some((m) => m.name === leader), `${leader} is not a member again`);
     mark(`${leader} restarted on its old data directory: refused and stopped`);
 
     // The new member sits behind the harness's proxies like the initial ones (the fault runner

@@ -251,6 +251,25 @@ export async function http(url: string, init: RequestInit & { timeoutMs?: number
 }
 
 /** The leader's member name as some running member sees it (polls until one is known). */
+export interface Member {
+  id: number;
+  name: string;
+  role: 'voter' | 'learner';
+}
+
+/** The member list, read linearizably through `name`: between leaders (one just removed) it may have to wait. */
+export async function listMembers(cell: TestCell, name: string): Promise<Member[]> {
+  for (let attempt = 0; ; attempt++) {
+    const answer = await http(`${cell.cell.clientUrl(name)}/v1/cluster/members`);
+    if (answer.status === 503 && attempt < 40) {
+      await sleep(250);
+      continue;
+    }
+    if (answer.status !== 200) throw new Error(`member list through ${name}: ${answer.status} ${JSON.stringify(answer.body)}`);
+    return answer.body.members as Member[];
+  }
+}
+
 export async function findLeader(cell: TestCell, among = cell.names, timeoutMs = 15_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {

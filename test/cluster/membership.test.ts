@@ -7,26 +7,7 @@
 // flight, removing a voter while another is down and promoting a learner that lags are refused.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findLeader, http, putSurely, sleep, startTestCell, type TestCell } from './harness.js';
-
-interface Member {
-  id: number;
-  name: string;
-  role: 'voter' | 'learner';
-}
-
-async function members(cell: TestCell, name: string): Promise<Member[]> {
-  for (let attempt = 0; ; attempt++) {
-    const answer = await http(`${cell.cell.clientUrl(name)}/v1/cluster/members`);
-    // A linearizable read: between leaders (one was just removed) it may have to wait.
-    if (answer.status === 503 && attempt < 40) {
-      await sleep(250);
-      continue;
-    }
-    assert.equal(answer.status, 200, JSON.stringify(answer.body));
-    return answer.body.members as Member[];
-  }
-}
+import { findLeader, http, listMembers, putSurely, sleep, startTestCell, type Member, type TestCell } from './harness.js';
 
 function idOf(list: readonly Member[], name: string): number {
   const member = list.find((m) => m.name === name);
@@ -155,7 +136,7 @@ test('members are added as learners, promoted and removed under a write load', {
       if (status.body.members.find((m: { name: string }) => m.name === down)?.healthy === false) break;
       await sleep(100);
     }
-    const keptId = idOf(await members(cell, leaderNow), kept);
+    const keptId = idOf(await listMembers(cell, leaderNow), kept);
     const unsafe = await http(`${cell.cell.clientUrl(leaderNow)}/v1/cluster/members/${keptId}`, { method: 'DELETE' });
     assert.equal(unsafe.status, 412, JSON.stringify(unsafe.body));
     assert.equal(unsafe.body.error.reason, 'unhealthy_cell');
@@ -189,7 +170,7 @@ test('members are added as learners, promoted and removed under a write load', {
     assert.match(cell.cell.tail('n4', 200), /snapshot \d+ from member/);
     await promoteWhenCaughtUp(cell, follower, n4);
     mark('n4 promoted');
-    assert.equal((await members(cell, 'n4')).find((m) => m.id === n4)?.role, 'voter');
+    assert.equal((await listMembers(cell, 'n4')).find((m) => m.id === n4)?.role, 'voter');
 
     // The member that was down through all of it catches up (usually by snapshot: the log is
     // compacted every 50 entries) and knows n4's URLs from the replicated member table.
@@ -211,15 +192,15 @@ test('members are added as learners, promoted and removed under a write load', {
 
     // Remove the leader, then another original voter.
     const first = await findLeader(cell);
-    const firstId = idOf(await members(cell, 'n4'), first);
+    const firstId = idOf(await listMembers(cell, 'n4'), first);
     live = live.filter((n) => n !== first);
     await removeMember(cell, 'n4', firstId);
     const second = live.find((n) => n !== 'n4') as string;
-    const secondId = idOf(await members(cell, 'n4'), second);
+    const secondId = idOf(await listMembers(cell, 'n4'), second);
     live = live.filter((n) => n !== second);
     await removeMember(cell, 'n4', secondId);
     mark('two original voters removed');
-    const remaining = await members(cell, 'n4');
+    const remaining = await listMembers(cell, 'n4');
     assert.deepEqual(remaining.map((m) => m.name).sort(), [...live].sort());
     await sleep(1000);
     const acked = await load.stop();
@@ -251,7 +232,7 @@ test('members are added as learners, promoted and removed under a write load', {
     for (const name of live) await cell.cell.kill9(name);
     for (const name of live) cell.cell.start(name);
     await ready(cell, live);
-    const after = await members(cell, live[0] as string);
+    const after = await listMembers(cell, live[0] as string);
     assert.deepEqual(after.map((m) => `${m.name}:${m.role}`).sort(), live.map((n) => `${n}:voter`).sort());
     const read = await http(`${cell.cell.clientUrl(live[1] as string)}/v1/kv/after/removal`);
     assert.equal(read.body.kvs[0].value, 'ok');
