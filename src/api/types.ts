@@ -73,6 +73,16 @@ export interface ClusterStatus {
 }
 
 /**
+ * The node's audit log as the edges see it (src/audit): an operation decided at the edge and not
+ * through the log (a snapshot save) is recorded here, and answered once the record is durable.
+ */
+export interface EdgeAudit {
+  record(record: { readonly event: string; readonly principal: string | null; readonly result: string; readonly revision?: number; readonly detail?: Readonly<Record<string, unknown>> }): void;
+  /** Resolves once every record so far is on disk; rejects (unavailable) if the log cannot be written. */
+  flushed(): Promise<void>;
+}
+
+/**
  * What the HTTP API needs from the node it runs on. Every request names its principal (a
  * certificate's CN or a user; '' anonymous): writes carry it through the log and are decided at
  * apply, reads are decided by the serving member (docs/design/authorization.md).

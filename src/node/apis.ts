@@ -1,5 +1,6 @@
 // Step 4 of a node's start: the client APIs over the built services. HTTP/JSON and the WebSocket
 // stream share one listener; the etcd v3 gRPC facade has its own (only with --listen-grpc).
+import type { EdgeAudit } from '../api/types.js';
 import { KeyNotFoundError } from '../base/errors.js';
 import { AuthTokens } from '../api/auth-tokens.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -42,6 +43,8 @@ export async function startApis(
   services: NodeServices,
   log: NodeLogger,
   tls: NodeTls,
+  /** The node's audit log (src/audit), for what the edges decide themselves; null: none. */
+  audit: EdgeAudit | null = null,
 ): Promise<RunningApis> {
   const { cell, leases, locks, watches, membership, driver } = services;
   const { store } = state;
@@ -62,7 +65,7 @@ export async function startApis(
     limits: apiLimits,
     routeGroups: [
       createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections),
-      createMaintenanceRoutes(store, cell), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell, tokens),
+      createMaintenanceRoutes(store, cell, audit), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell, tokens),
       createHealthRoutes(health),
     ],
     logError,
@@ -103,7 +106,7 @@ export async function startApis(
   corruptionCheck.start();
   const grpc = config.listenGrpc === null ? null : await EtcdGrpcServer.start(
     {
-      cell, leases, watches, logError, locks: locks.locks, elections: locks.elections, tokens, health,
+      cell, leases, watches, logError, locks: locks.locks, elections: locks.elections, tokens, health, audit,
       leaseBounds: { ttlMsMin: store.limits.leaseTtlMsMin, ttlMsMax: store.limits.leaseTtlMsMax },
       cluster: {
         grpcUrls: config.grpcUrls,

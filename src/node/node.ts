@@ -90,7 +90,7 @@ export async function startNode(
   });
   const services = buildServices(config, state, peers, log, onFatal, audit);
   connect(state, peers, services, log, audit);
-  const apis = await startApis(config, state, services, log, tls);
+  const apis = await startApis(config, state, services, log, tls, audit);
   const compactor = startAutoCompaction(config, { ...state, ...services }, realTimers, log);
   const ticker = setInterval(() => {
     services.driver.tick();

@@ -6,7 +6,7 @@
 // 503 and keeps serving everything else.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { http, sleep, startTestCell, type TestCell } from './harness.js';
@@ -83,6 +83,18 @@ test('audited changes are recorded by every member, durable on the answering mem
   assert.equal(added.status, 201, JSON.stringify(added.body));
   assert.equal((await http(url('n1', `/v1/cluster/members/${added.body.member.id as number}`), { method: 'DELETE' })).status, 200);
   await onEveryMember('membership', 2); // the add and the removal (the same entries everywhere)
+
+  // A snapshot download: a copy of every key leaves the cell; on disk before the first byte.
+  const snapshot = await fetch(url('n3', '/v1/maintenance/snapshot'));
+  assert.equal(snapshot.status, 200);
+  assert.ok(records('n3').some((r) => r.event === 'snapshot-save' && r.principal === ''), 'n3 recorded the snapshot save');
+  await snapshot.arrayBuffer();
+  const saved = spawnSync('etcdctl', ['--endpoints', cell.cell.grpcEndpoint('n1'), 'snapshot', 'save', join(cell.dataDir, 'audit-snap.db')],
+    { env: { ...process.env, ETCDCTL_API: '3' }, encoding: 'utf8' });
+  if (saved.error === undefined) {
+    assert.equal(saved.status, 0, saved.stderr);
+    assert.ok(records('n1').some((r) => r.event === 'snapshot-save' && r.detail?.['via'] === 'grpc'), 'n1 recorded the etcdctl snapshot save');
+  }
 
   // Puts are not audited: the log stays small.
   const before = records('n1').length;

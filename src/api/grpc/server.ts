@@ -9,7 +9,7 @@ import type { ElectionApi, LockApi } from '../../lock/api.js';
 import type { LeaseApi } from '../../lease/api.js';
 import type { WatchService } from '../stream/watch-service.js';
 import type { HealthChecks } from '../health.js';
-import type { CellApi } from '../types.js';
+import type { CellApi, EdgeAudit } from '../types.js';
 import { ClusterFacade, type ClusterInfo } from './cluster-service.js';
 import { GrpcStatusError, toGrpcError } from './errors.js';
 import { HeaderSource } from './header.js';
@@ -40,6 +40,8 @@ export interface GrpcDeps {
   readonly logError: (error: unknown) => void;
   /** Users' passwords and tokens (etcd's Auth service; a call's token names its principal). */
   readonly tokens: AuthTokens;
+  /** The audit log, for what the facade decides itself (Maintenance.Snapshot); null: none. */
+  readonly audit?: EdgeAudit | null;
   /** TLS on the facade's port (HTTP/2 by ALPN, the gateway on HTTP/1.1): the node's client material. */
   readonly tls?: GrpcTls;
   /** The gateway's /livez and /readyz checks (src/api/health.ts); without them, the plain answers. */
@@ -186,7 +188,14 @@ export class EtcdGrpcServer {
               } catch (error) {
                 return void call.emit('error', toGrpcError(error, deps.logError));
               }
-              void serveSnapshot(call, deps.snapshots as SnapshotSource, headers, deps.logError);
+              const audit = deps.audit ?? null;
+              if (audit === null) return void serveSnapshot(call, deps.snapshots as SnapshotSource, headers, deps.logError);
+              // Audited: the record is durable before the first byte leaves.
+              audit.record({ event: 'snapshot-save', principal: call.principal, result: 'ok', detail: { via: 'grpc' } });
+              audit.flushed().then(
+                () => void serveSnapshot(call, deps.snapshots as SnapshotSource, headers, deps.logError),
+                (error: unknown) => void call.emit('error', toGrpcError(error, deps.logError)),
+              );
             },
           }
         : {}),

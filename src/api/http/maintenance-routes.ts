@@ -13,6 +13,7 @@ import { OverloadedError } from '../../base/errors.js';
 import type { MvccStore } from '../../mvcc/index.js';
 import { hashKvPaced } from '../hash-kv.js';
 import type { RouteGroup } from './handler.js';
+import type { EdgeAudit } from '../types.js';
 import { sendJson } from './respond.js';
 
 export const snapshotPath = '/v1/maintenance/snapshot';
@@ -23,7 +24,7 @@ const concurrentSnapshotsMax = 2;
 const chunkBytes = 256 * 1024;
 
 /** Both are administration: `admin` throws permission_denied unless the caller administers the cell. */
-export function createMaintenanceRoutes(store: MvccStore, admin: { checkAdmin(principal: string): void }): RouteGroup {
+export function createMaintenanceRoutes(store: MvccStore, admin: { checkAdmin(principal: string): void }, audit: EdgeAudit | null = null): RouteGroup {
   let running = 0;
   return async (request) => {
     if ((request.url.pathname === hashKvPath || request.url.pathname === snapshotPath) && request.method === 'GET') {
@@ -45,6 +46,11 @@ export function createMaintenanceRoutes(store: MvccStore, admin: { checkAdmin(pr
     }
     running++;
     try {
+      // Audited (a copy of every key leaves the cell): the record is durable before the first byte.
+      if (audit !== null) {
+        audit.record({ event: 'snapshot-save', principal: request.principal, result: 'ok', revision: store.revision, detail: { via: 'http' } });
+        await audit.flushed();
+      }
       await streamSnapshot(store, request.res, request.context.cellId);
     } finally {
       running--;
