@@ -8,6 +8,8 @@ import { EntryType, type Entry } from '../raft/index.js';
 import type { AuditRecord } from './audit-log.js';
 
 const queueRoots = ['/locks/', '/elections/'];
+/** The result kinds an audited command answers with: only these entries are decoded. */
+const auditedResults: ReadonlySet<string> = new Set(['policySet', 'leaseRevoke', 'compact', 'upgradeStore', 'delete']);
 
 /** Commands whose outcome is audited whatever it is (the proposer waits for their record). */
 export function isAuditedCommand(op: Command): boolean {
@@ -37,7 +39,7 @@ export function auditRecordsOf(entries: readonly Entry[], outcomes: readonly App
     // The cheap filter first: only these outcomes can be audited, so only their entries are decoded.
     const denied = outcome.type === 'failed' && outcome.error.code === 'permission_denied';
     const kind = outcome.type === 'applied' ? outcome.result.type : null;
-    if (!denied && kind !== 'policySet' && kind !== 'leaseRevoke' && kind !== 'compact' && kind !== 'upgradeStore' && kind !== 'delete') continue;
+    if (!denied && (kind === null || !auditedResults.has(kind))) continue;
     const envelope = decodeCommandUnchecked(entry.data);
     const op = envelope.op;
     const principal = envelope.principal ?? null;

@@ -53,9 +53,15 @@ export class AuditLog {
     return this.failure !== null;
   }
 
+  /** The refusal of an audited operation once the log cannot be written; null while it can. */
+  refusal(): UnavailableError | null {
+    return this.failure === null ? null : this.unwritable();
+  }
+
   /** Throws unavailable once the log cannot be written: audited operations are refused. */
   checkWritable(): void {
-    if (this.failure !== null) throw new UnavailableError(`the audit log cannot be written (${this.failure.message}): audited operations are refused`);
+    const refused = this.refusal();
+    if (refused !== null) throw refused;
   }
 
   record(record: AuditRecord): void {

@@ -6,7 +6,7 @@
 // again at apply (authorizer.ts), which is what makes a removed permission unusable.
 import { PermissionDeniedError, type BatonError } from '../base/errors.js';
 import type { Command, Origin, StoredPolicy } from '../mvcc/index.js';
-import { commandAccesses } from './accesses.js';
+import { adminAccess, clusterInfoAccess, commandAccesses } from './accesses.js';
 import { decide, type Access } from './decide.js';
 import type { Policy } from './policy.js';
 import { decodePolicyRecord, policyOf } from './record.js';
@@ -62,6 +62,16 @@ export class AccessGuard {
   /** Throws permission_denied unless `principal` may make every access. */
   check(principal: string, accesses: () => readonly Access[]): void {
     if (!this.allows(principal, accesses)) throw permissionDenied();
+  }
+
+  /** Administration (members, maintenance, snapshots, the policy): admin on every key. */
+  checkAdmin(principal: string): void {
+    this.check(principal, () => [adminAccess]);
+  }
+
+  /** The cell's status and member list: any known principal. */
+  checkClusterInfo(principal: string): void {
+    this.check(principal, () => [clusterInfoAccess]);
   }
 
   /** A write's check before it is proposed; the cell's own work is not a client's request. */

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SeededRandom } from '../base/random.js';
-import { CorruptFileError, type UnavailableError } from '../base/errors.js';
+import { CorruptFileError } from '../base/errors.js';
 import type { Timers } from '../base/timers.js';
 import { WatchService } from '../api/stream/index.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome, type Command } from '../mvcc/index.js';
@@ -265,16 +265,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     wallMs: () => Date.now(),
     monotonicMs: () => performance.now(),
     onProposed: (seconds) => metrics.proposalSeconds.observe(seconds),
-    admit: (origin, op) => {
-      if (audit !== null && audit.failed && isAuditedCommand(op)) {
-        try {
-          audit.checkWritable();
-        } catch (error) {
-          return error as UnavailableError;
-        }
-      }
-      return guard.command(origin, op);
-    },
+    admit: (origin, op) => (audit?.failed === true && isAuditedCommand(op) ? audit.refusal() : guard.command(origin, op)),
     ...(audit === null ? {} : { beforeAnswer: (op: Command) => (isAuditedCommand(op) ? audit.flushed() : null) }),
   });
   const leases = new LeaseService(

@@ -130,14 +130,12 @@ export class EtcdGrpcServer {
     };
     // Membership, maintenance and the snapshot are the cell's administration; its member list and
     // status are for any known principal. Everything else is decided inside the services.
-    const admin = <T>(body: (call: Unary) => T) => (call: Unary): T => {
-      deps.cell.checkAdmin(call.principal);
+    const guardedBy = (check: (principal: string) => void) => <T>(body: (call: Unary) => T) => (call: Unary): T => {
+      check(call.principal);
       return body(call);
     };
-    const clusterInfo = <T>(body: (call: Unary) => T) => (call: Unary): T => {
-      deps.cell.checkClusterInfo(call.principal);
-      return body(call);
-    };
+    const admin = guardedBy((principal) => deps.cell.checkAdmin(principal));
+    const clusterInfo = guardedBy((principal) => deps.cell.checkClusterInfo(principal));
 
     addService(withKvCodecs(services.KV), {
       Range: unary((call) => kv.range(req(call), call.principal)),

@@ -9,7 +9,7 @@ import { createHttpHandler, defaultApiLimits, type ApiLimits } from '../../../sr
 import { createWatchRoutes } from '../../../src/api/http/watch-routes.js';
 import { StreamServer, WatchService } from '../../../src/api/stream/index.js';
 import type * as api from '../../../src/api/types.js';
-import { AccessGuard, adminAccess, clusterInfoAccess } from '../../../src/auth/index.js';
+import { AccessGuard } from '../../../src/auth/index.js';
 import { EntryType } from '../../../src/raft/types.js';
 import { encodeCommand, MemoryEngine, MvccStore, defaultMvccLimits, type Command, type CommandResult } from '../../../src/mvcc/index.js';
 
@@ -29,10 +29,10 @@ export class StoreCell implements api.CellApi {
     return this.store.policyRecord();
   }
   checkAdmin(principal: string): void {
-    this.guard.check(principal, () => [adminAccess]);
+    this.guard.checkAdmin(principal);
   }
   checkClusterInfo(principal: string): void {
-    this.guard.check(principal, () => [clusterInfoAccess]);
+    this.guard.checkClusterInfo(principal);
   }
   revision(): number {
     return this.store.revision;

@@ -6,7 +6,7 @@ import { createHttpHandler, defaultApiLimits } from '../../../src/api/http/index
 import { createWatchRoutes } from '../../../src/api/http/watch-routes.js';
 import { StreamServer, WatchService, type WatchServiceOptions } from '../../../src/api/stream/index.js';
 import type * as api from '../../../src/api/types.js';
-import { AccessGuard, adminAccess, clusterInfoAccess } from '../../../src/auth/index.js';
+import { AccessGuard } from '../../../src/auth/index.js';
 import { MemoryEngine, MvccStore, type Command, type CommandResult } from '../../../src/mvcc/index.js';
 import { commandEntry } from './model.js';
 
@@ -26,10 +26,10 @@ export class DirectCell implements api.CellApi {
     return this.store.policyRecord();
   }
   checkAdmin(principal: string): void {
-    this.guard.check(principal, () => [adminAccess]);
+    this.guard.checkAdmin(principal);
   }
   checkClusterInfo(principal: string): void {
-    this.guard.check(principal, () => [clusterInfoAccess]);
+    this.guard.checkClusterInfo(principal);
   }
   revision(): number {
     return this.store.revision;
