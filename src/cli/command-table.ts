@@ -19,7 +19,7 @@ export const globalValueFlags = ['--endpoints', '--cacert', '--cert', '--key', '
 export const globalBooleanFlags = ['--no-discover'] as const;
 /** Flags whose value is a file name (completion offers files). */
 export const fileFlags = ['--cacert', '--cert', '--key', '--config', '--data-dir', '--cert-file', '--key-file',
-  '--trusted-ca-file', '--peer-cert-file', '--peer-key-file', '--peer-trusted-ca-file'] as const;
+  '--trusted-ca-file', '--peer-cert-file', '--peer-key-file', '--peer-trusted-ca-file', '--client-crl-file', '--peer-crl-file'] as const;
 export const writeOutValues = ['simple', 'json', 'table'] as const;
 
 export const commandTable: readonly CommandRow[] = [
@@ -52,6 +52,8 @@ export const commandTable: readonly CommandRow[] = [
   { name: 'elect', summary: 'campaign in an election, or observe it', client: true, flags: ['--ttl', '--wait', '--count'] },
   { name: 'audit', summary: "read a node's audit log (tail, grep)", client: false, flags: ['--lines', '--event', '--principal', '--result'],
     actions: ['tail', 'grep'] },
+  { name: 'certs', summary: 'a CA, member and client certificates, revocation', client: false,
+    flags: ['--dir', '--cn', '--cell', '--host', '--out'], actions: ['ca', 'member', 'client', 'revoke', 'crl'] },
   { name: 'completion', summary: 'print a bash or zsh completion script', client: false, flags: [], actions: ['bash', 'zsh'] },
   { name: 'version', summary: 'print the version', client: false, flags: [] },
 ];

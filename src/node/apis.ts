@@ -5,6 +5,7 @@ import { KeyNotFoundError } from '../base/errors.js';
 import { AuthTokens } from '../api/auth-tokens.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { createHttpHandler } from '../api/http/handler.js';
 import { defaultApiLimits } from '../api/http/limits.js';
 import { createWatchRoutes } from '../api/http/watch-routes.js';
@@ -173,6 +174,8 @@ function secureServer(material: TlsMaterial, clientCertAuth: boolean, serve: (re
   // names the principal (src/api/principal.ts); without one the caller is anonymous.
   const requestCert = clientCertAuth || material.material().ca !== undefined;
   const server = createHttpsServer({ ...material.material(), requestCert, rejectUnauthorized: clientCertAuth }, serve);
+  // Before the HTTP server's own listener: a revoked certificate's connection is cut unread.
+  server.prependListener('secureConnection', (socket: TLSSocket) => material.admit(socket));
   material.onReload(() => server.setSecureContext({ ...material.material() }));
   return server;
 }

@@ -109,6 +109,8 @@ const options = {
   'peer-cert-file': { type: 'string' },
   'peer-key-file': { type: 'string' },
   'peer-trusted-ca-file': { type: 'string' },
+  'client-crl-file': { type: 'string' },
+  'peer-crl-file': { type: 'string' },
 } as const;
 
 /** Every flag `baton server` takes (shell completion lists them). */

@@ -14,7 +14,7 @@ const usage = `usage: baton dev [--data-dir DIR] [--secure] [--client-ports P1,P
   --peer-ports     Raft peers, default 7101,7102,7103 (or BATON_DEV_PEER_PORTS)
   --grpc-ports     the etcd v3 gRPC facade, default 7201,7202,7203 (or BATON_DEV_GRPC_PORTS)
   --secure         a throwaway CA and certificates in DIR/certs (openssl), TLS on every listener,
-                   client certificates required
+                   client certificates required, the CA's revocation list DIR/certs/crl.pem read by every member
   A port already taken stops it at once (exit 2), naming the port.`;
 
 const defaultPorts = { client: [7001, 7002, 7003], peer: [7101, 7102, 7103], grpc: [7201, 7202, 7203] } as const;
@@ -94,7 +94,8 @@ export async function runDev(argv: readonly string[]): Promise<number> {
       + `  curl ${tls.curlFlags()} -X PUT ${cell.clientUrl('n1')}/v1/kv/hello -d world\n`
       + `  baton get /hello --endpoints ${cell.clientUrls().join(',')} --cacert ${tls.ca.cert} --cert ${tls.root.cert} --key ${tls.root.key}\n`
       + `  new BatonClient({ endpoints: [...], tls: { ca, cert, key } })   (PEM contents; docs/security.md)\n`
-      + `  ETCDCTL_API=3 etcdctl --endpoints=https://${cell.grpcEndpoint('n1')} --cacert ${tls.ca.cert} --cert ${tls.root.cert} --key ${tls.root.key} get hello\n`);
+      + `  ETCDCTL_API=3 etcdctl --endpoints=https://${cell.grpcEndpoint('n1')} --cacert ${tls.ca.cert} --cert ${tls.root.cert} --key ${tls.root.key} get hello\n`
+      + `More principals: baton certs client NAME --dir ${tls.dir}; revoke one: baton certs revoke FILE --dir ${tls.dir} (every member reads ${tls.crl})\n`);
   }
   // Stay up until every node has exited (Ctrl-C stops them all).
   await Promise.all(cell.names().map((name) => cell.waitExit(name, 2 ** 31 - 1).catch(() => 'gone')));

@@ -12,12 +12,16 @@ export interface ClientTlsConfig {
   readonly caFile: string | undefined;
   /** --client-cert-auth: every client must present a certificate from the trusted CA. */
   readonly clientCertAuth: boolean;
+  /** --client-crl-file: client certificates revoked by the CA (security/crl.ts). */
+  readonly crlFile: string | undefined;
 }
 
 export interface PeerTlsConfig {
   readonly certFile: string;
   readonly keyFile: string;
   readonly caFile: string;
+  /** --peer-crl-file: member certificates revoked by the peer CA. */
+  readonly crlFile: string | undefined;
 }
 
 export interface TlsFlags {
@@ -28,6 +32,8 @@ export interface TlsFlags {
   readonly 'peer-cert-file'?: string | undefined;
   readonly 'peer-key-file'?: string | undefined;
   readonly 'peer-trusted-ca-file'?: string | undefined;
+  readonly 'client-crl-file'?: string | undefined;
+  readonly 'peer-crl-file'?: string | undefined;
 }
 
 export interface Listeners {
@@ -42,6 +48,8 @@ export function clientTlsConfig(raw: TlsFlags, listeners: Listeners): ClientTlsC
   const keyFile = raw['key-file'];
   const caFile = raw['trusted-ca-file'];
   const clientCertAuth = flagOn(raw['client-cert-auth'], 'client-cert-auth');
+  const crlFile = raw['client-crl-file'];
+  if (crlFile !== undefined && caFile === undefined) throw new ConfigError('--client-crl-file needs --trusted-ca-file (the CA that signed the list)');
   const secure = [listeners.listenClient, listeners.listenGrpc].filter((u): u is URL => u !== null).map((u) => u.protocol === 'https:');
   if (certFile === undefined && keyFile === undefined) {
     if (secure.some((s) => s)) throw new ConfigError('an https:// client listener needs --cert-file and --key-file');
@@ -53,16 +61,18 @@ export function clientTlsConfig(raw: TlsFlags, listeners: Listeners): ClientTlsC
     throw new ConfigError('with --cert-file every client listener is TLS: write --listen-client (and --listen-grpc) as https://HOST:PORT');
   }
   if (clientCertAuth && caFile === undefined) throw new ConfigError('--client-cert-auth needs --trusted-ca-file (the CA client certificates chain to)');
-  return { certFile, keyFile, caFile, clientCertAuth };
+  return { certFile, keyFile, caFile, clientCertAuth, crlFile };
 }
 
 export function peerTlsConfig(raw: TlsFlags, listeners: Listeners): PeerTlsConfig | null {
   const certFile = raw['peer-cert-file'];
   const keyFile = raw['peer-key-file'];
   const caFile = raw['peer-trusted-ca-file'];
+  const crlFile = raw['peer-crl-file'];
   const peerSecure = [listeners.listenPeer.href, ...listeners.peerUrls].map((u) => u.startsWith('https:'));
   if (certFile === undefined && keyFile === undefined && caFile === undefined) {
     if (peerSecure.some((s) => s)) throw new ConfigError('https:// peer URLs need --peer-cert-file, --peer-key-file and --peer-trusted-ca-file');
+    if (crlFile !== undefined) throw new ConfigError('--peer-crl-file needs peer TLS (--peer-cert-file, --peer-key-file, --peer-trusted-ca-file)');
     return null;
   }
   if (certFile === undefined || keyFile === undefined || caFile === undefined) {
@@ -71,7 +81,7 @@ export function peerTlsConfig(raw: TlsFlags, listeners: Listeners): PeerTlsConfi
   if (!peerSecure.every((s) => s)) {
     throw new ConfigError('with peer TLS, --listen-peer and every peer URL of --initial-cluster are https://HOST:PORT');
   }
-  return { certFile, keyFile, caFile };
+  return { certFile, keyFile, caFile, crlFile };
 }
 
 function flagOn(value: string | boolean | undefined, flag: string): boolean {

@@ -15,11 +15,18 @@ export interface NodeTls {
 }
 
 export function loadNodeTls(config: NodeConfig, log: { info(message: string): void; warn(message: string): void }): NodeTls {
-  const note = (message: string): void => (message.includes('failed') ? log.warn(message) : log.info(message));
+  const note = (message: string, level: 'info' | 'warn'): void => (level === 'warn' ? log.warn(message) : log.info(message));
   const client = config.clientTls === null ? null
-    : new TlsMaterial({ certFile: config.clientTls.certFile, keyFile: config.clientTls.keyFile, ...(config.clientTls.caFile === undefined ? {} : { caFile: config.clientTls.caFile }) }, note);
+    : new TlsMaterial({
+      certFile: config.clientTls.certFile, keyFile: config.clientTls.keyFile,
+      ...(config.clientTls.caFile === undefined ? {} : { caFile: config.clientTls.caFile }),
+      ...(config.clientTls.crlFile === undefined ? {} : { crlFile: config.clientTls.crlFile }),
+    }, note);
   const peer = config.peerTls === null ? null
-    : new TlsMaterial({ certFile: config.peerTls.certFile, keyFile: config.peerTls.keyFile, caFile: config.peerTls.caFile }, note);
+    : new TlsMaterial({
+      certFile: config.peerTls.certFile, keyFile: config.peerTls.keyFile, caFile: config.peerTls.caFile,
+      ...(config.peerTls.crlFile === undefined ? {} : { crlFile: config.peerTls.crlFile }),
+    }, note);
   client?.watch();
   peer?.watch();
   if (client !== null) {
@@ -50,6 +57,8 @@ export function peerTlsOf(material: TlsMaterial, cell: string, nameOf: (id: Memb
     context: () => material.context(),
     material: () => material.material(),
     onReload: (listener) => material.onReload(listener),
+    admit: (socket) => material.admit(socket),
+    revocationOf: (raw) => material.revocationOfRaw(raw),
     identityOf: (id) => {
       const name = nameOf(id);
       return name === undefined ? null : peerIdentity(cell, name);

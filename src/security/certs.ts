@@ -5,7 +5,7 @@
 // dependency can be audited as easily, and operators know the commands (printed with --verbose).
 // EC P-256 keys: fast handshakes, small certificates.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface CertFiles {
@@ -78,4 +78,36 @@ export function issueMemberCert(ca: CertAuthority, cell: string, member: string,
 /** A client principal's certificate (the CN is the principal, as etcd's --client-cert-auth reads it). */
 export function issueClientCert(ca: CertAuthority, principal: string): CertFiles {
   return issueCert(ca, { name: `client-${principal}`, commonName: principal, altNames: [`URI:baton://principal/${principal}`], usage: 'client' });
+}
+
+/** `openssl ca`'s bookkeeping for the CA in `ca.dir` (index of issued/revoked certificates, list number). */
+function caConfig(ca: CertAuthority): string {
+  const config = join(ca.dir, 'ca.cnf');
+  const index = join(ca.dir, 'index.txt');
+  if (!existsSync(index)) writeFileSync(index, '');
+  if (!existsSync(join(ca.dir, 'crlnumber'))) writeFileSync(join(ca.dir, 'crlnumber'), '01\n');
+  writeFileSync(config, [
+    '[ca]', 'default_ca = baton',
+    '[baton]',
+    `database = ${index}`, `crlnumber = ${join(ca.dir, 'crlnumber')}`,
+    `certificate = ${ca.cert}`, `private_key = ${ca.key}`,
+    'default_md = sha256', 'default_crl_days = 30',
+    '',
+  ].join('\n'));
+  return config;
+}
+
+/** Marks `certFile` (issued by `ca`) revoked in the CA's index; `writeCrl` publishes it. */
+export function revokeCert(ca: CertAuthority, certFile: string): void {
+  readFileSync(certFile); // a clear error for a missing file before openssl's
+  openssl(['ca', '-config', caConfig(ca), '-revoke', certFile], ca.dir);
+}
+
+/** The CA's revocation list (every certificate revoked so far), written to `out` (default `<dir>/crl.pem`). */
+export function writeCrl(ca: CertAuthority, out = join(ca.dir, 'crl.pem')): string {
+  const temporary = `${out}.tmp`;
+  openssl(['ca', '-config', caConfig(ca), '-gencrl', '-out', temporary], ca.dir);
+  // Renamed into place: a member polling the file never reads half a list.
+  renameSync(temporary, out);
+  return out;
 }

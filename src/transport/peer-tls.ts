@@ -15,6 +15,10 @@ export interface PeerTls {
   material(): SecureContextOptions;
   /** Called after a reload replaced the material (the listener takes it for new connections). */
   onReload(listener: () => void): void;
+  /** A listener's new connection, before any frame: false (socket destroyed) when its certificate is revoked. */
+  admit?(socket: TLSSocket): boolean;
+  /** Why a certificate (DER) is revoked by the peer CA's list, or null. */
+  revocationOf?(raw: Buffer | undefined): string | null;
   /** The identity member `id` must present, or null when this node knows no such member. */
   identityOf(id: MemberId): string | null;
 }
@@ -59,10 +63,12 @@ export function dialPeer(address: PeerAddress, to: MemberId, tls: PeerTls | unde
     rejectUnauthorized: true,
     // Members are named by their certificate's baton:// URI, not by host name.
     checkServerIdentity: (_host, cert) => {
-      const refusal = identityRefusal(tls, to, cert);
+      const refusal = identityRefusal(tls, to, cert) ?? tls.revocationOf?.(cert.raw) ?? null;
       return refusal === null ? undefined : new Error(refusal);
     },
   });
+  // Cut later too, should a reloaded revocation list name the listener's certificate.
+  socket.once('secureConnect', () => tls.admit?.(socket));
   socket.setNoDelay(true);
   return { socket, readyEvent: 'secureConnect' };
 }

@@ -61,7 +61,10 @@ export class PeerTransport {
       server.on('connection', (socket) => transport.accept(socket));
     } else {
       // Only a caller whose certificate chains to the peer CA gets here; its identity is checked at its handshake.
-      server.on('secureConnection', (socket: TLSSocket) => transport.accept(socket));
+      server.on('secureConnection', (socket: TLSSocket) => {
+        if (tls.admit?.(socket) === false) return void transport.counters.rejectedConnections++;
+        transport.accept(socket);
+      });
       server.on('tlsClientError', (error: Error, socket: TLSSocket) => transport.refusedTls(error, socket));
       tls.onReload(() => (server as ReturnType<typeof createTlsServer>).setSecureContext({ ...tls.material() }));
     }

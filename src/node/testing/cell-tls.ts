@@ -1,20 +1,25 @@
 // TLS for a process cell (`baton dev --secure`, the secure cluster tests): one throwaway CA in
 // `dir`, a certificate per member (its baton://cell-1/<name> identity for peers, 127.0.0.1 and
-// localhost for clients) and client-root.pem for the root principal; and an HTTPS GET that
+// localhost for clients), client-root.pem for the root principal and crl.pem, the CA's revocation
+// list every member reads (`baton certs revoke FILE --dir DIR` revokes); and an HTTPS GET that
 // trusts that CA and presents the root certificate, for probes and tests.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
-import { ensureCa, issueClientCert, issueMemberCert, type CertAuthority, type CertFiles } from '../../security/certs.js';
+import { ensureCa, issueClientCert, issueMemberCert, writeCrl, type CertAuthority, type CertFiles } from '../../security/certs.js';
 
 export class CellTls {
   readonly ca: CertAuthority;
   readonly root: CertFiles;
+  /** The revocation list the members read (--client-crl-file, --peer-crl-file). */
+  readonly crl: string;
   private readonly members = new Map<string, CertFiles>();
 
   constructor(readonly dir: string, private readonly cell = 'cell-1') {
     this.ca = ensureCa(dir);
     this.root = issueClientCert(this.ca, 'root');
+    this.crl = join(dir, 'crl.pem');
+    if (!existsSync(this.crl)) writeCrl(this.ca, this.crl);
   }
 
   /** The member's certificate, made the first time it is asked for. */
@@ -37,6 +42,7 @@ export class CellTls {
     return [
       '--cert-file', own.cert, '--key-file', own.key, '--trusted-ca-file', this.ca.cert, '--client-cert-auth',
       '--peer-cert-file', own.cert, '--peer-key-file', own.key, '--peer-trusted-ca-file', this.ca.cert,
+      '--client-crl-file', this.crl, '--peer-crl-file', this.crl,
     ];
   }
 

@@ -90,8 +90,11 @@ test('TLS flags: etcd names, from flags, BATON_* or a config file; a half-config
   const client = ['--cert-file', 'c.pem', '--key-file', 'k.pem', '--trusted-ca-file', 'ca.pem'];
   const peer = ['--peer-cert-file', 'c.pem', '--peer-key-file', 'k.pem', '--peer-trusted-ca-file', 'ca.pem'];
   const on = parseNodeConfig([...secure, ...client, '--client-cert-auth', ...peer], {});
-  assert.deepEqual(on.clientTls, { certFile: 'c.pem', keyFile: 'k.pem', caFile: 'ca.pem', clientCertAuth: true });
-  assert.deepEqual(on.peerTls, { certFile: 'c.pem', keyFile: 'k.pem', caFile: 'ca.pem' });
+  assert.deepEqual(on.clientTls, { certFile: 'c.pem', keyFile: 'k.pem', caFile: 'ca.pem', clientCertAuth: true, crlFile: undefined });
+  assert.deepEqual(on.peerTls, { certFile: 'c.pem', keyFile: 'k.pem', caFile: 'ca.pem', crlFile: undefined });
+  const lists = parseNodeConfig([...secure, ...client, ...peer, '--client-crl-file', 'crl.pem'], { BATON_PEER_CRL_FILE: 'peer-crl.pem' });
+  assert.equal(lists.clientTls?.crlFile, 'crl.pem');
+  assert.equal(lists.peerTls?.crlFile, 'peer-crl.pem');
   const fromEnv = parseNodeConfig([...secure, ...peer], { BATON_CERT_FILE: 'e.pem', BATON_KEY_FILE: 'ek.pem', BATON_TRUSTED_CA_FILE: 'ca.pem', BATON_CLIENT_CERT_AUTH: 'true' });
   assert.equal(fromEnv.clientTls?.certFile, 'e.pem');
   assert.equal(fromEnv.clientTls?.clientCertAuth, true);
@@ -104,6 +107,8 @@ test('TLS flags: etcd names, from flags, BATON_* or a config file; a half-config
   refused([...secure, '--cert-file', 'c.pem', '--key-file', 'k.pem', '--client-cert-auth', ...peer], /--client-cert-auth needs --trusted-ca-file/);
   refused([...secure, ...client, '--peer-cert-file', 'c.pem', '--peer-key-file', 'k.pem'], /all of --peer-cert-file, --peer-key-file and --peer-trusted-ca-file/);
   refused([...base, ...peer], /--listen-peer and every peer URL/);
+  refused([...secure, '--cert-file', 'c.pem', '--key-file', 'k.pem', '--client-crl-file', 'crl.pem', ...peer], /--client-crl-file needs --trusted-ca-file/);
+  refused([...base, '--peer-crl-file', 'crl.pem'], /--peer-crl-file needs peer TLS/);
   refused([...secure, ...client], /https:\/\/ peer URLs need --peer-cert-file/);
   assert.doesNotThrow(() => parseNodeConfig([...secure, ...client, ...peer], {}), 'server TLS without client certificates is allowed');
 });

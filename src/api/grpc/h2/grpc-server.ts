@@ -4,7 +4,7 @@
 // Per call: route by :path, check method and content type, the deadline (grpc-timeout), then
 // the call (grpc-call.ts) reads its messages, runs the handler and answers with trailers.
 import { createServer, type Server, type Socket } from 'node:net';
-import { createServer as createTlsServer, type SecureContextOptions } from 'node:tls';
+import { createServer as createTlsServer, type SecureContextOptions, type TLSSocket } from 'node:tls';
 import { status, type ServiceDefinition } from '@grpc/grpc-js';
 import { assert } from '../../../base/assert.js';
 import { H2Connection, defaultH2Limits, type H2Limits } from './connection.js';
@@ -28,7 +28,7 @@ export interface GrpcServerOptions {
 
 /** TLS for the listener: the current material (re-read after onReload) and whether clients need a certificate. */
 export interface GrpcTls {
-  readonly material: { material(): SecureContextOptions; onReload(listener: () => void): void };
+  readonly material: { material(): SecureContextOptions; onReload(listener: () => void): void; admit?(socket: TLSSocket): boolean };
   readonly clientCertAuth: boolean;
 }
 
@@ -99,7 +99,9 @@ export class GrpcServer implements CallContext {
       ...tls.material.material(), requestCert: tls.clientCertAuth || tls.material.material().ca !== undefined, rejectUnauthorized: tls.clientCertAuth,
     });
     // As etcd: h2 first (gRPC, and the gateway over HTTP/2), HTTP/1.1 for clients that offer only it.
-    const listener = createTlsServer({ ...options(), ALPNProtocols: ['h2', 'http/1.1'] }, (socket) => this.accept(socket));
+    const listener = createTlsServer({ ...options(), ALPNProtocols: ['h2', 'http/1.1'] }, (socket) => {
+      if (tls.material.admit?.(socket) !== false) this.accept(socket);
+    });
     tls.material.onReload(() => listener.setSecureContext(options()));
     return listener;
   }
