@@ -92,6 +92,14 @@ export const snapshotEncodeChunkBytes = 64 * KiB;
 export const grpcSnapshotChunkBytes = 256 * KiB;
 /** Keep-alive HTTP sockets idle longer than this are closed (a client's pool reopens one). */
 export const httpKeepAliveMs = 30_000;
+/**
+ * A graceful stop (SIGTERM) gives client requests in flight this long to be answered, after
+ * leadership moved away; a request waits at most its own timeout, so longer would be waiting for
+ * nothing but a stuck client.
+ */
+export const gracefulStopMs = 5_000;
+/** A stopping server that has not exited after this long exits anyway (code 1), whatever hangs. */
+export const stopBoundMs = 30_000;
 /** Keepalives being answered at once: renewals have their own budget, apart from reads. */
 export const keepalivesInFlightMax = 8_192;
 /** Range reads answered at once, and of those, prefix reads (the expensive ones, shed first). */

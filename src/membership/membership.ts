@@ -280,6 +280,35 @@ export class Membership {
   }
 
   /**
+   * A graceful stop (SIGTERM): a leader hands leadership to the most caught-up voter that is in
+   * contact, so the cell does not wait an election timeout for a leader (etcd does the same on
+   * stop). Resolves once another member leads, or at once when this node does not lead or has no
+   * voter to hand to; a transfer that does not complete within two election timeouts is given up
+   * (the stop goes on: the others elect a leader as after a crash).
+   */
+  async leaveLeadership(): Promise<string> {
+    if (!this.driver.isLeader) return 'not the leader';
+    const self = this.config.memberId;
+    const status = this.driver.status();
+    // In contact: heard from within the last election timeout (src/raft/contact.ts).
+    const inContact = new Set(status.inContact ?? []);
+    const best = status.confState.voters
+      .filter((id) => id !== self && inContact.has(id))
+      .map((id) => ({ id, match: status.progress.get(id)?.match ?? 0 }))
+      .sort((a, b) => b.match - a.match)[0];
+    if (best === undefined) return 'no other voter in contact to hand leadership to';
+    this.log.info(`membership: stopping: handing leadership to member ${best.id}`);
+    this.driver.transferLeadership(best.id);
+    this.driver.flush();
+    try {
+      await this.leaderOtherThan(self, 'stopping anyway');
+      return `member ${this.driver.leaderId} leads`;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+
+  /**
    * Hands leadership to voter `to` (etcd's MoveLeader) and resolves once this node sees it lead.
    * Leader only; `to` being this leader changes nothing. UnavailableError when the transfer did not
    * complete within two election timeouts (Raft abandons a transfer after one).

@@ -34,8 +34,11 @@ import type { NodeTls } from './tls-wiring.js';
 
 export interface RunningApis {
   readonly grpc: EtcdGrpcServer | null;
-  /** Ends watch streams cleanly (each hears `unavailable` and its last revision), then the sockets. */
-  stop(): Promise<void>;
+  /**
+   * Ends watch streams cleanly (each hears `unavailable` and its last revision), takes no new
+   * connection, gives requests in flight up to `graceMs` to be answered, then closes the sockets.
+   */
+  stop(graceMs: number): Promise<void>;
 }
 
 export async function startApis(
@@ -79,8 +82,13 @@ export async function startApis(
     if (labels === undefined) codeLabels.set(this.statusCode, (labels = { code: String(this.statusCode) }));
     state.metrics.requests.inc(labels);
   }
+  // Requests being answered, for a graceful stop (watch streams are ended before it waits).
+  const inFlight = { count: 0 };
+  const answered = (): void => void inFlight.count--;
   const serve = (req: IncomingMessage, res: ServerResponse): void => {
     res.on('finish', countAnswer);
+    inFlight.count++;
+    res.once('close', answered);
     handler(req, res);
   };
   const http = tls.client === null ? createServer(serve) : secureServer(tls.client, tls.clientCertAuth, serve);
@@ -137,17 +145,23 @@ export async function startApis(
   );
   return {
     grpc,
-    async stop() {
+    async stop(graceMs) {
       corruptionCheck.stop();
       await watches.stop();
       stream.close();
-      await grpc?.stop();
-      await new Promise<void>((resolve) => {
-        http.close(() => resolve());
-        http.closeAllConnections();
-      });
+      const closed = new Promise<void>((resolve) => http.close(() => resolve()));
+      http.closeIdleConnections();
+      await Promise.all([grpc?.stop(graceMs > 0 ? graceMs : undefined), waitForAnswers(inFlight, graceMs)]);
+      http.closeAllConnections();
+      await closed;
     },
   };
+}
+
+/** Resolves once no request is in flight, or after `graceMs`. */
+async function waitForAnswers(inFlight: { readonly count: number }, graceMs: number): Promise<void> {
+  const deadline = performance.now() + graceMs;
+  while (inFlight.count > 0 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 /** The one key the health checks read, keys only (etcd reads its empty key the same way): an

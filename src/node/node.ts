@@ -36,7 +36,7 @@ import { addNodeGauges } from './node-gauges.js';
 import { PeerInbox } from './peer-inbox.js';
 import { startApis } from './apis.js';
 import { startAutoCompaction } from './compactor-wiring.js';
-import { checkpointEntriesMax, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
+import { checkpointEntriesMax, gracefulStopMs, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
 import { assert } from '../base/assert.js';
 import { addProcessMetrics } from '../metrics/process-metrics.js';
 import { Gauge } from '../metrics/registry.js';
@@ -46,7 +46,11 @@ import { loadNodeTls, peerTlsOf, type NodeTls } from './tls-wiring.js';
 
 export interface RunningNode {
   readonly service: CellService;
-  stop(): Promise<void>;
+  /**
+   * `graceful` (SIGTERM, SIGINT): a leader hands leadership away first, and client requests in
+   * flight get up to `gracefulStopMs` to finish; otherwise (a fatal error, removal) it stops at once.
+   */
+  stop(options?: { graceful?: boolean }): Promise<void>;
 }
 
 /** Test-only hooks (node/testing/fault-hooks.ts); none in production. */
@@ -99,14 +103,18 @@ export async function startNode(
   log.info(`serving ${config.listenClient.href} (peers ${config.listenPeer.href}${apis.grpc === null ? '' : `, etcd gRPC ${config.listenGrpc?.href}`}), member ${config.memberId}, cluster ${config.clusterId}`);
   return {
     service: services.cell,
-    async stop() {
+    async stop(options = {}) {
+      if (options.graceful === true && !services.membership.removed) {
+        log.info(`stopping: ${await services.membership.leaveLeadership()}`);
+      }
       clearInterval(ticker);
       compactor.stop();
       services.leases.stop();
       services.locks.stop();
       peers.leaseForwarder.stop();
       services.driver.stop();
-      await apis.stop(); // watch streams hear `unavailable` and their last revision first
+      // Watch streams hear `unavailable` and their last revision first (they resume elsewhere).
+      await apis.stop(options.graceful === true ? gracefulStopMs : 0);
       await peers.transport.close();
       await state.snapshotThread.close();
       await state.wal.close();

@@ -1,6 +1,10 @@
 // `baton server`: run one node until SIGINT/SIGTERM. Exit codes: 0 clean stop, 1 fatal I/O error
-// at run time, 2 bad configuration or damaged data found at startup.
+// at run time (or a stop that hung past stopBoundMs), 2 bad configuration or damaged data found at
+// startup. SIGTERM/SIGINT stop gracefully: a leader hands leadership to a caught-up voter first,
+// watch streams end with `unavailable` and their last revision (clients resume elsewhere), and
+// requests in flight get gracefulStopMs to be answered.
 import { CorruptFileError } from '../base/errors.js';
+import { stopBoundMs } from '../base/limits.js';
 import { ConfigError, parseNodeConfig, type NodeConfig } from './config.js';
 import { installFaultHooks, syncedCopyHook } from './testing/fault-hooks.js';
 import { startNode, type NodeLogger } from './node.js';
@@ -67,11 +71,20 @@ export async function runServer(argv: readonly string[]): Promise<number> {
     // keep the process alive: a node that could not start exits now.
     process.exit(2);
   }
-  const stop = (): void => finish(0);
+  // SIGTERM/SIGINT: a graceful stop (leadership handed away, requests in flight answered).
+  let graceful = false;
+  const stop = (): void => {
+    graceful = true;
+    finish(0);
+  };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   const code = await done;
-  await node.stop().catch((error: Error) => log.error(`while stopping: ${error.message}`));
+  setTimeout(() => {
+    log.error(`still stopping after ${stopBoundMs} ms: exiting anyway`);
+    process.exit(1);
+  }, stopBoundMs).unref();
+  await node.stop({ graceful }).catch((error: Error) => log.error(`while stopping: ${error.message}`));
   log.info('stopped');
   return code;
 }
