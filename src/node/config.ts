@@ -111,6 +111,8 @@ const options = {
   'peer-trusted-ca-file': { type: 'string' },
   'client-crl-file': { type: 'string' },
   'peer-crl-file': { type: 'string' },
+  // Not a setting: prints the effective configuration and exits (server-command.ts).
+  'print-config': { type: 'boolean' },
 } as const;
 
 /** Every flag `baton server` takes (shell completion lists them). */
@@ -119,20 +121,56 @@ export const nodeFlags: readonly string[] = Object.keys(options);
 type Raw = Partial<Record<keyof typeof options, string>>;
 
 export function parseNodeConfig(argv: readonly string[], env: NodeJS.ProcessEnv): NodeConfig {
+  const sources = settingSources(argv, env);
+  return { ...resolve(Object.fromEntries(Object.entries(sources).map(([flag, { value }]) => [flag, value])) as Raw), tuning: tuningFromEnv(env) };
+}
+
+type Source = 'flag' | 'env' | 'file';
+
+/** Every setting given, from the flags over BATON_* over the --config file, with where it came from. */
+function settingSources(argv: readonly string[], env: NodeJS.ProcessEnv): Record<string, { value: string; from: Source }> {
   let parsed: Raw;
   try {
     parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values as Raw;
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }
+  delete (parsed as Record<string, unknown>)['print-config'];
   const fromEnv: Raw = {};
   for (const flag of Object.keys(options) as (keyof typeof options)[]) {
+    if (flag === 'print-config') continue;
     const value = env[`BATON_${flag.toUpperCase().replaceAll('-', '_')}`];
     if (value !== undefined && value !== '') fromEnv[flag] = value;
   }
   const configPath = parsed.config ?? fromEnv.config;
   const fromFile = configPath === undefined ? {} : readConfigFile(configPath);
-  return { ...resolve({ ...fromFile, ...fromEnv, ...parsed }), tuning: tuningFromEnv(env) };
+  const sources: Record<string, { value: string; from: Source }> = {};
+  for (const [raw, from] of [[fromFile, 'file'], [fromEnv, 'env'], [parsed, 'flag']] as const) {
+    for (const [flag, value] of Object.entries(raw)) if (value !== undefined) sources[flag] = { value: String(value), from };
+  }
+  return sources;
+}
+
+/**
+ * `baton server --print-config`: the settings given (each with its source: flag, env or file) and
+ * the effective configuration they resolve to, defaults included, as JSON. The `settings` values
+ * are a valid --config file.
+ */
+export function describeNodeConfig(argv: readonly string[], env: NodeJS.ProcessEnv): object {
+  const sources = settingSources(argv, env);
+  const config = parseNodeConfig(argv, env);
+  const plain = (value: unknown): unknown => {
+    if (value instanceof URL) return value.href;
+    if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [String(k), plain(v)]));
+    if (Array.isArray(value)) return value.map(plain);
+    if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+    return value;
+  };
+  return {
+    settings: Object.fromEntries(Object.entries(sources).filter(([flag]) => flag !== 'config').map(([flag, { value }]) => [flag, value])),
+    from: Object.fromEntries(Object.entries(sources).map(([flag, { from }]) => [flag, from])),
+    effective: plain(config),
+  };
 }
 
 export function tuningFromEnv(env: Readonly<Record<string, string | undefined>>): NodeTuning {
@@ -183,7 +221,7 @@ function readConfigFile(path: string): Raw {
   }
   const raw: Raw = {};
   for (const [key, value] of Object.entries(data)) {
-    if (!(key in options)) throw new ConfigError(`config file ${path}: unknown setting "${key}"`);
+    if (!(key in options) || key === 'print-config') throw new ConfigError(`config file ${path}: unknown setting "${key}"`);
     raw[key as keyof typeof options] = String(value);
   }
   return raw;

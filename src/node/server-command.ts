@@ -5,7 +5,7 @@
 // requests in flight get gracefulStopMs to be answered.
 import { CorruptFileError } from '../base/errors.js';
 import { stopBoundMs } from '../base/limits.js';
-import { ConfigError, parseNodeConfig, type NodeConfig } from './config.js';
+import { ConfigError, describeNodeConfig, parseNodeConfig, type NodeConfig } from './config.js';
 import { installFaultHooks, syncedCopyHook } from './testing/fault-hooks.js';
 import { startNode, type NodeLogger } from './node.js';
 import { listenHost, takenPortProblem, type PlannedListener } from './port-check.js';
@@ -22,8 +22,10 @@ const usage =
   '                    (default: keep the last 100,000 revisions; a retention alone is periodic, as in etcd; 0 = off)\n' +
   '                    [--cert-file F --key-file F [--trusted-ca-file F --client-cert-auth]] (client TLS)\n' +
   '                    [--peer-cert-file F --peer-key-file F --peer-trusted-ca-file F] (peer mTLS; docs/security.md)\n' +
+  '                    [--client-crl-file F] [--peer-crl-file F] (revocation lists; docs/security.md)\n' +
   '                    [--initial-cluster-token T]\n' +
-  'Every flag also reads from BATON_<FLAG> (e.g. BATON_DATA_DIR) and from the JSON --config file.\n';
+  'Every flag also reads from BATON_<FLAG> (e.g. BATON_DATA_DIR) and from the JSON --config file.\n' +
+  '--print-config prints the settings given (and where from) and the effective configuration, then exits.\n';
 
 export async function runServer(argv: readonly string[]): Promise<number> {
   if (argv.includes('--help')) {
@@ -32,6 +34,10 @@ export async function runServer(argv: readonly string[]): Promise<number> {
   }
   let config;
   try {
+    if (argv.includes('--print-config')) {
+      process.stdout.write(`${JSON.stringify(describeNodeConfig(argv, process.env), null, 2)}\n`);
+      return 0;
+    }
     config = parseNodeConfig(argv, process.env);
   } catch (error) {
     if (error instanceof ConfigError) {

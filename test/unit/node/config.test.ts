@@ -4,7 +4,10 @@
 // auto compaction flags keep etcd's meanings (a retention alone is periodic; a bare number, hours).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, parseNodeConfig, tuningFromEnv } from '../../../src/node/config.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, describeNodeConfig, parseNodeConfig, tuningFromEnv } from '../../../src/node/config.js';
 
 const base = [
   '--name', 'n1', '--data-dir', '/tmp/x', '--listen-client', 'http://127.0.0.1:7001',
@@ -111,4 +114,30 @@ test('TLS flags: etcd names, from flags, BATON_* or a config file; a half-config
   refused([...base, '--peer-crl-file', 'crl.pem'], /--peer-crl-file needs peer TLS/);
   refused([...secure, ...client], /https:\/\/ peer URLs need --peer-cert-file/);
   assert.doesNotThrow(() => parseNodeConfig([...secure, ...client, ...peer], {}), 'server TLS without client certificates is allowed');
+});
+
+test('--print-config: each setting with its source, the effective values, and settings that work as a --config file', () => {
+  const argv = ['--name', 'n1', '--data-dir', '/tmp/x', '--listen-client', 'http://127.0.0.1:7001', '--listen-peer', 'http://127.0.0.1:7101',
+    '--initial-cluster', 'n1=http://127.0.0.1:7101,n2=http://127.0.0.1:7102', '--print-config'];
+  const described = describeNodeConfig(argv, { BATON_TICK_MS: '50' }) as {
+    settings: Record<string, string>; from: Record<string, string>; effective: Record<string, unknown>;
+  };
+  assert.equal(described.from['tick-ms'], 'env');
+  assert.equal(described.from['name'], 'flag');
+  assert.equal(described.settings['print-config'], undefined);
+  assert.equal(described.effective['tickMs'], 50);
+  assert.equal(described.effective['electionTicks'], 10, 'defaults are shown');
+  assert.equal(described.effective['listenClient'], 'http://127.0.0.1:7001/');
+  const dir = mkdtempSync(join(tmpdir(), 'baton-print-config-'));
+  try {
+    const file = join(dir, 'node.json');
+    writeFileSync(file, JSON.stringify(described.settings));
+    const again = describeNodeConfig(['--config', file], {}) as { effective: Record<string, unknown>; from: Record<string, string> };
+    assert.deepEqual(again.effective, described.effective);
+    assert.equal(again.from['name'], 'file');
+    writeFileSync(file, JSON.stringify({ ...described.settings, 'print-config': true }));
+    assert.throws(() => parseNodeConfig(['--config', file], {}), /unknown setting "print-config"/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
