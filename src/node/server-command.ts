@@ -8,6 +8,7 @@ import { stopBoundMs } from '../base/limits.js';
 import { ConfigError, describeNodeConfig, parseNodeConfig, type NodeConfig } from './config.js';
 import { installFaultHooks, syncedCopyHook } from './testing/fault-hooks.js';
 import { startNode, type NodeLogger } from './node.js';
+import { notifyServiceManager } from './service-notify.js';
 import { listenHost, takenPortProblem, type PlannedListener } from './port-check.js';
 
 const usage =
@@ -85,7 +86,11 @@ export async function runServer(argv: readonly string[]): Promise<number> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  // Under systemd (Type=notify): READY=1 once the node serves, STOPPING=1 when it stops.
+  const notifier = notifyServiceManager(process.env, node.service, config.name, log);
   const code = await done;
+  notifier.cancel();
+  notifier.stopping();
   setTimeout(() => {
     log.error(`still stopping after ${stopBoundMs} ms: exiting anyway`);
     process.exit(1);
