@@ -28,6 +28,9 @@ const commands: Record<string, Command> = {
   lock: async (args) => (await import('./lock-command.js')).lockCommand(args),
   elect: async (args) => (await import('./elect-command.js')).electCommand(args),
   completion: async (args) => (await import('./completion.js')).completionCommand(args),
+  router: async (args) => (await import('./router-command.js')).routerCommand(args),
+  cells: async (args) => (await import('./cells-commands.js')).cellsCommand(args),
+  ns: async (args) => (await import('./cells-commands.js')).nsCommand(args),
   audit: async (args) => (await import('./audit-command.js')).auditCommand(args),
   version: (args) => {
     if (args.length > 0 && !args.includes('--help')) return usageError('version', `unexpected ${args[0]}`);

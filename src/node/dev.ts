@@ -15,11 +15,14 @@ const usage = `usage: baton dev [--data-dir DIR] [--secure] [--client-ports P1,P
   --grpc-ports     the etcd v3 gRPC facade, default 7201,7202,7203 (or BATON_DEV_GRPC_PORTS)
   --secure         a throwaway CA and certificates in DIR/certs (openssl), TLS on every listener,
                    client certificates required
-  A port already taken stops it at once (exit 2), naming the port.`;
+  A port already taken stops it at once (exit 2), naming the port.
+  baton dev --cells N: a control plane, N data cells and a router (baton dev --cells 1 --help).`;
 
 const defaultPorts = { client: [7001, 7002, 7003], peer: [7101, 7102, 7103], grpc: [7201, 7202, 7203] } as const;
 
 export async function runDev(argv: readonly string[]): Promise<number> {
+  // Several cells behind a router (docs/design/cells.md); without --cells, one cell as always.
+  if (argv.some((arg) => arg === '--cells' || arg.startsWith('--cells='))) return (await import('./dev-cells.js')).runDevCells(argv);
   let values;
   let ports;
   try {

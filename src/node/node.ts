@@ -265,7 +265,10 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     wallMs: () => Date.now(),
     monotonicMs: () => performance.now(),
     onProposed: (seconds) => metrics.proposalSeconds.observe(seconds),
-    admit: (origin, op) => (audit?.failed === true && isAuditedCommand(op) ? audit.refusal() : guard.command(origin, op)),
+    // Authorization, then ownership (wrong_cell / cross_cell): a refused write costs no entry. Apply
+    // decides both again on the state it applies on (an ownership change may commit in between).
+    admit: (origin, op) =>
+      (audit?.failed === true && isAuditedCommand(op) ? audit.refusal() : guard.command(origin, op)) ?? store.refuseCommand(op),
     ...(audit === null ? {} : { beforeAnswer: (op: Command) => (isAuditedCommand(op) ? audit.flushed() : null) }),
   });
   const leases = new LeaseService(
