@@ -47,7 +47,14 @@ export class ControlService {
   ) {}
 
   async read(principal: string, consistency: 'linearizable' | 'serializable' = 'linearizable'): Promise<{ map: CellMap; modRevision: number }> {
-    const { kvs } = await this.cell.range({ key: cellMapKey }, { consistency }, principal);
+    let kvs;
+    try {
+      ({ kvs } = await this.cell.range({ key: cellMapKey }, { consistency }, principal));
+    } catch (error) {
+      // Before the first change the key does not exist: the empty map (at modRevision 0).
+      if ((error as { code?: string }).code === 'key_not_found') return { map: emptyCellMap, modRevision: 0 };
+      throw error;
+    }
     const kv = kvs[0];
     if (kv === undefined) return { map: emptyCellMap, modRevision: 0 };
     return { map: parseCellMap(JSON.parse(Buffer.from(kv.value).toString('utf8'))), modRevision: kv.modRevision };
