@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { http, sleep, startTestCell, type TestCell } from './harness.js';
 import { Router } from '../../src/router/router.js';
 import { freePorts } from './harness.js';
+import { BatonClient } from '../../src/client/index.js';
 
 let control: TestCell;
 let cell1: TestCell;
@@ -146,6 +147,22 @@ test('a router with a stale cache corrects itself in one round trip', { timeout:
   assert.equal(again.status, 200);
   assert.equal(await metric('baton_router_wrong_cell_total', 'cell-1'), wrongBefore + 1, 'no second wrong_cell');
   console.log(`stale-cache read corrected in ${elapsedMs.toFixed(1)} ms`);
+});
+
+test('the client library follows wrong_cell to the owning cell, at once', { timeout: 60_000 }, async () => {
+  // Pointed at cell-1 only: a key of /payments/ is refused there, and the client goes to cell-2.
+  const client = new BatonClient({ endpoints: cell1.cell.clientUrls(), discover: false });
+  try {
+    const started = performance.now();
+    const put = await client.put('/payments/from-client', 'c');
+    const elapsedMs = performance.now() - started;
+    assert.ok(put.revision > 0);
+    assert.equal((await http(`${cell2.cell.clientUrls()[0]}/v1/kv/payments/from-client`)).body.kvs[0].value, 'c', 'it landed on cell-2');
+    assert.ok(elapsedMs < 2_000, `followed without a backoff sleep (${elapsedMs.toFixed(1)} ms)`);
+    assert.equal((await client.getValue('/payments/a'))?.value !== undefined, true);
+  } finally {
+    await client.close();
+  }
 });
 
 test('the router keeps serving from its cache while the control plane is down', { timeout: 60_000 }, async () => {
