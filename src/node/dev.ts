@@ -16,7 +16,9 @@ const usage = `usage: baton dev [--data-dir DIR] [--secure] [--client-ports P1,P
   --secure         a throwaway CA and certificates in DIR/certs (openssl), TLS on every listener,
                    client certificates required
   A port already taken stops it at once (exit 2), naming the port.
-  baton dev --cells N: a control plane, N data cells and a router (baton dev --cells 1 --help).`;
+  --cells N        instead: a control plane, N data cells (cell-1..cell-N) and a router
+  --base-port B    with --cells: the router's port (default 7000), the cells' above it
+                   (baton dev --cells 1 --help has the layout)`;
 
 const defaultPorts = { client: [7001, 7002, 7003], peer: [7101, 7102, 7103], grpc: [7201, 7202, 7203] } as const;
 
