@@ -14,11 +14,11 @@ export type RouteTarget =
 export function routeTarget(path: string, query: URLSearchParams, body: Buffer, headers: { [name: string]: string | string[] | undefined }): RouteTarget {
   if (path.startsWith('/v1/kv/')) {
     const key = decodePath(path.slice('/v1/kv'.length));
-    return { kind: 'keys', spans: [spanOf({ key, prefix: query.get('prefix') === 'true' })] };
+    return { kind: 'keys', spans: [spanOf({ key, prefix: flag(query, 'prefix') })] };
   }
   if (path === '/v1/txn') return { kind: 'keys', spans: txnSpans(body, query.get('encoding') === 'base64') };
   if (path === '/v1/watch') {
-    return { kind: 'keys', spans: [spanOf({ key: query.get('key') ?? '/', prefix: query.get('prefix') === 'true' })] };
+    return { kind: 'keys', spans: [spanOf({ key: query.get('key') ?? '/', prefix: flag(query, 'prefix') })] };
   }
   const lock = /^\/v1\/(locks|elections)\/([^/]+)/.exec(path);
   if (lock !== null) {
@@ -53,6 +53,12 @@ function txnSpans(body: Buffer, base64: boolean): KeySpan[] {
     }
   }
   return spans;
+}
+
+/** As the cells read a flag: `?prefix` and `?prefix=true` are on (the cell judges anything else). */
+function flag(query: URLSearchParams, name: string): boolean {
+  const value = query.get(name);
+  return value === '' || value === 'true';
 }
 
 function decodePath(raw: string): string {

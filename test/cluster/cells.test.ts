@@ -149,6 +149,25 @@ test('a router with a stale cache corrects itself in one round trip', { timeout:
   console.log(`stale-cache read corrected in ${elapsedMs.toFixed(1)} ms`);
 });
 
+test('reads through the router answer what the owner answers (and what the hop costs, printed)', { timeout: 60_000 }, async () => {
+  const status = (await http(`${routerUrl}/v1/cluster/status`)).body as { cells: { id: string; leader: string | null }[] };
+  const direct = status.cells.find((c) => c.id === 'cell-2')?.leader ?? (cell2.cell.clientUrls()[0] as string);
+  const timings = { direct: [] as number[], routed: [] as number[] };
+  // Alternating, same keep-alive fetch client, linearizable reads of the same key: a same-run ratio.
+  for (let i = 0; i < 200; i++) {
+    for (const [kind, base] of [['direct', direct], ['routed', routerUrl]] as const) {
+      const started = performance.now();
+      const answer = await http(`${base}/v1/kv/payments/a`);
+      timings[kind].push(performance.now() - started);
+      assert.equal(answer.body.kvs[0].value, 'p');
+    }
+  }
+  const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+  const p99 = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)] as number;
+  console.log(`200 reads each: direct p50 ${median(timings.direct).toFixed(2)} ms p99 ${p99(timings.direct).toFixed(2)} ms; `
+    + `through the router p50 ${median(timings.routed).toFixed(2)} ms p99 ${p99(timings.routed).toFixed(2)} ms`);
+});
+
 test('the client library follows wrong_cell to the owning cell, at once', { timeout: 60_000 }, async () => {
   // Pointed at cell-1 only: a key of /payments/ is refused there, and the client goes to cell-2.
   const client = new BatonClient({ endpoints: cell1.cell.clientUrls(), discover: false });
