@@ -67,7 +67,14 @@ export class MapCache {
     return { namespace, endpoints: this.endpointsOf(namespace.cell) };
   }
 
-  namespaces(): Map<string, MapNamespace> {
+  /** The namespaces with corrections applied; rebuilt only when the map or a correction changes. */
+  namespaces(): ReadonlyMap<string, MapNamespace> {
+    return (this.merged ??= this.merge());
+  }
+
+  private merged: Map<string, MapNamespace> | null = null;
+
+  private merge(): Map<string, MapNamespace> {
     const all = new Map(this.map.namespaces.map((n) => [n.prefix, n]));
     for (const [prefix, fix] of this.corrections) {
       if ((all.get(prefix)?.epoch ?? -1) < fix.epoch) all.set(prefix, fix);
@@ -87,6 +94,7 @@ export class MapCache {
     if (known !== undefined && known.epoch > epoch) return false;
     if (known !== undefined && known.epoch === epoch && known.cell === cell) return false;
     this.corrections.set(namespace, { prefix: namespace, cell, epoch, state: 'active' });
+    this.merged = null;
     if (Array.isArray(endpoints) && endpoints.length > 0) this.extraEndpoints.set(cell, endpoints.map(String));
     return true;
   }
@@ -95,11 +103,13 @@ export class MapCache {
   setMapForTest(map: CellMap): void {
     this.map = map;
     this.corrections.clear();
+    this.merged = null;
   }
 
   private adopt(map: CellMap): void {
     if (map.epoch < this.map.epoch) return;
     this.map = map;
+    this.merged = null;
     for (const [prefix, fix] of this.corrections) {
       const entry = map.namespaces.find((n) => n.prefix === prefix);
       if (entry !== undefined && entry.epoch >= fix.epoch) this.corrections.delete(prefix);
