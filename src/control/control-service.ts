@@ -3,7 +3,7 @@
 // read at: two control requests (on any members) cannot both apply to the same map. After a
 // change the map is pushed to every data cell as its ownership table; cells not reached then are
 // pushed again by the reconciler on the control cell's leader until each has the map's epoch.
-import { PreconditionFailedError, UnavailableError } from '../base/errors.js';
+import { InvalidArgumentError, PreconditionFailedError, UnavailableError } from '../base/errors.js';
 import { emptyCellMap, ownershipTableOf, parseCellMap, type CellMap, type MapCell } from './cell-map.js';
 
 /** Reserved: the cell map's key in the control cell. */
@@ -104,9 +104,14 @@ export class ControlService {
     for (const endpoint of cell.endpoints) {
       try {
         const response = await fetch(`${endpoint}/v1/kv${path}?prefix=true&countOnly=true`, { signal: AbortSignal.timeout(pushTimeoutMs) });
-        const body = (await response.json()) as { count?: unknown };
+        const body = (await response.json()) as { count?: unknown; error?: { message?: string } };
         if (response.ok && typeof body.count === 'number') return body.count;
-      } catch {
+        // A definite no (e.g. cross_cell: namespaces of other cells are nested under the prefix).
+        if (response.status >= 400 && response.status < 500) {
+          throw new InvalidArgumentError(`cell ${cell.id} cannot count its keys under ${prefix}: ${body.error?.message ?? `HTTP ${response.status}`}`, { cell: cell.id });
+        }
+      } catch (error) {
+        if (error instanceof InvalidArgumentError) throw error;
         // next member
       }
     }
