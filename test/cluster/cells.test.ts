@@ -92,6 +92,9 @@ test('namespaces on different cells: the router sends each request to its owner'
   assert.equal(wrongWrite.status, 421, 'a write to a follower of the wrong cell is refused too');
   assert.equal((await http(`${cell1.cell.clientUrls()[0]}/v1/kv/orders/1`)).body.kvs[0].value, 'o');
   assert.equal((await http(`${cell2.cell.clientUrls()[0]}/v1/kv/orders/1`)).status, 421);
+  const watch = await http(`${cell1.cell.clientUrls()[0]}/v1/watch?key=${encodeURIComponent('/payments/')}&prefix=true`);
+  assert.equal(watch.status, 421, 'a watch of another cell\'s namespace is refused too');
+  assert.equal(watch.body.error.cell, 'cell-2');
 
   // A txn inside one namespace works through the router; one spanning cells is refused, whole.
   const txn = await http(`${routerUrl}/v1/txn`, json('POST', {
