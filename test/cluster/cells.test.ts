@@ -10,6 +10,7 @@ import { http, sleep, startTestCell, type TestCell } from './harness.js';
 import { Router } from '../../src/router/router.js';
 import { freePorts } from './harness.js';
 import { BatonClient } from '../../src/client/index.js';
+import { baton } from './cli-run.js';
 
 let control: TestCell;
 let cell1: TestCell;
@@ -128,6 +129,27 @@ test('namespaces on different cells: the router sends each request to its owner'
   const queue = await http(`${cell2.cell.clientUrls()[0]}/v1/kv/locks/pay/?prefix=true`);
   assert.equal(queue.body.kvs[0].key, lock.body.key);
   assert.equal((await http(`${cell1.cell.clientUrls()[0]}/v1/locks/pay/acquire`, json('POST', { lease: lease.body.id }))).status, 421);
+});
+
+test('baton ns and baton cells through the router', { timeout: 60_000 }, async () => {
+  const created = await baton(['ns', 'create', '/cli/', '--cell', 'cell-2', '--endpoints', routerUrl]);
+  assert.equal(created.code, 0, created.stderr);
+  assert.match(created.stdout, /namespace \/cli\/ on cell-2 \(map epoch \d+\)/);
+  const again = await baton(['ns', 'create', '/cli/', '--cell', 'cell-1', '--endpoints', routerUrl]);
+  assert.equal(again.code, 1, 'a definite no: it exists');
+  assert.match(again.stderr, /precondition_failed/);
+  const list = await baton(['ns', 'list', '--endpoints', routerUrl, '-w', 'json']);
+  assert.equal(list.code, 0, list.stderr);
+  const map = JSON.parse(list.stdout) as { namespaces: { prefix: string; cell: string }[] };
+  assert.deepEqual(map.namespaces.find((n) => n.prefix === '/cli/')?.cell, 'cell-2');
+  const show = await baton(['ns', 'show', '/cli/', '--endpoints', routerUrl]);
+  assert.equal(show.code, 0, show.stderr);
+  assert.ok(show.stdout.startsWith('/cli/, cell-2, epoch '), show.stdout);
+  assert.ok(show.stdout.includes(cell2.cell.clientUrls()[0] as string));
+  const cells = await baton(['cells', 'list', '--endpoints', routerUrl]);
+  assert.deepEqual(cells.stdout.trim().split('\n').map((line) => line.split(',')[0]), ['cell-1', 'cell-2']);
+  const usage = await baton(['ns', 'create', '/x/', '--endpoints', routerUrl]);
+  assert.equal(usage.code, 2, 'no --cell: a usage error, nothing sent');
 });
 
 test('a router with a stale cache corrects itself in one round trip', { timeout: 60_000 }, async () => {
