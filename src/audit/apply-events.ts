@@ -1,5 +1,5 @@
 // Which committed entries are audited, decided at apply so every member writes the same record:
-// policy and user changes, a lease revoked by a client (forced revocation; expiry is the cell's
+// policy and user changes, namespace-ownership changes (docs/design/cells.md), a lease revoked by a client (forced revocation; expiry is the cell's
 // own work), a lock or election entry deleted by a client (forced release), compaction, store
 // upgrades, membership changes, and every write authorization refused at apply. Everything else
 // (puts, reads) is not audited, so the log costs the write path nothing but this filter.
@@ -9,12 +9,13 @@ import type { AuditRecord } from './audit-log.js';
 
 const queueRoots = ['/locks/', '/elections/'];
 /** The result kinds an audited command answers with: only these entries are decoded. */
-const auditedResults: ReadonlySet<string> = new Set(['policySet', 'leaseRevoke', 'compact', 'upgradeStore', 'delete']);
+const auditedResults: ReadonlySet<string> = new Set(['policySet', 'ownershipSet', 'leaseRevoke', 'compact', 'upgradeStore', 'delete']);
 
 /** Commands whose outcome is audited whatever it is (the proposer waits for their record). */
 export function isAuditedCommand(op: Command): boolean {
   switch (op.type) {
     case 'policySet':
+    case 'ownershipSet':
     case 'leaseRevoke':
     case 'compact':
     case 'upgradeStore':
@@ -68,6 +69,8 @@ function eventName(op: Command): string {
       return 'lock-release';
     case 'upgradeStore':
       return 'upgrade';
+    case 'ownershipSet':
+      return 'ownership';
     default:
       return op.type;
   }
@@ -93,6 +96,8 @@ function detailOf(op: Command): Record<string, unknown> {
       return { op: 'compact', revision: op.revision };
     case 'policySet':
       return { op: 'policySet', ifVersion: op.ifVersion, bytes: op.record.length };
+    case 'ownershipSet':
+      return { op: 'ownershipSet', bytes: op.record.length };
     default:
       return { op: op.type };
   }

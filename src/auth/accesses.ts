@@ -39,6 +39,7 @@ export function commandAccesses(command: Command, lookup: AccessLookup): Access[
     case 'compact':
     case 'upgradeStore':
     case 'policySet':
+    case 'ownershipSet':
       return [adminAccess];
     case 'deleteLeaseKeys':
     case 'leaseCheckpoint':

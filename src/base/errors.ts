@@ -39,6 +39,10 @@ export const errorTable = {
   unavailable: { http: 503, grpc: 14 /* UNAVAILABLE */ },
   timeout: { http: 504, grpc: 14 /* UNAVAILABLE, as etcd's "request timed out" (clients retry it) */ },
   slow_consumer: { http: null, grpc: 8 /* RESOURCE_EXHAUSTED */ },
+  // Not UNAVAILABLE: etcd clients retry that on the cell's other members, which refuse it too.
+  // The request cannot succeed on this cell; the details say which cell owns the namespace.
+  wrong_cell: { http: 421, grpc: 9 /* FAILED_PRECONDITION */ },
+  cross_cell: { http: 400, grpc: 3 /* INVALID_ARGUMENT */ },
 } as const satisfies Record<string, ErrorRow>;
 
 export type ErrorCode = keyof typeof errorTable;
@@ -159,6 +163,33 @@ export class RequestIdReusedError extends BatonError {
 }
 export class SlowConsumerError extends BatonError {
   readonly code = 'slow_consumer';
+}
+/** Where a namespace lives, as a refusing cell knows it (docs/design/cells.md). */
+export interface NamespaceOwner {
+  readonly namespace: string;
+  /** '' when the cell map names no cell for it. */
+  readonly cell: string;
+  readonly epoch: number;
+  /** The owning cell's members' client URLs. */
+  readonly endpoints: readonly string[];
+}
+/** This cell does not own the request's namespace: the details say who does (one round trip). */
+export class WrongCellError extends BatonError {
+  readonly code = 'wrong_cell';
+  constructor(owner: NamespaceOwner) {
+    super(`namespace ${owner.namespace} is owned by ${owner.cell === '' ? 'no cell' : `cell ${owner.cell}`} (routing epoch ${owner.epoch}), not this cell`, {
+      namespace: owner.namespace, cell: owner.cell, epoch: owner.epoch, endpoints: [...owner.endpoints],
+    });
+  }
+}
+/** A txn, lock or range read whose keys are in namespaces owned by different cells. */
+export class CrossCellError extends BatonError {
+  readonly code = 'cross_cell';
+  constructor(namespaces: readonly { namespace: string; cell: string }[]) {
+    super(`the request spans namespaces in different cells (${namespaces.map((n) => `${n.namespace} on ${n.cell}`).join(', ')}): split it per cell`, {
+      namespaces: namespaces.map((n) => ({ namespace: n.namespace, cell: n.cell })),
+    });
+  }
 }
 
 /** Damage found in a file on disk: the node refuses to start and names the file and offset. */

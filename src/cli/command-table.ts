@@ -24,8 +24,12 @@ export const writeOutValues = ['simple', 'json', 'table'] as const;
 
 export const commandTable: readonly CommandRow[] = [
   { name: 'server', summary: 'run one node of a cell', client: false, flags: [] /* from node/config.ts: nodeFlags */ },
-  { name: 'dev', summary: 'a local 3-node cell (npm start)', client: false,
-    flags: ['--data-dir', '--secure', '--client-ports', '--peer-ports', '--grpc-ports'] },
+  { name: 'dev', summary: 'a local 3-node cell (npm start); --cells N: cells behind a router', client: false,
+    flags: ['--data-dir', '--secure', '--client-ports', '--peer-ports', '--grpc-ports', '--cells', '--base-port'] },
+  { name: 'router', summary: 'route the HTTP API to the cells owning each namespace', client: false, flags: ['--control', '--listen'] },
+  { name: 'cells', summary: 'list and add the cells of the cell map', client: true, flags: ['--cell-endpoints'], actions: ['list', 'add'] },
+  { name: 'ns', summary: 'create, list, show and delete namespaces', client: true, flags: ['--cell'],
+    actions: ['create', 'list', 'show', 'delete'] },
   { name: 'sim', summary: 'simulator seed sweep', client: false,
     flags: ['--seeds', '--seed-start', '--seed', '--trace', '--catch-rate', '--profile', '--fault-phase-ms', '--driver',
       '--snapshots', '--state-machine', '--workload', '--bug', '--lease-bug', '--lock-bug', '--store-bug'] },

@@ -30,9 +30,23 @@ export class EndpointSet {
     if (this.pick() === url) this.current = (this.current + 1) % this.urls.length;
   }
 
+  /**
+   * A cell answered wrong_cell naming the owner's endpoints (docs/design/cells.md): talk to those
+   * from now on (seeds stay last). One client follows one cell at a time: a client using
+   * namespaces of several cells pays one extra round trip per switch.
+   */
+  follow(owner: readonly string[]): void {
+    const urls = [...new Set(owner.map(normalize).filter((url) => url.length > 0))];
+    if (urls.length === 0) return;
+    this.urls = [...urls, ...this.urls.filter((url) => !urls.includes(url))];
+    this.current = 0;
+  }
+
   /** Adopts the members a node reported (leader first); seeds stay in case all are stale. */
   learn(status: ClusterStatus, nowMs: number): void {
     this.discoveredAtMs = nowMs;
+    // A router's status lists cells, not members: nothing to learn from it.
+    if (!Array.isArray(status.members)) return;
     const leader = status.members.find((m) => m.id === status.leader);
     const members = status.members
       .filter((m) => m.clientUrl !== '' && m.role === 'voter')

@@ -6,6 +6,8 @@
 import {
   BatonError,
   CompactedError,
+  CrossCellError,
+  WrongCellError,
   InvalidArgumentError,
   KeyNotFoundError,
   LeaseNotFoundError,
@@ -76,7 +78,23 @@ const classes: Record<ErrorCode, (message: string, details: Details) => BatonErr
   unavailable: (m, d) => new UnavailableError(m, d),
   timeout: (m, d) => new TimeoutError(m, d),
   slow_consumer: (m, d) => new SlowConsumerError(m, d),
+  wrong_cell: (m, d) => ownerFromWire(m, d),
+  cross_cell: (m, d) => {
+    const error = new CrossCellError([]);
+    Object.defineProperty(error, 'message', { value: m });
+    return withDetails(error, d);
+  },
 };
+
+/** The owner a wrong_cell answer names (the client follows it: docs/design/cells.md). */
+function ownerFromWire(message: string, details: Details): BatonError {
+  const endpoints = Array.isArray(details['endpoints']) ? details['endpoints'].filter((e): e is string => typeof e === 'string') : [];
+  const error = new WrongCellError({
+    namespace: String(details['namespace'] ?? ''), cell: String(details['cell'] ?? ''), epoch: Number(details['epoch'] ?? 0), endpoints,
+  });
+  Object.defineProperty(error, 'message', { value: message });
+  return withDetails(error, details);
+}
 
 function tooLargeFromWire(message: string, details: Details): BatonError {
   const reason = details['reason'] === 'too_many_operations' ? 'too_many_operations' : undefined;

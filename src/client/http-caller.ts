@@ -68,6 +68,7 @@ export class HttpCaller {
     if (this.discover && neverDiscovered) await this.maybeDiscover();
     const startMs = this.clock.monotonicMs();
     const deadlineMs = request.deadlineMs ?? this.policy.deadlineMs;
+    let followed = false;
     for (let attempt = 0; ; attempt++) {
       throwIfAborted(request.signal);
       const endpoint = this.endpoints.pick();
@@ -81,6 +82,13 @@ export class HttpCaller {
       }
       const answered = !(outcome instanceof BatonError);
       const error = answered ? errorFromHttp(outcome.status, outcome.text) : outcome;
+      // Stale routing: the cell named the owner. Go there once, at once (no backoff sleep).
+      const owner = error.code === 'wrong_cell' ? error.details['endpoints'] : undefined;
+      if (!followed && Array.isArray(owner) && owner.length > 0 && attempt + 1 < this.policy.attemptsMax) {
+        followed = true;
+        this.endpoints.follow(owner.filter((url): url is string => typeof url === 'string'));
+        continue;
+      }
       if (!isRetryable(error)) throw error;
       // This node cannot serve now (no leader, dead, partitioned): the next attempt goes elsewhere.
       if (error.code === 'unavailable' || error.code === 'timeout') this.endpoints.failed(endpoint);

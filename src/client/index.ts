@@ -42,6 +42,8 @@ export {
   QuotaExceededError,
   RequestIdReusedError,
   SlowConsumerError,
+  CrossCellError,
+  WrongCellError,
   TooLargeError,
   TimeoutError,
   UnavailableError,

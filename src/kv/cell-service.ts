@@ -129,6 +129,25 @@ export class CellService implements api.CellApi, CommandProposer {
     return { version: result.version };
   }
 
+  /** wrong_cell or cross_cell for a read of keys this cell does not own alone (docs/design/cells.md). */
+  private checkOwned(request: api.RangeRequest): void {
+    const refused = this.store.refuseRead({ type: 'get', ...request });
+    if (refused !== null) throw refused;
+  }
+
+  /** Replaces the namespace-ownership table through the log (the control plane pushes it). */
+  async setOwnership(record: Uint8Array, principal: string): Promise<{ epoch: number }> {
+    const { result } = await this.propose({ type: 'ownershipSet', record }, undefined, principal);
+    return { epoch: result.epoch };
+  }
+
+  /** The ownership table as applied here (linearizable), or null: never given one. */
+  async ownership(principal: string): Promise<unknown> {
+    this.checkClusterInfo(principal);
+    await this.driver.linearizableRead();
+    return this.store.ownership()?.table ?? null;
+  }
+
   readBarrier(): Promise<void> {
     return this.driver.linearizableRead();
   }
@@ -149,6 +168,7 @@ export class CellService implements api.CellApi, CommandProposer {
     // Decided before the ReadIndex too (a denied read learns nothing, not even that there is no
     // leader), and again after it: the policy may have changed while the read waited.
     this.guard.check(principal, () => readAccesses(request));
+    this.checkOwned(request);
     const release = this.readGate.enter(request.prefix === true || request.rangeEnd !== undefined);
     try {
       return await this.rangeAdmitted(request, options, principal);
@@ -165,6 +185,8 @@ export class CellService implements api.CellApi, CommandProposer {
     }
     if (options.minRevision !== undefined) await this.waitForRevision(options.minRevision);
     this.guard.check(principal, () => readAccesses(request));
+    // Again on the state read: a read must not answer for a namespace this cell gave up meanwhile.
+    this.checkOwned(request);
     const result = this.store.range({ type: 'get', ...request });
     return { revision: result.revision, count: result.count, more: result.more, kvs: result.kvs };
   }

@@ -23,6 +23,7 @@
 //    12 seqRelease prefix, key
 //    13 upgradeStore   u8 storeFormat (older versions refuse code 13 as malformed: change nothing)
 //    14 policySet      record bytes, u64 ifVersion (older versions refuse code 14 as malformed)
+//    15 ownershipSet   record bytes (older versions refuse code 15 as malformed)
 //   key/value: u32 length + bytes; ?x: u8 present [u64 x]
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
@@ -60,6 +61,7 @@ const opCode = {
   seqRelease: 12,
   upgradeStore: 13,
   policySet: 14,
+  ownershipSet: 15,
 } as const;
 
 /** Validates and encodes; throws the typed error a client should see. */
@@ -215,6 +217,9 @@ function writeOp(writer: ByteWriter, op: Command | TxnOp): void {
     case 'policySet':
       writer.bytes(op.record).u64(op.ifVersion);
       return;
+    case 'ownershipSet':
+      writer.bytes(op.record);
+      return;
   }
 }
 
@@ -295,6 +300,9 @@ function readOp(reader: ByteReader, inTxn: boolean): Command | TxnOp {
       const record = reader.bytes();
       return { type: 'policySet', record, ifVersion: reader.u64() };
     }
+    case opCode.ownershipSet:
+      if (inTxn) reader.fail('ownershipSet is not a txn operation');
+      return { type: 'ownershipSet', record: reader.bytes() };
     default:
       return reader.fail(`unknown operation code ${code}`);
   }

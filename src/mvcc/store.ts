@@ -2,6 +2,7 @@
 // batch, the applied index written with the state it produced), answers reads, and produces and
 // installs snapshots. Synchronous and deterministic: the same entries give the same bytes.
 import { readPolicyRecord, type StoredPolicy } from './policy-record.js';
+import { readOwnershipRecord, spansOfCommand, spansOfRead, type Ownership } from './ownership-record.js';
 import { assert } from '../base/assert.js';
 import { BatonError } from '../base/errors.js';
 import { EntryType, type Entry } from '../raft/types.js';
@@ -31,6 +32,7 @@ import {
   defaultMvccLimits,
   type ApplyOutcome,
   type CommandAuthorizer,
+  type Command,
   type CommandEnvelope,
   type KvEngine,
   type KvEntry,
@@ -71,6 +73,12 @@ export class MvccStore {
    * policySet (applyCommand) and a restore write it, and both drop the cache.
    */
   private policyCache: StoredPolicy | null = null;
+  /**
+   * A cache (not state) of the ownership table, consulted for every keyed command at apply and
+   * by the edges before proposing: undefined = not read yet, null = no table (owns every key).
+   * An ownershipSet drops it before it applies; an aborted batch or a restore drops it too.
+   */
+  private ownershipCache: Ownership | null | undefined = undefined;
 
   constructor(
     private readonly engine: KvEngine,
@@ -143,6 +151,7 @@ export class MvccStore {
       this.dedupOldestMs = null;
       this.compactionCache = null;
       this.policyCache = null;
+      this.ownershipCache = undefined;
       throw error;
     }
   }
@@ -199,6 +208,12 @@ export class MvccStore {
     let next: MvccMeta = { ...meta, dedupClockMs: clockMs };
     this.pruneDedup(writer, clockMs);
     const requestId = envelope.requestId ?? null;
+    // Judged at apply against the table of this position in the log, before dedup: a refused
+    // request did not happen here (nothing recorded), whatever the proposer checked earlier.
+    const unowned = this.refuseUnowned(writer, envelope.op);
+    if (unowned !== null) {
+      return { outcome: { type: 'failed', ...base, duplicate: false, requestId, error: unowned }, meta: next };
+    }
     const requestIdBytes = requestId === null ? null : utf8(requestId);
     if (requestIdBytes !== null && this.bugs.dedupOff !== true) {
       const earlier = dedupLookup(writer, { requestId: requestIdBytes, clockMs, op: envelope.op }, this.limits);
@@ -214,6 +229,7 @@ export class MvccStore {
       const denied = this.authorize?.(envelope.principal, envelope.op, writer) ?? null;
       if (denied !== null) throw denied;
       if (envelope.op.type === 'policySet') this.policyCache = null;
+      if (envelope.op.type === 'ownershipSet') this.ownershipCache = undefined;
       const applied = applyCommand(writer, { meta: next, limits: this.limits, bugs: this.bugs }, envelope.op);
       next = applied.meta;
       stored = { ok: true, result: applied.result };
@@ -292,6 +308,31 @@ export class MvccStore {
     return readMembersRecord(this.engine);
   }
 
+  /** The namespace-ownership table as applied here; null: never given one (owns every key). */
+  ownership(): Ownership | null {
+    if (this.ownershipCache === undefined) this.ownershipCache = readOwnershipRecord(this.engine);
+    return this.ownershipCache;
+  }
+
+  /** wrong_cell or cross_cell for a command naming keys this cell does not own alone; else null. */
+  refuseCommand(op: Command): BatonError | null {
+    const ownership = this.ownership();
+    return ownership === null ? null : ownership.refuse(spansOfCommand(op));
+  }
+
+  /** The same for a read. */
+  refuseRead(request: RangeRequest): BatonError | null {
+    const ownership = this.ownership();
+    return ownership === null ? null : ownership.refuse(spansOfRead(request));
+  }
+
+  private refuseUnowned(writer: KvWriter, op: Command): BatonError | null {
+    // Inside the batch the cache is refreshed from the writer, which holds earlier entries' writes.
+    if (this.ownershipCache === undefined) this.ownershipCache = readOwnershipRecord(writer);
+    const ownership = this.ownershipCache;
+    return ownership === null ? null : ownership.refuse(spansOfCommand(op));
+  }
+
   /** The authorization policy record as applied here, and its version (0: never set). */
   policyRecord(): StoredPolicy {
     return (this.policyCache ??= readPolicyRecord(this.engine));
@@ -364,6 +405,7 @@ export class MvccStore {
     this.dedupOldestMs = null;
     this.compactionCache = null;
     this.policyCache = null;
+    this.ownershipCache = undefined;
     this.engine.replaceAll(decodeSnapshot(chunks));
     this.meta = loadMeta(this.engine);
   }

@@ -232,7 +232,18 @@ export interface PolicySetOp {
   readonly ifVersion: number;
 }
 
+/**
+ * Replaces the cell's namespace-ownership table (ownership-record.ts: the control plane's cell
+ * map cut for this cell, JSON) when its epoch is newer than the stored one: ownership changes go
+ * through the log, so every later entry is judged against them (docs/design/cells.md).
+ */
+export interface OwnershipSetOp {
+  readonly type: 'ownershipSet';
+  readonly record: Uint8Array;
+}
+
 export type Command =
+  | OwnershipSetOp
   | PutOp
   | DeleteOp
   | TxnRequest
@@ -378,7 +389,15 @@ export interface PolicySetResult {
   readonly revision: number;
 }
 
+/** The table's epoch after the change; the key space's revision does not move. */
+export interface OwnershipSetResult {
+  readonly type: 'ownershipSet';
+  readonly epoch: number;
+  readonly revision: number;
+}
+
 export type CommandResult =
+  | OwnershipSetResult
   | PolicySetResult
   | PutResult
   | DeleteResult

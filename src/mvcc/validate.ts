@@ -5,6 +5,7 @@ import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { compareBytes, prefixEnd, utf8 } from './bytes.js';
 import { validateLeaseTtl } from './lease-state.js';
 import { policyRecordBytesMax } from './policy-record.js';
+import { ownershipRecordBytesMax } from './ownership-record.js';
 import {
   compareOperators,
   compareTargets,
@@ -215,6 +216,9 @@ export function validateCommand(op: Command, limits: MvccLimits): void {
     case 'policySet':
       validateCount(op.ifVersion, 'ifVersion');
       if (op.record.length > policyRecordBytesMax) throw new TooLargeError('a policy record', op.record.length, policyRecordBytesMax);
+      return;
+    case 'ownershipSet':
+      if (op.record.length > ownershipRecordBytesMax) throw new TooLargeError('an ownership table', op.record.length, ownershipRecordBytesMax);
       return;
     case 'upgradeStore':
       validateCount(op.storeFormat, 'storeFormat');

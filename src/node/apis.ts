@@ -16,6 +16,9 @@ import { createElectionRoutes } from '../api/http/election-routes.js';
 import { createMemberRoutes } from '../api/http/member-routes.js';
 import { createAuthRoutes } from '../api/http/auth-routes.js';
 import { createHealthRoutes } from '../api/http/health-routes.js';
+import { createOwnershipRoutes } from '../api/http/ownership-routes.js';
+import { ControlService } from '../control/control-service.js';
+import { createControlRoutes } from '../control/control-routes.js';
 import { healthChecks } from '../api/health.js';
 import { EtcdGrpcServer } from '../api/grpc/server.js';
 import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
@@ -64,13 +67,24 @@ export async function startApis(
     isLearner: () => driver.status().confState.learners.includes(config.memberId),
     alarms,
   });
+  // The control plane (docs/design/cells.md): the cell map in this cell, pushed to the data cells;
+  // the leader reconciles every second until each data cell holds the map's epoch.
+  const control = config.controlPlane ? new ControlService(cell, { warn: (message) => log.warn(message) }) : null;
+  let reconciling = false;
+  const reconciler = control === null ? null : setInterval(() => {
+    if (!driver.isLeader || reconciling) return;
+    reconciling = true;
+    control.reconcile().catch((error: unknown) => log.warn(`ownership reconcile: ${(error as Error).message}`)).finally(() => (reconciling = false));
+  }, 1_000);
+  reconciler?.unref();
   const handler = createHttpHandler({
     cell,
     limits: apiLimits,
     routeGroups: [
       createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections),
       createMaintenanceRoutes(store, cell, audit), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell, tokens),
-      createHealthRoutes(health),
+      createHealthRoutes(health), createOwnershipRoutes(cell),
+      ...(control === null ? [] : [createControlRoutes(control, cell)]),
     ],
     logError,
     tokens,
@@ -147,6 +161,7 @@ export async function startApis(
     grpc,
     async stop(graceMs) {
       corruptionCheck.stop();
+      if (reconciler !== null) clearInterval(reconciler);
       await watches.stop();
       stream.close();
       const closed = new Promise<void>((resolve) => http.close(() => resolve()));

@@ -46,6 +46,8 @@ export interface NodeConfig {
   readonly checkpointMs: number;
   /** The leader's corruption check interval (node/corruption-check.ts); 0 = off. */
   readonly corruptCheckMs: number;
+  /** --control-plane: this cell holds the cell map and serves /v1/control (docs/design/cells.md). */
+  readonly controlPlane: boolean;
   /** --audit-log FILE (src/audit): JSON lines, durable before an audited operation is answered; null = off. */
   readonly auditLog: { readonly path: string; readonly maxBytes: number } | null;
   /** Entries of log kept below the checkpoint so a lagging follower needs no snapshot (etcd: 5,000). */
@@ -106,6 +108,7 @@ const options = {
   'trusted-ca-file': { type: 'string' },
   // A boolean flag (etcd's); from the environment or a config file "true" / "false".
   'client-cert-auth': { type: 'boolean' },
+  'control-plane': { type: 'boolean' },
   'peer-cert-file': { type: 'string' },
   'peer-key-file': { type: 'string' },
   'peer-trusted-ca-file': { type: 'string' },
@@ -261,6 +264,7 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     checkpointMs: integer(raw, 'checkpoint-ms', 100, 10, 60_000),
     // Off by default, as etcd's --experimental-corrupt-check-time: a round reads every member's key space.
     corruptCheckMs: integer(raw, 'corrupt-check-ms', 0, 0, 86_400_000),
+    controlPlane: booleanFlag(raw['control-plane'], 'control-plane'),
     auditLog: raw['audit-log'] === undefined || raw['audit-log'] === ''
       ? null
       : { path: raw['audit-log'], maxBytes: integer(raw, 'audit-log-max-bytes', 64 * 1024 * 1024, 4096, 1024 * 1024 * 1024 * 16) },
@@ -404,4 +408,10 @@ function clusterState(text: string): NodeConfig['initialClusterState'] {
 function logLevel(text: string): NodeConfig['logLevel'] {
   if (text === 'debug' || text === 'info' || text === 'warn' || text === 'error') return text;
   throw new ConfigError(`--log-level: "${text}" must be debug, info, warn or error`);
+}
+
+function booleanFlag(value: string | boolean | undefined, flag: string): boolean {
+  if (value === undefined || value === false || value === 'false' || value === '0') return false;
+  if (value === true || value === 'true' || value === '1' || value === '') return true;
+  throw new ConfigError(`--${flag}: "${String(value)}" is not true or false`);
 }

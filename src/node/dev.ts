@@ -15,11 +15,16 @@ const usage = `usage: baton dev [--data-dir DIR] [--secure] [--client-ports P1,P
   --grpc-ports     the etcd v3 gRPC facade, default 7201,7202,7203 (or BATON_DEV_GRPC_PORTS)
   --secure         a throwaway CA and certificates in DIR/certs (openssl), TLS on every listener,
                    client certificates required, the CA's revocation list DIR/certs/crl.pem read by every member
-  A port already taken stops it at once (exit 2), naming the port.`;
+  A port already taken stops it at once (exit 2), naming the port.
+  --cells N        instead: a control plane, N data cells (cell-1..cell-N) and a router
+  --base-port B    with --cells: the router's port (default 7000), the cells' above it
+                   (baton dev --cells 1 --help has the layout)`;
 
 const defaultPorts = { client: [7001, 7002, 7003], peer: [7101, 7102, 7103], grpc: [7201, 7202, 7203] } as const;
 
 export async function runDev(argv: readonly string[]): Promise<number> {
+  // Several cells behind a router (docs/design/cells.md); without --cells, one cell as always.
+  if (argv.some((arg) => arg === '--cells' || arg.startsWith('--cells='))) return (await import('./dev-cells.js')).runDevCells(argv);
   let values;
   let ports;
   try {

@@ -273,7 +273,10 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     wallMs: () => Date.now(),
     monotonicMs: () => performance.now(),
     onProposed: (seconds) => metrics.proposalSeconds.observe(seconds),
-    admit: (origin, op) => (audit?.failed === true && isAuditedCommand(op) ? audit.refusal() : guard.command(origin, op)),
+    // Authorization, then ownership (wrong_cell / cross_cell): a refused write costs no entry. Apply
+    // decides both again on the state it applies on (an ownership change may commit in between).
+    admit: (origin, op) =>
+      (audit?.failed === true && isAuditedCommand(op) ? audit.refusal() : guard.command(origin, op)) ?? store.refuseCommand(op),
     ...(audit === null ? {} : { beforeAnswer: (op: Command) => (isAuditedCommand(op) ? audit.flushed() : null) }),
   });
   const leases = new LeaseService(
@@ -283,7 +286,8 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   const membership = new Membership(config, driver, store, state.directory, peers.memberPeers, realTimers, log);
   const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership);
   const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry });
-  const watches = new WatchService(store, guard, { limits: config.tuning.watchLimits });
+  // A watch of a namespace this cell does not own is refused like a read (docs/design/cells.md).
+  const watches = new WatchService(store, guard, { limits: config.tuning.watchLimits }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }));
   addNodeGauges(metrics, state, peers.transport, driver, leases);
   return { driver, leases, membership, cell, locks, watches, guard };
 }

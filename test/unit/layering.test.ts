@@ -46,7 +46,11 @@ const allowedImports: Record<string, readonly string[]> = {
   compactor: ['base'],
   // The API edges are written against the services' contracts (lease/api.ts, lock/api.ts, ...).
   api: ['auth', 'base', 'lease', 'lock', 'membership', 'mvcc', 'watch'],
-  node: ['node/testing', 'api', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
+  // The control plane's service and routes (the cell map in a cell, pushed to the data cells).
+  control: ['api', 'base'],
+  // The router: forwards the HTTP API by namespace, caching the control plane's cell map.
+  router: ['base', 'control', 'metrics'],
+  node: ['node/testing', 'api', 'control', 'router', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
     'storage', 'transport', 'wal', 'watch'],
   'node/testing': ['base', 'security', 'wal'],
   // The client's JSON shapes derive from the API's (types only: the client ships without the server).
@@ -54,7 +58,7 @@ const allowedImports: Record<string, readonly string[]> = {
   check: ['base'],
   sim: ['auth', 'base', 'driver', 'lease', 'lock', 'mvcc', 'raft'],
   bench: ['api'],
-  cli: ['base', 'bench', 'client', 'mvcc', 'node', 'raft', 'security', 'sim'],
+  cli: ['base', 'bench', 'client', 'mvcc', 'node', 'raft', 'router', 'security', 'sim'],
   fuzz: ['api', 'base', 'node/testing'],
 };
 const coreUnits = ['base', 'raft', 'mvcc', 'watch', 'lease', 'lock', 'auth'];

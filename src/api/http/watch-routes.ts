@@ -41,6 +41,7 @@ function serveWatch(service: WatchService, request: RouteRequest): void {
   );
   query.rejectUnknown();
   service.checkServing();
+  service.checkOwned(spec);
   const { hub } = service;
   let flushScheduled = false;
   let waitingForDrain = false;

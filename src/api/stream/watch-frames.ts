@@ -57,6 +57,7 @@ function create(frame: Frame, context: FrameContext, session: WatchSession): und
     session.service.options,
   );
   session.service.checkServing();
+  session.service.checkOwned(spec);
   const { hub } = session.service;
   const watcher = hub.create(session.connection, { id: frame.id, key: mapKey }, spec);
   const timer = progressMs > 0 ? setInterval(() => hub.progress(watcher), progressMs) : null;

@@ -1,7 +1,7 @@
 // The node's watch service at the edge: the hub, fed after every applied batch, and the hooks
 // its transports (SSE and the stream) register so that a stopping node ends every stream
 // cleanly: each watcher hears `unavailable` with its last revision, then its socket closes.
-import { UnavailableError } from '../../base/errors.js';
+import { UnavailableError, type BatonError } from '../../base/errors.js';
 import { WatchHub, defaultWatchLimits, type WatchSource, type WatchSpec } from '../../watch/index.js';
 import { watchAccesses, type AccessGuard } from '../../auth/index.js';
 import { defaultWatchServiceOptions, type WatchServiceOptions, type WatchTag } from './types.js';
@@ -19,6 +19,8 @@ export class WatchService {
     /** Decides each watch of a connection's principal, at creation and before every batch. */
     private readonly guard: AccessGuard,
     options: Partial<WatchServiceOptions> = {},
+    /** wrong_cell / cross_cell for keys this cell does not own alone (docs/design/cells.md); null: owns all. */
+    private readonly refuseKeys: ((spec: { key: string; prefix: boolean }) => BatonError | null) | null = null,
   ) {
     this.options = { ...defaultWatchServiceOptions, limits: defaultWatchLimits, ...options };
     this.hub = new WatchHub<WatchTag>(source, this.options.limits);
@@ -62,6 +64,12 @@ export class WatchService {
     if (this.leaderless) {
       throw new UnavailableError('this node has no leader: its state may be stale; watch on another node');
     }
+  }
+
+  /** Throws wrong_cell or cross_cell for a watch of a namespace this cell does not own. */
+  checkOwned(spec: { key: string; prefix: boolean }): void {
+    const refused = this.refuseKeys?.(spec) ?? null;
+    if (refused !== null) throw refused;
   }
 
   /** A transport's way to close its sockets when the node stops; returns the unregister. */

@@ -1,0 +1,44 @@
+// The cell's namespace-ownership table (docs/design/cells.md), replicated state changed through
+// the log; the control plane pushes it, nothing else needs to:
+//   GET /v1/cluster/ownership   the table as applied here (linearizable), or {"table": null}
+//   PUT /v1/cluster/ownership   a table for this cell (its "cell" must be this cell's id); a table
+//                               of an older epoch is 412 precondition_failed (details: current),
+//                               the same table again changes nothing. Administration.
+import { InvalidArgumentError } from '../../base/errors.js';
+import { readBody } from './body.js';
+import type { RouteGroup } from './handler.js';
+import { sendJson } from './respond.js';
+
+export const ownershipPath = '/v1/cluster/ownership';
+
+/** What the routes need from the cell (CellService). */
+export interface OwnershipApi {
+  readonly cellId: string;
+  checkAdmin(principal: string): void;
+  setOwnership(record: Uint8Array, principal: string): Promise<{ epoch: number }>;
+  ownership(principal: string): Promise<unknown>;
+}
+
+export function createOwnershipRoutes(cell: OwnershipApi): RouteGroup {
+  return async (request) => {
+    if (request.url.pathname !== ownershipPath) return false;
+    request.query.rejectUnknown();
+    if (request.method === 'GET') {
+      sendJson(request.res, request.context, 200, { table: await cell.ownership(request.principal) });
+      return true;
+    }
+    if (request.method !== 'PUT') throw new InvalidArgumentError(`no such endpoint: ${request.method} ${ownershipPath}`);
+    cell.checkAdmin(request.principal);
+    const record = await readBody(request.req, request.limits.requestBytesMax);
+    let named: unknown;
+    try {
+      named = (JSON.parse(Buffer.from(record).toString('utf8')) as { cell?: unknown }).cell;
+    } catch {
+      throw new InvalidArgumentError('the ownership table must be JSON');
+    }
+    // The state machine checks the table's shape; that it is meant for this cell only the edge knows.
+    if (named !== cell.cellId) throw new InvalidArgumentError(`the ownership table is for cell ${String(named)}, this is cell ${cell.cellId}`);
+    sendJson(request.res, request.context, 200, await cell.setOwnership(new Uint8Array(record), request.principal));
+    return true;
+  };
+}

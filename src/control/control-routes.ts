@@ -1,0 +1,84 @@
+// The control plane's API (docs/api/control.md), served by the members of a cell started with
+// --control-plane:
+//   GET    /v1/control/cells                 {epoch, cells}
+//   POST   /v1/control/cells                 {id, endpoints}: add a cell (or replace its endpoints)
+//   GET    /v1/control/namespaces            the whole cell map {epoch, cells, namespaces}
+//   POST   /v1/control/namespaces            {prefix, cell}: create a namespace on a cell
+//   GET    /v1/control/namespaces/PREFIX     one namespace with its cell's endpoints
+//   DELETE /v1/control/namespaces/PREFIX     delete one (only if its parent is on the same cell)
+// Changes are administration; every change answers with the map's new epoch and which cells
+// hold it already (`pending`: still being pushed).
+import { InvalidArgumentError } from '../base/errors.js';
+import { readJson } from '../api/http/body.js';
+import { bodyObject, pathSegment, stringField } from '../api/http/json-fields.js';
+import type { RouteGroup, RouteRequest } from '../api/http/handler.js';
+import { sendJson } from '../api/http/respond.js';
+import { namespaceInfo, parentOf, withCell, withNamespace, withoutNamespace, type CellMap } from './cell-map.js';
+import type { ControlService } from './control-service.js';
+
+const cellsPath = '/v1/control/cells';
+const namespacesPath = '/v1/control/namespaces';
+
+export function createControlRoutes(control: ControlService, admin: { checkAdmin(principal: string): void }): RouteGroup {
+  return async (request) => {
+    const path = request.url.pathname;
+    if (path !== cellsPath && path !== namespacesPath && !path.startsWith(`${namespacesPath}/`)) return false;
+    request.query.rejectUnknown();
+    const { method, principal } = request;
+    if (path === cellsPath && method === 'GET') {
+      const { map } = await control.read(principal);
+      return answer(request, { epoch: map.epoch, cells: map.cells });
+    }
+    if (path === namespacesPath && method === 'GET') return answer(request, (await control.read(principal)).map);
+    if (method === 'GET') return answer(request, namespaceInfo((await control.read(principal)).map, prefixOf(path)));
+    admin.checkAdmin(principal);
+    if (path === cellsPath && method === 'POST') {
+      const body = bodyObject(await readJson(request.req, request.limits.requestBytesMax), ['id', 'endpoints']);
+      const endpoints = body['endpoints'];
+      if (!Array.isArray(endpoints) || !endpoints.every((e) => typeof e === 'string')) throw new InvalidArgumentError('endpoints must be a list of URLs');
+      const map = await control.change(principal, (current) => withCell(current, { id: stringField(body, 'id'), endpoints: endpoints as string[] }));
+      return answerChange(request, control, map, { epoch: map.epoch, cells: map.cells });
+    }
+    if (path === namespacesPath && method === 'POST') {
+      const body = bodyObject(await readJson(request.req, request.limits.requestBytesMax), ['prefix', 'cell']);
+      const prefix = stringField(body, 'prefix');
+      const cellId = stringField(body, 'cell');
+      const before = (await control.read(principal)).map;
+      withNamespace(before, prefix, cellId); // the request's own errors before any cell is asked
+      const parent = parentOf(before, prefix);
+      if (parent.cell !== cellId) {
+        // The keys under the prefix are the parent's cell's today: refuse rather than strand them.
+        const parentCell = before.cells.find((c) => c.id === parent.cell);
+        const count = parentCell === undefined ? 0 : await control.countKeys(parentCell, prefix);
+        if (count > 0) {
+          throw new InvalidArgumentError(`cell ${parent.cell} holds ${count} keys under ${prefix} (namespace ${parent.prefix}): a namespace with keys is moved, not created`, {
+            cell: parent.cell, count,
+          });
+        }
+      }
+      const map = await control.change(principal, (current) => withNamespace(current, prefix, cellId));
+      return answerChange(request, control, map, namespaceInfo(map, prefix));
+    }
+    if (path.startsWith(`${namespacesPath}/`) && method === 'DELETE') {
+      const prefix = prefixOf(path);
+      const map = await control.change(principal, (current) => withoutNamespace(current, prefix));
+      return answerChange(request, control, map, { prefix, deleted: true });
+    }
+    throw new InvalidArgumentError(`no such endpoint: ${method} ${path}`);
+  };
+}
+
+/** /v1/control/namespaces/payments/ names '/payments/'; /v1/control/namespaces/ the root. */
+function prefixOf(path: string): string {
+  return pathSegment(path.slice(namespacesPath.length), 'namespace');
+}
+
+function answer(request: RouteRequest, body: unknown): true {
+  sendJson(request.res, request.context, 200, body);
+  return true;
+}
+
+async function answerChange(request: RouteRequest, control: ControlService, map: CellMap, body: object): Promise<true> {
+  const report = await control.push(map);
+  return answer(request, { ...body, epoch: map.epoch, pushed: report.pushed, pending: report.pending });
+}

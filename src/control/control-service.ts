@@ -1,0 +1,137 @@
+// The control plane's state and its changes (docs/design/cells.md). The cell map is one reserved
+// key of the control cell, changed only by a txn that compares its modRevision with the one it was
+// read at: two control requests (on any members) cannot both apply to the same map. After a
+// change the map is pushed to every data cell as its ownership table; cells not reached then are
+// pushed again by the reconciler on the control cell's leader until each has the map's epoch.
+import { InvalidArgumentError, PreconditionFailedError, UnavailableError } from '../base/errors.js';
+import { emptyCellMap, ownershipTableOf, parseCellMap, type CellMap, type MapCell } from './cell-map.js';
+
+/** Reserved: the cell map's key in the control cell. */
+export const cellMapKey = '/baton/control/map';
+/** Compare-and-set attempts before a change gives up (each loses only to another change). */
+const casAttemptsMax = 8;
+const pushTimeoutMs = 2_000;
+
+/** What the control service needs from its cell (CellService). */
+export interface ControlCell {
+  /** This member's applied state (the reconciler's read: no ReadIndex, no principal). */
+  localRange(request: { type: 'get'; key: string }): { kvs: readonly { value: Uint8Array; modRevision: number }[] };
+  range(request: { key: string }, options: { consistency: 'linearizable' | 'serializable' }, principal: string): Promise<{
+    kvs: readonly { value: Uint8Array; modRevision: number }[];
+  }>;
+  txn(
+    request: {
+      compare: readonly { key: string; target: 'modRevision'; op: '=='; value: number }[];
+      success: readonly { put: { key: string; value: Uint8Array } }[];
+      failure: readonly never[];
+    },
+    requestId: string | undefined,
+    principal: string,
+  ): Promise<{ succeeded: boolean; revision: number }>;
+}
+
+export interface PushReport {
+  /** Cells that hold the map's epoch (or a newer one). */
+  readonly pushed: readonly string[];
+  /** Cells not reached: the reconciler keeps pushing to them. */
+  readonly pending: readonly string[];
+}
+
+export class ControlService {
+  /** The epoch each cell is known to hold (memory only: a new leader pushes once more). */
+  private readonly acked = new Map<string, number>();
+
+  constructor(
+    private readonly cell: ControlCell,
+    private readonly log: { warn(message: string): void } = { warn: () => {} },
+  ) {}
+
+  async read(principal: string, consistency: 'linearizable' | 'serializable' = 'linearizable'): Promise<{ map: CellMap; modRevision: number }> {
+    let kvs;
+    try {
+      ({ kvs } = await this.cell.range({ key: cellMapKey }, { consistency }, principal));
+    } catch (error) {
+      // Before the first change the key does not exist: the empty map (at modRevision 0).
+      if ((error as { code?: string }).code === 'key_not_found') return { map: emptyCellMap, modRevision: 0 };
+      throw error;
+    }
+    const kv = kvs[0];
+    if (kv === undefined) return { map: emptyCellMap, modRevision: 0 };
+    return { map: parseCellMap(JSON.parse(Buffer.from(kv.value).toString('utf8'))), modRevision: kv.modRevision };
+  }
+
+  /**
+   * One reconciler round (the control cell's leader, on a timer): pushes the map as this member
+   * applied it to every cell not known to hold its epoch. Bounded: one push per cell per round.
+   */
+  async reconcile(): Promise<PushReport> {
+    const kv = this.cell.localRange({ type: 'get', key: cellMapKey }).kvs[0];
+    if (kv === undefined) return { pushed: [], pending: [] };
+    return this.push(parseCellMap(JSON.parse(Buffer.from(kv.value).toString('utf8'))));
+  }
+
+  /** Applies `change` to the current map with a compare-and-set; a lost race reads and tries again. */
+  async change(principal: string, change: (map: CellMap) => CellMap): Promise<CellMap> {
+    for (let attempt = 0; attempt < casAttemptsMax; attempt++) {
+      const { map, modRevision } = await this.read(principal);
+      const next = change(map);
+      if (next === map) return map;
+      const value = new TextEncoder().encode(JSON.stringify(next));
+      const { succeeded } = await this.cell.txn(
+        { compare: [{ key: cellMapKey, target: 'modRevision', op: '==', value: modRevision }], success: [{ put: { key: cellMapKey, value } }], failure: [] },
+        undefined,
+        principal,
+      );
+      if (succeeded) return next;
+    }
+    throw new PreconditionFailedError(`the cell map changed under ${casAttemptsMax} attempts in a row: try again`);
+  }
+
+  /** Pushes the map's ownership table to every cell that does not hold its epoch yet. */
+  async push(map: CellMap): Promise<PushReport> {
+    const results = await Promise.all(map.cells.map(async (cell) => {
+      if ((this.acked.get(cell.id) ?? 0) >= map.epoch) return { id: cell.id, ok: true };
+      const ok = await this.pushTo(cell, ownershipTableOf(map, cell.id));
+      if (ok) this.acked.set(cell.id, Math.max(map.epoch, this.acked.get(cell.id) ?? 0));
+      return { id: cell.id, ok };
+    }));
+    return { pushed: results.filter((r) => r.ok).map((r) => r.id), pending: results.filter((r) => !r.ok).map((r) => r.id) };
+  }
+
+  /** Keys under `prefix` on `cell` (a new namespace may not strand keys its parent's cell holds). */
+  async countKeys(cell: MapCell, prefix: string): Promise<number> {
+    const path = prefix.split('/').map(encodeURIComponent).join('/');
+    for (const endpoint of cell.endpoints) {
+      try {
+        const response = await fetch(`${endpoint}/v1/kv${path}?prefix=true&countOnly=true`, { signal: AbortSignal.timeout(pushTimeoutMs) });
+        const body = (await response.json()) as { count?: unknown; error?: { message?: string } };
+        if (response.ok && typeof body.count === 'number') return body.count;
+        // A definite no (e.g. cross_cell: namespaces of other cells are nested under the prefix).
+        if (response.status >= 400 && response.status < 500) {
+          throw new InvalidArgumentError(`cell ${cell.id} cannot count its keys under ${prefix}: ${body.error?.message ?? `HTTP ${response.status}`}`, { cell: cell.id });
+        }
+      } catch (error) {
+        if (error instanceof InvalidArgumentError) throw error;
+        // next member
+      }
+    }
+    throw new UnavailableError(`cell ${cell.id} did not answer whether it holds keys under ${prefix}`, { cell: cell.id });
+  }
+
+  private async pushTo(cell: MapCell, table: Uint8Array): Promise<boolean> {
+    for (const endpoint of cell.endpoints) {
+      try {
+        const response = await fetch(`${endpoint}/v1/cluster/ownership`, {
+          method: 'PUT', body: table, headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(pushTimeoutMs),
+        });
+        await response.arrayBuffer();
+        // 412: the cell holds a newer table already (a later push overtook this one).
+        if (response.ok || response.status === 412) return true;
+        this.log.warn(`ownership push to ${cell.id} at ${endpoint}: HTTP ${response.status}`);
+      } catch (error) {
+        this.log.warn(`ownership push to ${cell.id} at ${endpoint}: ${(error as Error).message}`);
+      }
+    }
+    return false;
+  }
+}

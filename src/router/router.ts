@@ -1,0 +1,264 @@
+// `baton router` (docs/design/cells.md): serves the native HTTP API on its own port and forwards
+// each request to the cell that owns the request's namespace, to that cell's leader where it
+// knows it. Stateless: the cell map is a cache of the control plane's. A cell that answers
+// wrong_cell names the owner; the router corrects its cache from that answer and retries once, at
+// once (no sleep). A request spanning namespaces of different cells is refused with cross_cell
+// here, before any cell is asked. Every answer carries Baton-Cell and Baton-Routing-Epoch.
+import { Agent, createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { once } from 'node:events';
+import { BatonError, CrossCellError, InvalidArgumentError, UnavailableError, WrongCellError, httpStatusOf } from '../base/errors.js';
+import { namespacesOfSpan, type KeySpan } from '../base/namespaces.js';
+import type { MapNamespace } from '../control/cell-map.js';
+import { MapCache } from './map-cache.js';
+import { RouterMetrics } from './router-metrics.js';
+import { routeTarget } from './route-keys.js';
+
+const requestBytesMax = 2 * 1024 * 1024;
+const leaderRefreshMs = 2_000;
+
+export interface RouterOptions {
+  readonly control: readonly string[];
+  readonly host: string;
+  readonly port: number;
+  readonly log?: (message: string) => void;
+}
+
+interface Chosen {
+  readonly namespace: MapNamespace;
+  readonly endpoints: readonly string[];
+}
+
+export class Router {
+  readonly cache: MapCache;
+  readonly metrics: RouterMetrics;
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  /** Each cell's leader's client URL, as its status last said. */
+  private readonly leaders = new Map<string, string>();
+  private server: Server | null = null;
+  private leaderTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly options: RouterOptions) {
+    this.cache = new MapCache(options.control, undefined, options.log);
+    this.metrics = new RouterMetrics(() => this.cache.ageMs());
+  }
+
+  async start(): Promise<{ url: string }> {
+    this.cache.start();
+    this.leaderTimer = setInterval(() => void this.refreshLeaders(), leaderRefreshMs);
+    this.leaderTimer.unref();
+    const server = createServer((req, res) => {
+      this.serve(req, res).catch((error: unknown) => this.fail(res, error));
+    });
+    server.keepAliveTimeout = 65_000;
+    server.listen(this.options.port, this.options.host);
+    await once(server, 'listening');
+    this.server = server;
+    const address = server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : this.options.port;
+    return { url: `http://${this.options.host}:${port}` };
+  }
+
+  async stop(): Promise<void> {
+    this.cache.stop();
+    if (this.leaderTimer !== null) clearInterval(this.leaderTimer);
+    this.agent.destroy();
+    const server = this.server;
+    if (server === null) return;
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = req.url ?? '/';
+    const question = raw.indexOf('?');
+    const path = question < 0 ? raw : raw.slice(0, question);
+    const query = new URLSearchParams(question < 0 ? '' : raw.slice(question + 1));
+    if (path === '/v1/cluster/status' && req.method === 'GET') return this.answer(res, 200, this.status());
+    if (path === '/metrics' && req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+      res.end(this.metrics.registry.render());
+      return;
+    }
+    const body = await readBody(req);
+    if (path === '/v1/control' || path.startsWith('/v1/control/')) return this.toControl(req, res, body);
+    const target = routeTarget(path, query, body, req.headers);
+    const chosen = target.kind === 'keys' ? this.choose(target.spans) : this.namedCell(req.headers['baton-cell']);
+    await this.forward(req, res, body, chosen, target.kind === 'keys' ? target.spans : null, true);
+  }
+
+  /** The one cell owning every namespace the spans touch; cross_cell if several. */
+  private choose(spans: readonly KeySpan[]): Chosen {
+    const namespaces = this.cache.namespaces();
+    const prefixes = [...namespaces.keys()];
+    if (prefixes.length === 0) throw new UnavailableError('the router has no cell map yet: is the control plane reachable?');
+    const touched = new Map<string, MapNamespace>();
+    for (const span of spans) {
+      for (const prefix of namespacesOfSpan(prefixes, span)) touched.set(prefix, namespaces.get(prefix) as MapNamespace);
+    }
+    const cells = new Set([...touched.values()].map((n) => n.cell));
+    if (cells.size > 1) throw new CrossCellError([...touched.values()].map((n) => ({ namespace: n.prefix, cell: n.cell })));
+    // Every touched namespace is on the one cell; the first names it (and its epoch the answer's).
+    const owner = [...touched.values()][0] ?? (namespaces.get('/') as MapNamespace);
+    return { namespace: owner, endpoints: this.cache.endpointsOf(owner.cell) };
+  }
+
+  private namedCell(header: string | string[] | undefined): Chosen {
+    const cell = typeof header === 'string' ? header : this.cache.namespaces().get('/')?.cell;
+    if (cell === undefined) throw new UnavailableError('the router has no cell map yet: is the control plane reachable?');
+    const endpoints = this.cache.endpointsOf(cell);
+    if (endpoints.length === 0) throw new InvalidArgumentError(`no cell ${cell} in the cell map`, { cell });
+    return { namespace: { prefix: '', cell, epoch: this.cache.cellMap.epoch, state: 'active' }, endpoints };
+  }
+
+  private async forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer,
+    chosen: Chosen,
+    spans: readonly KeySpan[] | null,
+    mayRetry: boolean,
+  ): Promise<void> {
+    const answer = await this.send(req, body, chosen);
+    this.metrics.forwarded(chosen.namespace.cell);
+    if (answer.statusCode === 421 && mayRetry && spans !== null) {
+      const text = await readAll(answer);
+      this.metrics.wrongCell(chosen.namespace.cell);
+      const details = parseError(text);
+      // Stale routing: take the owner the cell named and try once more, at once.
+      if (details !== null && this.cache.correct(details)) return this.forward(req, res, body, this.choose(spans), spans, false);
+      return this.relay(res, answer, chosen, text);
+    }
+    this.relay(res, answer, chosen, null);
+  }
+
+  /** To the cell's leader first (no second hop), then its other members; connection errors only. */
+  private async send(req: IncomingMessage, body: Buffer, chosen: Chosen): Promise<IncomingMessage> {
+    const leader = this.leaders.get(chosen.namespace.cell);
+    const order = leader !== undefined && chosen.endpoints.includes(leader) ? [leader, ...chosen.endpoints.filter((e) => e !== leader)] : [...chosen.endpoints];
+    if (order.length === 0) throw new UnavailableError(`no endpoints known for cell ${chosen.namespace.cell}`);
+    let last: unknown = null;
+    for (const endpoint of order) {
+      try {
+        return await sendOnce(this.agent, endpoint, req, body);
+      } catch (error) {
+        // Only a request that never reached the cell is tried elsewhere.
+        if (!isConnectError(error)) throw new UnavailableError(`cell ${chosen.namespace.cell} at ${endpoint}: ${(error as Error).message}`);
+        last = error;
+        if (this.leaders.get(chosen.namespace.cell) === endpoint) this.leaders.delete(chosen.namespace.cell);
+      }
+    }
+    throw new UnavailableError(`no member of cell ${chosen.namespace.cell} answered: ${(last as Error)?.message ?? ''}`, { cell: chosen.namespace.cell });
+  }
+
+  /** The control plane's API through the router (baton ns/cells with --endpoints at a router). */
+  private async toControl(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
+    const chosen = { namespace: { prefix: '', cell: 'control', epoch: this.cache.cellMap.epoch, state: 'active' as const }, endpoints: this.options.control };
+    this.relay(res, await this.send(req, body, chosen), chosen, null);
+  }
+
+  private relay(res: ServerResponse, answer: IncomingMessage, chosen: Chosen, text: Buffer | null): void {
+    const headers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (value !== undefined && name !== 'connection' && name !== 'keep-alive' && name !== 'transfer-encoding') headers[name] = value;
+    }
+    headers['baton-cell'] = chosen.namespace.cell;
+    headers['baton-routing-epoch'] = String(chosen.namespace.epoch);
+    res.writeHead(answer.statusCode ?? 502, headers);
+    if (text !== null) {
+      res.end(text);
+      return;
+    }
+    answer.pipe(res);
+    res.on('close', () => answer.destroy());
+  }
+
+  private status(): unknown {
+    const map = this.cache.cellMap;
+    return {
+      router: true,
+      epoch: map.epoch,
+      cacheAgeMs: Math.round(this.cache.ageMs()),
+      cells: map.cells.map((cell) => ({ ...cell, leader: this.leaders.get(cell.id) ?? null })),
+      namespaces: [...this.cache.namespaces().values()],
+    };
+  }
+
+  private async refreshLeaders(): Promise<void> {
+    for (const cell of this.cache.cellMap.cells) {
+      for (const endpoint of cell.endpoints) {
+        try {
+          const response = await fetch(`${endpoint}/v1/cluster/status`, { signal: AbortSignal.timeout(1_000) });
+          const status = (await response.json()) as { leader?: number; members?: { id: number; clientUrl: string }[] };
+          const leader = status.members?.find((m) => m.id === status.leader)?.clientUrl;
+          if (leader !== undefined && cell.endpoints.includes(leader)) this.leaders.set(cell.id, leader);
+          break;
+        } catch {
+          // the next member
+        }
+      }
+    }
+  }
+
+  private answer(res: ServerResponse, status: number, body: unknown): void {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  }
+
+  private fail(res: ServerResponse, error: unknown): void {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const known = error instanceof BatonError ? error : new UnavailableError(`router: ${(error as Error)?.message ?? String(error)}`);
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (known instanceof CrossCellError || known instanceof WrongCellError) headers['baton-routing-epoch'] = String(this.cache.cellMap.epoch);
+    res.writeHead(httpStatusOf(known.code) ?? 500, headers);
+    res.end(JSON.stringify({ error: { code: known.code, message: known.message, ...known.details } }));
+  }
+}
+
+function sendOnce(agent: Agent, endpoint: string, req: IncomingMessage, body: Buffer): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined && name !== 'host' && name !== 'connection' && name !== 'content-length' && name !== 'transfer-encoding') headers[name] = value;
+    }
+    headers['content-length'] = String(body.length);
+    const out = httpRequest(`${endpoint}${req.url ?? '/'}`, { method: req.method ?? 'GET', headers, agent }, resolve);
+    out.on('error', reject);
+    out.end(body);
+  });
+}
+
+function isConnectError(error: unknown): boolean {
+  const code = (error as { code?: string })?.code;
+  return code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENOTFOUND' || code === 'EADDRNOTAVAIL';
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > requestBytesMax) throw new InvalidArgumentError(`the request body is over the router's limit of ${requestBytesMax} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+async function readAll(res: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of res) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+function parseError(text: Buffer): Record<string, unknown> | null {
+  try {
+    const body = JSON.parse(text.toString('utf8')) as { error?: Record<string, unknown> };
+    return body.error ?? null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,79 @@
+// `baton dev --cells 2` as a user runs it: a control plane, two data cells of 3 processes and a
+// router come up and print one ready line naming the router and every cell; a namespace created
+// through the router lands a key on its cell; SIGTERM stops everything with exit 0.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cliPath } from './cli-run.js';
+import { http } from './harness.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'baton-dev-cells-'));
+let child: ChildProcess | null = null;
+after(async () => {
+  if (child !== null && child.exitCode === null) {
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child?.once('exit', resolve));
+  }
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** Starts `baton dev --cells 2` on a base port; resolves with its ready line, or null if a port was taken. */
+function startDev(basePort: number): Promise<string | null> {
+  const started = spawn(process.execPath, [cliPath, 'dev', '--cells', '2', '--base-port', String(basePort), '--data-dir', join(scratch, String(basePort))], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child = started;
+  let out = '';
+  let err = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ready line in 120 s:\n${out}\n${err.slice(-2000)}`)), 120_000);
+    started.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
+    started.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+      const line = out.split('\n').find((l) => l.startsWith('Baton dev cells ready:'));
+      if (line !== undefined) {
+        clearTimeout(timer);
+        resolve(line);
+      }
+    });
+    started.once('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 2 && /already in use/.test(err)) resolve(null);
+      else reject(new Error(`baton dev exited ${code}:\n${err.slice(-2000)}`));
+    });
+  });
+}
+
+test('baton dev --cells 2: one ready line, a working router, a clean stop', { timeout: 240_000 }, async () => {
+  let line: string | null = null;
+  let base = 0;
+  for (let attempt = 0; attempt < 4 && line === null; attempt++) {
+    base = 20_000 + 1_000 * Math.floor(Math.random() * 40);
+    line = await startDev(base);
+  }
+  assert.ok(line !== null, 'found free ports');
+  const router = `http://127.0.0.1:${base}`;
+  assert.match(line, new RegExp(`^Baton dev cells ready: router ${router} control=\\S+ cell-1=\\S+ cell-2=\\S+$`));
+  const cell2 = /cell-2=(\S+)/.exec(line)?.[1]?.split(',') ?? [];
+  assert.equal(cell2.length, 3);
+  const created = await http(`${router}/v1/control/namespaces`, { method: 'POST', body: JSON.stringify({ prefix: '/dev/', cell: 'cell-2' }), headers: { 'content-type': 'application/json' } });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  let put;
+  for (let i = 0; i < 50; i++) {
+    put = await http(`${router}/v1/kv/dev/k`, { method: 'PUT', body: 'v' });
+    if (put.headers.get('baton-cell') === 'cell-2') break;
+    await new Promise((r) => setTimeout(r, 100)); // the router learns the namespace through its watch
+  }
+  assert.equal(put?.headers.get('baton-cell'), 'cell-2');
+  assert.equal((await http(`${cell2[0]}/v1/kv/dev/k`)).body.kvs[0].value, 'v');
+  const status = await http(`${router}/v1/cluster/status`);
+  assert.deepEqual(status.body.cells.map((c: { id: string }) => c.id), ['cell-1', 'cell-2']);
+  const running = child as ChildProcess;
+  running.kill('SIGTERM');
+  const code = await new Promise((resolve) => running.once('exit', resolve));
+  assert.equal(code, 0);
+  await assert.rejects(http(`${cell2[0]}/healthz`, { timeoutMs: 2_000 }), 'the cells stopped with it');
+});

@@ -1,0 +1,123 @@
+// The namespace-ownership table as replicated state (src/mvcc/ownership-record.ts): a cell never
+// given one owns every key; once it has one, every keyed command for a namespace of another cell
+// is refused at apply with wrong_cell (and its details say who owns it), commands spanning cells
+// with cross_cell, and a newer table replaces an older one only.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EntryType } from '../../../src/raft/types.js';
+import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand } from '../../../src/mvcc/index.js';
+import type { ApplyOutcome, Command } from '../../../src/mvcc/index.js';
+
+const text = (s: string): Uint8Array => new TextEncoder().encode(s);
+
+function cell(): { store: MvccStore; apply(...ops: Command[]): ApplyOutcome[] } {
+  const store = new MvccStore(new MemoryEngine());
+  let index = 0;
+  return {
+    store,
+    // One batch: entries after an ownership change in the same batch see the change.
+    apply(...ops) {
+      const entries = ops.map((op) => {
+        index++;
+        return { index, term: 1, type: EntryType.normal, data: encodeCommand({ proposedAtMs: 1_000 + index, source: 1, requestId: `r${index}`, op }, defaultMvccLimits) };
+      });
+      return store.applyBatch(entries);
+    },
+  };
+}
+
+function table(epoch: number, self: string, namespaces: [string, string][]): Command {
+  return {
+    type: 'ownershipSet',
+    record: text(JSON.stringify({
+      epoch, cell: self,
+      namespaces: namespaces.map(([prefix, owner]) => ({ prefix, cell: owner, epoch })),
+      cells: [{ id: 'cell-1', endpoints: ['http://a:1'] }, { id: 'cell-2', endpoints: ['http://b:1', 'http://b:2'] }],
+    })),
+  };
+}
+
+const put = (key: string): Command => ({ type: 'put', key, value: text('v') });
+const codeOf = (outcome: ApplyOutcome | undefined): string => (outcome?.type === 'failed' ? outcome.error.code : outcome?.type ?? 'none');
+
+test('without a table a cell owns every key (one cell, as before)', () => {
+  const { store, apply } = cell();
+  assert.equal(store.ownership(), null);
+  assert.equal(codeOf(apply(put('/payments/1'))[0]), 'applied');
+  assert.equal(store.refuseCommand(put('/anything')), null);
+});
+
+test('a write for a namespace the cell does not own is refused at apply, even if it passed the early check', () => {
+  const { store, apply } = cell();
+  const write = put('/payments/1');
+  // The proposer's check passes: no table yet.
+  assert.equal(store.refuseCommand(write), null);
+  // The ownership change commits first, then the write, in one batch (a write racing the change).
+  const [set, refused, ownKey] = apply(table(2, 'cell-1', [['/', 'cell-1'], ['/payments/', 'cell-2']]), write, put('/other/1'));
+  assert.equal(codeOf(set), 'applied');
+  assert.equal(codeOf(refused), 'wrong_cell');
+  const details = refused?.type === 'failed' ? refused.error.details : {};
+  assert.deepEqual(details, { namespace: '/payments/', cell: 'cell-2', epoch: 2, endpoints: ['http://b:1', 'http://b:2'] });
+  assert.equal(codeOf(ownKey), 'applied', 'keys of namespaces it owns still apply');
+  assert.equal(store.range({ type: 'get', key: '/payments/', prefix: true }).count, 0, 'the refused write left nothing');
+  assert.equal(store.refuseCommand(write)?.code, 'wrong_cell', 'and the early check now refuses it too');
+});
+
+test('every keyed command is judged: txn sub-ops and compares, prefix deletes, lock queues; spanning is cross_cell', () => {
+  const { apply } = cell();
+  apply(table(3, 'cell-1', [['/', 'cell-1'], ['/payments/', 'cell-2'], ['/locks/pay/', 'cell-2']]));
+  const txn = (keys: string[], compareKey?: string): Command => ({
+    type: 'txn',
+    compare: compareKey === undefined ? [] : [{ key: compareKey, target: 'version', op: '==', value: 0 }],
+    success: keys.map((key) => ({ type: 'put', key, value: text('v') })),
+    failure: [],
+  });
+  assert.equal(codeOf(apply(txn(['/a', '/b']))[0]), 'applied');
+  assert.equal(codeOf(apply(txn(['/payments/a']))[0]), 'wrong_cell');
+  assert.equal(codeOf(apply(txn(['/a', '/payments/a']))[0]), 'cross_cell');
+  assert.equal(codeOf(apply(txn(['/a'], '/payments/a'))[0]), 'cross_cell', 'a compare names a key too');
+  assert.equal(codeOf(apply({ type: 'delete', key: '/', prefix: true })[0]), 'cross_cell', 'a prefix delete over other cells\' namespaces');
+  assert.equal(codeOf(apply({ type: 'delete', key: '/payments/', prefix: true })[0]), 'wrong_cell');
+  const grant = apply({ type: 'leaseGrant', ttlMs: 5_000 })[0];
+  assert.equal(codeOf(grant), 'applied', 'a lease names no key');
+  const lease = grant?.type === 'applied' && grant.result.type === 'leaseGrant' ? grant.result.id : 0;
+  assert.equal(codeOf(apply({ type: 'seqCreate', prefix: '/locks/pay/', value: text(''), lease, ifEmpty: false })[0]), 'wrong_cell');
+  assert.equal(codeOf(apply({ type: 'seqCreate', prefix: '/locks/mine/', value: text(''), lease, ifEmpty: false })[0]), 'applied');
+  const cross = apply(txn(['/a', '/payments/a']))[0];
+  assert.deepEqual(cross?.type === 'failed' ? cross.error.details : null, {
+    namespaces: [{ namespace: '/', cell: 'cell-1' }, { namespace: '/payments/', cell: 'cell-2' }],
+  });
+});
+
+test('reads are judged the same way', () => {
+  const { store, apply } = cell();
+  apply(table(1, 'cell-2', [['/', 'cell-1'], ['/payments/', 'cell-2']]));
+  assert.equal(store.refuseRead({ type: 'get', key: '/payments/x' }), null);
+  assert.equal(store.refuseRead({ type: 'get', key: '/x' })?.code, 'wrong_cell');
+  assert.equal(store.refuseRead({ type: 'get', key: '/', prefix: true })?.code, 'cross_cell');
+});
+
+test('a newer table replaces an older one; an older one is refused; the same one again changes nothing', () => {
+  const { store, apply } = cell();
+  const revision = store.revision;
+  assert.equal(codeOf(apply(table(5, 'cell-1', [['/', 'cell-1']]))[0]), 'applied');
+  assert.equal(codeOf(apply(table(5, 'cell-1', [['/', 'cell-1']]))[0]), 'applied', 'a retried push');
+  assert.equal(codeOf(apply(table(4, 'cell-1', [['/', 'cell-2']]))[0]), 'precondition_failed');
+  assert.equal(codeOf(apply(put('/x'))[0]), 'applied', 'the stale table did not take the root away');
+  assert.equal(codeOf(apply(table(6, 'cell-1', [['/', 'cell-2']]))[0]), 'applied');
+  assert.equal(codeOf(apply(put('/y'))[0]), 'wrong_cell');
+  assert.equal(store.ownership()?.table.epoch, 6);
+  assert.equal(store.revision, revision + 1, 'ownership changes are not key-space revisions');
+  const replica = new MvccStore(new MemoryEngine());
+  replica.restore(store.snapshot().chunks);
+  assert.equal(replica.refuseCommand(put('/z'))?.code, 'wrong_cell', 'a snapshot carries the table');
+});
+
+test('a malformed table is refused and changes nothing', () => {
+  const { store, apply } = cell();
+  const bad = (json: unknown): Command => ({ type: 'ownershipSet', record: text(JSON.stringify(json)) });
+  assert.equal(codeOf(apply(bad({ epoch: 1, cell: 'c', namespaces: [], cells: [] }))[0]), 'invalid_argument', 'no root namespace');
+  assert.equal(codeOf(apply(bad({ epoch: 1, cell: 'c', namespaces: [{ prefix: '/a', cell: 'c', epoch: 1 }, { prefix: '/', cell: 'c', epoch: 1 }], cells: [] }))[0]), 'invalid_argument');
+  assert.equal(codeOf(apply({ type: 'ownershipSet', record: text('{') })[0]), 'invalid_argument');
+  assert.equal(store.ownership(), null);
+});
