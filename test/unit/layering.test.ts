@@ -32,6 +32,8 @@ const allowedImports: Record<string, readonly string[]> = {
   metrics: ['raft'],
   wal: ['base', 'raft'],
   storage: ['base', 'mvcc'],
+  // Encryption at rest: key-encryption keys, wrapped data keys and their files (docs/design/encryption.md).
+  keys: ['base'],
   transport: ['base', 'raft'],
   snap: ['base', 'mvcc', 'raft', 'storage', 'transport'],
   driver: ['base', 'mvcc', 'raft', 'snap', 'transport', 'wal'],
@@ -46,7 +48,7 @@ const allowedImports: Record<string, readonly string[]> = {
   compactor: ['base'],
   // The API edges are written against the services' contracts (lease/api.ts, lock/api.ts, ...).
   api: ['auth', 'base', 'lease', 'lock', 'membership', 'mvcc', 'watch'],
-  node: ['node/testing', 'api', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
+  node: ['node/testing', 'api', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'keys', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
     'storage', 'transport', 'wal', 'watch'],
   'node/testing': ['base', 'security', 'wal'],
   // The client's JSON shapes derive from the API's (types only: the client ships without the server).
@@ -54,7 +56,7 @@ const allowedImports: Record<string, readonly string[]> = {
   check: ['base'],
   sim: ['auth', 'base', 'driver', 'lease', 'lock', 'mvcc', 'raft'],
   bench: ['api'],
-  cli: ['base', 'bench', 'client', 'mvcc', 'node', 'raft', 'security', 'sim'],
+  cli: ['base', 'bench', 'client', 'keys', 'mvcc', 'node', 'raft', 'security', 'sim'],
   fuzz: ['api', 'base', 'node/testing'],
 };
 const coreUnits = ['base', 'raft', 'mvcc', 'watch', 'lease', 'lock', 'auth'];
