@@ -52,6 +52,8 @@ export const commandTable: readonly CommandRow[] = [
   { name: 'elect', summary: 'campaign in an election, or observe it', client: true, flags: ['--ttl', '--wait', '--count'] },
   { name: 'audit', summary: "read a node's audit log (tail, grep)", client: false, flags: ['--lines', '--event', '--principal', '--result'],
     actions: ['tail', 'grep'] },
+  { name: 'keys', summary: 'encryption at rest: add, status and rotate key-encryption keys', client: false,
+    flags: ['--data-dir', '--encryption-key-file', '--encryption-key-command'], actions: ['add', 'status', 'rotate'] },
   { name: 'completion', summary: 'print a bash or zsh completion script', client: false, flags: [], actions: ['bash', 'zsh'] },
   { name: 'version', summary: 'print the version', client: false, flags: [] },
 ];

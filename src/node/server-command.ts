@@ -1,6 +1,7 @@
 // `baton server`: run one node until SIGINT/SIGTERM. Exit codes: 0 clean stop, 1 fatal I/O error
 // at run time, 2 bad configuration or damaged data found at startup.
 import { CorruptFileError } from '../base/errors.js';
+import { WrongKeyError } from '../keys/index.js';
 import { ConfigError, parseNodeConfig, type NodeConfig } from './config.js';
 import { installFaultHooks, syncedCopyHook } from './testing/fault-hooks.js';
 import { startNode, type NodeLogger } from './node.js';
@@ -62,7 +63,7 @@ export async function runServer(argv: readonly string[]): Promise<number> {
       finish(0);
     }, { onCheckpoint: syncedCopyHook(process.env, log) });
   } catch (error) {
-    log.error(error instanceof CorruptFileError ? `refusing to start: ${error.message}` : `cannot start: ${(error as Error).message}`);
+    log.error(error instanceof CorruptFileError || error instanceof WrongKeyError ? `refusing to start: ${error.message}` : `cannot start: ${(error as Error).message}`);
     // The parts started before the failure (WAL and snapshot threads, peer listener, timers) would
     // keep the process alive: a node that could not start exits now.
     process.exit(2);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { keyringOf, openStoreKey, rewrapStoreKey, storeKeyId, WrongKeyError, parseKeys } from '../../../src/keys/index.js';
+import { keyringOf, loadKeyring, openStoreKey, rewrapStoreKey, storeKeyId, WrongKeyError, parseKeys } from '../../../src/keys/index.js';
 import { ConfigError } from '../../../src/base/config-error.js';
 import { LmdbEngine } from '../../../src/storage/index.js';
 import { withTempDir } from '../storage/temp-dir.js';
@@ -97,6 +97,13 @@ test('rotation: a new active key rewraps the data key; old data stays readable; 
     await reopened.close();
     assert.throws(() => openStoreKey(db, 'state.mdb', keyringOf([oldKek])), WrongKeyError, 'the old key is retired');
   });
+});
+
+test('a key command (the KMS plugin point) gives the same keyring as the file; a failing one names the command', () => {
+  const key = randomBytes(32).toString('hex');
+  assert.equal(loadKeyring({ command: `printf '%s\\n' ${key}` }).active.id, keyringOf([Buffer.from(key, 'hex')]).active.id);
+  assert.throws(() => loadKeyring({ command: 'exit 3' }), (e: unknown) => e instanceof ConfigError && /--encryption-key-command "exit 3" failed/.test(e.message));
+  assert.throws(() => loadKeyring({ command: 'echo not-a-key' }), (e: unknown) => e instanceof ConfigError && /64 hex digits/.test(e.message));
 });
 
 test('key files: hex lines (active first) or 32 raw bytes', () => {
