@@ -12,7 +12,7 @@ import { WatchService } from '../api/stream/index.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome, type Command } from '../mvcc/index.js';
 import { createRaftNode, defaultRaftConfig, type Entry, type SnapshotMeta } from '../raft/index.js';
 import { dataFileName, LmdbEngine } from '../storage/index.js';
-import { loadKeyring, openStoreKey, storeKeyFileName, type StoreKey } from '../keys/index.js';
+import { loadKeyring, openStoreKey, segmentKeysOf, storeKeyFileName, type Keyring, type StoreKey } from '../keys/index.js';
 import { PeerTransport } from '../transport/index.js';
 import { CellService } from '../kv/cell-service.js';
 import { ReadGate } from '../kv/read-gate.js';
@@ -125,9 +125,8 @@ type DurableState = Awaited<ReturnType<typeof openDurableState>>;
  * the key file), created for a new store, refused for a store encrypted one way and configured
  * the other (docs/design/encryption.md).
  */
-function openStoreEncryption(config: NodeConfig, dbDirectory: string, log: NodeLogger): StoreKey | null {
+function openStoreEncryption(keyring: Keyring | null, dbDirectory: string, log: NodeLogger): StoreKey | null {
   mkdirSync(dbDirectory, { recursive: true });
-  const keyring = config.encryption === null ? null : loadKeyring(config.encryption);
   const key = openStoreKey(dbDirectory, dataFileName, keyring);
   if (key?.rewrapped === true) log.info(`${join(dbDirectory, storeKeyFileName)}: data key rewrapped under the active key-encryption key ${key.kekId}`);
   if (key !== null) log.info(`encryption at rest: the store is encrypted (key-encryption key ${key.kekId})`);
@@ -143,7 +142,8 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   // The store first: it is the durable state, at its last checkpoint after an OS crash
   // (storage/checkpointer.ts); the WAL holds what came after.
   const dbDirectory = join(config.dataDir, 'db');
-  const storeKey = openStoreEncryption(config, dbDirectory, log);
+  const keyring = config.encryption === null ? null : loadKeyring(config.encryption);
+  const storeKey = openStoreEncryption(keyring, dbDirectory, log);
   const cipher = storeKey === null ? {} : { encryptionKey: storeKey.lmdbKey };
   const engine = LmdbEngine.open({
     directory: dbDirectory, commits: 'deferred', logger: log, onCheckpoint: hooks.onCheckpoint?.(dbDirectory), ...cipher,
@@ -151,7 +151,8 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   const store = new MvccStore(engine, { ...defaultMvccLimits, valueBytesMax: config.valueBytesMax, ...config.tuning.leaseLimits });
   // Every member decides client commands against the policy they apply on (docs/design/authorization.md).
   store.setAuthorizer(createAuthorizer());
-  const { wal, recovered, snapshot, snapshots, snapshotLoaded } = await openDurableLog(config.dataDir, log, store.appliedIndex);
+  const { wal, recovered, snapshot, snapshots, snapshotLoaded } = await openDurableLog(config.dataDir, log, store.appliedIndex,
+    keyring === null ? null : segmentKeysOf(keyring));
   if (snapshot !== null && store.appliedIndex < snapshot.meta.index) {
     assert(snapshotLoaded, 'a store behind the log start restores from the snapshot file');
     log.info(`restoring the state machine from snapshot ${snapshot.meta.index} (db applied ${store.appliedIndex})`);
