@@ -3,15 +3,18 @@
 // member's data directory, which is more authority than any API principal has (whoever can read
 // the key file and the data directory can read the data anyway).
 //   add FILE       puts a new random key first in FILE (created, mode 0600): the active key
-//   status --data-dir DIR [key source]   which key id each encrypted file of DIR is wrapped by,
-//                  and which configured keys are still in use (an old key can go once none is)
-//   rotate --data-dir DIR key source     rewraps every data key of DIR under the active key; safe
-//                  while the member runs (a data key never changes, and its file is replaced by rename)
+//   status --data-dir DIR [key source]   which key id wraps the data key of the store and of each
+//                  WAL segment, and which configured keys are still in use (an old key can go once none is)
+//   rotate --data-dir DIR key source     rewraps the store's data key under the active key; safe
+//                  while the member runs (the data key never changes; its file is replaced by rename).
+//                  WAL segments are not rewrapped: new ones take the active key, and old ones are
+//                  deleted as the log is released past them (after a checkpoint), retiring the old key.
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { kekId, loadKeyring, rewrapStoreKey, storeKeyId, type Keyring, type KeySource } from '../keys/index.js';
+import { kekId, loadKeyring, rewrapStoreKey, type Keyring, type KeySource } from '../keys/index.js';
+import { wrappedFiles } from '../node/encryption-status.js';
 
 const usage = `usage: baton keys add FILE
        baton keys status --data-dir DIR [--encryption-key-file FILE | --encryption-key-command CMD]
@@ -20,8 +23,9 @@ const usage = `usage: baton keys add FILE
   add     puts a new random 32-byte key (64 hex digits) first in FILE: it wraps every new data key
           once the members read FILE (at start) or after "rotate"; keep the old lines until
           "status" shows no file still uses them
-  status  prints the key id each encrypted file of a member's data directory is wrapped by
-  rotate  rewraps the member's data keys under the active (first) key; safe while it runs`;
+  status  prints the key id that wraps the data key of the store and of each WAL segment
+  rotate  rewraps the store's data key under the active (first) key; safe while it runs (WAL
+          segments take the active key as they are created; old ones go as the log is released)`;
 
 export function keysCommand(args: readonly string[]): number {
   const { values, positionals } = parseArgs({
@@ -62,17 +66,11 @@ function addKey(file: string): number {
   return 0;
 }
 
-/** The encrypted files of a data directory and the key ids that wrap their data keys. */
-function wrappedFiles(dataDir: string): { file: string; kekId: string | null }[] {
-  const db = join(dataDir, 'db');
-  return [{ file: join(db, 'state.key'), kekId: storeKeyId(db) }];
-}
-
 function status(dataDir: string, keyring: Keyring | null): number {
   const files = wrappedFiles(dataDir);
   const inUse = new Set<string>();
   for (const { file, kekId: id } of files) {
-    console.log(id === null ? `${file}: absent (the store is not encrypted)` : `${file}: key ${id}`);
+    console.log(id === null ? `${file}: plaintext` : `${file}: key ${id}`);
     if (id !== null) inUse.add(id);
   }
   if (keyring !== null) {

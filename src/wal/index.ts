@@ -11,3 +11,4 @@ export type { WalKeys } from './seal.js';
 export type { ScannedSegment, ScannedRecord } from './scan.js';
 export { replaySegments } from './replay.js';
 export { readFrame, writeFrame, frameHeaderBytes } from './record.js';
+export { decodeSegmentHeader } from './codec.js';

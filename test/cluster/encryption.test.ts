@@ -10,6 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { http, putSurely, startTestCell } from './harness.js';
+import { baton } from './cli-run.js';
 
 const secretKey = 'enc-probe-key-5d21c9';
 const secretValue = 'enc-probe-value-8e07f3aa41';
@@ -29,7 +30,7 @@ function holds(path: string, text: string): boolean {
   return readFileSync(path).includes(Buffer.from(text));
 }
 
-test('an encrypted cell keeps no plaintext key or value in its stores, restarts, and refuses a wrong or missing key naming the file', async () => {
+test('an encrypted cell keeps no plaintext key or value in its stores and WAL, restarts, refuses a wrong or missing key naming the file, and rotates its key', async () => {
   const keys = mkdtempSync(join(tmpdir(), 'baton-kek-'));
   const keyFile = join(keys, 'kek.hex');
   const wrongKeyFile = join(keys, 'wrong.hex');
@@ -72,6 +73,28 @@ test('an encrypted cell keeps no plaintext key or value in its stores, restarts,
 
     cell.cell.start('n3');
     await cell.cell.waitReady(30_000);
+
+    // Rotation: a new key first in the file; n1 rewraps its store's key while it runs; status
+    // names the ids; restarted with the new file it serves the old data, and new WAL segments
+    // take the new key.
+    const n1 = join(cell.dataDir, 'n1');
+    const before = await baton(['keys', 'status', '--data-dir', n1, '--encryption-key-file', keyFile]);
+    const oldId = /state\.mdb: key ([0-9a-f]{16})/.exec(before.stdout)?.[1];
+    assert.ok(oldId !== undefined && before.stdout.includes(`key ${oldId} (active): in use`), before.stdout);
+    const added = await baton(['keys', 'add', keyFile]);
+    const newId = /added key ([0-9a-f]{16})/.exec(added.stdout)?.[1];
+    assert.ok(newId !== undefined, added.stdout + added.stderr);
+    const rotated = await baton(['keys', 'rotate', '--data-dir', n1, '--encryption-key-file', keyFile]);
+    assert.match(rotated.stdout, new RegExp(`rewrapped ${oldId} -> ${newId}`));
+    const after = await baton(['keys', 'status', '--data-dir', n1, '--encryption-key-file', keyFile]);
+    assert.ok(after.stdout.includes(`state.mdb: key ${newId}`), after.stdout);
+    assert.ok(after.stdout.includes(`key ${oldId} (old): in use`), `the WAL segments still name the old key: ${after.stdout}`);
+    cell.cell.signal('n1', 'SIGTERM');
+    await cell.cell.waitExit('n1', 20_000);
+    cell.cell.start('n1');
+    await cell.cell.waitReady(30_000);
+    const old = await http(`${url}/v1/kv/${secretKey}-7`);
+    assert.equal(old.body.kvs?.[0]?.value, `${secretValue}-7`, 'data written under the old key reads back');
   } finally {
     await cell.close();
     rmSync(keys, { recursive: true, force: true });
