@@ -35,14 +35,16 @@ export interface StoreKey {
 
 /**
  * The store's data key for the store file at `directory/state.mdb`: unwrapped, created (before
- * LMDB creates the file) or null for a plaintext store with no keyring. Rewraps a key wrapped by
+ * LMDB creates the file, when `encryptNew`) or null for a plaintext store. A store that has a key
+ * file is always opened encrypted, whatever `encryptNew` says. Rewraps a key wrapped by
  * an older KEK under the active one (a rename: the data key, and so the file, are unchanged).
  */
-export function openStoreKey(directory: string, dataFileName: string, keyring: Keyring | null): StoreKey | null {
+export function openStoreKey(directory: string, dataFileName: string, keyring: Keyring | null, encryptNew = true): StoreKey | null {
   const keyPath = join(directory, storeKeyFileName);
   const dataPath = join(directory, dataFileName);
   if (!existsSync(keyPath)) {
-    if (keyring === null) return null;
+    // encryptNew false: the store stays plaintext (--encryption-store-cipher none, the default).
+    if (keyring === null || !encryptNew) return null;
     if (existsSync(dataPath)) {
       throw new ConfigError(`${dataPath}: this store was written without encryption, but encryption is configured (no ${storeKeyFileName} beside it); start without the key, or wipe the member and re-add it to copy a peer's state encrypted`);
     }

@@ -125,9 +125,10 @@ type DurableState = Awaited<ReturnType<typeof openDurableState>>;
  * the key file), created for a new store, refused for a store encrypted one way and configured
  * the other (docs/design/encryption.md).
  */
-function openStoreEncryption(keyring: Keyring | null, dbDirectory: string, log: NodeLogger): StoreKey | null {
+function openStoreEncryption(keyring: Keyring | null, encryptNew: boolean, dbDirectory: string, log: NodeLogger): StoreKey | null {
   mkdirSync(dbDirectory, { recursive: true });
-  const key = openStoreKey(dbDirectory, dataFileName, keyring);
+  const key = openStoreKey(dbDirectory, dataFileName, keyring, encryptNew);
+  if (key === null && keyring !== null) log.warn('encryption at rest: the WAL is encrypted, the store (db/state.mdb) is not (--encryption-store-cipher none; docs/design/encryption.md)');
   if (key?.rewrapped === true) log.info(`${join(dbDirectory, storeKeyFileName)}: data key rewrapped under the active key-encryption key ${key.kekId}`);
   if (key !== null) log.info(`encryption at rest: the store is encrypted (key-encryption key ${key.kekId})`);
   return key;
@@ -143,7 +144,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   // (storage/checkpointer.ts); the WAL holds what came after.
   const dbDirectory = join(config.dataDir, 'db');
   const keyring = config.encryption === null ? null : loadKeyring(config.encryption);
-  const storeKey = openStoreEncryption(keyring, dbDirectory, log);
+  const storeKey = openStoreEncryption(keyring, config.encryptStore, dbDirectory, log);
   const cipher = storeKey === null ? {} : { encryptionKey: storeKey.lmdbKey };
   const engine = LmdbEngine.open({
     directory: dbDirectory, commits: 'deferred', logger: log, onCheckpoint: hooks.onCheckpoint?.(dbDirectory), ...cipher,

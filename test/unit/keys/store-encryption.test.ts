@@ -76,6 +76,10 @@ test('a wrong, missing or unexpected key refuses the store and names the file', 
     assert.throws(() => openStoreKey(plain, 'state.mdb', keyringOf([randomBytes(32)])),
       (e: unknown) => e instanceof ConfigError && e.message.includes(join(plain, 'state.mdb')) && /without encryption/.test(e.message));
     assert.equal(openStoreKey(plain, 'state.mdb', null), null, 'a plaintext store opens as before without a key');
+    // The default (--encryption-store-cipher none): a keyring leaves a plaintext store plaintext,
+    // and an encrypted one is still opened encrypted.
+    assert.equal(openStoreKey(plain, 'state.mdb', keyringOf([randomBytes(32)]), false), null);
+    assert.throws(() => openStoreKey(db, 'state.mdb', null, false), /is encrypted/);
   });
 });
 
