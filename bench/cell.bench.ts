@@ -25,10 +25,15 @@
 // (issue 25: with mTLS, put and get >= 90% of the same build without). --auth (with --tls): the
 // TLS cell also enforces a policy, and the bench client calls as principal "bench" (not root),
 // bound to a role with read/write/watch/lease on /bench/: the cost of every decision included.
+// --encrypt: also run a second plain-HTTP Baton cell with encryption at rest on (a generated
+// --encryption-key-file: the WAL encrypted), as system "baton-enc", and print its ratios to the
+// plain cell (issue 25: put throughput >= 90% of the same build). --encrypt-store: that cell also
+// encrypts its store (--encryption-store-cipher lmdb-chacha8, experimental).
 // --gateway: also drive Baton's etcd JSON gateway (the facade's port) with etcd's requests, as system
 // "baton-gateway", and print its ratios to etcd's gateway (issue 26: the gateway >= 1.0x etcd's).
 // Everything started here is stopped at the end, on errors and on Ctrl-C.
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,6 +70,8 @@ const { values } = parseArgs({
     'baton-b': { type: 'string' },
     gateway: { type: 'boolean' },
     tls: { type: 'boolean' },
+    encrypt: { type: 'boolean' },
+    'encrypt-store': { type: 'boolean' },
     auth: { type: 'boolean' },
     workload: { type: 'string' },
     clients: { type: 'string' },
@@ -192,6 +199,25 @@ async function startSecureBaton(nodeArgs: (name: string) => readonly string[] = 
   return cell;
 }
 
+/** The same build with encryption at rest: one generated key-encryption key for every member. */
+async function startEncryptedBaton(): Promise<ProcessCell> {
+  const dataDir = join(workDir, 'encrypted');
+  mkdirSync(dataDir, { recursive: true });
+  const keyFile = join(dataDir, 'kek.hex');
+  writeFileSync(keyFile, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+  const cell = new ProcessCell({
+    dataDir,
+    output: 'pipe',
+    members: await memberPorts('c'),
+    nodeArgs: () => [...nodeArgsA],
+    extraArgs: ['--encryption-key-file', keyFile, ...(values['encrypt-store'] === true ? ['--encryption-store-cipher', 'lmdb-chacha8'] : [])],
+  });
+  cleanups.push(() => cell.stopAll(10_000));
+  cell.startAll();
+  await cell.waitReady(60_000);
+  return cell;
+}
+
 /** What the bench needs of a cell of either build. */
 interface BatonCell {
   clientUrls(): string[];
@@ -254,6 +280,15 @@ async function compare(): Promise<void> {
       roles: rolesOf(secure, join(workDir, 'secure')),
     });
   }
+  if (values.encrypt === true) {
+    const encrypted = await startEncryptedBaton();
+    targets.push({
+      protocol: { ...batonProtocol, system: 'baton-enc' as SystemName },
+      urls: encrypted.clientUrls().map((u) => new URL(u)),
+      serverPids: pidsOf(`${join(workDir, 'encrypted')}/`),
+      roles: rolesOf(encrypted, join(workDir, 'encrypted')),
+    });
+  }
   const otherBuild = values['baton-b'];
   if (otherBuild !== undefined) {
     const other = await startOtherBaton(otherBuild);
@@ -289,6 +324,11 @@ async function compare(): Promise<void> {
   if (tlsComparison.length > 0) {
     out('\nBaton with TLS everywhere ÷ Baton plain (the "etcd" columns are the plain cell):');
     out(ratioTable(tlsComparison));
+  }
+  const encComparison = ratios(summary.map((row) => (row.system === 'baton' ? { ...row, system: 'etcd' } : row)), 'baton-enc');
+  if (encComparison.length > 0) {
+    out('\nBaton with encryption at rest ÷ Baton plain (the "etcd" columns are the plain cell):');
+    out(ratioTable(encComparison));
   }
   if (gatewayComparison.length > 0) {
     out("\nBaton's gateway ÷ etcd's gateway (the same etcd JSON requests to both):");

@@ -33,6 +33,7 @@ const commands: Record<string, Command> = {
   ns: async (args) => (await import('./cells-commands.js')).nsCommand(args),
   audit: async (args) => (await import('./audit-command.js')).auditCommand(args),
   certs: async (args) => (await import('./certs-command.js')).certsCommand(args),
+  keys: async (args) => (await import('./keys-command.js')).keysCommand(args),
   version: (args) => {
     if (args.length > 0 && !args.includes('--help')) return usageError('version', `unexpected ${args[0]}`);
     console.log(packageVersion());

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createHash } from 'node:crypto';
 import { ConfigError } from '../base/config-error.js';
+import type { KeySource } from '../keys/index.js';
 import * as limits from '../base/limits.js';
 import type { AutoCompactionPolicy } from '../compactor/index.js';
 import { revisionCheckMsDefault } from '../compactor/index.js';
@@ -50,6 +51,17 @@ export interface NodeConfig {
   readonly controlPlane: boolean;
   /** --audit-log FILE (src/audit): JSON lines, durable before an audited operation is answered; null = off. */
   readonly auditLog: { readonly path: string; readonly maxBytes: number } | null;
+  /**
+   * Encryption at rest (docs/design/encryption.md): where the key-encryption keys come from
+   * (--encryption-key-file or --encryption-key-command); null = off.
+   */
+  readonly encryption: KeySource | null;
+  /**
+   * --encryption-store-cipher: `none` (default: with encryption on, the WAL is encrypted and the
+   * store is not) or `lmdb-chacha8` (EXPERIMENTAL: LMDB's page cipher; corrupted the store in the
+   * fault run, docs/design/encryption.md). A store created encrypted stays encrypted.
+   */
+  readonly encryptStore: boolean;
   /** Entries of log kept below the checkpoint so a lagging follower needs no snapshot (etcd: 5,000). */
   readonly logCatchupEntries: number;
   readonly requestTimeoutMs: number;
@@ -96,6 +108,9 @@ const options = {
   'corrupt-check-ms': { type: 'string' },
   'audit-log': { type: 'string' },
   'audit-log-max-bytes': { type: 'string' },
+  'encryption-key-file': { type: 'string' },
+  'encryption-key-command': { type: 'string' },
+  'encryption-store-cipher': { type: 'string' },
   'log-catchup-entries': { type: 'string' },
   'request-timeout-ms': { type: 'string' },
   'value-bytes-max': { type: 'string' },
@@ -268,6 +283,8 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     auditLog: raw['audit-log'] === undefined || raw['audit-log'] === ''
       ? null
       : { path: raw['audit-log'], maxBytes: integer(raw, 'audit-log-max-bytes', 64 * 1024 * 1024, 4096, 1024 * 1024 * 1024 * 16) },
+    encryption: encryptionSource(raw['encryption-key-file'], raw['encryption-key-command']),
+    encryptStore: storeCipher(raw['encryption-store-cipher']),
     // etcd's SnapshotCatchUpEntries; the log's bytes bound it as well (64 MiB).
     logCatchupEntries: integer(raw, 'log-catchup-entries', 5_000, 0, 10_000_000),
     requestTimeoutMs: integer(raw, 'request-timeout-ms', 5_000, 100, 600_000),
@@ -292,6 +309,20 @@ const autoCompactionPeriodMsMin = 1_000;
  * revisions; 0 turns compaction off (etcd's default). Given neither, Baton keeps the last 100,000
  * revisions (README "Flags" says why).
  */
+function storeCipher(text: string | undefined): boolean {
+  if (text === undefined || text === '' || text === 'none') return false;
+  if (text === 'lmdb-chacha8') return true;
+  throw new ConfigError(`--encryption-store-cipher: expected none or lmdb-chacha8, got ${JSON.stringify(text)}`);
+}
+
+function encryptionSource(file: string | undefined, command: string | undefined): KeySource | null {
+  const given = (text: string | undefined): text is string => text !== undefined && text !== '';
+  if (given(file) && given(command)) throw new ConfigError('--encryption-key-file and --encryption-key-command: give one, not both');
+  if (given(file)) return { file };
+  if (given(command)) return { command };
+  return null;
+}
+
 function autoCompaction(modeText: string | undefined, retentionText: string | undefined): AutoCompactionPolicy {
   const mode = modeText ?? (retentionText === undefined ? 'revision' : 'periodic');
   if (mode !== 'periodic' && mode !== 'revision') {

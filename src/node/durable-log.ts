@@ -3,6 +3,7 @@
 // machine's own store already covers the log's start (it is durable at checkpoints), no snapshot
 // file is read at all: the core starts from the start's metadata alone. A snapshot is verified
 // here, never held in memory: the caller restores from the file (SnapshotStore.dataOf).
+import type { WalKeys } from '../wal/index.js';
 import { CorruptFileError } from '../base/errors.js';
 import type { Snapshot, SnapshotMeta } from '../raft/index.js';
 import { SnapshotStore } from '../snap/index.js';
@@ -15,11 +16,11 @@ import { Wal } from '../wal/index.js';
  * (the durable state machine's applied index) is at or past the marker, the snapshot is the
  * marker's metadata with no data: the store already holds it.
  */
-export async function openDurableLog(dataDir: string, log: { warn(message: string): void }, storeIndex = 0) {
+export async function openDurableLog(dataDir: string, log: { warn(message: string): void }, storeIndex = 0, keys: WalKeys | null = null) {
   const logger = { warn: (m: string) => log.warn(m) };
   const snapshots = new SnapshotStore(dataDir, { logger });
   await snapshots.init();
-  const opened = await Wal.open(dataDir, { logger });
+  const opened = await Wal.open(dataDir, { logger, keys });
   const start = opened.recovered.snapshotMeta;
   if (start !== null && storeIndex >= start.index) {
     const snapshot: Snapshot = { meta: start, data: new Uint8Array(0) };
@@ -42,7 +43,7 @@ export async function openDurableLog(dataDir: string, log: { warn(message: strin
         throw olderError;
       }
       log.warn(`snapshot ${marker.index} is damaged (${error.message}); restoring from older snapshot ${older.index}`);
-      const reopened = await Wal.open(dataDir, { logger, restoreIndex: older.index });
+      const reopened = await Wal.open(dataDir, { logger, keys, restoreIndex: older.index });
       return { ...reopened, snapshot, snapshots, snapshotLoaded: true };
     }
     throw error;

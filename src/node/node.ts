@@ -11,7 +11,8 @@ import type { Timers } from '../base/timers.js';
 import { WatchService } from '../api/stream/index.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome, type Command } from '../mvcc/index.js';
 import { createRaftNode, defaultRaftConfig, type Entry, type SnapshotMeta } from '../raft/index.js';
-import { LmdbEngine } from '../storage/index.js';
+import { dataFileName, LmdbEngine } from '../storage/index.js';
+import { loadKeyring, openStoreKey, segmentKeysOf, storeKeyFileName, type Keyring, type StoreKey } from '../keys/index.js';
 import { PeerTransport } from '../transport/index.js';
 import { CellService } from '../kv/cell-service.js';
 import { ReadGate } from '../kv/read-gate.js';
@@ -127,6 +128,20 @@ export async function startNode(
 
 type DurableState = Awaited<ReturnType<typeof openDurableState>>;
 
+/**
+ * The store's data key: unwrapped with the configured keyring (a wrong key stops the node naming
+ * the key file), created for a new store, refused for a store encrypted one way and configured
+ * the other (docs/design/encryption.md).
+ */
+function openStoreEncryption(keyring: Keyring | null, encryptNew: boolean, dbDirectory: string, log: NodeLogger): StoreKey | null {
+  mkdirSync(dbDirectory, { recursive: true });
+  const key = openStoreKey(dbDirectory, dataFileName, keyring, encryptNew);
+  if (key === null && keyring !== null) log.warn('encryption at rest: the WAL is encrypted, the store (db/state.mdb) is not (--encryption-store-cipher none; docs/design/encryption.md)');
+  if (key?.rewrapped === true) log.info(`${join(dbDirectory, storeKeyFileName)}: data key rewrapped under the active key-encryption key ${key.kekId}`);
+  if (key !== null) log.info(`encryption at rest: the store is encrypted (key-encryption key ${key.kekId})`);
+  return key;
+}
+
 /** Step 1: who this member is, its log and snapshots, the LMDB store at their index, the core. */
 async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: NodeTestHooks) {
   mkdirSync(initial.dataDir, { recursive: true });
@@ -136,13 +151,17 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   // The store first: it is the durable state, at its last checkpoint after an OS crash
   // (storage/checkpointer.ts); the WAL holds what came after.
   const dbDirectory = join(config.dataDir, 'db');
+  const keyring = config.encryption === null ? null : loadKeyring(config.encryption);
+  const storeKey = openStoreEncryption(keyring, config.encryptStore, dbDirectory, log);
+  const cipher = storeKey === null ? {} : { encryptionKey: storeKey.lmdbKey };
   const engine = LmdbEngine.open({
-    directory: dbDirectory, commits: 'deferred', logger: log, onCheckpoint: hooks.onCheckpoint?.(dbDirectory),
+    directory: dbDirectory, commits: 'deferred', logger: log, onCheckpoint: hooks.onCheckpoint?.(dbDirectory), ...cipher,
   });
   const store = new MvccStore(engine, { ...defaultMvccLimits, valueBytesMax: config.valueBytesMax, ...config.tuning.leaseLimits });
   // Every member decides client commands against the policy they apply on (docs/design/authorization.md).
   store.setAuthorizer(createAuthorizer());
-  const { wal, recovered, snapshot, snapshots, snapshotLoaded } = await openDurableLog(config.dataDir, log, store.appliedIndex);
+  const { wal, recovered, snapshot, snapshots, snapshotLoaded } = await openDurableLog(config.dataDir, log, store.appliedIndex,
+    keyring === null ? null : segmentKeysOf(keyring));
   if (snapshot !== null && store.appliedIndex < snapshot.meta.index) {
     assert(snapshotLoaded, 'a store behind the log start restores from the snapshot file');
     log.info(`restoring the state machine from snapshot ${snapshot.meta.index} (db applied ${store.appliedIndex})`);
@@ -165,7 +184,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
     },
     new SeededRandom(randomBytes(8).readBigUInt64LE()),
   );
-  const snapshotThread = SnapshotThread.start({ dbDirectory, commits: engine.commits, dataDir: config.dataDir });
+  const snapshotThread = SnapshotThread.start({ dbDirectory, commits: engine.commits, dataDir: config.dataDir, ...cipher });
   const metrics = new NodeMetrics(core, {
     appliedIndex: () => store.appliedIndex,
     dbBytes: () => engine.diskBytes(),

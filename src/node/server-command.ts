@@ -5,6 +5,7 @@
 // requests in flight get gracefulStopMs to be answered.
 import { CorruptFileError } from '../base/errors.js';
 import { stopBoundMs } from '../base/limits.js';
+import { WrongKeyError } from '../keys/index.js';
 import { ConfigError, describeNodeConfig, parseNodeConfig, type NodeConfig } from './config.js';
 import { installFaultHooks, syncedCopyHook } from './testing/fault-hooks.js';
 import { startNode, type NodeLogger } from './node.js';
@@ -73,7 +74,7 @@ export async function runServer(argv: readonly string[]): Promise<number> {
       finish(0);
     }, { onCheckpoint: syncedCopyHook(process.env, log) });
   } catch (error) {
-    log.error(error instanceof CorruptFileError ? `refusing to start: ${error.message}` : `cannot start: ${(error as Error).message}`);
+    log.error(error instanceof CorruptFileError || error instanceof WrongKeyError ? `refusing to start: ${error.message}` : `cannot start: ${(error as Error).message}`);
     // The parts started before the failure (WAL and snapshot threads, peer listener, timers) would
     // keep the process alive: a node that could not start exits now.
     process.exit(2);

@@ -16,7 +16,9 @@ const chunkBytes = 1024 * 1024;
 const port = parentPort;
 if (port === null) throw new Error('snapshot-thread-entry runs as a worker thread');
 const data = workerData as SnapshotThreadData;
-const engine = LmdbEngine.attach({ directory: data.dbDirectory, commits: data.commits });
+const engine = LmdbEngine.attach({
+  directory: data.dbDirectory, commits: data.commits, ...(data.encryptionKey === undefined ? {} : { encryptionKey: data.encryptionKey }),
+});
 const store = new MvccStore(engine);
 const files = new SnapshotStore(data.dataDir, {
   logger: { warn: (message) => process.stderr.write(`${message}\n`) },

@@ -16,6 +16,8 @@ export interface SnapshotThreadData {
   /** The LMDB store's directory (a node's `db/`) and how its commits are made. */
   readonly dbDirectory: string;
   readonly commits: CommitMode;
+  /** An encrypted store's data key (the thread opens the same environment, so the same key). */
+  readonly encryptionKey?: string;
   /** The node's data directory (snapshot files go to its `snap/`). */
   readonly dataDir: string;
 }

@@ -47,9 +47,10 @@ import {
 import { clearBootMarker, currentBootId, readBootMarker, syncPath, writeBootMarker } from './boot-marker.js';
 import { Checkpointer, restoreCheckpoint } from './checkpointer.js';
 import { verifyStoreFile } from './verify-store.js';
+import { advanceTxnIds } from './nonce-advance.js';
 import type { CommitMode, LmdbEngineOptions } from './types.js';
 
-const dataFileName = 'state.mdb';
+export const dataFileName = 'state.mdb';
 
 export class LmdbEngine implements KvEngine {
   private inWrite = false;
@@ -89,7 +90,7 @@ export class LmdbEngine implements KvEngine {
     if (rebooted) {
       const meta = restoreCheckpoint(directory, path);
       if (meta !== null) {
-        verifyStoreFile(path, meta.pageSize);
+        verifyStoreFile(path, meta.pageSize, options.encryptionKey);
         afterReboot = 'restored';
         restored = meta.txnId;
         warn(`${path}: the OS restarted while this file had unsynced commits; went back to its last checkpoint (transaction ${meta.txnId}); the log replays what came after`);
@@ -104,7 +105,12 @@ export class LmdbEngine implements KvEngine {
     const commits: CommitMode = options.commits === 'deferred' && bootId !== null ? 'deferred' : 'synced';
     // The marker is durable before the first deferred commit.
     if (commits === 'deferred' && marker !== bootId) writeBootMarker(directory, bootId as string);
-    const db = openDatabase(path, commits, options.mapSizeBytes);
+    // An encrypted store: no page nonce (page, txnid) of an earlier process may come back.
+    if (options.encryptionKey !== undefined) {
+      const advanced = advanceTxnIds(path);
+      if (restored !== null && advanced !== null) restored = advanced.txnId;
+    }
+    const db = openDatabase(path, commits, options.mapSizeBytes, options.encryptionKey);
     let checkpoints: Checkpointer | null = null;
     try {
       if (commits === 'deferred') {
@@ -133,9 +139,9 @@ export class LmdbEngine implements KvEngine {
    * shares one environment between the process's threads), with the same commit mode. For
    * readers only: it leaves the boot marker alone, and its close() only drops the handle.
    */
-  static attach(options: { directory: string; commits: CommitMode; mapSizeBytes?: number }): LmdbEngine {
+  static attach(options: { directory: string; commits: CommitMode; mapSizeBytes?: number; encryptionKey?: string }): LmdbEngine {
     const path = join(options.directory, dataFileName);
-    return new LmdbEngine(openDatabase(path, options.commits, options.mapSizeBytes), path, options.commits, 'none', null, null);
+    return new LmdbEngine(openDatabase(path, options.commits, options.mapSizeBytes, options.encryptionKey), path, options.commits, 'none', null, null);
   }
 
   get(key: Uint8Array): Uint8Array | undefined {
@@ -366,8 +372,11 @@ function entriesOf(key: Uint8Array, value: Uint8Array): KvEntry[] {
   return isBucketKey(key) ? decodeBucket(value) : [{ key, value }];
 }
 
-function openDatabase(path: string, commits: CommitMode, mapSizeBytes: number | undefined): Databases {
+function openDatabase(path: string, commits: CommitMode, mapSizeBytes: number | undefined, encryptionKey: string | undefined): Databases {
   const root = open<Uint8Array, Uint8Array>({
+    // LMDB's page cipher (docs/design/encryption.md); the meta pages stay plaintext, which the
+    // checkpoints rely on (lmdb-meta.ts reads and restores them).
+    ...(encryptionKey === undefined ? {} : { encryptionKey }),
     path,
     keyEncoding: 'binary',
     encoding: 'binary',

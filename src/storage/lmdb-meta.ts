@@ -61,6 +61,13 @@ export function restoreMetaPages(path: string, meta: MetaPage): void {
   }
 }
 
+/** `meta` with another transaction id (nonce-advance.ts moves an encrypted store's ids forward). */
+export function withTxnId(meta: MetaPage, txnId: bigint): MetaPage {
+  const bytes = Buffer.from(meta.bytes);
+  bytes.writeBigUInt64LE(txnId, txnIdAt);
+  return { ...meta, txnId, bytes: new Uint8Array(bytes) };
+}
+
 /** Parses a meta page record held in `bytes` (from a checkpoint record). */
 export function parseMetaRecord(bytes: Uint8Array, path: string, offset: number): MetaPage {
   const page = decode(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));

@@ -19,6 +19,11 @@ export interface LmdbEngineOptions {
   /** The current boot's id (tests; default: the OS's, null where there is none). */
   readonly bootId?: string | null;
   readonly logger?: { warn(message: string): void };
+  /**
+   * The store's data key (32 ASCII characters, src/keys/store-key.ts): LMDB encrypts every page
+   * but the meta pages with it. Undefined: a plaintext store.
+   */
+  readonly encryptionKey?: string;
 }
 
 export type CommitMode = 'synced' | 'deferred';

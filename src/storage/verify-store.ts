@@ -9,9 +9,11 @@ import { CorruptFileError } from '../base/errors.js';
 const childScript = fileURLToPath(new URL('./verify-store-child.js', import.meta.url));
 
 /** Throws CorruptFileError unless every entry of the store at `path` (its current tree) reads back. */
-export function verifyStoreFile(path: string, pageSize: number): { entries: number } {
+export function verifyStoreFile(path: string, pageSize: number, encryptionKey?: string): { entries: number } {
   const child = spawnSync(process.execPath, [childScript, path, String(pageSize)], {
     encoding: 'utf8',
+    // The data key goes through the child's stdin, never its arguments (visible to every user).
+    input: encryptionKey ?? '',
     maxBuffer: 1024 * 1024,
   });
   const entries = /^entries (\d+)$/m.exec(child.stdout ?? '');

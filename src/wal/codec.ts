@@ -6,6 +6,8 @@ import type { SegmentHeader } from './types.js';
 
 const segmentMagic = Buffer.from('BATONWAL', 'latin1');
 const formatVersion = 1;
+/** Version 2: an encrypted segment, its header followed by the wrapped data key (seal.ts). */
+const encryptedVersion = 2;
 const entryFixedBytes = 17;
 
 export function writeUint(target: Buffer, offset: number, value: number): void {
@@ -89,9 +91,14 @@ function isCount(value: unknown): value is number {
 }
 
 export function encodeSegmentHeader(header: SegmentHeader): Buffer {
-  const out = Buffer.alloc(36);
+  const wrapped = header.wrappedKey;
+  const out = Buffer.alloc(36 + (wrapped === null ? 0 : 4 + wrapped.length));
   segmentMagic.copy(out, 0);
-  out.writeUInt32LE(formatVersion, 8);
+  out.writeUInt32LE(wrapped === null ? formatVersion : encryptedVersion, 8);
+  if (wrapped !== null) {
+    out.writeUInt32LE(wrapped.length, 36);
+    wrapped.copy(out, 40);
+  }
   writeUint(out, 12, header.seq);
   writeUint(out, 20, header.firstIndex);
   out.writeUInt32LE(header.chainSeed >>> 0, 28);
@@ -100,11 +107,18 @@ export function encodeSegmentHeader(header: SegmentHeader): Buffer {
 }
 
 export function decodeSegmentHeader(payload: Buffer): SegmentHeader | string {
-  if (payload.length !== 36) return 'segment header has the wrong size';
+  if (payload.length < 36) return 'segment header has the wrong size';
   if (!payload.subarray(0, 8).equals(segmentMagic)) return 'segment header has the wrong magic';
   const version = payload.readUInt32LE(8);
-  if (version !== formatVersion) return `unsupported WAL format version ${version}`;
+  if (version !== formatVersion && version !== encryptedVersion) return `unsupported WAL format version ${version}`;
+  let wrappedKey: Buffer | null = null;
+  if (version === formatVersion && payload.length !== 36) return 'segment header has the wrong size';
+  if (version === encryptedVersion) {
+    if (payload.length < 40 || payload.length !== 40 + payload.readUInt32LE(36)) return 'encrypted segment header has the wrong size';
+    wrappedKey = Buffer.from(payload.subarray(40));
+  }
   return {
+    wrappedKey,
     seq: readUint(payload, 12),
     firstIndex: readUint(payload, 20),
     chainSeed: payload.readUInt32LE(28),

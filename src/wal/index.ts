@@ -7,6 +7,8 @@ export { RecordType, walDefaults } from './types.js';
 export type { RecoveredWal, WalExecutor, WalLogger, WalOp, WalOptions } from './types.js';
 export { segmentFileName, parseSegmentFileName } from './segment-name.js';
 export { scanSegment } from './scan.js';
+export type { WalKeys } from './seal.js';
 export type { ScannedSegment, ScannedRecord } from './scan.js';
 export { replaySegments } from './replay.js';
 export { readFrame, writeFrame, frameHeaderBytes } from './record.js';
+export { decodeSegmentHeader } from './codec.js';

@@ -10,6 +10,7 @@ import { encodeHardState, encodeSegmentHeader, encodeSnapshotMeta } from './code
 import { frameBytes, writeFrame } from './record.js';
 import { segmentFileName, tmpSuffix } from './segment-name.js';
 import { RecordType } from './types.js';
+import { sealOverheadBytes, sealRecord, type WalKeys } from './seal.js';
 import type { PendingRecord, WalOp } from './types.js';
 
 export interface SegmentCursor {
@@ -23,6 +24,8 @@ export interface SegmentCursor {
   readonly crc: number;
   /** The cap recorded in this segment's header: recovery sizes its torn-write window by it. */
   readonly writeBytesMax: number;
+  /** The segment's data key when it is encrypted: every record but batch records is sealed with it. */
+  readonly key: Buffer | null;
 }
 
 export interface LogState {
@@ -35,6 +38,8 @@ export interface PlanConfig {
   readonly walDir: string;
   readonly segmentBytes: number;
   readonly writeBytesMax: number;
+  /** Encryption at rest: new segments get a data key of their own (seal.ts); null = off. */
+  readonly keys: WalKeys | null;
 }
 
 export interface FlushPlan {
@@ -76,8 +81,10 @@ export function planFlush(
   let partBytes = batchFrameBytes;
   let totalBytes = batchFrameBytes;
   let taken = 0;
+  // With keys every segment this writes to is encrypted (wal.ts rolls a plaintext tail over).
+  const overhead = config.keys === null ? 0 : sealOverheadBytes;
   for (const record of records) {
-    const size = frameBytes(record.payload.length);
+    const size = frameBytes(record.payload.length + overhead);
     if (taken > 0 && totalBytes + size > writeBytesMax) break;
     if (cursor.offset + partBytes + size > cursor.sizeBytes) {
       if (part.length > 0) cursor = emitWrite(ops, cursor, part);
@@ -116,7 +123,8 @@ export function stateAfter(record: PendingRecord): LogState {
  * record opens the write and gives its length: recovery then knows exactly how far the last
  * write (the only one a crash can tear) reaches, and calls any damage outside it corruption.
  */
-function emitWrite(ops: WalOp[], cursor: SegmentCursor, frames: readonly Frame[]): SegmentCursor {
+function emitWrite(ops: WalOp[], cursor: SegmentCursor, plain: readonly Frame[]): SegmentCursor {
+  const frames = sealFrames(cursor.key, plain);
   let bytes = batchFrameBytes;
   for (const frame of frames) bytes += frameBytes(frame.payload.length);
   const length = Buffer.alloc(4);
@@ -128,6 +136,12 @@ function emitWrite(ops: WalOp[], cursor: SegmentCursor, frames: readonly Frame[]
   ops.push({ type: 'write', seq: cursor.seq, offset: cursor.offset, data: encoded.data });
   ops.push({ type: 'sync', seq: cursor.seq });
   return { ...cursor, offset: cursor.offset + encoded.data.length, crc: encoded.crc };
+}
+
+/** An encrypted segment's records, sealed (the batch record, a write's length, is not: seal.ts). */
+function sealFrames(key: Buffer | null, frames: readonly Frame[]): readonly Frame[] {
+  if (key === null) return frames;
+  return frames.map((frame) => ({ type: frame.type, payload: sealRecord(key, frame.payload) }));
 }
 
 function encodeFrames(frames: readonly Frame[], seed: number): { data: Buffer; crc: number } {
@@ -157,11 +171,14 @@ export function createSegment(
 ): { op: WalOp; cursor: SegmentCursor } {
   const seq = previous.seq + 1;
   const firstIndex = state.lastIndex + 1;
+  // A fresh data key per segment (never reused after a restart: a reopened segment keeps its own).
+  const segmentKey = config.keys === null ? null : config.keys.newKey();
   const header = encodeSegmentHeader({
     seq,
     firstIndex,
     chainSeed: previous.crc,
     writeBytesMax: config.writeBytesMax,
+    wrappedKey: segmentKey === null ? null : segmentKey.wrapped,
   });
   const frames: Frame[] = [
     { type: RecordType.segmentHeader, payload: header },
@@ -172,7 +189,7 @@ export function createSegment(
   }
   // The header's own CRC starts the chain from zero; it carries the previous CRC as data.
   const headerFrame = encodeFrames(frames.slice(0, 1), 0);
-  const rest = encodeFrames(frames.slice(1), headerFrame.crc);
+  const rest = encodeFrames(sealFrames(segmentKey?.key ?? null, frames.slice(1)), headerFrame.crc);
   const prefix = Buffer.concat([headerFrame.data, rest.data]);
   const needed = prefix.length + firstRecordBytes;
   const sizeBytes = Math.max(config.segmentBytes, Math.ceil(needed / 4096) * 4096);
@@ -183,6 +200,6 @@ export function createSegment(
   const op: WalOp = { type: 'create', seq, path, tmpPath, sizeBytes, sparePath, prefix };
   const offset = prefix.length;
   const writeBytesMax = config.writeBytesMax;
-  const cursor = { seq, path, firstIndex, offset, sizeBytes, crc: rest.crc, writeBytesMax };
+  const cursor = { seq, path, firstIndex, offset, sizeBytes, crc: rest.crc, writeBytesMax, key: segmentKey?.key ?? null };
   return { op, cursor };
 }

@@ -11,6 +11,7 @@ import { scanSegment } from './scan.js';
 import type { ScannedSegment } from './scan.js';
 import { parseSegmentFileName, spareFileName, tmpSuffix } from './segment-name.js';
 import type { WalLogger } from './types.js';
+import type { WalKeys } from './seal.js';
 
 export interface RecoveryOutcome {
   readonly replay: ReplayResult;
@@ -23,7 +24,7 @@ export interface RecoveryOutcome {
 
 export async function recoverWalDir(
   walDir: string,
-  options: { segmentBytes: number; logger: WalLogger; restoreIndex: number | null },
+  options: { segmentBytes: number; logger: WalLogger; restoreIndex: number | null; keys?: WalKeys | null },
 ): Promise<RecoveryOutcome> {
   const created = await fsp.mkdir(walDir, { recursive: true });
   // A new directory's own name must be durable too, or a crash could lose the whole WAL.
@@ -47,7 +48,7 @@ export async function recoverWalDir(
   const scanned: ScannedSegment[] = [];
   for (const [k, file] of files.entries()) {
     const bytes = await fsp.readFile(file.path);
-    const segment = scanSegment(bytes, file.path, k === files.length - 1);
+    const segment = scanSegment(bytes, file.path, k === files.length - 1, options.keys ?? null);
     if (segment.header.seq !== file.seq || segment.header.firstIndex !== file.firstIndex) {
       throw new CorruptFileError(file.path, 0, 'segment header disagrees with the file name');
     }
@@ -65,6 +66,7 @@ export async function recoverWalDir(
     sizeBytes,
     crc: last.lastCrc,
     writeBytesMax: last.header.writeBytesMax,
+    key: last.key,
   };
   const truncated = last.torn === null ? null : { path: last.path, offset: last.endOffset };
   return { replay, segments: files, tail, truncated };

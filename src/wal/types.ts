@@ -1,6 +1,7 @@
 // Vocabulary of the write-ahead log. The WAL is an edge (it does disk I/O), but its record
 // framing, CRC chaining, scanning and replay are pure functions over buffers so they can be
 // tested without a disk; only recover.ts, io-ops.ts and wal.ts touch files.
+import type { WalKeys } from './seal.js';
 import type { Entry, HardState, SnapshotMeta } from '../raft/index.js';
 
 export const RecordType = {
@@ -28,6 +29,8 @@ export interface WalOptions {
    */
   readonly writeBytesMax?: number;
   readonly logger?: WalLogger;
+  /** Encryption at rest: new segments are encrypted, encrypted ones opened (seal.ts). */
+  readonly keys?: WalKeys | null;
   /**
    * The index of the snapshot the caller restores from; recovered entries start after it.
    * Defaults to the WAL's latest snapshot marker. An older one (the newest snapshot file was
@@ -73,6 +76,8 @@ export interface SegmentHeader {
   /** CRC of the previous segment's last record: the chain continues across files. */
   readonly chainSeed: number;
   readonly writeBytesMax: number;
+  /** An encrypted segment's data key, wrapped (seal.ts); null: the segment is plaintext. */
+  readonly wrappedKey: Buffer | null;
 }
 
 /** Disk work for the executor: plain data, so it can cross to a worker thread. */

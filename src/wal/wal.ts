@@ -99,20 +99,24 @@ export class Wal {
       walDir: join(dataDir, 'wal'),
       segmentBytes: options.segmentBytes ?? walDefaults.segmentBytes,
       writeBytesMax: options.writeBytesMax ?? walDefaults.writeBytesMax,
+      keys: options.keys ?? null,
     };
     assert(config.segmentBytes >= 4096 && config.writeBytesMax >= 1024, 'sane WAL sizes');
     const logger = options.logger ?? stderrLogger;
     const segmentBytes = config.segmentBytes;
     const restoreIndex = options.restoreIndex ?? null;
-    const outcome = await recoverWalDir(config.walDir, { segmentBytes, logger, restoreIndex });
+    const outcome = await recoverWalDir(config.walDir, { segmentBytes, logger, restoreIndex, keys: config.keys });
     const { hardState, snapshotMeta, entries, view } = outcome.replay;
     const executor = makeExecutor(options.executor);
     let cursor = outcome.tail;
     const segments = [...outcome.segments];
     try {
-      if (cursor === null) {
+      // With encryption on, a plaintext last segment (written before it was) gets no more records:
+      // appends go to a new, encrypted segment chained to it.
+      const plaintextTail = cursor !== null && config.keys !== null && cursor.key === null;
+      if (cursor === null || plaintextTail) {
         const state = { lastIndex: view.lastIndex, hardState, snapshot: snapshotMeta };
-        const first = createSegment({ seq: 0, crc: 0 }, state, config, 0);
+        const first = createSegment(cursor ?? { seq: 0, crc: 0 }, state, config, 0);
         await executor.run([first.op]);
         cursor = first.cursor;
         segments.push({ seq: cursor.seq, firstIndex: cursor.firstIndex, path: cursor.path });

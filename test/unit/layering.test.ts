@@ -32,6 +32,8 @@ const allowedImports: Record<string, readonly string[]> = {
   metrics: ['raft'],
   wal: ['base', 'raft'],
   storage: ['base', 'mvcc'],
+  // Encryption at rest: key-encryption keys, wrapped data keys and their files (docs/design/encryption.md).
+  keys: ['base'],
   transport: ['base', 'raft'],
   snap: ['base', 'mvcc', 'raft', 'storage', 'transport'],
   driver: ['base', 'mvcc', 'raft', 'snap', 'transport', 'wal'],
@@ -50,7 +52,7 @@ const allowedImports: Record<string, readonly string[]> = {
   control: ['api', 'base'],
   // The router: forwards the HTTP API by namespace, caching the control plane's cell map.
   router: ['base', 'control', 'metrics'],
-  node: ['node/testing', 'api', 'control', 'router', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
+  node: ['node/testing', 'api', 'control', 'router', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'keys', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
     'storage', 'transport', 'wal', 'watch'],
   'node/testing': ['base', 'security', 'wal'],
   // The client's JSON shapes derive from the API's (types only: the client ships without the server).
@@ -58,7 +60,7 @@ const allowedImports: Record<string, readonly string[]> = {
   check: ['base'],
   sim: ['auth', 'base', 'driver', 'lease', 'lock', 'mvcc', 'raft'],
   bench: ['api'],
-  cli: ['base', 'bench', 'client', 'mvcc', 'node', 'raft', 'router', 'security', 'sim'],
+  cli: ['base', 'bench', 'client', 'keys', 'mvcc', 'node', 'raft', 'router', 'security', 'sim'],
   fuzz: ['api', 'base', 'node/testing'],
 };
 const coreUnits = ['base', 'raft', 'mvcc', 'watch', 'lease', 'lock', 'auth'];

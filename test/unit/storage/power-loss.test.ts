@@ -58,11 +58,18 @@ function powerLossImage(synced: Buffer, crashed: Buffer, random: Random, pickCra
   return image;
 }
 
-test('after power loss a deferred-commit store reopens at its last checkpoint, whatever reached the disk', async () => {
+// Every trial runs on a plaintext store and on one encrypted by LMDB's page cipher (keys/store-key.ts):
+// the checkpoints read and restore the meta pages, which the cipher leaves in plaintext.
+const ciphers = [
+  { name: 'plaintext', options: {} },
+  { name: 'encrypted', options: { encryptionKey: 'power-loss-test-key-0123456789ab' } },
+] as const;
+
+for (const cipher of ciphers) test(`after power loss a deferred-commit store reopens at its last checkpoint, whatever reached the disk (${cipher.name})`, async () => {
   await withTempDir(async (dir) => {
     const random = new SeededRandom(2026n);
     const live = join(dir, 'live');
-    const engine = LmdbEngine.open({ directory: live, commits: 'deferred', bootId: 'boot-1' });
+    const engine = LmdbEngine.open({ ...cipher.options, directory: live, commits: 'deferred', bootId: 'boot-1' });
     try {
       writeCommits(engine, random, 300);
       for (let round = 0; round < 2; round++) {
@@ -84,7 +91,7 @@ test('after power loss a deferred-commit store reopens at its last checkpoint, w
           writeFileSync(join(disk, 'state.mdb'), image);
           writeFileSync(join(disk, 'checkpoint'), record);
           writeFileSync(join(disk, 'open-since-boot'), 'boot-1\n');
-          const reopened = LmdbEngine.open({ directory: disk, commits: 'deferred', bootId: 'boot-2', logger: { warn: () => {} } });
+          const reopened = LmdbEngine.open({ ...cipher.options, directory: disk, commits: 'deferred', bootId: 'boot-2', logger: { warn: () => {} } });
           try {
             assert.equal(reopened.afterReboot, 'restored');
             assert.equal(contentHash(reopened), expected, `round ${round} trial ${trial}: the checkpointed content`);
@@ -101,11 +108,11 @@ test('after power loss a deferred-commit store reopens at its last checkpoint, w
   });
 });
 
-test('a process crash keeps every deferred commit; the reopened store checkpoints before its first write', async () => {
+for (const cipher of ciphers) test(`a process crash keeps every deferred commit; the reopened store checkpoints before its first write (${cipher.name})`, async () => {
   await withTempDir(async (dir) => {
     const random = new SeededRandom(7n);
     const live = join(dir, 'live');
-    const engine = LmdbEngine.open({ directory: live, commits: 'deferred', bootId: 'boot-1' });
+    const engine = LmdbEngine.open({ ...cipher.options, directory: live, commits: 'deferred', bootId: 'boot-1' });
     writeCommits(engine, random, 200);
     await engine.checkpoint();
     writeCommits(engine, random, 100);
@@ -115,7 +122,7 @@ test('a process crash keeps every deferred commit; the reopened store checkpoint
     mkdirSync(copy);
     for (const name of ['state.mdb', 'checkpoint', 'open-since-boot']) copyFileSync(join(live, name), join(copy, name));
     await engine.close();
-    const reopened = LmdbEngine.open({ directory: copy, commits: 'deferred', bootId: 'boot-1' });
+    const reopened = LmdbEngine.open({ ...cipher.options, directory: copy, commits: 'deferred', bootId: 'boot-1' });
     try {
       assert.equal(reopened.afterReboot, 'none');
       assert.equal(contentHash(reopened), expected, 'nothing lost in a process crash');
@@ -131,7 +138,7 @@ test('a process crash keeps every deferred commit; the reopened store checkpoint
         writeFileSync(join(disk, 'state.mdb'), powerLossImage(synced, crashed, random, pickCrashed));
         writeFileSync(join(disk, 'checkpoint'), record);
         writeFileSync(join(disk, 'open-since-boot'), 'boot-1\n');
-        const afterReboot = LmdbEngine.open({ directory: disk, commits: 'deferred', bootId: 'boot-2', logger: { warn: () => {} } });
+        const afterReboot = LmdbEngine.open({ ...cipher.options, directory: disk, commits: 'deferred', bootId: 'boot-2', logger: { warn: () => {} } });
         try {
           assert.equal(afterReboot.afterReboot, 'restored');
           assert.equal(contentHash(afterReboot), expected, `trial ${trial}: what the reopened store found`);

@@ -12,8 +12,11 @@ import type { Entry } from '../../../src/raft/index.js';
 import { RecordType, Wal, scanSegment } from '../../../src/wal/index.js';
 import type { ScannedRecord } from '../../../src/wal/index.js';
 import { MemoryLogger, entryKey, makeEntry, withTempDir } from './helpers.js';
+import { keyringOf, segmentKeysOf } from '../../../src/keys/index.js';
 
-const sizes = { segmentBytes: 16 * 1024, writeBytesMax: 1024, executor: 'inline' as const };
+// damage-encrypted.test.ts runs every case again on encrypted segments (docs/design/encryption.md).
+const keys = process.env['BATON_TEST_WAL_ENCRYPTED'] === '1' ? segmentKeysOf(keyringOf([Buffer.alloc(32, 7)])) : null;
+const sizes = { segmentBytes: 16 * 1024, writeBytesMax: 1024, executor: 'inline' as const, keys };
 
 async function writeLog(dir: string, count: number, seed: bigint): Promise<Entry[]> {
   const random = new SeededRandom(seed);
@@ -38,7 +41,7 @@ function segmentPaths(dir: string): string[] {
 }
 
 function recordsOf(path: string, isLast: boolean): readonly ScannedRecord[] {
-  return scanSegment(readFileSync(path), path, isLast).records;
+  return scanSegment(readFileSync(path), path, isLast, keys).records;
 }
 
 /** Start offset of the record containing byte `at` (0 for the segment header). */
@@ -71,10 +74,10 @@ test('a last segment cut anywhere recovers exactly the records before the cut', 
       const firstInLast = entries.length - entryRecords + 1;
       const lastRecord = records[records.length - 1];
       assert.ok(lastRecord !== undefined);
-      const end = lastRecord.offset + 16 + lastRecord.payload.length;
+      const end = lastRecord.end;
       const cut = randomInt(random, (records[0]?.offset ?? 0) + 1, end);
       truncateSync(last, cut);
-      const kept = records.filter((record) => record.offset + 16 + record.payload.length <= cut);
+      const kept = records.filter((record) => record.end <= cut);
       const keptEntries = kept.filter((record) => record.type === RecordType.entry).length;
       const logger = new MemoryLogger();
       const { wal, recovered } = await Wal.open(dir, { ...sizes, logger });
@@ -110,7 +113,7 @@ test('a flipped byte inside the records refuses to start, naming file and offset
       // In the last segment, damage inside the last write is indistinguishable from a torn
       // write; anywhere before it (or anywhere in an older segment) is corruption. A damaged
       // batch record itself only gives the coarser window of writeBytesMax.
-      const recordsEnd = lastRecord.offset + 16 + lastRecord.payload.length;
+      const recordsEnd = lastRecord.end;
       const lastBatch = records.filter((record) => record.type === RecordType.batch).at(-1);
       const limit = isLast ? (lastBatch?.offset ?? 0) - 1 : recordsEnd - 1;
       if (limit <= 0) return;
@@ -174,7 +177,7 @@ test('a truncated older segment is damage (the checksum chain breaks)', async ()
       const records = recordsOf(path, false);
       const lastRecord = records[records.length - 1];
       assert.ok(lastRecord !== undefined);
-      const recordsEnd = lastRecord.offset + 16 + lastRecord.payload.length;
+      const recordsEnd = lastRecord.end;
       truncateSync(path, randomInt(random, (records[0]?.offset ?? 0) + 1, recordsEnd - 1));
       await expectCorrupt(dir, path, null);
     });

@@ -31,6 +31,7 @@ function buildSegment(options: {
     firstIndex: options.firstIndex,
     chainSeed: options.chainSeed,
     writeBytesMax: options.writeBytesMax ?? 512,
+    wrappedKey: null,
   });
   let crc = writeFrame(bytes, 0, { type: RecordType.segmentHeader, payload: header, seed: 0 });
   let offset = 16 + header.length;

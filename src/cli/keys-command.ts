@@ -1,0 +1,97 @@
+// `baton keys add|status|rotate`: the key-encryption keys of encryption at rest
+// (docs/design/encryption.md). A local command, like `baton audit`: it works on a key file and a
+// member's data directory, which is more authority than any API principal has (whoever can read
+// the key file and the data directory can read the data anyway).
+//   add FILE       puts a new random key first in FILE (created, mode 0600): the active key
+//   status --data-dir DIR [key source]   which key id wraps the data key of the store and of each
+//                  WAL segment, and which configured keys are still in use (an old key can go once none is)
+//   rotate --data-dir DIR key source     rewraps the store's data key under the active key; safe
+//                  while the member runs (the data key never changes; its file is replaced by rename).
+//                  WAL segments are not rewrapped: new ones take the active key, and old ones are
+//                  deleted as the log is released past them (after a checkpoint), retiring the old key.
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { kekId, loadKeyring, rewrapStoreKey, type Keyring, type KeySource } from '../keys/index.js';
+import { wrappedFiles } from '../node/encryption-status.js';
+
+const usage = `usage: baton keys add FILE
+       baton keys status --data-dir DIR [--encryption-key-file FILE | --encryption-key-command CMD]
+       baton keys rotate --data-dir DIR (--encryption-key-file FILE | --encryption-key-command CMD)
+  Key-encryption keys of encryption at rest (baton server --encryption-key-file/-command).
+  add     puts a new random 32-byte key (64 hex digits) first in FILE: it wraps every new data key
+          once the members read FILE (at start) or after "rotate"; keep the old lines until
+          "status" shows no file still uses them
+  status  prints the key id that wraps the data key of the store and of each WAL segment
+  rotate  rewraps the store's data key under the active (first) key; safe while it runs (WAL
+          segments take the active key as they are created; old ones go as the log is released)`;
+
+export function keysCommand(args: readonly string[]): number {
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    allowPositionals: true,
+    options: {
+      'data-dir': { type: 'string' },
+      'encryption-key-file': { type: 'string' },
+      'encryption-key-command': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help === true) {
+    console.log(usage);
+    return 0;
+  }
+  const [action, file] = positionals;
+  if (action === 'add' && file !== undefined && positionals.length === 2) return addKey(file);
+  const dataDir = values['data-dir'];
+  if ((action !== 'status' && action !== 'rotate') || positionals.length !== 1 || dataDir === undefined) {
+    console.error(`baton keys: expected add FILE, status --data-dir DIR or rotate --data-dir DIR\n\n${usage}`);
+    return 2;
+  }
+  const source = keySource(values['encryption-key-file'], values['encryption-key-command']);
+  if (action === 'rotate' && source === null) {
+    console.error('baton keys rotate: needs --encryption-key-file or --encryption-key-command');
+    return 2;
+  }
+  const keyring = source === null ? null : loadKeyring(source);
+  return action === 'status' ? status(dataDir, keyring) : rotate(dataDir, keyring as Keyring);
+}
+
+function addKey(file: string): number {
+  const old = existsSync(file) ? readFileSync(file, 'latin1') : '';
+  const key = randomBytes(32);
+  writeFileSync(file, `${key.toString('hex')}\n${old}`, { mode: 0o600 });
+  console.log(`added key ${kekId(key)} first in ${file} (the active key from now on)`);
+  return 0;
+}
+
+function status(dataDir: string, keyring: Keyring | null): number {
+  const files = wrappedFiles(dataDir);
+  const inUse = new Set<string>();
+  for (const { file, kekId: id } of files) {
+    console.log(id === null ? `${file}: plaintext` : `${file}: key ${id}`);
+    if (id !== null) inUse.add(id);
+  }
+  if (keyring !== null) {
+    for (const id of keyring.byId.keys()) {
+      const role = id === keyring.active.id ? 'active' : 'old';
+      console.log(`key ${id} (${role}): ${inUse.has(id) ? 'in use' : 'not in use'}`);
+    }
+  }
+  return 0;
+}
+
+function rotate(dataDir: string, keyring: Keyring): number {
+  const file = join(dataDir, 'db', 'state.key');
+  const moved = rewrapStoreKey(join(dataDir, 'db'), keyring);
+  if (moved === null) console.log(`${file}: absent (the store is not encrypted)`);
+  else console.log(`${file}: ${moved.from === moved.to ? `already under ${moved.to}` : `rewrapped ${moved.from} -> ${moved.to}`}`);
+  return 0;
+}
+
+function keySource(file: string | undefined, command: string | undefined): KeySource | null {
+  if (file !== undefined) return { file };
+  if (command !== undefined) return { command };
+  return null;
+}

@@ -1,0 +1,4 @@
+export { kekBytes, kekId, keyringOf, loadKeyring, parseKeys, type Kek, type KeySource, type Keyring } from './keyring.js';
+export { unwrapKey, wrapKey, WrongKeyError, type WrappedKey } from './envelope.js';
+export { openStoreKey, rewrapStoreKey, storeKeyFileName, storeKeyId, type StoreKey } from './store-key.js';
+export { segmentKeyId, segmentKeysOf, type SegmentKeys } from './wal-keys.js';

@@ -1,0 +1,46 @@
+// Encryption at rest of WAL records (docs/design/encryption.md). An encrypted segment has a data
+// key of its own, made when the segment is created and stored wrapped in its header (the wrap is
+// opaque here: the node's keys module makes and opens it). Every record of the segment but the
+// header and the batch records (a write's length, which recovery needs to size a torn write) is
+// sealed with AES-256-GCM: nonce (12 random bytes) | ciphertext | tag (16). The CRC chain covers
+// the sealed bytes, so damage is still found, and named by file and offset, before decryption.
+//
+// Nonces: random per record, from the CSPRNG. No counter is kept, so nothing a crash loses can
+// make one repeat (a torn tail rewritten after a restart draws new nonces); a key seals at most one
+// segment's records (a 64 MiB segment holds at most ~2.4 million), so the chance of two equal
+// nonces under one key stays below 2^-53, far inside GCM's bound for random nonces (2^32 records
+// per key at 2^-32).
+import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
+
+export const sealOverheadBytes = 12 + 16;
+
+/** Makes and opens segment keys: injected by the node (src/keys), null when encryption is off. */
+export interface WalKeys {
+  /** A fresh random data key and its wrapped form for a new segment's header. */
+  newKey(): { readonly key: Buffer; readonly wrapped: Buffer };
+  /** Unwraps a segment's key; throws (naming `path`) for a wrong or missing key-encryption key. */
+  openKey(wrapped: Buffer, path: string): Buffer;
+}
+
+export function sealRecord(key: Buffer, payload: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(payload.length + sealOverheadBytes);
+  const nonce = out.subarray(0, 12);
+  randomFillSync(nonce);
+  const cipher = createCipheriv('aes-256-gcm', key, nonce);
+  const written = cipher.update(payload).copy(out, 12);
+  cipher.final();
+  cipher.getAuthTag().copy(out, 12 + written);
+  return out;
+}
+
+/** The plaintext of a sealed record, or null when it does not authenticate. */
+export function openRecord(key: Buffer, sealed: Buffer): Buffer | null {
+  if (sealed.length < sealOverheadBytes) return null;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, 12));
+    decipher.setAuthTag(sealed.subarray(sealed.length - 16));
+    return Buffer.concat([decipher.update(sealed.subarray(12, sealed.length - 16)), decipher.final()]);
+  } catch {
+    return null;
+  }
+}
