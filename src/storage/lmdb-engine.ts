@@ -366,6 +366,9 @@ function entriesOf(key: Uint8Array, value: Uint8Array): KvEntry[] {
   return isBucketKey(key) ? decodeBucket(value) : [{ key, value }];
 }
 
+/** The store's size limit unless told otherwise: LMDB refuses writes beyond its map size. */
+export const defaultMapSizeBytes = 64 * 1024 * 1024 * 1024;
+
 function openDatabase(path: string, commits: CommitMode, mapSizeBytes: number | undefined): Databases {
   const root = open<Uint8Array, Uint8Array>({
     path,
@@ -373,7 +376,7 @@ function openDatabase(path: string, commits: CommitMode, mapSizeBytes: number | 
     encoding: 'binary',
     // 8 KiB pages allow 4026-byte keys; longer ones go to buckets (long-key-bucket.ts).
     pageSize: 8192,
-    mapSize: mapSizeBytes ?? 64 * 1024 * 1024 * 1024,
+    mapSize: mapSizeBytes ?? defaultMapSizeBytes,
     compression: false,
     cache: false,
     noSync: commits === 'deferred',
