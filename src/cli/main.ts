@@ -29,6 +29,7 @@ const commands: Record<string, Command> = {
   elect: async (args) => (await import('./elect-command.js')).electCommand(args),
   completion: async (args) => (await import('./completion.js')).completionCommand(args),
   audit: async (args) => (await import('./audit-command.js')).auditCommand(args),
+  canary: async (args) => (await import('./canary-command.js')).canaryCommand(args),
   version: (args) => {
     if (args.length > 0 && !args.includes('--help')) return usageError('version', `unexpected ${args[0]}`);
     console.log(packageVersion());

@@ -30,8 +30,6 @@ export class NodeMetrics {
   // etcd's server metrics.
   readonly leaderChanges = this.registry.add(new Counter('etcd_server_leader_changes_seen_total', 'The number of leader changes seen.')).child();
   readonly proposalsFailed = this.registry.add(new Counter('etcd_server_proposals_failed_total', 'The total number of failed proposals seen.')).child();
-  readonly slowApplies = this.registry.add(new Counter('etcd_server_slow_apply_total', 'The total number of slow apply requests (likely overloaded from slow disk).')).child();
-  readonly heartbeatSendFailures = this.registry.add(new Counter('etcd_server_heartbeat_send_failures_total', 'The total number of leader heartbeat send failures (likely overloaded from slow disk).')).child();
   readonly walSyncSeconds = this.registry.add(new Histogram('etcd_disk_wal_fsync_duration_seconds', 'The latency distributions of fsync called by WAL (Baton: one write+fdatasync per Ready).', diskBuckets));
   readonly checkpointSeconds = this.registry.add(new Histogram('etcd_disk_backend_commit_duration_seconds', 'The latency distributions of commit called by backend (Baton: the store checkpoint, fdatasync of the LMDB file).', diskBuckets));
   readonly snapshotSeconds = this.registry.add(new Histogram('etcd_debugging_snap_save_total_duration_seconds', 'The total latency distributions of save called by snapshot.', diskBuckets));
@@ -41,6 +39,8 @@ export class NodeMetrics {
   readonly proposalSeconds = this.registry.add(new Histogram('baton_proposal_seconds', 'Proposal to apply latency'));
   readonly readSeconds = this.registry.add(new Histogram('baton_linearizable_read_seconds', 'ReadIndex confirmation latency'));
   readonly requests = this.registry.add(new Counter('baton_http_requests_total', 'HTTP requests by status code'));
+  readonly keepaliveSeconds = this.registry.add(new Histogram('baton_lease_keepalive_seconds', 'Lease renewal latency: a keepalive served here (renewed on the leader or forwarded to it)'));
+  readonly keepaliveFailures = this.registry.add(new Counter('baton_lease_keepalive_failures_total', 'Keepalives served here that failed (no leader, overloaded, lease unknown)')).child();
 
   constructor(core: RaftApi, read: NodeMetricsSource) {
     const gauge = (name: string, help: string, value: () => number, type: 'gauge' | 'counter' = 'gauge'): void => {

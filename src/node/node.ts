@@ -39,6 +39,7 @@ import { startAutoCompaction } from './compactor-wiring.js';
 import { checkpointEntriesMax, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
 import { assert } from '../base/assert.js';
 import { PeerRttMeter, timedSender } from './peer-rtt.js';
+import { addServiceMetrics } from './service-metrics.js';
 import type { HistogramChild } from '../metrics/registry.js';
 import { lmdbMapBytes, type LateMetricSources, peerBytesOf } from './metric-sources.js';
 import { Gauge } from '../metrics/registry.js';
@@ -291,7 +292,13 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     ...(audit === null ? {} : { beforeAnswer: (op: Command) => (isAuditedCommand(op) ? audit.flushed() : null) }),
   });
   const leases = new LeaseService(
-    { memberId: config.memberId, store, timers: realTimers, driver, proposer, forwarder: peers.leaseForwarder, guard },
+    {
+      memberId: config.memberId, store, timers: realTimers, driver, proposer, forwarder: peers.leaseForwarder, guard,
+      onKeepalive: (ms, ok) => {
+        metrics.keepaliveSeconds.observe(ms / 1000);
+        if (!ok) metrics.keepaliveFailures.inc();
+      },
+    },
     { ...defaultLeaseServiceOptions, requestTimeoutMs: config.requestTimeoutMs },
   );
   const membership = new Membership(config, driver, store, state.directory, peers.memberPeers, realTimers, log);
@@ -299,6 +306,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry });
   const watches = new WatchService(store, guard, { limits: config.tuning.watchLimits });
   addNodeGauges(metrics, state, peers.transport, driver, leases);
+  addServiceMetrics(metrics.registry, { leases, watches, locks: locks.locks });
   return { driver, leases, membership, cell, locks, watches, guard };
 }
 
