@@ -39,6 +39,7 @@ export class NodeMetrics {
   readonly proposalSeconds = this.registry.add(new Histogram('baton_proposal_seconds', 'Proposal to apply latency'));
   readonly readSeconds = this.registry.add(new Histogram('baton_linearizable_read_seconds', 'ReadIndex confirmation latency'));
   readonly requests = this.registry.add(new Counter('baton_http_requests_total', 'HTTP requests by status code'));
+  readonly watchEventLagSeconds = this.registry.add(new Histogram('baton_watch_event_lag_seconds', 'Watch event lag on this member: a revision applied to its batch handed to a client connection'));
   readonly keepaliveSeconds = this.registry.add(new Histogram('baton_lease_keepalive_seconds', 'Lease renewal latency: a keepalive served here (renewed on the leader or forwarded to it)'));
   readonly keepaliveFailures = this.registry.add(new Counter('baton_lease_keepalive_failures_total', 'Keepalives served here that failed (no leader, overloaded, lease unknown)')).child();
 

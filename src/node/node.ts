@@ -304,7 +304,9 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   const membership = new Membership(config, driver, store, state.directory, peers.memberPeers, realTimers, log);
   const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership);
   const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry });
-  const watches = new WatchService(store, guard, { limits: config.tuning.watchLimits });
+  const watches = new WatchService(store, guard, {
+    limits: config.tuning.watchLimits, onEventLag: (seconds) => metrics.watchEventLagSeconds.observe(seconds),
+  });
   addNodeGauges(metrics, state, peers.transport, driver, leases);
   addServiceMetrics(metrics.registry, { leases, watches, locks: locks.locks });
   return { driver, leases, membership, cell, locks, watches, guard };

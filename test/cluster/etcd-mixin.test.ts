@@ -121,6 +121,12 @@ test('the etcd-mixin dashboard panels and alerts have data on a Baton cell (goal
         .reduce((total, s) => total + s.value, 0);
       assert.ok(sum('grpc_server_started_total') - sum('grpc_server_handled_total') >= 1, `an open ${service} stream is counted`);
     }
+    // Baton's own signals beside etcd's: watch event lag was timed, watches are counted, the
+    // members' health is the same view on every member.
+    const sumOf = (name: string): number => samples.filter((s) => s.name === name).reduce((sum, s) => sum + s.value, 0);
+    assert.ok(sumOf('baton_watch_event_lag_seconds_count') >= 40, 'every watched put was timed from apply to delivery');
+    assert.ok(sumOf('baton_watches') >= 1);
+    assert.equal(samples.filter((s) => s.name === 'baton_member_healthy' && s.value === 1).length, 9, 'each member sees all 3 healthy');
     await watcher.cancel();
     await lease.revoke();
   } finally {
