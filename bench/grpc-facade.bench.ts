@@ -80,7 +80,7 @@ function stubCell(): CellApi {
     status: () => status,
     healthy: () => true,
     ready: () => ({ ready: true, reason: '' }),
-    metricsText: () => '',
+    metricsText: () => Promise.resolve(''),
   };
 }
 

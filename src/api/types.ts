@@ -113,5 +113,5 @@ export interface CellApi {
   healthy(): boolean;
   /** Has a leader and has applied what it knows to be committed. */
   ready(): { ready: boolean; reason: string };
-  metricsText(): string;
+  metricsText(): Promise<string>;
 }

@@ -54,6 +54,8 @@ export const commandTable: readonly CommandRow[] = [
   { name: 'lock', summary: 'hold a lock, or run a command under it', client: true,
     flags: ['--ttl', '--wait', '--owner', '--kill-grace'] },
   { name: 'elect', summary: 'campaign in an election, or observe it', client: true, flags: ['--ttl', '--wait', '--count'] },
+  { name: 'canary', summary: 'synthetic clients that check the cell keeps its promises', client: true,
+    flags: ['--duration-s', '--interval-ms', '--metrics-port', '--resource-url'] },
   { name: 'audit', summary: "read a node's audit log (tail, grep)", client: false, flags: ['--lines', '--event', '--principal', '--result'],
     actions: ['tail', 'grep'] },
   { name: 'certs', summary: 'a CA, member and client certificates, revocation', client: false,

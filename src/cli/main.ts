@@ -34,6 +34,7 @@ const commands: Record<string, Command> = {
   audit: async (args) => (await import('./audit-command.js')).auditCommand(args),
   certs: async (args) => (await import('./certs-command.js')).certsCommand(args),
   keys: async (args) => (await import('./keys-command.js')).keysCommand(args),
+  canary: async (args) => (await import('./canary-command.js')).canaryCommand(args),
   version: (args) => {
     if (args.length > 0 && !args.includes('--help')) return usageError('version', `unexpected ${args[0]}`);
     console.log(packageVersion());

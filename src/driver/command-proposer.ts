@@ -20,6 +20,8 @@ export interface LogProposerOptions {
   readonly monotonicMs: () => number;
   /** Proposal to apply, seconds (the node's histogram). */
   readonly onProposed?: (seconds: number) => void;
+  /** A proposal that got no outcome (no leader, overloaded, timed out): etcd's proposals_failed_total. */
+  readonly onFailed?: () => void;
   /**
    * The proposing member's authorization check (src/auth's guard): a refused write costs no log
    * entry and is refused also without a leader. Apply decides again, on the state it applies on.
@@ -40,7 +42,7 @@ export class LogProposer implements CommandProposer {
 
   /** Not an async function: one closure and one promise per write instead of an async frame. */
   propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>> {
-    const { memberId, limits, wallMs, monotonicMs, onProposed, admit, beforeAnswer } = this.options;
+    const { memberId, limits, wallMs, monotonicMs, onProposed, onFailed, admit, beforeAnswer } = this.options;
     let command: Uint8Array;
     try {
       const refused = admit?.(origin, op) ?? null;
@@ -54,6 +56,9 @@ export class LogProposer implements CommandProposer {
       onProposed?.((monotonicMs() - started) / 1000);
       const wait = beforeAnswer?.(op) ?? null;
       return wait === null ? answerOf(op, outcome) : wait.then(() => answerOf(op, outcome));
+    }, (error: unknown) => {
+      onFailed?.();
+      throw error;
     });
   }
 }

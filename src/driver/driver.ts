@@ -182,6 +182,11 @@ export class NodeDriver<Outcome> {
     this.listeners = listeners;
   }
 
+  /** Proposals of this node waiting for their entry's outcome (etcd_server_proposals_pending). */
+  get pendingProposals(): number {
+    return this.proposals.size;
+  }
+
   get leaderId(): MemberId {
     return this.leader;
   }

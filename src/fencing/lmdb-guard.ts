@@ -8,6 +8,8 @@ import type { FencingGuard, FencingVerdict } from './types.js';
 import { validToken } from './memory-guard.js';
 
 export class LmdbFencingGuard implements FencingGuard {
+  readonly counts = { accepted: 0, rejected: 0 };
+
   private constructor(private readonly db: RootDatabase<number, string>) {}
 
   /** Opens (or creates) the guard's store in `directory`. */
@@ -19,12 +21,15 @@ export class LmdbFencingGuard implements FencingGuard {
 
   check(resource: string, token: number): FencingVerdict {
     validToken(token);
-    return this.db.transactionSync(() => {
+    const verdict = this.db.transactionSync((): FencingVerdict => {
       const highest = this.db.get(resource) ?? 0;
       if (token < highest) return { accepted: false, token, highest } as const;
       if (token > highest) this.db.putSync(resource, token);
       return { accepted: true, token } as const;
     });
+    if (verdict.accepted) this.counts.accepted++;
+    else this.counts.rejected++;
+    return verdict;
   }
 
   highest(resource: string): number {

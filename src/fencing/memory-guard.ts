@@ -4,12 +4,17 @@ import type { FencingGuard, FencingVerdict } from './types.js';
 
 export class MemoryFencingGuard implements FencingGuard {
   private readonly tokens = new Map<string, number>();
+  readonly counts = { accepted: 0, rejected: 0 };
 
   check(resource: string, token: number): FencingVerdict {
     validToken(token);
     const highest = this.tokens.get(resource) ?? 0;
-    if (token < highest) return { accepted: false, token, highest };
+    if (token < highest) {
+      this.counts.rejected++;
+      return { accepted: false, token, highest };
+    }
     this.tokens.set(resource, token);
+    this.counts.accepted++;
     return { accepted: true, token };
   }
 

@@ -15,4 +15,9 @@ export interface FencingGuard {
   check(resource: string, token: number): FencingVerdict;
   /** The highest token accepted for `resource` (0 when none). */
   highest(resource: string): number;
+  /**
+   * Checks answered since this guard opened: `rejected` counts stale tokens refused (a former
+   * owner that tried to write), for the resource's own metrics; it should stay rare.
+   */
+  readonly counts: { readonly accepted: number; readonly rejected: number };
 }

@@ -251,7 +251,7 @@ export class CellService implements api.CellApi, CommandProposer {
     return { ready: true, reason: 'ok' };
   }
 
-  metricsText(): string {
+  metricsText(): Promise<string> {
     return this.metrics.registry.render();
   }
 

@@ -43,6 +43,8 @@ export interface LeaseServiceDeps {
    * at apply). Calls forwarded by another member carry `cellWork`: that member decided them.
    */
   readonly guard: AccessGuard;
+  /** Told each keepalive served here (renewed or forwarded), with its duration in ms: the renewal latency metric. */
+  readonly onKeepalive?: (ms: number, ok: boolean) => void;
 }
 
 export class LeaseService implements LeaseApi {
@@ -52,6 +54,8 @@ export class LeaseService implements LeaseApi {
   private promotedTerm = 0;
   private promotionWaiters: (() => void)[] = [];
   private revokesInFlight = 0;
+  /** Leases this node revoked because their TTL ran out (it led then): the expiration rate. */
+  expiredTotal = 0;
   private keepalivesInFlight = 0;
   private lastCheckpointMs = 0;
   /** Checkpoint resets being committed, by lease: a second renewal waits for the same one. */
@@ -250,7 +254,7 @@ export class LeaseService implements LeaseApi {
     // lease_not_found (a client revoked it first) is fine; a lost proposal is retried by the
     // tracker after revokeRetryMs, as long as this node still leads.
     this.proposeInternal({ type: 'leaseRevoke', id })
-      .catch(() => undefined)
+      .then(() => this.expiredTotal++, () => undefined)
       .finally(() => this.revokesInFlight--);
   }
 
@@ -279,17 +283,24 @@ export class LeaseService implements LeaseApi {
       throw new OverloadedError('too many keepalives in flight; retry shortly');
     }
     this.keepalivesInFlight++;
+    const startedMs = this.monotonicMs();
+    let ok = false;
     try {
       if (!this.driver.isLeader) {
         const leader = this.leaderToForwardTo(forwarded);
-        return await this.deps.forwarder.keepalive(leader, ids, this.options.requestTimeoutMs);
+        const answer = await this.deps.forwarder.keepalive(leader, ids, this.options.requestTimeoutMs);
+        ok = true;
+        return answer;
       }
       this.maybePromote();
       await this.whenPromoted();
       if (this.options.bugs?.renewWithoutQuorum !== true) await this.confirmLeadership();
-      return await this.renewAll(ids);
+      const answer = await this.renewAll(ids);
+      ok = true;
+      return answer;
     } finally {
       this.keepalivesInFlight--;
+      this.deps.onKeepalive?.(this.monotonicMs() - startedMs, ok);
     }
   }
 

@@ -97,12 +97,17 @@ export class LockService implements LockApi {
     return { revision: result.revision, holder: entries[0] ?? null, queue: entries.slice(1) };
   }
 
+  /** Fencing checks answered here: `stale` counts tokens that no longer hold the lock. */
+  readonly fencingChecks = { valid: 0, stale: 0 };
+
   async check(name: string, token: number, principal: string): Promise<FencingCheckResult> {
     const prefix = lockKeyPrefix(validateName(name, 'lock'));
     this.guard.check(principal, () => lockAccesses(name));
     if (!Number.isSafeInteger(token) || token < 1) throw new InvalidArgumentError('token is an integer >= 1', { token });
     const result = await this.cell.linearizableRange({ type: 'get', key: prefix, prefix: true, limit: 1, skipCount: true });
     const holder = result.kvs[0] === undefined ? null : lockEntry(result.kvs[0]);
+    if (holder?.fencingToken === token) this.fencingChecks.valid++;
+    else this.fencingChecks.stale++;
     return { valid: holder?.fencingToken === token, currentToken: holder?.fencingToken ?? null, holder, revision: result.revision };
   }
 }

@@ -31,6 +31,7 @@ import { CorruptionCheck } from './corruption-check.js';
 import type { NodeConfig } from './config.js';
 import type { NodeLogger, NodeServices } from './node.js';
 import { grpcSnapshotChunkBytes, httpKeepAliveMs } from '../base/limits.js';
+import type { GrpcMetrics } from '../metrics/grpc-metrics.js';
 import type { TlsMaterial } from '../security/tls-files.js';
 import type { NodeTls } from './tls-wiring.js';
 
@@ -46,7 +47,7 @@ export interface RunningApis {
 
 export async function startApis(
   config: NodeConfig,
-  state: { readonly store: MvccStore; readonly engine: { diskBytes(): number; usedBytes?(): number }; readonly metrics: { requests: { inc(labels: Record<string, string>): void } } },
+  state: { readonly store: MvccStore; readonly engine: { diskBytes(): number; usedBytes?(): number }; readonly metrics: { requests: { inc(labels: Record<string, string>): void }; readonly grpc: GrpcMetrics } },
   services: NodeServices,
   log: NodeLogger,
   tls: NodeTls,
@@ -130,6 +131,7 @@ export async function startApis(
   const grpc = config.listenGrpc === null ? null : await EtcdGrpcServer.start(
     {
       cell, leases, watches, logError, locks: locks.locks, elections: locks.elections, tokens, health, audit,
+      meterOf: (service, method, kind) => state.metrics.grpc.meterOf(service, method, kind),
       leaseBounds: { ttlMsMin: store.limits.leaseTtlMsMin, ttlMsMax: store.limits.leaseTtlMsMax },
       cluster: {
         grpcUrls: config.grpcUrls,

@@ -67,6 +67,8 @@ export interface NodeConfig {
   readonly requestTimeoutMs: number;
   readonly valueBytesMax: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** text: `[name] message` lines (baton dev); json: one object per line with time, level, cell, member. */
+  readonly logFormat: 'text' | 'json';
   /** --auto-compaction-mode and --auto-compaction-retention (etcd's flags; README "Flags"). */
   readonly autoCompaction: AutoCompactionPolicy;
   /** TLS on the client listeners (tls-config.ts); null: plain HTTP. */
@@ -115,6 +117,7 @@ const options = {
   'request-timeout-ms': { type: 'string' },
   'value-bytes-max': { type: 'string' },
   'log-level': { type: 'string' },
+  'log-format': { type: 'string' },
   'auto-compaction-mode': { type: 'string' },
   'auto-compaction-retention': { type: 'string' },
   config: { type: 'string' },
@@ -290,6 +293,7 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     requestTimeoutMs: integer(raw, 'request-timeout-ms', 5_000, 100, 600_000),
     valueBytesMax: integer(raw, 'value-bytes-max', limits.valueBytesMax, 1, limits.valueBytesMax),
     logLevel: logLevel(raw['log-level'] ?? 'info'),
+    logFormat: logFormat(raw['log-format'] ?? 'text'),
     clientTls: clientTlsConfig(raw, { listenClient, listenGrpc, listenPeer, peerUrls: members.map((m) => m.peerUrl) }),
     peerTls: peerTlsConfig(raw, { listenClient, listenGrpc, listenPeer, peerUrls: members.map((m) => m.peerUrl) }),
     autoCompaction: autoCompaction(raw['auto-compaction-mode'], raw['auto-compaction-retention']),
@@ -434,6 +438,11 @@ function integer(raw: Raw, flag: keyof typeof options, fallback: number, min: nu
 function clusterState(text: string): NodeConfig['initialClusterState'] {
   if (text === 'new' || text === 'existing') return text;
   throw new ConfigError(`--initial-cluster-state: "${text}" must be new or existing`);
+}
+
+function logFormat(text: string): NodeConfig['logFormat'] {
+  if (text === 'text' || text === 'json') return text;
+  throw new ConfigError(`--log-format: "${text}" must be text or json`);
 }
 
 function logLevel(text: string): NodeConfig['logLevel'] {

@@ -10,7 +10,7 @@ import { CorruptFileError } from '../base/errors.js';
 import type { Timers } from '../base/timers.js';
 import { WatchService } from '../api/stream/index.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome, type Command } from '../mvcc/index.js';
-import { createRaftNode, defaultRaftConfig, type Entry, type SnapshotMeta } from '../raft/index.js';
+import { createRaftNode, defaultRaftConfig, type Entry, type MemberId, type SnapshotMeta } from '../raft/index.js';
 import { dataFileName, LmdbEngine } from '../storage/index.js';
 import { loadKeyring, openStoreKey, segmentKeysOf, storeKeyFileName, type Keyring, type StoreKey } from '../keys/index.js';
 import { PeerTransport } from '../transport/index.js';
@@ -39,7 +39,10 @@ import { startApis } from './apis.js';
 import { startAutoCompaction } from './compactor-wiring.js';
 import { checkpointEntriesMax, gracefulStopMs, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
 import { assert } from '../base/assert.js';
-import { addProcessMetrics } from '../metrics/process-metrics.js';
+import { PeerRttMeter, timedSender } from './peer-rtt.js';
+import { addServiceMetrics } from './service-metrics.js';
+import type { HistogramChild } from '../metrics/registry.js';
+import { lmdbMapBytes, type LateMetricSources, peerBytesOf } from './metric-sources.js';
 import { Gauge } from '../metrics/registry.js';
 import { AccessGuard, createAuthorizer, type Access } from '../auth/index.js';
 import { AuditLog, auditRecordsOf, isAuditedCommand } from '../audit/index.js';
@@ -185,12 +188,26 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
     new SeededRandom(randomBytes(8).readBigUInt64LE()),
   );
   const snapshotThread = SnapshotThread.start({ dbDirectory, commits: engine.commits, dataDir: config.dataDir, ...cipher });
+  // The transport and the driver come later (steps 2 and 3): their counters are read through `late`.
+  const late: LateMetricSources = { transport: null, driver: null };
   const metrics = new NodeMetrics(core, {
     appliedIndex: () => store.appliedIndex,
     dbBytes: () => engine.diskBytes(),
+    dbBytesInUse: () => engine.usedBytes(),
+    dbBytesMax: () => lmdbMapBytes,
     revision: () => store.revision,
+    compactRevision: () => store.compactRevision,
+    walBytes: () => wal.stats().bytesWritten,
+    proposalsPending: () => late.driver?.pendingProposals ?? 0,
+    peerBytes: () => peerBytesOf(late.transport),
   });
-  addProcessMetrics(metrics.registry);
+  metrics.registry.addDefaultMetrics();
+  const rttByPeer = new Map<MemberId, HistogramChild>();
+  const rtt = new PeerRttMeter((to, seconds) => {
+    let child = rttByPeer.get(to);
+    if (child === undefined) rttByPeer.set(to, (child = metrics.peerRtt.child({ To: to.toString(16) })));
+    child.observe(seconds);
+  });
   const logStore = new DurableLogStore(wal, snapshots, {
     onSyncSeconds: (s) => metrics.walSyncSeconds.observe(s),
     onSnapshotSeconds: (s) => metrics.snapshotSeconds.observe(s),
@@ -205,7 +222,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
     },
   });
   const directory = new MemberDirectory(identity.bootstrap);
-  return { config, identity, wal, snapshot, snapshots, engine, store, core, snapshotThread, metrics, logStore, directory };
+  return { config, identity, wal, snapshot, snapshots, engine, store, core, snapshotThread, metrics, late, rtt, logStore, directory };
 }
 
 interface Peers {
@@ -226,7 +243,10 @@ async function startPeers(config: NodeConfig, state: DurableState, log: NodeLogg
     listen: { host: config.listenPeer.hostname, port: Number(config.listenPeer.port) },
     // Membership dials the configuration's members (membership.start(), in connect()).
     peers: new Map(),
-    onMessages: inbox.onMessages,
+    onMessages: (batch) => {
+      state.rtt.onReceived(batch);
+      inbox.onMessages(batch);
+    },
     onLeaseMessage: inbox.onLeaseMessage,
     onSnapshot: inbox.onSnapshot,
     reportUnreachable: inbox.reportUnreachable,
@@ -238,6 +258,7 @@ async function startPeers(config: NodeConfig, state: DurableState, log: NodeLogg
     },
   });
   const transfers = new SnapshotTransfers(state.snapshots, { reportSnapshot: inbox.reportSnapshot, logger: log });
+  state.late.transport = transport;
   const memberPeers = memberPeersOf(config, state.core.status().confState, state.store, state.directory, transport,
     realTimers, log, onRemoved);
   // The directory's live list: lease forwarding finds members added later.
@@ -262,8 +283,8 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   const stateMachine = new KvStateMachine(store, (meta) => state.snapshots.dataOf(meta));
   const driver: NodeDriver<ApplyOutcome> = new NodeDriver(state.core, state.logStore, stateMachine,
     // A follower that needs a snapshot gets one made now from a read view (snap/snapshot-transfer.ts).
-    peers.memberPeers.sender(peers.transfers.peerSender(peers.transport,
-      async (): Promise<SnapshotMeta | null> => (await state.snapshotThread.snapshot((index) => driver.snapshotMetaAt(index)))?.meta ?? null)),
+    timedSender(state.rtt, peers.memberPeers.sender(peers.transfers.peerSender(peers.transport,
+      async (): Promise<SnapshotMeta | null> => (await state.snapshotThread.snapshot((index) => driver.snapshotMetaAt(index)))?.meta ?? null))),
     realTimers,
     {
       requestTimeoutMs: config.requestTimeoutMs,
@@ -279,6 +300,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     },
     { onFatal },
   );
+  state.late.driver = driver;
   // One guard decides every request this member serves (reads, watches, administration) and
   // checks every write before it is proposed; the store's authorizer decides writes at apply.
   // With an audit log, the serving member records what it refused, audited changes wait for their
@@ -292,6 +314,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     wallMs: () => Date.now(),
     monotonicMs: () => performance.now(),
     onProposed: (seconds) => metrics.proposalSeconds.observe(seconds),
+    onFailed: () => metrics.proposalsFailed.inc(),
     // Authorization, then ownership (wrong_cell / cross_cell): a refused write costs no entry. Apply
     // decides both again on the state it applies on (an ownership change may commit in between).
     admit: (origin, op) =>
@@ -299,15 +322,24 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     ...(audit === null ? {} : { beforeAnswer: (op: Command) => (isAuditedCommand(op) ? audit.flushed() : null) }),
   });
   const leases = new LeaseService(
-    { memberId: config.memberId, store, timers: realTimers, driver, proposer, forwarder: peers.leaseForwarder, guard },
+    {
+      memberId: config.memberId, store, timers: realTimers, driver, proposer, forwarder: peers.leaseForwarder, guard,
+      onKeepalive: (ms, ok) => {
+        metrics.keepaliveSeconds.observe(ms / 1000);
+        if (!ok) metrics.keepaliveFailures.inc();
+      },
+    },
     { ...defaultLeaseServiceOptions, requestTimeoutMs: config.requestTimeoutMs },
   );
   const membership = new Membership(config, driver, store, state.directory, peers.memberPeers, realTimers, log);
   const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership);
   const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry });
   // A watch of a namespace this cell does not own is refused like a read (docs/design/cells.md).
-  const watches = new WatchService(store, guard, { limits: config.tuning.watchLimits }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }));
+  const watches = new WatchService(store, guard, {
+    limits: config.tuning.watchLimits, onEventLag: (seconds) => metrics.watchEventLagSeconds.observe(seconds),
+  }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }));
   addNodeGauges(metrics, state, peers.transport, driver, leases);
+  addServiceMetrics(metrics.registry, { leases, watches, locks: locks.locks });
   return { driver, leases, membership, cell, locks, watches, guard };
 }
 

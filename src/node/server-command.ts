@@ -10,6 +10,7 @@ import { ConfigError, describeNodeConfig, parseNodeConfig, type NodeConfig } fro
 import { installFaultHooks, syncedCopyHook } from './testing/fault-hooks.js';
 import { startNode, type NodeLogger } from './node.js';
 import { notifyServiceManager } from './service-notify.js';
+import { createNodeLogger } from './node-log.js';
 import { listenHost, takenPortProblem, type PlannedListener } from './port-check.js';
 
 const usage =
@@ -17,7 +18,7 @@ const usage =
   '                    --initial-cluster n1=URL,n2=URL,... [--initial-cluster-clients n1=URL,...]\n' +
   '                    [--initial-cluster-state new|existing] (existing: join a running cell, docs/api/members.md)\n' +
   '                    [--cell ID] [--tick-ms N] [--election-ticks N] [--checkpoint-ms N] [--log-catchup-entries N]\n' +
-  '                    [--request-timeout-ms N] [--value-bytes-max N] [--log-level L] [--config FILE]\n' +
+  '                    [--request-timeout-ms N] [--value-bytes-max N] [--log-level L] [--log-format text|json] [--config FILE]\n' +
   '                    [--listen-grpc URL] [--initial-cluster-grpc n1=URL,...] (etcd v3 gRPC, docs/etcd-compat.md)\n' +
   '                    [--corrupt-check-ms N] (the leader compares members\' HashKV every N ms, raising CORRUPT; 0 = off)\n' +
   '                    [--auto-compaction-mode periodic|revision] [--auto-compaction-retention 1h|30m|90s|HOURS|N]\n' +
@@ -53,14 +54,7 @@ export async function runServer(argv: readonly string[]): Promise<number> {
     process.stderr.write(`baton server: cannot start: ${portProblem}\n`);
     return 2;
   }
-  const prefix = `[${config.name}]`;
-  const levels = ['debug', 'info', 'warn', 'error'];
-  const enabled = (level: string): boolean => levels.indexOf(level) >= levels.indexOf(config.logLevel);
-  const log: NodeLogger = {
-    info: (m) => enabled('info') && process.stdout.write(`${prefix} ${m}\n`),
-    warn: (m) => enabled('warn') && process.stderr.write(`${prefix} WARN ${m}\n`),
-    error: (m) => process.stderr.write(`${prefix} ERROR ${m}\n`),
-  };
+  const log: NodeLogger = createNodeLogger({ format: config.logFormat, level: config.logLevel, cell: config.cellId, member: config.name });
   installFaultHooks(process.env, log); // off unless BATON_FAULT_INJECTION=1 (test/faults)
   let finish: (code: number) => void = () => {};
   const done = new Promise<number>((resolve) => (finish = resolve));

@@ -372,7 +372,11 @@ function entriesOf(key: Uint8Array, value: Uint8Array): KvEntry[] {
   return isBucketKey(key) ? decodeBucket(value) : [{ key, value }];
 }
 
+/** The store's size limit unless told otherwise: LMDB refuses writes beyond its map size. */
+export const defaultMapSizeBytes = 64 * 1024 * 1024 * 1024;
+
 function openDatabase(path: string, commits: CommitMode, mapSizeBytes: number | undefined, encryptionKey: string | undefined): Databases {
+
   const root = open<Uint8Array, Uint8Array>({
     // LMDB's page cipher (docs/design/encryption.md); the meta pages stay plaintext, which the
     // checkpoints rely on (lmdb-meta.ts reads and restores them).
@@ -382,7 +386,7 @@ function openDatabase(path: string, commits: CommitMode, mapSizeBytes: number | 
     encoding: 'binary',
     // 8 KiB pages allow 4026-byte keys; longer ones go to buckets (long-key-bucket.ts).
     pageSize: 8192,
-    mapSize: mapSizeBytes ?? 64 * 1024 * 1024 * 1024,
+    mapSize: mapSizeBytes ?? defaultMapSizeBytes,
     compression: false,
     cache: false,
     noSync: commits === 'deferred',

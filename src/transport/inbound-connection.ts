@@ -19,6 +19,8 @@ export interface InboundCounters {
   receivedFrames: number;
   rejectedConnections: number;
   corruptFrames: number;
+  /** Bytes read from each member's connections once it said who it is (etcd's peer received bytes). */
+  readonly receivedBytes: Map<MemberId, number>;
 }
 
 export interface InboundContext {
@@ -60,6 +62,8 @@ export function acceptConnection(socket: Socket, context: InboundContext): void 
   });
   socket.on('data', (chunk: Buffer) => {
     if (connection.refused) return; // read and discard until the refused peer hangs up
+    const from = connection.handshake?.from;
+    if (from !== undefined) context.counters.receivedBytes.set(from, (context.counters.receivedBytes.get(from) ?? 0) + chunk.length);
     try {
       reader.push(chunk);
       while (!socket.destroyed && !connection.refused) {

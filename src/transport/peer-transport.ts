@@ -32,7 +32,7 @@ export class PeerTransport {
   private readonly inboundRaft = new Map<MemberId, Socket>();
   private readonly inboundSockets = new Set<Socket>();
   private readonly counters: InboundCounters = {
-    receivedMessages: 0, receivedFrames: 0, rejectedConnections: 0, corruptFrames: 0,
+    receivedMessages: 0, receivedFrames: 0, rejectedConnections: 0, corruptFrames: 0, receivedBytes: new Map(),
   };
   private readonly snapshotAbort = new AbortController();
   private readonly snapshotsInFlight = new Set<Promise<boolean>>();
@@ -185,7 +185,7 @@ export class PeerTransport {
   stats(): TransportStats {
     const peers = new Map<MemberId, PeerStats>();
     for (const [id, peer] of this.peers) peers.set(id, peer.stats());
-    return { peers, ...this.counters };
+    return { peers, ...this.counters, receivedBytes: new Map(this.counters.receivedBytes) };
   }
 
   /** Stops listening, closes every connection and abandons snapshot streams. */

@@ -139,6 +139,7 @@ export interface TransportStats {
   readonly receivedFrames: number;
   readonly rejectedConnections: number;
   readonly corruptFrames: number;
+  readonly receivedBytes: ReadonlyMap<MemberId, number>;
 }
 
 /** Where the driver hands outgoing Raft messages (PeerTransport, or the simulator's network). */

@@ -45,6 +45,11 @@ export class WatchHub<Tag> {
     return this.hubRevision;
   }
 
+  /** Watchers ended on this node, by reason (`compacted`: a compaction reset). */
+  readonly ended: Record<WatchEndReason, number> = {
+    compacted: 0, slow_consumer: 0, canceled: 0, stopped: 0, leaderless: 0, permission_denied: 0,
+  };
+
   /** Live watchers on this node (the per-node quota counts these). */
   get size(): number {
     return this.watcherCount;
@@ -187,6 +192,7 @@ export class WatchHub<Tag> {
 
   private end(watcher: Watcher<Tag>, reason: WatchEndReason, error: BatonError | null): void {
     assert(watcher.state !== 'ended', 'a watcher ends once');
+    this.ended[reason]++;
     if (watcher.state === 'synced') this.index.remove(watcher);
     if (watcher.state === 'waiting') this.waiting.delete(watcher);
     watcher.state = 'ended';

@@ -134,6 +134,6 @@ test('status, health, readiness and metrics', async () => {
   const metrics = await http(`${url()}/metrics`);
   assert.match(metrics.body, /baton_raft_term \d+/);
   assert.match(metrics.body, /baton_proposal_seconds_count \d+/);
-  assert.match(metrics.body, /baton_wal_fsync_seconds_count \d+/);
+  assert.match(metrics.body, /etcd_disk_wal_fsync_duration_seconds_count \d+/);
   assert.match(metrics.body, /baton_leases \d+/);
 });

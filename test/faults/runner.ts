@@ -278,6 +278,7 @@ function adoptMembers(client: BatonClient, members: readonly Member[], draw: () 
 const acceptEveryToken: FencingGuard = {
   check: (_resource, token) => ({ accepted: true, token }),
   highest: () => 0,
+  counts: { accepted: 0, rejected: 0 },
 };
 
 /** Whether the cell serves the lock API (it answers a lock's state; 404 without the route). */

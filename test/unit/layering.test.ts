@@ -60,7 +60,9 @@ const allowedImports: Record<string, readonly string[]> = {
   check: ['base'],
   sim: ['auth', 'base', 'driver', 'lease', 'lock', 'mvcc', 'raft'],
   bench: ['api'],
-  cli: ['base', 'bench', 'client', 'keys', 'mvcc', 'node', 'raft', 'router', 'security', 'sim'],
+  // Synthetic clients over the client library, a fencing guard, and their own /metrics.
+  canary: ['client', 'fencing', 'metrics'],
+  cli: ['base', 'bench', 'canary', 'client', 'keys', 'mvcc', 'node', 'raft', 'router', 'security', 'sim'],
   fuzz: ['api', 'base', 'node/testing'],
 };
 const coreUnits = ['base', 'raft', 'mvcc', 'watch', 'lease', 'lock', 'auth'];

@@ -16,7 +16,7 @@ import { healthTarget, runHealth, type HealthChecks, type HealthKind } from '../
 export interface GatewayDeps {
   /** The facade's gRPC route for a method path (/etcdserverpb.KV/Range), if it serves it. */
   grpcRoute(path: string): CallRoute | undefined;
-  readonly node: { healthy(): boolean; ready(): { ready: boolean; reason: string }; metricsText(): string };
+  readonly node: { healthy(): boolean; ready(): { ready: boolean; reason: string }; metricsText(): Promise<string> };
   /** etcd's /livez and /readyz checks (src/api/health.ts); without them, plain `ok` answers. */
   readonly health?: HealthChecks;
   /** A JSON request (or one streamed request object) larger than this is refused. */
@@ -59,7 +59,7 @@ export function createGatewayHandler(deps: GatewayDeps): (req: GatewayRequest, r
       }
       case '/metrics':
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
-        return void res.end(deps.node.metricsText());
+        return void deps.node.metricsText().then((body) => res.end(body), (error: unknown) => { deps.logError(error); res.end(); });
       default:
         return text(res, 404, 'Not Found\n');
     }

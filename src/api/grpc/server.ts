@@ -19,7 +19,7 @@ import { LeaseFacade, type LeaseBounds } from './lease-service.js';
 import { MaintenanceFacade } from './maintenance-service.js';
 import { MemberFacade } from './member-service.js';
 import { ElectionFacade, LockFacade } from './lock-service.js';
-import { GrpcServer, type GrpcTls } from './h2/grpc-server.js';
+import { GrpcServer, type GrpcServerOptions, type GrpcTls } from './h2/grpc-server.js';
 import { etcdServices } from './proto.js';
 import { serveSnapshot, type SnapshotSource } from './snapshot-stream.js';
 import { serveWatchStream, type WatchCall } from './watch-stream.js';
@@ -46,6 +46,8 @@ export interface GrpcDeps {
   readonly tls?: GrpcTls;
   /** The gateway's /livez and /readyz checks (src/api/health.ts); without them, the plain answers. */
   readonly health?: HealthChecks;
+  /** The node's per-method gRPC counters (src/metrics/grpc-metrics.ts); without it, none. */
+  readonly meterOf?: GrpcServerOptions['meterOf'];
 }
 
 /** etcd: --max-request-bytes (1.5 MiB) plus gRPC's overhead; bigger messages are refused by gRPC. */
@@ -89,6 +91,7 @@ export class EtcdGrpcServer {
       logError: deps.logError,
       otherProtocol: (socket) => gateway.emit('connection', socket),
       otherStream: (stream, headers, endStream) => serveH2Gateway(stream, headers, endStream, serveGateway),
+      ...(deps.meterOf === undefined ? {} : { meterOf: deps.meterOf }),
     });
     const services = etcdServices();
     const headers = new HeaderSource(deps.cell);

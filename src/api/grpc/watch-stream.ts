@@ -165,7 +165,10 @@ export function serveWatchStream(
     if (ended || waitingForDrain) return; // the drain schedules the next flush
     for (let output = connection.next(); output !== null; output = connection.next()) {
       if (output.type === 'end') handleEnd(output);
-      else deliver(output.tag.id as number, output.batch);
+      else {
+        deliver(output.tag.id as number, output.batch);
+        service.delivered(output.batch);
+      }
       if (ended) return;
       if (waitingForDrain) return;
     }

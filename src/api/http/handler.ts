@@ -131,7 +131,7 @@ async function route(
   } else if (path === '/healthz' && method === 'GET') {
     return sendJson(res, context, cell.healthy() ? 200 : 503, { healthy: cell.healthy() });
   } else if (path === '/metrics' && method === 'GET') {
-    const text = cell.metricsText();
+    const text = await cell.metricsText();
     res.writeHead(200, {
       'content-type': 'text/plain; version=0.0.4',
       'baton-revision': String(cell.revision()),

@@ -81,6 +81,7 @@ function serveWatch(service: WatchService, request: RouteRequest): void {
     for (let output = connection.next(); output !== null; output = connection.next()) {
       if (output.type === 'end') return finish(output);
       res.write(batchSse(output.batch, spec));
+      service.delivered(output.batch);
       // The socket's own buffer may hold up to the high-water mark (more per drain than Node's
       // 16 KiB default); past it the watcher's bounded queue takes over.
       if (res.writableLength >= defaultStreamLimits.socketBufferedBytesHigh) {

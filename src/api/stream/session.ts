@@ -156,6 +156,7 @@ export class StreamSession implements WatchSession {
     if (output.type === 'batch') {
       const text = batchJson(output.batch, watch);
       this.send(watch.eventsHead + text.slice(1));
+      this.service.delivered(output.batch);
       return;
     }
     forgetWatch(this, key);

@@ -13,6 +13,8 @@ export interface WatchTag {
 
 export interface WatchServiceOptions {
   readonly limits: WatchLimits;
+  /** Told the seconds from a revision's apply to the hand-off of its batch to a client (event lag). */
+  readonly onEventLag?: (seconds: number) => void;
   /** After a stream's last message, how long a client that does not read keeps its socket. */
   readonly endGraceMs: number;
   /** progressMs bounds: below the minimum is refused (a busy loop of notifications). */

@@ -2,7 +2,8 @@
 // its transports (SSE and the stream) register so that a stopping node ends every stream
 // cleanly: each watcher hears `unavailable` with its last revision, then its socket closes.
 import { UnavailableError, type BatonError } from '../../base/errors.js';
-import { WatchHub, defaultWatchLimits, type WatchSource, type WatchSpec } from '../../watch/index.js';
+import { WatchHub, defaultWatchLimits, type WatchBatch, type WatchSource, type WatchSpec } from '../../watch/index.js';
+import { EventLag } from './event-lag.js';
 import { watchAccesses, type AccessGuard } from '../../auth/index.js';
 import { defaultWatchServiceOptions, type WatchServiceOptions, type WatchTag } from './types.js';
 
@@ -14,6 +15,9 @@ export class WatchService {
   private leaderless = false;
   private leaderlessTimer: ReturnType<typeof setTimeout> | null = null;
 
+  /** Apply-to-hand-off times (event-lag.ts); null: not measured. */
+  private readonly lag: EventLag | null;
+
   constructor(
     source: WatchSource,
     /** Decides each watch of a connection's principal, at creation and before every batch. */
@@ -24,6 +28,14 @@ export class WatchService {
   ) {
     this.options = { ...defaultWatchServiceOptions, limits: defaultWatchLimits, ...options };
     this.hub = new WatchHub<WatchTag>(source, this.options.limits);
+    const onLag = this.options.onEventLag;
+    this.lag = onLag === undefined ? null : new EventLag(source.revision, onLag);
+  }
+
+  /** An edge handed `batch` to a client's connection (the event lag metric). */
+  delivered(batch: WatchBatch): void {
+    const last = batch.events[batch.events.length - 1];
+    if (last !== undefined) this.lag?.delivered(last.revision);
   }
 
   get isStopping(): boolean {
@@ -33,6 +45,7 @@ export class WatchService {
   /** Call after every applied batch (the driver's onApplied). */
   onApplied(): void {
     if (!this.stopping) this.hub.onApplied();
+    this.lag?.applied(this.hub.revision);
   }
 
   /** Call on every leader change (0 = no leader known). */

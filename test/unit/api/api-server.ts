@@ -96,8 +96,8 @@ export class StoreCell implements api.CellApi {
   ready(): { ready: boolean; reason: string } {
     return { ready: true, reason: 'ok' };
   }
-  metricsText(): string {
-    return '';
+  metricsText(): Promise<string> {
+    return Promise.resolve('');
   }
 }
 

@@ -80,8 +80,8 @@ export class DirectCell implements api.CellApi {
   ready(): { ready: boolean; reason: string } {
     return { ready: true, reason: 'ok' };
   }
-  metricsText(): string {
-    return '';
+  metricsText(): Promise<string> {
+    return Promise.resolve('');
   }
 }
 

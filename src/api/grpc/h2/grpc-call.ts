@@ -32,6 +32,19 @@ export interface CallRoute {
   readonly responseSerialize: (value: unknown) => Buffer;
   /** Unary: (call, callback); the others: (call). */
   readonly handler: (call: GrpcCall, callback: AnswerCallback) => void;
+  /** The method's counters (etcd's grpc_server_* and byte totals), bound once per method. */
+  readonly meter?: CallMeter;
+}
+
+/**
+ * What the server counts per method: calls started and handled (by status code), the time to
+ * handle one, message bytes in and out. Pre-bound per method: nothing is looked up per call.
+ */
+export interface CallMeter {
+  started(): void;
+  handled(code: number, seconds: number): void;
+  received(bytes: number): void;
+  sent(bytes: number): void;
 }
 
 export interface CallContext {
@@ -56,6 +69,8 @@ export class GrpcCall extends CallEvents implements StreamSink {
   private message: Buffer | null = null;
   private readonly reader: MessageReader;
   private readonly answerCallback: AnswerCallback = (error, value) => this.answer(error, value);
+  /** performance.now() when the handler ran (the meter's handling time); 0: not yet. */
+  private startedAtMs = 0;
 
   constructor(
     private readonly stream: H2Stream,
@@ -108,6 +123,7 @@ export class GrpcCall extends CallEvents implements StreamSink {
 
   /** One whole request message from the reader; false: stop reading (the call ended). */
   takeMessage(bytes: Buffer): boolean {
+    this.route.meter?.received(bytes.length + 5);
     if (this.single) {
       if (this.message !== null) {
         const details = 'a second request message on a unary or server-streaming method';
@@ -162,6 +178,7 @@ export class GrpcCall extends CallEvents implements StreamSink {
       return false;
     }
     this.stream.respond(responseHeaders);
+    this.route.meter?.sent(payload.length + 5);
     return this.stream.write(lengthPrefixed(payload));
   }
 
@@ -190,6 +207,7 @@ export class GrpcCall extends CallEvents implements StreamSink {
     this.cancelled = true;
     this.reader.release();
     if (code === status.DEADLINE_EXCEEDED) this.send({ code, details: 'Deadline exceeded' });
+    else this.countHandled(code);
     this.emit('cancelled');
     this.close();
   }
@@ -220,6 +238,11 @@ export class GrpcCall extends CallEvents implements StreamSink {
 
   /** A handler that throws is a bug: INTERNAL, logged (grpc-js answers the same). */
   private runHandler(): void {
+    const meter = this.route.meter;
+    if (meter !== undefined) {
+      this.startedAtMs = performance.now();
+      meter.started();
+    }
     try {
       this.route.handler(this, this.answerCallback);
     } catch (error) {
@@ -229,6 +252,7 @@ export class GrpcCall extends CallEvents implements StreamSink {
   }
 
   private send(callStatus: { code: number; details: string }): void {
+    this.countHandled(callStatus.code);
     if (callStatus.code === status.OK && this.stream.headersSent) {
       return this.stream.end(okTrailers);
     }
@@ -236,6 +260,13 @@ export class GrpcCall extends CallEvents implements StreamSink {
     if (callStatus.details !== '') fields.push(['grpc-message', percentEncode(callStatus.details)]);
     if (this.stream.headersSent) return this.stream.end(encodeHeaders(null, fields));
     this.stream.end(encodeHeaders(200, [['content-type', 'application/grpc'], ...fields]));
+  }
+
+  /** Once per call; calls that never reached their handler (a bad request message) count neither way. */
+  private countHandled(code: number): void {
+    if (this.startedAtMs === 0) return;
+    this.route.meter?.handled(code, (performance.now() - this.startedAtMs) / 1000);
+    this.startedAtMs = 0;
   }
 
   private close(): void {

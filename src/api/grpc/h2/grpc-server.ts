@@ -8,7 +8,7 @@ import { createServer as createTlsServer, type SecureContextOptions, type TLSSoc
 import { status, type ServiceDefinition } from '@grpc/grpc-js';
 import { assert } from '../../../base/assert.js';
 import { H2Connection, defaultH2Limits, type H2Limits } from './connection.js';
-import { GrpcCall, type CallContext, type CallKind, type CallRoute } from './grpc-call.js';
+import { GrpcCall, type CallContext, type CallKind, type CallMeter, type CallRoute } from './grpc-call.js';
 import { encodeHeaders, type HeaderList } from './hpack.js';
 import type { H2Stream } from './stream.js';
 
@@ -24,6 +24,8 @@ export interface GrpcServerOptions {
   readonly otherProtocol?: (socket: Socket) => void;
   /** HTTP/2 requests that are not gRPC calls (etcd's JSON gateway over HTTP/2); without it, 405/415. */
   readonly otherStream?: (stream: H2Stream, headers: HeaderList, endStream: boolean) => void;
+  /** The counters of a method (`/etcdserverpb.KV/Range`), made once when its service is added. */
+  readonly meterOf?: (service: string, method: string, kind: CallKind) => CallMeter;
 }
 
 /** TLS for the listener: the current material (re-read after onReload) and whether clients need a certificate. */
@@ -74,8 +76,15 @@ export class GrpcServer implements CallContext {
         requestDeserialize: method.requestDeserialize as (bytes: Buffer) => unknown,
         responseSerialize: method.responseSerialize as (value: unknown) => Buffer,
         handler: handler as CallRoute['handler'],
+        ...this.meterFor(method.path, kind),
       });
     }
+  }
+
+  private meterFor(path: string, kind: CallKind): { meter?: CallMeter } {
+    const match = /^\/([^/]+)\/([^/]+)$/.exec(path);
+    if (this.options.meterOf === undefined || match === null) return {};
+    return { meter: this.options.meterOf(match[1] as string, match[2] as string, kind) };
   }
 
   listen(host: string, port: number, tls?: GrpcTls): Promise<number> {

@@ -1,0 +1,49 @@
+// The canary's monitor (src/canary/cell-monitor.ts) over scripted member answers: a leader whose
+// member stops answering, or members that lose it, is reported at the next poll; a new agreed
+// leader is reported; an applied index stuck below the commit index is reported once after stuckMs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CellMonitor, type MonitorEvent } from '../../../src/canary/cell-monitor.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+test('leader lost, a new leader, and a stuck apply are reported', async () => {
+  const members = new Map([['a', 1], ['b', 2], ['c', 3]]);
+  let leader = 1;
+  let down = new Set<string>();
+  let applied = 100;
+  let commit = 100;
+  const events: MonitorEvent[] = [];
+  const monitor = new CellMonitor(['a', 'b', 'c'], (event) => events.push(event), {
+    everyMs: 20,
+    stuckMs: 150,
+    fetchStatus: (endpoint) => (down.has(endpoint)
+      ? Promise.reject(new Error('connection refused'))
+      : Promise.resolve({ member: members.get(endpoint) as number, leader, commitIndex: commit, appliedIndex: endpoint === 'c' ? applied : commit })),
+  });
+  monitor.start();
+  try {
+    await sleep(60);
+    assert.deepEqual(events.map((e) => e.event), ['leader_elected']);
+    // The leader's process dies: the others still name it for a while, but it does not answer.
+    down = new Set(['a']);
+    const lostAt = performance.now();
+    while (!events.some((e) => e.event === 'leader_lost') && performance.now() - lostAt < 1000) await sleep(5);
+    assert.ok(performance.now() - lostAt < 100, 'reported at the next poll');
+    assert.equal(monitor.leaderKnown, false);
+    leader = 2;
+    await sleep(60);
+    const elected = events.filter((e) => e.event === 'leader_elected').at(-1);
+    assert.ok(elected !== undefined && elected.event === 'leader_elected' && elected.leader === 2 && elected.afterMs !== null);
+    // c's apply stops while commits go on.
+    commit = 120;
+    applied = 110;
+    await sleep(300);
+    const stuck = events.filter((e) => e.event === 'apply_stuck');
+    assert.equal(stuck.length, 1, 'reported once');
+    assert.deepEqual(stuck[0], { event: 'apply_stuck', endpoint: 'c', commitIndex: 120, appliedIndex: 110, forMs: (stuck[0] as { forMs: number }).forMs });
+    assert.ok((stuck[0] as { forMs: number }).forMs >= 150);
+  } finally {
+    monitor.stop();
+  }
+});
