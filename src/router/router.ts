@@ -77,8 +77,9 @@ export class Router {
     const query = new URLSearchParams(question < 0 ? '' : raw.slice(question + 1));
     if (path === '/v1/cluster/status' && req.method === 'GET') return this.answer(res, 200, this.status());
     if (path === '/metrics' && req.method === 'GET') {
+      const text = await this.metrics.registry.render();
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-      res.end(this.metrics.registry.render());
+      res.end(text);
       return;
     }
     const body = await readBody(req);
