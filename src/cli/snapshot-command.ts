@@ -20,9 +20,11 @@ import {
   UsageError,
 } from './client-command.js';
 import { snapshotStatus, type SnapshotStatus } from './snapshot-status.js';
+import { snapshotRestoreCommand } from './snapshot-restore.js';
 
 const snapshotHelp = `usage: baton snapshot save FILE
        baton snapshot status FILE
+       baton snapshot restore FILE ... (see baton snapshot restore --help)
   save    Saves a consistent snapshot of one node's state machine (every key, retained history,
           leases) to FILE, atomically: FILE appears only once the whole download passed its
           SHA-256 and the snapshot's own entry-count/checksum check. Endpoints are tried in order
@@ -43,7 +45,7 @@ export interface SavedSnapshot {
 }
 
 export const snapshotCommand = (args: readonly string[]): Promise<number> =>
-  runWithClient(snapshotHelp, args, async () => {
+  args[0] === 'restore' ? snapshotRestoreCommand(args.slice(1)) : runWithClient(snapshotHelp, args, async () => {
     const { positionals, format, endpoints } = parseCommand(args, {});
     requirePositionals(positionals, 2, 2, '"save" or "status" and one FILE');
     const file = resolve(positionals[1] as string);

@@ -124,7 +124,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   mkdirSync(initial.dataDir, { recursive: true });
   // A node that joined a running cell got its id and cluster id from the cell (member.json).
   const identity: NodeIdentity = await resolveIdentity(initial, log);
-  const config = { ...initial, memberId: identity.memberId, clusterId: identity.clusterId };
+  const config = { ...initial, memberId: identity.memberId, clusterId: identity.clusterId, restoredFrom: identity.restoredFrom };
   // The store first: it is the durable state, at its last checkpoint after an OS crash
   // (storage/checkpointer.ts); the WAL holds what came after.
   const dbDirectory = join(config.dataDir, 'db');

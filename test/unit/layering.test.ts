@@ -54,7 +54,7 @@ const allowedImports: Record<string, readonly string[]> = {
   check: ['base'],
   sim: ['auth', 'base', 'driver', 'lease', 'lock', 'mvcc', 'raft'],
   bench: ['api'],
-  cli: ['base', 'bench', 'client', 'mvcc', 'node', 'raft', 'security', 'sim'],
+  cli: ['base', 'bench', 'client', 'mvcc', 'node', 'raft', 'security', 'sim', 'snap'],
   fuzz: ['api', 'base', 'node/testing'],
 };
 const coreUnits = ['base', 'raft', 'mvcc', 'watch', 'lease', 'lock', 'auth'];
