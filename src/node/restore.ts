@@ -69,7 +69,8 @@ export async function restoreMember(backup: BackupFile, member: RestoreMember, p
   try {
     const store = new MvccStore(engine);
     metas = store.restoreNextEpoch(backup.chunks(), { leaseGraceMs: plan.leaseGraceMs });
-    keys = store.range({ type: 'get', key: '\u0000', rangeEnd: Uint8Array.of(0), countOnly: true }).count;
+    // Every key begins with "/" (base/key-name.ts): ["/", "0") is the whole key space.
+    keys = store.range({ type: 'get', key: '/', rangeEnd: Uint8Array.of(0x30), countOnly: true }).count;
     leases = store.leaseCount();
   } catch (error) {
     await engine.close();

@@ -137,3 +137,24 @@ test('restore is deterministic: two members restored from one backup hold the sa
   assert.equal(a.hash({ includeAppliedIndex: true }), b.hash({ includeAppliedIndex: true }));
   assert.notEqual(a.hash(), old.hash());
 });
+
+test('lock queues across a restore: a contender from the backup stays ahead; new keys take the wide sequence form', () => {
+  const { store: old, ok } = cell();
+  ok({ type: 'leaseGrant', ttlMs: 10_000, id: 1 });
+  ok({ type: 'leaseGrant', ttlMs: 10_000, id: 2 });
+  const held = ok({ type: 'seqCreate', prefix: '/locks/res/', value: utf8('a'), lease: 1, ifEmpty: false }) as { kv: { key: string; createRevision: number } };
+  assert.match(held.kv.key, /^\/locks\/res\/\d{12}$/);
+  const restored = new MvccStore(new MemoryEngine());
+  restored.restoreNextEpoch([...old.snapshot().chunks], { leaseGraceMs: 0 });
+  const { ok: okNew } = cell(restored);
+  const waiting = okNew({ type: 'seqCreate', prefix: '/locks/res/', value: utf8('b'), lease: 2, ifEmpty: false }) as {
+    kv: { key: string; createRevision: number }; owner: { key: string }; predecessor: { key: string } | null;
+  };
+  assert.equal(waiting.kv.key, `/locks/res/r${String(2 ** 40 + 1).padStart(16, '0')}`);
+  assert.equal(waiting.kv.createRevision, 2 ** 40 + 1);
+  assert.equal(waiting.owner.key, held.kv.key, 'the restored holder still owns the lock');
+  assert.equal(waiting.predecessor?.key, held.kv.key);
+  // seqCheck reads the wide key back (validateSeqKey) and keeps the order.
+  const checked = okNew({ type: 'seqCheck', prefix: '/locks/res/', key: waiting.kv.key, lease: 2 }) as { owner: { key: string } };
+  assert.equal(checked.owner.key, held.kv.key);
+});
