@@ -287,6 +287,12 @@ function connect(state: DurableState, peers: Peers, services: NodeServices, log:
     // First: an audited entry's record is queued before its proposer hears the outcome.
     ...(audit === null ? [] : [{ onApplied: (entries: readonly Entry[], outcomes: readonly ApplyOutcome[]) => {
       for (const record of auditRecordsOf(entries, outcomes)) audit.record(record);
+      // A restored cell's log starts at 1: every member that applies its first entry records the
+      // restore once (the same record on each, as for a committed change), before anything else.
+      const restoredFrom = state.identity.restoredFrom;
+      if (restoredFrom !== null && entries[0]?.index === 1) {
+        audit.record({ event: 'restore', principal: null, index: 1, result: 'ok', detail: { ...restoredFrom } });
+      }
     } }]),
     leases,
     membership,
