@@ -18,6 +18,8 @@ export interface SnapshotStatus {
   /** The fencing epoch the backup's revisions live in (0 unless its cell came from a restore). */
   readonly epoch: number;
   readonly totalKeys: number;
+  /** Leases in the snapshot (each kept, with a grace, by a restore). */
+  readonly leases: number;
   readonly totalSize: number;
   readonly appliedIndex: number;
   readonly appliedTerm: number;
@@ -37,6 +39,7 @@ export function snapshotStatus(file: string): SnapshotStatus {
     compactRevision: store.compactRevision,
     epoch: store.epoch,
     totalKeys: keys.count,
+    leases: store.leaseCount(),
     totalSize: backup.sizeBytes,
     appliedIndex: store.appliedIndex,
     appliedTerm: store.appliedTerm,
