@@ -69,6 +69,15 @@ test('restore: tokens never go back, the gap is compacted, identities are apart,
   assert.equal(guard.check('res', lockA1.token).accepted, true);
   const leaseIds: number[] = [];
   const ids = Array.from({ length: leaseCount }, (_, i) => i);
+  // A's owners renew theirs until the backup (granting 10,000 takes longer than a TTL here).
+  let renewingOnA = true;
+  const renewalsOnA = (async () => {
+    while (renewingOnA) {
+      const known = [...leaseIds];
+      for (let at = 0; at < known.length && renewingOnA; at += 1000) await clientA.leaseKeepalive(known.slice(at, at + 1000));
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+    }
+  })();
   await pool(ids, 64, async (i) => {
     const grant = await clientA.leaseGrant(leaseTtlSeconds);
     leaseIds.push(grant.id);
@@ -87,6 +96,8 @@ test('restore: tokens never go back, the gap is compacted, identities are apart,
   const saved = await baton(['snapshot', 'save', backup, '--endpoints', cellA.cell.clientUrl(`n${leaderA}`), '-w', 'json'], 120_000);
   assert.equal(saved.code, 0, saved.stderr);
   const report = JSON.parse(saved.stdout) as { revision: number; sha256: string };
+  renewingOnA = false;
+  await renewalsOnA;
   // --- A goes on after the backup: writes, and the lock changes hands (a token the backup never saw).
   await lockA1.release();
   const lockA2 = await clientA.locks(sessionA).acquire('res');
@@ -114,7 +125,8 @@ test('restore: tokens never go back, the gap is compacted, identities are apart,
   const again = await baton([...restoreArgs('n2'), '--restore-nonce', nonce]);
   assert.notEqual(again.code, 0, 'a restore never writes over a data directory');
   const restoredAtMs = performance.now();
-  cellB = new ProcessCell({ dataDir: rootB, members: membersB, extraArgs: cellArgs });
+  const auditOf = (name: string): string => join(scratch, `audit-b-${name}.log`);
+  cellB = new ProcessCell({ dataDir: rootB, members: membersB, extraArgs: cellArgs, argsFor: (name) => ['--audit-log', auditOf(name)] });
   cellB.startAll();
   await cellB.waitReady(60_000);
   clientB = new BatonClient({ endpoints: cellB.clientUrls() });
@@ -153,8 +165,11 @@ test('restore: tokens never go back, the gap is compacted, identities are apart,
     assert.match(shown.stdout, /"epoch":\s*1/);
     assert.match(shown.stdout, /restoredFrom/);
 
-    // --- the state is the backup's: a key from before the backup, none of A's later values.
+    // --- the state is the backup's: a key from before the backup, none of A's later values;
+    // every leased key survived the restore.
     assert.equal((await clientB.getValue('/kept'))?.value, 'before-backup');
+    const leasedNow = await fetch(`${cellB.clientUrl('n1')}/v1/kv/leased/?prefix=true&countOnly=true`);
+    assert.equal(((await leasedNow.json()) as { count: number }).count, leaseCount, 'every leased key was restored');
 
     // --- fencing: B's first lock token (once A's restored holder's lease has gone) exceeds all of A's.
     sessionB = await clientB.session({ ttlSeconds: 30 });
