@@ -36,6 +36,7 @@ import { addNodeGauges } from './node-gauges.js';
 import { PeerInbox } from './peer-inbox.js';
 import { startApis } from './apis.js';
 import { startAutoCompaction } from './compactor-wiring.js';
+import { BackupTask } from './backup-task.js';
 import { checkpointEntriesMax, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
 import { assert } from '../base/assert.js';
 import { addProcessMetrics } from '../metrics/process-metrics.js';
@@ -92,6 +93,16 @@ export async function startNode(
   connect(state, peers, services, log, audit);
   const apis = await startApis(config, state, services, log, tls, audit);
   const compactor = startAutoCompaction(config, { ...state, ...services }, realTimers, log);
+  const backups = config.backup === null ? null : new BackupTask(config.backup, {
+    store: state.store,
+    isLeader: () => services.driver.status().role === 'leader',
+    identity: { clusterId: config.clusterId, cell: config.cellId, member: config.memberId },
+    timers: realTimers,
+    nowMs: () => Date.now(),
+    log,
+  });
+  backups?.registerMetrics(state.metrics.registry);
+  backups?.start();
   const ticker = setInterval(() => {
     services.driver.tick();
     services.leases.tick();
@@ -102,6 +113,7 @@ export async function startNode(
     async stop() {
       clearInterval(ticker);
       compactor.stop();
+      await backups?.stop();
       services.leases.stop();
       services.locks.stop();
       peers.leaseForwarder.stop();
