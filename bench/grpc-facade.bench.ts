@@ -56,6 +56,8 @@ function stubCell(): CellApi {
     appliedIndex: 100,
     revision: 42,
     compactRevision: 0,
+    epoch: 0,
+    restoredFrom: null,
     members: [],
   };
   return {

@@ -69,7 +69,21 @@ export interface ClusterStatus {
   readonly appliedIndex: number;
   readonly revision: number;
   readonly compactRevision: number;
+  /** The fencing epoch (docs/design/restore.md): 0 unless the cell came from a restore. */
+  readonly epoch: number;
+  /** The backup this cell was restored from, or null. */
+  readonly restoredFrom: RestoreRecord | null;
   readonly members: readonly MemberStatus[];
+}
+
+/** What a restored cell records of its backup (membership/member-identity.ts writes it). */
+export interface RestoreRecord {
+  readonly fileSha256: string;
+  readonly oldClusterId: string | null;
+  readonly oldRevision: number;
+  readonly oldEpoch: number;
+  readonly epoch: number;
+  readonly time: string;
 }
 
 /**

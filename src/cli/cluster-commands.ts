@@ -15,7 +15,8 @@ import {
 const memberHelp = `usage: baton member list
   Lists the cell's members (id, name, role, health, URLs) as one node sees them.`;
 const statusHelp = `usage: baton status
-  Shows each endpoint's view: member, leader, term, commit/applied index, revision, compaction.`;
+  Shows each endpoint's view: member, leader, term, commit/applied index, revision, compaction,
+  the fencing epoch, and the backup a restored cell came from (baton snapshot restore).`;
 const compactHelp = `usage: baton compact REVISION
   Discards history below REVISION (watches and reads before it then answer compacted).`;
 
@@ -57,6 +58,7 @@ export const statusCommand = (args: readonly string[]): Promise<number> =>
     const rows: unknown[][] = [];
     const answers: unknown[] = [];
     let failures = 0;
+    let restoredFrom: string | null = null;
     for (const endpoint of seeds) {
       const client = new BatonClient({
         endpoints: [endpoint],
@@ -68,20 +70,25 @@ export const statusCommand = (args: readonly string[]): Promise<number> =>
         answers.push({ endpoint, ...status });
         const { member, leader, term, commitIndex, appliedIndex, revision } = status;
         const compact = status.compactRevision;
-        rows.push([endpoint, member, leader, term, commitIndex, appliedIndex, revision, compact]);
+        rows.push([endpoint, member, leader, term, commitIndex, appliedIndex, revision, compact, status.epoch]);
+        const from = status.restoredFrom;
+        if (from !== null && from !== undefined) {
+          restoredFrom = `restored from backup sha256 ${from.fileSha256} (revision ${from.oldRevision}, epoch ${from.oldEpoch}) into epoch ${from.epoch} at ${from.time}`;
+        }
       } catch (error) {
         failures++;
         const code = (error as { code?: string }).code ?? 'unavailable';
         answers.push({ endpoint, error: { code, message: (error as Error).message } });
-        rows.push([endpoint, 'unreachable', '', '', '', '', '', '']);
+        rows.push([endpoint, 'unreachable', '', '', '', '', '', '', '']);
       }
     }
     if (format === 'json') printJson(answers);
     else if (format === 'table') {
       const header = ['ENDPOINT', 'MEMBER', 'LEADER', 'TERM', 'COMMIT', 'APPLIED', 'REVISION'];
-      printTable([...header, 'COMPACT'], rows);
+      printTable([...header, 'COMPACT', 'EPOCH'], rows);
     }
     else for (const row of rows) console.log(row.filter((cell) => cell !== '').join(', '));
+    if (format !== 'json' && restoredFrom !== null) console.log(restoredFrom);
     return failures === seeds.length ? exitCodes.unavailable : exitCodes.ok;
   });
 

@@ -50,7 +50,7 @@ export const commandTable: readonly CommandRow[] = [
     flags: ['--peer-url', '--client-url', '--name', '--wait-s'], actions: ['list', 'add', 'promote', 'remove', 'replace'] },
   { name: 'status', summary: 'the cell as one node sees it', client: true, flags: [] },
   { name: 'compact', summary: 'compact the history up to a revision', client: true, flags: [] },
-  { name: 'snapshot', summary: 'save or check a snapshot file', client: true, flags: [], actions: ['save', 'status'] },
+  { name: 'snapshot', summary: 'save, check or restore a snapshot file', client: true, flags: [], actions: ['save', 'status', 'inspect', 'restore'] },
   { name: 'lock', summary: 'hold a lock, or run a command under it', client: true,
     flags: ['--ttl', '--wait', '--owner', '--kill-grace'] },
   { name: 'elect', summary: 'campaign in an election, or observe it', client: true, flags: ['--ttl', '--wait', '--count'] },

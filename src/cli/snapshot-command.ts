@@ -20,16 +20,19 @@ import {
   UsageError,
 } from './client-command.js';
 import { snapshotStatus, type SnapshotStatus } from './snapshot-status.js';
+import { snapshotRestoreCommand } from './snapshot-restore.js';
 
 const snapshotHelp = `usage: baton snapshot save FILE
-       baton snapshot status FILE
+       baton snapshot status FILE        (or: baton snapshot inspect FILE)
+       baton snapshot restore FILE ... (see baton snapshot restore --help)
   save    Saves a consistent snapshot of one node's state machine (every key, retained history,
           leases) to FILE, atomically: FILE appears only once the whole download passed its
           SHA-256 and the snapshot's own entry-count/checksum check. Endpoints are tried in order
           until one answers. The snapshot is that node's applied state (it may trail the leader).
   status  Checks FILE (from \`baton snapshot save\` or \`etcdctl snapshot save\` against Baton) and
           prints its hash (HashKV at its revision), revision, total keys and size, as
-          \`etcdctl snapshot status\` does for etcd's files.`;
+          \`etcdctl snapshot status\` does for etcd's files, with its leases and fencing epoch
+          (\`inspect\` is the same).`;
 
 export interface SavedSnapshot {
   readonly file: string;
@@ -43,11 +46,11 @@ export interface SavedSnapshot {
 }
 
 export const snapshotCommand = (args: readonly string[]): Promise<number> =>
-  runWithClient(snapshotHelp, args, async () => {
+  args[0] === 'restore' ? snapshotRestoreCommand(args.slice(1)) : runWithClient(snapshotHelp, args, async () => {
     const { positionals, format, endpoints } = parseCommand(args, {});
-    requirePositionals(positionals, 2, 2, '"save" or "status" and one FILE');
+    requirePositionals(positionals, 2, 2, '"save", "status" or "inspect" and one FILE');
     const file = resolve(positionals[1] as string);
-    if (positionals[0] === 'status') return printStatus(snapshotStatus(file), format);
+    if (positionals[0] === 'status' || positionals[0] === 'inspect') return printStatus(snapshotStatus(file), format);
     if (positionals[0] !== 'save') throw new UsageError(`unknown snapshot action ${positionals[0]}`);
     const saved = await saveSnapshot(endpoints ?? [...defaultEndpoints], file);
     if (format === 'json') printJson(saved);
@@ -66,9 +69,9 @@ export const snapshotCommand = (args: readonly string[]): Promise<number> =>
 function printStatus(status: SnapshotStatus, format: string | undefined): number {
   if (format === 'json') printJson(status);
   else {
-    const { hash, revision, totalKeys, totalSize, appliedIndex, compactRevision, framing } = status;
-    printTable(['HASH', 'REVISION', 'TOTAL KEYS', 'TOTAL SIZE', 'COMPACT REVISION', 'INDEX', 'SAVED BY'],
-      [[hash, revision, totalKeys, totalSize, compactRevision, appliedIndex, framing]]);
+    const { hash, revision, totalKeys, totalSize, appliedIndex, compactRevision, framing, leases, epoch } = status;
+    printTable(['HASH', 'REVISION', 'TOTAL KEYS', 'TOTAL SIZE', 'COMPACT REVISION', 'INDEX', 'LEASES', 'EPOCH', 'SAVED BY'],
+      [[hash, revision, totalKeys, totalSize, compactRevision, appliedIndex, leases, epoch, framing]]);
   }
   return exitCodes.ok;
 }

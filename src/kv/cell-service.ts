@@ -36,6 +36,8 @@ export interface CellServiceConfig {
   /** The static --initial-cluster list, shown when no membership view is given. */
   readonly members: readonly MemberInfo[];
   readonly requestTimeoutMs: number;
+  /** What `baton snapshot restore` recorded in this member's data directory; absent or null: not restored. */
+  readonly restoredFrom?: api.RestoreRecord | null;
 }
 
 /** What the KV service needs from the node's driver (NodeDriver). */
@@ -219,6 +221,8 @@ export class CellService implements api.CellApi, CommandProposer {
       appliedIndex: this.store.appliedIndex,
       revision: this.store.revision,
       compactRevision: this.store.compactRevision,
+      epoch: this.store.epoch,
+      restoredFrom: this.config.restoredFrom ?? null,
       members: (this.membership?.members() ?? this.config.members).map((member) => {
         return {
           id: member.id,

@@ -102,5 +102,5 @@ export interface ElectionApi {
 }
 
 export { lockKeyPrefix, electionKeyPrefix } from '../base/queue-prefixes.js';
-/** The sequence part of a contender key: the creation revision, 12 digits. */
+/** The sequence part of a contender key: the creation revision, 12 digits (`r` and 16 digits from 10^12 on: mvcc/validate.ts). */
 export const sequenceDigits = 12;

@@ -27,6 +27,22 @@ export interface NodeIdentity {
   readonly bootstrap: readonly MemberInfo[];
   /** Joined a running cell: its first configuration comes from the log, not from the flags. */
   readonly joined: boolean;
+  /** The data directory was written by `baton snapshot restore` (node/restore.ts), else null. */
+  readonly restoredFrom: RestoreRecord | null;
+}
+
+/** What a restored cell records of the backup it came from (shown in /v1/cluster/status). */
+export interface RestoreRecord {
+  /** SHA-256 of the backup file. */
+  readonly fileSha256: string;
+  /** The old cell's cluster id when the restore was told it, else null (backups do not carry it). */
+  readonly oldClusterId: string | null;
+  readonly oldRevision: number;
+  readonly oldEpoch: number;
+  /** The restored cell's epoch (oldEpoch + 1). */
+  readonly epoch: number;
+  /** When this member's data directory was restored (ISO 8601). */
+  readonly time: string;
 }
 
 interface StoredIdentity {
@@ -36,6 +52,7 @@ interface StoredIdentity {
   name: string;
   joined?: boolean;
   members?: MemberInfo[];
+  restoredFrom?: RestoreRecord;
 }
 
 const joinAttemptsMax = 60;
@@ -46,12 +63,12 @@ export async function resolveIdentity(config: IdentityConfig, log: { info(m: str
   if (existsSync(path)) return checkStored(config, path, readStored(path));
   if (config.initialClusterState === 'new') {
     writeStored(path, { clusterId: config.clusterId, cellId: config.cellId, memberId: config.memberId, name: config.name });
-    return { clusterId: config.clusterId, memberId: config.memberId, bootstrap: config.members, joined: false };
+    return { clusterId: config.clusterId, memberId: config.memberId, bootstrap: config.members, joined: false, restoredFrom: null };
   }
   const found = await discover(config, log);
   writeStored(path, { ...found, cellId: config.cellId, name: config.name, joined: true });
   log.info(`joined cluster ${found.clusterId} as member ${found.memberId} (${found.members.length} members known)`);
-  return { clusterId: found.clusterId, memberId: found.memberId, bootstrap: found.members, joined: true };
+  return { clusterId: found.clusterId, memberId: found.memberId, bootstrap: found.members, joined: true, restoredFrom: null };
 }
 
 function readStored(path: string): StoredIdentity {
@@ -60,6 +77,17 @@ function readStored(path: string): StoredIdentity {
   } catch (error) {
     throw new CorruptFileError(path, 0, `unreadable member identity: ${(error as Error).message}`);
   }
+}
+
+/**
+ * The identity `baton snapshot restore` writes into a member's new data directory: the restored
+ * cell's cluster id (not the one the flags derive: a restore with the old flags is a new cluster).
+ */
+export function writeRestoredIdentity(
+  dataDir: string,
+  identity: { clusterId: string; cellId: string; memberId: number; name: string; restoredFrom: RestoreRecord },
+): void {
+  writeStored(join(dataDir, 'member.json'), identity);
 }
 
 function writeStored(path: string, identity: StoredIdentity): void {
@@ -80,13 +108,16 @@ function checkStored(config: IdentityConfig, path: string, stored: StoredIdentit
     if (stored.name !== config.name) refuse('name', stored.name, config.name);
     if (stored.cellId !== config.cellId) refuse('cellId', stored.cellId, config.cellId);
     const members = Array.isArray(stored.members) ? stored.members.filter(isMemberInfo) : [];
-    return { clusterId: stored.clusterId, memberId: stored.memberId, bootstrap: members, joined: true };
+    return { clusterId: stored.clusterId, memberId: stored.memberId, bootstrap: members, joined: true, restoredFrom: null };
   }
-  const expected = { clusterId: config.clusterId, cellId: config.cellId, memberId: config.memberId, name: config.name };
+  // A restored directory's cluster id came from the restore; its member must still be the one the flags name.
+  const restoredFrom = stored.restoredFrom ?? null;
+  const clusterId = restoredFrom === null ? config.clusterId : stored.clusterId;
+  const expected = { clusterId, cellId: config.cellId, memberId: config.memberId, name: config.name };
   for (const field of ['clusterId', 'cellId', 'memberId', 'name'] as const) {
     if (stored[field] !== expected[field]) refuse(field, stored[field], expected[field]);
   }
-  return { clusterId: config.clusterId, memberId: config.memberId, bootstrap: config.members, joined: false };
+  return { clusterId, memberId: config.memberId, bootstrap: config.members, joined: false, restoredFrom };
 }
 
 interface Discovered {

@@ -8,6 +8,7 @@ import {
   PreconditionFailedError,
 } from '../base/errors.js';
 import { compareBytes, fromUtf8, utf8 } from './bytes.js';
+import { checkEpochRoom } from './epoch.js';
 import { currentRange } from './layout.js';
 import { applyLeaseCommand, checkPutLeases } from './lease-apply.js';
 import { applySeqCommand } from './seq-apply.js';
@@ -58,6 +59,8 @@ export function applyCommand(
     return { result: { type: 'ownershipSet', epoch: applyOwnershipSet(writer, op).table.epoch, revision: meta.revision }, meta };
   }
   if (op.type === 'put') checkPutLeases(writer, [op], limits);
+  // Every command below may issue a revision: none may leave the epoch (refused before any write).
+  checkEpochRoom(meta.epoch, meta.revision);
   const revisions = new RevisionWriter(writer, meta.revision, meta.storeFormat);
   let result: CommandResult;
   switch (op.type) {

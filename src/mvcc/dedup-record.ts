@@ -31,6 +31,7 @@ import {
   PreconditionFailedError,
   QuotaExceededError,
   TooLargeError,
+  UnavailableError,
 } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
 import { fromLatin1, fromUtf8, latin1, utf8 } from './bytes.js';
@@ -431,6 +432,9 @@ function errorFromJson(json: ErrorJson): BatonError {
       return new LockNotHeldError(json.message, details);
     case 'quota_exceeded':
       return new QuotaExceededError(json.message, details);
+    case 'unavailable':
+      // Only the spent epoch (mvcc/epoch.ts) is decided at apply with this code.
+      return new UnavailableError(json.message, details);
     case 'invalid_argument':
       if ('currentRevision' in details) {
         return new FutureRevisionError(number('revision'), number('currentRevision'));

@@ -1,6 +1,7 @@
 // The MVCC state machine: revisions, history, transactions, compaction, Request-ID dedup and
 // snapshots over a small ordered KvEngine (LMDB in src/storage, MemoryEngine here).
 export { MvccStore } from './store.js';
+export { checkEpochRoom, epochEnd, epochFloor, epochOfRevision, epochRevisions, epochUsedFraction, epochWarnFraction } from './epoch.js';
 export { policyRecordBytesMax, readPolicyRecord, type StoredPolicy } from './policy-record.js';
 export { readLeaseKeys } from './read.js';
 export type { MvccSnapshot } from './store.js';

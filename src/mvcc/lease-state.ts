@@ -215,3 +215,14 @@ export function adjustLeaseKeyCount(writer: KvWriter, id: number, delta: 1 | -1)
   assert(lease.keyCount + delta >= 0, 'a lease never holds fewer than zero keys');
   writer.put(grantKey(id), encodeLease({ ...lease, keyCount: lease.keyCount + delta }));
 }
+
+/**
+ * A lease record carried into a restored cell (restore-epoch.ts): its remaining TTL plus a grace,
+ * never above its TTL (the table's invariant); any other entry unchanged. The grace covers the
+ * new cell's first election, so no owner loses its keys before it could renew.
+ */
+export function withRestoreGrace(key: Uint8Array, value: Uint8Array, graceMs: number): Uint8Array {
+  if (key.length !== 1 + 8 || key[0] !== grantPrefix[0]) return value;
+  const lease = decodeLease(readU64(key, 1), value);
+  return encodeLease({ ...lease, remainingMs: Math.min(lease.ttlMs, lease.remainingMs + graceMs) });
+}

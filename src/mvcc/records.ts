@@ -248,18 +248,24 @@ export const initialMeta: MvccMeta = {
   compactRevision: 0,
   dedupClockMs: 0,
   storeFormat: storeFormatLatest,
+  epoch: 0,
 };
 
-/** u8 storeFormat, u64 appliedIndex, appliedTerm, revision, compactRevision, dedupClockMs. */
+/**
+ * u8 storeFormat, u64 appliedIndex, appliedTerm, revision, compactRevision, dedupClockMs, then
+ * u64 epoch only when it is not 0: a store of epoch 0 (every store before restores) keeps its
+ * bytes, and a version without epochs refuses a restored store's meta rather than misread it.
+ */
 export function encodeMeta(meta: MvccMeta): Uint8Array {
-  return new ByteWriter(41)
+  const writer = new ByteWriter(49)
     .u8(meta.storeFormat)
     .u64(meta.appliedIndex)
     .u64(meta.appliedTerm)
     .u64(meta.revision)
     .u64(meta.compactRevision)
-    .u64(meta.dedupClockMs)
-    .finish();
+    .u64(meta.dedupClockMs);
+  if (meta.epoch !== 0) writer.u64(meta.epoch);
+  return writer.finish();
 }
 
 export function decodeMeta(bytes: Uint8Array): MvccMeta {
@@ -274,6 +280,7 @@ export function decodeMeta(bytes: Uint8Array): MvccMeta {
     compactRevision: reader.u64(),
     dedupClockMs: reader.u64(),
     storeFormat: format as StoreFormat,
+    epoch: reader.remaining === 0 ? 0 : reader.u64(),
   };
   reader.end();
   return meta;

@@ -3,14 +3,14 @@
 // gets is exactly the state at its own revision (nothing can slip between list and watch), and a
 // grant re-checks that the contender's key (hence its lease) is still alive.
 import { assert } from '../base/assert.js';
-import { LeaseNotFoundError, LockHeldError, LockNotHeldError } from '../base/errors.js';
+import { InvalidArgumentError, LeaseNotFoundError, LockHeldError, LockNotHeldError } from '../base/errors.js';
 import { fromUtf8, prefixEnd, utf8 } from './bytes.js';
 import { currentKey, currentRange } from './layout.js';
 import { checkPutLeases } from './lease-apply.js';
 import { readLease } from './lease-state.js';
 import { decodeRecord } from './records.js';
 import type { RevisionWriter } from './revision-writer.js';
-import { seqDigits, validateSeqKey } from './validate.js';
+import { seqSuffix, validateSeqKey } from './validate.js';
 import type {
   KeyValue,
   KvRange,
@@ -43,8 +43,11 @@ export function applySeqCommand(
 }
 
 function applyCreate(revisions: RevisionWriter, op: SeqCreateOp, limits: MvccLimits, bugs: MvccBugs): SeqCreateResult {
-  const key = `${op.prefix}${String(revisions.revision).padStart(seqDigits, '0')}`;
-  assert(key.length - op.prefix.length === seqDigits, 'revisions fit the sequence width');
+  const key = `${op.prefix}${seqSuffix(revisions.revision)}`;
+  // The prefix was checked for 12 digits of room; the wide form of later epochs takes 5 more.
+  if (utf8(key).length > limits.keyBytesMax) {
+    throw new InvalidArgumentError('a queue prefix ends with "/" and leaves room for the sequence', { prefix: op.prefix });
+  }
   if (op.ifEmpty) {
     const owner = firstUnder(revisions.writer, op.prefix);
     if (owner !== null) {

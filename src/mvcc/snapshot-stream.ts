@@ -86,8 +86,12 @@ export function* decodeSnapshot(chunks: Iterable<Uint8Array>): Generator<KvEntry
   const input = new ChunkReader(chunks[Symbol.iterator]());
   const header = input.take(5);
   const streamFormat = header[4] as number;
-  if (header.subarray(0, 4).some((byte, i) => byte !== magic[i]) || (streamFormat !== 1 && streamFormat !== format)) {
-    throw new CorruptFileError(streamName, 0, 'not a Baton snapshot (bad magic or format)');
+  if (header.subarray(0, 4).some((byte, i) => byte !== magic[i])) {
+    throw new CorruptFileError(streamName, 0, 'not a Baton snapshot (bad magic)');
+  }
+  if (streamFormat !== 1 && streamFormat !== format) {
+    // Another version's file: name both, so the operator knows which Baton reads it.
+    throw new CorruptFileError(streamName, 4, `snapshot format version ${streamFormat}: this version reads 1 and ${format}`);
   }
   const hasher = streamCheck(streamFormat);
   let entryCount = 0;

@@ -26,6 +26,7 @@ import { leaseCount, readLease, readLeases, type LeaseRecord } from './lease-sta
 import { readEvents, readLeaseKeys, readRange, type ReadContext } from './read.js';
 import { decodeMeta, encodeMeta, initialMeta } from './records.js';
 import { decodeSnapshot, encodeSnapshot } from './snapshot-stream.js';
+import { restoreIntoNextEpoch } from './restore-epoch.js';
 import { utf8 } from './bytes.js';
 import { validateCount, validateRequestId } from './validate.js';
 import {
@@ -108,6 +109,10 @@ export class MvccStore {
   }
   get compactRevision(): number {
     return this.meta.compactRevision;
+  }
+  /** The fencing epoch its revisions live in (epoch.ts; 0 unless made by a restore). */
+  get epoch(): number {
+    return this.meta.epoch;
   }
   /** The format this store writes its records in (replicated: see StoreFormat). */
   get storeFormat(): StoreFormat {
@@ -372,6 +377,8 @@ export class MvccStore {
     }
     hasher.updateNumber(meta.revision).updateNumber(meta.compactRevision);
     hasher.updateNumber(meta.dedupClockMs);
+    // Epoch 0 hashes as before epochs existed.
+    if (meta.epoch !== 0) hasher.updateNumber(meta.epoch);
     if (options.includeAppliedIndex === true) {
       hasher.updateNumber(meta.appliedIndex).updateNumber(meta.appliedTerm);
     }
@@ -408,6 +415,24 @@ export class MvccStore {
     this.ownershipCache = undefined;
     this.engine.replaceAll(decodeSnapshot(chunks));
     this.meta = loadMeta(this.engine);
+  }
+
+  /**
+   * Replaces the whole store with a backup carried into the next fencing epoch (restore-epoch.ts),
+   * atomically; returns the backup's meta and the new one. Damage in the stream aborts it all.
+   */
+  restoreNextEpoch(chunks: Iterable<Uint8Array>, options: { leaseGraceMs: number }): { old: MvccMeta; restored: MvccMeta } {
+    let metas: { old: MvccMeta; restored: MvccMeta } | null = null;
+    this.dedupOldestMs = null;
+    this.compactionCache = null;
+    this.policyCache = null;
+    const onMeta = (old: MvccMeta, restored: MvccMeta): void => {
+      metas = { old, restored };
+    };
+    this.engine.replaceAll(restoreIntoNextEpoch(decodeSnapshot(chunks), { ...options, onMeta }));
+    this.meta = loadMeta(this.engine);
+    assert(metas !== null, 'the restore read the backup meta');
+    return metas;
   }
 
   private readContext(): ReadContext {

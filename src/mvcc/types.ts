@@ -529,4 +529,9 @@ export interface MvccMeta {
   readonly dedupClockMs: number;
   /** The format this store writes (the meta record's first byte). */
   readonly storeFormat: StoreFormat;
+  /**
+   * The fencing epoch (epoch.ts): revisions stay in [epoch * 2^40, (epoch + 1) * 2^40). 0 for
+   * every store not made by a restore; a restore starts the new cell at the old epoch + 1.
+   */
+  readonly epoch: number;
 }

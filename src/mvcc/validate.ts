@@ -1,6 +1,7 @@
 // Validation of commands and reads against api.md's rules and the configured limits. Pure and
 // deterministic: apply runs it again on every replica, so a committed entry that breaks a limit
 // fails the same way everywhere and changes nothing.
+import { assert } from '../base/assert.js';
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { compareBytes, prefixEnd, utf8 } from './bytes.js';
 import { validateLeaseTtl } from './lease-state.js';
@@ -229,9 +230,25 @@ export function validateCommand(op: Command, limits: MvccLimits): void {
   }
 }
 
-/** Contender keys are `{prefix}{12 digits}`: fixed width, so key order is revision order. */
+/**
+ * Contender keys are `{prefix}{12 digits}`: fixed width, so key order is revision order. A
+ * revision of 10^12 or more (a restored cell's epoch, mvcc/epoch.ts, starts at 2^40) is written
+ * `r{16 digits}`: 'r' sorts after every digit, so such a key follows every 12-digit one of the
+ * same queue (a contender restored from the backup stays ahead of the new cell's), and 16 digits
+ * hold every revision below 2^53. Cells of epoch 0 below 10^12 revisions never write the wide form.
+ */
 export const seqDigits = 12;
-const seqKeyPattern = new RegExp(`^\\d{${seqDigits}}$`);
+const seqWideMark = 'r';
+const seqWideDigits = 16;
+const seqNarrowEnd = 10 ** seqDigits;
+const seqKeyPattern = new RegExp(`^(\\d{${seqDigits}}|${seqWideMark}\\d{${seqWideDigits}})$`);
+
+/** The sequence part of the contender key created at `revision`. */
+export function seqSuffix(revision: number): string {
+  assert(Number.isSafeInteger(revision) && revision > 0, 'a contender revision is a positive count');
+  if (revision < seqNarrowEnd) return String(revision).padStart(seqDigits, '0');
+  return `${seqWideMark}${String(revision).padStart(seqWideDigits, '0')}`;
+}
 
 function validateSeqPrefix(prefix: unknown, limits: MvccLimits): void {
   const bytes = validateKey(prefix, limits);
@@ -243,8 +260,12 @@ function validateSeqPrefix(prefix: unknown, limits: MvccLimits): void {
 /** Returns the key's sequence number (its createRevision). */
 export function validateSeqKey(prefix: string, key: unknown, limits: MvccLimits): number {
   validateSeqPrefix(prefix, limits);
-  if (typeof key !== 'string' || !key.startsWith(prefix) || !seqKeyPattern.test(key.slice(prefix.length))) {
+  const suffix = typeof key === 'string' && key.startsWith(prefix) ? key.slice(prefix.length) : '';
+  const wide = suffix.startsWith(seqWideMark);
+  const revision = Number(wide ? suffix.slice(1) : suffix);
+  // The wide form only for what the narrow one cannot hold: one key per revision.
+  if (!seqKeyPattern.test(suffix) || (wide && revision < seqNarrowEnd)) {
     throw new InvalidArgumentError(`not a contender key of ${prefix}`, { key });
   }
-  return Number(key.slice(prefix.length));
+  return revision;
 }

@@ -49,6 +49,8 @@ export interface NodeConfig {
   readonly corruptCheckMs: number;
   /** --control-plane: this cell holds the cell map and serves /v1/control (docs/design/cells.md). */
   readonly controlPlane: boolean;
+  /** --backup-dir/--backup-every/--backup-keep (node/backup-task.ts): the leader's scheduled backups; null = off. */
+  readonly backup: { readonly dir: string; readonly everyMs: number; readonly keep: number } | null;
   /** --audit-log FILE (src/audit): JSON lines, durable before an audited operation is answered; null = off. */
   readonly auditLog: { readonly path: string; readonly maxBytes: number } | null;
   /**
@@ -109,6 +111,9 @@ const options = {
   'checkpoint-ms': { type: 'string' },
   'corrupt-check-ms': { type: 'string' },
   'audit-log': { type: 'string' },
+  'backup-dir': { type: 'string' },
+  'backup-every': { type: 'string' },
+  'backup-keep': { type: 'string' },
   'audit-log-max-bytes': { type: 'string' },
   'encryption-key-file': { type: 'string' },
   'encryption-key-command': { type: 'string' },
@@ -283,6 +288,7 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     // Off by default, as etcd's --experimental-corrupt-check-time: a round reads every member's key space.
     corruptCheckMs: integer(raw, 'corrupt-check-ms', 0, 0, 86_400_000),
     controlPlane: booleanFlag(raw['control-plane'], 'control-plane'),
+    backup: backupSchedule(raw),
     auditLog: raw['audit-log'] === undefined || raw['audit-log'] === ''
       ? null
       : { path: raw['audit-log'], maxBytes: integer(raw, 'audit-log-max-bytes', 64 * 1024 * 1024, 4096, 1024 * 1024 * 1024 * 16) },
@@ -350,19 +356,30 @@ function autoCompaction(modeText: string | undefined, retentionText: string | un
 
 const durationUnitMs: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
 
+function backupSchedule(raw: Raw): NodeConfig['backup'] {
+  const dir = raw['backup-dir'];
+  if (dir === undefined || dir === '') {
+    if (raw['backup-every'] !== undefined || raw['backup-keep'] !== undefined) throw new ConfigError('--backup-every and --backup-keep need --backup-dir');
+    return null;
+  }
+  const everyMs = durationMs(raw['backup-every'] ?? '1h', 'backup-every');
+  if (everyMs < 1_000) throw new ConfigError(`--backup-every: "${raw['backup-every']}" must be at least 1s`);
+  return { dir, everyMs, keep: integer(raw, 'backup-keep', 24, 1, 10_000) };
+}
+
 /** A bare integer is hours (etcd); else Go's duration syntax with h, m, s and ms: `1h30m`, `1.5h`. */
-function durationMs(text: string): number {
+function durationMs(text: string, flag = 'auto-compaction-retention'): number {
   // `5` is `5h`: etcd reads a bare retention as hours.
   const spelled = /^\d+$/.test(text) ? `${text}h` : text;
   if (!/^(\d+(\.\d+)?(h|ms|m|s))+$/.test(spelled)) {
-    throw new ConfigError(`--auto-compaction-retention: "${text}" must be hours (a bare integer) or a duration like 1h, 30m, 90s, 1h30m`);
+    throw new ConfigError(`--${flag}: "${text}" must be hours (a bare integer) or a duration like 1h, 30m, 90s, 1h30m`);
   }
   let ms = 0;
   for (const match of spelled.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s)/g)) {
     ms += Number(match[1]) * (durationUnitMs[match[2] as string] as number);
   }
   const rounded = Math.round(ms);
-  if (!Number.isSafeInteger(rounded)) throw new ConfigError(`--auto-compaction-retention: "${text}" is too long`);
+  if (!Number.isSafeInteger(rounded)) throw new ConfigError(`--${flag}: "${text}" is too long`);
   return rounded;
 }
 

@@ -3,10 +3,11 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Gauge } from '../metrics/registry.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
+import { epochUsedFraction, epochWarnFraction } from '../mvcc/index.js';
 
 export function addNodeGauges(
   metrics: NodeMetrics,
-  state: { readonly wal: { stats(): { syncs: number } }; readonly store: { leaseCount(): number } },
+  state: { readonly wal: { stats(): { syncs: number } }; readonly store: { leaseCount(): number; readonly epoch: number; readonly revision: number } },
   transport: { stats(): { peers: ReadonlyMap<unknown, { sentMessages: number; sentWrites: number }> } },
   driver: { readonly applyBatches: number },
   leases: { readonly trackedCount: number },
@@ -33,5 +34,12 @@ export function addNodeGauges(
   registry.add(new Gauge('baton_peer_sent_writes_total', 'Socket writes to peers (each carries the messages of one flush)', () => sentTotal('sentWrites')));
   registry.add(new Gauge('baton_apply_batches_total', 'State machine write transactions for committed entries', () => driver.applyBatches));
   registry.add(new Gauge('baton_leases', 'Leases in the replicated table', () => state.store.leaseCount()));
+  // The fencing epoch (docs/design/restore.md): at its end the cell refuses writes until restored
+  // into the next one; the alarm gauge says so at 90%, long before (years at usual write rates).
+  const used = (): number => epochUsedFraction(state.store.epoch, state.store.revision);
+  registry.add(new Gauge('baton_epoch', 'The fencing epoch this cell\'s revisions live in (0 unless restored)', () => state.store.epoch));
+  registry.add(new Gauge('baton_epoch_revisions_used_ratio', 'Share of the epoch\'s 2^40 revisions issued', used));
+  registry.add(new Gauge('baton_epoch_alarm', '1 once 90% of the epoch\'s revisions are issued: plan a restore into a new epoch',
+    () => (used() >= epochWarnFraction ? 1 : 0)));
   registry.add(new Gauge('baton_leases_tracked', 'Lease deadlines tracked here (the leader only)', () => leases.trackedCount));
 }

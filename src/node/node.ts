@@ -37,6 +37,7 @@ import { addNodeGauges } from './node-gauges.js';
 import { PeerInbox } from './peer-inbox.js';
 import { startApis } from './apis.js';
 import { startAutoCompaction } from './compactor-wiring.js';
+import { BackupTask } from './backup-task.js';
 import { checkpointEntriesMax, gracefulStopMs, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
 import { assert } from '../base/assert.js';
 import { PeerRttMeter, timedSender } from './peer-rtt.js';
@@ -100,6 +101,16 @@ export async function startNode(
   connect(state, peers, services, log, audit);
   const apis = await startApis(config, state, services, log, tls, audit);
   const compactor = startAutoCompaction(config, { ...state, ...services }, realTimers, log);
+  const backups = config.backup === null ? null : new BackupTask(config.backup, {
+    store: state.store,
+    isLeader: () => services.driver.status().role === 'leader',
+    identity: { clusterId: config.clusterId, cell: config.cellId, member: config.memberId },
+    timers: realTimers,
+    nowMs: () => Date.now(),
+    log,
+  });
+  backups?.registerMetrics(state.metrics.registry);
+  backups?.start();
   const ticker = setInterval(() => {
     services.driver.tick();
     services.leases.tick();
@@ -113,6 +124,7 @@ export async function startNode(
       }
       clearInterval(ticker);
       compactor.stop();
+      await backups?.stop();
       services.leases.stop();
       services.locks.stop();
       peers.leaseForwarder.stop();
@@ -150,7 +162,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   mkdirSync(initial.dataDir, { recursive: true });
   // A node that joined a running cell got its id and cluster id from the cell (member.json).
   const identity: NodeIdentity = await resolveIdentity(initial, log);
-  const config = { ...initial, memberId: identity.memberId, clusterId: identity.clusterId };
+  const config = { ...initial, memberId: identity.memberId, clusterId: identity.clusterId, restoredFrom: identity.restoredFrom };
   // The store first: it is the durable state, at its last checkpoint after an OS crash
   // (storage/checkpointer.ts); the WAL holds what came after.
   const dbDirectory = join(config.dataDir, 'db');
@@ -350,6 +362,12 @@ function connect(state: DurableState, peers: Peers, services: NodeServices, log:
     // First: an audited entry's record is queued before its proposer hears the outcome.
     ...(audit === null ? [] : [{ onApplied: (entries: readonly Entry[], outcomes: readonly ApplyOutcome[]) => {
       for (const record of auditRecordsOf(entries, outcomes)) audit.record(record);
+      // A restored cell's log starts at 1: every member that applies its first entry records the
+      // restore once (the same record on each, as for a committed change), before anything else.
+      const restoredFrom = state.identity.restoredFrom;
+      if (restoredFrom !== null && entries[0]?.index === 1) {
+        audit.record({ event: 'restore', principal: null, index: 1, result: 'ok', detail: { ...restoredFrom } });
+      }
     } }]),
     leases,
     membership,

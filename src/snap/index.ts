@@ -24,3 +24,4 @@ export type {
   SnapshotPolicyInput,
   SnapshotStoreOptions,
 } from './types.js';
+export { openBackupFile, type BackupFile } from './backup-file.js';

@@ -62,7 +62,7 @@ const allowedImports: Record<string, readonly string[]> = {
   bench: ['api'],
   // Synthetic clients over the client library, a fencing guard, and their own /metrics.
   canary: ['client', 'fencing', 'metrics'],
-  cli: ['base', 'bench', 'canary', 'client', 'keys', 'mvcc', 'node', 'raft', 'router', 'security', 'sim'],
+  cli: ['base', 'bench', 'canary', 'client', 'keys', 'mvcc', 'node', 'raft', 'router', 'security', 'sim', 'snap'],
   fuzz: ['api', 'base', 'node/testing'],
 };
 const coreUnits = ['base', 'raft', 'mvcc', 'watch', 'lease', 'lock', 'auth'];

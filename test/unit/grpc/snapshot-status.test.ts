@@ -34,6 +34,8 @@ test('snapshot status: both framings, the HashKV of the snapshot\'s revision, da
       assert.deepEqual({ hash, revision, compactRevision, totalKeys, appliedIndex, appliedTerm }, expected, name);
       assert.equal(status.framing, framing);
       assert.equal(status.totalSize, bytes.length);
+      assert.equal(status.epoch, 0);
+      assert.equal(status.leases, 0);
     }
     const damaged = Buffer.from(body);
     const middle = Math.floor(damaged.length / 2);

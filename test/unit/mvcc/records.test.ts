@@ -115,7 +115,7 @@ test('revision-index values: format 1 a u32, format 2 the fewest big-endian byte
 });
 
 test('the meta record: its first byte is the store format; format 1 as before; newer formats refused', () => {
-  const meta = { appliedIndex: 9, appliedTerm: 2, revision: 7, compactRevision: 3, dedupClockMs: 1_700_000_000_000 };
+  const meta = { appliedIndex: 9, appliedTerm: 2, revision: 7, compactRevision: 3, dedupClockMs: 1_700_000_000_000, epoch: 0 };
   for (const storeFormat of formats) {
     const bytes = encodeMeta({ ...meta, storeFormat });
     assert.equal(bytes.length, 41);
@@ -125,4 +125,13 @@ test('the meta record: its first byte is the store format; format 1 as before; n
   const newer = encodeMeta({ ...meta, storeFormat: 2 });
   newer[0] = 3;
   assert.throws(() => decodeMeta(newer), AssertionError);
+});
+
+test('the meta record: epoch 0 keeps the 41 bytes of stores before epochs; a later epoch appends it', () => {
+  const meta = { appliedIndex: 1, appliedTerm: 1, revision: 3 * 2 ** 40 + 5, compactRevision: 3 * 2 ** 40, dedupClockMs: 0, storeFormat: 2 as const };
+  const restored = encodeMeta({ ...meta, epoch: 3 });
+  assert.equal(restored.length, 49);
+  assert.deepEqual(decodeMeta(restored), { ...meta, epoch: 3 });
+  assert.deepEqual(decodeMeta(restored.subarray(0, 41)), { ...meta, epoch: 0 });
+  assert.throws(() => decodeMeta(restored.subarray(0, 45)), AssertionError);
 });

@@ -141,3 +141,14 @@ test('--print-config: each setting with its source, the effective values, and se
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('--backup-dir: off by default; every 1h and keep 24 unless given; bad values name the flag', () => {
+  assert.equal(parseNodeConfig(base, {}).backup, null);
+  assert.deepEqual(parseNodeConfig([...base, '--backup-dir', '/b'], {}).backup, { dir: '/b', everyMs: 3_600_000, keep: 24 });
+  assert.deepEqual(parseNodeConfig([...base, '--backup-dir', '/b', '--backup-every', '90s', '--backup-keep', '3'], {}).backup, { dir: '/b', everyMs: 90_000, keep: 3 });
+  assert.deepEqual(parseNodeConfig(base, { BATON_BACKUP_DIR: '/e', BATON_BACKUP_EVERY: '2h' }).backup, { dir: '/e', everyMs: 7_200_000, keep: 24 });
+  assert.throws(() => parseNodeConfig([...base, '--backup-every', '1h'], {}), /need --backup-dir/);
+  assert.throws(() => parseNodeConfig([...base, '--backup-dir', '/b', '--backup-every', 'soon'], {}), /--backup-every/);
+  assert.throws(() => parseNodeConfig([...base, '--backup-dir', '/b', '--backup-every', '10ms'], {}), /at least 1s/);
+  assert.throws(() => parseNodeConfig([...base, '--backup-dir', '/b', '--backup-keep', '0'], {}), /--backup-keep/);
+});

@@ -1,0 +1,97 @@
+// `baton snapshot restore`: one member's data directory of a NEW cell, made from a backup
+// (docs/design/restore.md). The store is the backup's carried into the next fencing epoch
+// (mvcc/restore-epoch.ts); the identity is a new cluster id, derived from the backup's hash, the
+// new epoch and a nonce that every member's restore of one cell shares. The directory is built
+// beside DIR and renamed into place last, so a crashed restore leaves no half cell a node could start.
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { ConfigError } from '../base/config-error.js';
+import { writeRestoredIdentity, type RestoreRecord } from '../membership/member-identity.js';
+import { MvccStore } from '../mvcc/index.js';
+import { openBackupFile, type BackupFile } from '../snap/index.js';
+import { LmdbEngine } from '../storage/index.js';
+import { syncDir } from '../snap/file-io.js';
+
+export interface RestoreMember {
+  readonly name: string;
+  /** Its place in --initial-cluster, as a bootstrapping node derives it (node/config.ts). */
+  readonly memberId: number;
+  readonly dataDir: string;
+}
+
+export interface RestorePlan {
+  readonly cellId: string;
+  /** Shared by every member's restore of one cell; generated (and printed) when not given. */
+  readonly nonce: string;
+  /** One election timeout of the new cell: added to every lease's remaining TTL. */
+  readonly leaseGraceMs: number;
+  readonly oldClusterId: string | null;
+}
+
+export interface RestoredMember {
+  readonly name: string;
+  readonly dataDir: string;
+  readonly clusterId: string;
+  readonly restoredFrom: RestoreRecord;
+  readonly keys: number;
+  readonly leases: number;
+}
+
+/** A fresh nonce: 16 random bytes, hex. */
+export function newRestoreNonce(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/** The restored cell's cluster id: the same for every member restored with one file and nonce. */
+export function restoredClusterId(fileSha256: string, epoch: number, nonce: string, oldClusterId: string | null): string {
+  const identity = ['baton-restore', oldClusterId ?? '', fileSha256, String(epoch), nonce].join('|');
+  return createHash('sha256').update(identity).digest('hex').slice(0, 16);
+}
+
+/** Checks FILE once (damage names the offset) before any member is written. */
+export function checkBackup(file: string): BackupFile {
+  return openBackupFile(resolve(file));
+}
+
+/** Writes one member's data directory; refuses a DIR that exists and is not empty. */
+export async function restoreMember(backup: BackupFile, member: RestoreMember, plan: RestorePlan): Promise<RestoredMember> {
+  const dataDir = resolve(member.dataDir);
+  if (existsSync(dataDir) && readdirSync(dataDir).length > 0) {
+    throw new ConfigError(`--data-dir ${dataDir} exists and is not empty: a restore writes a new member's directory`);
+  }
+  const building = `${dataDir}.restoring-${process.pid}`;
+  rmSync(building, { recursive: true, force: true });
+  const engine = LmdbEngine.open({ directory: join(building, 'db'), commits: 'synced' });
+  let metas;
+  let keys = 0;
+  let leases = 0;
+  try {
+    const store = new MvccStore(engine);
+    metas = store.restoreNextEpoch(backup.chunks(), { leaseGraceMs: plan.leaseGraceMs });
+    // Every key begins with "/" (base/key-name.ts): ["/", "0") is the whole key space.
+    keys = store.range({ type: 'get', key: '/', rangeEnd: Uint8Array.of(0x30), countOnly: true }).count;
+    leases = store.leaseCount();
+  } catch (error) {
+    await engine.close();
+    rmSync(building, { recursive: true, force: true });
+    throw error;
+  }
+  await engine.close();
+  const { old, restored } = metas;
+  const clusterId = restoredClusterId(backup.sha256, restored.epoch, plan.nonce, plan.oldClusterId);
+  const restoredFrom: RestoreRecord = {
+    fileSha256: backup.sha256,
+    oldClusterId: plan.oldClusterId,
+    oldRevision: old.revision,
+    oldEpoch: old.epoch,
+    epoch: restored.epoch,
+    time: new Date().toISOString(),
+  };
+  writeRestoredIdentity(building, { clusterId, cellId: plan.cellId, memberId: member.memberId, name: member.name, restoredFrom });
+  await syncDir(building);
+  if (existsSync(dataDir)) rmSync(dataDir, { recursive: true }); // empty (checked above)
+  renameSync(building, dataDir);
+  await syncDir(dirname(dataDir));
+  return { name: member.name, dataDir, clusterId, restoredFrom, keys, leases };
+}

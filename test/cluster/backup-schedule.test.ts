@@ -1,0 +1,67 @@
+// Scheduled backups (--backup-dir/--backup-every/--backup-keep) on a real 3-process cell: the
+// leader alone writes them (one per interval for the cell), keeps the newest N with their
+// metadata, each file checks and restores (`baton snapshot inspect`), the metrics count them, and
+// a backup that cannot be written shows as baton_backup_last_failed 1 while the cell serves on.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startTestCell, type TestCell } from './harness.js';
+import { baton } from './cli-run.js';
+import { BatonClient } from '../../src/client/index.js';
+
+let cell: TestCell;
+let client: BatonClient;
+const dirOf = (name: string): string => join(cell.dataDir, `backups-${name}`);
+
+before(async () => {
+  cell = await startTestCell({ argsFor: (name, dataDir) => ['--backup-dir', join(dataDir, `backups-${name}`), '--backup-every', '1s', '--backup-keep', '3'] });
+  client = new BatonClient({ endpoints: cell.cell.clientUrls() });
+});
+
+after(async () => {
+  await client?.close();
+  await cell?.close();
+});
+
+async function metric(name: string, member: string): Promise<number> {
+  const text = await (await fetch(`${cell.cell.clientUrl(member)}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return Number(line?.split(' ')[1] ?? NaN);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+test('the leader writes one backup per interval, keeps 3, each checks; a failed one is visible', { timeout: 90_000 }, async () => {
+  for (let i = 0; i < 20; i++) await client.put(`/b/${i}`, `v${i}`);
+  const written = await client.put('/b/last', 'x');
+  const { leader } = await client.status();
+  const leaderName = `n${leader}`;
+  await sleep(6_000);
+  assert.equal((await client.status()).leader, leader, 'no leader change during the test');
+  const snaps = readdirSync(dirOf(leaderName)).filter((f) => f.endsWith('.snap')).sort();
+  assert.equal(snaps.length, 3, `kept 3: ${snaps.join(', ')}`);
+  for (const name of cell.names.filter((n) => n !== leaderName)) {
+    assert.ok(!existsSync(dirOf(name)) || readdirSync(dirOf(name)).length === 0, `${name} (a follower) wrote none`);
+    assert.equal(await metric('baton_backup_success_total', name), 0);
+  }
+  const newest = join(dirOf(leaderName), snaps.at(-1) as string);
+  const meta = JSON.parse(readFileSync(`${newest}.json`, 'utf8')) as { revision: number; sha256: string; clusterId: string; bytes: number };
+  assert.ok(meta.revision >= written.revision);
+  assert.equal(meta.clusterId, (await client.status()).clusterId);
+  const inspected = await baton(['snapshot', 'inspect', newest, '-w', 'json']);
+  assert.equal(inspected.code, 0, inspected.stderr);
+  const status = JSON.parse(inspected.stdout) as { revision: number; sha256: string; totalSize: number };
+  assert.equal(status.revision, meta.revision);
+  assert.equal(status.sha256, meta.sha256);
+  assert.equal(status.totalSize, meta.bytes);
+  assert.ok(await metric('baton_backup_success_total', leaderName) >= 4);
+  assert.equal(await metric('baton_backup_last_failed', leaderName), 0);
+  // The directory becomes a file: the next backups fail, the metric says so, the cell serves on.
+  rmSync(dirOf(leaderName), { recursive: true });
+  writeFileSync(dirOf(leaderName), 'not a directory');
+  await sleep(2_500);
+  assert.equal(await metric('baton_backup_last_failed', leaderName), 1);
+  assert.ok(await metric('baton_backup_failures_total', leaderName) >= 1);
+  await client.put('/b/after', 'still serving');
+});
