@@ -110,7 +110,13 @@ test('a refusal is recorded by the member that refused it; baton audit reads the
   ] as const) assert.equal((await gw(path, body)).status, 200, path);
   const denied = await http(url('n3', '/v1/kv/app/x'), { method: 'PUT', body: 'anonymous' });
   assert.equal(denied.status, 403);
-  assert.ok(records('n3').some((r) => r.event === 'denied' && r.principal === ''), 'n3 recorded its refusal');
+  // A refusal's record is written after the answer (nothing was acknowledged): wait for it, bounded.
+  let recorded = false;
+  for (let i = 0; i < 100 && !recorded; i++) {
+    recorded = records('n3').some((r) => r.event === 'denied' && r.principal === '');
+    if (!recorded) await sleep(20);
+  }
+  assert.ok(recorded, 'n3 recorded its refusal');
   assert.ok(!records('n3').some((r) => JSON.stringify(r).includes('"hash"')), 'no password hash is ever written');
   const baton = join(process.cwd(), 'dist', 'src', 'cli', 'main.js');
   const grep = execFileSync(process.execPath, [baton, 'audit', 'grep', logOf('n1'), '--event', 'policy'], { encoding: 'utf8' });
