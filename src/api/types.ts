@@ -1,6 +1,7 @@
 // The native API's operations and answers, as the HTTP, stream and gRPC layers hand them to a
 // cell (see ../shared/spec/api.md). Values are bytes; the wire layers choose UTF-8 or base64.
 
+import type { RestoreRecord } from '../membership/member-identity.js';
 import type { StoredPolicy } from '../mvcc/index.js';
 import type * as mvcc from '../mvcc/index.js';
 
@@ -76,15 +77,8 @@ export interface ClusterStatus {
   readonly members: readonly MemberStatus[];
 }
 
-/** What a restored cell records of its backup (membership/member-identity.ts writes it). */
-export interface RestoreRecord {
-  readonly fileSha256: string;
-  readonly oldClusterId: string | null;
-  readonly oldRevision: number;
-  readonly oldEpoch: number;
-  readonly epoch: number;
-  readonly time: string;
-}
+/** What a restored cell records of its backup: membership/member-identity.ts writes it. */
+export type { RestoreRecord } from '../membership/member-identity.js';
 
 /**
  * The node's audit log as the edges see it (src/audit): an operation decided at the edge and not
