@@ -11,46 +11,24 @@
 // PeerTransport in this process against this build's: heartbeats both ways and a snapshot.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { RaftMessage } from '../../src/raft/index.js';
 import type { IncomingSnapshot } from '../../src/transport/index.js';
 import { startNode, until } from '../unit/transport/tcp-helpers.js';
 import { findLeader, http, putSurely, sleep, startTestCell } from './harness.js';
+import { oldBuild, repoRoot } from './old-build.js';
 
 const oldCommit = 'f266807';
-const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..');
 
-/** The old build's root (built here unless BATON_OLD_BUILD names one), or why there is none. */
-function oldBuild(): { dir: string; cleanup: () => void } | string {
-  const given = process.env.BATON_OLD_BUILD;
-  if (given !== undefined && given !== '') {
-    return existsSync(join(given, 'dist/src/cli/main.js')) ? { dir: given, cleanup: () => {} } : `no build in ${given}`;
-  }
-  try {
-    execFileSync('git', ['-C', repoRoot, 'cat-file', '-e', `${oldCommit}^{commit}`], { stdio: 'ignore' });
-  } catch {
-    return `commit ${oldCommit} not in this checkout's history`;
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'baton-old-'));
-  const archive = execFileSync('git', ['-C', repoRoot, 'archive', oldCommit], { maxBuffer: 1 << 30 });
-  execFileSync('tar', ['-x', '-C', dir], { input: archive });
-  symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'));
-  execFileSync(process.execPath, [join(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: dir, stdio: 'ignore' });
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
-}
-
-const build = oldBuild();
+const build = oldBuild(oldCommit);
 after(() => {
   if (typeof build !== 'string') build.cleanup();
 });
 
 test('a cell upgrades from peer protocol 2 to 3 one member at a time under writes', { skip: typeof build === 'string' ? build : false, timeout: 180_000 }, async (t) => {
   assert.ok(typeof build !== 'string');
-  const oldCli = join(build.dir, 'dist/src/cli/main.js');
+  const oldCli = build.cli;
   const onOld = new Set(['n1', 'n2']);
   const cell = await startTestCell({ cliPathFor: (name) => (onOld.has(name) ? oldCli : join(repoRoot, 'dist/src/cli/main.js')) });
   try {
