@@ -18,9 +18,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BatonClient } from '../../src/client/index.js';
 import { stopBoundMs } from '../../src/base/limits.js';
-import { parseNodeConfig } from '../../src/node/config.js';
 import { cliPath } from './cli-run.js';
 import { freePorts, http, sleep } from './harness.js';
+import { checkStatefulCell, yamlDocuments, yamlUnavailable } from './k8s-checks.js';
 
 const root = join(cliPath, '..', '..', '..', '..');
 const deploy = join(root, 'deploy');
@@ -41,21 +41,6 @@ function has(command: string): boolean {
     return false;
   }
 }
-
-/** YAML documents as JSON, through Python's yaml (PyYAML): no YAML parser among Baton's dependencies. */
-function yamlDocuments(file: string): any[] {
-  const script = 'import json,sys,yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))';
-  return JSON.parse(execFileSync('python3', ['-c', script, file]).toString());
-}
-
-const yamlUnavailable = ((): string | false => {
-  try {
-    execFileSync('python3', ['-c', 'import yaml'], { stdio: 'ignore' });
-    return false;
-  } catch {
-    return 'python3 with PyYAML (Debian python3-yaml) is needed to read the YAML files';
-  }
-})();
 
 function spawnNode(env: Record<string, string>, args: readonly string[] = []): { child: ChildProcess; log: string[] } {
   const log: string[] = [];
@@ -184,29 +169,6 @@ test("docker: the image's entry point runs a cell from docker-compose.yml's envi
 });
 
 test('kubernetes: every member parses as baton server, and the manifest keeps its promises', { skip: yamlUnavailable }, () => {
-  const documents = yamlDocuments(join(deploy, 'kubernetes', 'baton.yaml'));
-  const byKind = (kind: string) => documents.filter((d) => d.kind === kind);
-  const set = byKind('StatefulSet')[0];
-  const peers = byKind('Service').find((s) => s.metadata.name === set.spec.serviceName);
-  assert.equal(peers.spec.clusterIP, 'None', 'a headless service names each member');
-  assert.equal(peers.spec.publishNotReadyAddresses, true, 'members find each other before they are ready');
-  assert.equal(byKind('PodDisruptionBudget')[0].spec.maxUnavailable, 1);
-  const pod = set.spec.template.spec;
-  assert.ok(pod.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution.length > 0);
-  assert.ok(pod.terminationGracePeriodSeconds * 1000 > stopBoundMs);
-  const container = pod.containers[0];
-  assert.equal(container.readinessProbe.httpGet.path, '/readyz');
-  assert.equal(container.livenessProbe.httpGet.path, '/livez');
-  assert.equal(container.lifecycle, undefined, 'no hook may remove a member on stop');
-  assert.equal(set.spec.volumeClaimTemplates[0].metadata.name, container.volumeMounts[0].name);
-  for (let ordinal = 0; ordinal < set.spec.replicas; ordinal++) {
-    const env: Record<string, string> = {};
-    for (const variable of container.env) {
-      env[variable.name] = variable.valueFrom?.fieldRef?.fieldPath === 'metadata.name' ? `${set.metadata.name}-${ordinal}` : variable.value;
-    }
-    const config = parseNodeConfig([], env);
-    assert.equal(config.name, `baton-${ordinal}`);
-    assert.equal(config.members.length, set.spec.replicas);
-    assert.ok(config.members.every((m) => m.peerUrl.includes(`.${set.spec.serviceName}:`)));
-  }
+  const configs = checkStatefulCell(yamlDocuments(join(deploy, 'kubernetes', 'baton.yaml')));
+  assert.deepEqual(configs.map((c) => c.name), ['baton-0', 'baton-1', 'baton-2']);
 });
