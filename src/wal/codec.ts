@@ -110,7 +110,7 @@ export function decodeSegmentHeader(payload: Buffer): SegmentHeader | string {
   if (payload.length < 36) return 'segment header has the wrong size';
   if (!payload.subarray(0, 8).equals(segmentMagic)) return 'segment header has the wrong magic';
   const version = payload.readUInt32LE(8);
-  if (version !== formatVersion && version !== encryptedVersion) return `unsupported WAL format version ${version}`;
+  if (version !== formatVersion && version !== encryptedVersion) return `unsupported WAL format version ${version}: this build reads versions ${formatVersion} (plain) and ${encryptedVersion} (encrypted); a newer Baton wrote it`;
   let wrappedKey: Buffer | null = null;
   if (version === formatVersion && payload.length !== 36) return 'segment header has the wrong size';
   if (version === encryptedVersion) {
