@@ -23,7 +23,7 @@ import {
   type Verdict,
 } from '../../src/check/index.js';
 import { MemoryFencingGuard } from '../../src/fencing/index.js';
-import { findLeader, http, sleep, startTestCell, type TestCell } from '../cluster/harness.js';
+import { http, sleep, startTestCell } from '../cluster/harness.js';
 import { faultClient, runKvOperation, type Recorder } from './kv-client.js';
 import { lockLoop } from './lock-client.js';
 
@@ -34,8 +34,44 @@ export interface RollStep {
   readonly cli: string;
 }
 
+/** The processes of a cell, wherever they run (loopback ports, or network namespaces). */
+export interface RollCell {
+  readonly names: readonly string[];
+  clientUrl(name: string): string;
+  isRunning(name: string): boolean;
+  signal(name: string, signal: NodeJS.Signals): void;
+  /** Resolves with the exit code (or the signal's name). */
+  waitExit(name: string, timeoutMs: number): Promise<number | string>;
+  /** Starts `name` again on its data directory, running `cli`. */
+  start(name: string, cli: string): void;
+  /** Until each of `names` answers /readyz with 200. */
+  waitReady(timeoutMs: number, names: readonly string[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A 3-member cell on loopback ports (the test harness), each member on `cliFor(name)`. */
+export async function loopbackRollCell(cliFor: (name: string) => string): Promise<RollCell> {
+  const clis = new Map<string, string>();
+  const cell = await startTestCell({ cliPathFor: (name) => clis.get(name) ?? cliFor(name) });
+  return {
+    names: cell.names,
+    clientUrl: (name) => cell.cell.clientUrl(name),
+    isRunning: (name) => cell.cell.isRunning(name),
+    signal: (name, signal) => cell.cell.signal(name, signal),
+    waitExit: (name, timeoutMs) => cell.cell.waitExit(name, timeoutMs),
+    start(name, cli) {
+      clis.set(name, cli);
+      cell.cell.start(name);
+    },
+    waitReady: (timeoutMs, names) => cell.cell.waitReady(timeoutMs, [...names]),
+    close: () => cell.close(),
+  };
+}
+
 export interface RollOptions {
   readonly seed: bigint;
+  /** The cell, started with each member on `cliFor(name)` (default: loopbackRollCell). */
+  readonly startCell?: (cliFor: (name: string) => string) => Promise<RollCell>;
   /** The CLI each member starts on. */
   readonly initialCli: (name: string) => string;
   readonly steps: readonly RollStep[];
@@ -84,13 +120,12 @@ export function assertRoll(summary: RollSummary): void {
 
 export async function runRoll(options: RollOptions): Promise<RollSummary> {
   const say = options.say ?? (() => {});
-  const clis = new Map<string, string>();
-  const cell = await startTestCell({ cliPathFor: (name) => clis.get(name) ?? options.initialCli(name) });
+  const cell = await (options.startCell ?? loopbackRollCell)(options.initialCli);
   const started = performance.now();
   const events: HistoryEvent[] = [];
   const recorder: Recorder = { now: () => performance.now() - started, record: (e) => events.push(e) };
   const random = new SeededRandom(options.seed ^ 0x726f6c6cn);
-  const urls = cell.cell.clientUrls();
+  const urls = cell.names.map((name) => cell.clientUrl(name));
   // A request may meet a member in its graceful stop: the client moves to another one.
   const newClient = (): BatonClient => faultClient(urls, () => random.uint32() / 2 ** 32, 2_000);
   const kvClients = Array.from({ length: options.clients ?? 4 }, newClient);
@@ -127,12 +162,11 @@ export async function runRoll(options: RollOptions): Promise<RollSummary> {
         await transferLeadership(cell, to);
         say(`step ${i + 1}: ${step.name} led: leadership moved to ${to}`);
       }
-      cell.cell.signal(step.name, 'SIGTERM');
-      const exit = await cell.cell.waitExit(step.name, 40_000);
+      cell.signal(step.name, 'SIGTERM');
+      const exit = await cell.waitExit(step.name, 40_000);
       if (exit !== 0) badExits.push(`${step.name}: ${String(exit)}`);
-      clis.set(step.name, step.cli);
-      cell.cell.start(step.name);
-      await cell.cell.waitReady(30_000, [step.name]);
+      cell.start(step.name, step.cli);
+      await cell.waitReady(30_000, [step.name]);
       say(`step ${i + 1}: ${step.name} restarted on ${step.cli} at ${(recorder.now() / 1000).toFixed(1)} s`);
     }
     await waitHealthy(cell);
@@ -222,13 +256,13 @@ async function finalReads(recorder: Recorder, process: number, client: BatonClie
 }
 
 /** Every member ready and the leader in contact with every member (its `healthy` view). */
-export async function waitHealthy(cell: TestCell, timeoutMs = 30_000): Promise<void> {
-  await cell.cell.waitReady(timeoutMs, cell.names);
+export async function waitHealthy(cell: RollCell, timeoutMs = 30_000): Promise<void> {
+  await cell.waitReady(timeoutMs, cell.names);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const leader = await findLeader(cell).catch(() => null);
     if (leader !== null) {
-      const status = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/status`, { timeoutMs: 1_000 }).catch(() => null);
+      const status = await http(`${cell.clientUrl(leader)}/v1/cluster/status`, { timeoutMs: 1_000 }).catch(() => null);
       const members = (status?.body?.members ?? []) as { healthy?: boolean }[];
       if (members.length === cell.names.length && members.every((m) => m.healthy === true)) return;
     }
@@ -237,11 +271,29 @@ export async function waitHealthy(cell: TestCell, timeoutMs = 30_000): Promise<v
   }
 }
 
+/** The member every running member's status agrees leads (its own status says so too). */
+async function findLeader(cell: RollCell, timeoutMs = 15_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    for (const name of cell.names) {
+      if (!cell.isRunning(name)) continue;
+      const status = await http(`${cell.clientUrl(name)}/v1/cluster/status`, { timeoutMs: 1_000 }).catch(() => null);
+      const leader = Number(status?.body?.leader ?? 0);
+      const leaderName = (status?.body?.members as { id: number; name: string }[] | undefined)?.find((m) => m.id === leader)?.name;
+      if (leaderName === undefined || !cell.isRunning(leaderName)) continue;
+      const own = await http(`${cell.clientUrl(leaderName)}/v1/cluster/status`, { timeoutMs: 1_000 }).catch(() => null);
+      if (Number(own?.body?.leader ?? 0) === leader) return leaderName;
+    }
+    await sleep(100);
+  }
+  throw new Error('no leader found');
+}
+
 /** POST /v1/cluster/leader {to}: the leader hands over to `to` (a follower forwards the call). */
-async function transferLeadership(cell: TestCell, to: string): Promise<void> {
-  const members = await http(`${cell.cell.clientUrl(to)}/v1/cluster/members`);
+async function transferLeadership(cell: RollCell, to: string): Promise<void> {
+  const members = await http(`${cell.clientUrl(to)}/v1/cluster/members`);
   const id = (members.body as { members: { id: number; name: string }[] }).members.find((m) => m.name === to)?.id;
-  const answer = await http(`${cell.cell.clientUrl(to)}/v1/cluster/leader`, {
+  const answer = await http(`${cell.clientUrl(to)}/v1/cluster/leader`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ to: id }),
@@ -261,7 +313,7 @@ class LeaderWatch {
   private timer: NodeJS.Timeout | null = null;
   private polling = false;
 
-  constructor(private readonly cell: TestCell) {}
+  constructor(private readonly cell: RollCell) {}
 
   start(): void {
     this.timer = setInterval(() => void this.poll(), 100);
@@ -276,9 +328,9 @@ class LeaderWatch {
     if (this.polling) return;
     this.polling = true;
     try {
-      const names = this.cell.names.filter((n) => this.cell.cell.isRunning(n));
+      const names = this.cell.names.filter((n) => this.cell.isRunning(n));
       const answers = await Promise.all(
-        names.map((n) => http(`${this.cell.cell.clientUrl(n)}/v1/cluster/status`, { timeoutMs: 500 }).catch(() => null)),
+        names.map((n) => http(`${this.cell.clientUrl(n)}/v1/cluster/status`, { timeoutMs: 500 }).catch(() => null)),
       );
       for (const answer of answers) {
         const term = Number(answer?.body?.term ?? 0);
