@@ -19,6 +19,7 @@ import {
   runWithClient,
   UsageError,
 } from './client-command.js';
+import { progressBar } from './progress.js';
 import { snapshotStatus, type SnapshotStatus } from './snapshot-status.js';
 import { snapshotRestoreCommand } from './snapshot-restore.js';
 
@@ -28,7 +29,7 @@ const snapshotHelp = `usage: baton snapshot save FILE
   save    Saves a consistent snapshot of one node's state machine (every key, retained history,
           leases) to FILE, atomically: FILE appears only once the whole download passed its
           SHA-256 and the snapshot's own entry-count/checksum check. Endpoints are tried in order
-          until one answers. The snapshot is that node's applied state (it may trail the leader).
+          until one answers. On a terminal, a progress bar on stderr. The snapshot is that node's applied state (it may trail the leader).
   status  Checks FILE (from \`baton snapshot save\` or \`etcdctl snapshot save\` against Baton) and
           prints its hash (HashKV at its revision), revision, total keys and size, as
           \`etcdctl snapshot status\` does for etcd's files, with its leases and fencing epoch
@@ -101,16 +102,19 @@ async function saveFrom(endpoint: string, file: string): Promise<SavedSnapshot> 
     }
     const hash = createHash('sha256');
     let bytes = 0;
+    const estimate = Number(response.headers['baton-snapshot-estimate-bytes']);
+    const progress = progressBar(`snapshot from ${endpoint}`, Number.isFinite(estimate) ? estimate : null);
     await new Promise<void>((resolveDone, reject) => {
       response.on('data', (chunk: Buffer) => {
         hash.update(chunk);
         bytes += chunk.length;
         writeSync(fd, chunk);
+        progress.add(chunk.length);
       });
       response.once('end', resolveDone);
       response.once('error', reject);
       response.once('aborted', () => reject(new UnavailableError(`${endpoint} broke off the snapshot`)));
-    });
+    }).finally(() => progress.done());
     const sha256 = hash.digest('hex');
     const sent = response.trailers['baton-snapshot-sha256'];
     if (sent === undefined) {

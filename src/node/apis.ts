@@ -83,7 +83,7 @@ export async function startApis(
     limits: apiLimits,
     routeGroups: [
       createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections),
-      createMaintenanceRoutes(store, cell, audit), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell, tokens),
+      createMaintenanceRoutes(store, cell, audit, state.engine.usedBytes === undefined ? null : () => (state.engine.usedBytes as () => number)()), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell, tokens),
       createHealthRoutes(health), createOwnershipRoutes(cell),
       ...(control === null ? [] : [createControlRoutes(control, cell)]),
     ],

@@ -3,11 +3,12 @@
 // `lease list` pages through the cell's leases. (lock/elect: cli-lock.test.ts)
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts, startTestCell, type TestCell } from './harness.js';
-import { baton } from './cli-run.js';
+import { baton, cliPath } from './cli-run.js';
 import { BatonClient } from '../../src/client/index.js';
 import { MemoryEngine, MvccStore, defaultMvccLimits } from '../../src/mvcc/index.js';
 
@@ -41,6 +42,7 @@ test('snapshot save: the file decodes, restores to the cell\'s keys, and appears
   const leaderUrl = status.members.find((m) => m.id === status.leader)?.clientUrl as string;
   const saved = await baton(['snapshot', 'save', file, '--endpoints', leaderUrl, '-w', 'json']);
   assert.equal(saved.code, 0, saved.stderr);
+  assert.doesNotMatch(saved.stderr, /MiB/, 'no progress bar when stderr is not a terminal');
   const report = JSON.parse(saved.stdout) as { bytes: number; entries: number; revision: number; sha256: string };
   assert.ok(report.revision >= live.revision, `snapshot revision ${report.revision} >= ${live.revision}`);
   const bytes = readFileSync(file);
@@ -67,6 +69,26 @@ test('snapshot save: the file decodes, restores to the cell\'s keys, and appears
   assert.deepEqual(readdirSync(scratch), ['cell.snap']);
   await session.close();
 });
+
+test('snapshot save on a terminal shows a progress bar against the node\'s estimate, then only its result', { skip: hasScript() ? false : 'util-linux script(1) is needed for a pseudo-terminal' }, () => {
+  const file = join(scratch, 'tty.snap');
+  // script(1) gives the CLI a pseudo-terminal as stdout and stderr.
+  const command = [process.execPath, cliPath, 'snapshot', 'save', file, '--endpoints', cell.cell.clientUrls()[0] as string].map((a) => `'${a}'`).join(' ');
+  const output = execFileSync('script', ['-qec', command, '/dev/null'], { timeout: 30_000 }).toString();
+  assert.match(output, /\rsnapshot from http:\/\/127\.0\.0\.1:\d+ \[[#.]{30}\] \d+% [\d.]+ MiB of ~[\d.]+ MiB, [\d.]+ MiB\/s\x1b\[K/);
+  assert.match(output, /\r\x1b\[Ksnapshot saved to /, 'the bar is erased before the result line');
+  // Not a terminal (the other tests): no bar in the output at all.
+  rmSync(file);
+});
+
+function hasScript(): boolean {
+  try {
+    execFileSync('sh', ['-c', 'command -v script'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 test('lease list: pages through every lease with remaining TTLs', async () => {
   const granted: number[] = [];

@@ -7,6 +7,8 @@
 // applied index, term and revision; the trailer `Baton-Snapshot-Sha256` is the SHA-256 of every
 // byte sent, so `baton snapshot save` can verify the file it wrote. Writes follow the socket's
 // pace (the read view stays open meanwhile), and only a few downloads run at once per node.
+// `Baton-Snapshot-Estimate-Bytes` (when the store can tell) is the store's bytes in use: the
+// stream is about that size or smaller, enough for `snapshot save`'s progress bar.
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { OverloadedError } from '../../base/errors.js';
@@ -24,7 +26,12 @@ const concurrentSnapshotsMax = 2;
 const chunkBytes = 256 * 1024;
 
 /** Both are administration: `admin` throws permission_denied unless the caller administers the cell. */
-export function createMaintenanceRoutes(store: MvccStore, admin: { checkAdmin(principal: string): void }, audit: EdgeAudit | null = null): RouteGroup {
+export function createMaintenanceRoutes(
+  store: MvccStore,
+  admin: { checkAdmin(principal: string): void },
+  audit: EdgeAudit | null = null,
+  storeBytesInUse: (() => number) | null = null,
+): RouteGroup {
   let running = 0;
   return async (request) => {
     if ((request.url.pathname === hashKvPath || request.url.pathname === snapshotPath) && request.method === 'GET') {
@@ -51,7 +58,7 @@ export function createMaintenanceRoutes(store: MvccStore, admin: { checkAdmin(pr
         audit.record({ event: 'snapshot-save', principal: request.principal, result: 'ok', revision: store.revision, detail: { via: 'http' } });
         await audit.flushed();
       }
-      await streamSnapshot(store, request.res, request.context.cellId);
+      await streamSnapshot(store, request.res, request.context.cellId, storeBytesInUse?.() ?? null);
     } finally {
       running--;
     }
@@ -59,7 +66,7 @@ export function createMaintenanceRoutes(store: MvccStore, admin: { checkAdmin(pr
   };
 }
 
-async function streamSnapshot(store: MvccStore, res: ServerResponse, cellId: string): Promise<void> {
+async function streamSnapshot(store: MvccStore, res: ServerResponse, cellId: string, estimateBytes: number | null): Promise<void> {
   // snapshot() opens the read view synchronously, so the revision read next belongs to it.
   const snapshot = store.snapshot({ chunkBytesMax: chunkBytes });
   const revision = store.revision;
@@ -73,6 +80,7 @@ async function streamSnapshot(store: MvccStore, res: ServerResponse, cellId: str
     'baton-revision': String(revision),
     'baton-snapshot-index': String(snapshot.appliedIndex),
     'baton-snapshot-term': String(snapshot.appliedTerm),
+    ...(estimateBytes === null ? {} : { 'baton-snapshot-estimate-bytes': String(estimateBytes) }),
   });
   let closed = false;
   res.once('close', () => {
