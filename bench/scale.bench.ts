@@ -27,7 +27,9 @@
 // --batch 128 --load-txns 16 --probe-clients 8 --rewrite-share 0.5 (step 5's offered rate, a share
 // of the system's own load rate) or --rewrite-keys-per-s N (the same for both) --prime-s 3
 // --quota-gib 32 (etcd's backend quota) --ready-timeout-s 900 --timeline (print every second of
-// step 5) --max-minutes M (a bound on the whole run).
+// step 5) --max-minutes M (a bound on the whole run) --restore-only (steps 1, 4 and 4b only).
+//   4b. the backup of step 4 restored into a new 3-member cell by each system's own tool
+//      (scale-restore.ts): the restore's time and the time from start to every member ready.
 import { mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -38,14 +40,16 @@ import { etcdInstallHint, etcdVersion } from '../src/bench/etcd-cell.js';
 import { EtcdScaleCell } from '../src/bench/etcd-scale-cell.js';
 import { progressLine } from '../src/bench/matrix.js';
 import { freePorts } from '../src/bench/ports.js';
-import { killRunCommands, type ScaleCell } from '../src/bench/scale-cell.js';
+import { killRunCommands, run as runCommand, type ScaleCell } from '../src/bench/scale-cell.js';
 import {
   backupUnderLoad, churn, follower, loadKeys, replaceMember, restartMember, steadyLoad, type Log,
 } from '../src/bench/scale-phases.js';
 import {
-  backupTable, churnTables, failureLines, loadTables, recoveryTable, steadyTable, stepsTable, timelineTable, type SystemRun,
+  backupTable, churnTables, restoreTable, failureLines, loadTables, recoveryTable, steadyTable, stepsTable, timelineTable, type SystemRun,
 } from '../src/bench/scale-report.js';
 import { fileBytes } from '../src/bench/host-stats.js';
+import { scaleKey, scaleValue } from '../src/bench/scale-keys.js';
+import { restoreInto, type RestorableCell } from '../src/bench/scale-restore.js';
 import { ProcessCell } from '../src/node/testing/process-cell.js';
 
 const distDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
@@ -70,11 +74,14 @@ const { values } = parseArgs({
     'ready-timeout-s': { type: 'string', default: '900' },
     timeline: { type: 'boolean', default: false },
     'max-minutes': { type: 'string' },
+    'restore-only': { type: 'boolean', default: false },
   },
   strict: true,
 });
 
 const keys = Number(values.keys);
+// --restore-only: load, back up, restore (steps 1, 4 and 4b), for the restore figures at 10M keys.
+const restoreOnly = values['restore-only'] === true;
 const systems = (values.systems ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
 const clients = Number(values.clients);
 // The quick mode (100K keys or fewer) defaults to one 5 s round of step 2.
@@ -156,6 +163,71 @@ async function startEtcd(dir: string): Promise<ScaleCell> {
   return cell;
 }
 
+/** A new cell for step 4b, made from `file` by the system's own restore tool, not started yet. */
+async function restorable(system: string, dir: string): Promise<RestorableCell> {
+  const ports = await freePorts(6);
+  const last = scaleKey(keys - 1);
+  if (system === 'baton') {
+    const members = [0, 1, 2].map((i) => ({ name: `n${i + 1}`, clientPort: ports[i] as number, peerPort: ports[i + 3] as number }));
+    const processes = new ProcessCell({ dataDir: dir, output: 'pipe', members });
+    const cell = new BatonScaleCell(processes, cliPath, 3, readyTimeoutMs);
+    const initialCluster = members.map((m) => `${m.name}=${processes.peerUrl(m.name)}`).join(',');
+    return {
+      cell,
+      tool: 'baton snapshot restore (per member)',
+      async restore(file) {
+        const nonce = `scale-${process.pid}`;
+        for (const m of members) {
+          await runTool(process.execPath, [cliPath, 'snapshot', 'restore', file, '--name', m.name, '--data-dir', processes.dataDirOf(m.name),
+            '--initial-cluster', initialCluster, '--restore-nonce', nonce]);
+        }
+      },
+      startAll: () => processes.startAll(),
+      async verify() {
+        const answer = await fetch(`${processes.clientUrl('n1')}/v1/kv${last}?consistency=linearizable`);
+        const body = await answer.json() as { kvs?: { value: string }[] };
+        return answer.status === 200 && body.kvs?.[0]?.value === scaleValue.toString('latin1') ? null : `GET ${last}: ${answer.status}`;
+      },
+    };
+  }
+  const cell = new EtcdScaleCell({
+    dataDir: dir,
+    members: [0, 1, 2].map((i) => ({ name: `e${i + 1}`, clientPort: ports[i] as number, peerPort: ports[i + 3] as number })),
+    quotaBackendBytes: quotaBytes,
+    workers: 3,
+    readyTimeoutMs,
+  });
+  return {
+    cell,
+    tool: 'etcdctl snapshot restore (per member)',
+    restore: (file) => cell.restoreMembers(file),
+    startAll: () => cell.startAll(),
+    async verify() {
+      const answer = await fetch(`http://127.0.0.1:${ports[0]}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key: Buffer.from(last).toString('base64') }) });
+      const body = await answer.json() as { kvs?: { value: string }[] };
+      return answer.status === 200 && body.kvs?.[0]?.value === scaleValue.toString('base64') ? null : `range ${last}: ${answer.status}`;
+    },
+  };
+}
+
+/** Step 4b: the backup restored into a new cell, timed to ready; the new cell is removed after. */
+async function restoreBackup(system: string, file: string): Promise<ReturnType<typeof restoreInto>> {
+  const dir = join(workDir, `${system}-restored`);
+  const made = await restorable(system, dir);
+  cells.add(made.cell);
+  try {
+    return await restoreInto(made, file, readyTimeoutMs);
+  } finally {
+    await made.cell.stopAll().catch((e: Error) => log(`stopping the restored ${system}: ${e.message}`));
+    cells.delete(made.cell);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function runTool(command: string, args: readonly string[]): Promise<string> {
+  return runCommand(command, args, { timeoutMs: readyTimeoutMs });
+}
+
 /** Runs one step; a failure is recorded (and printed) and the bench goes on. */
 async function step<T>(run: SystemRun, name: string, body: () => Promise<T>): Promise<T | undefined> {
   const began = performance.now();
@@ -224,15 +296,17 @@ function rewriteRate(run: SystemRun): number {
 async function recoverBackupChurn({ cell, run, dir }: Started): Promise<void> {
   try {
     if (run.load === undefined) return; // nothing else means anything without the data
-    for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+    for (const signal of restoreOnly ? [] : ['SIGTERM', 'SIGKILL'] as const) {
       const restart = await step(run, `restart a follower (${signal})`, () => restartMember(cell, { signal, timeoutMs: readyTimeoutMs }));
       if (restart !== undefined) run.restarts.push(restart);
     }
-    run.replace = await step(run, 'replace a wiped follower', () => replaceMember(cell, log));
+    if (!restoreOnly) run.replace = await step(run, 'replace a wiped follower', () => replaceMember(cell, log));
     const backupFile = join(workDir, `${run.system}-backup.db`);
     run.backup = await step(run, 'backup under puts', () =>
       backupUnderLoad(cell, { keys, clients, seconds, file: backupFile, log }));
+    if (run.backup !== undefined) run.restore = await step(run, 'restore the backup into a new cell', () => restoreBackup(run.system, backupFile));
     rmSync(backupFile, { force: true });
+    if (restoreOnly) return;
     run.churn = await step(run, 'delete half, compact, rewrite', () => churn(cell, { keys, batch, workers: loadTxns, probeClients, rewriteKeysPerSecond: rewriteRate(run), log }));
     if (run.churn !== undefined && cell.shrink !== undefined) {
       const shrink = cell.shrink.bind(cell);
@@ -261,6 +335,8 @@ function report(runs: readonly SystemRun[], together: boolean): void {
   out(recoveryTable(runs));
   out(`\n4. Backup of the whole store from a follower while ${clients} clients put (p99 during vs the ${seconds} s before)`);
   out(backupTable(runs));
+  out('\n4b. The backup restored into a new 3-member cell by the system\'s own tool, then started: to every member ready and serving a linearizable get');
+  out(restoreTable(runs));
   const offered = rewriteKeysPerS === undefined ? `${rewriteShare} of its own load rate` : `${rewriteKeysPerS} keys/s`;
   out(`\n5. Delete every other key (${batch} per txn, ${loadTxns} in flight), compact at the revision after the deletes (awaited), ` +
     `put the same keys again offered at ${offered}; ${probeClients} probe clients put single keys all along; pauses counted over the compaction and the rewrite`);
@@ -306,13 +382,13 @@ try {
   if (together) {
     const started: Started[] = [];
     for (const system of systems) started.push(await startAndLoad(system));
-    await steadyRounds(started);
+    if (!restoreOnly) await steadyRounds(started);
     for (const s of started) await recoverBackupChurn(s);
     runs.push(...started.map((s) => s.run));
   } else {
     for (const system of systems) {
       const s = await startAndLoad(system);
-      await steadyRounds([s]);
+      if (!restoreOnly) await steadyRounds([s]);
       await recoverBackupChurn(s);
       runs.push(s.run);
     }

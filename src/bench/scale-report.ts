@@ -3,6 +3,7 @@
 import type { LoadResult } from './load.js';
 import { median, table } from './report.js';
 import type { ReplaceTimings } from './scale-cell.js';
+import type { RestoreFigures } from './scale-restore.js';
 import type { BackupStepFigures, ChurnFigures, LoadFigures, RestartFigures } from './scale-phases.js';
 
 export interface SystemRun {
@@ -16,6 +17,7 @@ export interface SystemRun {
   restarts: RestartFigures[];
   replace?: ReplaceTimings & { member: string };
   backup?: BackupStepFigures;
+  restore?: RestoreFigures;
   churn?: ChurnFigures;
   /** Steps that failed, with what they said. */
   readonly failures: { step: string; error: string }[];
@@ -127,6 +129,19 @@ export function backupTable(runs: readonly SystemRun[]): string {
   }
   return table(['system', 'tool', 'from', 'seconds', 'MiB', 'puts/s before', 'puts/s during', 'put p99 before ms',
     'put p99 during ms', 'during/before', '<= 1.1x'], rows);
+}
+
+export function restoreTable(runs: readonly SystemRun[]): string {
+  const rows = runs.map((r) => r.restore === undefined ? [r.system, 'failed or not run'] : [
+    r.system, r.restore.tool, f(r.restore.restoreSeconds, 1), f(r.restore.readySeconds, 1), f(r.restore.totalSeconds, 1),
+    String(r.restore.revision), verdict(r.restore.totalSeconds <= 60),
+  ]);
+  const { baton, etcd } = pair(runs);
+  if (baton?.restore !== undefined && etcd?.restore !== undefined) {
+    rows.push(['baton/etcd', '', ratio(baton.restore.restoreSeconds, etcd.restore.restoreSeconds),
+      ratio(baton.restore.readySeconds, etcd.restore.readySeconds), ratio(baton.restore.totalSeconds, etcd.restore.totalSeconds)]);
+  }
+  return table(['system', 'tool', 'restore s', 'start to ready s', 'total s', 'revision', '<= 60 s'], rows);
 }
 
 export function churnTables(runs: readonly SystemRun[]): string {
