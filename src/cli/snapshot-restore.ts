@@ -80,7 +80,7 @@ export async function snapshotRestoreCommand(args: readonly string[]): Promise<n
 
 function devMembers(dataDir: string): RestoreMember[] {
   // The dev cell's layout (node/dev.ts through ProcessCell): DIR/n1..n3, ids 1..3, cell-1.
-  return [1, 2, 3].map((id) => ({ name: `n${id}`, memberId: id, dataDir: join(dataDir, `n${id}`) }));
+  return [1, 2, 3].map((place) => ({ name: `n${place}`, place, dataDir: join(dataDir, `n${place}`) }));
 }
 
 function clusterMember(values: { name?: string | undefined; 'initial-cluster'?: string | undefined }, dataDir: string): RestoreMember {
@@ -89,7 +89,7 @@ function clusterMember(values: { name?: string | undefined; 'initial-cluster'?: 
   if (names.some((n) => n === '')) throw new ConfigError('--initial-cluster: expected NAME=URL,...');
   const at = names.indexOf(name);
   if (at < 0) throw new ConfigError(`--initial-cluster does not name ${name}`);
-  return { name, memberId: at + 1, dataDir };
+  return { name, place: at + 1, dataDir };
 }
 
 function required(value: string | undefined, flag: string): string {
@@ -111,7 +111,7 @@ function report(restored: readonly RestoredMember[], how: { nonce: string; gener
   }
   for (const member of restored) {
     const { restoredFrom: from } = member;
-    process.stdout.write(`restored ${member.name} into ${member.dataDir}: cluster ${member.clusterId}, epoch ${from.epoch} ` +
+    process.stdout.write(`restored ${member.name} (member ${member.memberId}) into ${member.dataDir}: cluster ${member.clusterId}, epoch ${from.epoch} ` +
       `(backup revision ${from.oldRevision}, epoch ${from.oldEpoch}), ${member.keys} keys, ${member.leases} leases\n`);
   }
   if (how.generated && !how.dev) {

@@ -53,6 +53,24 @@ interface StoredIdentity {
   joined?: boolean;
   members?: MemberInfo[];
   restoredFrom?: RestoreRecord;
+  /**
+   * `derived`: every member's id is restoredMemberId(epoch, place in --initial-cluster), not the
+   * place itself (restores before this field kept the places).
+   */
+  memberIds?: 'derived';
+}
+
+/**
+ * A restored cell's member ids: new ones, so no id of the old cell means a member of the new one
+ * (the cluster id already keeps the two apart at the handshake; this keeps logs, metrics and
+ * member lists apart too, and the old cell's ids count as removed members in the new one). Each
+ * member derives every id from the new epoch and the member's place in --initial-cluster, so the
+ * per-member restores and the nodes agree without a shared table. Still dense from the new base:
+ * ids below the highest one given out that the configuration lacks are removed members
+ * (member-peers.ts refuseRemoved walks them), so the base stays small (epoch x 1000).
+ */
+export function restoredMemberId(epoch: number, place: number): number {
+  return epoch * 1000 + place;
 }
 
 const joinAttemptsMax = 60;
@@ -85,9 +103,12 @@ function readStored(path: string): StoredIdentity {
  */
 export function writeRestoredIdentity(
   dataDir: string,
-  identity: { clusterId: string; cellId: string; memberId: number; name: string; restoredFrom: RestoreRecord },
-): void {
-  writeStored(join(dataDir, 'member.json'), identity);
+  identity: { clusterId: string; cellId: string; place: number; name: string; restoredFrom: RestoreRecord },
+): number {
+  const { place, ...rest } = identity;
+  const memberId = restoredMemberId(identity.restoredFrom.epoch, place);
+  writeStored(join(dataDir, 'member.json'), { ...rest, memberId, memberIds: 'derived' });
+  return memberId;
 }
 
 function writeStored(path: string, identity: StoredIdentity): void {
@@ -113,11 +134,15 @@ function checkStored(config: IdentityConfig, path: string, stored: StoredIdentit
   // A restored directory's cluster id came from the restore; its member must still be the one the flags name.
   const restoredFrom = stored.restoredFrom ?? null;
   const clusterId = restoredFrom === null ? config.clusterId : stored.clusterId;
-  const expected = { clusterId, cellId: config.cellId, memberId: config.memberId, name: config.name };
+  const bootstrap = stored.memberIds === 'derived' && restoredFrom !== null
+    ? config.members.map((m) => ({ ...m, id: restoredMemberId(restoredFrom.epoch, m.id) }))
+    : config.members;
+  const memberId = bootstrap.find((m) => m.name === config.name)?.id ?? config.memberId;
+  const expected = { clusterId, cellId: config.cellId, memberId, name: config.name };
   for (const field of ['clusterId', 'cellId', 'memberId', 'name'] as const) {
     if (stored[field] !== expected[field]) refuse(field, stored[field], expected[field]);
   }
-  return { clusterId, memberId: config.memberId, bootstrap: config.members, joined: false, restoredFrom };
+  return { clusterId, memberId, bootstrap, joined: false, restoredFrom };
 }
 
 interface Discovered {

@@ -194,7 +194,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
       snapshot,
       entries: recovered.entries,
       // A joining node starts with no configuration: the first one it applies comes from the log.
-      initialConfState: { voters: identity.joined ? [] : config.members.map((m) => m.id), votersOutgoing: [], learners: [] },
+      initialConfState: { voters: identity.joined ? [] : identity.bootstrap.map((m) => m.id), votersOutgoing: [], learners: [] },
       appliedIndex: store.appliedIndex,
     },
     new SeededRandom(randomBytes(8).readBigUInt64LE()),

@@ -15,8 +15,8 @@ import { syncDir } from '../snap/file-io.js';
 
 export interface RestoreMember {
   readonly name: string;
-  /** Its place in --initial-cluster, as a bootstrapping node derives it (node/config.ts). */
-  readonly memberId: number;
+  /** Its place in --initial-cluster (1, 2, ...): its id in the new cell derives from it. */
+  readonly place: number;
   readonly dataDir: string;
 }
 
@@ -31,6 +31,8 @@ export interface RestorePlan {
 
 export interface RestoredMember {
   readonly name: string;
+  /** Its id in the new cell (membership/member-identity.ts restoredMemberId), not the old one's. */
+  readonly memberId: number;
   readonly dataDir: string;
   readonly clusterId: string;
   readonly restoredFrom: RestoreRecord;
@@ -88,10 +90,10 @@ export async function restoreMember(backup: BackupFile, member: RestoreMember, p
     epoch: restored.epoch,
     time: new Date().toISOString(),
   };
-  writeRestoredIdentity(building, { clusterId, cellId: plan.cellId, memberId: member.memberId, name: member.name, restoredFrom });
+  const memberId = writeRestoredIdentity(building, { clusterId, cellId: plan.cellId, place: member.place, name: member.name, restoredFrom });
   await syncDir(building);
   if (existsSync(dataDir)) rmSync(dataDir, { recursive: true }); // empty (checked above)
   renameSync(building, dataDir);
   await syncDir(dirname(dataDir));
-  return { name: member.name, dataDir, clusterId, restoredFrom, keys, leases };
+  return { name: member.name, memberId, dataDir, clusterId, restoredFrom, keys, leases };
 }

@@ -159,6 +159,12 @@ test('restore: tokens never go back, the gap is compacted, identities are apart,
       assert.equal(s.restoredFrom?.['oldEpoch'], 0);
     }
     assert.equal(statusA.epoch, 0);
+    // New member ids: every member of B agrees on them, and none is an id of A.
+    const idsA = statusA.members.map((m) => m.id).sort();
+    const idsB = (statusesB[0]?.members ?? []).map((m) => m.id).sort();
+    assert.equal(idsB.length, 3);
+    for (const s of statusesB) assert.deepEqual(s.members.map((m) => m.id).sort(), idsB);
+    assert.deepEqual(idsB.filter((id) => idsA.includes(id)), [], `B's ids ${idsB} apart from A's ${idsA}`);
     leaderB = statusesB[0]?.leader;
     const shown = await baton(['status', '--endpoints', cellB.clientUrl('n1'), '-w', 'json']);
     assert.equal(shown.code, 0, shown.stderr);
