@@ -31,6 +31,11 @@ export const leasesMax = 1_000_000;
 export const leaseKeysMax = 10_000;
 /** Lease ids per keepalive call, and leases per page of GET /v1/leases. */
 export const keepaliveIdsMax = 1_000;
+/**
+ * Leases granted by one POST /v1/leases/batch: each is its own log entry, proposed together, so a
+ * session storm costs one request (and a few Readys) per thousand sessions instead of one each.
+ */
+export const leaseGrantBatchMax = 1_000;
 export const leaseListLimitDefault = 1_000;
 export const leaseListLimitMax = 10_000;
 /** A lock's wait, its owner description, and holders per lock list. */

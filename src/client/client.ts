@@ -19,6 +19,7 @@ import {
   type KeyValue,
   type LeaseGrant,
   type LeaseInfo,
+  type LeaseGrantBatch,
   type LeaseKeepaliveResult,
   type LeaseListPage,
   type PutResult,
@@ -204,6 +205,15 @@ export class BatonClient {
   ): Promise<LeaseGrant> {
     const body = { ttl: ttlSeconds, ...(options.id !== undefined ? { id: options.id } : {}) };
     return (await this.postJson<LeaseGrant>('/v1/leases', body, true, options)).body;
+  }
+
+  /**
+   * `count` leases of `ttlSeconds` in one request (1 to 1,000; POST /v1/leases/batch): each is
+   * granted or refused on its own, in order. Retried with one Request-ID, so nothing is granted
+   * twice. For creating many sessions at once (a service's fleet, a reconnect storm).
+   */
+  async leaseGrantMany(ttlSeconds: number, count: number, options: MutationOptions = {}): Promise<LeaseGrantBatch> {
+    return (await this.postJson<LeaseGrantBatch>('/v1/leases/batch', { ttl: ttlSeconds, count }, true, options)).body;
   }
 
   /** Renews leases over HTTP (sessions renew over the stream instead). Idempotent. */

@@ -62,6 +62,7 @@ export type {
   KeyValue,
   LeaseGrant,
   LeaseInfo,
+  LeaseGrantBatch,
   LeaseKeepaliveResult,
   LeaseListPage,
   MemberStatus,

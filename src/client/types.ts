@@ -41,6 +41,15 @@ export interface LeaseGrant {
   readonly ttl: number;
 }
 
+/** POST /v1/leases/batch: each lease granted, or the error code that refused it. */
+export interface LeaseGrantBatch {
+  readonly revision: number;
+  readonly leases: readonly (
+    | { readonly id: number; readonly ttl: number }
+    | { readonly error: string; readonly message: string }
+  )[];
+}
+
 export interface LeaseKeepaliveResult {
   readonly revision: number;
   readonly leases: readonly (

@@ -40,9 +40,25 @@ export interface LeaseList {
 /** Leases per page of GET /v1/leases when no limit is given, and the most a page may hold. */
 export { leaseListLimitDefault, leaseListLimitMax } from '../base/limits.js';
 
+/** One lease of a batch grant: granted, or why not (the others of the batch are unaffected). */
+export type BatchGrantItem =
+  | { readonly id: number; readonly ttl: number }
+  | { readonly error: string; readonly message: string };
+
+export interface BatchGrantAnswer {
+  /** The highest revision among the grants' answers. */
+  readonly revision: number;
+  readonly leases: readonly BatchGrantItem[];
+}
+
 /** What the lease routes and stream frames need from the node (src/lease/lease-service.ts). */
 export interface LeaseApi {
   grant(request: { ttlMs: number; id?: number }, requestId: string | undefined, principal: string): Promise<{ id: number; ttl: number; revision: number }>;
+  /**
+   * `count` grants of `ttlMs`, each its own command (Request-ID `{requestId}.{i}` when one is
+   * given, so a retried batch grants nothing twice), proposed together.
+   */
+  grantMany(request: { ttlMs: number; count: number }, requestId: string | undefined, principal: string): Promise<BatchGrantAnswer>;
   revoke(id: number, requestId: string | undefined, principal: string): Promise<{ id: number; deleted: number; revision: number }>;
   /**
    * `forwarded`: the call came from another member, so it must not be forwarded again.

@@ -4,12 +4,13 @@
 // own term's first entry (so its tracker starts from every earlier leader's committed table)
 // proposes revocations, in bounded batches, each checked against the role at that moment; a
 // follower or a deposed leader has an empty tracker and proposes nothing.
-import { LeaseNotFoundError, OverloadedError, UnavailableError } from '../base/errors.js';
+import { assert } from '../base/assert.js';
+import { BatonError, LeaseNotFoundError, OverloadedError, UnavailableError } from '../base/errors.js';
 import { LeaseExpiryTracker } from './expiry-tracker.js';
-import { cellWork, type ApplyOutcome, type Command, type CommandProposer, type MvccStore, type Origin, type ResultOf } from '../mvcc/index.js';
+import { cellWork, validateLeaseTtl, type ApplyOutcome, type Command, type CommandProposer, type MvccStore, type Origin, type ResultOf } from '../mvcc/index.js';
 import { leaseAccess, leaseInfoAccesses, type AccessGuard } from '../auth/index.js';
 import type { Entry, MemberId } from '../raft/index.js';
-import type { KeepaliveAnswer, KeepaliveItem, LeaseApi, LeaseForwarder, LeaseInfo, LeaseList } from './api.js';
+import type { BatchGrantAnswer, BatchGrantItem, KeepaliveAnswer, KeepaliveItem, LeaseApi, LeaseForwarder, LeaseInfo, LeaseList } from './api.js';
 import { defaultLeaseServiceOptions, type LeaseServiceOptions } from './lease-config.js';
 import type { Timers } from '../base/timers.js';
 
@@ -269,6 +270,27 @@ export class LeaseService implements LeaseApi {
   async grant(request: { ttlMs: number; id?: number }, requestId: string | undefined, principal: string): Promise<{ id: number; ttl: number; revision: number }> {
     const { result } = await this.deps.proposer.propose({ type: 'leaseGrant', ...request }, requestId, principal);
     return { id: result.id, ttl: result.ttlMs / 1000, revision: result.revision };
+  }
+
+  async grantMany(request: { ttlMs: number; count: number }, requestId: string | undefined, principal: string): Promise<BatchGrantAnswer> {
+    assert(Number.isSafeInteger(request.count) && request.count >= 1, 'a batch grants at least one lease');
+    // A TTL the cell refuses would fail every grant alike: refuse the batch at once (400).
+    validateLeaseTtl(request.ttlMs, this.store.limits);
+    const grants = Array.from({ length: request.count }, (_, i) =>
+      this.deps.proposer.propose({ type: 'leaseGrant', ttlMs: request.ttlMs }, requestId === undefined ? undefined : `${requestId}.${i}`, principal));
+    const settled = await Promise.allSettled(grants);
+    let revision = 0;
+    const leases = settled.map((outcome): BatchGrantItem => {
+      if (outcome.status === 'fulfilled') {
+        const { result } = outcome.value;
+        revision = Math.max(revision, result.revision);
+        return { id: result.id, ttl: result.ttlMs / 1000 };
+      }
+      const error = outcome.reason;
+      if (!(error instanceof BatonError)) throw error;
+      return { error: error.code, message: error.message };
+    });
+    return { revision, leases };
   }
 
   async revoke(id: number, requestId: string | undefined, principal: string): Promise<{ id: number; deleted: number; revision: number }> {

@@ -3,6 +3,7 @@
 // seconds on the wire (milliseconds precision); a TTL outside the cell's bounds is 400, never
 // silently adjusted. The lease logic lives behind LeaseApi.
 import { InvalidArgumentError } from '../../base/errors.js';
+import { leaseGrantBatchMax, requestIdBytesMax } from '../../base/limits.js';
 import { readJson } from './body.js';
 import type { RouteGroup, RouteRequest } from './handler.js';
 import { parseInteger, requestId } from './parse.js';
@@ -77,6 +78,22 @@ async function serveLeases(leases: LeaseApi, request: RouteRequest, path: string
     const ttlMs = parseTtlMs(body['ttl']);
     const granted = await leases.grant({ ttlMs, ...(id !== undefined ? { id: id as number } : {}) }, requestId(req.headers), request.principal);
     return sendJson(res, context, 200, { id: granted.id, ttl: granted.ttl }, granted.revision);
+  }
+  if (path === '/v1/leases/batch' && method === 'POST') {
+    const body = bodyObject(await readJson(req, limits.requestBytesMax));
+    allowOnly(body, ['ttl', 'count']);
+    const count = body['count'];
+    if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1 || count > leaseGrantBatchMax) {
+      throw new InvalidArgumentError(`count must be an integer from 1 to ${leaseGrantBatchMax}`, { count: count ?? null, limit: leaseGrantBatchMax });
+    }
+    const ttlMs = parseTtlMs(body['ttl']);
+    const id = requestId(req.headers);
+    // Each grant's Request-ID is `{id}.{i}` (up to 4 more bytes): it must still fit the limit.
+    if (id !== undefined && Buffer.byteLength(id) + 4 > requestIdBytesMax) {
+      throw new InvalidArgumentError(`a batch's Request-ID is at most ${requestIdBytesMax - 4} bytes`, { limit: requestIdBytesMax - 4 });
+    }
+    const answer = await leases.grantMany({ ttlMs, count }, id, request.principal);
+    return sendJson(res, context, 200, answer, answer.revision);
   }
   if (path === '/v1/leases/keepalive' && method === 'POST') {
     const body = bodyObject(await readJson(req, limits.requestBytesMax));

@@ -64,6 +64,7 @@ function leaderApi(known: Set<number>, failWith: { error: Error | null }): Lease
       return { revision: 42, leases: ids.map((id) => (known.has(id) ? { id, ttl: 7.5 } : { id, error: 'lease_not_found' as const })) };
     },
     grant: () => Promise.reject(new Error('not used')),
+    grantMany: () => Promise.reject(new Error('not used')),
     revoke: () => Promise.reject(new Error('not used')),
     timeToLive: () => Promise.reject(new Error('not used')),
     list: () => Promise.reject(new Error('not used')),
