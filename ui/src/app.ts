@@ -1,0 +1,94 @@
+// The console's entry point: builds the views, starts the watch feed (keys, locks and elections
+// follow it as events arrive), and reads status and metrics every few seconds (they are not keys:
+// no watch carries them). Read-only: the console never writes to the cell; signing in only
+// obtains a token for the API's own checks.
+import { describe, getText, setToken, signIn, token } from './api.js';
+import { CellView } from './cell-view.js';
+import { ElectionsView, LeasesView, LocksView, touched } from './coordination-view.js';
+import { byId } from './dom.js';
+import { KeysView } from './keys-view.js';
+import { parseMetrics } from './metrics.js';
+import { watchEverything } from './watch.js';
+
+const statusEveryMs = 2000;
+const leasesEveryMs = 3000;
+const countdownEveryMs = 200;
+
+/** Runs `load` once now, and again (once) soon after every request while one is running. */
+function coalesced(load: () => Promise<void>): () => void {
+  let running = false;
+  let again = false;
+  const run = (): void => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    void load().finally(() => {
+      running = false;
+      if (again) {
+        again = false;
+        run();
+      }
+    });
+  };
+  return run;
+}
+
+function setUpSignIn(): void {
+  const form = byId<HTMLFormElement>('signin');
+  const state = byId('signin-state');
+  const show = (): void => void (state.textContent = token() === null ? 'no token: the connection\'s certificate or anonymous' : 'signed in with a token');
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const name = byId<HTMLInputElement>('signin-name').value;
+    const password = byId<HTMLInputElement>('signin-password').value;
+    signIn(name, password).then(() => location.reload(), (error: unknown) => void (state.textContent = describe(error)));
+  });
+  byId('signout').addEventListener('click', () => {
+    setToken(null);
+    location.reload();
+  });
+  show();
+}
+
+function start(): void {
+  setUpSignIn();
+  const cell = new CellView();
+  const keys = new KeysView();
+  const leases = new LeasesView();
+  const locks = new LocksView();
+  const elections = new ElectionsView();
+  const reload = { keys: coalesced(() => keys.load()), leases: coalesced(() => leases.load()), locks: coalesced(() => locks.load()), elections: coalesced(() => elections.load()) };
+  const feed = byId('feed-state');
+  watchEverything({
+    reset: () => Object.values(reload).forEach((load) => load()),
+    events: (_revision, events) => {
+      keys.onEvents(events);
+      const views = touched(events);
+      if (views.locks) reload.locks();
+      if (views.elections) reload.elections();
+      if (views.leases) reload.leases();
+    },
+    state: (text, ok) => {
+      feed.textContent = text;
+      feed.className = ok ? 'ok' : 'bad';
+    },
+  });
+  const status = async (): Promise<void> => {
+    await cell.loadStatus();
+    try {
+      cell.onMetrics(parseMetrics(await getText('/metrics')));
+    } catch (error) {
+      byId('watches').textContent = `metrics: ${describe(error)}`;
+      cell.renderMembers(null);
+    }
+  };
+  const statusLoad = coalesced(status);
+  statusLoad();
+  setInterval(statusLoad, statusEveryMs);
+  setInterval(reload.leases, leasesEveryMs);
+  setInterval(() => leases.tick(), countdownEveryMs);
+}
+
+start();

@@ -1,0 +1,105 @@
+// The cell and its members as the serving node sees them (GET /v1/cluster/status), with this
+// node's metrics (GET /metrics): health (the leader's view, the same on every member), peer
+// round-trip times (measured by the leader only), watches open here, and the live charts.
+import { describe, getJson } from './api.js';
+import { Chart } from './chart.js';
+import { byId, el, row, showError, table } from './dom.js';
+import { total, type Samples } from './metrics.js';
+
+interface Member { id: number; name: string; clientUrl: string; role: string; healthy: boolean }
+interface Status {
+  cell: string; member: number; leader: number; term: number; commitIndex: number; appliedIndex: number;
+  revision: number; compactRevision: number; members: Member[];
+}
+
+const hex = (id: number): string => id.toString(16);
+
+export class CellView {
+  private readonly throughput = new Chart(byId<HTMLCanvasElement>('chart-throughput'), 'applied entries/s', (v) => v.toFixed(1));
+  private readonly latency = new Chart(byId<HTMLCanvasElement>('chart-latency'), 'proposal latency, mean ms', (v) => v.toFixed(2));
+  private readonly lag = new Chart(byId<HTMLCanvasElement>('chart-lag'), 'apply lag, entries', (v) => v.toFixed(0));
+  private previous: { at: number; applied: number; latencySum: number; latencyCount: number } | null = null;
+
+  async loadStatus(): Promise<Status | null> {
+    try {
+      const status = await getJson<Status>('/v1/cluster/status');
+      this.renderStatus(status);
+      return status;
+    } catch (error) {
+      showError(byId('members'), describe(error));
+      return null;
+    }
+  }
+
+  private renderStatus(status: Status): void {
+    byId('cell-summary').replaceChildren(
+      el('span', {}, `cell ${status.cell}`),
+      el('span', {}, `serving member ${hex(status.member)}`),
+      el('span', {}, status.leader === 0 ? 'no leader' : `leader ${hex(status.leader)}`),
+      el('span', {}, `term ${status.term}`),
+      el('span', {}, `revision ${status.revision}`),
+      el('span', {}, `compacted to ${status.compactRevision}`),
+    );
+    this.members = status;
+  }
+
+  private members: Status | null = null;
+
+  renderMembers(samples: Samples | null): void {
+    const status = this.members;
+    if (status === null) return;
+    const rtt = (id: number): string => {
+      if (samples === null) return '';
+      const to = (labels: Readonly<Record<string, string>>): boolean => labels['To'] === hex(id) || labels['To'] === String(id);
+      const count = total(samples, 'etcd_network_peer_round_trip_time_seconds_count', to);
+      return count === 0 ? '' : `${((total(samples, 'etcd_network_peer_round_trip_time_seconds_sum', to) / count) * 1000).toFixed(2)} ms (mean)`;
+    };
+    const rows = status.members.map((member) => {
+      const self = member.id === status.member;
+      const link = el('a', { href: `${member.clientUrl}/ui/` }, member.clientUrl);
+      return row(
+        { 'data-member': hex(member.id) },
+        `${member.name} (${hex(member.id)})${self ? ' · this node' : ''}`,
+        member.id === status.leader ? 'leader' : member.role === 'learner' ? 'learner' : 'follower',
+        member.healthy ? el('span', { class: 'ok' }, 'healthy') : el('span', { class: 'bad' }, 'not heard from'),
+        self ? String(status.term) : '',
+        self ? String(status.commitIndex) : '',
+        self ? String(status.appliedIndex) : '',
+        rtt(member.id),
+        link,
+      );
+    });
+    byId('members').replaceChildren(
+      table(['member', 'role', 'health (leader\'s view)', 'term', 'commit index', 'applied index', 'peer RTT (leader)', 'its console'], rows, 'no member'),
+      el('p', { class: 'note' }, 'Term and indexes are this node\'s own; open another member\'s console for its view. RTT is measured by the leader.'),
+    );
+  }
+
+  onMetrics(samples: Samples): void {
+    const now = performance.now();
+    const applied = total(samples, 'etcd_server_proposals_applied_total');
+    const latencySum = total(samples, 'baton_proposal_seconds_sum');
+    const latencyCount = total(samples, 'baton_proposal_seconds_count');
+    if (this.previous !== null) {
+      const seconds = (now - this.previous.at) / 1000;
+      this.throughput.push(Math.max(0, applied - this.previous.applied) / seconds);
+      const count = latencyCount - this.previous.latencyCount;
+      this.latency.push(count > 0 ? ((latencySum - this.previous.latencySum) / count) * 1000 : 0);
+    }
+    this.lag.push(total(samples, 'baton_apply_lag_entries'));
+    this.previous = { at: now, applied, latencySum, latencyCount };
+    const watches = total(samples, 'baton_watches');
+    byId('watches').replaceChildren(
+      el('p', {}, `${watches} watch(es) open on this node (this console's own feed is one of them).`),
+      el('p', { class: 'note' }, `Ended watches by reason: ${endedWatches(samples) || 'none'}.`),
+    );
+    this.renderMembers(samples);
+  }
+}
+
+function endedWatches(samples: Samples): string {
+  return (samples.get('baton_watch_ended_total') ?? [])
+    .filter((sample) => sample.value > 0)
+    .map((sample) => `${sample.labels['reason'] ?? '?'} ${sample.value}`)
+    .join(', ');
+}

@@ -1,0 +1,108 @@
+// Leases (remaining TTL counting down, their keys), locks (holder, queue, fencing tokens) and
+// elections (leader, term). Locks and elections are found from their queue keys (/locks/{name}/,
+// /elections/{name}/) and read through their own endpoints; the watch feed says when to read
+// them again. Leases change without key events (grants, renewals), so their list is re-read
+// every few seconds and the countdown runs in the page between reads.
+import { describe, getJson, kvPath, type Range, type WatchEvent } from './api.js';
+import { byId, el, row, short, showError, table } from './dom.js';
+
+interface LeaseInfo { id: number; ttlMs: number; grantedTtl: number; keys: string[] }
+interface LockEntry { key: string; owner: string; fencingToken: number; lease: number; waitingSinceMs: number }
+interface LockState { holder: LockEntry | null; queue: LockEntry[] }
+interface Leader { key: string; value: string; term: number; lease: number }
+
+const leasesShown = 200;
+const queuesShown = 100;
+
+/** The distinct names below `root` (`/locks/` → lock names), from the queue keys. */
+async function queueNames(root: string): Promise<string[]> {
+  const range = await getJson<Range>(`${kvPath(root)}?prefix=true&keysOnly=true&limit=5000`);
+  const names = new Set<string>();
+  for (const kv of range.kvs) {
+    const name = kv.key.slice(root.length).split('/')[0];
+    if (name !== undefined && name !== '') names.add(name);
+  }
+  return [...names].sort().slice(0, queuesShown);
+}
+
+export class LeasesView {
+  private leases: { info: LeaseInfo; readAt: number }[] = [];
+
+  async load(): Promise<void> {
+    try {
+      const list = await getJson<{ leases: { id: number }[]; more: boolean }>(`/v1/leases?limit=${leasesShown}`);
+      const infos = await Promise.all(list.leases.map((lease) => getJson<LeaseInfo>(`/v1/leases/${lease.id}`)));
+      const readAt = performance.now();
+      this.leases = infos.map((info) => ({ info, readAt }));
+      this.render();
+    } catch (error) {
+      showError(byId('leases'), describe(error));
+    }
+  }
+
+  private render(): void {
+    const rows = this.leases.map(({ info }) =>
+      row({ 'data-lease': String(info.id) }, String(info.id), el('span', { class: 'ttl' }, ''), `${info.grantedTtl} s`, info.keys.join(', ')));
+    byId('leases').replaceChildren(table(['lease', 'remaining TTL', 'granted TTL', 'keys'], rows, 'no lease'));
+    this.tick();
+  }
+
+  /** Counts every shown TTL down from its last read. */
+  tick(): void {
+    const now = performance.now();
+    for (const { info, readAt } of this.leases) {
+      const cell = document.querySelector(`tr[data-lease="${info.id}"] .ttl`);
+      if (cell !== null) cell.textContent = `${(Math.max(0, info.ttlMs - (now - readAt)) / 1000).toFixed(1)} s`;
+    }
+  }
+}
+
+export class LocksView {
+  async load(): Promise<void> {
+    const target = byId('locks');
+    try {
+      const names = await queueNames('/locks/');
+      const states = await Promise.all(names.map(async (name) => [name, await getJson<LockState>(`/v1/locks/${encodeURIComponent(name)}`)] as const));
+      const rows = states.map(([name, state]) => row(
+        { 'data-lock': name },
+        name,
+        state.holder === null ? 'free' : state.holder.owner === '' ? '(no owner name)' : state.holder.owner,
+        state.holder === null ? '' : el('span', { class: 'token' }, String(state.holder.fencingToken)),
+        state.holder === null ? '' : String(state.holder.lease),
+        state.queue.map((entry) => `${entry.owner || '(unnamed)'} #${entry.fencingToken}`).join(', '),
+      ));
+      target.replaceChildren(table(['lock', 'holder', 'fencing token', 'lease', 'queue (waiters, in grant order)'], rows, 'no lock is held or waited for'));
+    } catch (error) {
+      showError(target, describe(error));
+    }
+  }
+}
+
+export class ElectionsView {
+  async load(): Promise<void> {
+    const target = byId('elections');
+    try {
+      const names = await queueNames('/elections/');
+      const leaders = await Promise.all(names.map(async (name) => [name, (await getJson<{ leader: Leader | null }>(`/v1/elections/${encodeURIComponent(name)}/leader`)).leader] as const));
+      const rows = leaders.map(([name, leader]) => row(
+        { 'data-election': name },
+        name,
+        leader === null ? 'none' : el('code', {}, short(leader.value)),
+        leader === null ? '' : String(leader.term),
+        leader === null ? '' : String(leader.lease),
+      ));
+      target.replaceChildren(table(['election', 'leader (value)', 'term', 'lease'], rows, 'no election has a candidate'));
+    } catch (error) {
+      showError(target, describe(error));
+    }
+  }
+}
+
+/** Which views a batch of events touches. */
+export function touched(events: readonly WatchEvent[]): { locks: boolean; elections: boolean; leases: boolean } {
+  return {
+    locks: events.some((event) => event.kv.key.startsWith('/locks/')),
+    elections: events.some((event) => event.kv.key.startsWith('/elections/')),
+    leases: events.some((event) => event.kv.lease !== 0 || event.type === 'delete'),
+  };
+}
