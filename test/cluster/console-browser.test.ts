@@ -104,7 +104,7 @@ test('in headless chromium: no console error; a key appears within 1 s; lock, le
   try {
     // A follower's console: its feed is served from its own applied state.
     await browser.open(`${urls[1]}/ui/`);
-    await browser.waitFor<boolean>(`document.getElementById('feed-state').textContent === 'live'`, 10_000);
+    await browser.waitFor<boolean>(`['feed-keys', 'feed-locks', 'feed-elections'].every((id) => document.getElementById(id).textContent === 'live')`, 10_000);
     await browser.waitFor<boolean>(`document.querySelectorAll('#members tr[data-member]').length === 3`, 10_000);
 
     // A key written through another member's API appears within 1 s of its answer.

@@ -1,6 +1,6 @@
-// The console's entry point: builds the views, starts the watch feed (keys, locks and elections
-// follow it as events arrive), and reads status and metrics every few seconds (they are not keys:
-// no watch carries them). Read-only: the console never writes to the cell; signing in only
+// The console's entry point: builds the views, starts the watch feeds (keys, locks and elections
+// follow them as events arrive), and reads status and metrics every few seconds (they are not
+// keys: no watch carries them). Read-only: the console never writes to the cell; signing in only
 // obtains a token for the API's own checks.
 import { describe, getText, setToken, signIn, token } from './api.js';
 import { CellView } from './cell-view.js';
@@ -8,7 +8,7 @@ import { ElectionsView, LeasesView, LocksView, touched } from './coordination-vi
 import { byId } from './dom.js';
 import { KeysView } from './keys-view.js';
 import { parseMetrics } from './metrics.js';
-import { watchEverything } from './watch.js';
+import { Feed } from './watch.js';
 
 const statusEveryMs = 2000;
 const leasesEveryMs = 3000;
@@ -60,21 +60,27 @@ function start(): void {
   const locks = new LocksView();
   const elections = new ElectionsView();
   const reload = { keys: coalesced(() => keys.load()), leases: coalesced(() => leases.load()), locks: coalesced(() => locks.load()), elections: coalesced(() => elections.load()) };
-  const feed = byId('feed-state');
-  watchEverything({
-    reset: () => Object.values(reload).forEach((load) => load()),
-    events: (_revision, events) => {
-      keys.onEvents(events);
-      const views = touched(events);
-      if (views.locks) reload.locks();
-      if (views.elections) reload.elections();
-      if (views.leases) reload.leases();
-    },
-    state: (text, ok) => {
-      feed.textContent = text;
-      feed.className = ok ? 'ok' : 'bad';
-    },
+  const feedState = (id: string) => (text: string, ok: boolean): void => {
+    const target = byId(id);
+    target.textContent = text;
+    target.className = ok ? 'ok' : 'bad';
+  };
+  // The key browser's feed follows its prefix; locks and elections have their own.
+  let keysFeed: Feed | null = null;
+  keys.onPrefix((prefix) => {
+    keysFeed?.stop();
+    keysFeed = new Feed(prefix, {
+      reset: () => reload.keys(),
+      events: (_revision, events) => {
+        keys.onEvents(events);
+        if (touched(events).leases) reload.leases();
+      },
+      state: feedState('feed-keys'),
+    });
   });
+  new Feed('/locks/', { reset: () => reload.locks(), events: () => { reload.locks(); reload.leases(); }, state: feedState('feed-locks') });
+  new Feed('/elections/', { reset: () => reload.elections(), events: () => { reload.elections(); reload.leases(); }, state: feedState('feed-elections') });
+  reload.leases();
   const status = async (): Promise<void> => {
     await cell.loadStatus();
     try {

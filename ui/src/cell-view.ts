@@ -90,7 +90,7 @@ export class CellView {
     this.previous = { at: now, applied, latencySum, latencyCount };
     const watches = total(samples, 'baton_watches');
     byId('watches').replaceChildren(
-      el('p', {}, `${watches} watch(es) open on this node (this console's own feed is one of them).`),
+      el('p', {}, `${watches} watch(es) open on this node (this console's own three feeds among them: keys, locks, elections).`),
       el('p', { class: 'note' }, `Ended watches by reason: ${endedWatches(samples) || 'none'}.`),
     );
     this.renderMembers(samples);

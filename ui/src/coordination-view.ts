@@ -98,11 +98,7 @@ export class ElectionsView {
   }
 }
 
-/** Which views a batch of events touches. */
-export function touched(events: readonly WatchEvent[]): { locks: boolean; elections: boolean; leases: boolean } {
-  return {
-    locks: events.some((event) => event.kv.key.startsWith('/locks/')),
-    elections: events.some((event) => event.kv.key.startsWith('/elections/')),
-    leases: events.some((event) => event.kv.lease !== 0 || event.type === 'delete'),
-  };
+/** Whether a batch of key events touches the leases view (a key with a lease, or a delete). */
+export function touched(events: readonly WatchEvent[]): { leases: boolean } {
+  return { leases: events.some((event) => event.kv.lease !== 0 || event.type === 'delete') };
 }

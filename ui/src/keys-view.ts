@@ -11,6 +11,7 @@ export class KeysView {
   private prefix = '/';
   private readonly kvs = new Map<string, Kv>();
   private more = false;
+  private prefixListener: (prefix: string) => void = () => {};
 
   constructor() {
     const form = byId<HTMLFormElement>('keys-form');
@@ -18,8 +19,14 @@ export class KeysView {
       event.preventDefault();
       const value = byId<HTMLInputElement>('keys-prefix').value.trim();
       this.prefix = value.startsWith('/') ? value : `/${value}`;
-      void this.load();
+      this.prefixListener(this.prefix);
     });
+  }
+
+  /** Tells `listener` the prefix now and at every change (the live feed follows it and reloads). */
+  onPrefix(listener: (prefix: string) => void): void {
+    this.prefixListener = listener;
+    listener(this.prefix);
   }
 
   async load(): Promise<void> {

@@ -1,59 +1,73 @@
-// The console's one live feed: the API's SSE watch (GET /v1/watch) over every key, read through
-// fetch (EventSource cannot send the Authorization header). It resumes from the last revision it
-// saw after a break, and starts again from "now" (telling the views to reload) after compaction.
+// Live feeds over the API's SSE watch (GET /v1/watch), read through fetch (EventSource cannot
+// send the Authorization header). The console keeps one per thing it shows: the key browser's
+// prefix, /locks/ and /elections/, so a user allowed to read only part of the key space still
+// gets live updates where allowed (and sees the refusal where not). A feed resumes from the last
+// revision it saw after a break, and starts again from "now" (its view reloads) after compaction.
 import { authHeaders, describe, errorOf, type WatchEvent } from './api.js';
 
-export interface WatchHandlers {
+export interface FeedHandlers {
   events(revision: number, events: readonly WatchEvent[]): void;
-  /** The feed (re)started from now: views reload what they show. */
+  /** The feed (re)started from now: the view reloads what it shows. */
   reset(): void;
   state(text: string, ok: boolean): void;
 }
 
 const retryMs = 1000;
 
-export function watchEverything(handlers: WatchHandlers): void {
-  let next = 0;
-  const run = async (): Promise<void> => {
-    for (;;) {
+export class Feed {
+  private readonly abort = new AbortController();
+  private next = 0;
+
+  constructor(private readonly prefix: string, private readonly handlers: FeedHandlers) {
+    void this.run();
+  }
+
+  stop(): void {
+    this.abort.abort();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.abort.signal.aborted) {
       try {
-        const resumed = next > 0;
-        if (!resumed) handlers.reset();
-        await readStream(next, handlers, (revision) => (next = revision + 1));
-        handlers.state('watch ended; resuming', false);
+        if (this.next === 0) this.handlers.reset();
+        await this.read();
+        this.handlers.state('ended; resuming', false);
       } catch (error) {
+        if (this.abort.signal.aborted) return;
         const text = describe(error);
-        if (text.includes('compacted')) next = 0;
-        handlers.state(`watch: ${text}`, false);
+        if (text.includes('compacted')) this.next = 0;
+        this.handlers.state(text, false);
       }
       await new Promise((resolve) => setTimeout(resolve, retryMs));
     }
-  };
-  void run();
-}
+  }
 
-async function readStream(startRevision: number, handlers: WatchHandlers, seen: (revision: number) => void): Promise<void> {
-  const query = `key=${encodeURIComponent('/')}&prefix=true&progressMs=10000${startRevision > 0 ? `&startRevision=${startRevision}` : ''}`;
-  const response = await fetch(`/v1/watch?${query}`, { headers: authHeaders(), credentials: 'same-origin' });
-  if (!response.ok || response.body === null) throw await errorOf(response);
-  handlers.state('live', true);
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += value;
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const message = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = message.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.slice(5).trimStart()).join('\n');
-      if (data === '') continue;
-      const batch = JSON.parse(data) as { revision?: number; events?: WatchEvent[]; error?: { code: string; message: string } };
-      if (batch.error !== undefined) throw new Error(`${batch.error.code}: ${batch.error.message}`);
-      if (typeof batch.revision === 'number') {
-        seen(batch.revision);
-        if (batch.events !== undefined && batch.events.length > 0) handlers.events(batch.revision, batch.events);
+  private async read(): Promise<void> {
+    const start = this.next > 0 ? `&startRevision=${this.next}` : '';
+    const response = await fetch(`/v1/watch?key=${encodeURIComponent(this.prefix)}&prefix=true&progressMs=10000${start}`, {
+      headers: authHeaders(),
+      credentials: 'same-origin',
+      signal: this.abort.signal,
+    });
+    if (!response.ok || response.body === null) throw await errorOf(response);
+    this.handlers.state('live', true);
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const message = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = message.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.slice(5).trimStart()).join('\n');
+        if (data === '') continue;
+        const batch = JSON.parse(data) as { revision?: number; events?: WatchEvent[]; error?: { code: string; message: string } };
+        if (batch.error !== undefined) throw new Error(`${batch.error.code}: ${batch.error.message}`);
+        if (typeof batch.revision !== 'number') continue;
+        this.next = batch.revision + 1;
+        if (batch.events !== undefined && batch.events.length > 0) this.handlers.events(batch.revision, batch.events);
       }
     }
   }
