@@ -45,12 +45,12 @@ export class HeadlessBrowser {
     socket.on('message', (data) => this.receive(JSON.parse(String(data))));
   }
 
-  static async launch(binary: string, timeoutMs = 20_000): Promise<HeadlessBrowser> {
+  static async launch(binary: string, extraArgs: readonly string[] = [], timeoutMs = 20_000): Promise<HeadlessBrowser> {
     const profile = mkdtempSync(join(tmpdir(), 'baton-chromium-'));
     const args = [
       '--headless=new', '--remote-debugging-port=0', `--user-data-dir=${profile}`, '--no-first-run',
       '--no-default-browser-check', '--disable-gpu', '--disable-extensions', '--disable-background-networking',
-      '--disable-dev-shm-usage', '--window-size=1280,1600', 'about:blank',
+      '--disable-dev-shm-usage', '--window-size=1280,1600', ...extraArgs, 'about:blank',
     ];
     // Chromium refuses to run as root with its sandbox (CI containers run as root).
     if (process.getuid?.() === 0) args.unshift('--no-sandbox');

@@ -3,7 +3,7 @@
 // prefix, /locks/ and /elections/, so a user allowed to read only part of the key space still
 // gets live updates where allowed (and sees the refusal where not). A feed resumes from the last
 // revision it saw after a break, and starts again from "now" (its view reloads) after compaction.
-import { authHeaders, describe, errorOf, type WatchEvent } from './api.js';
+import { ApiError, authHeaders, describe, errorOf, type WatchEvent } from './api.js';
 
 export interface FeedHandlers {
   events(revision: number, events: readonly WatchEvent[]): void;
@@ -13,6 +13,8 @@ export interface FeedHandlers {
 }
 
 const retryMs = 1000;
+/** A refusal will not change by itself soon: ask again seldom (the user may sign in meanwhile). */
+const refusedRetryMs = 15_000;
 
 export class Feed {
   private readonly abort = new AbortController();
@@ -37,6 +39,10 @@ export class Feed {
         const text = describe(error);
         if (text.includes('compacted')) this.next = 0;
         this.handlers.state(text, false);
+        if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
+          await new Promise((resolve) => setTimeout(resolve, refusedRetryMs));
+          continue;
+        }
       }
       await new Promise((resolve) => setTimeout(resolve, retryMs));
     }
