@@ -75,6 +75,22 @@ test('every node serves the console with its content types, caching and CSP', as
   }
 });
 
+test('the leader\'s status names each member\'s replication progress (the console\'s member table); a follower\'s does not', async () => {
+  const leader = await findLeader(cell);
+  await http(`${cell.cell.clientUrl(leader)}/v1/kv/console/progress`, { method: 'PUT', body: 'x' });
+  const status = await http(`${cell.cell.clientUrl(leader)}/v1/cluster/status`);
+  assert.equal(status.status, 200);
+  const members = status.body.members as { name: string; matchIndex?: number }[];
+  assert.equal(members.length, 3);
+  for (const member of members) {
+    assert.ok(Number.isSafeInteger(member.matchIndex) && (member.matchIndex as number) >= 1, JSON.stringify(member));
+    assert.ok((member.matchIndex as number) <= status.body.commitIndex + 1, JSON.stringify(status.body));
+  }
+  const follower = cell.names.find((name) => name !== leader) as string;
+  const followerStatus = await http(`${cell.cell.clientUrl(follower)}/v1/cluster/status`);
+  for (const member of followerStatus.body.members as { matchIndex?: number }[]) assert.equal(member.matchIndex, undefined);
+});
+
 test('no request target reaches a file outside the console folder', async () => {
   const targets = [
     '/ui/../package.json', '/ui/../../package.json', '/ui/%2e%2e/package.json', '/ui/.%2E/package.json',
@@ -158,9 +174,22 @@ test('in headless chromium: no console error; a key appears within 1 s; lock, le
     writeFileSync(join(artifacts, 'console.png'), await browser.screenshot());
     assert.deepEqual(browser.problems, [], 'the page logged errors');
 
+    // The leader's console: every member's replication progress and peer round-trip time.
+    const leader = await findLeader(cell);
+    await browser.open(`${cell.cell.clientUrl(leader)}/ui/`);
+    const progress = await browser.waitFor<string[]>(`(() => {
+      const rows = [...document.querySelectorAll('#members tr[data-member]')];
+      const cells = rows.map((row) => row.children[6].textContent);
+      const rtts = rows.map((row) => row.children[7].textContent).filter((text) => text.endsWith('ms (mean)'));
+      return rows.length === 3 && cells.every((text) => /^[0-9]+$/.test(text)) && rtts.length === 2 ? cells : null;
+    })()`, 10_000);
+    t.diagnostic(`the leader's console: members replicated to ${progress.value.join(', ')}`);
+    writeFileSync(join(artifacts, 'console-leader.png'), await browser.screenshot());
+    assert.deepEqual(browser.problems, [], 'the page logged errors');
+
     // A refused token: the API's own error is shown, nothing is worked around.
     await browser.evaluate(`sessionStorage.setItem('baton.console.token', 'not-a-token')`);
-    await browser.open(`${urls[1]}/ui/`);
+    await browser.open(`${cell.cell.clientUrl(leader)}/ui/`);
     const refused = await browser.waitFor<string>(`document.querySelector('#members .error')?.textContent ?? ''`, 5_000);
     assert.match(refused.value, /^401 unauthenticated/);
     assert.equal(await browser.evaluate<number>(`document.querySelectorAll('tr[data-key]').length`), 0);

@@ -6,7 +6,7 @@ import { Chart } from './chart.js';
 import { byId, el, row, showError, table } from './dom.js';
 import { total, type Samples } from './metrics.js';
 
-interface Member { id: number; name: string; clientUrl: string; role: string; healthy: boolean }
+interface Member { id: number; name: string; clientUrl: string; role: string; healthy: boolean; matchIndex?: number }
 interface Status {
   cell: string; member: number; leader: number; term: number; commitIndex: number; appliedIndex: number;
   revision: number; compactRevision: number; members: Member[];
@@ -65,13 +65,14 @@ export class CellView {
         self ? String(status.term) : '',
         self ? String(status.commitIndex) : '',
         self ? String(status.appliedIndex) : '',
+        member.matchIndex === undefined ? '' : String(member.matchIndex),
         rtt(member.id),
         link,
       );
     });
     byId('members').replaceChildren(
-      table(['member', 'role', 'health (leader\'s view)', 'term', 'commit index', 'applied index', 'peer RTT (leader)', 'its console'], rows, 'no member'),
-      el('p', { class: 'note' }, 'Term and indexes are this node\'s own; open another member\'s console for its view. RTT is measured by the leader.'),
+      table(['member', 'role', 'health (leader\'s view)', 'term', 'commit index', 'applied index', 'log replicated to (leader\'s view)', 'peer RTT (leader)', 'its console'], rows, 'no member'),
+      el('p', { class: 'note' }, 'Term, commit and applied index are this node\'s own: open another member\'s console for its view. Replication progress and RTT are known to the leader only: its console shows them.'),
     );
   }
 
