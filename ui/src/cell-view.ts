@@ -16,7 +16,7 @@ const hex = (id: number): string => id.toString(16);
 
 export class CellView {
   private readonly throughput = new Chart(byId<HTMLCanvasElement>('chart-throughput'), 'applied entries/s', (v) => v.toFixed(1));
-  private readonly latency = new Chart(byId<HTMLCanvasElement>('chart-latency'), 'proposal latency, mean ms', (v) => v.toFixed(2));
+  private readonly latency = new Chart(byId<HTMLCanvasElement>('chart-latency'), 'latency of writes via this node, mean ms', (v) => v.toFixed(2));
   private readonly lag = new Chart(byId<HTMLCanvasElement>('chart-lag'), 'apply lag, entries', (v) => v.toFixed(0));
   private previous: { at: number; applied: number; latencySum: number; latencyCount: number } | null = null;
 
