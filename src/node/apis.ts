@@ -17,8 +17,8 @@ import { createMemberRoutes } from '../api/http/member-routes.js';
 import { createAuthRoutes } from '../api/http/auth-routes.js';
 import { createHealthRoutes } from '../api/http/health-routes.js';
 import { createOwnershipRoutes } from '../api/http/ownership-routes.js';
-import { createConsoleRoutes, loadConsoleFiles } from '../api/http/console-routes.js';
-import { fileURLToPath } from 'node:url';
+import { createConsoleRoutes } from '../api/http/console-routes.js';
+import { loadConsoleFiles } from '../console/console-files.js';
 import { ControlService } from '../control/control-service.js';
 import { createControlRoutes } from '../control/control-routes.js';
 import { healthChecks } from '../api/health.js';
@@ -81,7 +81,7 @@ export async function startApis(
   }, 1_000);
   reconciler?.unref();
   // The web console's files (dist/ui, beside dist/src), read once: docs/console.md.
-  const consoleFiles = loadConsoleFiles(fileURLToPath(new URL('../../ui/', import.meta.url)));
+  const consoleFiles = loadConsoleFiles();
   const handler = createHttpHandler({
     cell,
     limits: apiLimits,

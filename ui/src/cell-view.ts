@@ -14,17 +14,34 @@ interface Status {
 
 const hex = (id: number): string => id.toString(16);
 
+/** `baton router`'s status (src/router): the cell map it routes by, not a cell. */
+interface RouterStatus {
+  router: true;
+  epoch: number;
+  cacheAgeMs: number;
+  cells: { id: string; endpoints: string[]; leader: string | null }[];
+  namespaces: { prefix: string; cell: string; epoch: number; state: string }[];
+}
+
 export class CellView {
   private readonly throughput = new Chart(byId<HTMLCanvasElement>('chart-throughput'), 'applied entries/s', (v) => v.toFixed(1));
   private readonly latency = new Chart(byId<HTMLCanvasElement>('chart-latency'), 'latency of writes via this node, mean ms', (v) => v.toFixed(2));
   private readonly lag = new Chart(byId<HTMLCanvasElement>('chart-lag'), 'apply lag, entries', (v) => v.toFixed(0));
   private previous: { at: number; applied: number; latencySum: number; latencyCount: number } | null = null;
 
+  /** Set once the serving process turns out to be a router. */
+  router = false;
+
   async loadStatus(): Promise<Status | null> {
     try {
-      const status = await getJson<Status>('/v1/cluster/status');
-      this.renderStatus(status);
-      return status;
+      const status = await getJson<Status | RouterStatus>('/v1/cluster/status');
+      if ('router' in status && status.router === true) {
+        this.router = true;
+        this.renderRouter(status);
+        return null;
+      }
+      this.renderStatus(status as Status);
+      return status as Status;
     } catch (error) {
       showError(byId('members'), describe(error));
       return null;
@@ -44,6 +61,33 @@ export class CellView {
   }
 
   private members: Status | null = null;
+
+  /** The router's page: the cells it knows (each leader's console linked) and the namespaces. */
+  private renderRouter(status: RouterStatus): void {
+    byId('cell-summary').replaceChildren(
+      el('span', {}, 'baton router'),
+      el('span', {}, `cell map epoch ${status.epoch}`),
+      el('span', {}, `confirmed ${(status.cacheAgeMs / 1000).toFixed(1)} s ago`),
+    );
+    const cells = status.cells.map((cell) => row(
+      { 'data-cell': cell.id },
+      cell.id,
+      cell.leader === null ? 'unknown' : el('a', { href: `${cell.leader}/ui/` }, cell.leader),
+      cell.endpoints.join(', '),
+    ));
+    const namespaces = status.namespaces.map((namespace) => row(
+      { 'data-namespace': namespace.prefix },
+      namespace.prefix, namespace.cell, String(namespace.epoch), namespace.state,
+    ));
+    byId('members-title').textContent = 'Cells (through this router)';
+    byId('members').replaceChildren(
+      table(['cell', 'leader (its console)', 'members'], cells, 'no cell in the map yet'),
+      el('h3', {}, 'Namespaces'),
+      table(['prefix', 'cell', 'epoch', 'state'], namespaces, 'no namespace'),
+      el('p', { class: 'note' }, 'Keys, leases, locks and elections below are read through the router, from the cell that owns each prefix; a prefix spanning cells is refused (cross_cell). Each cell\'s console shows its members and charts.'),
+    );
+    byId('charts').hidden = true;
+  }
 
   renderMembers(samples: Samples | null): void {
     const status = this.members;
@@ -77,6 +121,11 @@ export class CellView {
   }
 
   onMetrics(samples: Samples): void {
+    if (this.router) {
+      const forwarded = (samples.get('baton_router_forwards_total') ?? []).map((sample) => `${sample.labels['cell'] ?? '?'} ${sample.value}`).join(', ');
+      byId('watches').replaceChildren(el('p', {}, `The router holds no watch of its own: it relays each one to its cell. Requests forwarded so far: ${forwarded || 'none'}.`));
+      return;
+    }
     const now = performance.now();
     const applied = total(samples, 'etcd_server_proposals_applied_total');
     const latencySum = total(samples, 'baton_proposal_seconds_sum');
