@@ -5,7 +5,7 @@
 // can reach a file outside the folder. The console's data comes from the ordinary API in the
 // browser, under the caller's own credentials: the files carry no data and decide nothing.
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError } from '../base/errors.js';
@@ -55,7 +55,7 @@ export function consoleDir(): string {
 }
 
 /**
- * Reads the console's folder (files of known types only). A missing folder gives an empty table:
+ * Reads the console's folder (regular files of known types only). A missing folder gives an empty table:
  * the server runs, and /ui/ says that the console was not built.
  */
 export function loadConsoleFiles(dir = consoleDir()): ConsoleFiles {
@@ -70,7 +70,8 @@ export function loadConsoleFiles(dir = consoleDir()): ConsoleFiles {
     }
     for (const name of names) {
       const path = relative === '' ? name : `${relative}/${name}`;
-      const stat = statSync(join(dir, path));
+      // lstat: a symbolic link is neither followed nor served, so nothing outside the folder is.
+      const stat = lstatSync(join(dir, path));
       if (stat.isDirectory()) {
         visit(path);
         continue;

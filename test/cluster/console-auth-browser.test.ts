@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { httpsRequest, type CellTls } from '../../src/node/testing/cell-tls.js';
 import { sleep, startTestCell, type TestCell } from './harness.js';
-import { findChromium, HeadlessBrowser } from './headless-browser.js';
+import { findChromium, HeadlessBrowser, noChromiumReason } from './headless-browser.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const artifacts = join(root, 'test-artifacts', 'console');
@@ -64,7 +64,7 @@ after(async () => {
 
 test('anonymous: the page loads but every view shows the refusal; a signed-in user sees its prefix, live, and nothing else', { timeout: 60_000 }, async (t) => {
   if (chromium === null) {
-    t.skip('no chromium binary found (set CHROMIUM, or apt-get install chromium): the console was not tried in a browser');
+    t.skip(noChromiumReason());
     return;
   }
   mkdirSync(artifacts, { recursive: true });

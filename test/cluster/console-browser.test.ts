@@ -12,7 +12,7 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findLeader, http, startTestCell, type TestCell } from './harness.js';
-import { findChromium, HeadlessBrowser } from './headless-browser.js';
+import { findChromium, HeadlessBrowser, noChromiumReason } from './headless-browser.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const artifacts = join(root, 'test-artifacts', 'console');
@@ -111,7 +111,7 @@ test('no request target reaches a file outside the console folder', async () => 
 
 test('in headless chromium: no console error; a key appears within 1 s; lock, lease and election shown', { timeout: 60_000 }, async (t) => {
   if (chromium === null) {
-    t.skip('no chromium binary found (set CHROMIUM, or apt-get install chromium): the console was not tried in a browser');
+    t.skip(noChromiumReason());
     return;
   }
   mkdirSync(artifacts, { recursive: true });

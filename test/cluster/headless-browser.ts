@@ -8,11 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 
-/** The browser binary: $CHROMIUM, else the first of the usual names on PATH; null when none. */
+/** The browser binary: $CHROMIUM when set (only it), else the first of the usual names on PATH; null when none. */
 export function findChromium(): string | null {
-  const candidates = process.env['CHROMIUM'] !== undefined ? [process.env['CHROMIUM']] : [];
-  for (const dir of (process.env['PATH'] ?? '').split(':')) {
-    for (const name of ['chromium', 'chromium-browser', 'google-chrome']) candidates.push(join(dir, name));
+  const candidates: string[] = [];
+  if (process.env['CHROMIUM'] !== undefined) candidates.push(process.env['CHROMIUM']);
+  else {
+    for (const dir of (process.env['PATH'] ?? '').split(':')) {
+      for (const name of ['chromium', 'chromium-browser', 'google-chrome']) candidates.push(join(dir, name));
+    }
   }
   for (const path of candidates) {
     try {
@@ -23,6 +26,13 @@ export function findChromium(): string | null {
     }
   }
   return null;
+}
+
+/** Why a browser test skips when findChromium() found none. */
+export function noChromiumReason(): string {
+  const named = process.env['CHROMIUM'];
+  return `no browser: ${named !== undefined ? `CHROMIUM=${named} is not an executable file` : 'no chromium, chromium-browser or google-chrome on PATH'}`
+    + ' (apt-get install chromium, or set CHROMIUM=/path/to/chromium): the console was not tried in a browser';
 }
 
 /** What the page said: console errors, uncaught exceptions, browser log errors. */
