@@ -11,7 +11,8 @@ interface LockEntry { key: string; owner: string; fencingToken: number; lease: n
 interface LockState { holder: LockEntry | null; queue: LockEntry[] }
 interface Leader { key: string; value: string; term: number; lease: number }
 
-const leasesShown = 200;
+const leasesShown = 100;
+const leasesDetailed = 25;
 const queuesShown = 100;
 
 /** The distinct names below `root` (`/locks/` → lock names), from the queue keys. */
@@ -26,14 +27,22 @@ async function queueNames(root: string): Promise<string[]> {
 }
 
 export class LeasesView {
-  private leases: { info: LeaseInfo; readAt: number }[] = [];
+  private leases: { id: number; ttlMs: number; grantedTtl: number; keys: string[] | null; readAt: number }[] = [];
+  private more = false;
 
   async load(): Promise<void> {
     try {
-      const list = await getJson<{ leases: { id: number }[]; more: boolean }>(`/v1/leases?limit=${leasesShown}`);
-      const infos = await Promise.all(list.leases.map((lease) => getJson<LeaseInfo>(`/v1/leases/${lease.id}`)));
+      const list = await getJson<{ leases: { id: number; ttl: number; grantedTtl: number }[]; more: boolean }>(`/v1/leases?limit=${leasesShown}`);
+      // Exact TTLs and keys for the first few (one call each); whole seconds for the rest.
+      const detailed = await Promise.all(list.leases.slice(0, leasesDetailed).map((lease) => getJson<LeaseInfo>(`/v1/leases/${lease.id}`)));
       const readAt = performance.now();
-      this.leases = infos.map((info) => ({ info, readAt }));
+      this.leases = list.leases.map((lease, i) => {
+        const info = detailed[i];
+        return info === undefined
+          ? { id: lease.id, ttlMs: lease.ttl * 1000, grantedTtl: lease.grantedTtl, keys: null, readAt }
+          : { id: info.id, ttlMs: info.ttlMs, grantedTtl: info.grantedTtl, keys: info.keys, readAt };
+      });
+      this.more = list.more;
       this.render();
     } catch (error) {
       showError(byId('leases'), describe(error));
@@ -41,18 +50,22 @@ export class LeasesView {
   }
 
   private render(): void {
-    const rows = this.leases.map(({ info }) =>
-      row({ 'data-lease': String(info.id) }, String(info.id), el('span', { class: 'ttl' }, ''), `${info.grantedTtl} s`, info.keys.join(', ')));
-    byId('leases').replaceChildren(table(['lease', 'remaining TTL', 'granted TTL', 'keys'], rows, 'no lease'));
+    const rows = this.leases.map((lease) =>
+      row({ 'data-lease': String(lease.id) }, String(lease.id), el('span', { class: 'ttl' }, ''), `${lease.grantedTtl} s`,
+        lease.keys === null ? el('span', { class: 'note' }, `(keys read for the first ${leasesDetailed} leases only)`) : lease.keys.join(', ')));
+    byId('leases').replaceChildren(
+      table(['lease', 'remaining TTL', 'granted TTL', 'keys'], rows, 'no lease'),
+      this.more ? el('p', { class: 'note' }, `showing the first ${leasesShown} leases`) : '',
+    );
     this.tick();
   }
 
   /** Counts every shown TTL down from its last read. */
   tick(): void {
     const now = performance.now();
-    for (const { info, readAt } of this.leases) {
-      const cell = document.querySelector(`tr[data-lease="${info.id}"] .ttl`);
-      if (cell !== null) cell.textContent = `${(Math.max(0, info.ttlMs - (now - readAt)) / 1000).toFixed(1)} s`;
+    for (const lease of this.leases) {
+      const cell = document.querySelector(`tr[data-lease="${lease.id}"] .ttl`);
+      if (cell !== null) cell.textContent = `${(Math.max(0, lease.ttlMs - (now - lease.readAt)) / 1000).toFixed(1)} s`;
     }
   }
 }
