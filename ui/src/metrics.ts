@@ -26,7 +26,3 @@ export function parseMetrics(text: string): Samples {
 export function total(samples: Samples, name: string, where: (labels: Readonly<Record<string, string>>) => boolean = () => true): number {
   return (samples.get(name) ?? []).filter((sample) => where(sample.labels)).reduce((sum, sample) => sum + sample.value, 0);
 }
-
-export function has(samples: Samples, name: string): boolean {
-  return samples.has(name);
-}
