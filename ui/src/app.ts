@@ -15,7 +15,7 @@ const leasesEveryMs = 3000;
 const countdownEveryMs = 200;
 
 /** Runs `load` once now, and again (once) soon after every request while one is running. */
-function coalesced(load: () => Promise<void>): () => void {
+function coalesced(load: () => Promise<unknown>): () => void {
   let running = false;
   let again = false;
   const run = (): void => {
@@ -59,7 +59,7 @@ function start(): void {
   const leases = new LeasesView();
   const locks = new LocksView();
   const elections = new ElectionsView();
-  const reload = { keys: coalesced(() => keys.load()), leases: coalesced(() => leases.load()), locks: coalesced(() => locks.load()), elections: coalesced(() => elections.load()) };
+  const reload = { leases: coalesced(() => leases.load()), locks: coalesced(() => locks.load()), elections: coalesced(() => elections.load()) };
   const feedState = (id: string) => (text: string, ok: boolean): void => {
     const target = byId(id);
     target.textContent = text;
@@ -70,7 +70,7 @@ function start(): void {
   keys.onPrefix((prefix) => {
     keysFeed?.stop();
     keysFeed = new Feed(prefix, {
-      reset: () => reload.keys(),
+      reset: () => keys.load(),
       events: (_revision, events) => {
         keys.onEvents(events);
         if (touched(events).leases) reload.leases();
@@ -78,8 +78,8 @@ function start(): void {
       state: feedState('feed-keys'),
     });
   });
-  new Feed('/locks/', { reset: () => reload.locks(), events: () => { reload.locks(); reload.leases(); }, state: feedState('feed-locks') });
-  new Feed('/elections/', { reset: () => reload.elections(), events: () => { reload.elections(); reload.leases(); }, state: feedState('feed-elections') });
+  new Feed('/locks/', { reset: () => locks.load(), events: () => { reload.locks(); reload.leases(); }, state: feedState('feed-locks') });
+  new Feed('/elections/', { reset: () => elections.load(), events: () => { reload.elections(); reload.leases(); }, state: feedState('feed-elections') });
   reload.leases();
   const status = async (): Promise<void> => {
     await cell.loadStatus();

@@ -15,15 +15,15 @@ const leasesShown = 100;
 const leasesDetailed = 25;
 const queuesShown = 100;
 
-/** The distinct names below `root` (`/locks/` → lock names), from the queue keys. */
-async function queueNames(root: string): Promise<string[]> {
+/** The distinct names below `root` (`/locks/` → lock names), from the queue keys, and the revision read at. */
+async function queueNames(root: string): Promise<{ names: string[]; revision: number }> {
   const range = await getJson<Range>(`${kvPath(root)}?prefix=true&keysOnly=true&limit=5000`);
   const names = new Set<string>();
   for (const kv of range.kvs) {
     const name = kv.key.slice(root.length).split('/')[0];
     if (name !== undefined && name !== '') names.add(name);
   }
-  return [...names].sort().slice(0, queuesShown);
+  return { names: [...names].sort().slice(0, queuesShown), revision: range.revision };
 }
 
 export class LeasesView {
@@ -71,10 +71,11 @@ export class LeasesView {
 }
 
 export class LocksView {
-  async load(): Promise<void> {
+  /** Returns the revision the lock names were read at (the feed continues from it); null when refused. */
+  async load(): Promise<number | null> {
     const target = byId('locks');
     try {
-      const names = await queueNames('/locks/');
+      const { names, revision } = await queueNames('/locks/');
       const states = await Promise.all(names.map(async (name) => [name, await getJson<LockState>(`/v1/locks/${encodeURIComponent(name)}`)] as const));
       const rows = states.map(([name, state]) => row(
         { 'data-lock': name },
@@ -85,17 +86,20 @@ export class LocksView {
         state.queue.map((entry) => `${entry.owner || '(unnamed)'} #${entry.fencingToken}`).join(', '),
       ));
       target.replaceChildren(table(['lock', 'holder', 'fencing token', 'lease', 'queue (waiters, in grant order)'], rows, 'no lock is held or waited for'));
+      return revision;
     } catch (error) {
       showError(target, describe(error));
+      return null;
     }
   }
 }
 
 export class ElectionsView {
-  async load(): Promise<void> {
+  /** Returns the revision the election names were read at (the feed continues from it); null when refused. */
+  async load(): Promise<number | null> {
     const target = byId('elections');
     try {
-      const names = await queueNames('/elections/');
+      const { names, revision } = await queueNames('/elections/');
       const leaders = await Promise.all(names.map(async (name) => [name, (await getJson<{ leader: Leader | null }>(`/v1/elections/${encodeURIComponent(name)}/leader`)).leader] as const));
       const rows = leaders.map(([name, leader]) => row(
         { 'data-election': name },
@@ -105,8 +109,10 @@ export class ElectionsView {
         leader === null ? '' : String(leader.lease),
       ));
       target.replaceChildren(table(['election', 'leader (value)', 'term', 'lease'], rows, 'no election has a candidate'));
+      return revision;
     } catch (error) {
       showError(target, describe(error));
+      return null;
     }
   }
 }

@@ -5,11 +5,15 @@ import { ApiError, describe, getJson, kvPath, type Kv, type Range, type WatchEve
 import { byId, el, row, short, showError, table } from './dom.js';
 
 const listLimit = 500;
+/** Values are read for the first keys only: a value may be up to 1 MiB. */
+const valuesRead = 50;
 const historySteps = 25;
 
 export class KeysView {
   private prefix = '/';
   private readonly kvs = new Map<string, Kv>();
+  /** Keys listed without their value (past the first 50); an event or a click reads it. */
+  private readonly unread = new Set<string>();
   private more = false;
   private prefixListener: (prefix: string) => void = () => {};
 
@@ -29,16 +33,31 @@ export class KeysView {
     listener(this.prefix);
   }
 
-  async load(): Promise<void> {
+  /**
+   * Reads the keys under the prefix (at most 500, values of the first 50, both at one revision)
+   * and returns that revision, from which the live feed continues; null when refused.
+   */
+  async load(): Promise<number | null> {
     const target = byId('keys-list');
     try {
-      const range = await getJson<Range>(`${kvPath(this.prefix)}?prefix=true&limit=${listLimit}`);
+      const keys = await getJson<Range>(`${kvPath(this.prefix)}?prefix=true&keysOnly=true&limit=${listLimit}`);
+      const values = await getJson<Range>(`${kvPath(this.prefix)}?prefix=true&limit=${valuesRead}&revision=${keys.revision}`);
       this.kvs.clear();
-      for (const kv of range.kvs) this.kvs.set(kv.key, kv);
-      this.more = range.more;
+      this.unread.clear();
+      for (const kv of keys.kvs) {
+        this.kvs.set(kv.key, kv);
+        this.unread.add(kv.key);
+      }
+      for (const kv of values.kvs) {
+        this.kvs.set(kv.key, kv);
+        this.unread.delete(kv.key);
+      }
+      this.more = keys.more;
       this.render();
+      return keys.revision;
     } catch (error) {
       showError(target, describe(error));
+      return null;
     }
   }
 
@@ -46,6 +65,7 @@ export class KeysView {
     let changed = false;
     for (const event of events) {
       if (!event.kv.key.startsWith(this.prefix)) continue;
+      this.unread.delete(event.kv.key);
       if (event.type === 'put') this.kvs.set(event.kv.key, event.kv);
       else this.kvs.delete(event.kv.key);
       changed = true;
@@ -59,7 +79,8 @@ export class KeysView {
       const kv = this.kvs.get(key) as Kv;
       const link = el('button', { type: 'button', class: 'link' }, key);
       link.addEventListener('click', () => void this.history(key));
-      return row({ 'data-key': key }, link, el('code', {}, short(kv.value)), String(kv.version), String(kv.modRevision), kv.lease === 0 ? '' : String(kv.lease));
+      const value = this.unread.has(key) ? el('span', { class: 'note' }, '(not read: click the key)') : el('code', {}, short(kv.value));
+      return row({ 'data-key': key }, link, value, String(kv.version), String(kv.modRevision), kv.lease === 0 ? '' : String(kv.lease));
     });
     const note = this.more ? el('p', { class: 'note' }, `showing the first ${listLimit} keys; narrow the prefix`) : '';
     byId('keys-list').replaceChildren(

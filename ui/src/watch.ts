@@ -2,13 +2,17 @@
 // send the Authorization header). The console keeps one per thing it shows: the key browser's
 // prefix, /locks/ and /elections/, so a user allowed to read only part of the key space still
 // gets live updates where allowed (and sees the refusal where not). A feed resumes from the last
-// revision it saw after a break, and starts again from "now" (its view reloads) after compaction.
+// revision it saw after a break; it starts after the revision its view was read at (no event lost
+// in between), and after compaction it reloads the view and starts again.
 import { ApiError, authHeaders, describe, errorOf, type WatchEvent } from './api.js';
 
 export interface FeedHandlers {
   events(revision: number, events: readonly WatchEvent[]): void;
-  /** The feed (re)started from now: the view reloads what it shows. */
-  reset(): void;
+  /**
+   * The feed (re)starts: the view reloads what it shows and says the revision it read at, from
+   * which the feed continues with no gap (null: start from now).
+   */
+  reset(): Promise<number | null>;
   state(text: string, ok: boolean): void;
 }
 
@@ -31,7 +35,10 @@ export class Feed {
   private async run(): Promise<void> {
     while (!this.abort.signal.aborted) {
       try {
-        if (this.next === 0) this.handlers.reset();
+        if (this.next === 0) {
+          const revision = await this.handlers.reset();
+          if (revision !== null) this.next = revision + 1;
+        }
         await this.read();
         this.handlers.state('ended; resuming', false);
       } catch (error) {
