@@ -58,6 +58,11 @@ export interface MemberStatus {
   readonly clientUrl: string;
   readonly role: 'voter' | 'learner';
   readonly healthy: boolean;
+  /**
+   * The leader's replication progress: the highest log index known to be on this member. Only
+   * in the leader's own answer (a follower does not know it); the web console's member table.
+   */
+  readonly matchIndex?: number;
 }
 
 export interface ClusterStatus {

@@ -211,6 +211,8 @@ export class CellService implements api.CellApi, CommandProposer {
     // Health is the leader's view (src/raft/contact.ts): every member reports the same, and one
     // that hears no leader vouches for no one, itself included.
     const inContact = new Set(status.inContact ?? []);
+    // Replication progress is the leader's alone: a follower answers without it.
+    const leading = status.role === 'leader';
     return {
       cell: this.config.cellId,
       clusterId: this.config.clusterId,
@@ -231,6 +233,7 @@ export class CellService implements api.CellApi, CommandProposer {
           clientUrl: member.clientUrl,
           role: voters.has(member.id) ? 'voter' : 'learner',
           healthy: inContact.has(member.id),
+          ...(leading ? matchOf(status.progress.get(member.id)) : {}),
         };
       }),
     };
@@ -277,4 +280,9 @@ export class CellService implements api.CellApi, CommandProposer {
       this.revisionWaiters.add(waiter);
     });
   }
+}
+
+/** A member's match index from the leader's progress, when the leader tracks one for it. */
+function matchOf(progress: { readonly match: number } | undefined): { matchIndex?: number } {
+  return progress === undefined ? {} : { matchIndex: progress.match };
 }

@@ -17,6 +17,8 @@ import { createMemberRoutes } from '../api/http/member-routes.js';
 import { createAuthRoutes } from '../api/http/auth-routes.js';
 import { createHealthRoutes } from '../api/http/health-routes.js';
 import { createOwnershipRoutes } from '../api/http/ownership-routes.js';
+import { createConsoleRoutes } from '../api/http/console-routes.js';
+import { loadConsoleFiles } from '../console/console-files.js';
 import { ControlService } from '../control/control-service.js';
 import { createControlRoutes } from '../control/control-routes.js';
 import { healthChecks } from '../api/health.js';
@@ -78,13 +80,15 @@ export async function startApis(
     control.reconcile().catch((error: unknown) => log.warn(`ownership reconcile: ${(error as Error).message}`)).finally(() => (reconciling = false));
   }, 1_000);
   reconciler?.unref();
+  // The web console's files (dist/ui, beside dist/src), read once: docs/console.md.
+  const consoleFiles = loadConsoleFiles();
   const handler = createHttpHandler({
     cell,
     limits: apiLimits,
     routeGroups: [
       createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections),
       createMaintenanceRoutes(store, cell, audit, state.engine.usedBytes === undefined ? null : () => (state.engine.usedBytes as () => number)()), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell, tokens),
-      createHealthRoutes(health), createOwnershipRoutes(cell),
+      createHealthRoutes(health), createOwnershipRoutes(cell), createConsoleRoutes(consoleFiles),
       ...(control === null ? [] : [createControlRoutes(control, cell)]),
     ],
     logError,

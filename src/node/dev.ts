@@ -93,6 +93,7 @@ export async function runDev(argv: readonly string[]): Promise<number> {
     return 1;
   }
   process.stdout.write(`Baton dev cell ready: ${cell.clientUrls().join(',')}\n`);
+  process.stdout.write(`Web console: ${cell.clientUrl('n1')}/ui/ (every node serves one; docs/console.md)\n`);
   if (cell.tls !== null) {
     const tls = cell.tls;
     process.stdout.write(`TLS everywhere; the root principal's certificate is ${tls.root.cert}\n`

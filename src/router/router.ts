@@ -9,6 +9,7 @@ import { once } from 'node:events';
 import { BatonError, CrossCellError, InvalidArgumentError, UnavailableError, WrongCellError, httpStatusOf } from '../base/errors.js';
 import { namespacesOfSpan, type KeySpan } from '../base/namespaces.js';
 import type { MapNamespace } from '../control/cell-map.js';
+import { consoleAnswer, isConsolePath, loadConsoleFiles } from '../console/console-files.js';
 import { MapCache } from './map-cache.js';
 import { RouterMetrics } from './router-metrics.js';
 import { routeTarget } from './route-keys.js';
@@ -36,6 +37,8 @@ export class Router {
   private readonly leaders = new Map<string, string>();
   private server: Server | null = null;
   private leaderTimer: NodeJS.Timeout | null = null;
+  /** The web console (docs/console.md): in router mode it shows the cells and namespaces. */
+  private readonly consoleFiles = loadConsoleFiles();
 
   constructor(private readonly options: RouterOptions) {
     this.cache = new MapCache(options.control, undefined, options.log);
@@ -75,6 +78,13 @@ export class Router {
     const question = raw.indexOf('?');
     const path = question < 0 ? raw : raw.slice(0, question);
     const query = new URLSearchParams(question < 0 ? '' : raw.slice(question + 1));
+    if (isConsolePath(path)) {
+      if (query.size > 0) throw new InvalidArgumentError(`unknown query parameter on ${path}`);
+      const answer = consoleAnswer(this.consoleFiles, req.method ?? 'GET', path, req.headers['if-none-match']);
+      res.writeHead(answer.status, answer.headers);
+      res.end(answer.body ?? undefined);
+      return;
+    }
     if (path === '/v1/cluster/status' && req.method === 'GET') return this.answer(res, 200, this.status());
     if (path === '/metrics' && req.method === 'GET') {
       const text = await this.metrics.registry.render();

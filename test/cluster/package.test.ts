@@ -70,12 +70,12 @@ before(async () => {
 
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
-test('the tarball holds the runtime tree: dist/src, the etcd protos, the client types; no tests or sources', () => {
-  for (const path of ['dist/src/cli/main.js', 'dist/src/client/index.js', 'dist/src/client/index.d.ts', 'proto/etcd/rpc.proto',
+test('the tarball holds the runtime tree: dist/src, the console, the etcd protos, the client types; no tests or sources', () => {
+  for (const path of ['dist/src/cli/main.js', 'dist/src/client/index.js', 'dist/src/client/index.d.ts', 'dist/ui/index.html', 'dist/ui/app.js', 'proto/etcd/rpc.proto',
     'proto/etcd/v3lock.proto', 'proto/etcd/v3election.proto', 'README.md', 'package.json']) {
     assert.ok(packedFiles.includes(path), `the tarball lacks ${path}`);
   }
-  const strays = packedFiles.filter((path) => !/^(dist\/src\/|proto\/|README\.md$|package\.json$)/.test(path));
+  const strays = packedFiles.filter((path) => !/^(dist\/src\/|dist\/ui\/|proto\/|README\.md$|package\.json$)/.test(path));
   assert.deepEqual(strays, [], 'files outside the runtime tree');
 });
 
@@ -132,7 +132,7 @@ test('baton/client imports and type-checks from the installed package', async ()
   assert.equal(checked.code, 0, `${checked.stdout}${checked.stderr}`);
 });
 
-test('the installed baton runs a dev cell in an empty directory, serves put/get, stops on SIGTERM', async () => {
+test('the installed baton runs a dev cell in an empty directory, serves put/get and its console, stops on SIGTERM', async () => {
   const empty = join(scratch, 'empty');
   mkdirSync(empty);
   const ports = await freePorts(9);
@@ -150,6 +150,11 @@ test('the installed baton runs a dev cell in an empty directory, serves put/get,
     const get = await exec(bin, ['get', '/pkg/hello', '-w', 'json', '--endpoints', ready], empty);
     assert.equal(get.code, 0, get.stderr);
     assert.equal((JSON.parse(get.stdout) as { kvs: { value: string }[] }).kvs[0]?.value, 'world');
+    // The web console ships in the package: the installed node serves it (docs/console.md).
+    const page = await fetch(`${ready.split(',')[0]}/ui/`, { signal: AbortSignal.timeout(10_000) });
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /<script type="module" src="app.js"><\/script>/);
+    assert.equal((await fetch(`${ready.split(',')[0]}/ui/app.js`, { signal: AbortSignal.timeout(10_000) })).status, 200);
   } finally {
     dev.kill('SIGTERM');
   }

@@ -80,6 +80,26 @@ test('an SSE watch on a follower sees acknowledged puts in order, from the past 
   watch.close();
 });
 
+test('a watch resuming from the next revision gets its headers at once, before any event', async () => {
+  const name = cell.names[1] as string;
+  const status = await http(`${url(name)}/v1/cluster/status`);
+  const next = (status.body.revision as number) + 1;
+  const abort = new AbortController();
+  const started = performance.now();
+  const timer = setTimeout(() => abort.abort(), 3_000);
+  try {
+    // No event comes and no progress is asked for: only the headers can answer.
+    const response = await fetch(`${url(name)}/v1/watch?key=/headers-at-once/&prefix=true&startRevision=${next}`, { signal: abort.signal });
+    const ms = performance.now() - started;
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get('content-type'), 'text/event-stream; charset=utf-8');
+    assert.ok(ms < 2_000, `headers after ${ms.toFixed(0)} ms`);
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
+});
+
 test('a reader that stops reading ends with slow_consumer; a fast watcher keeps low latency; memory stays bounded', async () => {
   const { leader, followers: [serving, control] } = await followers();
   const node = serving as string;

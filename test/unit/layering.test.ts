@@ -47,12 +47,14 @@ const allowedImports: Record<string, readonly string[]> = {
   // The node hands it the store's revisions, the driver's role and the KV service's compact.
   compactor: ['base'],
   // The API edges are written against the services' contracts (lease/api.ts, lock/api.ts, ...).
-  api: ['auth', 'base', 'lease', 'lock', 'membership', 'mvcc', 'watch'],
+  // The web console's files (dist/ui) and the answer to a GET of one, for the node and the router.
+  console: ['base'],
+  api: ['auth', 'base', 'console', 'lease', 'lock', 'membership', 'mvcc', 'watch'],
   // The control plane's service and routes (the cell map in a cell, pushed to the data cells).
   control: ['api', 'base'],
   // The router: forwards the HTTP API by namespace, caching the control plane's cell map.
-  router: ['base', 'control', 'metrics'],
-  node: ['node/testing', 'api', 'control', 'router', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'keys', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
+  router: ['base', 'console', 'control', 'metrics'],
+  node: ['node/testing', 'api', 'console', 'control', 'router', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'keys', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
     'storage', 'transport', 'wal', 'watch'],
   'node/testing': ['base', 'security', 'wal'],
   // The client's JSON shapes derive from the API's (types only: the client ships without the server).

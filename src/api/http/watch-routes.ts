@@ -62,6 +62,9 @@ function serveWatch(service: WatchService, request: RouteRequest): void {
     'baton-cell': context.cellId,
   });
   if (spec.startRevision === 0) res.write(sseMessage({ revision: watcher.startRevision - 1, events: [] }));
+  // A watch that resumes from a revision writes nothing until an event or a progress batch: send
+  // the headers now, so the client knows at once that its watch exists (the console's live state).
+  else res.flushHeaders();
   const timer = progressMs > 0 ? setInterval(() => hub.progress(watcher), progressMs) : null;
   const unregister = service.onStop(() => {
     // The hub dropped every queue when it stopped: what is left is the watcher's end.
