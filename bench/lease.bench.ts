@@ -1,9 +1,10 @@
 // `npm run bench:leases`: lease renewals on a real 3-process Baton cell (issue 7's benchmark).
 //   1. put p99 alone (the baseline), 8 closed-loop put clients on the leader, in a worker thread
 //      of their own (see PutWorker);
-//   2. grant N leases (TTL 600 s, see ttlSeconds), --grant-concurrency requests at once spread over
-//      the three members (followers forward the proposals), so that each Raft batch carries
-//      hundreds of grants; memory per lease on the leader = its JS heap after a full GC (taken
+//   2. grant N leases (TTL 600 s, see ttlSeconds) in batches of --grant-batch (default 1,000,
+//      POST /v1/leases/batch, two batches in flight per member), or with --grant-batch 1 one per
+//      request, --grant-concurrency requests at once spread over the three members (followers
+//      forward the proposals); memory per lease on the leader = its JS heap after a full GC (taken
 //      through the inspector, see src/bench/inspector.ts) after the grants minus before, / N;
 //   3. steady load, once per --period-ms value: N leases on N/100 WebSocket streams spread over all three members (followers
 //      forward to the leader), each stream renewing its 100 leases in one keepalive frame every
@@ -45,6 +46,7 @@ const { values } = parseArgs({
     'ttl-s': { type: 'string' },
     'alternate-ms': { type: 'string' },
     'grant-concurrency': { type: 'string' },
+    'grant-batch': { type: 'string' },
     'max-seconds': { type: 'string' },
     profile: { type: 'boolean' },
   },
@@ -54,6 +56,9 @@ const leaseCount = Number(values.leases ?? 20_000);
 const seconds = Number(values.seconds ?? 20);
 const periodsMs = (values['period-ms'] ?? '10000').split(',').map(Number);
 const grantConcurrency = Number(values['grant-concurrency'] ?? 384);
+// Leases per grant request: POST /v1/leases/batch above 1 (issue 31), the single grant at 1.
+const grantBatch = Number(values['grant-batch'] ?? 1000);
+if (!(Number.isInteger(grantBatch) && grantBatch >= 1 && grantBatch <= 1000)) throw new Error('--grant-batch takes 1..1000');
 const maxSeconds = Number(values['max-seconds'] ?? 10);
 const putClients = Number(values['put-clients'] ?? 8);
 const perStream = 100;
@@ -257,9 +262,30 @@ async function grantAll(bases: readonly string[], count: number): Promise<number
   const agents = bases.map(() => new Agent({ keepAlive: true, maxSockets: Math.ceil(grantConcurrency / bases.length) }));
   const ids: number[] = [];
   let next = 0;
-  await Promise.all(Array.from({ length: grantConcurrency }, async (_, worker) => {
+  // Batches: a few in flight per member (each is up to 1,000 log entries proposed together).
+  const workers = grantBatch > 1 ? Math.min(grantConcurrency, 2 * bases.length) : grantConcurrency;
+  await Promise.all(Array.from({ length: workers }, async (_, worker) => {
     const member = worker % bases.length;
-    while (next < count) {
+    while (grantBatch > 1 && next < count) {
+      const n = next;
+      const size = Math.min(grantBatch, count - next);
+      next += size;
+      for (let attempt = 1; ; attempt++) {
+        const res = await httpJson(agents[member] as Agent, bases[member] as string, 'POST', '/v1/leases/batch', { ttl: ttlSeconds, count: size },
+          { 'request-id': `bench-grants-${n}` }).catch((error: Error) => ({ status: 0, body: error.message }));
+        const items = res.status === 200 ? (res.body.leases as { id?: number; error?: string }[]) : [];
+        if (res.status === 200 && items.every((item) => item.id !== undefined)) {
+          for (const item of items) ids.push(item.id as number);
+          break;
+        }
+        // A retry with the same Request-ID answers the leases already granted and grants the rest.
+        if (attempt >= 10 || (res.status !== 200 && ![0, 429, 503, 504].includes(res.status))) {
+          throw new Error(`batch grant: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+        }
+        await sleep(200 * attempt);
+      }
+    }
+    while (grantBatch === 1 && next < count) {
       const n = next++;
       // A timeout's outcome is unknown: retry with the same Request-ID (never a second lease).
       for (let attempt = 1; ; attempt++) {
@@ -399,7 +425,7 @@ async function main(): Promise<void> {
     const ids = await grantAll(cell.clientUrls(), leaseCount);
     const grantSeconds = (performance.now() - grantStarted) / 1000;
     log(`granted ${ids.length} in ${grantSeconds.toFixed(1)} s (${(ids.length / grantSeconds).toFixed(0)}/s, ` +
-      `${grantConcurrency} at once over 3 members; load ${load()})`);
+      `${grantBatch > 1 ? `batches of ${grantBatch}, 2 in flight per member` : `${grantConcurrency} at once`} over 3 members; load ${load()})`);
     const heapAfterGrants = await inspector.heapUsedAfterGc();
     log(`leader heap after GC: ${((heapAfterGrants - heapBefore) / ids.length).toFixed(0)} bytes per lease after the grants ` +
       `(${(heapBefore / 2 ** 20).toFixed(1)} -> ${(heapAfterGrants / 2 ** 20).toFixed(1)} MiB)`);
