@@ -108,6 +108,7 @@ export async function startNode(
     timers: realTimers,
     nowMs: () => Date.now(),
     log,
+    keyring: state.keyring,
   });
   backups?.registerMetrics(state.metrics.registry);
   backups?.start();
@@ -234,7 +235,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
     },
   });
   const directory = new MemberDirectory(identity.bootstrap);
-  return { config, identity, wal, snapshot, snapshots, engine, store, core, snapshotThread, metrics, late, rtt, logStore, directory };
+  return { config, identity, wal, snapshot, snapshots, engine, store, core, snapshotThread, metrics, late, rtt, logStore, directory, keyring };
 }
 
 interface Peers {

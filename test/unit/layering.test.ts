@@ -35,7 +35,7 @@ const allowedImports: Record<string, readonly string[]> = {
   // Encryption at rest: key-encryption keys, wrapped data keys and their files (docs/design/encryption.md).
   keys: ['base'],
   transport: ['base', 'raft'],
-  snap: ['base', 'mvcc', 'raft', 'storage', 'transport'],
+  snap: ['base', 'keys', 'mvcc', 'raft', 'storage', 'transport'],
   driver: ['base', 'mvcc', 'raft', 'snap', 'transport', 'wal'],
   // The audit log: which applied entries are audited, and the file they go to (an edge: I/O).
   audit: ['base', 'mvcc', 'raft'],
