@@ -3,3 +3,4 @@ export { unwrapKey, wrapKey, WrongKeyError, type WrappedKey } from './envelope.j
 export { openStoreKey, rewrapStoreKey, storeKeyFileName, storeKeyId, type StoreKey } from './store-key.js';
 export { segmentKeyId, segmentKeysOf, type SegmentKeys } from './wal-keys.js';
 export { isSealedFile, openSealedFile, sealBytes, SealedFileWriter, sealedMagic, type SealedFile } from './sealed-file.js';
+export { blockTagBytes, isSealedKeyJson, newBlockSealer, openBlockUnsealer, type BlockSealer, type BlockUnsealer, type SealedKeyJson } from './block-seal.js';

@@ -177,7 +177,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   // Every member decides client commands against the policy they apply on (docs/design/authorization.md).
   store.setAuthorizer(createAuthorizer());
   const { wal, recovered, snapshot, snapshots, snapshotLoaded } = await openDurableLog(config.dataDir, log, store.appliedIndex,
-    keyring === null ? null : segmentKeysOf(keyring));
+    keyring === null ? null : segmentKeysOf(keyring), keyring);
   if (snapshot !== null && store.appliedIndex < snapshot.meta.index) {
     assert(snapshotLoaded, 'a store behind the log start restores from the snapshot file');
     log.info(`restoring the state machine from snapshot ${snapshot.meta.index} (db applied ${store.appliedIndex})`);
@@ -200,7 +200,10 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
     },
     new SeededRandom(randomBytes(8).readBigUInt64LE()),
   );
-  const snapshotThread = SnapshotThread.start({ dbDirectory, commits: engine.commits, dataDir: config.dataDir, ...cipher });
+  const snapshotThread = SnapshotThread.start({
+    dbDirectory, commits: engine.commits, dataDir: config.dataDir, ...cipher,
+    ...(keyring === null ? {} : { keys: [keyring.active.key, ...[...keyring.byId.values()].filter((kek) => kek !== keyring.active).map((kek) => kek.key)] }),
+  });
   // The transport and the driver come later (steps 2 and 3): their counters are read through `late`.
   const late: LateMetricSources = { transport: null, driver: null };
   const metrics = new NodeMetrics(core, {

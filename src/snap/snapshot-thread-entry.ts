@@ -7,6 +7,7 @@ import { MvccStore, type MvccSnapshot } from '../mvcc/index.js';
 import type { SnapshotMeta } from '../raft/index.js';
 import { SnapshotStore } from './index.js';
 import { LmdbEngine } from '../storage/index.js';
+import { keyringOf } from '../keys/index.js';
 import type { FromSnapshotThread, SnapshotThreadData, ToSnapshotThread } from './snapshot-thread.js';
 
 // Off the event loop, bigger chunks cost nothing and mean fewer writes (the file cuts them into
@@ -22,6 +23,7 @@ const engine = LmdbEngine.attach({
 const store = new MvccStore(engine);
 const files = new SnapshotStore(data.dataDir, {
   logger: { warn: (message) => process.stderr.write(`${message}\n`) },
+  keyring: data.keys === undefined ? null : keyringOf(data.keys),
 });
 
 let metaArrived: ((meta: SnapshotMeta | null) => void) | null = null;

@@ -20,6 +20,8 @@ export interface SnapshotThreadData {
   readonly encryptionKey?: string;
   /** The node's data directory (snapshot files go to its `snap/`). */
   readonly dataDir: string;
+  /** Encryption at rest: the key-encryption keys, active first (raw bytes; a thread is in this process). */
+  readonly keys?: readonly Uint8Array[];
 }
 
 export type ToSnapshotThread =
