@@ -9,6 +9,7 @@ import { SeededRandom } from '../base/random.js';
 import { CorruptFileError } from '../base/errors.js';
 import type { Timers } from '../base/timers.js';
 import { WatchService } from '../api/stream/index.js';
+import { currentSource } from '../api/request-source.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome, type Command } from '../mvcc/index.js';
 import { createRaftNode, defaultRaftConfig, type Entry, type MemberId, type SnapshotMeta } from '../raft/index.js';
 import { dataFileName, LmdbEngine } from '../storage/index.js';
@@ -322,7 +323,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   // With an audit log, the serving member records what it refused, audited changes wait for their
   // record to be durable before they are answered, and none is taken once the log cannot be written.
   const guard = new AccessGuard(store, audit === null ? null : (principal, denied, reason) => audit.record({
-    event: 'denied', principal, result: 'permission_denied', detail: { access: describeAccess(denied), reason },
+    event: 'denied', principal, address: currentSource() ?? null, result: 'permission_denied', detail: { access: describeAccess(denied), reason },
   }));
   const proposer = new LogProposer(driver, {
     memberId: config.memberId,
@@ -335,7 +336,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     // decides both again on the state it applies on (an ownership change may commit in between).
     admit: (origin, op) =>
       (audit?.failed === true && isAuditedCommand(op) ? audit.refusal() : guard.command(origin, op)) ?? store.refuseCommand(op),
-    ...(audit === null ? {} : { beforeAnswer: (op: Command) => (isAuditedCommand(op) ? audit.flushed() : null) }),
+    ...(audit === null ? {} : { beforeAnswer: (op: Command) => (isAuditedCommand(op) ? audit.flushed() : null), sourceAddress: currentSource }),
   });
   const leases = new LeaseService(
     {
