@@ -33,7 +33,7 @@ const allowedImports: Record<string, readonly string[]> = {
   wal: ['base', 'raft'],
   storage: ['base', 'mvcc'],
   // Encryption at rest: key-encryption keys, wrapped data keys and their files (docs/design/encryption.md).
-  keys: ['base'],
+  keys: ['base', 'mvcc'],
   transport: ['base', 'raft'],
   snap: ['base', 'keys', 'mvcc', 'raft', 'storage', 'transport'],
   driver: ['base', 'mvcc', 'raft', 'snap', 'transport', 'wal'],
