@@ -2,11 +2,12 @@
 // scheduled backups (--backup-dir) sealed under the key, and `baton snapshot save` with the key
 // flag seals the download; neither file holds a written key or value; `inspect` and `restore`
 // refuse them without the key or with the wrong one (naming the file), and name the offset of a
-// damaged chunk; restored with the key, a new cell serves the data.
+// damaged chunk; restored with the key, a new cell serves the data. The members' stores (records
+// sealed, the default with a key) hold no value either.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts, http, putSurely, startTestCell } from './harness.js';
@@ -29,6 +30,12 @@ test('encrypted backups: no plaintext, refused without or with the wrong key, da
     const url = cell.cell.clientUrl('n1');
     for (let i = 0; i < 50; i++) await putSurely(`${url}/v1/kv/enc/${i}`, `${secret}-${i}`);
     await sleep(3_000);
+    // The members' stores seal their records (the default with a key): no value in state.mdb.
+    for (const name of cell.names) {
+      const store = readFileSync(join(cell.dataDir, name, 'db', 'state.mdb'));
+      assert.equal(store.includes(Buffer.from(secret)), false, `${name}/db/state.mdb holds a value in plaintext`);
+      assert.ok(existsSync(join(cell.dataDir, name, 'db', 'records.key')));
+    }
     const dirs = cell.names.map((name) => join(cell.dataDir, `backups-${name}`));
     const newest = dirs.flatMap((dir) => { try { return readdirSync(dir).filter((f) => f.endsWith('.snap')).map((f) => join(dir, f)); } catch { return []; } }).sort().at(-1);
     assert.ok(newest !== undefined, 'the leader wrote a scheduled backup');

@@ -14,6 +14,7 @@ import { LmdbEngine } from '../../../src/storage/index.js';
 import { withTempDir } from '../storage/temp-dir.js';
 
 const value = (i: number): Buffer => Buffer.from(`sealed-probe-value-${i}`);
+// 'k' keys: the current-value table, whose values are sealed (numbers-only tables are not).
 const key = (i: number): Buffer => Buffer.from(`kprobe-${i}`);
 
 function open(directory: string, keyring: Keyring): { raw: LmdbEngine; sealed: SealedEngine; openNo: number; activeNo: number } {
@@ -28,7 +29,7 @@ test('sealed records: no value in the file, read back, nonces unique across open
     const keyring = keyringOf([randomBytes(32)]);
     const nonces = new Set<string>();
     const collect = (raw: LmdbEngine): void => {
-      for (const entry of raw.range({ start: Uint8Array.of(0), end: Uint8Array.of(0xff) })) nonces.add(Buffer.from(entry.value.subarray(2, 14)).toString('hex'));
+      for (const entry of raw.range({ start: Uint8Array.of(0x6b), end: Uint8Array.of(0x6c) })) nonces.add(Buffer.from(entry.value.subarray(2, 14)).toString('hex'));
     };
     let written = 0;
     for (let round = 0; round < 3; round++) {
@@ -42,6 +43,14 @@ test('sealed records: no value in the file, read back, nonces unique across open
     const file = readFileSync(join(dir, 'state.mdb'));
     assert.equal(file.includes(Buffer.from('sealed-probe-value')), false, 'no value in plaintext');
     assert.equal(file.includes(Buffer.from('kprobe-1')), true, 'keys stay visible (documented)');
+    // A numbers-only table (0x72, the revision index) is stored as written.
+    const plainTable = open(dir, keyring);
+    plainTable.sealed.write((w) => w.put(Buffer.from('r-index'), Buffer.from('numbers-only')));
+    assert.deepEqual(Buffer.from(plainTable.raw.get(Buffer.from('r-index')) ?? []), Buffer.from('numbers-only'));
+    assert.deepEqual(Buffer.from(plainTable.sealed.get(Buffer.from('r-index')) ?? []), Buffer.from('numbers-only'));
+    plainTable.raw.get(Buffer.from('r-index'));
+    plainTable.sealed.write((w) => w.delete(Buffer.from('r-index')));
+    await plainTable.raw.close();
 
     assert.throws(() => openRecordKeys(dir, keyringOf([randomBytes(32)]), { create: false, write: true }),
       (e: Error) => e instanceof WrongKeyError && e.message.includes(join(dir, 'records.key')));
@@ -50,6 +59,7 @@ test('sealed records: no value in the file, read back, nonces unique across open
     assert.equal(addRecordKey(dir, keyring), 2);
     const rotated = open(dir, keyring);
     assert.equal(rotated.activeNo, 2);
+    assert.equal(rotated.openNo, 5, 'opens keep counting (3 rounds, the numbers-only check, this one)');
     rotated.sealed.write((w) => w.put(key(1000), value(1000)));
     assert.equal(rotated.raw.get(key(1000))?.[1], 2, 'the new record names data key 2');
     assert.equal(rotated.raw.get(key(0))?.[1], 1, 'an old record names data key 1');
