@@ -18,8 +18,18 @@ const marker = 0xe5;
 const headBytes = 2 + 12;
 const tagBytes = 16;
 
+/** Plaintexts of this process's recent seals, by nonce counter (bounded by bytes). */
+const recentBytesMax = 8 * 1024 * 1024;
+const recentValueBytesMax = 64 * 1024;
+
 export class RecordSealer {
   private counter = 0;
+  // A put reads the key's previous value before it writes the new one: when this process sealed
+  // it, the plaintext is still known, and one AES-GCM call (~8 µs here) of the three a put makes is
+  // saved. Keyed by the nonce's counter, checked against the record's key (a value moved to another
+  // key still goes through the cipher, and fails there).
+  private readonly recent = new Map<number, { readonly key: Buffer; readonly plain: Buffer }>();
+  private recentBytes = 0;
   constructor(private readonly keys: RecordKeys, private readonly path: string) {}
 
   seal(key: Uint8Array, value: Uint8Array): Uint8Array {
@@ -40,13 +50,30 @@ export class RecordSealer {
     body.copy(out, headBytes);
     cipher.final();
     cipher.getAuthTag().copy(out, headBytes + body.length);
+    this.remember(this.counter, key, value);
     return out;
+  }
+
+  private remember(counter: number, key: Uint8Array, value: Uint8Array): void {
+    if (value.length > recentValueBytesMax) return;
+    // Copies: the caller may reuse its buffers (KvWriter.put's contract).
+    this.recent.set(counter, { key: Buffer.from(key), plain: Buffer.from(value) });
+    this.recentBytes += key.length + value.length;
+    for (const [old, entry] of this.recent) {
+      if (this.recentBytes <= recentBytesMax) break;
+      this.recent.delete(old);
+      this.recentBytes -= entry.key.length + entry.plain.length;
+    }
   }
 
   open(key: Uint8Array, sealed: Uint8Array): Uint8Array {
     if (!tablesWithData.has(key[0] as number)) return sealed;
     const bytes = Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
     if (bytes.length < headBytes + tagBytes || bytes[0] !== marker) this.damaged(key, 'is not a sealed record (a plaintext value in a sealed store)');
+    if (this.keys.openNo !== 0 && bytes.readUInt32BE(2) === this.keys.openNo) {
+      const known = this.recent.get(bytes.readUIntBE(8, 6));
+      if (known !== undefined && known.key.equals(key)) return known.plain;
+    }
     const dek = this.keys.byNo.get(bytes[1] as number);
     if (dek === undefined) this.damaged(key, `is sealed under data key ${bytes[1] as number}, which ${this.path} does not hold`);
     try {
