@@ -26,9 +26,10 @@
 // TLS cell also enforces a policy, and the bench client calls as principal "bench" (not root),
 // bound to a role with read/write/watch/lease on /bench/: the cost of every decision included.
 // --encrypt: also run a second plain-HTTP Baton cell with encryption at rest on (a generated
-// --encryption-key-file: the WAL encrypted), as system "baton-enc", and print its ratios to the
-// plain cell (issue 25: put throughput >= 90% of the same build). --encrypt-store: that cell also
-// encrypts its store (--encryption-store-cipher lmdb-chacha8, experimental).
+// --encryption-key-file: the WAL encrypted and the store's records sealed, the default), as system
+// "baton-enc", and print its ratios to the plain cell (issue 25: put throughput >= 90% of the same
+// build). --encrypt-store CIPHER: that cell's --encryption-store-cipher (records, none, or
+// lmdb-chacha8, experimental).
 // --gateway: also drive Baton's etcd JSON gateway (the facade's port) with etcd's requests, as system
 // "baton-gateway", and print its ratios to etcd's gateway (issue 26: the gateway >= 1.0x etcd's).
 // Everything started here is stopped at the end, on errors and on Ctrl-C.
@@ -71,7 +72,7 @@ const { values } = parseArgs({
     gateway: { type: 'boolean' },
     tls: { type: 'boolean' },
     encrypt: { type: 'boolean' },
-    'encrypt-store': { type: 'boolean' },
+    'encrypt-store': { type: 'string' },
     auth: { type: 'boolean' },
     workload: { type: 'string' },
     clients: { type: 'string' },
@@ -210,7 +211,7 @@ async function startEncryptedBaton(): Promise<ProcessCell> {
     output: 'pipe',
     members: await memberPorts('c'),
     nodeArgs: () => [...nodeArgsA],
-    extraArgs: ['--encryption-key-file', keyFile, ...(values['encrypt-store'] === true ? ['--encryption-store-cipher', 'lmdb-chacha8'] : [])],
+    extraArgs: ['--encryption-key-file', keyFile, ...(values['encrypt-store'] === undefined ? [] : ['--encryption-store-cipher', values['encrypt-store']])],
   });
   cleanups.push(() => cell.stopAll(10_000));
   cell.startAll();

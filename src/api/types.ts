@@ -90,7 +90,7 @@ export type { RestoreRecord } from '../membership/member-identity.js';
  * through the log (a snapshot save) is recorded here, and answered once the record is durable.
  */
 export interface EdgeAudit {
-  record(record: { readonly event: string; readonly principal: string | null; readonly result: string; readonly revision?: number; readonly detail?: Readonly<Record<string, unknown>> }): void;
+  record(record: { readonly event: string; readonly principal: string | null; readonly address?: string | null; readonly result: string; readonly revision?: number; readonly detail?: Readonly<Record<string, unknown>> }): void;
   /** Resolves once every record so far is on disk; rejects (unavailable) if the log cannot be written. */
   flushed(): Promise<void>;
 }

@@ -50,6 +50,7 @@ export function auditRecordsOf(entries: readonly Entry[], outcomes: readonly App
     records.push({
       event: denied ? 'denied' : eventName(op),
       principal,
+      address: envelope.address ?? null,
       index: entry.index,
       ...(revision === undefined ? {} : { revision }),
       result,

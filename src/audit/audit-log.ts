@@ -11,6 +11,8 @@ export interface AuditRecord {
   readonly event: string;
   /** Who asked ('' anonymous; null: the cell's own work). */
   readonly principal: string | null;
+  /** The client's source address ("IP:port"; null: unknown, the cell's own work or an entry of an older version). */
+  readonly address?: string | null;
   /** The log index of a committed change (every member writes the same record for it). */
   readonly index?: number;
   readonly revision?: number;

@@ -13,19 +13,21 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { kekId, loadKeyring, rewrapStoreKey, type Keyring, type KeySource } from '../keys/index.js';
+import { addRecordKey, hasRecordKeys, kekId, loadKeyring, openRecordKeys, rewrapStoreKey, type Keyring, type KeySource } from '../keys/index.js';
 import { wrappedFiles } from '../node/encryption-status.js';
 
 const usage = `usage: baton keys add FILE
        baton keys status --data-dir DIR [--encryption-key-file FILE | --encryption-key-command CMD]
-       baton keys rotate --data-dir DIR (--encryption-key-file FILE | --encryption-key-command CMD)
+       baton keys rotate --data-dir DIR (--encryption-key-file FILE | --encryption-key-command CMD) [--data-key]
   Key-encryption keys of encryption at rest (baton server --encryption-key-file/-command).
   add     puts a new random 32-byte key (64 hex digits) first in FILE: it wraps every new data key
           once the members read FILE (at start) or after "rotate"; keep the old lines until
           "status" shows no file still uses them
   status  prints the key id that wraps the data key of the store and of each WAL segment
-  rotate  rewraps the store's data key under the active (first) key; safe while it runs (WAL
-          segments take the active key as they are created; old ones go as the log is released)`;
+  rotate  rewraps the store's data key(s) under the active (first) key; safe while it runs (WAL
+          segments take the active key as they are created; old ones go as the log is released).
+          --data-key (a store that seals its records): also adds a new data key to db/records.key;
+          the member seals new records with it from its next start, old records stay readable`;
 
 export function keysCommand(args: readonly string[]): number {
   const { values, positionals } = parseArgs({
@@ -35,6 +37,7 @@ export function keysCommand(args: readonly string[]): number {
       'data-dir': { type: 'string' },
       'encryption-key-file': { type: 'string' },
       'encryption-key-command': { type: 'string' },
+      'data-key': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -55,7 +58,7 @@ export function keysCommand(args: readonly string[]): number {
     return 2;
   }
   const keyring = source === null ? null : loadKeyring(source);
-  return action === 'status' ? status(dataDir, keyring) : rotate(dataDir, keyring as Keyring);
+  return action === 'status' ? status(dataDir, keyring) : rotate(dataDir, keyring as Keyring, values['data-key'] === true);
 }
 
 function addKey(file: string): number {
@@ -82,7 +85,17 @@ function status(dataDir: string, keyring: Keyring | null): number {
   return 0;
 }
 
-function rotate(dataDir: string, keyring: Keyring): number {
+function rotate(dataDir: string, keyring: Keyring, dataKey: boolean): number {
+  const db = join(dataDir, 'db');
+  if (hasRecordKeys(db)) {
+    const file = join(db, 'records.key');
+    // A write open rewraps every data key under the active KEK (and takes an open number: harmless).
+    openRecordKeys(db, keyring, { create: false, write: true });
+    console.log(`${file}: data keys wrapped by ${keyring.active.id}`);
+    if (dataKey) console.log(`${file}: added data key ${addRecordKey(db, keyring)} (new records use it from the member's next start)`);
+    return 0;
+  }
+  if (dataKey) console.log(`--data-key: ${db} does not seal its records (no records.key)`);
   const file = join(dataDir, 'db', 'state.key');
   const moved = rewrapStoreKey(join(dataDir, 'db'), keyring);
   if (moved === null) console.log(`${file}: absent (the store is not encrypted)`);

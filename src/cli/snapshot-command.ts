@@ -22,6 +22,9 @@ import {
 import { progressBar } from './progress.js';
 import { snapshotStatus, type SnapshotStatus } from './snapshot-status.js';
 import { snapshotRestoreCommand } from './snapshot-restore.js';
+import { keyFlagOptions, keyFlagsHelp, keyringFromFlags } from './key-flags.js';
+import { SealedFileWriter, type Keyring } from '../keys/index.js';
+import { openBackupFile } from '../snap/index.js';
 
 const snapshotHelp = `usage: baton snapshot save FILE
        baton snapshot status FILE        (or: baton snapshot inspect FILE)
@@ -33,7 +36,8 @@ const snapshotHelp = `usage: baton snapshot save FILE
   status  Checks FILE (from \`baton snapshot save\` or \`etcdctl snapshot save\` against Baton) and
           prints its hash (HashKV at its revision), revision, total keys and size, as
           \`etcdctl snapshot status\` does for etcd's files, with its leases and fencing epoch
-          (\`inspect\` is the same).`;
+          (\`inspect\` is the same).
+${keyFlagsHelp}`;
 
 export interface SavedSnapshot {
   readonly file: string;
@@ -44,16 +48,19 @@ export interface SavedSnapshot {
   readonly appliedIndex: number;
   readonly appliedTerm: number;
   readonly revision: number;
+  /** The key-encryption key that wraps the file's data key (null: a plaintext file). */
+  readonly kekId: string | null;
 }
 
 export const snapshotCommand = (args: readonly string[]): Promise<number> =>
   args[0] === 'restore' ? snapshotRestoreCommand(args.slice(1)) : runWithClient(snapshotHelp, args, async () => {
-    const { positionals, format, endpoints } = parseCommand(args, {});
+    const { positionals, format, endpoints, values } = parseCommand(args, keyFlagOptions);
     requirePositionals(positionals, 2, 2, '"save", "status" or "inspect" and one FILE');
     const file = resolve(positionals[1] as string);
-    if (positionals[0] === 'status' || positionals[0] === 'inspect') return printStatus(snapshotStatus(file), format);
+    const keyring = keyringFromFlags(values);
+    if (positionals[0] === 'status' || positionals[0] === 'inspect') return printStatus(snapshotStatus(file, keyring), format);
     if (positionals[0] !== 'save') throw new UsageError(`unknown snapshot action ${positionals[0]}`);
-    const saved = await saveSnapshot(endpoints ?? [...defaultEndpoints], file);
+    const saved = await saveSnapshot(endpoints ?? [...defaultEndpoints], file, keyring);
     if (format === 'json') printJson(saved);
     else if (format === 'table') {
       const header = ['FILE', 'BYTES', 'ENTRIES', 'INDEX', 'REVISION', 'SHA256'];
@@ -70,19 +77,19 @@ export const snapshotCommand = (args: readonly string[]): Promise<number> =>
 function printStatus(status: SnapshotStatus, format: string | undefined): number {
   if (format === 'json') printJson(status);
   else {
-    const { hash, revision, totalKeys, totalSize, appliedIndex, compactRevision, framing, leases, epoch } = status;
-    printTable(['HASH', 'REVISION', 'TOTAL KEYS', 'TOTAL SIZE', 'COMPACT REVISION', 'INDEX', 'LEASES', 'EPOCH', 'SAVED BY'],
-      [[hash, revision, totalKeys, totalSize, compactRevision, appliedIndex, leases, epoch, framing]]);
+    const { hash, revision, totalKeys, totalSize, appliedIndex, compactRevision, framing, leases, epoch, kekId } = status;
+    printTable(['HASH', 'REVISION', 'TOTAL KEYS', 'TOTAL SIZE', 'COMPACT REVISION', 'INDEX', 'LEASES', 'EPOCH', 'SAVED BY', 'ENCRYPTED BY'],
+      [[hash, revision, totalKeys, totalSize, compactRevision, appliedIndex, leases, epoch, framing, kekId ?? '-']]);
   }
   return exitCodes.ok;
 }
 
 /** Tries each endpoint in turn; throws the last failure when none delivered a checked snapshot. */
-export async function saveSnapshot(endpoints: readonly string[], file: string): Promise<SavedSnapshot> {
+export async function saveSnapshot(endpoints: readonly string[], file: string, keyring: Keyring | null = null): Promise<SavedSnapshot> {
   let lastError: Error = new UnavailableError('no endpoint');
   for (const endpoint of endpoints) {
     try {
-      return await saveFrom(endpoint.replace(/\/+$/, ''), file);
+      return await saveFrom(endpoint.replace(/\/+$/, ''), file, keyring);
     } catch (error) {
       lastError = error instanceof Error ? error : new Error(String(error));
       // A damaged stream from one node says nothing about the others: try the next.
@@ -91,7 +98,7 @@ export async function saveSnapshot(endpoints: readonly string[], file: string): 
   throw lastError;
 }
 
-async function saveFrom(endpoint: string, file: string): Promise<SavedSnapshot> {
+async function saveFrom(endpoint: string, file: string, keyring: Keyring | null): Promise<SavedSnapshot> {
   const partial = `${file}.partial-${process.pid}`;
   const fd = openSync(partial, 'w+', 0o600);
   let renamed = false;
@@ -104,11 +111,16 @@ async function saveFrom(endpoint: string, file: string): Promise<SavedSnapshot> 
     let bytes = 0;
     const estimate = Number(response.headers['baton-snapshot-estimate-bytes']);
     const progress = progressBar(`snapshot from ${endpoint}`, Number.isFinite(estimate) ? estimate : null);
+    // Encrypted as it arrives: the plaintext never reaches the disk.
+    const sealer = keyring === null ? null : new SealedFileWriter(keyring, 'baton-snapshot');
+    const write = (pieces: readonly Uint8Array[]): void => {
+      for (const piece of pieces) writeSync(fd, piece);
+    };
     await new Promise<void>((resolveDone, reject) => {
       response.on('data', (chunk: Buffer) => {
         hash.update(chunk);
         bytes += chunk.length;
-        writeSync(fd, chunk);
+        write(sealer === null ? [chunk] : sealer.push(chunk));
         progress.add(chunk.length);
       });
       response.once('end', resolveDone);
@@ -123,8 +135,9 @@ async function saveFrom(endpoint: string, file: string): Promise<SavedSnapshot> 
     if (sent !== sha256) {
       throw new CorruptFileError(partial, 0, `SHA-256 ${sha256} differs from the node's ${sent}`);
     }
+    if (sealer !== null) write(sealer.end());
     fsyncSync(fd);
-    const entries = countEntries(fd);
+    const entries = sealer === null ? countEntries(fd) : openBackupFile(partial, keyring).entries;
     closeSync(fd);
     renameSync(partial, file);
     renamed = true;
@@ -138,6 +151,7 @@ async function saveFrom(endpoint: string, file: string): Promise<SavedSnapshot> 
       appliedIndex: Number(response.headers['baton-snapshot-index']),
       appliedTerm: Number(response.headers['baton-snapshot-term']),
       revision: Number(response.headers['baton-revision']),
+      kekId: sealer?.kekId ?? null,
     };
   } finally {
     try {

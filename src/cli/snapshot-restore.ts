@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BatonError, CorruptFileError } from '../base/errors.js';
 import { ConfigError } from '../base/config-error.js';
+import { keyFlagOptions, keyFlagsHelp, keyringFromFlags } from './key-flags.js';
+import { WrongKeyError } from '../keys/index.js';
 import { checkBackup, newRestoreNonce, restoreMember, type RestoreMember, type RestoredMember } from '../node/restore.js';
 
 export const restoreHelp = `usage: baton snapshot restore FILE --name NAME --data-dir DIR --initial-cluster N1=URL,N2=URL,...
@@ -20,7 +22,8 @@ export const restoreHelp = `usage: baton snapshot restore FILE --name NAME --dat
   --restore-nonce (printed by the first call when not given), then start each member with
   \`baton server\` on its DIR and the same --name and --initial-cluster.
   --dev: writes DIR/n1..n3 of the dev cell; then \`BATON_DATA_DIR=DIR npm start\` runs it.
-  --old-cluster-id: recorded in the restore record (a backup file does not carry it).`;
+  --old-cluster-id: recorded in the restore record (a backup file does not carry it).
+${keyFlagsHelp}`;
 
 const options = {
   name: { type: 'string' },
@@ -33,6 +36,7 @@ const options = {
   dev: { type: 'boolean' },
   output: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },
+  ...keyFlagOptions,
 } as const;
 
 /** The server's default election timeout (tick 100 ms x 10 ticks: node/config.ts). */
@@ -55,7 +59,7 @@ export async function snapshotRestoreCommand(args: readonly string[]): Promise<n
     if (positionals.length !== 1) throw new ConfigError('expected one FILE');
     const dataDir = required(values['data-dir'], 'data-dir');
     const members = values.dev === true ? devMembers(dataDir) : [clusterMember(values, dataDir)];
-    const backup = checkBackup(positionals[0] as string);
+    const backup = checkBackup(positionals[0] as string, keyringFromFlags(values));
     const given = values['restore-nonce'];
     if (given !== undefined && !/^[A-Za-z0-9_-]{1,128}$/.test(given)) throw new ConfigError('--restore-nonce: letters, digits, - and _ (1-128)');
     const nonce = given ?? newRestoreNonce();
@@ -66,6 +70,10 @@ export async function snapshotRestoreCommand(args: readonly string[]): Promise<n
     report(restored, { nonce, generated: given === undefined, dev: values.dev === true, json: values.output === 'json' });
     return 0;
   } catch (error) {
+    if (error instanceof WrongKeyError) {
+      process.stderr.write(`baton snapshot restore: ${error.message}\n`);
+      return 2;
+    }
     if (error instanceof ConfigError) {
       process.stderr.write(`baton snapshot restore: ${error.message}\n\n${restoreHelp}\n`);
       return 2;

@@ -7,6 +7,7 @@
 // hash at the snapshot's revision, the number `etcdctl endpoint hashkv --rev=REVISION` answers.
 import { MemoryEngine, MvccStore, hashKeySpace } from '../mvcc/index.js';
 import { openBackupFile } from '../snap/index.js';
+import type { Keyring } from '../keys/index.js';
 
 export interface SnapshotStatus {
   readonly file: string;
@@ -24,10 +25,12 @@ export interface SnapshotStatus {
   readonly appliedIndex: number;
   readonly appliedTerm: number;
   readonly sha256: string;
+  /** The key-encryption key id of an encrypted file, else null. */
+  readonly kekId: string | null;
 }
 
-export function snapshotStatus(file: string): SnapshotStatus {
-  const backup = openBackupFile(file);
+export function snapshotStatus(file: string, keyring: Keyring | null = null): SnapshotStatus {
+  const backup = openBackupFile(file, keyring);
   const store = new MvccStore(new MemoryEngine());
   store.restore(backup.chunks());
   const keys = store.range({ type: 'get', key: '/', rangeEnd: Uint8Array.of(0x30), countOnly: true });
@@ -44,5 +47,6 @@ export function snapshotStatus(file: string): SnapshotStatus {
     appliedIndex: store.appliedIndex,
     appliedTerm: store.appliedTerm,
     sha256: backup.sha256,
+    kekId: backup.kekId,
   };
 }

@@ -32,6 +32,8 @@ export interface LogProposerOptions {
    * a promise to wait for, or null (every other command: no wait, no allocation).
    */
   readonly beforeAnswer?: (op: Command) => Promise<void> | null;
+  /** The client's source address of the request being served (the audit log's records), if any. */
+  readonly sourceAddress?: () => string | undefined;
 }
 
 export class LogProposer implements CommandProposer {
@@ -42,12 +44,16 @@ export class LogProposer implements CommandProposer {
 
   /** Not an async function: one closure and one promise per write instead of an async frame. */
   propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>> {
-    const { memberId, limits, wallMs, monotonicMs, onProposed, onFailed, admit, beforeAnswer } = this.options;
+    const { memberId, limits, wallMs, monotonicMs, onProposed, onFailed, admit, beforeAnswer, sourceAddress } = this.options;
     let command: Uint8Array;
     try {
       const refused = admit?.(origin, op) ?? null;
       if (refused !== null) return Promise.reject(refused);
-      command = encodeCommand({ requestId, proposedAtMs: wallMs(), source: memberId, ...(origin === undefined ? {} : { principal: origin }), op }, limits);
+      const address = origin === undefined ? undefined : sourceAddress?.();
+      command = encodeCommand({
+        requestId, proposedAtMs: wallMs(), source: memberId, ...(origin === undefined ? {} : { principal: origin }),
+        ...(address === undefined ? {} : { address }), op,
+      }, limits);
     } catch (error) {
       return Promise.reject(error);
     }

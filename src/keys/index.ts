@@ -2,3 +2,7 @@ export { kekBytes, kekId, keyringOf, loadKeyring, parseKeys, type Kek, type KeyS
 export { unwrapKey, wrapKey, WrongKeyError, type WrappedKey } from './envelope.js';
 export { openStoreKey, rewrapStoreKey, storeKeyFileName, storeKeyId, type StoreKey } from './store-key.js';
 export { segmentKeyId, segmentKeysOf, type SegmentKeys } from './wal-keys.js';
+export { isSealedFile, openSealedFile, sealBytes, SealedFileWriter, sealedMagic, type SealedFile } from './sealed-file.js';
+export { blockTagBytes, isSealedKeyJson, newBlockSealer, openBlockUnsealer, type BlockSealer, type BlockUnsealer, type SealedKeyJson } from './block-seal.js';
+export { addRecordKey, hasRecordKeys, openRecordKeys, recordKeysFileName, recordKeysKekIds, recordKeysPath, type RecordKeys } from './record-keys.js';
+export { RecordSealer, SealedEngine } from './sealed-engine.js';

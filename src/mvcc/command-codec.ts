@@ -3,10 +3,11 @@
 // only well-formed commands; both directions enforce the request size limit.
 //
 //   u8 0xB7  u8 format=1  u64 proposedAtMs  u8 flags [u32 len, UTF-8 requestId] [u64 source]
-//   [u32 len, UTF-8 principal]  op
+//   [u32 len, UTF-8 principal] [u32 len, UTF-8 address]  op
 //   flags: bit 0 a requestId follows, bit 1 a source (proposing member id) follows, bit 2 the
 //   principal the request came from ('' anonymous; absent: the cell's own work; older versions
-//   refuse the flag as malformed); older
+//   refuse the flag as malformed), bit 3 the client's source address "IP:port" (written only with
+//   an audit log, for its records; older versions refuse the flag as malformed); older
 //   versions wrote 0 or 1 there, so their entries decode unchanged (no source)
 //   op:  u8 code, then per code:
 //     1 put     key, value, ?lease, ?ifVersion, ?ifRevision
@@ -44,6 +45,9 @@ const format = 1;
 const flagRequestId = 1;
 const flagSource = 2;
 const flagPrincipal = 4;
+const flagAddress = 8;
+/** "[IPv6]:port" is at most 53 bytes; room to spare, and a bound on what apply accepts. */
+export const addressBytesMax = 64;
 /** A principal's name (a certificate's CN, a user): bounded like a Request-ID's neighbour fields. */
 export const principalBytesMax = 256;
 const opCode = {
@@ -72,6 +76,9 @@ export function encodeCommand(envelope: CommandEnvelope, limits: MvccLimits): Ui
   if (envelope.principal !== undefined && new TextEncoder().encode(envelope.principal).length > principalBytesMax) {
     throw new TooLargeError('a principal name', new TextEncoder().encode(envelope.principal).length, principalBytesMax);
   }
+  if (envelope.address !== undefined && Buffer.byteLength(envelope.address) > addressBytesMax) {
+    throw new TooLargeError('a source address', Buffer.byteLength(envelope.address), addressBytesMax);
+  }
   validateCommand(envelope.op, limits);
   const bytes = encodeCommandUnchecked(envelope);
   checkRequestBytes(bytes, limits);
@@ -87,10 +94,12 @@ export function encodeCommandUnchecked(envelope: CommandEnvelope): Uint8Array {
   writer.u8(magic).u8(format).u64(envelope.proposedAtMs);
   const hasSource = envelope.source !== undefined;
   const hasPrincipal = envelope.principal !== undefined;
-  writer.u8((envelope.requestId === undefined ? 0 : flagRequestId) | (hasSource ? flagSource : 0) | (hasPrincipal ? flagPrincipal : 0));
+  const hasAddress = envelope.address !== undefined;
+  writer.u8((envelope.requestId === undefined ? 0 : flagRequestId) | (hasSource ? flagSource : 0) | (hasPrincipal ? flagPrincipal : 0) | (hasAddress ? flagAddress : 0));
   if (envelope.requestId !== undefined) writer.string(envelope.requestId);
   if (envelope.source !== undefined) writer.u64(envelope.source);
   if (envelope.principal !== undefined) writer.string(envelope.principal);
+  if (envelope.address !== undefined) writer.string(envelope.address);
   writeOp(writer, envelope.op);
   return writer.finish();
 }
@@ -120,11 +129,13 @@ export function decodeCommandUnchecked(data: Uint8Array): CommandEnvelope {
   if (version !== format) reader.fail(`unknown command format ${version}`);
   const proposedAtMs = reader.u64();
   const flags = reader.u8();
-  if ((flags & ~(flagRequestId | flagSource | flagPrincipal)) !== 0) reader.fail(`unknown command flags ${flags}`);
+  if ((flags & ~(flagRequestId | flagSource | flagPrincipal | flagAddress)) !== 0) reader.fail(`unknown command flags ${flags}`);
   const requestId = (flags & flagRequestId) !== 0 ? reader.string() : undefined;
   const source = (flags & flagSource) !== 0 ? reader.u64() : undefined;
   const principal = (flags & flagPrincipal) !== 0 ? reader.string() : undefined;
   if (principal !== undefined && new TextEncoder().encode(principal).length > principalBytesMax) reader.fail(`a principal over ${principalBytesMax} bytes`);
+  const address = (flags & flagAddress) !== 0 ? reader.string() : undefined;
+  if (address !== undefined && Buffer.byteLength(address) > addressBytesMax) reader.fail(`a source address over ${addressBytesMax} bytes`);
   const op = readOp(reader, false) as Command;
   reader.end();
   return {
@@ -132,6 +143,7 @@ export function decodeCommandUnchecked(data: Uint8Array): CommandEnvelope {
     proposedAtMs,
     ...(source === undefined ? {} : { source }),
     ...(principal === undefined ? {} : { principal }),
+    ...(address === undefined ? {} : { address }),
     op,
   };
 }
@@ -143,7 +155,8 @@ export function decodeCommandUnchecked(data: Uint8Array): CommandEnvelope {
 function commandBytesEstimate(envelope: CommandEnvelope): number {
   const op = envelope.op;
   const head = 11 + (envelope.requestId === undefined ? 0 : 4 + 3 * envelope.requestId.length) + 8
-    + (envelope.principal === undefined ? 0 : 4 + 3 * envelope.principal.length);
+    + (envelope.principal === undefined ? 0 : 4 + 3 * envelope.principal.length)
+    + (envelope.address === undefined ? 0 : 4 + 3 * envelope.address.length);
   if (op.type !== 'put') return 64 + head;
   return head + 1 + 4 + 3 * op.key.length + 4 + op.value.length + 3 * 9;
 }

@@ -70,3 +70,4 @@ export type {
   UpgradeStoreOp,
   UpgradeStoreResult,
 } from './types.js';
+export { tablesWithData } from './layout.js';

@@ -39,6 +39,15 @@ export const tablePrefix = {
   dedupSource: Uint8Array.of(0x73),
 } as const;
 
+/**
+ * The tables whose values hold data a reader of the disk must not see (encryption at rest seals
+ * these: src/keys/sealed-engine.ts): the members' record (URLs), the policy (users' password
+ * hashes, the token key), namespace ownership, dedup outcomes (answers may carry values), history
+ * and current values. The others hold only numbers (the meta record, revision index, lease
+ * grants and counter, dedup clock and expiry) or nothing, and their keys are visible anyway.
+ */
+export const tablesWithData: ReadonlySet<number> = new Set([0x02, 0x03, 0x04, 0x64, 0x68, 0x6b]);
+
 export function tableRange(prefix: Uint8Array): KvRange {
   return { start: prefix, end: prefixEnd(prefix) };
 }

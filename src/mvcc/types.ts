@@ -282,6 +282,11 @@ export interface CommandEnvelope {
    * the cell's own work (lease expiry, checkpoints, auto compaction) and entries of older versions.
    */
   readonly principal?: string;
+  /**
+   * The client's source address ("IP:port") as the proposing member saw it, for the audit log's
+   * records (written only when the proposer has an audit log); absent in the cell's own work.
+   */
+  readonly address?: string;
   readonly op: Command;
 }
 

@@ -11,6 +11,7 @@ import type { Timers } from '../base/timers.js';
 import { Gauge, type Registry } from '../metrics/registry.js';
 import type { MvccStore } from '../mvcc/index.js';
 import { ensureDir, syncDir, writeAll } from '../snap/file-io.js';
+import { SealedFileWriter, type Keyring } from '../keys/index.js';
 
 export interface BackupSchedule {
   readonly dir: string;
@@ -30,6 +31,8 @@ export interface BackupMeta {
   readonly appliedIndex: number;
   readonly appliedTerm: number;
   readonly time: string;
+  /** With encryption at rest on, the key-encryption key that wraps the file's data key; else null. */
+  readonly kekId: string | null;
 }
 
 const filePattern = /^backup-\d{8}T\d{6}\.\d{3}Z-r\d+\.snap$/;
@@ -53,6 +56,8 @@ export class BackupTask {
       readonly timers: Timers;
       readonly nowMs: () => number;
       readonly log: { info(message: string): void; warn(message: string): void };
+      /** Encryption at rest: each backup is a sealed file under its own data key (null: plaintext). */
+      readonly keyring?: Keyring | null;
     },
   ) {}
 
@@ -121,12 +126,18 @@ export class BackupTask {
     const hash = createHash('sha256');
     let bytes = 0;
     const handle = await fsp.open(partial, 'w', 0o600);
-    try {
-      for (const chunk of snapshot.chunks) {
-        hash.update(chunk);
-        await writeAll(handle, chunk, bytes);
-        bytes += chunk.length;
+    const keyring = this.parts.keyring ?? null;
+    const sealer = keyring === null ? null : new SealedFileWriter(keyring, 'baton-snapshot');
+    const write = async (pieces: readonly Uint8Array[]): Promise<void> => {
+      for (const piece of pieces) {
+        hash.update(piece);
+        await writeAll(handle, piece, bytes);
+        bytes += piece.length;
       }
+    };
+    try {
+      for (const chunk of snapshot.chunks) await write(sealer === null ? [chunk] : sealer.push(chunk));
+      if (sealer !== null) await write(sealer.end());
       await handle.sync();
     } catch (error) {
       snapshot.close();
@@ -138,7 +149,7 @@ export class BackupTask {
     await fsp.rename(partial, path);
     const meta: BackupMeta = {
       file: name, sha256: hash.digest('hex'), bytes, clusterId: identity.clusterId, cell: identity.cell, member: identity.member,
-      revision, epoch, appliedIndex: snapshot.appliedIndex, appliedTerm: snapshot.appliedTerm, time,
+      revision, epoch, appliedIndex: snapshot.appliedIndex, appliedTerm: snapshot.appliedTerm, time, kekId: sealer?.kekId ?? null,
     };
     await fsp.writeFile(`${path}.json.partial`, `${JSON.stringify(meta, null, 2)}\n`);
     await fsp.rename(`${path}.json.partial`, `${path}.json`);

@@ -59,11 +59,13 @@ export interface NodeConfig {
    */
   readonly encryption: KeySource | null;
   /**
-   * --encryption-store-cipher: `none` (default: with encryption on, the WAL is encrypted and the
-   * store is not) or `lmdb-chacha8` (EXPERIMENTAL: LMDB's page cipher; corrupted the store in the
-   * fault run, docs/design/encryption.md). A store created encrypted stays encrypted.
+   * --encryption-store-cipher, for a store created with a key: `records` (the default: Baton seals
+   * every record's value with AES-256-GCM, src/keys/sealed-engine.ts), `none` (the store stays
+   * plaintext; the WAL, snapshots and backups are still encrypted) or `lmdb-chacha8` (EXPERIMENTAL:
+   * LMDB's page cipher; corrupted the store in the fault run, docs/design/encryption.md). A store
+   * keeps the cipher it was created with, whatever the flag says later.
    */
-  readonly encryptStore: boolean;
+  readonly storeCipher: StoreCipher;
   /** Entries of log kept below the checkpoint so a lagging follower needs no snapshot (etcd: 5,000). */
   readonly logCatchupEntries: number;
   readonly requestTimeoutMs: number;
@@ -293,7 +295,7 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
       ? null
       : { path: raw['audit-log'], maxBytes: integer(raw, 'audit-log-max-bytes', 64 * 1024 * 1024, 4096, 1024 * 1024 * 1024 * 16) },
     encryption: encryptionSource(raw['encryption-key-file'], raw['encryption-key-command']),
-    encryptStore: storeCipher(raw['encryption-store-cipher']),
+    storeCipher: storeCipher(raw['encryption-store-cipher']),
     // etcd's SnapshotCatchUpEntries; the log's bytes bound it as well (64 MiB).
     logCatchupEntries: integer(raw, 'log-catchup-entries', 5_000, 0, 10_000_000),
     requestTimeoutMs: integer(raw, 'request-timeout-ms', 5_000, 100, 600_000),
@@ -319,10 +321,12 @@ const autoCompactionPeriodMsMin = 1_000;
  * revisions; 0 turns compaction off (etcd's default). Given neither, Baton keeps the last 100,000
  * revisions (README "Flags" says why).
  */
-function storeCipher(text: string | undefined): boolean {
-  if (text === undefined || text === '' || text === 'none') return false;
-  if (text === 'lmdb-chacha8') return true;
-  throw new ConfigError(`--encryption-store-cipher: expected none or lmdb-chacha8, got ${JSON.stringify(text)}`);
+export type StoreCipher = 'records' | 'none' | 'lmdb-chacha8';
+
+function storeCipher(text: string | undefined): StoreCipher {
+  if (text === undefined || text === '' || text === 'records') return 'records';
+  if (text === 'none' || text === 'lmdb-chacha8') return text;
+  throw new ConfigError(`--encryption-store-cipher: expected records, none or lmdb-chacha8, got ${JSON.stringify(text)}`);
 }
 
 function encryptionSource(file: string | undefined, command: string | undefined): KeySource | null {

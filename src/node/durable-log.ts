@@ -7,6 +7,7 @@ import type { WalKeys } from '../wal/index.js';
 import { CorruptFileError } from '../base/errors.js';
 import type { Snapshot, SnapshotMeta } from '../raft/index.js';
 import { SnapshotStore } from '../snap/index.js';
+import type { Keyring } from '../keys/index.js';
 import { Wal } from '../wal/index.js';
 
 /**
@@ -16,9 +17,10 @@ import { Wal } from '../wal/index.js';
  * (the durable state machine's applied index) is at or past the marker, the snapshot is the
  * marker's metadata with no data: the store already holds it.
  */
-export async function openDurableLog(dataDir: string, log: { warn(message: string): void }, storeIndex = 0, keys: WalKeys | null = null) {
+export async function openDurableLog(dataDir: string, log: { warn(message: string): void }, storeIndex = 0, keys: WalKeys | null = null,
+  keyring: Keyring | null = null) {
   const logger = { warn: (m: string) => log.warn(m) };
-  const snapshots = new SnapshotStore(dataDir, { logger });
+  const snapshots = new SnapshotStore(dataDir, { logger, keyring });
   await snapshots.init();
   const opened = await Wal.open(dataDir, { logger, keys });
   const start = opened.recovered.snapshotMeta;

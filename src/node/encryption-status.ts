@@ -3,7 +3,7 @@
 // header. A key id no file names any more can leave the key file.
 import { closeSync, existsSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { segmentKeyId, storeKeyId } from '../keys/index.js';
+import { recordKeysKekIds, segmentKeyId, storeKeyId } from '../keys/index.js';
 import { decodeSegmentHeader, readFrame } from '../wal/index.js';
 
 export interface WrappedFile {
@@ -15,7 +15,12 @@ export interface WrappedFile {
 export function wrappedFiles(dataDir: string): WrappedFile[] {
   const db = join(dataDir, 'db');
   const files: WrappedFile[] = [];
-  if (existsSync(join(db, 'state.mdb'))) files.push({ file: join(db, 'state.mdb'), kekId: storeKeyId(db) });
+  const records = recordKeysKekIds(db);
+  if (existsSync(join(db, 'state.mdb'))) {
+    // A store that seals its records names the KEK(s) wrapping its data keys in records.key.
+    if (records === null) files.push({ file: join(db, 'state.mdb'), kekId: storeKeyId(db) });
+    else for (const id of records) files.push({ file: join(db, 'state.mdb'), kekId: id });
+  }
   const walDir = join(dataDir, 'wal');
   const names = existsSync(walDir) ? readdirSync(walDir).filter((name) => name.endsWith('.wal')).sort() : [];
   for (const name of names) files.push({ file: join(walDir, name), kekId: segmentKekId(join(walDir, name)) });

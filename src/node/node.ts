@@ -3,16 +3,21 @@
 // wires them, in four steps: open the durable state, start the peers, build the services (each
 // from the ones before it), start the APIs. Everything below is written against interfaces.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { ConfigError } from '../base/config-error.js';
 import { join } from 'node:path';
 import { SeededRandom } from '../base/random.js';
 import { CorruptFileError } from '../base/errors.js';
 import type { Timers } from '../base/timers.js';
 import { WatchService } from '../api/stream/index.js';
+import { currentSource } from '../api/request-source.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome, type Command } from '../mvcc/index.js';
 import { createRaftNode, defaultRaftConfig, type Entry, type MemberId, type SnapshotMeta } from '../raft/index.js';
 import { dataFileName, LmdbEngine } from '../storage/index.js';
-import { loadKeyring, openStoreKey, segmentKeysOf, storeKeyFileName, type Keyring, type StoreKey } from '../keys/index.js';
+import {
+  hasRecordKeys, loadKeyring, openRecordKeys, openStoreKey, recordKeysPath, RecordSealer, SealedEngine, segmentKeysOf, storeKeyFileName,
+  type Keyring, type RecordKeys, type StoreKey,
+} from '../keys/index.js';
 import { PeerTransport } from '../transport/index.js';
 import { CellService } from '../kv/cell-service.js';
 import { ReadGate } from '../kv/read-gate.js';
@@ -30,7 +35,7 @@ import { MemberDirectory } from '../membership/member-directory.js';
 import { resolveIdentity, type NodeIdentity } from '../membership/member-identity.js';
 import { Membership, memberPeersOf } from '../membership/membership.js';
 import type { MemberPeers } from '../membership/member-peers.js';
-import type { NodeConfig } from './config.js';
+import type { NodeConfig, StoreCipher } from './config.js';
 import { openDurableLog } from './durable-log.js';
 import { createNodeLocks, type NodeLocks } from './lock-wiring.js';
 import { addNodeGauges } from './node-gauges.js';
@@ -108,6 +113,7 @@ export async function startNode(
     timers: realTimers,
     nowMs: () => Date.now(),
     log,
+    keyring: state.keyring,
   });
   backups?.registerMetrics(state.metrics.registry);
   backups?.start();
@@ -148,10 +154,23 @@ type DurableState = Awaited<ReturnType<typeof openDurableState>>;
  * the key file), created for a new store, refused for a store encrypted one way and configured
  * the other (docs/design/encryption.md).
  */
-function openStoreEncryption(keyring: Keyring | null, encryptNew: boolean, dbDirectory: string, log: NodeLogger): StoreKey | null {
+function openStoreEncryption(keyring: Keyring | null, cipher: StoreCipher, dbDirectory: string, log: NodeLogger): StoreKey | RecordKeys | null {
   mkdirSync(dbDirectory, { recursive: true });
-  const key = openStoreKey(dbDirectory, dataFileName, keyring, encryptNew);
-  if (key === null && keyring !== null) log.warn('encryption at rest: the WAL is encrypted, the store (db/state.mdb) is not (--encryption-store-cipher none; docs/design/encryption.md)');
+  const keysPath = recordKeysPath(dbDirectory);
+  if (hasRecordKeys(dbDirectory)) {
+    if (keyring === null) throw new ConfigError(`${join(dbDirectory, dataFileName)} seals its records (${keysPath}); start with --encryption-key-file or --encryption-key-command`);
+    const keys = openRecordKeys(dbDirectory, keyring, { create: false, write: true });
+    log.info(`encryption at rest: the store seals its records (data key ${keys.activeNo}, key-encryption key ${keyring.active.id}, open ${keys.openNo})`);
+    return keys;
+  }
+  const fresh = !existsSync(join(dbDirectory, dataFileName)) && !existsSync(join(dbDirectory, storeKeyFileName));
+  if (keyring !== null && cipher === 'records' && fresh) {
+    const keys = openRecordKeys(dbDirectory, keyring, { create: true, write: true });
+    log.info(`encryption at rest: the store seals its records (new data key, key-encryption key ${keyring.active.id})`);
+    return keys;
+  }
+  const key = openStoreKey(dbDirectory, dataFileName, keyring, cipher === 'lmdb-chacha8');
+  if (key === null && keyring !== null) log.warn('encryption at rest: the WAL is encrypted, the store (db/state.mdb) is not (it was created without a key, or with --encryption-store-cipher none; docs/design/encryption.md)');
   if (key?.rewrapped === true) log.info(`${join(dbDirectory, storeKeyFileName)}: data key rewrapped under the active key-encryption key ${key.kekId}`);
   if (key !== null) log.info(`encryption at rest: the store is encrypted (key-encryption key ${key.kekId})`);
   return key;
@@ -167,16 +186,19 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   // (storage/checkpointer.ts); the WAL holds what came after.
   const dbDirectory = join(config.dataDir, 'db');
   const keyring = config.encryption === null ? null : loadKeyring(config.encryption);
-  const storeKey = openStoreEncryption(keyring, config.encryptStore, dbDirectory, log);
+  const storeEncryption = openStoreEncryption(keyring, config.storeCipher, dbDirectory, log);
+  const storeKey = storeEncryption !== null && 'lmdbKey' in storeEncryption ? storeEncryption : null;
+  const recordKeys = storeEncryption !== null && 'byNo' in storeEncryption ? storeEncryption : null;
   const cipher = storeKey === null ? {} : { encryptionKey: storeKey.lmdbKey };
   const engine = LmdbEngine.open({
     directory: dbDirectory, commits: 'deferred', logger: log, onCheckpoint: hooks.onCheckpoint?.(dbDirectory), ...cipher,
   });
-  const store = new MvccStore(engine, { ...defaultMvccLimits, valueBytesMax: config.valueBytesMax, ...config.tuning.leaseLimits });
+  const sealed = recordKeys === null ? engine : new SealedEngine(engine, new RecordSealer(recordKeys, join(dbDirectory, dataFileName)));
+  const store = new MvccStore(sealed, { ...defaultMvccLimits, valueBytesMax: config.valueBytesMax, ...config.tuning.leaseLimits });
   // Every member decides client commands against the policy they apply on (docs/design/authorization.md).
   store.setAuthorizer(createAuthorizer());
   const { wal, recovered, snapshot, snapshots, snapshotLoaded } = await openDurableLog(config.dataDir, log, store.appliedIndex,
-    keyring === null ? null : segmentKeysOf(keyring));
+    keyring === null ? null : segmentKeysOf(keyring), keyring);
   if (snapshot !== null && store.appliedIndex < snapshot.meta.index) {
     assert(snapshotLoaded, 'a store behind the log start restores from the snapshot file');
     log.info(`restoring the state machine from snapshot ${snapshot.meta.index} (db applied ${store.appliedIndex})`);
@@ -199,7 +221,11 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
     },
     new SeededRandom(randomBytes(8).readBigUInt64LE()),
   );
-  const snapshotThread = SnapshotThread.start({ dbDirectory, commits: engine.commits, dataDir: config.dataDir, ...cipher });
+  const snapshotThread = SnapshotThread.start({
+    dbDirectory, commits: engine.commits, dataDir: config.dataDir, ...cipher,
+    ...(recordKeys === null ? {} : { recordKeys: { activeNo: recordKeys.activeNo, keys: [...recordKeys.byNo].map(([no, key]) => [no, Uint8Array.from(key)] as const) } }),
+    ...(keyring === null ? {} : { keys: [keyring.active.key, ...[...keyring.byId.values()].filter((kek) => kek !== keyring.active).map((kek) => kek.key)] }),
+  });
   // The transport and the driver come later (steps 2 and 3): their counters are read through `late`.
   const late: LateMetricSources = { transport: null, driver: null };
   const metrics = new NodeMetrics(core, {
@@ -234,7 +260,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
     },
   });
   const directory = new MemberDirectory(identity.bootstrap);
-  return { config, identity, wal, snapshot, snapshots, engine, store, core, snapshotThread, metrics, late, rtt, logStore, directory };
+  return { config, identity, wal, snapshot, snapshots, engine, store, core, snapshotThread, metrics, late, rtt, logStore, directory, keyring };
 }
 
 interface Peers {
@@ -318,7 +344,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   // With an audit log, the serving member records what it refused, audited changes wait for their
   // record to be durable before they are answered, and none is taken once the log cannot be written.
   const guard = new AccessGuard(store, audit === null ? null : (principal, denied, reason) => audit.record({
-    event: 'denied', principal, result: 'permission_denied', detail: { access: describeAccess(denied), reason },
+    event: 'denied', principal, address: currentSource() ?? null, result: 'permission_denied', detail: { access: describeAccess(denied), reason },
   }));
   const proposer = new LogProposer(driver, {
     memberId: config.memberId,
@@ -331,7 +357,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     // decides both again on the state it applies on (an ownership change may commit in between).
     admit: (origin, op) =>
       (audit?.failed === true && isAuditedCommand(op) ? audit.refusal() : guard.command(origin, op)) ?? store.refuseCommand(op),
-    ...(audit === null ? {} : { beforeAnswer: (op: Command) => (isAuditedCommand(op) ? audit.flushed() : null) }),
+    ...(audit === null ? {} : { beforeAnswer: (op: Command) => (isAuditedCommand(op) ? audit.flushed() : null), sourceAddress: currentSource }),
   });
   const leases = new LeaseService(
     {

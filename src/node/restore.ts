@@ -10,6 +10,7 @@ import { ConfigError } from '../base/config-error.js';
 import { writeRestoredIdentity, type RestoreRecord } from '../membership/member-identity.js';
 import { MvccStore } from '../mvcc/index.js';
 import { openBackupFile, type BackupFile } from '../snap/index.js';
+import type { Keyring } from '../keys/index.js';
 import { LmdbEngine } from '../storage/index.js';
 import { syncDir } from '../snap/file-io.js';
 
@@ -52,8 +53,8 @@ export function restoredClusterId(fileSha256: string, epoch: number, nonce: stri
 }
 
 /** Checks FILE once (damage names the offset) before any member is written. */
-export function checkBackup(file: string): BackupFile {
-  return openBackupFile(resolve(file));
+export function checkBackup(file: string, keyring: Keyring | null = null): BackupFile {
+  return openBackupFile(resolve(file), keyring);
 }
 
 /** Writes one member's data directory; refuses a DIR that exists and is not empty. */

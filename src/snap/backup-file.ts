@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { CorruptFileError } from '../base/errors.js';
 import { decodeSnapshot } from '../mvcc/index.js';
+import { isSealedFile, openSealedFile, type Keyring } from '../keys/index.js';
 
 export interface BackupFile {
   readonly path: string;
@@ -16,6 +17,8 @@ export interface BackupFile {
   readonly sizeBytes: number;
   /** SHA-256 of the whole file (hex): the backup's identity in a restore record. */
   readonly sha256: string;
+  /** The key-encryption key id of an encrypted backup (src/keys/sealed-file.ts), else null. */
+  readonly kekId: string | null;
   /** The stream's engine entries (meta included). */
   readonly entries: number;
   /** The checked snapshot stream, read again from the file in pieces of at most 1 MiB. */
@@ -28,9 +31,14 @@ const sha256Bytes = 32;
 /** "BTSN": a Baton snapshot stream's first bytes (src/mvcc/snapshot-stream.ts). */
 const batonMagic = Buffer.from('BTSN', 'latin1');
 
-/** Opens and checks a backup file; throws CorruptFileError naming the file and offset. */
-export function openBackupFile(path: string): BackupFile {
+/**
+ * Opens and checks a backup file; throws CorruptFileError naming the file and offset. An encrypted
+ * backup needs `keyring` (refused naming the file and the key id it needs without it, or with
+ * the wrong one); its chunks are authenticated as they are read.
+ */
+export function openBackupFile(path: string, keyring: Keyring | null = null): BackupFile {
   const sizeBytes = fileSize(path);
+  if (sizeBytes > 0 && isSealedFile(path)) return openSealedBackup(path, keyring);
   const head = Buffer.alloc(Math.min(batonMagic.length, sizeBytes));
   readAt(path, head, 0);
   if (!head.equals(batonMagic)) {
@@ -49,7 +57,25 @@ export function openBackupFile(path: string): BackupFile {
     if (error instanceof CorruptFileError) throw new CorruptFileError(path, error.offset, error.reason);
     throw error;
   }
-  return { path, framing: bodyBytes === null ? 'baton' : 'etcdctl', sizeBytes, sha256, entries, chunks };
+  return { path, framing: bodyBytes === null ? 'baton' : 'etcdctl', sizeBytes, sha256, entries, kekId: null, chunks };
+}
+
+function openSealedBackup(path: string, keyring: Keyring | null): BackupFile {
+  const sealed = openSealedFile(path, keyring);
+  const whole = createHash('sha256');
+  for (const piece of readRange(path, 0, sealed.sizeBytes)) whole.update(piece);
+  const chunks = (): Iterable<Uint8Array> => sealed.plaintext();
+  let entries = 0;
+  try {
+    for (const _entry of decodeSnapshot(chunks())) entries++;
+  } catch (error) {
+    // A chunk's damage names its file offset; the stream's own check can only name its offset in
+    // the decrypted stream (every chunk authenticated, so this is a stream written wrong).
+    if (error instanceof CorruptFileError && error.path === path) throw error;
+    if (error instanceof CorruptFileError) throw new CorruptFileError(path, error.offset, `decrypted stream offset ${error.offset}: ${error.reason}`);
+    throw error;
+  }
+  return { path, framing: 'baton', sizeBytes: sealed.sizeBytes, sha256: whole.digest('hex'), entries, kekId: sealed.kekId, chunks };
 }
 
 /** The stream's length inside etcd's framing when the file has it (size and SHA-256 agree), else null. */

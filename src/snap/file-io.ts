@@ -6,6 +6,7 @@ import { dirname } from 'node:path';
 import { assert } from '../base/assert.js';
 import { SnapshotParser } from './format.js';
 import type { SnapshotMeta } from '../raft/index.js';
+import type { Keyring } from '../keys/index.js';
 
 export async function syncDir(dir: string): Promise<void> {
   const handle = await fsp.open(dir, 'r');
@@ -44,9 +45,9 @@ export async function writeAll(
  */
 export async function parseFile(
   path: string,
-  options: { onData?: (bytes: Uint8Array) => void; readBytes?: number; partial?: boolean } = {},
+  options: { onData?: (bytes: Uint8Array) => void; readBytes?: number; partial?: boolean; keyring?: Keyring | null } = {},
 ): Promise<{ parser: SnapshotParser; sizeBytes: number }> {
-  const parser = new SnapshotParser(path, options.onData ?? null);
+  const parser = new SnapshotParser(path, options.onData ?? null, options.keyring ?? null);
   const handle = await fsp.open(path, 'r');
   try {
     const { size } = await handle.stat();
@@ -72,9 +73,9 @@ export async function parseFile(
  * yielded before the rest of its block is checked; damage throws CorruptFileError before the
  * iteration ends, so a restore in one transaction aborts with nothing kept.
  */
-export function* snapshotDataSync(path: string, readBytes = 1024 * 1024): Generator<Uint8Array, void, undefined> {
+export function* snapshotDataSync(path: string, keyring: Keyring | null = null, readBytes = 1024 * 1024): Generator<Uint8Array, void, undefined> {
   const pieces: Uint8Array[] = [];
-  const parser = new SnapshotParser(path, (bytes) => pieces.push(Uint8Array.from(bytes)));
+  const parser = new SnapshotParser(path, (bytes) => pieces.push(Uint8Array.from(bytes)), keyring);
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;

@@ -1,15 +1,19 @@
 // The snapshot file format, pure. Layout:
 //   header  magic "BATNSNAP" | u32 version | u32 metaBytes | u32 blockBytesMax | u32 headerCrc
-//   meta    JSON {index, term, confState}                      (headerCrc covers header + meta)
+//   meta    JSON {index, term, confState[, sealed]}            (headerCrc covers header + meta)
 //   blocks  u32 dataBytes (1..blockBytesMax) | u32 crc | data   (crc chained from the previous)
 //   end     u32 0 | u32 crc | u64 totalDataBytes
 // Block CRCs let a reader name the damaged block's offset; the chain (seeded by the header CRC)
 // catches blocks that are reordered, dropped or spliced in from another snapshot file.
+// Encrypted (a keyring given to the store): `sealed` holds the file's wrapped data key and every
+// block's data is sealed (src/keys/block-seal.ts); the CRCs cover the sealed bytes, so checking a
+// file needs no key, and only a reader of its data (onData) unseals it.
 import { snapshotMetaBytesMax } from '../base/limits.js';
 import { crc32 } from 'node:zlib';
 import { assert } from '../base/assert.js';
 import { CorruptFileError } from '../base/errors.js';
 import type { SnapshotMeta } from '../raft/index.js';
+import { isSealedKeyJson, openBlockUnsealer, type BlockUnsealer, type Keyring, type SealedKeyJson } from '../keys/index.js';
 
 const magic = Buffer.from('BATNSNAP', 'latin1');
 const formatVersion = 1;
@@ -21,10 +25,11 @@ const metaBytesMax = snapshotMetaBytesMax;
 export function encodeSnapshotHead(
   meta: SnapshotMeta,
   blockBytesMax: number,
+  sealed: SealedKeyJson | null = null,
 ): { bytes: Buffer; crc: number } {
   assert(blockBytesMax >= 1 && blockBytesMax <= 0x7fff_ffff, 'block size fits a u32');
   const { index, term, confState } = meta;
-  const json = Buffer.from(JSON.stringify({ index, term, confState }));
+  const json = Buffer.from(JSON.stringify(sealed === null ? { index, term, confState } : { index, term, confState, sealed }));
   const bytes = Buffer.alloc(snapHeaderBytes + json.length);
   magic.copy(bytes, 0);
   bytes.writeUInt32LE(formatVersion, 8);
@@ -69,8 +74,15 @@ type State = 'header' | 'meta' | 'blockHeader' | 'blockData' | 'end' | 'done';
  */
 export class SnapshotParser {
   meta: SnapshotMeta | null = null;
+  /** The wrapped data key of an encrypted file (null: plaintext). */
+  sealed: SealedKeyJson | null = null;
   verifiedOffset = 0;
   dataBytes = 0;
+  /** Bytes handed to onData (the plaintext of an encrypted file). */
+  plainBytes = 0;
+  private unseal: BlockUnsealer | null = null;
+  private blockIndex = 0;
+  private sealedBlock: Buffer[] = [];
   private state: State = 'header';
   private offset = 0;
   private carry: Buffer[] = [];
@@ -85,6 +97,7 @@ export class SnapshotParser {
   constructor(
     private readonly path: string,
     private readonly onData: ((bytes: Uint8Array) => void) | null = null,
+    private readonly keyring: Keyring | null = null,
   ) {}
 
   get complete(): boolean {
@@ -158,7 +171,12 @@ export class SnapshotParser {
       this.fail(start, 'metadata is not valid JSON');
     }
     if (!isSnapshotMeta(meta)) this.fail(start, 'metadata has the wrong shape');
-    this.meta = meta;
+    const sealed = (meta as unknown as Record<string, unknown>)['sealed'];
+    if (sealed !== undefined && !isSealedKeyJson(sealed)) this.fail(start, 'metadata has a malformed data key');
+    this.sealed = sealed ?? null;
+    // Only a reader of the data needs the key (a wrong or missing one stops it naming the file).
+    if (this.sealed !== null && this.onData !== null) this.unseal = openBlockUnsealer(this.keyring, this.sealed, this.path);
+    this.meta = { index: meta.index, term: meta.term, confState: meta.confState };
     this.verifiedOffset = this.offset;
     this.state = 'blockHeader';
   }
@@ -185,11 +203,31 @@ export class SnapshotParser {
     this.blockRemaining -= data.length;
     this.offset += data.length;
     this.dataBytes += data.length;
-    if (this.onData !== null) this.onData(data);
+    if (this.unseal !== null) this.sealedBlock.push(Buffer.from(data));
+    else if (this.onData !== null) {
+      this.plainBytes += data.length;
+      this.onData(data);
+    }
     if (this.blockRemaining > 0) return;
     if (this.crc !== this.blockCrcExpected) this.fail(this.blockStart, 'block checksum mismatch');
+    if (this.unseal !== null && this.onData !== null) this.emitUnsealed();
+    this.blockIndex++;
     this.verifiedOffset = this.offset;
     this.state = 'blockHeader';
+  }
+
+  /** A whole sealed block passed its CRC: authenticate and hand over its plaintext. */
+  private emitUnsealed(): void {
+    const sealed = Buffer.concat(this.sealedBlock);
+    this.sealedBlock = [];
+    let plain: Buffer;
+    try {
+      plain = (this.unseal as BlockUnsealer)(this.blockIndex, sealed);
+    } catch {
+      this.fail(this.blockStart, `block ${this.blockIndex} does not authenticate (damaged or altered)`);
+    }
+    this.plainBytes += plain.length;
+    (this.onData as (bytes: Uint8Array) => void)(plain);
   }
 
   private readEnd(unit: Buffer, start: number): void {

@@ -7,6 +7,8 @@ import { MvccStore, type MvccSnapshot } from '../mvcc/index.js';
 import type { SnapshotMeta } from '../raft/index.js';
 import { SnapshotStore } from './index.js';
 import { LmdbEngine } from '../storage/index.js';
+import { keyringOf, RecordSealer, SealedEngine } from '../keys/index.js';
+import { join } from 'node:path';
 import type { FromSnapshotThread, SnapshotThreadData, ToSnapshotThread } from './snapshot-thread.js';
 
 // Off the event loop, bigger chunks cost nothing and mean fewer writes (the file cuts them into
@@ -19,9 +21,14 @@ const data = workerData as SnapshotThreadData;
 const engine = LmdbEngine.attach({
   directory: data.dbDirectory, commits: data.commits, ...(data.encryptionKey === undefined ? {} : { encryptionKey: data.encryptionKey }),
 });
-const store = new MvccStore(engine);
+// A store that seals its records is read through the same sealing layer (read-only: open 0).
+const records = data.recordKeys;
+const store = new MvccStore(records === undefined ? engine : new SealedEngine(engine, new RecordSealer({
+  byNo: new Map(records.keys.map(([no, key]) => [no, Buffer.from(key)])), activeNo: records.activeNo, openNo: 0, kekIds: [],
+}, join(data.dbDirectory, 'state.mdb'))));
 const files = new SnapshotStore(data.dataDir, {
   logger: { warn: (message) => process.stderr.write(`${message}\n`) },
+  keyring: data.keys === undefined ? null : keyringOf(data.keys),
 });
 
 let metaArrived: ((meta: SnapshotMeta | null) => void) | null = null;

@@ -20,6 +20,10 @@ export interface SnapshotThreadData {
   readonly encryptionKey?: string;
   /** The node's data directory (snapshot files go to its `snap/`). */
   readonly dataDir: string;
+  /** Encryption at rest: the key-encryption keys, active first (raw bytes; a thread is in this process). */
+  readonly keys?: readonly Uint8Array[];
+  /** A store that seals its records: its data keys by number (the thread only reads). */
+  readonly recordKeys?: { readonly activeNo: number; readonly keys: readonly (readonly [number, Uint8Array])[] };
 }
 
 export type ToSnapshotThread =

@@ -12,6 +12,7 @@ import {
   parsePartialFileName, parseSnapshotFileName, snapshotFileName, tmpSuffix,
 } from './file-name.js';
 import { SnapshotBlockEncoder, encodeSnapshotHead } from './format.js';
+import { blockTagBytes, newBlockSealer, type Keyring } from '../keys/index.js';
 import { snapDefaults } from './types.js';
 import type { SnapLogger, SnapshotFileInfo, SnapshotStoreOptions } from './types.js';
 
@@ -22,12 +23,14 @@ export class SnapshotStore {
   readonly logger: SnapLogger;
   readonly blockBytes: number;
   readonly keepCount: number;
+  readonly keyring: Keyring | null;
 
   constructor(dataDir: string, options: SnapshotStoreOptions = {}) {
     this.dir = join(dataDir, 'snap');
     this.logger = options.logger ?? stderrLogger;
     this.blockBytes = options.blockBytes ?? snapDefaults.blockBytes;
     this.keepCount = options.keepCount ?? snapDefaults.keepCount;
+    this.keyring = options.keyring ?? null;
     assert(this.keepCount >= 1 && this.blockBytes >= 1, 'sane snapshot store options');
   }
 
@@ -64,11 +67,14 @@ export class SnapshotStore {
     const tmpPath = path + tmpSuffix;
     const handle = await fsp.open(tmpPath, 'w');
     try {
-      const head = encodeSnapshotHead(meta, this.blockBytes);
+      const sealer = this.keyring === null ? null : newBlockSealer(this.keyring);
+      const head = encodeSnapshotHead(meta, this.blockBytes + (sealer === null ? 0 : blockTagBytes), sealer?.sealed ?? null);
       const encoder = new SnapshotBlockEncoder(head.crc);
       await writeAll(handle, head.bytes, 0);
       let position = head.bytes.length;
-      for await (const block of toBlocks(data, this.blockBytes)) {
+      let index = 0;
+      for await (const plain of toBlocks(data, this.blockBytes)) {
+        const block = sealer === null ? plain : sealer.seal(index++, plain);
         const header = encoder.blockHeader(block);
         // One writev per block; the rare short write falls back to plain writes.
         const { bytesWritten } = await handle.writev([header, block], position);
@@ -121,7 +127,7 @@ export class SnapshotStore {
    * in one store transaction (damage throws CorruptFileError before the iteration ends).
    */
   dataOf(meta: Pick<SnapshotMeta, 'index' | 'term'>): Iterable<Uint8Array> {
-    return snapshotDataSync(this.pathOf(meta));
+    return snapshotDataSync(this.pathOf(meta), this.keyring);
   }
 
   /** Verifies one snapshot file (reading it in bounded pieces) and returns its metadata. */
@@ -140,8 +146,9 @@ export class SnapshotStore {
         target.set(bytes, at);
         at += bytes.length;
       },
+      keyring: this.keyring,
     });
-    assert(parser.meta !== null && at === parser.dataBytes, 'a verified file has metadata');
+    assert(parser.meta !== null && at === parser.plainBytes, 'a verified file has metadata');
     return { meta: parser.meta, data: target.subarray(0, at) };
   }
 

@@ -1,6 +1,7 @@
 // Vocabulary of snapshot files. A snapshot file is self-describing and self-checking, and the
 // same bytes travel to a lagging follower: the receiver verifies exactly what the sender stored.
 import type { SnapshotMeta } from '../raft/index.js';
+import type { Keyring } from '../keys/index.js';
 
 export interface SnapLogger {
   warn(message: string): void;
@@ -12,6 +13,8 @@ export interface SnapshotStoreOptions {
   readonly blockBytes?: number;
   /** Snapshot files kept after a new one is installed (older ones are deleted). */
   readonly keepCount?: number;
+  /** Encryption at rest: new files are sealed under the active key; sealed files are read with it. */
+  readonly keyring?: Keyring | null;
 }
 
 export const snapDefaults = {

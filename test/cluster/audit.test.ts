@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { http, sleep, startTestCell, type TestCell } from './harness.js';
+import { request } from 'node:http';
+import { freePorts, http, sleep, startTestCell, type TestCell } from './harness.js';
 
 let cell: TestCell;
 const logOf = (name: string): string => join(cell.dataDir, `audit-${name}.log`);
@@ -25,6 +26,7 @@ after(async () => {
 interface Line {
   readonly event: string;
   readonly principal: string | null;
+  readonly address?: string | null;
   readonly index?: number;
   readonly result: string;
   readonly member: number;
@@ -50,6 +52,19 @@ async function onEveryMember(event: string, count = 1): Promise<Line[]> {
 
 const url = (name: string, path: string): string => `${cell.cell.clientUrl(name)}${path}`;
 
+/** A DELETE from a chosen local port, so the test knows the source address the member sees. */
+function deleteFrom(target: string, localPort: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const call = request(target, { method: 'DELETE', localAddress: '127.0.0.1', localPort, agent: false, timeout: 10_000 }, (res) => {
+      res.resume();
+      res.once('end', () => resolve(res.statusCode ?? 0));
+    });
+    call.once('timeout', () => call.destroy(new Error('no answer in 10 s')));
+    call.once('error', reject);
+    call.end();
+  });
+}
+
 test('audited changes are recorded by every member, durable on the answering member before its answer', async () => {
   const policy = await http(url('n2', '/v1/auth/policy'), { method: 'PUT', headers: { 'if-version': '0', 'content-type': 'application/json' },
     body: JSON.stringify({ roles: { r: [{ prefix: '/app/', ops: ['read'] }] }, bindings: {} }) });
@@ -60,10 +75,13 @@ test('audited changes are recorded by every member, durable on the answering mem
   const lease = await http(url('n1', '/v1/leases'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ttl: 60 }) });
   const id = lease.body.id as number;
   await http(url('n1', '/v1/kv/app/leased'), { method: 'PUT', headers: { 'lease-id': String(id) }, body: 'v' });
-  assert.equal((await http(url('n3', `/v1/leases/${id}`), { method: 'DELETE' })).status, 200);
+  const [clientPort] = await freePorts(1);
+  assert.equal(await deleteFrom(url('n3', `/v1/leases/${id}`), clientPort as number), 200);
   assert.ok(records('n3').some((r) => r.event === 'lease-revoke' && r.detail?.['lease'] === id), 'on disk on n3 when n3 answered');
   const revoked = await onEveryMember('lease-revoke');
   assert.equal(revoked[0]?.principal, '', 'a client (anonymous), not the cell\'s own expiry');
+  // Decided at apply: every member writes the client's address as n3 saw it (it travels in the entry).
+  for (const record of revoked) assert.equal(record.address, `127.0.0.1:${clientPort as number}`, JSON.stringify(record));
 
   const acquired = await http(url('n1', '/v1/locks/job/acquire'), { method: 'POST', headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ lease: (await http(url('n1', '/v1/leases'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ttl: 60 }) })).body.id, waitMs: 0 }) });
@@ -87,13 +105,13 @@ test('audited changes are recorded by every member, durable on the answering mem
   // A snapshot download: a copy of every key leaves the cell; on disk before the first byte.
   const snapshot = await fetch(url('n3', '/v1/maintenance/snapshot'));
   assert.equal(snapshot.status, 200);
-  assert.ok(records('n3').some((r) => r.event === 'snapshot-save' && r.principal === ''), 'n3 recorded the snapshot save');
+  assert.ok(records('n3').some((r) => r.event === 'snapshot-save' && r.principal === '' && /^127\.0\.0\.1:\d+$/.test(r.address ?? '')), 'n3 recorded the snapshot save and who took it');
   await snapshot.arrayBuffer();
   const saved = spawnSync('etcdctl', ['--endpoints', cell.cell.grpcEndpoint('n1'), 'snapshot', 'save', join(cell.dataDir, 'audit-snap.db')],
     { env: { ...process.env, ETCDCTL_API: '3' }, encoding: 'utf8' });
   if (saved.error === undefined) {
     assert.equal(saved.status, 0, saved.stderr);
-    assert.ok(records('n1').some((r) => r.event === 'snapshot-save' && r.detail?.['via'] === 'grpc'), 'n1 recorded the etcdctl snapshot save');
+    assert.ok(records('n1').some((r) => r.event === 'snapshot-save' && r.detail?.['via'] === 'grpc' && /^127\.0\.0\.1:\d+$/.test(r.address ?? '')), 'n1 recorded the etcdctl snapshot save');
   }
 
   // Puts are not audited: the log stays small.
@@ -113,7 +131,7 @@ test('a refusal is recorded by the member that refused it; baton audit reads the
   // A refusal's record is written after the answer (nothing was acknowledged): wait for it, bounded.
   let recorded = false;
   for (let i = 0; i < 100 && !recorded; i++) {
-    recorded = records('n3').some((r) => r.event === 'denied' && r.principal === '');
+    recorded = records('n3').some((r) => r.event === 'denied' && r.principal === '' && /^127\.0\.0\.1:\d+$/.test(r.address ?? ''));
     if (!recorded) await sleep(20);
   }
   assert.ok(recorded, 'n3 recorded its refusal');

@@ -3,10 +3,13 @@
 // snapshot file from a read view of its store (none exists: nothing snapshots on a schedule),
 // streams it over the snapshot connection, the follower installs it (a verified file, no partial
 // left behind) and then serves every key from its own state (serializable reads, so nothing is
-// forwarded).
+// forwarded). The same again with encryption at rest on: the snapshot files on both members are
+// sealed (no value in plaintext), travel as they are, and the follower restores from its file.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findLeader, http, putSurely, sleep, startTestCell } from './harness.js';
 
@@ -18,7 +21,23 @@ function valueOf(i: number): string {
 }
 
 test('an isolated follower catches up from a streamed snapshot file', async (t) => {
-  const cell = await startTestCell({ extraArgs: ['--log-catchup-entries', '10'], proxies: true });
+  await catchUpFromSnapshot(t, []);
+});
+
+test('encrypted: the snapshot files hold no value in plaintext, travel sealed and restore the follower', async (t) => {
+  const keys = mkdtempSync(join(tmpdir(), 'baton-kek-'));
+  const keyFile = join(keys, 'kek.hex');
+  writeFileSync(keyFile, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+  try {
+    await catchUpFromSnapshot(t, ['--encryption-key-file', keyFile]);
+  } finally {
+    rmSync(keys, { recursive: true, force: true });
+  }
+});
+
+async function catchUpFromSnapshot(t: { diagnostic(message: string): void }, extraArgs: readonly string[]): Promise<void> {
+  const encrypted = extraArgs.length > 0;
+  const cell = await startTestCell({ extraArgs: ['--log-catchup-entries', '10', ...extraArgs], proxies: true });
   try {
     const leader = await findLeader(cell);
     const follower = cell.names.find((n) => n !== leader) as string;
@@ -55,6 +74,13 @@ test('an isolated follower catches up from a streamed snapshot file', async (t) 
     const snapFiles = readdirSync(join(cell.dataDir, follower, 'snap'));
     assert.ok(snapFiles.some((name) => name.endsWith('.snap')), snapFiles.join(' '));
     assert.ok(!snapFiles.some((name) => name.endsWith('.partial')), snapFiles.join(' '));
+    const probe = Buffer.from(valueOf(keyCount - 1).slice(0, 64));
+    for (const member of [leader, follower]) {
+      const dir = join(cell.dataDir, member, 'snap');
+      for (const name of readdirSync(dir).filter((n) => n.endsWith('.snap'))) {
+        assert.equal(readFileSync(join(dir, name)).includes(probe), !encrypted, `${member}/snap/${name}: a value in plaintext is ${encrypted ? 'absent' : 'present'}`);
+      }
+    }
 
     // The store lost (here: its directory removed) while the WAL says the log starts at the
     // installed snapshot: start-up restores from that file, read in bounded pieces, then replays.
@@ -73,4 +99,4 @@ test('an isolated follower catches up from a streamed snapshot file', async (t) 
   } finally {
     await cell.close();
   }
-});
+}

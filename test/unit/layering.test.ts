@@ -33,9 +33,9 @@ const allowedImports: Record<string, readonly string[]> = {
   wal: ['base', 'raft'],
   storage: ['base', 'mvcc'],
   // Encryption at rest: key-encryption keys, wrapped data keys and their files (docs/design/encryption.md).
-  keys: ['base'],
+  keys: ['base', 'mvcc'],
   transport: ['base', 'raft'],
-  snap: ['base', 'mvcc', 'raft', 'storage', 'transport'],
+  snap: ['base', 'keys', 'mvcc', 'raft', 'storage', 'transport'],
   driver: ['base', 'mvcc', 'raft', 'snap', 'transport', 'wal'],
   // The audit log: which applied entries are audited, and the file they go to (an edge: I/O).
   audit: ['base', 'mvcc', 'raft'],

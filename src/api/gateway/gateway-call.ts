@@ -10,6 +10,7 @@ import { httpStatusOf, streamErrorLine, unaryErrorBody, type GatewayStatus } fro
 import { answerJson, requestBytes, valueJson } from './json-codec.js';
 import type { GatewayRoute } from './routes.js';
 import type { Socket } from 'node:net';
+import { withSource } from '../request-source.js';
 
 /** The part of an HTTP exchange the gateway uses: node:http's objects, or an HTTP/2 stream's (h2-exchange.ts). */
 export interface GatewayRequest {
@@ -54,6 +55,8 @@ export class GatewayCall extends CallEvents {
     public principal: string,
     /** etcd's token, from the Authorization header (grpc-gateway passes it on as metadata). */
     readonly token: string | null,
+    /** The caller's connection: its address goes into the audit record of a write (request-source.ts). */
+    private readonly sourceSocket: Socket | null = null,
   ) {
     super();
     res.on('drain', () => this.emit('drain'));
@@ -74,7 +77,7 @@ export class GatewayCall extends CallEvents {
   /** Runs the handler: unary calls answer through the callback, streams through write/end. */
   run(): void {
     try {
-      this.callRoute.handler(this as never, (error, value) => this.answer(error, value));
+      withSource(this.sourceSocket, () => this.callRoute.handler(this as never, (error, value) => this.answer(error, value)));
     } catch (error) {
       this.logError(error);
       this.fail({ code: status.INTERNAL, details: 'the handler failed' });

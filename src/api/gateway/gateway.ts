@@ -92,7 +92,7 @@ function serveRpc(req: GatewayRequest, res: GatewayResponse, route: GatewayRoute
   }
   const authorization = req.headers['authorization'];
   const token = typeof authorization === 'string' && authorization !== '' ? authorization : null;
-  const call = new GatewayCall(route, grpcRoute, res, deps.logError, principalOfSocket(req.socket), token);
+  const call = new GatewayCall(route, grpcRoute, res, deps.logError, principalOfSocket(req.socket), token, req.socket);
   if (route.requestStream) return streamRequests(req, call, route, deps.bodyBytesMax);
   let bytes = 0;
   const chunks: Buffer[] = [];

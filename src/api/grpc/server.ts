@@ -25,6 +25,7 @@ import { serveSnapshot, type SnapshotSource } from './snapshot-stream.js';
 import { serveWatchStream, type WatchCall } from './watch-stream.js';
 import { AuthFacade } from './auth-service.js';
 import type { AuthTokens } from '../auth-tokens.js';
+import { currentSource } from '../request-source.js';
 
 export interface GrpcDeps {
   readonly cell: CellApi;
@@ -192,7 +193,7 @@ export class EtcdGrpcServer {
               const audit = deps.audit ?? null;
               if (audit === null) return void serveSnapshot(call, deps.snapshots as SnapshotSource, headers, deps.logError);
               // Audited: the record is durable before the first byte leaves.
-              audit.record({ event: 'snapshot-save', principal: call.principal, result: 'ok', detail: { via: 'grpc' } });
+              audit.record({ event: 'snapshot-save', principal: call.principal, address: currentSource() ?? null, result: 'ok', detail: { via: 'grpc' } });
               audit.flushed().then(
                 () => void serveSnapshot(call, deps.snapshots as SnapshotSource, headers, deps.logError),
                 (error: unknown) => void call.emit('error', toGrpcError(error, deps.logError)),

@@ -23,6 +23,7 @@ import {
 import { sendError, sendJson, type ResponseContext } from './respond.js';
 import { hostProblem } from './server-hooks.js';
 import { principalOfSocket } from '../principal.js';
+import { withSource } from '../request-source.js';
 
 /**
  * A group of routes kept in its own file (leases, watches, locks, ...). It answers the request
@@ -61,7 +62,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
   };
   return (req, res) => {
     lingerIfUnread(req);
-    route(req, res, options, context).catch((error: unknown) => {
+    withSource(req.socket, () => route(req, res, options, context)).catch((error: unknown) => {
       if (res.headersSent) {
         res.destroy();
         return;

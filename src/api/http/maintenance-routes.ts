@@ -17,6 +17,7 @@ import { hashKvPaced } from '../hash-kv.js';
 import type { RouteGroup } from './handler.js';
 import type { EdgeAudit } from '../types.js';
 import { sendJson } from './respond.js';
+import { currentSource } from '../request-source.js';
 
 export const snapshotPath = '/v1/maintenance/snapshot';
 export const hashKvPath = '/v1/maintenance/hashkv';
@@ -55,7 +56,7 @@ export function createMaintenanceRoutes(
     try {
       // Audited (a copy of every key leaves the cell): the record is durable before the first byte.
       if (audit !== null) {
-        audit.record({ event: 'snapshot-save', principal: request.principal, result: 'ok', revision: store.revision, detail: { via: 'http' } });
+        audit.record({ event: 'snapshot-save', principal: request.principal, address: currentSource() ?? null, result: 'ok', revision: store.revision, detail: { via: 'http' } });
         await audit.flushed();
       }
       await streamSnapshot(store, request.res, request.context.cellId, storeBytesInUse?.() ?? null);

@@ -3,6 +3,7 @@
 // watches, paused while the socket holds more than the high-water mark).
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
+import type { Socket } from 'node:net';
 import { BatonError, InvalidArgumentError, OverloadedError, UnavailableError } from '../../base/errors.js';
 import type { WatchConnection, WatchOutput } from '../../watch/index.js';
 import type { CellApi } from '../types.js';
@@ -13,6 +14,7 @@ import type { Frame, FrameContext, StreamLimits, WatchTag } from './types.js';
 import { watchEndError } from './watch-request.js';
 import { forgetWatch, type StreamWatch, type WatchSession } from './watch-frames.js';
 import type { WatchService } from './watch-service.js';
+import { withSource } from '../request-source.js';
 
 export interface SessionOptions {
   readonly cell: CellApi;
@@ -51,7 +53,7 @@ export class StreamSession implements WatchSession {
     this.connection = options.service.hub.openConnection(() => this.schedule(), options.service.admitter(principal));
     this.context = { cell: options.cell, apiLimits: options.apiLimits, send: (body) => this.send(body), closed: this.closedSignal.signal, principal };
     this.unregister = options.service.onStop(() => this.stop());
-    ws.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
+    ws.on('message', (data, isBinary) => withSource(socket as Socket, () => this.onMessage(data as Buffer, isBinary)));
     ws.on('close', () => this.cleanup());
     ws.on('error', (error: Error & { code?: string }) => {
       // A frame ws refuses (WS_ERR_*: over maxPayload, bad opcode, invalid UTF-8): ws has already

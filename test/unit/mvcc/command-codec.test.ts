@@ -126,6 +126,18 @@ test('the proposer id round-trips; entries of older versions (no flags beyond th
   assert.equal(old[10], 1);
   assert.deepEqual(decodeCommand(old, limits), { requestId: 'r', proposedAtMs: 9, op });
   const unknownFlag = Uint8Array.from(old);
-  unknownFlag[10] = 1 | 8; // bit 2 (4) is the principal since session 11
+  unknownFlag[10] = 1 | 16; // bit 2 (4) is the principal since session 11, bit 3 (8) the source address since session 14
   assert.throws(() => decodeCommand(unknownFlag, limits), /unknown command flags/);
+});
+
+test('the client\'s source address round-trips beside the principal, bounded; an entry without it decodes without it', () => {
+  const op = { type: 'leaseRevoke', id: 5 } as const;
+  const envelope = { requestId: 'r', proposedAtMs: 9, source: 1, principal: 'alice', address: '[::1]:50123', op };
+  const bytes = encodeCommand(envelope, limits);
+  assert.equal(bytes[10], 1 | 2 | 4 | 8);
+  assert.deepEqual(decodeCommand(bytes, limits), envelope);
+  const { address: _address, ...before } = envelope;
+  assert.deepEqual(decodeCommand(encodeCommand(before, limits), limits), before, 'as a member of the previous version wrote it');
+  assert.throws(() => encodeCommand({ ...envelope, address: 'x'.repeat(65) }, limits), TooLargeError);
+  assert.throws(() => decodeCommand(encodeCommandUnchecked({ ...envelope, address: 'x'.repeat(65) }), limits), /source address over 64 bytes/);
 });

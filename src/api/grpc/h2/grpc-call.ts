@@ -11,6 +11,7 @@ import { encodeHeaders } from './hpack.js';
 import { MessageReader } from './message-reader.js';
 import type { H2Stream, StreamSink } from './stream.js';
 import { principalOfSocket } from '../../principal.js';
+import { withSource } from '../../request-source.js';
 
 const responseHeaders = encodeHeaders(200, [['content-type', 'application/grpc']]);
 const okTrailers = encodeHeaders(null, [['grpc-status', '0']]);
@@ -244,7 +245,7 @@ export class GrpcCall extends CallEvents implements StreamSink {
       meter.started();
     }
     try {
-      this.route.handler(this, this.answerCallback);
+      withSource(this.stream.socket, () => this.route.handler(this, this.answerCallback));
     } catch (error) {
       this.context.logError(error);
       this.finish({ code: status.INTERNAL, details: 'the handler failed' });
