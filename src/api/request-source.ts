@@ -9,6 +9,14 @@ import type { Socket } from 'node:net';
 
 const source = new AsyncLocalStorage<string>();
 const bySocket = new WeakMap<Socket, string>();
+// Off unless a node has an audit log: AsyncLocalStorage turns on Node's promise hooks for the
+// whole process once used, a cost every request would pay for addresses nobody records.
+let tracking = false;
+
+/** Called once by a node with an audit log: from then on every edge records the source address. */
+export function trackSources(): void {
+  tracking = true;
+}
 
 /** "IP:port" of a socket's peer ("[v6]:port" for IPv6), read once per socket. */
 export function sourceOfSocket(socket: Socket): string {
@@ -21,7 +29,7 @@ export function sourceOfSocket(socket: Socket): string {
 }
 
 export function withSource<T>(socket: Socket | null | undefined, run: () => T): T {
-  return socket === null || socket === undefined ? run() : source.run(sourceOfSocket(socket), run);
+  return !tracking || socket === null || socket === undefined ? run() : source.run(sourceOfSocket(socket), run);
 }
 
 /** The source address of the request being served here, or undefined. */

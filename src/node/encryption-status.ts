@@ -1,6 +1,6 @@
 // Which key-encryption key wraps each encrypted file of a member's data directory, for
-// `baton keys status` (docs/design/encryption.md): the store's key file and every WAL segment's
-// header. A key id no file names any more can leave the key file.
+// `baton keys status` (docs/design/encryption.md): the store's key file(s), every WAL segment's
+// header and every Raft snapshot file's metadata. A key id no file names any more can leave the key file.
 import { closeSync, existsSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { recordKeysKekIds, segmentKeyId, storeKeyId } from '../keys/index.js';
@@ -24,7 +24,30 @@ export function wrappedFiles(dataDir: string): WrappedFile[] {
   const walDir = join(dataDir, 'wal');
   const names = existsSync(walDir) ? readdirSync(walDir).filter((name) => name.endsWith('.wal')).sort() : [];
   for (const name of names) files.push({ file: join(walDir, name), kekId: segmentKekId(join(walDir, name)) });
+  // Raft snapshot files name their data key's KEK in the metadata JSON (src/snap/format.ts).
+  const snapDir = join(dataDir, 'snap');
+  const snaps = existsSync(snapDir) ? readdirSync(snapDir).filter((name) => name.endsWith('.snap')).sort() : [];
+  for (const name of snaps) files.push({ file: join(snapDir, name), kekId: snapshotKekId(join(snapDir, name)) });
   return files;
+}
+
+function snapshotKekId(path: string): string | null {
+  const head = Buffer.alloc(24 + 64 * 1024);
+  const fd = openSync(path, 'r');
+  let read: number;
+  try {
+    read = readSync(fd, head, 0, head.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (read < 24) return null;
+  const metaBytes = head.readUInt32LE(12);
+  try {
+    const meta = JSON.parse(head.subarray(24, Math.min(read, 24 + metaBytes)).toString('utf8')) as { sealed?: { kekId?: unknown } };
+    return typeof meta.sealed?.kekId === 'string' ? meta.sealed.kekId : null;
+  } catch {
+    return null; // damaged: start-up names it; status only reports what it can read
+  }
 }
 
 function segmentKekId(path: string): string | null {

@@ -10,7 +10,7 @@ import { SeededRandom } from '../base/random.js';
 import { CorruptFileError } from '../base/errors.js';
 import type { Timers } from '../base/timers.js';
 import { WatchService } from '../api/stream/index.js';
-import { currentSource } from '../api/request-source.js';
+import { currentSource, trackSources } from '../api/request-source.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome, type Command } from '../mvcc/index.js';
 import { createRaftNode, defaultRaftConfig, type Entry, type MemberId, type SnapshotMeta } from '../raft/index.js';
 import { dataFileName, LmdbEngine } from '../storage/index.js';
@@ -102,6 +102,7 @@ export async function startNode(
   const audit = config.auditLog === null ? null : await AuditLog.open({
     path: config.auditLog.path, maxBytes: config.auditLog.maxBytes, keep: 5, member: config.memberId, cell: config.cellId,
   });
+  if (audit !== null) trackSources();
   const services = buildServices(config, state, peers, log, onFatal, audit);
   connect(state, peers, services, log, audit);
   const apis = await startApis(config, state, services, log, tls, audit);

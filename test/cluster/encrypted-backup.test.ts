@@ -3,7 +3,8 @@
 // flag seals the download; neither file holds a written key or value; `inspect` and `restore`
 // refuse them without the key or with the wrong one (naming the file), and name the offset of a
 // damaged chunk; restored with the key, a new cell serves the data. The members' stores (records
-// sealed, the default with a key) hold no value either.
+// sealed, the default with a key) hold no value either, and a member restarted with the wrong key
+// or none stops naming the file.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -87,6 +88,22 @@ test('encrypted backups: no plaintext, refused without or with the wrong key, da
     await cellB.waitReady(60_000);
     const answer = await http(`${cellB.clientUrl('n2')}/v1/kv/enc/49`);
     assert.equal(answer.body.kvs?.[0]?.value, `${secret}-49`, 'the new cell serves the backed-up data');
+
+    // A member whose store seals its records: the wrong key, or none, stops it naming the file.
+    cell.cell.signal('n3', 'SIGTERM');
+    await cell.cell.waitExit('n3', 20_000);
+    cell.cell.start('n3', { extraArgs: ['--encryption-key-file', wrongKeyFile] });
+    assert.equal(await cell.cell.waitExit('n3', 20_000), 2);
+    let output = cell.cell.tail('n3', 30);
+    assert.ok(output.includes(join(cell.dataDir, 'n3', 'db', 'records.key')) && /not among the configured keys/.test(output), output);
+    cell.cell.start('n3', { extraArgs: ['--encryption-key-file', ''] });
+    assert.equal(await cell.cell.waitExit('n3', 20_000), 2);
+    output = cell.cell.tail('n3', 30);
+    assert.ok(output.includes(join(cell.dataDir, 'n3', 'db', 'state.mdb')) && /seals its records/.test(output), output);
+    cell.cell.start('n3');
+    await cell.cell.waitReady(30_000);
+    const back = await http(`${cell.cell.clientUrl('n3')}/v1/kv/enc/7?consistency=serializable`);
+    assert.equal(back.body.kvs?.[0]?.value, `${secret}-7`, 'restarted with the right key, it serves its sealed records');
   } finally {
     await cellB?.stopAll();
     await cell.close();

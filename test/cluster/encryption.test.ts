@@ -2,7 +2,8 @@
 // segments hold no plaintext key or value (a scan of every file under each member's db/ and wal/
 // for a known key and value; the same scan finds them in a plaintext cell: the control), the cell
 // restarts and serves them, and a member given the wrong key, or none, refuses to start naming the
-// file it could not decrypt. (Snapshot files are not encrypted yet.)
+// file it could not decrypt. This cell uses the experimental LMDB cipher; the default (records
+// sealed by Baton) is covered by encrypted-backup.test.ts and snapshot-transfer.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
