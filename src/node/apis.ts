@@ -83,6 +83,8 @@ export async function startApis(
   // The web console's files (dist/ui, beside dist/src), read once: docs/console.md.
   const consoleFiles = loadConsoleFiles();
   const handler = createHttpHandler({
+    slowRequestMs: config.logSlowRequestMs,
+    logSlow: (slow) => log.warn(`slow request: ${slow.method} ${slow.route} answered ${slow.status} after ${slow.ms} ms`, { ...slow }),
     cell,
     limits: apiLimits,
     routeGroups: [

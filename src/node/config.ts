@@ -73,6 +73,8 @@ export interface NodeConfig {
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** text: `[name] message` lines (baton dev); json: one object per line with time, level, cell, member. */
   readonly logFormat: 'text' | 'json';
+  /** HTTP requests at least this slow are logged with their Request-ID (0: all); etcd warns from 100 ms. */
+  readonly logSlowRequestMs: number;
   /** --auto-compaction-mode and --auto-compaction-retention (etcd's flags; README "Flags"). */
   readonly autoCompaction: AutoCompactionPolicy;
   /** TLS on the client listeners (tls-config.ts); null: plain HTTP. */
@@ -125,6 +127,7 @@ const options = {
   'value-bytes-max': { type: 'string' },
   'log-level': { type: 'string' },
   'log-format': { type: 'string' },
+  'log-slow-request-ms': { type: 'string' },
   'auto-compaction-mode': { type: 'string' },
   'auto-compaction-retention': { type: 'string' },
   config: { type: 'string' },
@@ -302,6 +305,7 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     valueBytesMax: integer(raw, 'value-bytes-max', limits.valueBytesMax, 1, limits.valueBytesMax),
     logLevel: logLevel(raw['log-level'] ?? 'info'),
     logFormat: logFormat(raw['log-format'] ?? 'text'),
+    logSlowRequestMs: integer(raw, 'log-slow-request-ms', 1_000, 0, 3_600_000),
     clientTls: clientTlsConfig(raw, { listenClient, listenGrpc, listenPeer, peerUrls: members.map((m) => m.peerUrl) }),
     peerTls: peerTlsConfig(raw, { listenClient, listenGrpc, listenPeer, peerUrls: members.map((m) => m.peerUrl) }),
     autoCompaction: autoCompaction(raw['auto-compaction-mode'], raw['auto-compaction-retention']),

@@ -3,7 +3,7 @@
 // with the time, cell and member in every line. An own ~30 lines rather than pino: the node logs
 // a few lines per minute, so a fast logger buys nothing, and the format stays in one place.
 // Nothing secret reaches a log line: the node logs events, never a request's token, key or value.
-import type { NodeLogger } from './node.js';
+import type { LogFields, NodeLogger } from './node.js';
 
 export type LogFormat = 'text' | 'json';
 type Level = 'debug' | 'info' | 'warn' | 'error';
@@ -22,18 +22,19 @@ export function createNodeLogger(options: {
   const err = options.err ?? ((line: string) => process.stderr.write(line));
   const now = options.now ?? (() => new Date());
   const enabled = (level: Level): boolean => levels.indexOf(level) >= levels.indexOf(options.level);
-  const write = (level: Level, message: string): void => {
+  const write = (level: Level, message: string, fields?: LogFields): void => {
     if (!enabled(level)) return;
     const sink = level === 'info' || level === 'debug' ? out : err;
     if (options.format === 'json') {
-      sink(`${JSON.stringify({ time: now().toISOString(), level, cell: options.cell, member: options.member, msg: message })}\n`);
+      sink(`${JSON.stringify({ time: now().toISOString(), level, cell: options.cell, member: options.member, msg: message, ...fields })}\n`);
     } else {
-      sink(`[${options.member}] ${level === 'info' ? '' : `${level.toUpperCase()} `}${message}\n`);
+      const extra = fields === undefined ? '' : Object.entries(fields).map(([key, value]) => ` ${key}=${value}`).join('');
+      sink(`[${options.member}] ${level === 'info' ? '' : `${level.toUpperCase()} `}${message}${extra}\n`);
     }
   };
   return {
-    info: (message) => write('info', message),
-    warn: (message) => write('warn', message),
-    error: (message) => write('error', message),
+    info: (message, fields) => write('info', message, fields),
+    warn: (message, fields) => write('warn', message, fields),
+    error: (message, fields) => write('error', message, fields),
   };
 }

@@ -70,10 +70,13 @@ export interface NodeTestHooks {
 }
 
 export interface NodeLogger {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
 }
+
+/** Structured fields of a line (a request's id, route, status, time): JSON keys, or `k=v` in text. */
+export type LogFields = Readonly<Record<string, string | number>>;
 
 const realTimers: Timers = {
   setTimeout(callback, ms) {

@@ -51,6 +51,22 @@ export interface HttpApiOptions {
   /** Consulted in order before the built-in routes. */
   readonly routeGroups?: readonly RouteGroup[];
   logError(error: unknown): void;
+  /**
+   * Requests that took at least this long (ms; 0: every request) are reported to `logSlow`, as
+   * etcd's "request took too long" lines; null or no logSlow: none.
+   */
+  readonly slowRequestMs?: number | null;
+  logSlow?(request: SlowRequest): void;
+}
+
+/** A request worth a log line: never its key, value or token (the route is the path's first two segments). */
+export interface SlowRequest {
+  readonly method: string;
+  readonly route: string;
+  readonly status: number;
+  readonly ms: number;
+  /** The client's Request-ID header, when it sent one. */
+  readonly requestId?: string;
 }
 
 export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessage, res: ServerResponse) => void {
@@ -60,8 +76,11 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     revision: () => cell.revision(),
     logError: options.logError,
   };
+  const slowMs = options.slowRequestMs ?? null;
+  const logSlow = options.logSlow;
   return (req, res) => {
     lingerIfUnread(req);
+    if (slowMs !== null && logSlow !== undefined) watchDuration(req, res, slowMs, logSlow);
     withSource(req.socket, () => route(req, res, options, context)).catch((error: unknown) => {
       if (res.headersSent) {
         res.destroy();
@@ -71,6 +90,28 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
       sendError(res, context, error);
     });
   };
+}
+
+function watchDuration(req: IncomingMessage, res: ServerResponse, slowMs: number, logSlow: (request: SlowRequest) => void): void {
+  const started = performance.now();
+  res.once('finish', () => {
+    const ms = performance.now() - started;
+    if (ms < slowMs) return;
+    const id = req.headers['request-id'];
+    logSlow({
+      method: req.method ?? 'GET',
+      route: routeOf(req.url ?? '/'),
+      status: res.statusCode,
+      ms: Math.round(ms * 10) / 10,
+      ...(typeof id === 'string' && id !== '' ? { requestId: id.slice(0, 128) } : {}),
+    });
+  });
+}
+
+/** `/v1/kv/secret/name?x` -> `/v1/kv`: the route only, never a key or a lock's name. */
+function routeOf(target: string): string {
+  const path = target.split('?', 1)[0] as string;
+  return path.split('/').slice(0, 3).join('/') || '/';
 }
 
 async function route(
