@@ -151,7 +151,8 @@ export class SnapshotParser {
 
   private readHeader(unit: Buffer, start: number): void {
     if (!unit.subarray(0, 8).equals(magic)) this.fail(start, 'not a snapshot file (bad magic)');
-    if (unit.readUInt32LE(8) !== formatVersion) this.fail(start, 'unsupported snapshot version');
+    const version = unit.readUInt32LE(8);
+    if (version !== formatVersion) this.fail(start, `unsupported snapshot format version ${version}: this build reads version ${formatVersion}; a newer Baton wrote it`);
     this.metaBytes = unit.readUInt32LE(12);
     this.blockBytesMax = unit.readUInt32LE(16);
     if (this.metaBytes < 2 || this.metaBytes > metaBytesMax) this.fail(start, 'bad metadata size');

@@ -102,6 +102,22 @@ test('a flipped byte anywhere is reported with the file and offset', async () =>
   });
 });
 
+test('a snapshot file of a newer format version is refused naming the version this build reads', async () => {
+  await withDir(async (dir) => {
+    const store = new SnapshotStore(dir, { blockBytes: 1024 });
+    const path = await store.save(meta(7), data(2_000, 7));
+    const bytes = readFileSync(path);
+    bytes.writeUInt32LE(2, 8);
+    writeFileSync(path, bytes);
+    await assert.rejects(store.load(path), (error: unknown) => {
+      assert.ok(error instanceof CorruptFileError, String(error));
+      assert.equal(error.path, path);
+      assert.match(error.message, /unsupported snapshot format version 2: this build reads version 1/);
+      return true;
+    });
+  });
+});
+
 test('a damaged newest snapshot is skipped for an older intact one, with a log line', async () => {
   await withDir(async (dir) => {
     const logger = new Lines();
