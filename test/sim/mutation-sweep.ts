@@ -47,6 +47,17 @@ function reachable(plain: SimOptions, bug: PlantedBug): boolean {
   return bug.bugs !== undefined || plain.workload === 'locks';
 }
 
+/** A seed's clean run is the same every time: its first violation (null: clean), run once. */
+const cleanRuns = new Map<bigint, string | null>();
+
+async function cleanRun(seed: bigint, plain: SimOptions): Promise<string | null> {
+  const known = cleanRuns.get(seed);
+  if (known !== undefined) return known;
+  const first = (await runPlain(plain)).violations[0]?.invariant ?? null;
+  cleanRuns.set(seed, first);
+  return first;
+}
+
 /** One plain sweep seed with the bug planted, and (only if it fails) without it as the control. */
 export async function tryMutation(seed: bigint, bug: PlantedBug): Promise<SeedOutcome> {
   const plain = plainSweepOptions(seed);
@@ -54,8 +65,8 @@ export async function tryMutation(seed: bigint, bug: PlantedBug): Promise<SeedOu
   if (!reachable(plain, bug)) return { seed, outcome: 'missed' };
   const broken = await runPlain({ ...plain, ...bug });
   if (broken.violations.length === 0) return { seed, outcome: 'missed' };
-  const control = await runPlain(plain);
-  const invariant = (control.violations.length > 0 ? control.violations : broken.violations)[0]?.invariant ?? '';
-  if (control.violations.length > 0) return { seed, outcome: 'finding', invariant };
+  const control = await cleanRun(seed, plain);
+  const invariant = control ?? broken.violations[0]?.invariant ?? '';
+  if (control !== null) return { seed, outcome: 'finding', invariant };
   return { seed, outcome: 'caught', invariant, byChecker: broken.violations.some((v) => !coreAssertions.has(v.invariant)) };
 }
