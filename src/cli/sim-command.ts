@@ -1,15 +1,19 @@
 // `baton sim`: run seeds through the simulator and report each violation with the command that
 // replays it. Wall-clock time is read here, at the edge, never inside src/sim.
 import { parseArgs } from 'node:util';
-import { mvccStateMachine, parseSeed, simulate, simulateAsync } from '../sim/index.js';
+import { drawSweep, mvccStateMachine, parseSeed, simulate, simulateAsync } from '../sim/index.js';
 import { defaultMvccLimits } from '../mvcc/index.js';
 import type { RaftBugs } from '../raft/index.js';
 import type { MvccBugs, SimOptions, SimResult } from '../sim/index.js';
 
 const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace]
-                 [--profile calm|mixed|chaos|swarm] (swarm: each seed draws its own fault
+                 [--profile classic|calm|mixed|chaos|swarm] (swarm: each seed draws its own fault
                    mix: which faults are on, their rates, and wider cell/network/disk/workload
-                   knobs) [--fault-phase-ms MS] (a soak: e.g. 60000)
+                   knobs; classic: the draw among calm, mixed and chaos that was the default
+                   before the plain sweep became a swarm) [--fault-phase-ms MS] (a soak: e.g. 60000)
+                 With no --profile, --workload, --driver, --snapshots or --state-machine, each
+                 seed is a swarm seed that also draws its workload (kv, or kv with leases and
+                 locks): the plain sweep.
                  [--catch-rate] (with a --bug: count the seeds that catch it, each checked to
                    run clean without it, instead of listing violations; prints seeds, caught,
                    fraction, first catching seed)
@@ -23,7 +27,7 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                    leases; both imply --driver server and the MVCC store)
                  [--bug commitOldTermEntries|doubleVote|applyUncommitted|readWithoutQuorum|
                    voteWithoutPersist|appendPastGap]
-                 [--lease-bug promoteAtZero|renewWithoutQuorum] [--lock-bug grantOnWake]
+                 [--lease-bug promoteAtZero|renewWithoutQuorum] [--lock-bug grantOnWake|withdrawRetriedEntry]
                  [--store-bug dedupOff|lockWithoutLeaseCheck] (the MVCC store: --state-machine mvcc, leases, locks)`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
@@ -39,11 +43,20 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     console.log(usage);
     return 0;
   }
-  const profile = values.profile;
-  if (profile !== undefined && profile !== 'calm' && profile !== 'mixed' && profile !== 'chaos' && profile !== 'swarm') {
+  const profileFlag = values.profile;
+  if (profileFlag !== undefined && profileFlag !== 'classic' && profileFlag !== 'calm' && profileFlag !== 'mixed' && profileFlag !== 'chaos' && profileFlag !== 'swarm') {
     console.error(usage);
     return 2;
   }
+  // classic is the older default: no profile forced, the run draws calm, mixed or chaos.
+  const profile = profileFlag === 'classic' ? undefined : profileFlag;
+  // The plain sweep: nothing chosen, so each seed draws its profile and workload (sweep.ts).
+  const plainSweep =
+    profileFlag === undefined &&
+    values.workload === undefined &&
+    values.driver === undefined &&
+    values.snapshots === undefined &&
+    values['state-machine'] === undefined;
   const bugs: Record<string, boolean> = {};
   for (const bug of values.bug ?? []) bugs[bug] = true;
   const seeds =
@@ -53,8 +66,8 @@ export async function simCommand(args: readonly string[]): Promise<number> {
           { length: Number(values.seeds ?? '100') },
           (_, i) => parseSeed(values['seed-start'] ?? '1') + BigInt(i),
         );
-  const workload = values.workload ?? 'kv';
-  if (workload !== 'kv' && workload !== 'leases' && workload !== 'locks') {
+  const workloadFlag = values.workload ?? 'kv';
+  if (workloadFlag !== 'kv' && workloadFlag !== 'leases' && workloadFlag !== 'locks') {
     console.error(usage);
     return 2;
   }
@@ -67,12 +80,15 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     leaseBugs[bug] = true;
   }
   for (const bug of values['lock-bug'] ?? []) {
-    if (bug !== 'grantOnWake') {
+    if (bug !== 'grantOnWake' && bug !== 'withdrawRetriedEntry') {
       console.error(usage);
       return 2;
     }
   }
-  const lockBugs = { grantOnWake: (values['lock-bug'] ?? []).includes('grantOnWake') };
+  const lockBugs = {
+    grantOnWake: (values['lock-bug'] ?? []).includes('grantOnWake'),
+    withdrawRetriedEntry: (values['lock-bug'] ?? []).includes('withdrawRetriedEntry'),
+  };
   const storeBugs: { -readonly [K in keyof MvccBugs]: MvccBugs[K] } = {};
   for (const bug of values['store-bug'] ?? []) {
     if (bug !== 'dedupOff' && bug !== 'lockWithoutLeaseCheck') {
@@ -81,14 +97,14 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     }
     storeBugs[bug] = true;
   }
-  const onServer = workload === 'leases' || workload === 'locks';
-  const driver = values.driver ?? (onServer ? 'server' : 'sim');
-  if ((driver !== 'sim' && driver !== 'server') || (onServer && driver !== 'server')) {
+  const onServerFlag = workloadFlag === 'leases' || workloadFlag === 'locks';
+  const driverFlag = values.driver ?? (onServerFlag ? 'server' : 'sim');
+  if ((driverFlag !== 'sim' && driverFlag !== 'server') || (onServerFlag && driverFlag !== 'server')) {
     console.error(usage);
     return 2;
   }
   const snapshots = values.snapshots ?? 'inline';
-  if ((snapshots !== 'inline' && snapshots !== 'background' && snapshots !== 'checkpoint') || (snapshots !== 'inline' && driver !== 'server')) {
+  if ((snapshots !== 'inline' && snapshots !== 'background' && snapshots !== 'checkpoint') || (snapshots !== 'inline' && driverFlag !== 'server')) {
     console.error(usage);
     return 2;
   }
@@ -103,11 +119,12 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     console.error(usage);
     return 2;
   }
+  // The plain sweep's replay line names no drawn option: the seed draws them again.
   const extra = [
-    ...(profile === undefined ? [] : [`--profile ${profile}`]),
+    ...(profileFlag === undefined ? [] : [`--profile ${profileFlag}`]),
     ...(faultPhaseMs === undefined ? [] : [`--fault-phase-ms ${faultPhaseMs}`]),
-    ...(workload === 'kv' ? [] : [`--workload ${workload}`]),
-    ...(driver === 'sim' || onServer ? [] : [`--driver ${driver}`]),
+    ...(workloadFlag === 'kv' ? [] : [`--workload ${workloadFlag}`]),
+    ...(driverFlag === 'sim' || onServerFlag ? [] : [`--driver ${driverFlag}`]),
     ...(snapshots === 'inline' ? [] : [`--snapshots ${snapshots}`]),
     ...(machine === 'register' ? [] : [`--state-machine ${machine}`]),
     ...(values.bug ?? []).map((bug) => `--bug ${bug}`),
@@ -127,7 +144,13 @@ export async function simCommand(args: readonly string[]): Promise<number> {
   const caughtSeeds: bigint[] = [];
   const failingWithout: bigint[] = [];
   let caught = 0;
+  let lockSeeds = 0;
   for (const seed of seeds) {
+    const drawn = plainSweep ? drawSweep(seed) : null;
+    const workload = drawn?.workload ?? workloadFlag;
+    const onServer = workload === 'leases' || workload === 'locks';
+    const driver = drawn === null ? driverFlag : onServer ? 'server' : 'sim';
+    if (workload === 'locks') lockSeeds++;
     const options: SimOptions = {
       seed,
       driver,
@@ -137,7 +160,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       ...(values['lease-bug'] === undefined ? {} : { leaseBugs }),
       ...(machine === 'mvcc' && workload === 'kv' ? { stateMachine: mvccStateMachine(defaultMvccLimits, 1, storeBugs) } : {}),
       ...(values['store-bug'] === undefined ? {} : { storeBugs }),
-      ...(profile === undefined ? {} : { profile }),
+      ...(drawn !== null ? { profile: drawn.profile } : profile === undefined ? {} : { profile }),
       ...(faultPhaseMs === undefined ? {} : { scenario: { faultPhaseMs } }),
       ...(values.bug === undefined ? {} : { bugs: bugs as RaftBugs }),
       ...(values.trace ? { trace: (line: string) => console.log(line) } : {}),
@@ -199,10 +222,12 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     }
     for (const [invariant, count] of [...byInvariant].sort((a, b) => b[1] - a[1]))
       console.log(`  ${count} seeds first broke: ${invariant}`);
+    if (plainSweep) console.log(`  plain sweep: ${lockSeeds} of the seeds drew the lock workload`);
     console.log(`${(seeds.length / seconds).toFixed(1)} seeds/s, ${seconds.toFixed(1)} s`);
     return 0;
   }
   console.log(`${seeds.length} seeds, ${failed} violations`);
+  if (plainSweep) console.log(`plain sweep: ${lockSeeds} of the seeds drew the lock workload`);
   console.log(
     `${(seeds.length / seconds).toFixed(1)} seeds/s, ${Math.round(steps / seconds)} steps/s, ${seconds.toFixed(1)} s`,
   );

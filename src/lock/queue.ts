@@ -81,8 +81,13 @@ export class QueueContender {
     private readonly clock: QueueClock,
     private readonly metrics: QueueMetrics,
     /** Test-only broken rules, so the simulator's lock checker shows it has teeth. */
-    private readonly bugs: { readonly grantOnWake?: boolean } = {},
+    private readonly bugs: QueueBugs = {},
   ) {}
+
+  /** asThisAttempt, or (the planted second queue hole) the entry as re-read, whoever moved it. */
+  private asThisAttempt(next: SeqPosition, current: SeqPosition): SeqPosition {
+    return this.bugs.withdrawRetriedEntry === true ? next : asThisAttempt(next, current);
+  }
 
   async contend(request: ContendRequest, requestId: string | undefined): Promise<Grant> {
     const started = this.clock.monotonicMs();
@@ -135,7 +140,7 @@ export class QueueContender {
       }
       const next = this.ownsInAppliedState(request.prefix, position) ?? (await this.checkUntil(request, position, deadline));
       if (next === null) return this.giveUp(request, position, 'deadline', deadline);
-      position = asThisAttempt(next, position);
+      position = this.asThisAttempt(next, position);
     }
     return position;
   }
@@ -148,7 +153,7 @@ export class QueueContender {
   private async giveUp(request: ContendRequest, position: SeqPosition, why: 'deadline' | 'aborted', deadline: number): Promise<SeqPosition> {
     const answerBy = Math.max(deadline, this.clock.monotonicMs()) + answerGraceMs;
     const looked = await this.within(this.check(request, position.kv), answerBy).catch((): typeof notInTime => notInTime);
-    const last = looked === notInTime ? null : asThisAttempt(looked, position);
+    const last = looked === notInTime ? null : this.asThisAttempt(looked, position);
     if (last !== null && last.predecessor === null) return last;
     this.metrics.gaveUp(why);
     if (why === 'aborted') {
@@ -344,6 +349,17 @@ export class QueueContender {
   private withdrawInBackground(kv: KeyValue): void {
     this.withdraw(kv, withdrawTriesBackground).catch(() => undefined);
   }
+}
+
+/** Test-only broken rules (the simulator's lock sweep shows its checkers catch each). */
+export interface QueueBugs {
+  /** The etcd bug: a waiter that saw a deletion takes the lock without checking its own entry. */
+  readonly grantOnWake?: boolean;
+  /**
+   * The second queue hole (fixed in c8f5d11): an attempt still waiting after its client retried
+   * withdraws by the entry's current modRevision, deleting the entry the retry reclaimed.
+   */
+  readonly withdrawRetriedEntry?: boolean;
 }
 
 /**

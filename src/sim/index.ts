@@ -38,3 +38,5 @@ export { seedsToRun, parseSeed } from './seeds.js';
 export { RegisterMachine, encodeWrite, decodeWrite, registerStateMachine } from './register.js';
 export { mvccStateMachine } from './mvcc-machine.js';
 export type { CoreFactory } from './types.js';
+export { drawSweep, plainSweepOptions, sweepLockShare } from './sweep.js';
+export type { SweepDraw } from './sweep.js';

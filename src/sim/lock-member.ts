@@ -19,7 +19,7 @@ export interface SimLockEnv {
   nextProposalId(): Uint8Array;
   readonly metrics: QueueMetrics;
   /** Test-only broken rules (teeth for the lock checker). */
-  readonly bugs: { readonly grantOnWake?: boolean };
+  readonly bugs: { readonly grantOnWake?: boolean; readonly withdrawRetriedEntry?: boolean };
 }
 
 export interface SimLocks {

@@ -66,7 +66,7 @@ export class LockWorkload implements SimLockEnv {
   readonly checker: LockChecker;
   readonly stats: LockStats = { acquires: 0, grants: 0, heldErrors: 0, leaseLost: 0, freezes: 0, wakeups: 0, gaveUp: 0 };
   readonly metrics: QueueMetrics;
-  readonly bugs: { readonly grantOnWake?: boolean };
+  readonly bugs: { readonly grantOnWake?: boolean; readonly withdrawRetriedEntry?: boolean };
   private readonly contenders: Contender[] = [];
   private nextProposal = proposalIdBase;
 
@@ -74,7 +74,7 @@ export class LockWorkload implements SimLockEnv {
     private readonly world: World,
     private readonly random: Random,
     private readonly leases: LeaseWorkload,
-    bugs: { grantOnWake?: boolean } | undefined,
+    bugs: { grantOnWake?: boolean; withdrawRetriedEntry?: boolean } | undefined,
   ) {
     this.checker = new LockChecker((invariant, detail) => world.report(invariant, detail));
     this.bugs = bugs ?? {};

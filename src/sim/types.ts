@@ -189,7 +189,7 @@ export interface SimOptions {
   /** Deliberately broken lease rules (teeth tests for the lease checker). */
   readonly leaseBugs?: LeaseBugs;
   /** Deliberately broken lock rules (teeth tests for the lock checker). */
-  readonly lockBugs?: { readonly grantOnWake?: boolean };
+  readonly lockBugs?: { readonly grantOnWake?: boolean; readonly withdrawRetriedEntry?: boolean };
   /**
    * Deliberately broken MVCC store rules, for the MVCC store simulate() creates (the lease and
    * lock workloads'); a caller passing its own `stateMachine` builds it with them instead.
