@@ -43,6 +43,7 @@ export class CellView {
       this.renderStatus(status as Status);
       return status as Status;
     } catch (error) {
+      byId('cell-summary').replaceChildren(el('span', { class: 'bad' }, 'cell status refused or unavailable'));
       showError(byId('members'), describe(error));
       return null;
     }
