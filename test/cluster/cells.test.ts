@@ -217,10 +217,12 @@ test('a cell that was down when a namespace was created gets the table once it i
   assert.deepEqual(created.body.pushed, ['cell-1']);
   cell2.cell.startAll();
   await cell2.cell.waitReady(30_000);
-  // The control cell's leader pushes every second until cell-2 holds the map's epoch.
+  // The control cell's leader pushes every second until cell-2 holds the map's epoch; every member
+  // of cell-2 answers from its own applied table, so wait until each has applied it (a follower
+  // may trail the member that answered first: it then refused with the older epoch).
   await waitFor('the reconciler to push to cell-2', async () => {
-    const table = (await http(`${cell2.cell.clientUrls()[0]}/v1/cluster/ownership`)).body.table;
-    return table?.epoch === created.body.epoch;
+    const tables = await Promise.all(cell2.cell.clientUrls().map(async (url) => (await http(`${url}/v1/cluster/ownership`)).body.table));
+    return tables.every((table) => table?.epoch === created.body.epoch);
   }, 20_000);
   const refused = await http(`${cell2.cell.clientUrls()[1]}/v1/kv/later/x`);
   assert.equal(refused.status, 421);
