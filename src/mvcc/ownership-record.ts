@@ -23,6 +23,12 @@ export interface NamespaceEntry {
   readonly cell: string;
   /** The routing epoch of the namespace's current assignment. */
   readonly epoch: number;
+  /**
+   * Move step 4 (fence, docs/design/cells.md): set on the source's table while the namespace moves
+   * to this cell. The source refuses writes to it with wrong_cell naming the destination and the
+   * coming epoch (epoch + 1) and keeps serving reads; the fence revision is the entry applying it.
+   */
+  readonly fencedTo?: string;
 }
 
 export interface CellEntry {
@@ -56,8 +62,11 @@ export class Ownership {
     return this.byPrefix.get(prefix) ?? { prefix, cell: '', epoch: 0 };
   }
 
-  /** Refuses spans in namespaces of other cells (wrong_cell) or of several cells (cross_cell). */
-  refuse(spans: readonly KeySpan[]): BatonError | null {
+  /**
+   * Refuses spans in namespaces of other cells (wrong_cell) or of several cells (cross_cell); a
+   * write (`forWrite`) to a namespace fenced here for a move is wrong_cell naming its destination.
+   */
+  refuse(spans: readonly KeySpan[], forWrite = false): BatonError | null {
     const owners = new Map<string, NamespaceEntry>();
     for (const span of spans) {
       for (const prefix of namespacesOfSpan(this.prefixes, span)) {
@@ -72,6 +81,10 @@ export class Ownership {
     for (const entry of owners.values()) {
       if (entry.cell !== this.table.cell) {
         return new WrongCellError({ namespace: entry.prefix, cell: entry.cell, epoch: entry.epoch, endpoints: this.endpoints.get(entry.cell) ?? [] });
+      }
+      if (forWrite && entry.fencedTo !== undefined) {
+        const to = entry.fencedTo;
+        return new WrongCellError({ namespace: entry.prefix, cell: to, epoch: entry.epoch + 1, endpoints: this.endpoints.get(to) ?? [] });
       }
     }
     return null;
@@ -151,7 +164,15 @@ export function parseOwnershipTable(record: Uint8Array): OwnershipTable {
     if (problem !== null) throw bad(`names namespace ${JSON.stringify(prefix)}, which ${problem}`);
     if (seen.has(prefix)) throw bad(`names namespace ${prefix} twice`);
     seen.add(prefix);
-    namespaces.push({ prefix, cell: text(entry['cell'], 'a namespace cell'), epoch: count(entry['epoch'], 'a namespace epoch') });
+    const owner = text(entry['cell'], 'a namespace cell');
+    const epochOf = count(entry['epoch'], 'a namespace epoch');
+    if (entry['fencedTo'] === undefined) {
+      namespaces.push({ prefix, cell: owner, epoch: epochOf });
+    } else {
+      const fencedTo = text(entry['fencedTo'], 'a fence destination');
+      if (fencedTo === owner) throw bad(`fences namespace ${prefix} towards its own cell ${owner}`);
+      namespaces.push({ prefix, cell: owner, epoch: epochOf, fencedTo });
+    }
   }
   if (!seen.has(rootNamespace)) throw bad('must assign the root namespace /');
   const cells: CellEntry[] = [];

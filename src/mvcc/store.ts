@@ -322,7 +322,7 @@ export class MvccStore {
   /** wrong_cell or cross_cell for a command naming keys this cell does not own alone; else null. */
   refuseCommand(op: Command): BatonError | null {
     const ownership = this.ownership();
-    return ownership === null ? null : ownership.refuse(spansOfCommand(op));
+    return ownership === null ? null : ownership.refuse(spansOfCommand(op), true);
   }
 
   /** The same for a read. */
@@ -335,7 +335,7 @@ export class MvccStore {
     // Inside the batch the cache is refreshed from the writer, which holds earlier entries' writes.
     if (this.ownershipCache === undefined) this.ownershipCache = readOwnershipRecord(writer);
     const ownership = this.ownershipCache;
-    return ownership === null ? null : ownership.refuse(spansOfCommand(op));
+    return ownership === null ? null : ownership.refuse(spansOfCommand(op), true);
   }
 
   /** The authorization policy record as applied here, and its version (0: never set). */

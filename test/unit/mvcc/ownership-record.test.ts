@@ -121,3 +121,44 @@ test('a malformed table is refused and changes nothing', () => {
   assert.equal(codeOf(apply({ type: 'ownershipSet', record: text('{') })[0]), 'invalid_argument');
   assert.equal(store.ownership(), null);
 });
+
+function fenceTable(epoch: number, nsEpoch: number): Command {
+  return {
+    type: 'ownershipSet',
+    record: text(JSON.stringify({
+      epoch, cell: 'cell-1',
+      namespaces: [{ prefix: '/', cell: 'cell-1', epoch: 1 }, { prefix: '/payments/', cell: 'cell-1', epoch: nsEpoch, fencedTo: 'cell-2' }],
+      cells: [{ id: 'cell-1', endpoints: ['http://a:1'] }, { id: 'cell-2', endpoints: ['http://b:1', 'http://b:2'] }],
+    })),
+  };
+}
+
+test('a namespace fenced for a move refuses writes at apply naming the destination and the coming epoch, and still serves reads', () => {
+  const { store, apply } = cell();
+  const write = put('/payments/1');
+  const [before, set, racing, other, txn] = apply(
+    put('/payments/0'),
+    fenceTable(3, 3),
+    // A write racing the fence: the proposer's check passed, it is judged at apply by its position.
+    write,
+    put('/other/1'),
+    { type: 'txn', compare: [], success: [{ type: 'put', key: '/payments/2', value: text('v') }], failure: [] },
+  );
+  assert.equal(codeOf(before), 'applied');
+  assert.equal(codeOf(set), 'applied');
+  assert.equal(codeOf(racing), 'wrong_cell');
+  assert.deepEqual(racing?.type === 'failed' ? racing.error.details : {}, { namespace: '/payments/', cell: 'cell-2', epoch: 4, endpoints: ['http://b:1', 'http://b:2'] });
+  assert.equal(codeOf(other), 'applied', 'the fence is per namespace: the rest of the cell keeps writing');
+  assert.equal(codeOf(txn), 'wrong_cell', 'a txn writing into the fenced namespace is refused too');
+  assert.equal(store.refuseCommand(write)?.code, 'wrong_cell', 'the proposer refuses before proposing as well');
+  assert.equal(store.refuseRead({ type: 'get', key: '/payments/', prefix: true }), null, 'reads of the fenced namespace are still served at the source');
+});
+
+test('a table that fences a namespace towards its own cell is refused', () => {
+  const { apply } = cell();
+  const bad: Command = {
+    type: 'ownershipSet',
+    record: text(JSON.stringify({ epoch: 2, cell: 'cell-1', namespaces: [{ prefix: '/', cell: 'cell-1', epoch: 1, fencedTo: 'cell-1' }], cells: [] })),
+  };
+  assert.equal(codeOf(apply(bad)[0]), 'invalid_argument');
+});
