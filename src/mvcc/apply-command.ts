@@ -14,6 +14,7 @@ import { applyLeaseCommand, checkPutLeases } from './lease-apply.js';
 import { applySeqCommand } from './seq-apply.js';
 import { applyPolicySet } from './policy-record.js';
 import { applyOwnershipSet } from './ownership-record.js';
+import { applyTenantsSet } from './tenants-record.js';
 import { readLeaseKeys, readRange } from './read.js';
 import { RevisionWriter } from './revision-writer.js';
 import { storeFormatLatest } from './records.js';
@@ -55,6 +56,7 @@ export function applyCommand(
   if (op.type === 'compact') return applyCompact(meta, op.revision);
   if (op.type === 'upgradeStore') return applyUpgradeStore(meta, op.storeFormat);
   if (op.type === 'policySet') return { result: { type: 'policySet', version: applyPolicySet(writer, op), revision: meta.revision }, meta };
+  if (op.type === 'tenantsSet') return { result: { type: 'tenantsSet', version: applyTenantsSet(writer, op), revision: meta.revision }, meta };
   if (op.type === 'ownershipSet') {
     return { result: { type: 'ownershipSet', epoch: applyOwnershipSet(writer, op).table.epoch, revision: meta.revision }, meta };
   }
