@@ -6,6 +6,7 @@ import { InvalidArgumentError, PreconditionFailedError, TooLargeError } from '..
 import { tenantConflict, type TenantLimits, type TenantRecord } from '../base/tenants.js';
 import { concatBytes, readU64, u64Bytes } from './bytes.js';
 import type { KvReader, KvWriter, TenantsSetOp } from './types.js';
+import { recomputeUsage } from './tenant-usage.js';
 
 /** After the ownership table (0x04); 0x05 left free for the namespace work beside it. */
 export const tenantsKey = Uint8Array.of(0x06);
@@ -70,12 +71,14 @@ function recordOf(entry: unknown): TenantRecord {
 /** Applies a tenantsSet: the new table if the version is still the one it was read at. */
 export function applyTenantsSet(writer: KvWriter, op: TenantsSetOp): number {
   if (op.record.length > tenantsRecordBytesMax) throw new TooLargeError('a tenant table', op.record.length, tenantsRecordBytesMax);
-  decodeTenants(op.record);
+  const tenants = decodeTenants(op.record);
   const current = writer.get(tenantsKey);
   const version = current === undefined ? 0 : readU64(current, 0);
   if (op.ifVersion !== version) {
     throw new PreconditionFailedError(`the tenant table is at version ${version}, not ${op.ifVersion}: read it again`, { current: version });
   }
+  const previous = current === undefined ? [] : decodeTenants(current.subarray(8));
   writer.put(tenantsKey, concatBytes([u64Bytes(version + 1), op.record]));
+  recomputeUsage(writer, previous, tenants);
   return version + 1;
 }
