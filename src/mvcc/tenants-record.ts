@@ -19,10 +19,26 @@ export interface StoredTenants {
   readonly tenants: readonly TenantRecord[];
 }
 
+/**
+ * The last stored record read and its parsed table: every write reads the table, and parsing and
+ * validating it each time would cost more than the write. Keyed by the stored bytes themselves,
+ * so a store holding another table (another test, a restore) never sees a stale one.
+ */
+let lastRead: { bytes: Uint8Array; parsed: StoredTenants } | null = null;
+
 export function readTenantsRecord(reader: KvReader): StoredTenants {
   const stored = reader.get(tenantsKey);
   if (stored === undefined) return { version: 0, tenants: [] };
-  return { version: readU64(stored, 0), tenants: decodeTenants(stored.subarray(8)) };
+  if (lastRead !== null && equalBytes(lastRead.bytes, stored)) return lastRead.parsed;
+  const parsed = { version: readU64(stored, 0), tenants: decodeTenants(stored.subarray(8)) };
+  lastRead = { bytes: stored.slice(), parsed };
+  return parsed;
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** The JSON a tenantsSet carries: {"tenants": [...]}, every record checked against the others. */
