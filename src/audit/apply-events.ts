@@ -9,13 +9,14 @@ import type { AuditRecord } from './audit-log.js';
 
 const queueRoots = ['/locks/', '/elections/'];
 /** The result kinds an audited command answers with: only these entries are decoded. */
-const auditedResults: ReadonlySet<string> = new Set(['policySet', 'ownershipSet', 'leaseRevoke', 'compact', 'upgradeStore', 'delete']);
+const auditedResults: ReadonlySet<string> = new Set(['policySet', 'ownershipSet', 'tenantsSet', 'leaseRevoke', 'compact', 'upgradeStore', 'delete']);
 
 /** Commands whose outcome is audited whatever it is (the proposer waits for their record). */
 export function isAuditedCommand(op: Command): boolean {
   switch (op.type) {
     case 'policySet':
     case 'ownershipSet':
+    case 'tenantsSet':
     case 'leaseRevoke':
     case 'compact':
     case 'upgradeStore':
@@ -72,6 +73,8 @@ function eventName(op: Command): string {
       return 'upgrade';
     case 'ownershipSet':
       return 'ownership';
+    case 'tenantsSet':
+      return 'tenants';
     default:
       return op.type;
   }
@@ -99,6 +102,8 @@ function detailOf(op: Command): Record<string, unknown> {
       return { op: 'policySet', ifVersion: op.ifVersion, bytes: op.record.length };
     case 'ownershipSet':
       return { op: 'ownershipSet', bytes: op.record.length };
+    case 'tenantsSet':
+      return { op: 'tenantsSet', ifVersion: op.ifVersion, bytes: op.record.length };
     default:
       return { op: op.type };
   }

@@ -14,6 +14,8 @@ import { applyLeaseCommand, checkPutLeases } from './lease-apply.js';
 import { applySeqCommand } from './seq-apply.js';
 import { applyPolicySet } from './policy-record.js';
 import { applyOwnershipSet } from './ownership-record.js';
+import { applyTenantsSet } from './tenants-record.js';
+import { checkPutQuotas } from './tenant-usage.js';
 import { readLeaseKeys, readRange } from './read.js';
 import { RevisionWriter } from './revision-writer.js';
 import { storeFormatLatest } from './records.js';
@@ -55,10 +57,12 @@ export function applyCommand(
   if (op.type === 'compact') return applyCompact(meta, op.revision);
   if (op.type === 'upgradeStore') return applyUpgradeStore(meta, op.storeFormat);
   if (op.type === 'policySet') return { result: { type: 'policySet', version: applyPolicySet(writer, op), revision: meta.revision }, meta };
+  if (op.type === 'tenantsSet') return { result: { type: 'tenantsSet', version: applyTenantsSet(writer, op), revision: meta.revision }, meta };
   if (op.type === 'ownershipSet') {
     return { result: { type: 'ownershipSet', epoch: applyOwnershipSet(writer, op).table.epoch, revision: meta.revision }, meta };
   }
   if (op.type === 'put') checkPutLeases(writer, [op], limits);
+  if (op.type === 'put') checkPutQuotas(writer, [op], null);
   // Every command below may issue a revision: none may leave the epoch (refused before any write).
   checkEpochRoom(meta.epoch, meta.revision);
   const revisions = new RevisionWriter(writer, meta.revision, meta.storeFormat);
@@ -171,7 +175,9 @@ function applyTxn(
   );
   const branch = succeeded ? txn.success : txn.failure;
   // Before the first write: a txn is all or nothing.
-  checkPutLeases(revisions.writer, branch.filter((op): op is PutOp => op.type === 'put'), context.limits);
+  const puts = branch.filter((op): op is PutOp => op.type === 'put');
+  checkPutLeases(revisions.writer, puts, context.limits);
+  checkPutQuotas(revisions.writer, puts, branch.length);
   const results: TxnOpResult[] = [];
   for (const op of branch) {
     if (op.type === 'put') results.push(applyPut(revisions, op));

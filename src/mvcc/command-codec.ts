@@ -25,6 +25,7 @@
 //    13 upgradeStore   u8 storeFormat (older versions refuse code 13 as malformed: change nothing)
 //    14 policySet      record bytes, u64 ifVersion (older versions refuse code 14 as malformed)
 //    15 ownershipSet   record bytes (older versions refuse code 15 as malformed)
+//    20 tenantsSet     record bytes, u64 ifVersion (#28; 16-19 left for other work in flight)
 //   key/value: u32 length + bytes; ?x: u8 present [u64 x]
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
@@ -66,6 +67,7 @@ const opCode = {
   upgradeStore: 13,
   policySet: 14,
   ownershipSet: 15,
+  tenantsSet: 20,
 } as const;
 
 /** Validates and encodes; throws the typed error a client should see. */
@@ -233,6 +235,9 @@ function writeOp(writer: ByteWriter, op: Command | TxnOp): void {
     case 'ownershipSet':
       writer.bytes(op.record);
       return;
+    case 'tenantsSet':
+      writer.bytes(op.record).u64(op.ifVersion);
+      return;
   }
 }
 
@@ -316,6 +321,11 @@ function readOp(reader: ByteReader, inTxn: boolean): Command | TxnOp {
     case opCode.ownershipSet:
       if (inTxn) reader.fail('ownershipSet is not a txn operation');
       return { type: 'ownershipSet', record: reader.bytes() };
+    case opCode.tenantsSet: {
+      if (inTxn) reader.fail('tenantsSet is not a txn operation');
+      const record = reader.bytes();
+      return { type: 'tenantsSet', record, ifVersion: reader.u64() };
+    }
     default:
       return reader.fail(`unknown operation code ${code}`);
   }

@@ -115,7 +115,7 @@ function decodeDedupRecordCompact(bytes: Uint8Array): DedupRecord {
 /** Command kinds by code: append only (stored in every format-2 fingerprint). */
 const kinds: readonly Command['type'][] = [
   'put', 'delete', 'txn', 'compact', 'deleteLeaseKeys', 'leaseGrant', 'leaseRevoke', 'leaseCheckpoint',
-  'seqCreate', 'seqCheck', 'seqRelease', 'upgradeStore', 'policySet', 'ownershipSet',
+  'seqCreate', 'seqCheck', 'seqRelease', 'upgradeStore', 'policySet', 'ownershipSet', 'tenantsSet',
 ];
 const fingerprintFlag = { digest: 0x40, key: 0x80 } as const;
 

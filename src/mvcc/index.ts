@@ -3,6 +3,7 @@
 export { MvccStore } from './store.js';
 export { checkEpochRoom, epochEnd, epochFloor, epochOfRevision, epochRevisions, epochUsedFraction, epochWarnFraction } from './epoch.js';
 export { policyRecordBytesMax, readPolicyRecord, type StoredPolicy } from './policy-record.js';
+export { decodeTenants, encodeTenants, readTenantsRecord, tenantsRecordBytesMax, type StoredTenants } from './tenants-record.js';
 export { readLeaseKeys } from './read.js';
 export type { MvccSnapshot } from './store.js';
 export { MemoryEngine } from './memory-engine.js';

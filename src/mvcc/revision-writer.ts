@@ -7,10 +7,14 @@ import { currentKey, historyKey, leaseKey, revisionIndexKey, revisionIndexValue 
 import { adjustLeaseKeyCount } from './lease-state.js';
 import { decodeRecord, encodeEventScratch, encodeRecordScratch, tombstone } from './records.js';
 import type { KeyValue, KvWriter, MvccEvent, StoreFormat } from './types.js';
+import type { TenantRecord } from '../base/tenants.js';
+import { accountKeyChange, tenantsOf } from './tenant-usage.js';
 
 export class RevisionWriter {
   /** Events written so far in this revision; their seq is their position. */
   private eventCount = 0;
+  /** The tenant table, read at this command's first write (#28: every write counts to its tenant). */
+  private tenantTable: readonly TenantRecord[] | null = null;
 
   constructor(
     readonly writer: KvWriter,
@@ -61,6 +65,7 @@ export class RevisionWriter {
       adjustLeaseKeyCount(this.writer, kv.lease, 1);
     }
     this.appendEvent(keyBytes, { type: 'put', revision: this.revision, kv, prevKv: prev });
+    accountKeyChange(this.writer, this.tenants(), kv.key, prev === null ? null : prev.value.length, kv.value.length);
     return kv;
   }
 
@@ -76,7 +81,12 @@ export class RevisionWriter {
     }
     const kv = tombstone(key, this.revision);
     this.appendEvent(keyBytes, { type: 'delete', revision: this.revision, kv, prevKv: prev });
+    accountKeyChange(this.writer, this.tenants(), key, prev.value.length, null);
     return true;
+  }
+
+  private tenants(): readonly TenantRecord[] {
+    return (this.tenantTable ??= tenantsOf(this.writer));
   }
 
   private appendEvent(keyBytes: Uint8Array, event: MvccEvent): void {

@@ -2,6 +2,9 @@
 // batch, the applied index written with the state it produced), answers reads, and produces and
 // installs snapshots. Synchronous and deterministic: the same entries give the same bytes.
 import { readPolicyRecord, type StoredPolicy } from './policy-record.js';
+import { readTenantsRecord, type StoredTenants } from './tenants-record.js';
+import { readTenantUsage } from './tenant-usage.js';
+import type { TenantUsage } from '../base/tenants.js';
 import { readOwnershipRecord, spansOfCommand, spansOfRead, type Ownership } from './ownership-record.js';
 import { assert } from '../base/assert.js';
 import { BatonError } from '../base/errors.js';
@@ -339,6 +342,16 @@ export class MvccStore {
   }
 
   /** The authorization policy record as applied here, and its version (0: never set). */
+  /** The tenant table and its version (issue #28); read from the engine each time (small, rare). */
+  tenantsRecord(): StoredTenants {
+    return readTenantsRecord(this.engine);
+  }
+
+  /** A tenant's stored use (keys, value bytes, leases) as applied here (#28). */
+  tenantUsage(name: string): TenantUsage {
+    return readTenantUsage(this.engine, name);
+  }
+
   policyRecord(): StoredPolicy {
     return (this.policyCache ??= readPolicyRecord(this.engine));
   }

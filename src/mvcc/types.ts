@@ -242,7 +242,18 @@ export interface OwnershipSetOp {
   readonly record: Uint8Array;
 }
 
+/**
+ * Replaces the cell's tenant table (tenants-record.ts, JSON) if its version is still `ifVersion`
+ * (issue #28): tenant changes go through the log, so every member judges quotas the same way.
+ */
+export interface TenantsSetOp {
+  readonly type: 'tenantsSet';
+  readonly record: Uint8Array;
+  readonly ifVersion: number;
+}
+
 export type Command =
+  | TenantsSetOp
   | OwnershipSetOp
   | PutOp
   | DeleteOp
@@ -401,7 +412,15 @@ export interface OwnershipSetResult {
   readonly revision: number;
 }
 
+/** The tenant table's version after the change; the key space's revision does not move. */
+export interface TenantsSetResult {
+  readonly type: 'tenantsSet';
+  readonly version: number;
+  readonly revision: number;
+}
+
 export type CommandResult =
+  | TenantsSetResult
   | OwnershipSetResult
   | PolicySetResult
   | PutResult

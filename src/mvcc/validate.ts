@@ -7,6 +7,7 @@ import { compareBytes, prefixEnd, utf8 } from './bytes.js';
 import { validateLeaseTtl } from './lease-state.js';
 import { policyRecordBytesMax } from './policy-record.js';
 import { ownershipRecordBytesMax } from './ownership-record.js';
+import { tenantsRecordBytesMax } from './tenants-record.js';
 import {
   compareOperators,
   compareTargets,
@@ -217,6 +218,10 @@ export function validateCommand(op: Command, limits: MvccLimits): void {
     case 'policySet':
       validateCount(op.ifVersion, 'ifVersion');
       if (op.record.length > policyRecordBytesMax) throw new TooLargeError('a policy record', op.record.length, policyRecordBytesMax);
+      return;
+    case 'tenantsSet':
+      validateCount(op.ifVersion, 'ifVersion');
+      if (op.record.length > tenantsRecordBytesMax) throw new TooLargeError('a tenant table', op.record.length, tenantsRecordBytesMax);
       return;
     case 'ownershipSet':
       if (op.record.length > ownershipRecordBytesMax) throw new TooLargeError('an ownership table', op.record.length, ownershipRecordBytesMax);
