@@ -50,7 +50,7 @@ export const commandTable: readonly CommandRow[] = [
     flags: ['--peer-url', '--client-url', '--name', '--wait-s'], actions: ['list', 'add', 'promote', 'remove', 'replace'] },
   { name: 'status', summary: 'the cell as one node sees it', client: true, flags: [] },
   { name: 'compact', summary: 'compact the history up to a revision', client: true, flags: [] },
-  { name: 'snapshot', summary: 'save, check or restore a snapshot file', client: true, flags: [], actions: ['save', 'status', 'inspect', 'restore'] },
+  { name: 'snapshot', summary: 'save, check or restore a snapshot file', client: true, flags: ['--encryption-key-file', '--encryption-key-command'], actions: ['save', 'status', 'inspect', 'restore'] },
   { name: 'lock', summary: 'hold a lock, or run a command under it', client: true,
     flags: ['--ttl', '--wait', '--owner', '--kill-grace'] },
   { name: 'elect', summary: 'campaign in an election, or observe it', client: true, flags: ['--ttl', '--wait', '--count'] },
@@ -61,7 +61,7 @@ export const commandTable: readonly CommandRow[] = [
   { name: 'certs', summary: 'a CA, member and client certificates, revocation', client: false,
     flags: ['--dir', '--cn', '--cell', '--host', '--out'], actions: ['ca', 'member', 'client', 'revoke', 'crl'] },
   { name: 'keys', summary: 'encryption at rest: add, status and rotate key-encryption keys', client: false,
-    flags: ['--data-dir', '--encryption-key-file', '--encryption-key-command'], actions: ['add', 'status', 'rotate'] },
+    flags: ['--data-dir', '--encryption-key-file', '--encryption-key-command', '--data-key'], actions: ['add', 'status', 'rotate'] },
   { name: 'completion', summary: 'print a bash or zsh completion script', client: false, flags: [], actions: ['bash', 'zsh'] },
   { name: 'version', summary: 'print the version', client: false, flags: [] },
 ];

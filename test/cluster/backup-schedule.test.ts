@@ -4,7 +4,7 @@
 // a backup that cannot be written shows as baton_backup_last_failed 1 while the cell serves on.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestCell, type TestCell } from './harness.js';
 import { baton } from './cli-run.js';
@@ -58,8 +58,10 @@ test('the leader writes one backup per interval, keeps 3, each checks; a failed 
   assert.ok(await metric('baton_backup_success_total', leaderName) >= 4);
   assert.equal(await metric('baton_backup_last_failed', leaderName), 0);
   // The directory becomes a file: the next backups fail, the metric says so, the cell serves on.
-  rmSync(dirOf(leaderName), { recursive: true });
+  // Moved aside first: the leader may be writing its next backup there this very moment.
+  renameSync(dirOf(leaderName), `${dirOf(leaderName)}.gone`);
   writeFileSync(dirOf(leaderName), 'not a directory');
+  rmSync(`${dirOf(leaderName)}.gone`, { recursive: true, maxRetries: 10, retryDelay: 100 });
   await sleep(2_500);
   assert.equal(await metric('baton_backup_last_failed', leaderName), 1);
   assert.ok(await metric('baton_backup_failures_total', leaderName) >= 1);
