@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { SeededRandom, randomInt } from '../../src/base/random.js';
-import type { BatonClient } from '../../src/client/index.js';
+import { BatonClient } from '../../src/client/index.js';
 import {
   checkDurability,
   checkLinearizable,
@@ -24,7 +24,7 @@ import {
 } from '../../src/check/index.js';
 import { MemoryFencingGuard } from '../../src/fencing/index.js';
 import { http, sleep, startTestCell } from '../cluster/harness.js';
-import { faultClient, runKvOperation, type Recorder } from './kv-client.js';
+import { runKvOperation, type Recorder } from './kv-client.js';
 import { lockLoop } from './lock-client.js';
 
 export interface RollStep {
@@ -126,8 +126,10 @@ export async function runRoll(options: RollOptions): Promise<RollSummary> {
   const recorder: Recorder = { now: () => performance.now() - started, record: (e) => events.push(e) };
   const random = new SeededRandom(options.seed ^ 0x726f6c6cn);
   const urls = cell.names.map((name) => cell.clientUrl(name));
-  // A request may meet a member in its graceful stop: the client moves to another one.
-  const newClient = (): BatonClient => faultClient(urls, () => random.uint32() / 2 ** 32, 2_000);
+  // The client library as an application gets it (its default retry policy: what "no failure after
+  // the client's retries" means); a request meeting a member in its graceful stop or a leader
+  // handing over is retried on another member.
+  const newClient = (): BatonClient => new BatonClient({ endpoints: urls, random: () => random.uint32() / 2 ** 32, discover: false });
   const kvClients = Array.from({ length: options.clients ?? 4 }, newClient);
   const lockClients = Array.from({ length: options.lockClients ?? 2 }, newClient);
   const leaders = new LeaderWatch(cell);
