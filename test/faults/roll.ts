@@ -26,6 +26,7 @@ import { MemoryFencingGuard } from '../../src/fencing/index.js';
 import { http, sleep, startTestCell } from '../cluster/harness.js';
 import { runKvOperation, type Recorder } from './kv-client.js';
 import { lockLoop } from './lock-client.js';
+import { finalReads } from './runner.js';
 
 export interface RollStep {
   /** The member restarted. */
@@ -243,18 +244,6 @@ async function kvLoop(
     if (outcome.type === 'ok' && outcome.result.type === 'cas' && outcome.result.succeeded) seen.set(key, operation.type === 'cas' ? operation.value : null);
     if (outcome.type !== 'ok') await sleep(50);
   }
-}
-
-async function finalReads(recorder: Recorder, process: number, client: BatonClient, keys: readonly string[]): Promise<Map<string, string | null>> {
-  const finals = new Map<string, string | null>();
-  for (const key of keys) {
-    for (let attempt = 0; attempt < 30 && !finals.has(key); attempt++) {
-      const outcome = await runKvOperation(recorder, process, client, { type: 'read', key });
-      if (outcome.type === 'ok' && outcome.result.type === 'read') finals.set(key, outcome.result.value);
-      else await sleep(200);
-    }
-  }
-  return finals;
 }
 
 /** Every member ready and the leader in contact with every member (its `healthy` view). */

@@ -234,7 +234,7 @@ async function clientLoop(options: ClientOptions): Promise<void> {
 }
 
 /** After healing: a linearizable read of every key, retried until one answers. */
-async function finalReads(
+export async function finalReads(
   recorder: Recorder,
   process: number,
   client: BatonClient,
