@@ -2,12 +2,14 @@
 // reads the entry's place), then, while someone is ahead, sleep until the immediate predecessor
 // (or our own entry) is gone, and ask again with a committed check. Only the check grants, and it
 // grants only a live entry, so a wake-up can be early, late or spurious without a wrong owner.
-// Giving up (deadline, abort) deletes our entry so nobody waits behind a ghost.
+// Giving up (deadline, abort) deletes our entry so nobody waits behind a ghost, in one committed
+// step that also requires the entry ahead of ours to be there: a withdrawal never deletes an entry
+// that owns the lock, whichever attempt of a retried request proposed it.
 // A wait's end is answered within `answerGraceMs`: a proposal can take the node's whole request
 // timeout, so the checks and the withdrawal around the deadline race a timer, and past it the
 // answer admits the outcome is unknown (`timeout`; the retry with the Request-ID withdraws).
-import { BatonError, LockHeldError, LockNotHeldError, TimeoutError } from '../base/errors.js';
-import { cellWork, type CommandProposer, type KeyValue, type Origin, type RangeRequest, type RangeResult, type SeqPosition } from '../mvcc/index.js';
+import { BatonError, LeaseNotFoundError, LockHeldError, LockNotHeldError, TimeoutError } from '../base/errors.js';
+import { cellWork, type CommandProposer, type KeyValue, type Origin, type Proposed, type RangeRequest, type RangeResult, type SeqPosition, type TxnRequest } from '../mvcc/index.js';
 import type { ChangeFeed } from './change-feed.js';
 
 /** What the queue logic needs from the node: the log (propose) and its reads. */
@@ -41,6 +43,18 @@ export interface ContendRequest {
   /** Who contends: the entry's creation and the checks that grant it are decided as theirs. */
   readonly origin: Origin;
 }
+
+/**
+ * One attempt of a request. `retried`: the entry was created by an earlier attempt with the same
+ * Request-ID (this one found it in the Request-ID table), whose caller may still be listening on
+ * another attempt: see grant().
+ */
+interface Attempt extends ContendRequest {
+  readonly retried: boolean;
+}
+
+/** How leaving the queue ended: the entry came to own the lock first, or it is gone. */
+type Left = { readonly granted: SeqPosition } | { readonly gone: true; readonly owner: KeyValue };
 
 export interface Grant {
   readonly kv: KeyValue;
@@ -97,29 +111,32 @@ export class QueueContender {
       requestId,
       request.origin,
     );
+    const attempt: Attempt = { ...request, retried: created.duplicate };
     let position: SeqPosition = created.result;
     // A retried request's first answer may be old: ask where the entry stands now.
-    if (created.duplicate) position = await this.recheck(request, position);
+    if (attempt.retried) position = await this.recheck(attempt, position);
     const contended = position.predecessor !== null;
-    if (!contended) return this.grant(position, started, false, request.signal);
+    if (!contended) return this.grant(attempt, position, started, false);
     if (request.waitMs === 0) {
-      // Try-lock answered by a retry whose first attempt queued: leave the queue again.
-      await this.withdraw(position.kv, withdrawTriesMax, this.clock.monotonicMs() + answerGraceMs);
-      throw heldError(position.owner);
+      // Try-lock answered by a retry whose first attempt queued: leave the queue again (unless
+      // the entry came to own the lock meanwhile: then the try-lock got it).
+      const left = await this.leave(attempt, position, withdrawTriesMax, this.clock.monotonicMs() + answerGraceMs);
+      if ('granted' in left) return this.grant(attempt, left.granted, started, false);
+      throw heldError(left.owner);
     }
     this.metrics.waiting(1);
     try {
-      position = await this.waitForGrant(request, position, started + request.waitMs);
+      position = await this.waitForGrant(attempt, position, started + request.waitMs);
     } finally {
       this.metrics.waiting(-1);
     }
-    return this.grant(position, started, true, request.signal);
+    return this.grant(attempt, position, started, true);
   }
 
-  private async grant(position: SeqPosition, started: number, contended: boolean, signal?: AbortSignal): Promise<Grant> {
+  private async grant(attempt: Attempt, position: SeqPosition, started: number, contended: boolean): Promise<Grant> {
+    const signal = attempt.signal;
     if (signal?.aborted === true) {
-      // Granted to a caller that went away: give it back rather than hold it until the lease ends.
-      this.withdrawInBackground(position.kv);
+      this.giveBack(attempt, position);
       this.metrics.gaveUp('aborted');
       throw signal.reason;
     }
@@ -128,7 +145,19 @@ export class QueueContender {
     return { kv: position.kv, revision: position.revision, waitedMs };
   }
 
-  private async waitForGrant(request: ContendRequest, first: SeqPosition, deadline: number): Promise<SeqPosition> {
+  /**
+   * The entry owns the lock but this attempt's caller went away. The attempt that created the entry
+   * gives it back, by the modRevision it created (a same-Request-ID retry's reclaim moves that on,
+   * so a retry's grant is never deleted). A retry keeps it: another attempt of the same request may
+   * have been granted this very entry and answered its caller (swarm lock seed 1098: a retry whose
+   * client had moved on deleted the grant its successor had just answered, and a third contender
+   * was granted beside it). The client's release, its settling retry or its lease's end frees it.
+   */
+  private giveBack(attempt: Attempt, position: SeqPosition): void {
+    if (!attempt.retried) this.withdrawInBackground(position.kv);
+  }
+
+  private async waitForGrant(request: Attempt, first: SeqPosition, deadline: number): Promise<SeqPosition> {
     let position = first;
     while (position.predecessor !== null) {
       const woke = await this.sleep(position, deadline, request.signal);
@@ -138,7 +167,7 @@ export class QueueContender {
         // The etcd bug: a waiter that saw a deletion takes the lock without checking its own entry.
         return { ...position, predecessor: null, owner: position.kv, revision: this.feed.revision };
       }
-      const next = this.ownsInAppliedState(request.prefix, position) ?? (await this.checkUntil(request, position, deadline));
+      const next = this.ownsInAppliedState(request.prefix, position) ?? (await this.checkAfterWake(request, position, deadline));
       if (next === null) return this.giveUp(request, position, 'deadline', deadline);
       position = this.asThisAttempt(next, position);
     }
@@ -146,23 +175,62 @@ export class QueueContender {
   }
 
   /**
-   * The wait ended: one last committed look (the grant may have happened meanwhile), then leave
-   * the queue; both within `answerGraceMs` of the deadline. Proposes nothing after answering, so
-   * a retry with the Request-ID never races a withdrawal of this attempt's.
+   * The wait ended: leave the queue (see leave: if the entry owns the lock by then, the wait ended
+   * granted), within `answerGraceMs` of the deadline. Proposes nothing after answering, so a retry
+   * with the Request-ID never races a withdrawal of this attempt's.
    */
-  private async giveUp(request: ContendRequest, position: SeqPosition, why: 'deadline' | 'aborted', deadline: number): Promise<SeqPosition> {
-    const answerBy = Math.max(deadline, this.clock.monotonicMs()) + answerGraceMs;
-    const looked = await this.within(this.check(request, position.kv), answerBy).catch((): typeof notInTime => notInTime);
-    const last = looked === notInTime ? null : this.asThisAttempt(looked, position);
-    if (last !== null && last.predecessor === null) return last;
-    this.metrics.gaveUp(why);
+  private async giveUp(request: Attempt, position: SeqPosition, why: 'deadline' | 'aborted', deadline: number): Promise<SeqPosition> {
     if (why === 'aborted') {
-      this.withdrawInBackground(position.kv);
+      this.metrics.gaveUp(why);
+      this.leaveInBackground(request, position);
       throw request.signal?.reason ?? new Error('aborted');
     }
+    const answerBy = Math.max(deadline, this.clock.monotonicMs()) + answerGraceMs;
     // Answered only once the entry is gone: "not granted" must mean "not queued" too.
-    await this.withdraw(position.kv, withdrawTriesMax, answerBy);
-    throw heldError(last?.owner ?? position.owner, this.clock.monotonicMs() - (deadline - request.waitMs));
+    const left = await this.leave(request, position, withdrawTriesMax, answerBy);
+    if ('granted' in left) return left.granted;
+    this.metrics.gaveUp(why);
+    throw heldError(left.owner, this.clock.monotonicMs() - (deadline - request.waitMs));
+  }
+
+  /**
+   * Leaves the queue while someone is ahead: one committed step deletes our entry only if the
+   * entry last seen just ahead of it is still there. So no withdrawal deletes an entry that owns
+   * the lock, also when another attempt of the same request was granted it (its client retried
+   * with the Request-ID) or this one's view is late. If the one ahead went, look again: granted
+   * now, gone, or someone new ahead to compare. Transient failures are retried up to `triesMax`
+   * times; at `answerByMs`, `timeout` (the outcome is unknown).
+   */
+  private async leave(request: Attempt, first: SeqPosition, triesMax: number, answerByMs: number): Promise<Left> {
+    let position = first;
+    let failures = 0;
+    for (;;) {
+      const ahead = position.predecessor;
+      if (ahead === null) return { granted: position };
+      if (await this.withdraw(position.kv, triesMax, answerByMs, ahead)) return { gone: true, owner: position.owner };
+      let looked: SeqPosition | typeof notInTime;
+      try {
+        looked = await this.within(this.check(request, position.kv), answerByMs);
+      } catch (error) {
+        if (error instanceof LockNotHeldError || error instanceof LeaseNotFoundError) return { gone: true, owner: position.owner };
+        if (!isTransient(error) || ++failures >= triesMax || this.stopped) throw error;
+        if (this.clock.monotonicMs() + checkRetryMs * failures >= answerByMs) throw error;
+        await this.pause(checkRetryMs * failures);
+        continue;
+      }
+      if (looked === notInTime) throw unconfirmedWithdrawal();
+      position = this.asThisAttempt(looked, position);
+    }
+  }
+
+  /** leave() for a caller that went away: nobody hears the outcome; a grant by then is given back. */
+  private leaveInBackground(attempt: Attempt, position: SeqPosition): void {
+    this.leave(attempt, position, withdrawTriesBackground, Number.POSITIVE_INFINITY).then(
+      (left) => {
+        if ('granted' in left) this.giveBack(attempt, left.granted);
+      },
+      () => undefined,
+    );
   }
 
   /** Resolves when the predecessor or our own entry is gone, or the wait ends. */
@@ -185,8 +253,23 @@ export class QueueContender {
     });
   }
 
+  /**
+   * checkUntil, except that a retry whose entry is gone hears lock_held: an earlier attempt of the
+   * same request, still waiting on some member after its client moved on, left the queue at its
+   * own deadline; the request was not granted and is not queued, as at a deadline.
+   */
+  private async checkAfterWake(request: Attempt, position: SeqPosition, deadline: number): Promise<SeqPosition | null> {
+    try {
+      return await this.checkUntil(request, position, deadline);
+    } catch (error) {
+      if (!(error instanceof LockNotHeldError) || !request.retried) throw error;
+      this.metrics.gaveUp('lost');
+      throw heldError(this.cell.localRange({ type: 'get', key: request.prefix, prefix: true, limit: 1, skipCount: true }).kvs[0] ?? position.owner);
+    }
+  }
+
   /** The committed check after a wake-up, retried while transient; null: no answer by the deadline. */
-  private async checkUntil(request: ContendRequest, position: SeqPosition, deadline: number): Promise<SeqPosition | null> {
+  private async checkUntil(request: Attempt, position: SeqPosition, deadline: number): Promise<SeqPosition | null> {
     for (;;) {
       try {
         const checked = await this.within(this.check(request, position.kv), deadline);
@@ -194,7 +277,7 @@ export class QueueContender {
       } catch (error) {
         if (!isTransient(error) || this.stopped) throw error;
         if (request.signal?.aborted === true) {
-          this.withdrawInBackground(position.kv);
+          this.leaveInBackground(request, position);
           throw request.signal.reason;
         }
         if (this.clock.monotonicMs() + checkRetryMs >= deadline) return null;
@@ -308,24 +391,27 @@ export class QueueContender {
   }
 
   /**
-   * Deletes our entry if it is still this incarnation and this attempt's (the compares spare a
-   * later entry, and one a same-Request-ID retry reclaimed, see recheck). Retries a
-   * transient failure a few times, then throws it: the caller's answer is then "unknown outcome,
-   * retry with the same Request-ID", and the retry finds the entry and withdraws it again. With
-   * `answerByMs`, it throws `timeout` then at the latest and starts no attempt after it.
+   * Deletes our entry if it is still this incarnation and, with `ahead`, only while that entry is
+   * still ahead of it (so ours does not own the lock); without `ahead` (giving back an entry that
+   * owns it), only while it is at the modRevision this attempt created (a same-Request-ID retry's
+   * reclaim moves it on, see recheck). True if it deleted. Retries a transient failure a few times,
+   * then throws it: the caller's answer is then "unknown outcome, retry with the same Request-ID",
+   * and the retry finds the entry and withdraws it again. With `answerByMs`, it throws `timeout`
+   * then at the latest and starts no attempt after it.
    */
-  async withdraw(kv: KeyValue, triesMax = withdrawTriesMax, answerByMs = Number.POSITIVE_INFINITY): Promise<void> {
+  async withdraw(kv: KeyValue, triesMax = withdrawTriesMax, answerByMs = Number.POSITIVE_INFINITY, ahead?: KeyValue): Promise<boolean> {
+    const still =
+      ahead === undefined
+        ? { key: kv.key, target: 'modRevision' as const, op: '==' as const, value: kv.modRevision }
+        : { key: ahead.key, target: 'createRevision' as const, op: '==' as const, value: ahead.createRevision };
     for (let tries = 1; ; tries++) {
       if (this.clock.monotonicMs() >= answerByMs) throw unconfirmedWithdrawal();
-      let answered: unknown;
+      let answered: Proposed<TxnRequest> | typeof notInTime;
       try {
-        const proposed = this.cell.propose(
+        const proposed = this.cell.propose<TxnRequest>(
           {
             type: 'txn',
-            compare: [
-              { key: kv.key, target: 'createRevision', op: '==', value: kv.createRevision },
-              { key: kv.key, target: 'modRevision', op: '==', value: kv.modRevision },
-            ],
+            compare: [{ key: kv.key, target: 'createRevision', op: '==', value: kv.createRevision }, still],
             success: [{ type: 'delete', key: kv.key }],
             failure: [],
           },
@@ -341,7 +427,7 @@ export class QueueContender {
         continue;
       }
       if (answered === notInTime) throw unconfirmedWithdrawal();
-      return;
+      return answered.result.succeeded;
     }
   }
 

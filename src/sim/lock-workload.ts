@@ -24,6 +24,15 @@ const contendersMin = 3;
 const contendersMax = 6;
 const ttlMsMin = 200;
 const ttlMsMax = 600;
+/**
+ * After the faults, lease TTLs are at least this many of the cell's slowest round trips (network
+ * both ways, a disk write, a heartbeat): a contender needs a lease grant and an acquire to commit
+ * within one TTL, as a deployment's minimum TTL sits well above its commit latency. Swarm lock
+ * seed 1387 drew a 28 ms network with 245 ms TTLs against ~150 ms per commit, and two contenders
+ * lost every lease before their grants arrived, so "every contender gets the lock again" could
+ * not hold. During the faults TTLs stay short: that is where lease bugs show.
+ */
+const ttlRoundTrips = 6;
 const waitMsMax = 1_500;
 const holdMsMax = 150;
 const freezeRate = 0.15;
@@ -45,11 +54,14 @@ interface Attempt {
   readonly lease: number;
   readonly deadlineMs: number;
   readonly tries: number;
+  /** The wait the first try asked for: a blind resend repeats it. */
+  readonly firstWaitMs: number;
 }
 
 interface Contender {
   readonly n: number;
-  readonly ttlMs: number;
+  /** Raised to the post-fault floor when the faults end (see ttlRoundTrips). */
+  ttlMs: number;
   member: MemberId;
   lease: number | null;
   /** The lease's promise: send time of the last answered grant/renewal + TTL. */
@@ -69,6 +81,31 @@ export class LockWorkload implements SimLockEnv {
   readonly bugs: { readonly grantOnWake?: boolean; readonly withdrawRetriedEntry?: boolean };
   private readonly contenders: Contender[] = [];
   private nextProposal = proposalIdBase;
+  /**
+   * When a member hears that the client gave up on a call: at once (the connection closed
+   * cleanly), late (a server learns of a dead socket when it next writes to it, e.g. when it has
+   * the grant to answer), or never (a half-open connection). Until then the first attempt goes on
+   * waiting beside the client's same-Request-ID retry.
+   */
+  private readonly abortHeard: 'atOnce' | 'late' | 'mixed' | 'never';
+  /**
+   * How often an acquire's connection drops on the client's side while the member still waits
+   * (a load balancer's idle cut, a client-side socket error): the client sees no answer early and
+   * retries elsewhere with the same Request-ID, so two attempts of one request wait side by side.
+   */
+  private readonly connectionDropRate: number;
+  /**
+   * Whether a retry resends the request as it was (its first wait, as a plain HTTP client
+   * retrying with the same Request-ID and body does) rather than the wait that is left: the
+   * retry's wait then ends after the first attempt's.
+   */
+  private readonly resendsFirstWait: boolean;
+  /**
+   * How often a contender stalls between checking its lease and sending an acquire, for longer
+   * than the lease's TTL (a GC pause, a descheduled process): it then asks with a lease that may
+   * have ended, which the cell must refuse rather than queue or grant.
+   */
+  private readonly stallBeforeSendRate: number;
 
   constructor(
     private readonly world: World,
@@ -78,6 +115,10 @@ export class LockWorkload implements SimLockEnv {
   ) {
     this.checker = new LockChecker((invariant, detail) => world.report(invariant, detail));
     this.bugs = bugs ?? {};
+    this.abortHeard = pick(random, ['atOnce', 'late', 'mixed', 'never'] as const);
+    this.connectionDropRate = pick(random, [0, 0.2, 0.5]);
+    this.resendsFirstWait = chance(random, 0.5);
+    this.stallBeforeSendRate = pick(random, [0, 0.05, 0.15]);
     this.metrics = {
       wakeup: () => this.stats.wakeups++,
       granted: () => undefined,
@@ -109,6 +150,7 @@ export class LockWorkload implements SimLockEnv {
         renewing: false,
       };
       this.contenders.push(contender);
+      this.trace(contender, `starts with a ${contender.ttlMs} ms lease TTL via member ${member}`);
       this.world.at(this.world.nowMs + randomInt(this.random, 1, 100), '', () => this.next(contender));
     }
   }
@@ -120,6 +162,12 @@ export class LockWorkload implements SimLockEnv {
     if (contender.lease === null || this.world.nowMs >= contender.leaseUntilMs) {
       this.endTenure(contender);
       this.grantLease(contender);
+    } else if (this.world.nowMs < this.world.scenario.faultPhaseMs && chance(this.random, this.stallBeforeSendRate)) {
+      // Stalled after the check: no renewals meanwhile, and no second look at the lease after.
+      const stallMs = contender.ttlMs + randomInt(this.random, 1, contender.ttlMs);
+      contender.frozenUntilMs = this.world.nowMs + stallMs;
+      this.trace(contender, `stalls ${stallMs} ms before sending an acquire with lease ${contender.lease}`);
+      this.later(contender, stallMs, () => this.acquire(contender));
     } else {
       this.acquire(contender);
     }
@@ -130,6 +178,11 @@ export class LockWorkload implements SimLockEnv {
   }
 
   private grantLease(contender: Contender): void {
+    const s = this.world.scenario;
+    if (this.world.nowMs >= s.faultPhaseMs) {
+      const floorMs = ttlRoundTrips * (2 * s.networkDelayMsMax + s.diskLatencyMsMax + s.tickMsMax * s.heartbeatTicks);
+      contender.ttlMs = Math.max(contender.ttlMs, floorMs);
+    }
     const service = this.leaseService(contender);
     if (service === null) return this.later(contender, 20);
     const sendMs = this.world.nowMs;
@@ -199,7 +252,9 @@ export class LockWorkload implements SimLockEnv {
     const requestId = attempt?.requestId ?? `lock-c${contender.n}-${this.stats.acquires}`;
     const deadlineMs = attempt?.deadlineMs ?? this.world.nowMs + randomInt(this.random, 0, waitMsMax);
     const tries = attempt?.tries ?? 0;
-    const waitMs = Math.max(0, deadlineMs - this.world.nowMs);
+    // A blind resend repeats the first wait, for a few tries (then the client settles the outcome).
+    const resend = attempt !== undefined && this.resendsFirstWait && tries <= 3;
+    const waitMs = resend ? attempt.firstWaitMs : Math.max(0, deadlineMs - this.world.nowMs);
     const sentMs = this.world.nowMs;
     const member = this.world.nodes.get(contender.member);
     const incarnation = member?.incarnation;
@@ -218,10 +273,11 @@ export class LockWorkload implements SimLockEnv {
     };
     if (attempt === undefined) this.stats.acquires++;
     const abandon = new AbortController();
-    this.trace(contender, `acquire ${requestId} sent via member ${contender.member} (lease ${lease}, wait ${waitMs} ms, try ${tries})`);
+    const dropAfterMs = chance(this.random, this.connectionDropRate) ? randomInt(this.random, 1, Math.max(1, waitMs)) : null;
+    this.trace(contender, `acquire ${requestId} sent via member ${contender.member} (lease ${lease}, wait ${waitMs} ms, try ${tries}${dropAfterMs === null ? '' : `, connection drops after ${dropAfterMs} ms`})`);
     const answered = this.call(
       service.acquire(lockName, { lease, owner: `c${contender.n}`, waitMs, signal: abandon.signal }, requestId, simClient),
-      waitMs + acquireBoundMs,
+      dropAfterMs ?? waitMs + acquireBoundMs,
       (grant) => {
         checkAnswerTime();
         this.stats.grants++;
@@ -259,10 +315,10 @@ export class LockWorkload implements SimLockEnv {
         // lease lives; giving up here would leave a ghost entry that holds the lock while the
         // lease is renewed.
         if (retryable && contender.lease === lease) {
-          abandon.abort(new Error('the client gave up on this call'));
+          this.abandon(abandon, waitMs);
           this.moveOn(contender);
           return this.later(contender, randomInt(this.random, 5, 30), () =>
-            this.acquire(contender, { requestId, lease, deadlineMs: Math.max(deadlineMs, this.world.nowMs), tries: tries + 1 }));
+            this.acquire(contender, { requestId, lease, deadlineMs: Math.max(deadlineMs, this.world.nowMs), tries: tries + 1, firstWaitMs: attempt?.firstWaitMs ?? waitMs }));
         }
         if (code === 'lock_held') this.stats.heldErrors++;
         else if (code === 'lease_not_found') {
@@ -274,7 +330,7 @@ export class LockWorkload implements SimLockEnv {
     );
     // No answer at all within the bound, from a member that neither crashed nor paused meanwhile.
     this.world.at(sentMs + waitMs + acquireBoundMs, '', () => {
-      if (!answered.settledByAnswer && unpaused()) this.checker.onStuck(contender.n, sentMs, this.world.nowMs, waitMs);
+      if (dropAfterMs === null && !answered.settledByAnswer && unpaused()) this.checker.onStuck(contender.n, sentMs, this.world.nowMs, waitMs);
     });
   }
 
@@ -309,6 +365,14 @@ export class LockWorkload implements SimLockEnv {
     this.trace(contender, `gives up releasing ${key}: drops lease ${contender.lease}`);
     contender.lease = null;
     this.afterRelease(contender);
+  }
+
+  /** The member hears of the abandoned call as this seed's `abortHeard` says. */
+  private abandon(call: AbortController, waitMs: number): void {
+    const heard = this.abortHeard === 'mixed' ? pick(this.random, ['atOnce', 'late', 'never'] as const) : this.abortHeard;
+    const abort = (): void => call.abort(new Error('the client gave up on this call'));
+    if (heard === 'atOnce') abort();
+    else if (heard === 'late') this.world.at(this.world.nowMs + randomInt(this.random, 1, waitMs + answerLateMs), '', abort);
   }
 
   private trace(contender: Contender, text: string): void {

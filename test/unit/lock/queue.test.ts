@@ -288,7 +288,7 @@ test('a withdrawal still on its way when a same-Request-ID retry is granted does
   assert.equal(state.holder?.fencingToken, retried.fencingToken, 'same entry, same token');
 });
 
-test('an attempt still waiting on the server after its client retried never withdraws the retry\'s entry', async () => {
+test('an attempt still waiting after its client retried may leave the queue, the retry then hears lock_held', async () => {
   const { cell, clock, locks } = setup();
   const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
   const x = locks.acquire('l', { lease: 3, owner: 'x', waitMs: 60_000 }, undefined, '').catch((e: Error) => e.name);
@@ -296,23 +296,79 @@ test('an attempt still waiting on the server after its client retried never with
   // b's first attempt waits 1 s behind a and x; its client gives up on it and retries (same id).
   const first = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, 'req-b', '').then(() => 'granted', (e: Error) => e.name);
   await settle();
-  const retry = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, 'req-b', '');
+  const retry = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, 'req-b', '').then(() => 'granted', (e: Error) => e.name);
   await settle();
-  // x's entry goes: both of b's attempts wake and look again, the first one now at the entry
-  // as the retry reclaimed it.
   const queue = cell.store.range({ type: 'get', key: '/locks/l/', prefix: true }).kvs;
   const xKey = queue.find((kv) => kv.lease === 3)?.key;
   assert.ok(xKey !== undefined, JSON.stringify(queue.map((kv) => kv.key)));
   cell.apply({ type: 'delete', key: xKey });
   await settle();
   assert.equal(await x, 'LockNotHeldError');
-  // Then the first attempt's wait ends and it leaves the queue: the retry's entry must stay.
+  // The first attempt's wait ends while a still holds: it leaves, taking the shared entry with it
+  // (it cannot know its client moved on); the retry sees its entry gone and answers lock_held, so
+  // the client starts afresh. Nobody is granted beside a.
   await clock.advance(1_000 + answerGraceMs + 10);
   assert.equal(await first, 'LockHeldError');
+  assert.equal(await retry, 'LockHeldError');
+  const state = await locks.state('l', '');
+  assert.deepEqual([state.holder?.key, state.queue.length], [a.key, 0], "a holds; nobody waits");
+});
+
+test('a retry whose caller went away never gives back the grant another attempt of its request answered', async () => {
+  // Swarm lock seed 1098: three attempts of one request shared the entry; the second one's reclaim
+  // moved its modRevision, the third (the one its client listened to) was granted, and then the
+  // second, granted too but to a caller gone, withdrew the entry by that modRevision: the next
+  // waiter was granted beside the third.
+  const { cell, locks } = setup();
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
+  const gone1 = new AbortController();
+  const gone2 = new AbortController();
+  const b1 = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000, signal: gone1.signal }, 'req-b', '').catch((e: Error) => e.message);
+  await settle();
+  const b2 = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000, signal: gone2.signal }, 'req-b', '').catch((e: Error) => e.message);
+  await settle();
+  const b3 = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, 'req-b', '');
+  await settle();
+  const c = locks.acquire('l', { lease: 3, owner: 'c', waitMs: 60_000 }, undefined, '').then((grant) => grant.fencingToken, (e: Error) => e.name);
+  await settle();
+  // a lets go; the first two attempts' callers are found gone just as they are granted.
+  cell.afterNextApply = () => {
+    gone1.abort(new Error('went away'));
+    gone2.abort(new Error('went away'));
+  };
   await locks.release('l', a.key, undefined, '');
-  const granted = await Promise.race([retry, settle().then(() => null)]);
-  assert.ok(granted !== null, 'the retry is granted once a lets go');
-  assert.equal((await locks.state('l', '')).holder?.key, granted.key, 'and holds the lock');
+  const granted = await b3;
+  await settle();
+  assert.deepEqual([await b1, await b2], ['went away', 'went away']);
+  const state = await locks.state('l', '');
+  assert.equal(state.holder?.key, granted.key, 'the grant b3 answered still holds the lock');
+  assert.equal(state.holder?.fencingToken, granted.fencingToken);
+  const cNow = await Promise.race([c, settle().then(() => 'waiting')]);
+  assert.equal(cNow, 'waiting', 'c is not granted beside b');
+});
+
+test('a withdrawal on its way when the entry comes to own the lock deletes nothing', async () => {
+  // A retry reclaimed the entry last and then waited out a short deadline (its client had moved
+  // on to a later attempt): its withdrawal, by the modRevision it holds, is still on its way when
+  // the one ahead lets go and the later attempt is granted. Comparing the entry ahead spares it.
+  const { cell, clock, locks } = setup((c) => new ParkingCell(c, 5_000));
+  const parking = cell as ParkingCell;
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
+  const live = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 60_000 }, 'req-b', '');
+  await settle();
+  parking.parking = true;
+  const stale = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, 'req-b', '').then(() => 'granted', (e: Error) => e.name);
+  await settle();
+  await clock.advance(1_000);
+  assert.equal(parking.parked.length, 1, 'the stale attempt\'s withdrawal is on its way');
+  parking.parking = false;
+  await locks.release('l', a.key, undefined, '');
+  const granted = await live;
+  parking.release();
+  await clock.advance(answerGraceMs + 10);
+  assert.equal(await stale, 'TimeoutError');
+  const state = await locks.state('l', '');
+  assert.equal(state.holder?.key, granted.key, 'the granted entry is still there');
 });
 
 test('stop() ends every retrying withdrawal at once: no retry timer outlives a stopped node', async () => {
