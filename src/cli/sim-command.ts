@@ -27,8 +27,9 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                    leases; both imply --driver server and the MVCC store)
                  [--bug commitOldTermEntries|doubleVote|applyUncommitted|readWithoutQuorum|
                    voteWithoutPersist|appendPastGap]
-                 [--lease-bug promoteAtZero|renewWithoutQuorum] [--lock-bug grantOnWake|withdrawRetriedEntry]
-                 [--store-bug dedupOff|lockWithoutLeaseCheck] (the MVCC store: --state-machine mvcc, leases, locks)`;
+                 [--lease-bug promoteAtZero|renewWithoutQuorum|revokeOnLocalTimer] [--lock-bug grantOnWake|withdrawRetriedEntry]
+                 [--store-bug dedupOff|lockWithoutLeaseCheck] (the MVCC store: --state-machine mvcc, leases, locks)
+                 [--watch-bug skipCutRevision] (the watch hub; watchers run with the lock workload)`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
   let parsed;
@@ -73,7 +74,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
   }
   const leaseBugs: Record<string, boolean> = {};
   for (const bug of values['lease-bug'] ?? []) {
-    if (bug !== 'promoteAtZero' && bug !== 'renewWithoutQuorum') {
+    if (bug !== 'promoteAtZero' && bug !== 'renewWithoutQuorum' && bug !== 'revokeOnLocalTimer') {
       console.error(usage);
       return 2;
     }
@@ -89,6 +90,13 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     grantOnWake: (values['lock-bug'] ?? []).includes('grantOnWake'),
     withdrawRetriedEntry: (values['lock-bug'] ?? []).includes('withdrawRetriedEntry'),
   };
+  for (const bug of values['watch-bug'] ?? []) {
+    if (bug !== 'skipCutRevision') {
+      console.error(usage);
+      return 2;
+    }
+  }
+  const watchBugs = { skipCutRevision: (values['watch-bug'] ?? []).includes('skipCutRevision') };
   const storeBugs: { -readonly [K in keyof MvccBugs]: MvccBugs[K] } = {};
   for (const bug of values['store-bug'] ?? []) {
     if (bug !== 'dedupOff' && bug !== 'lockWithoutLeaseCheck') {
@@ -131,6 +139,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     ...(values['lease-bug'] ?? []).map((bug) => `--lease-bug ${bug}`),
     ...(values['lock-bug'] ?? []).map((bug) => `--lock-bug ${bug}`),
     ...(values['store-bug'] ?? []).map((bug) => `--store-bug ${bug}`),
+    ...(values['watch-bug'] ?? []).map((bug) => `--watch-bug ${bug}`),
   ].join(' ');
   const catchRate = values['catch-rate'];
   const started = performance.now();
@@ -158,6 +167,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       ...(onServer ? { workload } : {}),
       ...(values['lock-bug'] === undefined ? {} : { lockBugs }),
       ...(values['lease-bug'] === undefined ? {} : { leaseBugs }),
+      ...(values['watch-bug'] === undefined ? {} : { watchBugs }),
       ...(machine === 'mvcc' && workload === 'kv' ? { stateMachine: mvccStateMachine(defaultMvccLimits, 1, storeBugs) } : {}),
       ...(values['store-bug'] === undefined ? {} : { storeBugs }),
       ...(drawn !== null ? { profile: drawn.profile } : profile === undefined ? {} : { profile }),
@@ -173,7 +183,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     if (catchRate) {
       // Caught only if the same seed runs clean without the planted bugs: a seed that fails
       // either way found something else (and is listed, for it is a finding of its own).
-      const { bugs: _bugs, leaseBugs: _leaseBugs, lockBugs: _lockBugs, storeBugs: _storeBugs, trace: _trace, ...rest } = options;
+      const { bugs: _bugs, leaseBugs: _leaseBugs, lockBugs: _lockBugs, storeBugs: _storeBugs, watchBugs: _watchBugs, trace: _trace, ...rest } = options;
       // A fresh state machine: the MVCC adapter remembers where each command applied in its run.
       const clean: SimOptions = machine === 'mvcc' && workload === 'kv' ? { ...rest, stateMachine: mvccStateMachine() } : rest;
       const control = driver === 'server' ? await simulateAsync(clean) : simulate(clean);
@@ -260,6 +270,7 @@ function parseSimArgs(args: readonly string[]) {
       'lease-bug': { type: 'string', multiple: true },
       'lock-bug': { type: 'string', multiple: true },
       'store-bug': { type: 'string', multiple: true },
+      'watch-bug': { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
     strict: true,

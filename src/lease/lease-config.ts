@@ -30,6 +30,12 @@ export interface LeaseBugs {
   readonly promoteAtZero?: boolean;
   /** Renew without confirming leadership with a quorum first (a deposed leader may promise). */
   readonly renewWithoutQuorum?: boolean;
+  /**
+   * Every member also expires leases on its own timer, counted from the grant it applied (renewals
+   * reach only the leader, so a follower's timer never hears of them), and proposes their
+   * revocation: the deadline is no longer the leader's alone.
+   */
+  readonly revokeOnLocalTimer?: boolean;
 }
 
 export const defaultLeaseServiceOptions: LeaseServiceOptions = {

@@ -50,6 +50,8 @@ export interface LeaseServiceDeps {
 
 export class LeaseService implements LeaseApi {
   private readonly tracker: LeaseExpiryTracker;
+  /** Test-only bug revokeOnLocalTimer: this member's own deadlines, from the grants it applied. */
+  private readonly localTracker: LeaseExpiryTracker | null;
   private readonly driver: LeaseDriver;
   /** The term whose leadership the tracker reflects; 0 = not promoted (empty tracker). */
   private promotedTerm = 0;
@@ -74,6 +76,7 @@ export class LeaseService implements LeaseApi {
     private readonly options: LeaseServiceOptions = defaultLeaseServiceOptions,
   ) {
     this.tracker = new LeaseExpiryTracker(options.tracker);
+    this.localTracker = options.bugs?.revokeOnLocalTimer === true ? new LeaseExpiryTracker(options.tracker) : null;
     this.store = deps.store;
     this.driver = deps.driver;
   }
@@ -221,10 +224,12 @@ export class LeaseService implements LeaseApi {
   // --- applied outcomes ------------------------------------------------------------------------
 
   private leaseGranted(id: number, ttlMs: number): void {
+    this.localTracker?.granted(id, ttlMs, this.monotonicMs());
     if (this.promotedTerm !== 0) this.tracker.granted(id, ttlMs, this.monotonicMs());
   }
 
   private leaseRevoked(id: number): void {
+    this.localTracker?.removed(id);
     this.tracker.removed(id);
     this.resets.delete(id);
   }
@@ -232,6 +237,7 @@ export class LeaseService implements LeaseApi {
   // --- the leader's expiry and checkpoint loop (a real-timer tick) ----------------------
 
   tick(): void {
+    if (this.localTracker !== null && !this.stopped && !this.driver.isLeader) this.revokeOnLocalTimer(this.localTracker);
     if (this.stopped || !this.driver.isLeader) return;
     this.maybePromote();
     if (this.promotedTerm === 0) return;
@@ -247,6 +253,13 @@ export class LeaseService implements LeaseApi {
           if (this.promotedTerm !== 0) this.tracker.checkpointFailed(leases.map((l) => l.id));
         });
       }
+    }
+  }
+
+  /** The planted bug: a follower proposes the revocations its own timer says are due. */
+  private revokeOnLocalTimer(local: LeaseExpiryTracker): void {
+    for (const id of local.expired(this.monotonicMs())) {
+      this.deps.proposer.propose({ type: 'leaseRevoke', id }, undefined, cellWork).catch(() => undefined);
     }
   }
 

@@ -388,6 +388,10 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
 /** Step 3b: the driver's listeners, the inbox's receivers, then the first dials. */
 function connect(state: DurableState, peers: Peers, services: NodeServices, log: NodeLogger, audit: AuditLog | null): void {
   const { driver, leases, membership, cell, locks, watches } = services;
+  // A node starts knowing no leader, and the driver reports only changes: one that never hears
+  // of a leader (booted into a partition, added but never caught up) must end its watches too
+  // rather than serve a stale state for ever (found by the simulator's watchers, swarm seed 2229).
+  watches.onLeaderChange(0);
   driver.start([
     // First: an audited entry's record is queued before its proposer hears the outcome.
     ...(audit === null ? [] : [{ onApplied: (entries: readonly Entry[], outcomes: readonly ApplyOutcome[]) => {

@@ -5,6 +5,7 @@
 // that the simulated disk settles synchronously inside the step that completes the write, so a
 // failure in the driver's continuation is caught and reported like any other. The client's
 // promises (proposals, reads) settle as microtasks, which simulateAsync drains after every step.
+import { createSimWatches, type SimWatches } from './watch-member.js';
 import { assert } from '../base/assert.js';
 import type { ConfChange, Entry, RaftApi, RaftMessage, Ready, Snapshot, SnapshotMeta } from '../raft/index.js';
 import type { ApplyOutcome, MvccStore } from '../mvcc/index.js';
@@ -39,6 +40,7 @@ export class ServerDriverBinding implements MemberDriver {
   readonly leases: LeaseService | null = null;
   /** The production lock service of this incarnation (lock workload runs only). */
   readonly locks: SimLocks | null = null;
+  readonly watches: SimWatches | null = null;
   private readonly pendingWrites = new Map<number, SimThenable<void>>();
   private readonly mvccApplier: MvccApplier | null;
   /**
@@ -106,14 +108,25 @@ export class ServerDriverBinding implements MemberDriver {
       assert(this.mvccApplier !== null, 'the lock workload runs on the MVCC state machine');
       this.locks = createSimLocks(this.driver, this.mvccApplier, timers, () => world.nowMs, world.locks);
     }
-    // The lease and lock services hear applied batches the way the node's do (src/node/node.ts).
+    if (world.watches !== null) {
+      assert(this.mvccApplier !== null, 'watchers run on the MVCC state machine');
+      this.watches = createSimWatches(this.mvccApplier, world.watches, timers);
+    }
+    // The lease, lock and watch services hear applied batches the way the node's do (src/node/node.ts).
     this.driver.start([{
       onApplied: (entries, outcomes) => {
         this.leases?.onApplied(entries, outcomes.flatMap((outcome) => (outcome.mvcc === undefined ? [] : [outcome.mvcc])));
         this.locks?.feed.onApplied();
+        this.watches?.onApplied();
       },
-      onRestored: () => this.leases?.onRestored(),
-      onLeaderChange: () => this.leases?.onLeaderChange(),
+      onRestored: () => {
+        this.leases?.onRestored();
+        this.watches?.onApplied();
+      },
+      onLeaderChange: (leader) => {
+        this.leases?.onLeaderChange();
+        this.watches?.onLeaderChange(leader);
+      },
     }]);
   }
 

@@ -2,6 +2,7 @@
 // (sim-driver.ts, or the production one through server-driver.ts) moves Ready batches between the
 // core and the world; every Ready passes observe(), every message sendMessages(), every applied
 // entry applyEntry(), so the checkers see the same things whichever driver runs.
+import type { SimWatchEnv } from './watch-member.js';
 import { assert } from '../base/assert.js';
 import type {
   Entry,
@@ -47,6 +48,8 @@ export interface NodeWorld {
   readonly leases: SimLeaseEnv | null;
   /** The lock workload's hooks into each member's lock service (null: no lock workload). */
   readonly locks: SimLockEnv | null;
+  /** The watch workload's hooks into each member's watch hub (null: no watchers). */
+  readonly watches: SimWatchEnv | null;
   at(atMs: number, name: string, run: () => void): void;
   /** Keeps an event for a paused member until it resumes (a stopped process runs it then). */
   hold(node: SimNode, event: WorldEvent): void;

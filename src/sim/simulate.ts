@@ -1,6 +1,7 @@
 // One whole run from a seed: draw the scenario, start the members, run the client and the fault
 // schedule, then stop the faults and require the cell to recover (the liveness phase). The
 // result lists violations; an empty list means every checker held after every step.
+import { WatchWorkload } from './watch-workload.js';
 import { assert } from '../base/assert.js';
 import { SeededRandom } from '../base/random.js';
 import { randomInt } from '../base/random.js';
@@ -101,6 +102,9 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   world.leases = leaseWorkload;
   const lockWorkload = withLocks && leaseWorkload !== null ? new LockWorkload(world, root.fork(9), leaseWorkload, options.lockBugs) : null;
   world.locks = lockWorkload;
+  // Watchers ride on lock seeds (the plain sweep's MVCC runs), from their own fork.
+  const watchWorkload = lockWorkload !== null ? new WatchWorkload(world, root.fork(10), options.watchBugs ?? {}) : null;
+  world.watches = watchWorkload;
   world.trace('-', `seed ${options.seed} scenario ${JSON.stringify(scenario)}`);
 
   const voters = range(1, scenario.voterCount);
@@ -123,6 +127,7 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   repeat(world, scenario.readIntervalMs, () => client.read());
   leaseWorkload?.start();
   lockWorkload?.start();
+  watchWorkload?.start();
   scheduleFaults(world, nemesis, nemesisRandom);
   for (const scripted of options.script ?? []) scheduleScripted(world, scripted);
   const progressEveryMs = options.progressEveryMs;
@@ -135,6 +140,8 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   let locksDeadlineMs = 0;
   /** When every lock contender was done (null: not yet; at once without the lock workload). */
   let locksSettledAtMs: number | null = lockWorkload === null ? 0 : null;
+  /** The revision every watcher must reach once the locks settled (null: not yet known). */
+  let watchTarget: { revision: number; deadlineMs: number } | null = null;
   world.at(scenario.faultPhaseMs, 'FAULTS END: heal, resume, restart', () => {
     nemesis.active = false;
     if (options.skipLiveness === true) {
@@ -164,6 +171,10 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
       }
       if (locksSettledAtMs === null && lockWorkload?.settled(locksDeadlineMs) === true) locksSettledAtMs = world.nowMs;
       if (locksSettledAtMs === null) return;
+      if (watchWorkload !== null) {
+        watchTarget ??= { revision: maxRevision(world), deadlineMs: world.nowMs + WatchWorkload.settleBudgetMs() };
+        if (!watchWorkload.settled(watchTarget.revision, watchTarget.deadlineMs)) return;
+      }
       // Lock contenders take new leases and drop lost ones until they are done (one whose leases
       // kept expiring between renewals did so past the lease deadline, seed 19979): the leases
       // they dropped get the whole budget to expire from then.
@@ -190,6 +201,13 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
       stats,
     }),
   };
+}
+
+/** The highest revision any running member's store has applied. */
+function maxRevision(world: World): number {
+  let revision = 0;
+  for (const node of world.runningNodes()) revision = Math.max(revision, node.serverDriver?.mvccStore?.revision ?? 0);
+  return revision;
 }
 
 function scheduleFaults(world: World, nemesis: Nemesis, random: SeededRandom): void {

@@ -1,5 +1,7 @@
 // The simulator's vocabulary. A run is a pure function of its options: the seed draws the
 // scenario, and every random choice after that comes from a per-subsystem fork of the seed.
+import type { WatchBugs } from '../watch/index.js';
+import type { WatchStats } from './watch-workload.js';
 import type { SeededRandom } from '../base/random.js';
 import type {
   Entry,
@@ -190,6 +192,8 @@ export interface SimOptions {
   readonly leaseBugs?: LeaseBugs;
   /** Deliberately broken lock rules (teeth tests for the lock checker). */
   readonly lockBugs?: { readonly grantOnWake?: boolean; readonly withdrawRetriedEntry?: boolean };
+  /** Deliberately broken watch rules (teeth tests for the watch checker; lock workload runs). */
+  readonly watchBugs?: WatchBugs;
   /**
    * Deliberately broken MVCC store rules, for the MVCC store simulate() creates (the lease and
    * lock workloads'); a caller passing its own `stateMachine` builds it with them instead.
@@ -235,6 +239,8 @@ export interface SimStats {
   leases?: LeaseStats;
   /** The lock workload's counts (runs with workload 'locks' only). */
   locks?: LockStats;
+  /** The watch workload's counts (runs with workload 'locks' only). */
+  watches?: WatchStats;
 }
 
 export interface LockStats {

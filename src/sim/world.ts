@@ -1,6 +1,7 @@
 // The simulated world: one event queue in simulated milliseconds, the members, their disks and
 // the network between them. Every event is one step; the checkers run inside each step, and the
 // run stops at the first violation so the reported step is the one that broke an invariant.
+import type { SimWatchEnv } from './watch-member.js';
 import { AssertionError, assert } from '../base/assert.js';
 import type { SeededRandom } from '../base/random.js';
 import { randomInt } from '../base/random.js';
@@ -53,6 +54,8 @@ export class World implements NodeWorld {
   leases: SimLeaseEnv | null = null;
   /** Set before the members start when the run has a lock workload. */
   locks: SimLockEnv | null = null;
+  /** Set before the members start when the run has watchers (with the lock workload). */
+  watches: SimWatchEnv | null = null;
   onLeaderElected: ((node: SimNode) => void) | null = null;
   private readonly queue = new EventQueue<WorldEvent>();
   private readonly tickMsByMember = new Map<MemberId, number>();

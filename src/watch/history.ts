@@ -20,7 +20,7 @@ export interface HistoryChunk {
  */
 export function readHistory(
   source: WatchSource,
-  options: { startRevision: number; throughRevision: number; limit: number },
+  options: { startRevision: number; throughRevision: number; limit: number; skipCutRevision?: boolean },
 ): HistoryChunk {
   const { startRevision, throughRevision } = options;
   assert(startRevision >= 1, 'history starts at revision 1');
@@ -41,7 +41,8 @@ export function readHistory(
     let end = read.length;
     while (end > 0 && (read[end - 1] as MvccEvent).revision === last.revision) end--;
     assert(end > 0, 'a full read spanning two revisions keeps at least one');
-    return { events: read.slice(0, end), throughRevision: last.revision - 1 };
+    // (Test-only bug skipCutRevision: claims the cut-off revision as read.)
+    return { events: read.slice(0, end), throughRevision: options.skipCutRevision === true ? last.revision : last.revision - 1 };
   }
 }
 

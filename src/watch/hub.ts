@@ -14,6 +14,7 @@ import { Watcher } from './watcher.js';
 import {
   defaultWatchLimits,
   type WatchBatch,
+  type WatchBugs,
   type WatchEndReason,
   type WatchLimits,
   type WatchOutput,
@@ -34,6 +35,7 @@ export class WatchHub<Tag> {
   constructor(
     private readonly source: WatchSource,
     readonly limits: WatchLimits = defaultWatchLimits,
+    private readonly bugs: WatchBugs = {},
   ) {
     assert(limits.readEventsMax >= 1 && limits.catchUpReadsPerStepMax >= 1, 'reads make progress');
     assert(limits.bufferedEventsMax >= 1 && limits.bufferedBytesMax >= 1, 'buffers hold something');
@@ -231,6 +233,7 @@ export class WatchHub<Tag> {
           startRevision: watcher.nextRevision,
           throughRevision: this.hubRevision,
           limit: watcher.readLimit,
+          skipCutRevision: this.bugs.skipCutRevision === true,
         });
       } catch (error) {
         if (!(error instanceof CompactedError)) throw error;
@@ -268,7 +271,7 @@ export class WatchHub<Tag> {
   }
 
   private readChunk(startRevision: number, throughRevision: number): HistoryChunk {
-    return readHistory(this.source, { startRevision, throughRevision, limit: this.limits.readEventsMax });
+    return readHistory(this.source, { startRevision, throughRevision, limit: this.limits.readEventsMax, skipCutRevision: this.bugs.skipCutRevision === true });
   }
 
   private fanOut(chunk: HistoryChunk): void {

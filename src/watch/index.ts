@@ -9,6 +9,7 @@ export type { HistoryChunk } from './history.js';
 export { defaultWatchLimits } from './types.js';
 export type {
   WatchBatch,
+  WatchBugs,
   WatchEndReason,
   WatchFilter,
   WatchLimits,

@@ -63,6 +63,15 @@ export interface WatchSource {
   events(options: { startRevision: number; limit: number }): readonly MvccEvent[];
 }
 
+/** Deliberately broken rules, for the simulator's teeth tests only. */
+export interface WatchBugs {
+  /**
+   * A full history read cut at a revision boundary claims the revision it cut off as read: that
+   * revision's events are never delivered (a batch that skips a revision).
+   */
+  readonly skipCutRevision?: boolean;
+}
+
 export interface WatchLimits {
   /** Per watcher: undelivered events; past this (or the bytes) it ends with slow_consumer. */
   readonly bufferedEventsMax: number;

@@ -196,3 +196,32 @@ test('SIGTERM ends a watch cleanly with unavailable and the last revision', asyn
   assert.ok(end.error.lastRevision >= revision);
   assert.equal(await cell.cell.waitExit(victim as string), 0, 'a clean exit');
 });
+
+test('a member that comes back alone, knowing no leader, ends its watches instead of serving a stale state', async () => {
+  // It starts knowing no leader and hears of none. A voter campaigns, so its driver reports "no
+  // leader" and the 5 s rule starts; node.ts also starts that rule at boot, for a member that never
+  // campaigns (a learner cut off before it heard a leader: the simulator's seed 2229), which this
+  // process test does not stage.
+  const [alone, ...others] = cell.names as [string, ...string[]];
+  for (const name of cell.names) await cell.cell.kill9(name);
+  cell.cell.start(alone);
+  const startedMs = Date.now();
+  for (;;) {
+    const answer = await http(`${url(alone)}/v1/status`, { timeoutMs: 1_000 }).catch(() => null);
+    if (answer !== null) break;
+    assert.ok(Date.now() - startedMs < 30_000, 'the member answers HTTP');
+    await sleep(100);
+  }
+  const watch = new SseClient(`${url(alone)}/v1/watch?key=/&prefix=true&startRevision=1`);
+  const ended = await Promise.race([watch.done.then(() => true, () => true), sleep(15_000).then(() => false)]);
+  watch.close();
+  assert.ok(ended, 'the watch ended within 15 s (the node ends watches 5 s after it knows no leader)');
+  if (watch.status === 200) {
+    const end = watch.messages.at(-1);
+    assert.equal(end?.error?.code, 'unavailable', JSON.stringify(end));
+  } else {
+    assert.equal(watch.status, 503, 'refused at once: it already knew no leader for 5 s');
+  }
+  for (const name of others) cell.cell.start(name);
+  await cell.cell.waitReady(60_000);
+});

@@ -4,7 +4,7 @@
 import type { SimOptions, SimResult } from '../../src/sim/index.js';
 import { plainSweepOptions, simulate, simulateAsync } from '../../src/sim/index.js';
 
-export type PlantedBug = Pick<SimOptions, 'bugs' | 'storeBugs' | 'leaseBugs' | 'lockBugs'>;
+export type PlantedBug = Pick<SimOptions, 'bugs' | 'storeBugs' | 'leaseBugs' | 'lockBugs' | 'watchBugs'>;
 
 /** Every switch, as SimOptions fields (src/raft bugs, the MVCC store's, the lease and lock services'). */
 export const mutations: ReadonlyMap<string, PlantedBug> = new Map<string, PlantedBug>([
@@ -18,8 +18,10 @@ export const mutations: ReadonlyMap<string, PlantedBug> = new Map<string, Plante
   ['lockWithoutLeaseCheck', { storeBugs: { lockWithoutLeaseCheck: true } }],
   ['promoteAtZero', { leaseBugs: { promoteAtZero: true } }],
   ['renewWithoutQuorum', { leaseBugs: { renewWithoutQuorum: true } }],
+  ['revokeOnLocalTimer', { leaseBugs: { revokeOnLocalTimer: true } }],
   ['grantOnWake', { lockBugs: { grantOnWake: true } }],
   ['withdrawRetriedEntry', { lockBugs: { withdrawRetriedEntry: true } }],
+  ['skipCutRevision', { watchBugs: { skipCutRevision: true } }],
 ]);
 
 /** Violations the core's own assertions raise, not the sim's checkers. */

@@ -16,11 +16,13 @@ const catchingSeeds: ReadonlyMap<string, readonly number[]> = new Map([
   ['voteWithoutPersist', [2]],
   ['commitOldTermEntries', [218]],
   ['readWithoutQuorum', [530]],
-  ['grantOnWake', [8]],
+  ['grantOnWake', [13]],
   ['dedupOff', [5]],
   ['promoteAtZero', [13]],
-  ['renewWithoutQuorum', [116]],
   ['lockWithoutLeaseCheck', [28]],
+  ['skipCutRevision', [5]],
+  ['revokeOnLocalTimer', [5]],
+  ['renewWithoutQuorum', [384]],
 ]);
 
 for (const [name, seeds] of catchingSeeds) {

@@ -60,7 +60,7 @@ const allowedImports: Record<string, readonly string[]> = {
   // The client's JSON shapes derive from the API's (types only: the client ships without the server).
   client: ['api', 'base', 'lock'],
   check: ['base'],
-  sim: ['auth', 'base', 'driver', 'lease', 'lock', 'mvcc', 'raft'],
+  sim: ['auth', 'base', 'driver', 'lease', 'lock', 'mvcc', 'raft', 'watch'],
   bench: ['api'],
   // Synthetic clients over the client library, a fencing guard, and their own /metrics.
   canary: ['client', 'fencing', 'metrics'],
