@@ -34,6 +34,12 @@ interface PendingWrite {
 
 export const emptyHardState: HardState = { term: 0, vote: 0, commit: 0 };
 
+export interface DurableCopy {
+  readonly hardState: HardState;
+  readonly snapshot: Snapshot | null;
+  readonly entries: readonly Entry[];
+}
+
 export class SimDisk {
   private hardState: HardState = emptyHardState;
   private snapshot: Snapshot | null = null;
@@ -112,6 +118,22 @@ export class SimDisk {
       initialConfState,
       appliedIndex: snapshotIndex,
     };
+  }
+
+  /** What a copy of the data directory taken now holds: the durable state only. */
+  durableCopy(): DurableCopy {
+    return { hardState: this.hardState, snapshot: this.snapshot, entries: [...this.entries] };
+  }
+
+  /**
+   * The data directory replaced by an older copy (an operator's restore, a VM rolled back): only
+   * while the member is down. Everything written since the copy is gone, its votes included.
+   */
+  restoreCopy(copy: DurableCopy): void {
+    assert(this.pending.length === 0, 'a copy is restored only while the member is down');
+    this.hardState = copy.hardState;
+    this.snapshot = copy.snapshot;
+    this.entries = [...copy.entries];
   }
 
   durableHardState(): HardState {

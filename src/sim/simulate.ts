@@ -4,7 +4,7 @@
 import { WatchWorkload } from './watch-workload.js';
 import { assert } from '../base/assert.js';
 import { SeededRandom } from '../base/random.js';
-import { randomInt } from '../base/random.js';
+import { pick, randomInt } from '../base/random.js';
 import type { MemberId, RaftApi } from '../raft/index.js';
 import { catchUpAfterFaults } from './catch-up.js';
 import { createCore } from './core-factory.js';
@@ -129,6 +129,7 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   lockWorkload?.start();
   watchWorkload?.start();
   scheduleFaults(world, nemesis, nemesisRandom);
+  if (options.olderCopy === true) scheduleOlderCopies(world, root.fork(11));
   for (const scripted of options.script ?? []) scheduleScripted(world, scripted);
   const progressEveryMs = options.progressEveryMs;
   if (progressEveryMs !== undefined) repeat(world, progressEveryMs, () => emitProgress(world));
@@ -216,6 +217,35 @@ function scheduleFaults(world: World, nemesis: Nemesis, random: SeededRandom): v
     const atMs =
       world.nowMs + randomInt(random, s.faultIntervalMs >> 1, (s.faultIntervalMs * 3) >> 1);
     if (atMs < s.faultPhaseMs) world.at(atMs, '', () => (nemesis.act(), next()));
+  };
+  next();
+}
+
+/** A few times during the faults: copy a member's data directory, later restart it on the copy. */
+function scheduleOlderCopies(world: World, random: SeededRandom): void {
+  const s = world.scenario;
+  // A durable state machine would be newer than the copy of the log it was restored with.
+  if (world.serverDriver || s.durableStateMachine) return;
+  const next = (): void => {
+    const atMs = world.nowMs + randomInt(random, 200, Math.max(400, s.faultPhaseMs >> 2));
+    if (atMs >= s.faultPhaseMs) return;
+    world.at(atMs, '', () => {
+      const running = world.runningNodes();
+      if (running.length > 0) {
+        const node = pick(random, running);
+        const copy = node.disk.durableCopy();
+        const incarnation = node.incarnation;
+        world.trace('-', `OLDER COPY of n${node.id} taken (term ${copy.hardState.term}, vote ${copy.hardState.vote}, ${copy.entries.length} entries)`);
+        world.at(world.nowMs + randomInt(random, 100, 1500), '', () => {
+          if (node.state === 'removed' || node.incarnation !== incarnation) return;
+          world.crash(node);
+          node.disk.restoreCopy(copy);
+          world.trace('-', `OLDER COPY restored on n${node.id}`);
+          world.restart(node);
+        });
+      }
+      next();
+    });
   };
   next();
 }

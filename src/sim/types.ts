@@ -178,6 +178,12 @@ export interface SimOptions {
   readonly stateMachine?: SimStateMachine;
   /** Faults at fixed times, on top of (or instead of) the drawn ones: the demo's leader crash. */
   readonly script?: readonly ScriptedFault[];
+  /**
+   * Opt-in fault (not in the plain sweep until members detect it: docs/design/older-copy.md):
+   * during the faults, a member's durable state is copied, and later the member is crashed and
+   * restarted on that older copy. The sim's own driver with a state machine rebuilt from the log.
+   */
+  readonly olderCopy?: boolean;
   /** Emit a 'progress' event this often (simulated ms). */
   readonly progressEveryMs?: number;
   /** Stop after this many steps even if time remains (a guard against runaway runs). */
