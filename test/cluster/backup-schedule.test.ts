@@ -4,7 +4,7 @@
 // a backup that cannot be written shows as baton_backup_last_failed 1 while the cell serves on.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestCell, type TestCell } from './harness.js';
 import { baton } from './cli-run.js';
@@ -39,14 +39,25 @@ test('the leader writes one backup per interval, keeps 3, each checks; a failed 
   const leaderName = `n${leader}`;
   await sleep(6_000);
   assert.equal((await client.status()).leader, leader, 'no leader change during the test');
-  const snaps = readdirSync(dirOf(leaderName)).filter((f) => f.endsWith('.snap')).sort();
+  // A new backup is renamed in just before the oldest is pruned: a listing can fall between.
+  let snaps: string[] = [];
+  for (let look = 0; look < 40; look++) {
+    snaps = readdirSync(dirOf(leaderName)).filter((f) => f.endsWith('.snap')).sort();
+    if (snaps.length === 3) break;
+    await sleep(50);
+  }
   assert.equal(snaps.length, 3, `kept 3: ${snaps.join(', ')}`);
   for (const name of cell.names.filter((n) => n !== leaderName)) {
     assert.ok(!existsSync(dirOf(name)) || readdirSync(dirOf(name)).length === 0, `${name} (a follower) wrote none`);
     assert.equal(await metric('baton_backup_success_total', name), 0);
   }
-  const newest = join(dirOf(leaderName), snaps.at(-1) as string);
-  const meta = JSON.parse(readFileSync(`${newest}.json`, 'utf8')) as { revision: number; sha256: string; clusterId: string; bytes: number };
+  // Copied at once: a backup a second means the listed newest is pruned three seconds later, and
+  // on a loaded machine the CLI below can take that long to start (ENOENT seen in a clean clone).
+  const listed = join(dirOf(leaderName), snaps.at(-1) as string);
+  const newest = join(cell.dataDir, 'inspected.snap');
+  const metaText = readFileSync(`${listed}.json`, 'utf8');
+  copyFileSync(listed, newest);
+  const meta = JSON.parse(metaText) as { revision: number; sha256: string; clusterId: string; bytes: number };
   assert.ok(meta.revision >= written.revision);
   assert.equal(meta.clusterId, (await client.status()).clusterId);
   const inspected = await baton(['snapshot', 'inspect', newest, '-w', 'json']);
