@@ -27,8 +27,13 @@ export function stepTerm(node: NodeState, m: RaftMessage): boolean {
     return true;
   }
   if (m.term < node.term) {
-    if ((node.config.checkQuorum || node.config.preVote) && (m.type === 'heartbeat' || m.type === 'append')) {
-      // Tell a deposed leader that a newer term exists, so it steps down.
+    if (m.type === 'heartbeat' || m.type === 'append') {
+      // Tell a deposed leader that a newer term exists, so it steps down. Also with PreVote and
+      // CheckQuorum both off (etcd answers only with one of them on, counting on this node's
+      // vote requests to carry its term): a member whose configuration is stale campaigns to
+      // peers that left and never to the ones that joined, so the leader would never hear its
+      // term and it would never take the leader's entries (plain sweep seed 206915: member 30,
+      // promoted and then cut off, campaigned alone through term 229 while member 32 led term 43).
       node.send({ type: 'appendResponse', to: m.from, index: 0, reject: false, rejectHint: 0, hintTerm: 0 });
     } else if (m.type === 'preVote') {
       node.send({ type: 'preVoteResponse', to: m.from, reject: true });

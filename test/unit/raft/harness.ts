@@ -18,12 +18,12 @@ export class TestCluster {
   /** Rewrites each delivered message (e.g. a heartbeat as a protocol 2 leader sends it). */
   rewrite: ((message: RaftMessage) => RaftMessage) | null = null;
 
-  constructor(voters: MemberId[], options: { learners?: MemberId[]; seed?: bigint; extra?: MemberId[] } = {}) {
+  constructor(voters: MemberId[], options: { learners?: MemberId[]; seed?: bigint; extra?: MemberId[]; config?: Partial<typeof defaultRaftConfig> } = {}) {
     const random = new SeededRandom(options.seed ?? 1n);
     const conf = { voters, votersOutgoing: [], learners: options.learners ?? [] };
     for (const id of [...voters, ...(options.learners ?? []), ...(options.extra ?? [])]) {
       const initial = (options.extra ?? []).includes(id) ? { voters: [], votersOutgoing: [], learners: [] } : conf;
-      const raft = createRaftNode({ ...defaultRaftConfig, id }, {
+      const raft = createRaftNode({ ...defaultRaftConfig, ...options.config, id }, {
         hardState: { term: 0, vote: 0, commit: 0 },
         snapshot: null,
         entries: [],

@@ -50,6 +50,28 @@ test('an isolated leader steps down (CheckQuorum) and does not disrupt on return
   assert.equal(cluster.member(newLeader).raft.status().term, term);
 });
 
+test('with PreVote and CheckQuorum off, a member whose term ran ahead answers a leader of an older term with its term', () => {
+  // Plain sweep seed 206915: a member with a stale configuration campaigns only to peers that left,
+  // so its vote requests never carry its term to the leader; answering the leader's heartbeat is
+  // the one way the leader learns it, steps down, and the member can take a leader's entries again.
+  const cluster = new TestCluster([1, 2, 3], { config: { preVote: false, checkQuorum: false } });
+  cluster.electLeader(1);
+  cluster.isolate(3);
+  cluster.tickAll(60); // 3 campaigns alone: its term runs ahead
+  const leaderTerm = cluster.member(1).raft.status().term;
+  const aheadTerm = cluster.member(3).raft.status().term;
+  assert.ok(aheadTerm > leaderTerm, `${aheadTerm} > ${leaderTerm}`);
+  cluster.heal();
+  cluster.member(1).raft.tick(); // the leader's next heartbeat round
+  cluster.member(1).raft.tick();
+  cluster.member(1).raft.tick();
+  const sentBefore = cluster.sent.length;
+  cluster.stabilize();
+  const answers = cluster.sent.slice(sentBefore).filter((m) => m.from === 3 && m.to === 1 && m.type === 'appendResponse');
+  assert.ok(answers.some((m) => m.term === aheadTerm), 'member 3 told the leader its term');
+  assert.notEqual(cluster.member(1).raft.status().role, 'leader', 'the leader of the older term stepped down');
+});
+
 test('ReadIndex: many reads share one quorum round', () => {
   const cluster = new TestCluster([1, 2, 3]);
   cluster.electLeader(1);
