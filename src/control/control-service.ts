@@ -70,6 +70,18 @@ export class ControlService {
     return this.push(parseCellMap(JSON.parse(Buffer.from(kv.value).toString('utf8'))));
   }
 
+  /** The map as this member applied it (no ReadIndex): the mover's cheap "anything to do?". */
+  localMap(): CellMap {
+    let kv;
+    try {
+      kv = this.cell.localRange({ type: 'get', key: cellMapKey }).kvs[0];
+    } catch (error) {
+      if ((error as { code?: string }).code === 'key_not_found') return emptyCellMap;
+      throw error;
+    }
+    return kv === undefined ? emptyCellMap : parseCellMap(JSON.parse(Buffer.from(kv.value).toString('utf8')));
+  }
+
   /** Applies `change` to the current map with a compare-and-set; a lost race reads and tries again. */
   async change(principal: string, change: (map: CellMap) => CellMap): Promise<CellMap> {
     for (let attempt = 0; attempt < casAttemptsMax; attempt++) {
