@@ -71,16 +71,17 @@ export class Mover {
 
   private async drive(id: number): Promise<void> {
     for (let steps = 0; steps < 8; steps++) {
-      const { map } = await this.control.read(moverPrincipal);
-      const move = (map.moves ?? []).find((m) => m.id === id);
+      const known = await this.control.read(moverPrincipal);
+      const move = (known.map.moves ?? []).find((m) => m.id === id);
       if (move === undefined) return;
-      const done = await this.act(map, move);
+      const done = await this.act(known, move);
       if (done) return;
     }
   }
 
   /** Does the record's phase; true when nothing more is to be done for it now. */
-  private async act(map: CellMap, move: MoveRecord): Promise<boolean> {
+  private async act(known: { map: CellMap; modRevision: number }, move: MoveRecord): Promise<boolean> {
+    const map = known.map;
     const source = cellOf(map, move.from);
     const destination = cellOf(map, move.to);
     switch (move.phase) {
@@ -98,26 +99,13 @@ export class Mover {
           const changed = await this.catchUp(move, source, destination, progress);
           if (changed <= catchUpSmallEnough) break;
         }
-        progress.fenceStartMs = this.clock.nowMs();
-        await this.advance(move, 'catching-up', {});
-        const fenced = await this.control.read(moverPrincipal);
-        await this.pushUntil(fenced.map, move.from);
+        const fenced = await this.control.changeFrom(moverPrincipal, known, (current) => withMoveAdvanced(current, move.id, 'catching-up', {}, this.clock.nowMs()));
+        await this.fenceAndFlip(fenced, move, source, destination, progress);
         return false;
       }
       case 'fenced': {
-        await this.pushUntil(map, move.from); // the fence holds on the source (a no-op if pushed)
         const progress = await this.progressOf(move, source, destination);
-        progress.fenceStartMs ??= this.clock.nowMs();
-        // Read after the fence applied: every write the source accepted for the namespace is in it.
-        const fenceRevision = await this.catchUp(move, source, destination, progress, true);
-        await this.advance(move, 'fenced', { fenceRevision });
-        const flipped = await this.control.read(moverPrincipal);
-        await this.pushUntil(flipped.map, move.to);
-        const windowMs = this.clock.nowMs() - progress.fenceStartMs;
-        progress.windowMs = windowMs;
-        this.windows.push(windowMs);
-        if (this.windows.length > 1_000) this.windows.shift();
-        this.log.info(`move ${move.id} of ${move.prefix} flipped to ${move.to}: writes paused at most ${windowMs} ms, fence revision ${fenceRevision}`);
+        await this.fenceAndFlip(known, move, source, destination, progress);
         return false;
       }
       case 'flipped': {
@@ -139,6 +127,34 @@ export class Mover {
       case 'released':
         return true;
     }
+  }
+
+  /**
+   * The write window, kept short: the fence reaches the source (a committed ownershipSet there),
+   * the last changes are read after it and imported with the floor, the flip is one
+   * compare-and-set from the map just written (no read), and the destination gets its table.
+   */
+  private async fenceAndFlip(
+    fenced: { map: CellMap; modRevision: number }, move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress,
+  ): Promise<void> {
+    progress.fenceStartMs ??= this.clock.nowMs();
+    const steps: number[] = [this.clock.nowMs()];
+    await this.pushUntil(fenced.map, move.from); // the fence holds on the source (a no-op if pushed)
+    steps.push(this.clock.nowMs());
+    // Read after the fence applied: every write the source accepted for the namespace is in it.
+    const fenceRevision = await this.catchUp(move, source, destination, progress, true);
+    steps.push(this.clock.nowMs());
+    const flipped = await this.control.changeFrom(moverPrincipal, fenced, (current) => withMoveAdvanced(current, move.id, 'fenced', { fenceRevision }, this.clock.nowMs()));
+    steps.push(this.clock.nowMs());
+    await this.pushUntil(flipped.map, move.to);
+    steps.push(this.clock.nowMs());
+    const split = steps.slice(1).map((t, i) => t - (steps[i] as number));
+    const windowMs = this.clock.nowMs() - progress.fenceStartMs;
+    progress.windowMs = windowMs;
+    this.windows.push(windowMs);
+    if (this.windows.length > 1_000) this.windows.shift();
+    this.log.info(`move ${move.id} of ${move.prefix} flipped to ${move.to}: writes paused at most ${windowMs} ms `
+      + `(fence ${split[0]}, last changes ${split[1]}, flip ${split[2]}, destination table ${split[3]} ms), fence revision ${fenceRevision}`);
   }
 
   /** This leader's progress, or a fresh full copy (a new leader, or a lost memory). */
@@ -214,8 +230,7 @@ export class Mover {
   private async pushUntil(map: CellMap, cellId: string): Promise<void> {
     const deadline = this.clock.nowMs() + pushWaitMs;
     for (;;) {
-      const report = await this.control.push(map);
-      if (report.pushed.includes(cellId)) return;
+      if (await this.control.pushOne(map, cellId)) return;
       if (this.clock.nowMs() > deadline) throw new Error(`cell ${cellId} did not take the ownership table of epoch ${map.epoch}`);
       await new Promise((resolve) => setTimeout(resolve, pushRetryMs));
     }
