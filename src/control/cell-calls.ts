@@ -3,7 +3,7 @@
 // Each call goes to the cell's members in turn until one answers; a definite answer (2xx, 4xx) is
 // final, a connection failure or 5xx tries the next member.
 import { UnavailableError } from '../base/errors.js';
-import type { KeyValue } from '../mvcc/types.js';
+import type { ImportedKey as KeyValue } from '../base/namespace-import.js';
 import type { MapCell } from './cell-map.js';
 
 const callTimeoutMs = 5_000;

@@ -15,8 +15,7 @@
 //   flipped      one compare-and-set assigns the namespace to the destination (new epoch); pushed
 //   released     the source's copy is removed (an import with `clear` on the source)
 //   aborted      before the flip only: the source is unfenced, the destination's copy removed
-import { encodeImportRecord, importKeysPerCommandMax, type ImportLease } from '../mvcc/import-keys.js';
-import type { KeyValue } from '../mvcc/types.js';
+import { encodeImportRecord, importKeysPerCommandMax, type ImportedKey as KeyValue, type ImportLease } from '../base/namespace-import.js';
 import type { CellMap, MapCell } from './cell-map.js';
 import { CellRefusedError, readLease, readNamespace, sendImport } from './cell-calls.js';
 import type { ControlService } from './control-service.js';

@@ -11,9 +11,9 @@
 // (while it does, its own writes are the truth): a late or repeated import after the flip is
 // refused and changes nothing.
 //
-// Record (JSON, UTF-8): {prefix, clear, floor, puts: [{key, value (base64), version,
-// createRevision, modRevision, lease}], deletes: [key], leases: [{id, ttlMs, remainingMs}]}.
+// The record's format: src/base/namespace-import.ts.
 import { InvalidArgumentError, PreconditionFailedError } from '../base/errors.js';
+import { importKeysPerCommandMax, importRecordBytesMax, type ImportRecord } from '../base/namespace-import.js';
 import { namespaceEnd, namespaceProblem } from '../base/namespaces.js';
 import { assert } from '../base/assert.js';
 import { emptyBytes, utf8 } from './bytes.js';
@@ -24,34 +24,8 @@ import { readOwnershipRecord } from './ownership-record.js';
 import { decodeRecord, encodeRecordScratch } from './records.js';
 import type { KeyValue, KvWriter, MvccLimits, MvccMeta } from './types.js';
 
-/** Keys per import command: the mover batches a namespace's keys into commands of this size. */
-export const importKeysPerCommandMax = 1_000;
-/** Within a request (src/base/limits.ts requestBytesMax): the mover sends it as one HTTP body. */
-export const importRecordBytesMax = 1_200_000;
-
-export interface ImportLease {
-  readonly id: number;
-  readonly ttlMs: number;
-  readonly remainingMs: number;
-}
-
-export interface ImportRecord {
-  readonly prefix: string;
-  /** Remove every key of the namespace here first (the first batch of a copy; a release). */
-  readonly clear: boolean;
-  /** This cell's revision is raised to at least this (0: unchanged). */
-  readonly floor: number;
-  readonly puts: readonly KeyValue[];
-  readonly deletes: readonly string[];
-  readonly leases: readonly ImportLease[];
-}
-
-export function encodeImportRecord(record: ImportRecord): Uint8Array {
-  return utf8(JSON.stringify({
-    ...record,
-    puts: record.puts.map((kv) => ({ ...kv, value: Buffer.from(kv.value).toString('base64') })),
-  }));
-}
+export { encodeImportRecord, importKeysPerCommandMax, importRecordBytesMax } from '../base/namespace-import.js';
+export type { ImportLease, ImportRecord } from '../base/namespace-import.js';
 
 export function parseImportRecord(bytes: Uint8Array): ImportRecord {
   if (bytes.length > importRecordBytesMax) throw new InvalidArgumentError(`an import record is at most ${importRecordBytesMax} bytes`);
