@@ -266,6 +266,46 @@ test('a namespace moves between cells under write load: nothing lost, one writer
   assert.equal(after.headers.get('baton-cell'), 'cell-2');
   assert.ok(after.body.fencingToken > Math.max(...tokensBefore), `token ${after.body.fencingToken} after the move, before: ${tokensBefore.join(',')}`);
 
+  // An abort before the flip, forced: a lease of /mv/ whose id cell-1 already uses (another TTL)
+  // makes cell-1 refuse the import; the mover aborts, the namespace stays on cell-2, writable.
+  const clash = await http(`${router}/v1/leases`, { ...json({ ttl: 45, id: 987_654 }), headers: { 'content-type': 'application/json', 'baton-namespace': '/mv/' } });
+  assert.equal(clash.status, 200, JSON.stringify(clash.body));
+  assert.equal((await http(`${router}/v1/kv/mv/clash`, { method: 'PUT', body: 'c', headers: { 'lease-id': '987654' } })).status, 201);
+  assert.equal((await http(`${cellUrls['cell-1']?.[0]}/v1/leases`, json({ ttl: 50, id: 987_654 }))).status, 200);
+  const keysBefore = (await http(`${cellUrls['cell-2']?.[0]}/v1/kv/mv/?prefix=true&countOnly=true`)).body.count as number;
+  const refused = await runCli(['--endpoints', router, 'ns', 'move', '/mv/', '--to', 'cell-1', '--wait', '-w', 'json']);
+  assert.equal(refused.code, 1, refused.err);
+  const abortedMove: MoveJson & { error: string } = JSON.parse(refused.out).move;
+  assert.deepEqual([abortedMove.phase, abortedMove.cleaned], ['aborted', true]);
+  assert.match(abortedMove.error, /lease 987654/);
+  const ns = (await http(`${router}/v1/control/namespaces/mv/`)).body;
+  assert.deepEqual([ns.cell, ns.state], ['cell-2', 'active']);
+  assert.equal((await http(`${cellUrls['cell-2']?.[0]}/v1/kv/mv/?prefix=true&countOnly=true`)).body.count, keysBefore);
+  const afterAbort = await http(`${router}/v1/kv/mv/after-abort`, { method: 'PUT', body: 'a' });
+  assert.equal(afterAbort.status, 201, JSON.stringify(afterAbort.body));
+  assert.equal(afterAbort.headers.get('baton-cell'), 'cell-2');
+  assert.equal((await http(`${cellUrls['cell-1']?.[0]}/v1/kv/mv/x`, { method: 'PUT', body: 'x' })).status, 421, 'cell-1 did not take /mv/');
+
+  // An abort by request, sent right after the start: before the flip it aborts (the namespace
+  // stays); if the move was quicker, the abort says there is no open move or that it flipped.
+  const started = await http(`${router}/v1/control/moves`, json({ prefix: '/mv/', to: 'cell-1' }));
+  assert.equal(started.status, 200);
+  const abortAnswer = await http(`${router}/v1/control/moves/abort`, json({ prefix: '/mv/' }));
+  if (abortAnswer.status === 200) {
+    assert.equal(abortAnswer.body.move.phase, 'aborted');
+    let move: MoveJson = abortAnswer.body.move;
+    for (let poll = 0; poll < 300 && move.cleaned !== true; poll++) {
+      await sleep(100);
+      move = (await http(`${router}/v1/control/namespaces/mv/`)).body.move;
+    }
+    assert.equal(move.cleaned, true);
+    assert.equal((await http(`${router}/v1/control/namespaces/mv/`)).body.cell, 'cell-2');
+    console.log('abort by request: landed before the flip; /mv/ stayed on cell-2');
+  } else {
+    assert.ok([404, 412].includes(abortAnswer.status), JSON.stringify(abortAnswer.body));
+    console.log(`abort by request: the move was past its flip (${abortAnswer.status})`);
+  }
+
   const windows = moves.map((m) => m.windowMs as number).filter((w) => Number.isFinite(w));
   const seconds = (acks[acks.length - 1]!.atMs - acks[0]!.atMs) / 1000;
   console.log(`moves: ${moves.length}, acked writes: ${acks.length} (${Math.round(acks.length / seconds)}/s over ${seconds.toFixed(1)} s), refused attempts: ${attemptsRefused}; `
