@@ -1,7 +1,7 @@
 // The import record of a namespace move (docs/design/cells.md): what the control plane's mover
 // sends a cell (POST /v1/cluster/import) and the cell's log carries as command importKeys (code
 // 16, src/mvcc/import-keys.ts applies it). Shared here so the control plane builds exactly what
-// the state machine parses. JSON: {prefix, clear, floor, puts: [{key, value (base64), version,
+// the state machine parses. JSON: {prefix, clear, floor, epoch, puts: [{key, value (base64), version,
 // createRevision, modRevision, lease}], deletes: [key], leases: [{id, ttlMs, remainingMs}]}.
 
 /** Keys per import command: the mover batches a namespace's keys into commands of this size. */
@@ -30,6 +30,12 @@ export interface ImportRecord {
   readonly clear: boolean;
   /** The cell's revision is raised to at least this (0: unchanged). */
   readonly floor: number;
+  /**
+   * The cell map's epoch the mover acted on (0: no check). A cell whose ownership table is newer
+   * refuses it: the mover pushes the fence's table to the destination too, so a deposed leader's
+   * late import (an older epoch) cannot overwrite the last changes once the fence is there.
+   */
+  readonly epoch?: number;
   readonly puts: readonly ImportedKey[];
   readonly deletes: readonly string[];
   readonly leases: readonly ImportLease[];

@@ -87,15 +87,15 @@ export class Mover {
       case 'copying': {
         const read = await readNamespace(source, move.prefix);
         const progress: Progress = { copied: new Map() };
-        await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress);
+        await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, map.epoch);
         this.progress.set(move.id, progress);
         await this.advance(move, 'copying', { copyRevision: read.revision });
         return false;
       }
       case 'catching-up': {
-        const progress = await this.progressOf(move, source, destination);
+        const progress = await this.progressOf(move, source, destination, map.epoch);
         for (let round = 0; round < catchUpRoundsMax; round++) {
-          const changed = await this.catchUp(move, source, destination, progress);
+          const changed = await this.catchUp(move, source, destination, progress, map.epoch);
           if (changed <= catchUpSmallEnough) break;
         }
         const fenced = await this.control.changeFrom(moverPrincipal, known, (current) => withMoveAdvanced(current, move.id, 'catching-up', {}, this.clock.nowMs()));
@@ -103,7 +103,7 @@ export class Mover {
         return false;
       }
       case 'fenced': {
-        const progress = await this.progressOf(move, source, destination);
+        const progress = await this.progressOf(move, source, destination, map.epoch);
         await this.fenceAndFlip(known, move, source, destination, progress);
         return false;
       }
@@ -138,10 +138,12 @@ export class Mover {
   ): Promise<void> {
     progress.fenceStartMs ??= this.clock.nowMs();
     const steps: number[] = [this.clock.nowMs()];
-    await this.pushUntil(fenced.map, move.from); // the fence holds on the source (a no-op if pushed)
+    // The fence holds on the source (a no-op if pushed); the destination takes the same epoch, so
+    // from here it refuses imports of older epochs (a deposed leader's late ones).
+    await Promise.all([this.pushUntil(fenced.map, move.from), this.pushUntil(fenced.map, move.to)]);
     steps.push(this.clock.nowMs());
     // Read after the fence applied: every write the source accepted for the namespace is in it.
-    const fenceRevision = await this.catchUp(move, source, destination, progress, true);
+    const fenceRevision = await this.catchUp(move, source, destination, progress, fenced.map.epoch, true);
     steps.push(this.clock.nowMs());
     const flipped = await this.control.changeFrom(moverPrincipal, fenced, (current) => withMoveAdvanced(current, move.id, 'fenced', { fenceRevision }, this.clock.nowMs()));
     steps.push(this.clock.nowMs());
@@ -157,12 +159,12 @@ export class Mover {
   }
 
   /** This leader's progress, or a fresh full copy (a new leader, or a lost memory). */
-  private async progressOf(move: MoveRecord, source: MapCell, destination: MapCell): Promise<Progress> {
+  private async progressOf(move: MoveRecord, source: MapCell, destination: MapCell, epoch: number): Promise<Progress> {
     const known = this.progress.get(move.id);
     if (known !== undefined) return known;
     const read = await readNamespace(source, move.prefix);
     const progress: Progress = { copied: new Map() };
-    await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress);
+    await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, epoch);
     this.progress.set(move.id, progress);
     return progress;
   }
@@ -171,7 +173,7 @@ export class Mover {
    * Reads the namespace on the source and imports what differs from what was copied (floor: the
    * read's revision). Returns the number of changes, or with `returnRevision` the read's revision.
    */
-  private async catchUp(move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress, returnRevision = false): Promise<number> {
+  private async catchUp(move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress, epoch: number, returnRevision = false): Promise<number> {
     const read = await readNamespace(source, move.prefix);
     const present = new Set<string>();
     const puts: KeyValue[] = [];
@@ -180,14 +182,14 @@ export class Mover {
       if (progress.copied.get(kv.key) !== kv.modRevision) puts.push(kv);
     }
     const deletes = [...progress.copied.keys()].filter((key) => !present.has(key));
-    await this.importAll(source, destination, move.prefix, puts, deletes, false, read.revision, progress);
+    await this.importAll(source, destination, move.prefix, puts, deletes, false, read.revision, progress, epoch);
     return returnRevision ? read.revision : puts.length + deletes.length;
   }
 
   /** Imports keys (with the leases they name, at their remaining TTL) in bounded batches. */
   private async importAll(
     source: MapCell, destination: MapCell, prefix: string, kvs: readonly KeyValue[], deletes: readonly string[],
-    clear: boolean, floor: number, progress: Progress,
+    clear: boolean, floor: number, progress: Progress, epoch: number,
   ): Promise<void> {
     const leaseIds = [...new Set(kvs.map((kv) => kv.lease).filter((id) => id !== 0))];
     const leases = new Map<number, ImportLease>();
@@ -202,7 +204,7 @@ export class Mover {
     let first = true;
     const flush = async (deleting: readonly string[]): Promise<void> => {
       const batchLeases = [...new Set(batch.map((kv) => kv.lease).filter((id) => id !== 0))].map((id) => leases.get(id) as ImportLease);
-      await sendImport(destination, encodeImportRecord({ prefix, clear: clear && first, floor, puts: batch, deletes: deleting, leases: batchLeases }));
+      await sendImport(destination, encodeImportRecord({ prefix, clear: clear && first, floor, epoch, puts: batch, deletes: deleting, leases: batchLeases }));
       if (clear && first) progress.copied.clear();
       for (const key of deleting) progress.copied.delete(key);
       for (const kv of batch) progress.copied.set(kv.key, kv.modRevision);
@@ -238,6 +240,8 @@ export class Mover {
   /** A cell refused an import or a read for good (e.g. a lease id taken on the destination). */
   private async abortAfterRefusal(move: MoveRecord, error: CellRefusedError): Promise<void> {
     if (move.phase !== 'copying' && move.phase !== 'catching-up' && move.phase !== 'fenced') return;
+    // An import made at an older map epoch: the next round re-reads the record and tries again.
+    if (error.message.includes('a stale import')) return;
     try {
       await this.control.change(moverPrincipal, (current) => withMoveAborted(current, move.prefix, error.message, this.clock.nowMs()));
     } catch (abortError) {

@@ -68,7 +68,8 @@ export function parseImportRecord(bytes: Uint8Array): ImportRecord {
   const leases = list(raw['leases'], 'leases').map((l) => ({
     id: count(l['id'], 'lease id'), ttlMs: count(l['ttlMs'], 'ttlMs'), remainingMs: count(l['remainingMs'], 'remainingMs'),
   }));
-  return { prefix, clear: raw['clear'] === true, floor: count(raw['floor'], 'floor'), puts, deletes, leases };
+  const epoch = raw['epoch'] === undefined ? 0 : count(raw['epoch'], 'epoch');
+  return { prefix, clear: raw['clear'] === true, floor: count(raw['floor'], 'floor'), epoch, puts, deletes, leases };
 }
 
 /** Applies an import: returns the meta with the raised revision. Every check before any write. */
@@ -79,6 +80,9 @@ export function applyImportKeys(writer: KvWriter, meta: MvccMeta, bytes: Uint8Ar
   const owner = ownership.resolve(record.prefix);
   if (owner.prefix === record.prefix && owner.cell === ownership.table.cell) {
     throw new PreconditionFailedError(`this cell owns ${record.prefix}: an import would overwrite its own writes`, { namespace: record.prefix });
+  }
+  if ((record.epoch ?? 0) > 0 && (record.epoch ?? 0) < ownership.table.epoch) {
+    throw new PreconditionFailedError(`a stale import: made at map epoch ${record.epoch}, this cell holds epoch ${ownership.table.epoch}`, { epoch: ownership.table.epoch });
   }
   if (record.floor > 0) checkEpochRoom(meta.epoch, record.floor);
   for (const lease of record.leases) {

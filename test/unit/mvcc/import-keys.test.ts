@@ -106,3 +106,14 @@ test('the command round-trips through the log codec as code 16', () => {
   const bytes = encodeCommand({ proposedAtMs: 1, source: 1, op }, defaultMvccLimits);
   assert.deepEqual(decodeCommand(bytes, defaultMvccLimits).op, op);
 });
+
+test('an import made at an older map epoch than the cell holds is refused (a deposed mover)', () => {
+  const { store, apply } = cell();
+  apply(table(5, 'cell-1'));
+  const [stale] = apply(importOf({ prefix: '/pay/', clear: true, floor: 9, epoch: 4, puts: [kv('/pay/a', 'old', 1, 1, 1)], deletes: [], leases: [] }));
+  assert.equal(codeOf(stale), 'precondition_failed');
+  assert.equal(store.revision, 0);
+  const [current] = apply(importOf({ prefix: '/pay/', clear: true, floor: 9, epoch: 5, puts: [kv('/pay/a', 'new', 1, 8, 2)], deletes: [], leases: [] }));
+  assert.equal(codeOf(current), 'applied');
+  assert.equal(store.revision, 9);
+});
