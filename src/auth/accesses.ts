@@ -40,6 +40,7 @@ export function commandAccesses(command: Command, lookup: AccessLookup): Access[
     case 'upgradeStore':
     case 'policySet':
     case 'ownershipSet':
+    case 'importKeys':
     case 'tenantsSet':
       return [adminAccess];
     case 'deleteLeaseKeys':

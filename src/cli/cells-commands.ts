@@ -12,9 +12,17 @@ const nsHelp = `usage: baton ns create PREFIX --cell CELL
        baton ns list
        baton ns show PREFIX
        baton ns delete PREFIX
+       baton ns move PREFIX --to CELL [--wait]
+       baton ns move-abort PREFIX
   Namespaces are key prefixes ending in /, each owned by one cell under a routing epoch; a key
   belongs to the longest namespace that starts it (else the root /). --endpoints: the control
-  plane or a router.`;
+  plane or a router. A move copies the namespace's keys (revisions, leases) to CELL, fences the
+  source, flips the routing epoch and releases the source; --wait returns when it is released
+  (or aborted). move-abort works until the flip. ns show prints the latest move's phase.`;
+
+const movePollMs = 200;
+/** --wait gives up after this long (the move keeps going; ns show follows it). */
+const moveWaitMaxMs = 10 * 60_000;
 
 export const cellsCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(cellsHelp, args, async () => {
@@ -40,7 +48,7 @@ export const cellsCommand = (args: readonly string[]): Promise<number> =>
 
 export const nsCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(nsHelp, args, async () => {
-    const { positionals, format, endpoints, values } = parseCommand(args, { cell: { type: 'string' } });
+    const { positionals, format, endpoints, values } = parseCommand(args, { cell: { type: 'string' }, to: { type: 'string' }, wait: { type: 'boolean' } });
     requirePositionals(positionals, 1, 2, '"create PREFIX", "list", "show PREFIX" or "delete PREFIX"');
     const [action, prefix] = positionals;
     if (action === 'list') {
@@ -58,9 +66,29 @@ export const nsCommand = (args: readonly string[]): Promise<number> =>
       if (cell === undefined) throw new UsageError('ns create needs --cell CELL');
       printResult(format, await call(endpoints, 'POST', '/v1/control/namespaces', { prefix, cell }), `namespace ${String(prefix)} on ${cell}`);
     } else if (action === 'show') {
-      const n = (await call(endpoints, 'GET', path)) as { prefix: string; cell: string; epoch: number; state: string; endpoints: string[] };
+      const n = (await call(endpoints, 'GET', path)) as { prefix: string; cell: string; epoch: number; state: string; endpoints: string[]; move?: MoveJson };
       if (format === 'json') printJson(n);
-      else console.log(`${n.prefix}, ${n.cell}, epoch ${n.epoch}, ${n.state}, ${n.endpoints.join(',')}`);
+      else console.log(`${n.prefix}, ${n.cell}, epoch ${n.epoch}, ${n.state}, ${n.endpoints.join(',')}${n.move === undefined ? '' : `; ${moveLine(n.move)}`}`);
+    } else if (action === 'move') {
+      const to = values['to'] as string | undefined;
+      if (to === undefined) throw new UsageError('ns move needs --to CELL');
+      const started = (await call(endpoints, 'POST', '/v1/control/moves', { prefix, to })) as { move: MoveJson };
+      let move = started.move;
+      if (values['wait'] === true) {
+        const deadline = Date.now() + moveWaitMaxMs;
+        while ((move.phase !== 'released' && move.phase !== 'aborted') || move.cleaned === false) {
+          if (Date.now() > deadline) throw new UsageError(`the move is still ${move.phase} after ${moveWaitMaxMs / 1000} s: follow it with ns show`);
+          await new Promise((resolve) => setTimeout(resolve, movePollMs));
+          move = ((await call(endpoints, 'GET', path)) as { move: MoveJson }).move;
+        }
+      }
+      if (format === 'json') printJson({ move });
+      else console.log(moveLine(move));
+      if (move.phase === 'aborted') return exitCodes.failed;
+    } else if (action === 'move-abort') {
+      const answer = (await call(endpoints, 'POST', '/v1/control/moves/abort', { prefix })) as { move: MoveJson };
+      if (format === 'json') printJson(answer);
+      else console.log(moveLine(answer.move));
     } else if (action === 'delete') {
       printResult(format, await call(endpoints, 'DELETE', path), `namespace ${String(prefix)} deleted`);
     } else {
@@ -68,6 +96,20 @@ export const nsCommand = (args: readonly string[]): Promise<number> =>
     }
     return exitCodes.ok;
   });
+
+interface MoveJson {
+  prefix: string; from: string; to: string; phase: string; cleaned?: boolean;
+  copyRevision?: number; fenceRevision?: number; windowMs?: number; error?: string;
+}
+
+function moveLine(move: MoveJson): string {
+  const details = [
+    move.fenceRevision === undefined ? '' : `fence revision ${move.fenceRevision} (watchers resume on ${move.to} from ${move.fenceRevision + 1})`,
+    move.windowMs === undefined ? '' : `writes paused ${move.windowMs} ms`,
+    move.error === undefined ? '' : move.error,
+  ].filter((d) => d !== '');
+  return `move ${move.prefix} ${move.from} -> ${move.to}: ${move.phase}${details.length === 0 ? '' : `, ${details.join(', ')}`}`;
+}
 
 function printResult(format: string, answer: unknown, what: string): void {
   if (format === 'json') return printJson(answer);

@@ -4,6 +4,8 @@
 // The map's `epoch` counts its changes; a namespace's epoch is the map epoch of its last
 // assignment change, so it only grows and a table cut from a newer map always wins.
 import { InvalidArgumentError, KeyNotFoundError, PreconditionFailedError } from '../base/errors.js';
+import type { MoveRecord } from './moves.js';
+import { isOpen, parseMoves } from './moves.js';
 import { namespaceOf, namespaceProblem, namespacesMax, rootNamespace } from '../base/namespaces.js';
 
 export interface MapCell {
@@ -15,14 +17,16 @@ export interface MapNamespace {
   readonly prefix: string;
   readonly cell: string;
   readonly epoch: number;
-  /** 'active': assigned and serving. (Moves will add their states here.) */
-  readonly state: 'active';
+  /** 'active': assigned and serving; 'moving': a move to another cell is open (moves.ts). */
+  readonly state: 'active' | 'moving';
 }
 
 export interface CellMap {
   readonly epoch: number;
   readonly cells: readonly MapCell[];
   readonly namespaces: readonly MapNamespace[];
+  /** Durable move records (moves.ts): open ones and the last finished ones. */
+  readonly moves?: readonly MoveRecord[];
 }
 
 export const emptyCellMap: CellMap = { epoch: 0, cells: [], namespaces: [] };
@@ -56,6 +60,9 @@ export function withNamespace(map: CellMap, prefix: string, cellId: string): Cel
   if (map.namespaces.length >= namespacesMax) throw new InvalidArgumentError(`at most ${namespacesMax} namespaces`);
   const epoch = map.epoch + 1;
   const namespaces = [...map.namespaces, { prefix, cell: cellId, epoch, state: 'active' as const }].sort(byPrefix);
+  // A namespace nested in one that is moving would split the move's key range.
+  const moving = openMoveOver(map, prefix);
+  if (moving !== undefined) throw new PreconditionFailedError(`namespace ${moving.prefix} is moving: create ${prefix} after the move`, { move: moving });
   return { ...map, epoch, namespaces };
 }
 
@@ -67,6 +74,7 @@ export function withoutNamespace(map: CellMap, prefix: string): CellMap {
   if (prefix === rootNamespace) throw new InvalidArgumentError('the root namespace / cannot be deleted');
   const entry = map.namespaces.find((n) => n.prefix === prefix);
   if (entry === undefined) throw new KeyNotFoundError(`no namespace ${prefix}`, { namespace: prefix });
+  if (entry.state === 'moving') throw new PreconditionFailedError(`namespace ${prefix} is moving: delete it after the move`, { current: namespaceInfo(map, prefix) });
   const rest = map.namespaces.filter((n) => n.prefix !== prefix);
   const parent = parentOf(map, prefix);
   if (parent.cell !== entry.cell) {
@@ -93,12 +101,24 @@ export function namespaceInfo(map: CellMap, prefix: string): MapNamespace & { en
   return { ...entry, endpoints: map.cells.find((c) => c.id === entry.cell)?.endpoints ?? [] };
 }
 
-/** The ownership table for one cell (src/mvcc/ownership-record.ts), as deterministic JSON bytes. */
+/** An open move of `prefix` or of a namespace `prefix` is nested in (or nested in `prefix`). */
+export function openMoveOver(map: CellMap, prefix: string): MoveRecord | undefined {
+  return (map.moves ?? []).find((m) => isOpen(m) && (prefix.startsWith(m.prefix) || m.prefix.startsWith(prefix)));
+}
+
+/**
+ * The ownership table for one cell (src/mvcc/ownership-record.ts), as deterministic JSON bytes.
+ * A namespace whose move is fenced carries `fencedTo` in its source's table only (the fence).
+ */
 export function ownershipTableOf(map: CellMap, cellId: string): Uint8Array {
+  const fenced = new Map((map.moves ?? []).filter((m) => m.phase === 'fenced' && m.from === cellId).map((m) => [m.prefix, m.to]));
   const table = {
     epoch: map.epoch,
     cell: cellId,
-    namespaces: map.namespaces.map((n) => ({ prefix: n.prefix, cell: n.cell, epoch: n.epoch })),
+    namespaces: map.namespaces.map((n) => {
+      const to = n.cell === cellId ? fenced.get(n.prefix) : undefined;
+      return to === undefined ? { prefix: n.prefix, cell: n.cell, epoch: n.epoch } : { prefix: n.prefix, cell: n.cell, epoch: n.epoch, fencedTo: to };
+    }),
     cells: map.cells.map((c) => ({ id: c.id, endpoints: c.endpoints })),
   };
   return new TextEncoder().encode(JSON.stringify(table));
@@ -115,9 +135,10 @@ export function parseCellMap(json: unknown): CellMap {
     endpoints: Array.isArray(c['endpoints']) ? (c['endpoints'] as unknown[]).map(String) : [],
   }));
   const namespaces = (raw['namespaces'] as Record<string, unknown>[]).map((n) => ({
-    prefix: String(n['prefix']), cell: String(n['cell']), epoch: Number(n['epoch']), state: 'active' as const,
+    prefix: String(n['prefix']), cell: String(n['cell']), epoch: Number(n['epoch']), state: n['state'] === 'moving' ? 'moving' as const : 'active' as const,
   }));
-  return { epoch, cells, namespaces };
+  const moves = parseMoves(raw['moves']);
+  return moves.length === 0 ? { epoch, cells, namespaces } : { epoch, cells, namespaces, moves };
 }
 
 const byId = (a: MapCell, b: MapCell): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);

@@ -6,6 +6,9 @@
 //   POST   /v1/control/namespaces            {prefix, cell}: create a namespace on a cell
 //   GET    /v1/control/namespaces/PREFIX     one namespace with its cell's endpoints
 //   DELETE /v1/control/namespaces/PREFIX     delete one (only if its parent is on the same cell)
+//   GET    /v1/control/moves                 {moves}: open and recently finished move records
+//   POST   /v1/control/moves                 {prefix, to}: start moving a namespace (mover.ts)
+//   POST   /v1/control/moves/abort           {prefix}: abort its open move (until the flip)
 // Changes are administration; every change answers with the map's new epoch and which cells
 // hold it already (`pending`: still being pushed).
 import { InvalidArgumentError } from '../base/errors.js';
@@ -15,14 +18,17 @@ import type { RouteGroup, RouteRequest } from '../api/http/handler.js';
 import { sendJson } from '../api/http/respond.js';
 import { namespaceInfo, parentOf, withCell, withNamespace, withoutNamespace, type CellMap } from './cell-map.js';
 import type { ControlService } from './control-service.js';
+import { latestMove, withMoveAborted, withMoveStarted } from './moves.js';
 
 const cellsPath = '/v1/control/cells';
 const namespacesPath = '/v1/control/namespaces';
+const movesPath = '/v1/control/moves';
+const abortPath = '/v1/control/moves/abort';
 
 export function createControlRoutes(control: ControlService, admin: { checkAdmin(principal: string): void }): RouteGroup {
   return async (request) => {
     const path = request.url.pathname;
-    if (path !== cellsPath && path !== namespacesPath && !path.startsWith(`${namespacesPath}/`)) return false;
+    if (path !== cellsPath && path !== namespacesPath && !path.startsWith(`${namespacesPath}/`) && path !== movesPath && path !== abortPath) return false;
     request.query.rejectUnknown();
     const { method, principal } = request;
     if (path === cellsPath && method === 'GET') {
@@ -30,8 +36,27 @@ export function createControlRoutes(control: ControlService, admin: { checkAdmin
       return answer(request, { epoch: map.epoch, cells: map.cells });
     }
     if (path === namespacesPath && method === 'GET') return answer(request, (await control.read(principal)).map);
-    if (method === 'GET') return answer(request, namespaceInfo((await control.read(principal)).map, prefixOf(path)));
+    if (path === movesPath && method === 'GET') return answer(request, { moves: (await control.read(principal)).map.moves ?? [] });
+    if (method === 'GET') {
+      const map = (await control.read(principal)).map;
+      const prefix = prefixOf(path);
+      const move = latestMove(map, prefix);
+      return answer(request, move === undefined ? namespaceInfo(map, prefix) : { ...namespaceInfo(map, prefix), move });
+    }
     admin.checkAdmin(principal);
+    if (path === movesPath && method === 'POST') {
+      const body = bodyObject(await readJson(request.req, request.limits.requestBytesMax), ['prefix', 'to']);
+      const prefix = stringField(body, 'prefix');
+      const to = stringField(body, 'to');
+      const map = await control.change(principal, (current) => withMoveStarted(current, prefix, to, Date.now()));
+      return answer(request, { epoch: map.epoch, move: latestMove(map, prefix) });
+    }
+    if (path === abortPath && method === 'POST') {
+      const body = bodyObject(await readJson(request.req, request.limits.requestBytesMax), ['prefix']);
+      const prefix = stringField(body, 'prefix');
+      const map = await control.change(principal, (current) => withMoveAborted(current, prefix, 'aborted by request', Date.now()));
+      return answerChange(request, control, map, { move: latestMove(map, prefix) });
+    }
     if (path === cellsPath && method === 'POST') {
       const body = bodyObject(await readJson(request.req, request.limits.requestBytesMax), ['id', 'endpoints']);
       const endpoints = body['endpoints'];

@@ -70,19 +70,46 @@ export class ControlService {
     return this.push(parseCellMap(JSON.parse(Buffer.from(kv.value).toString('utf8'))));
   }
 
+  /** The map as this member applied it (no ReadIndex): the mover's cheap "anything to do?". */
+  localMap(): CellMap {
+    let kv;
+    try {
+      kv = this.cell.localRange({ type: 'get', key: cellMapKey }).kvs[0];
+    } catch (error) {
+      if ((error as { code?: string }).code === 'key_not_found') return emptyCellMap;
+      throw error;
+    }
+    return kv === undefined ? emptyCellMap : parseCellMap(JSON.parse(Buffer.from(kv.value).toString('utf8')));
+  }
+
   /** Applies `change` to the current map with a compare-and-set; a lost race reads and tries again. */
   async change(principal: string, change: (map: CellMap) => CellMap): Promise<CellMap> {
+    return (await this.changeFrom(principal, null, change)).map;
+  }
+
+  /**
+   * `change` starting from a map the caller read or wrote (`known`, with its modRevision): the
+   * mover's steps skip one linearizable read each (on its critical path: the write window). A
+   * stale `known` only loses the compare-and-set, and then the map is read as usual.
+   */
+  async changeFrom(
+    principal: string,
+    known: { map: CellMap; modRevision: number } | null,
+    change: (map: CellMap) => CellMap,
+  ): Promise<{ map: CellMap; modRevision: number }> {
+    let current = known;
     for (let attempt = 0; attempt < casAttemptsMax; attempt++) {
-      const { map, modRevision } = await this.read(principal);
+      const { map, modRevision } = current ?? (await this.read(principal));
+      current = null;
       const next = change(map);
-      if (next === map) return map;
+      if (next === map) return { map, modRevision };
       const value = new TextEncoder().encode(JSON.stringify(next));
-      const { succeeded } = await this.cell.txn(
+      const { succeeded, revision } = await this.cell.txn(
         { compare: [{ key: cellMapKey, target: 'modRevision', op: '==', value: modRevision }], success: [{ put: { key: cellMapKey, value } }], failure: [] },
         undefined,
         principal,
       );
-      if (succeeded) return next;
+      if (succeeded) return { map: next, modRevision: revision };
     }
     throw new PreconditionFailedError(`the cell map changed under ${casAttemptsMax} attempts in a row: try again`);
   }
@@ -96,6 +123,19 @@ export class ControlService {
       return { id: cell.id, ok };
     }));
     return { pushed: results.filter((r) => r.ok).map((r) => r.id), pending: results.filter((r) => !r.ok).map((r) => r.id) };
+  }
+
+  /**
+   * Pushes `map` to one cell only (the mover's critical path: the fence to the source, the flip
+   * to the destination); true when the cell holds its epoch. The reconciler brings the others.
+   */
+  async pushOne(map: CellMap, cellId: string): Promise<boolean> {
+    if ((this.acked.get(cellId) ?? 0) >= map.epoch) return true;
+    const cell = map.cells.find((c) => c.id === cellId);
+    if (cell === undefined) return false;
+    const ok = await this.pushTo(cell, ownershipTableOf(map, cell.id));
+    if (ok) this.acked.set(cell.id, Math.max(map.epoch, this.acked.get(cell.id) ?? 0));
+    return ok;
   }
 
   /** Keys under `prefix` on `cell` (a new namespace may not strand keys its parent's cell holds). */

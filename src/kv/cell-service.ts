@@ -143,6 +143,12 @@ export class CellService implements api.CellApi, CommandProposer {
     return { epoch: result.epoch };
   }
 
+  /** A move's import into this cell (src/mvcc/import-keys.ts), through the log. */
+  async importKeys(record: Uint8Array, principal: string): Promise<{ imported: number; revision: number }> {
+    const { result } = await this.propose({ type: 'importKeys', record }, undefined, principal);
+    return { imported: result.imported, revision: result.revision };
+  }
+
   /** The ownership table as applied here (linearizable), or null: never given one. */
   async ownership(principal: string): Promise<unknown> {
     this.checkClusterInfo(principal);

@@ -119,6 +119,8 @@ export class LeaseService implements LeaseApi {
       const result = outcome.result;
       if (result.type === 'leaseGrant') this.leaseGranted(result.id, result.ttlMs);
       else if (result.type === 'leaseRevoke') this.leaseRevoked(result.id);
+      // A move recreated these leases here: they expire after their remaining TTL.
+      else if (result.type === 'importKeys') for (const lease of result.leases) this.leaseGranted(lease.id, lease.remainingMs);
     }
     if (this.promotedTerm === 0 && this.driver.isLeader) this.maybePromote();
   }

@@ -13,6 +13,7 @@ import { currentRange } from './layout.js';
 import { applyLeaseCommand, checkPutLeases } from './lease-apply.js';
 import { applySeqCommand } from './seq-apply.js';
 import { applyPolicySet } from './policy-record.js';
+import { applyImportKeys, parseImportRecord } from './import-keys.js';
 import { applyOwnershipSet } from './ownership-record.js';
 import { applyTenantsSet } from './tenants-record.js';
 import { checkPutQuotas } from './tenant-usage.js';
@@ -58,6 +59,11 @@ export function applyCommand(
   if (op.type === 'upgradeStore') return applyUpgradeStore(meta, op.storeFormat);
   if (op.type === 'policySet') return { result: { type: 'policySet', version: applyPolicySet(writer, op), revision: meta.revision }, meta };
   if (op.type === 'tenantsSet') return { result: { type: 'tenantsSet', version: applyTenantsSet(writer, op), revision: meta.revision }, meta };
+  if (op.type === 'importKeys') {
+    const applied = applyImportKeys(writer, meta, op.record, limits);
+    const leases = parseImportRecord(op.record).leases;
+    return { result: { type: 'importKeys', imported: applied.imported, leases, revision: applied.meta.revision }, meta: applied.meta };
+  }
   if (op.type === 'ownershipSet') {
     return { result: { type: 'ownershipSet', epoch: applyOwnershipSet(writer, op).table.epoch, revision: meta.revision }, meta };
   }

@@ -25,6 +25,8 @@
 //    13 upgradeStore   u8 storeFormat (older versions refuse code 13 as malformed: change nothing)
 //    14 policySet      record bytes, u64 ifVersion (older versions refuse code 14 as malformed)
 //    15 ownershipSet   record bytes (older versions refuse code 15 as malformed)
+//    16 importKeys     record bytes (a move's copy into the destination, import-keys.ts; older
+//                      versions refuse code 16 as malformed and change nothing)
 //    20 tenantsSet     record bytes, u64 ifVersion (#28; 16-19 left for other work in flight)
 //   key/value: u32 length + bytes; ?x: u8 present [u64 x]
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
@@ -67,6 +69,7 @@ const opCode = {
   upgradeStore: 13,
   policySet: 14,
   ownershipSet: 15,
+  importKeys: 16,
   tenantsSet: 20,
 } as const;
 
@@ -233,6 +236,7 @@ function writeOp(writer: ByteWriter, op: Command | TxnOp): void {
       writer.bytes(op.record).u64(op.ifVersion);
       return;
     case 'ownershipSet':
+    case 'importKeys':
       writer.bytes(op.record);
       return;
     case 'tenantsSet':
@@ -321,6 +325,9 @@ function readOp(reader: ByteReader, inTxn: boolean): Command | TxnOp {
     case opCode.ownershipSet:
       if (inTxn) reader.fail('ownershipSet is not a txn operation');
       return { type: 'ownershipSet', record: reader.bytes() };
+    case opCode.importKeys:
+      if (inTxn) reader.fail('importKeys is not a txn operation');
+      return { type: 'importKeys', record: reader.bytes() };
     case opCode.tenantsSet: {
       if (inTxn) reader.fail('tenantsSet is not a txn operation');
       const record = reader.bytes();

@@ -252,7 +252,17 @@ export interface TenantsSetOp {
   readonly ifVersion: number;
 }
 
+/**
+ * Move steps 2-6 on a destination cell (import-keys.ts): writes a namespace's keys as its source
+ * holds them and raises this cell's revision to a floor. Proposed only by the control plane.
+ */
+export interface ImportKeysOp {
+  readonly type: 'importKeys';
+  readonly record: Uint8Array;
+}
+
 export type Command =
+  | ImportKeysOp
   | TenantsSetOp
   | OwnershipSetOp
   | PutOp
@@ -419,7 +429,16 @@ export interface TenantsSetResult {
   readonly revision: number;
 }
 
+/** The keys written and the leases recreated; `revision`: the cell's revision after the floor. */
+export interface ImportKeysResult {
+  readonly type: 'importKeys';
+  readonly imported: number;
+  readonly leases: readonly { readonly id: number; readonly ttlMs: number; readonly remainingMs: number }[];
+  readonly revision: number;
+}
+
 export type CommandResult =
+  | ImportKeysResult
   | TenantsSetResult
   | OwnershipSetResult
   | PolicySetResult

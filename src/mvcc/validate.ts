@@ -1,6 +1,7 @@
 // Validation of commands and reads against api.md's rules and the configured limits. Pure and
 // deterministic: apply runs it again on every replica, so a committed entry that breaks a limit
 // fails the same way everywhere and changes nothing.
+import { importRecordBytesMax } from './import-keys.js';
 import { assert } from '../base/assert.js';
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { compareBytes, prefixEnd, utf8 } from './bytes.js';
@@ -225,6 +226,9 @@ export function validateCommand(op: Command, limits: MvccLimits): void {
       return;
     case 'ownershipSet':
       if (op.record.length > ownershipRecordBytesMax) throw new TooLargeError('an ownership table', op.record.length, ownershipRecordBytesMax);
+      return;
+    case 'importKeys':
+      if (op.record.length > importRecordBytesMax) throw new TooLargeError('an import record', op.record.length, importRecordBytesMax);
       return;
     case 'upgradeStore':
       validateCount(op.storeFormat, 'storeFormat');

@@ -20,6 +20,7 @@ import { createOwnershipRoutes } from '../api/http/ownership-routes.js';
 import { createConsoleRoutes } from '../api/http/console-routes.js';
 import { loadConsoleFiles } from '../console/console-files.js';
 import { ControlService } from '../control/control-service.js';
+import { Mover } from '../control/mover.js';
 import { createControlRoutes } from '../control/control-routes.js';
 import { healthChecks } from '../api/health.js';
 import { EtcdGrpcServer } from '../api/grpc/server.js';
@@ -80,6 +81,17 @@ export async function startApis(
     control.reconcile().catch((error: unknown) => log.warn(`ownership reconcile: ${(error as Error).message}`)).finally(() => (reconciling = false));
   }, 1_000);
   reconciler?.unref();
+  // Namespace moves (src/control/mover.ts): driven by the leader from the durable move records.
+  const mover = control === null ? null : new Mover(control, { nowMs: () => Date.now() }, {
+    warn: (message) => log.warn(message), info: (message) => log.info(message),
+  });
+  let moving = false;
+  const moverTimer = mover === null ? null : setInterval(() => {
+    if (!driver.isLeader || moving) return;
+    moving = true;
+    mover.step().catch((error: unknown) => log.warn(`mover: ${(error as Error).message}`)).finally(() => (moving = false));
+  }, 100);
+  moverTimer?.unref();
   // The web console's files (dist/ui, beside dist/src), read once: docs/console.md.
   const consoleFiles = loadConsoleFiles();
   const handler = createHttpHandler({
@@ -170,6 +182,7 @@ export async function startApis(
     async stop(graceMs) {
       corruptionCheck.stop();
       if (reconciler !== null) clearInterval(reconciler);
+      if (moverTimer !== null) clearInterval(moverTimer);
       await watches.stop();
       stream.close();
       const closed = new Promise<void>((resolve) => http.close(() => resolve()));

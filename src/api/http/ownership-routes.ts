@@ -4,12 +4,16 @@
 //   PUT /v1/cluster/ownership   a table for this cell (its "cell" must be this cell's id); a table
 //                               of an older epoch is 412 precondition_failed (details: current),
 //                               the same table again changes nothing. Administration.
+//   POST /v1/cluster/import      a move's import record (src/mvcc/import-keys.ts): keys of a
+//                               namespace this cell does not own yet, with their revisions, and
+//                               a revision floor. The control plane's mover sends it. Administration.
 import { InvalidArgumentError } from '../../base/errors.js';
 import { readBody } from './body.js';
 import type { RouteGroup } from './handler.js';
 import { sendJson } from './respond.js';
 
 export const ownershipPath = '/v1/cluster/ownership';
+export const importPath = '/v1/cluster/import';
 
 /** What the routes need from the cell (CellService). */
 export interface OwnershipApi {
@@ -17,10 +21,18 @@ export interface OwnershipApi {
   checkAdmin(principal: string): void;
   setOwnership(record: Uint8Array, principal: string): Promise<{ epoch: number }>;
   ownership(principal: string): Promise<unknown>;
+  importKeys(record: Uint8Array, principal: string): Promise<{ imported: number; revision: number }>;
 }
 
 export function createOwnershipRoutes(cell: OwnershipApi): RouteGroup {
   return async (request) => {
+    if (request.url.pathname === importPath && request.method === 'POST') {
+      request.query.rejectUnknown();
+      cell.checkAdmin(request.principal);
+      const record = await readBody(request.req, request.limits.requestBytesMax);
+      sendJson(request.res, request.context, 200, await cell.importKeys(new Uint8Array(record), request.principal));
+      return true;
+    }
     if (request.url.pathname !== ownershipPath) return false;
     request.query.rejectUnknown();
     if (request.method === 'GET') {

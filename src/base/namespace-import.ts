@@ -1,0 +1,49 @@
+// The import record of a namespace move (docs/design/cells.md): what the control plane's mover
+// sends a cell (POST /v1/cluster/import) and the cell's log carries as command importKeys (code
+// 16, src/mvcc/import-keys.ts applies it). Shared here so the control plane builds exactly what
+// the state machine parses. JSON: {prefix, clear, floor, epoch, puts: [{key, value (base64), version,
+// createRevision, modRevision, lease}], deletes: [key], leases: [{id, ttlMs, remainingMs}]}.
+
+/** Keys per import command: the mover batches a namespace's keys into commands of this size. */
+export const importKeysPerCommandMax = 1_000;
+/** Within a request (limits.ts requestBytesMax): the mover sends it as one HTTP body. */
+export const importRecordBytesMax = 1_200_000;
+
+export interface ImportedKey {
+  readonly key: string;
+  readonly value: Uint8Array;
+  readonly version: number;
+  readonly createRevision: number;
+  readonly modRevision: number;
+  readonly lease: number;
+}
+
+export interface ImportLease {
+  readonly id: number;
+  readonly ttlMs: number;
+  readonly remainingMs: number;
+}
+
+export interface ImportRecord {
+  readonly prefix: string;
+  /** Remove every key of the namespace here first (the first batch of a copy; a release). */
+  readonly clear: boolean;
+  /** The cell's revision is raised to at least this (0: unchanged). */
+  readonly floor: number;
+  /**
+   * The cell map's epoch the mover acted on (0: no check). A cell whose ownership table is newer
+   * refuses it: the mover pushes the fence's table to the destination too, so a deposed leader's
+   * late import (an older epoch) cannot overwrite the last changes once the fence is there.
+   */
+  readonly epoch?: number;
+  readonly puts: readonly ImportedKey[];
+  readonly deletes: readonly string[];
+  readonly leases: readonly ImportLease[];
+}
+
+export function encodeImportRecord(record: ImportRecord): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify({
+    ...record,
+    puts: record.puts.map((kv) => ({ ...kv, value: Buffer.from(kv.value).toString('base64') })),
+  }));
+}

@@ -1,0 +1,78 @@
+// What the mover asks of the data cells over their native HTTP API (docs/api/control.md): read a
+// namespace's keys with their revisions, look up a lease's remaining TTL, send an import record.
+// Each call goes to the cell's members in turn until one answers; a definite answer (2xx, 4xx) is
+// final, a connection failure or 5xx tries the next member.
+import { UnavailableError } from '../base/errors.js';
+import type { ImportedKey as KeyValue } from '../base/namespace-import.js';
+import type { MapCell } from './cell-map.js';
+
+const callTimeoutMs = 5_000;
+
+/** A cell's definite refusal (a 4xx): retrying elsewhere would not change it. */
+export class CellRefusedError extends Error {
+  constructor(readonly cell: string, readonly status: number, readonly code: string, message: string) {
+    super(`cell ${cell} refused (${status} ${code}): ${message}`);
+  }
+}
+
+export interface NamespaceRead {
+  /** The cell's revision the read was served at (linearizable). */
+  readonly revision: number;
+  readonly kvs: readonly KeyValue[];
+}
+
+async function call(cell: MapCell, path: string, init: RequestInit = {}): Promise<unknown> {
+  let last = '';
+  for (const endpoint of cell.endpoints) {
+    try {
+      const response = await fetch(`${endpoint}${path}`, { ...init, signal: AbortSignal.timeout(callTimeoutMs) });
+      const body = (await response.json()) as Record<string, unknown>;
+      if (response.ok) return body;
+      const error = (body['error'] ?? {}) as { code?: string; message?: string };
+      if (response.status < 500) throw new CellRefusedError(cell.id, response.status, error.code ?? '', error.message ?? '');
+      last = `HTTP ${response.status}`;
+    } catch (error) {
+      if (error instanceof CellRefusedError) throw error;
+      last = (error as Error).message;
+    }
+  }
+  throw new UnavailableError(`cell ${cell.id} did not answer ${path.split('?')[0]}: ${last}`, { cell: cell.id });
+}
+
+function keyPath(prefix: string): string {
+  return prefix.split('/').map(encodeURIComponent).join('/');
+}
+
+/** Every key of the namespace with value, version, revisions and lease, from one read view. */
+export async function readNamespace(cell: MapCell, prefix: string): Promise<NamespaceRead> {
+  const body = (await call(cell, `/v1/kv${keyPath(prefix)}?prefix=true&encoding=base64`)) as {
+    revision: number; more: boolean; kvs: { key: string; value: string; version: number; createRevision: number; modRevision: number; lease: number }[];
+  };
+  if (body.more) throw new UnavailableError(`namespace ${prefix} on ${cell.id} did not fit one read: too large to move in this version`);
+  return {
+    revision: body.revision,
+    kvs: body.kvs.map((kv) => ({
+      key: Buffer.from(kv.key, 'base64').toString('utf8'),
+      value: new Uint8Array(Buffer.from(kv.value, 'base64')),
+      version: kv.version, createRevision: kv.createRevision, modRevision: kv.modRevision, lease: kv.lease,
+    })),
+  };
+}
+
+/** A lease's granted TTL and remaining time on `cell` (null: gone, e.g. expired meanwhile). */
+export async function readLease(cell: MapCell, id: number): Promise<{ id: number; ttlMs: number; remainingMs: number } | null> {
+  try {
+    const body = (await call(cell, `/v1/leases/${id}`)) as { ttlMs: number; grantedTtl: number };
+    return { id, ttlMs: Math.round(body.grantedTtl * 1000), remainingMs: Math.max(1, body.ttlMs) };
+  } catch (error) {
+    if (error instanceof CellRefusedError && error.code === 'lease_not_found') return null;
+    throw error;
+  }
+}
+
+/** Proposes an import record (src/mvcc/import-keys.ts) on `cell`. */
+export async function sendImport(cell: MapCell, record: Uint8Array): Promise<{ imported: number; revision: number }> {
+  return (await call(cell, '/v1/cluster/import', {
+    method: 'POST', body: record, headers: { 'content-type': 'application/json' },
+  })) as { imported: number; revision: number };
+}

@@ -1,0 +1,257 @@
+// Drives namespace moves (docs/design/cells.md, "Moving a namespace") on the control cell's
+// leader. Each step reads the durable move record (moves.ts, in the cell map), acts, and records
+// the next phase with a compare-and-set, so a new leader resumes from the record's phase; every
+// action is idempotent (an import of the same keys writes the same records, tables only move
+// forward). What a leader keeps in memory (the keys copied so far) only saves work: without it,
+// a phase re-reads and re-imports the whole namespace.
+//
+//   copying      read the namespace on the source at revision r0 (one read view), import it on the
+//                destination (first batch clears the range there), floor r0
+//   catching-up  rounds of: read again, import what changed (puts and deletes), until few changes
+//   fenced       the source holds a table fencing the namespace (a committed ownershipSet): from
+//                then on it refuses writes to it; read once more at rf >= the fence entry, import
+//                the last changes with floor rf, so the destination's revision is > rf before it
+//                owns the namespace
+//   flipped      one compare-and-set assigns the namespace to the destination (new epoch); pushed
+//   released     the source's copy is removed (an import with `clear` on the source)
+//   aborted      before the flip only: the source is unfenced, the destination's copy removed
+import { encodeImportRecord, importKeysPerCommandMax, type ImportedKey as KeyValue, type ImportLease } from '../base/namespace-import.js';
+import type { CellMap, MapCell } from './cell-map.js';
+import { CellRefusedError, readLease, readNamespace, sendImport } from './cell-calls.js';
+import type { ControlService } from './control-service.js';
+import { movesToDrive, withMoveAborted, withMoveAdvanced, withMoveCleaned, type MovePhase, type MoveRecord } from './moves.js';
+
+/** The control cell acts as root on its own work. */
+const moverPrincipal = 'root';
+/** Catch-up rounds before fencing anyway, and the change count under which it fences at once. */
+const catchUpRoundsMax = 8;
+const catchUpSmallEnough = 64;
+/** Import records stay well under a request's size (src/base/limits.ts). */
+const importBatchBytes = 768 * 1024;
+const pushRetryMs = 20;
+const pushWaitMs = 10_000;
+
+interface Progress {
+  /** Key -> modRevision as imported on the destination (for the next round's difference). */
+  readonly copied: Map<string, number>;
+  /** When the fence was asked for (the window's start: an upper bound of when writes stopped). */
+  fenceStartMs?: number;
+  windowMs?: number;
+}
+
+export interface MoverClock {
+  nowMs(): number;
+}
+
+export class Mover {
+  private readonly progress = new Map<number, Progress>();
+  /** Figures of finished moves (this leader's): fence -> destination table, ms. */
+  readonly windows: number[] = [];
+
+  constructor(
+    private readonly control: ControlService,
+    private readonly clock: MoverClock = { nowMs: () => Date.now() },
+    private readonly log: { warn(message: string): void; info(message: string): void } = { warn: () => {}, info: () => {} },
+  ) {}
+
+  /** One round: drives every move with work left as far as it goes now. */
+  async step(): Promise<void> {
+    if (movesToDrive(this.control.localMap()).length === 0) return;
+    const { map } = await this.control.read(moverPrincipal);
+    for (const move of movesToDrive(map)) {
+      try {
+        await this.drive(move.id);
+      } catch (error) {
+        this.log.warn(`move ${move.id} of ${move.prefix}: ${(error as Error).message}`);
+        if (error instanceof CellRefusedError) await this.abortAfterRefusal(move, error);
+      }
+    }
+  }
+
+  private async drive(id: number): Promise<void> {
+    for (let steps = 0; steps < 8; steps++) {
+      const known = await this.control.read(moverPrincipal);
+      const move = (known.map.moves ?? []).find((m) => m.id === id);
+      if (move === undefined) return;
+      const done = await this.act(known, move);
+      if (done) return;
+    }
+  }
+
+  /** Does the record's phase; true when nothing more is to be done for it now. */
+  private async act(known: { map: CellMap; modRevision: number }, move: MoveRecord): Promise<boolean> {
+    const map = known.map;
+    const source = cellOf(map, move.from);
+    const destination = cellOf(map, move.to);
+    switch (move.phase) {
+      case 'copying': {
+        const read = await readNamespace(source, move.prefix);
+        const progress: Progress = { copied: new Map() };
+        await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, map.epoch);
+        this.progress.set(move.id, progress);
+        await this.advance(move, 'copying', { copyRevision: read.revision });
+        return false;
+      }
+      case 'catching-up': {
+        const progress = await this.progressOf(move, source, destination, map.epoch);
+        for (let round = 0; round < catchUpRoundsMax; round++) {
+          const changed = await this.catchUp(move, source, destination, progress, map.epoch);
+          if (changed <= catchUpSmallEnough) break;
+        }
+        const fenced = await this.control.changeFrom(moverPrincipal, known, (current) => withMoveAdvanced(current, move.id, 'catching-up', {}, this.clock.nowMs()));
+        await this.fenceAndFlip(fenced, move, source, destination, progress);
+        return false;
+      }
+      case 'fenced': {
+        const progress = await this.progressOf(move, source, destination, map.epoch);
+        await this.fenceAndFlip(known, move, source, destination, progress);
+        return false;
+      }
+      case 'flipped': {
+        await this.pushUntil(map, move.to);
+        await this.pushUntil(map, move.from); // the source no longer owns it, so it may be cleared
+        await sendImport(source, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
+        const windowMs = this.progress.get(move.id)?.windowMs;
+        await this.advance(move, 'flipped', windowMs === undefined ? { cleaned: true } : { cleaned: true, windowMs });
+        this.progress.delete(move.id);
+        return true;
+      }
+      case 'aborted': {
+        await this.pushUntil(map, move.from); // unfenced
+        await sendImport(destination, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
+        await this.control.change(moverPrincipal, (current) => withMoveCleaned(current, move.id, this.clock.nowMs()));
+        this.progress.delete(move.id);
+        return true;
+      }
+      case 'released':
+        return true;
+    }
+  }
+
+  /**
+   * The write window, kept short: the fence reaches the source (a committed ownershipSet there),
+   * the last changes are read after it and imported with the floor, the flip is one
+   * compare-and-set from the map just written (no read), and the destination gets its table.
+   */
+  private async fenceAndFlip(
+    fenced: { map: CellMap; modRevision: number }, move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress,
+  ): Promise<void> {
+    progress.fenceStartMs ??= this.clock.nowMs();
+    const steps: number[] = [this.clock.nowMs()];
+    // The fence holds on the source (a no-op if pushed); the destination takes the same epoch, so
+    // from here it refuses imports of older epochs (a deposed leader's late ones).
+    await Promise.all([this.pushUntil(fenced.map, move.from), this.pushUntil(fenced.map, move.to)]);
+    steps.push(this.clock.nowMs());
+    // Read after the fence applied: every write the source accepted for the namespace is in it.
+    const fenceRevision = await this.catchUp(move, source, destination, progress, fenced.map.epoch, true);
+    steps.push(this.clock.nowMs());
+    const flipped = await this.control.changeFrom(moverPrincipal, fenced, (current) => withMoveAdvanced(current, move.id, 'fenced', { fenceRevision }, this.clock.nowMs()));
+    steps.push(this.clock.nowMs());
+    await this.pushUntil(flipped.map, move.to);
+    steps.push(this.clock.nowMs());
+    const split = steps.slice(1).map((t, i) => t - (steps[i] as number));
+    const windowMs = this.clock.nowMs() - progress.fenceStartMs;
+    progress.windowMs = windowMs;
+    this.windows.push(windowMs);
+    if (this.windows.length > 1_000) this.windows.shift();
+    this.log.info(`move ${move.id} of ${move.prefix} flipped to ${move.to}: writes paused at most ${windowMs} ms `
+      + `(fence ${split[0]}, last changes ${split[1]}, flip ${split[2]}, destination table ${split[3]} ms), fence revision ${fenceRevision}`);
+  }
+
+  /** This leader's progress, or a fresh full copy (a new leader, or a lost memory). */
+  private async progressOf(move: MoveRecord, source: MapCell, destination: MapCell, epoch: number): Promise<Progress> {
+    const known = this.progress.get(move.id);
+    if (known !== undefined) return known;
+    const read = await readNamespace(source, move.prefix);
+    const progress: Progress = { copied: new Map() };
+    await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, epoch);
+    this.progress.set(move.id, progress);
+    return progress;
+  }
+
+  /**
+   * Reads the namespace on the source and imports what differs from what was copied (floor: the
+   * read's revision). Returns the number of changes, or with `returnRevision` the read's revision.
+   */
+  private async catchUp(move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress, epoch: number, returnRevision = false): Promise<number> {
+    const read = await readNamespace(source, move.prefix);
+    const present = new Set<string>();
+    const puts: KeyValue[] = [];
+    for (const kv of read.kvs) {
+      present.add(kv.key);
+      if (progress.copied.get(kv.key) !== kv.modRevision) puts.push(kv);
+    }
+    const deletes = [...progress.copied.keys()].filter((key) => !present.has(key));
+    await this.importAll(source, destination, move.prefix, puts, deletes, false, read.revision, progress, epoch);
+    return returnRevision ? read.revision : puts.length + deletes.length;
+  }
+
+  /** Imports keys (with the leases they name, at their remaining TTL) in bounded batches. */
+  private async importAll(
+    source: MapCell, destination: MapCell, prefix: string, kvs: readonly KeyValue[], deletes: readonly string[],
+    clear: boolean, floor: number, progress: Progress, epoch: number,
+  ): Promise<void> {
+    const leaseIds = [...new Set(kvs.map((kv) => kv.lease).filter((id) => id !== 0))];
+    const leases = new Map<number, ImportLease>();
+    for (const id of leaseIds) {
+      const lease = await readLease(source, id);
+      if (lease !== null) leases.set(id, lease);
+    }
+    // A key whose lease ended meanwhile is being deleted on the source: not copied.
+    const live = kvs.filter((kv) => kv.lease === 0 || leases.has(kv.lease));
+    let batch: KeyValue[] = [];
+    let bytes = 0;
+    let first = true;
+    const flush = async (deleting: readonly string[]): Promise<void> => {
+      const batchLeases = [...new Set(batch.map((kv) => kv.lease).filter((id) => id !== 0))].map((id) => leases.get(id) as ImportLease);
+      await sendImport(destination, encodeImportRecord({ prefix, clear: clear && first, floor, epoch, puts: batch, deletes: deleting, leases: batchLeases }));
+      if (clear && first) progress.copied.clear();
+      for (const key of deleting) progress.copied.delete(key);
+      for (const kv of batch) progress.copied.set(kv.key, kv.modRevision);
+      first = false;
+      batch = [];
+      bytes = 0;
+    };
+    for (const kv of live) {
+      const size = kv.key.length * 3 + Math.ceil(kv.value.length * 4 / 3) + 160;
+      if (batch.length > 0 && (batch.length >= importKeysPerCommandMax || bytes + size > importBatchBytes)) await flush([]);
+      batch.push(kv);
+      bytes += size;
+    }
+    // Deletes ride with the last batch of puts; an import with nothing still raises the floor.
+    for (let i = 0; i < deletes.length; i += importKeysPerCommandMax) await flush(deletes.slice(i, i + importKeysPerCommandMax));
+    if (batch.length > 0 || first) await flush([]);
+  }
+
+  private async advance(move: MoveRecord, from: MovePhase, fields: Partial<MoveRecord>): Promise<void> {
+    await this.control.change(moverPrincipal, (current) => withMoveAdvanced(current, move.id, from, fields, this.clock.nowMs()));
+  }
+
+  /** Pushes `map` until `cellId` holds its epoch (bounded; throws to retry in the next round). */
+  private async pushUntil(map: CellMap, cellId: string): Promise<void> {
+    const deadline = this.clock.nowMs() + pushWaitMs;
+    for (;;) {
+      if (await this.control.pushOne(map, cellId)) return;
+      if (this.clock.nowMs() > deadline) throw new Error(`cell ${cellId} did not take the ownership table of epoch ${map.epoch}`);
+      await new Promise((resolve) => setTimeout(resolve, pushRetryMs));
+    }
+  }
+
+  /** A cell refused an import or a read for good (e.g. a lease id taken on the destination). */
+  private async abortAfterRefusal(move: MoveRecord, error: CellRefusedError): Promise<void> {
+    if (move.phase !== 'copying' && move.phase !== 'catching-up' && move.phase !== 'fenced') return;
+    // An import made at an older map epoch: the next round re-reads the record and tries again.
+    if (error.message.includes('a stale import')) return;
+    try {
+      await this.control.change(moverPrincipal, (current) => withMoveAborted(current, move.prefix, error.message, this.clock.nowMs()));
+    } catch (abortError) {
+      this.log.warn(`move ${move.id}: abort after refusal failed: ${(abortError as Error).message}`);
+    }
+  }
+}
+
+function cellOf(map: CellMap, id: string): MapCell {
+  const cell = map.cells.find((c) => c.id === id);
+  if (cell === undefined) throw new Error(`cell ${id} is not in the cell map`);
+  return cell;
+}

@@ -1,0 +1,135 @@
+// Move steps 2-6 on the destination (docs/design/cells.md, "Moving a namespace"): the importKeys
+// command writes a namespace's keys as the source holds them (value, version, create and mod
+// revisions, lease), raises this cell's revision to a floor first, and recreates the leases the
+// keys name with their remaining TTL. The control plane's mover proposes it here; nothing else.
+//
+// Why no history events: the imported keys' history lives on the source up to the fence; a
+// watcher resumes here from the move's resume revision (above every imported revision), so an
+// event per imported key would be a duplicate. The floor makes every later revision of this cell
+// (hence every fencing token: a key's create revision) greater than any the source issued for
+// the namespace. Only keys of `prefix` are touched, and only while this cell does not own it
+// (while it does, its own writes are the truth): a late or repeated import after the flip is
+// refused and changes nothing.
+//
+// The record's format: src/base/namespace-import.ts.
+import { InvalidArgumentError, PreconditionFailedError } from '../base/errors.js';
+import { importKeysPerCommandMax, importRecordBytesMax, type ImportRecord } from '../base/namespace-import.js';
+import { namespaceEnd, namespaceProblem } from '../base/namespaces.js';
+import { assert } from '../base/assert.js';
+import { emptyBytes, utf8 } from './bytes.js';
+import { checkEpochRoom } from './epoch.js';
+import { currentKey, currentRange, leaseKey } from './layout.js';
+import { adjustLeaseKeyCount, grantLease, readLease, checkpointLeases } from './lease-state.js';
+import { readOwnershipRecord } from './ownership-record.js';
+import { decodeRecord, encodeRecordScratch } from './records.js';
+import type { KeyValue, KvWriter, MvccLimits, MvccMeta } from './types.js';
+
+export { encodeImportRecord, importKeysPerCommandMax, importRecordBytesMax } from '../base/namespace-import.js';
+export type { ImportLease, ImportRecord } from '../base/namespace-import.js';
+
+export function parseImportRecord(bytes: Uint8Array): ImportRecord {
+  if (bytes.length > importRecordBytesMax) throw new InvalidArgumentError(`an import record is at most ${importRecordBytesMax} bytes`);
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(Buffer.from(bytes).toString('utf8')) as Record<string, unknown>;
+  } catch {
+    throw new InvalidArgumentError('an import record must be JSON');
+  }
+  const prefix = raw['prefix'];
+  if (typeof prefix !== 'string' || namespaceProblem(prefix) !== null) throw new InvalidArgumentError('an import record needs a namespace prefix');
+  const count = (value: unknown, what: string): number => {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new InvalidArgumentError(`an import record's ${what} must be a count`);
+    return value;
+  };
+  const inNamespace = (key: unknown): string => {
+    if (typeof key !== 'string' || !key.startsWith(prefix)) throw new InvalidArgumentError(`an imported key must be under ${prefix}`);
+    return key;
+  };
+  const list = (value: unknown, what: string): Record<string, unknown>[] => {
+    if (!Array.isArray(value)) throw new InvalidArgumentError(`an import record needs ${what}`);
+    if (value.length > importKeysPerCommandMax) throw new InvalidArgumentError(`at most ${importKeysPerCommandMax} ${what} per import`);
+    return value as Record<string, unknown>[];
+  };
+  const puts = list(raw['puts'], 'puts').map((p): KeyValue => {
+    const modRevision = count(p['modRevision'], 'modRevision');
+    const createRevision = count(p['createRevision'], 'createRevision');
+    if (createRevision < 1 || createRevision > modRevision) throw new InvalidArgumentError('an imported key needs 1 <= createRevision <= modRevision');
+    if (typeof p['value'] !== 'string') throw new InvalidArgumentError('an imported value is base64');
+    return {
+      key: inNamespace(p['key']),
+      value: new Uint8Array(Buffer.from(p['value'], 'base64')),
+      version: Math.max(1, count(p['version'], 'version')),
+      createRevision,
+      modRevision,
+      lease: count(p['lease'], 'lease'),
+    };
+  });
+  const deletes = (list(raw['deletes'], 'deletes') as unknown[]).map(inNamespace);
+  const leases = list(raw['leases'], 'leases').map((l) => ({
+    id: count(l['id'], 'lease id'), ttlMs: count(l['ttlMs'], 'ttlMs'), remainingMs: count(l['remainingMs'], 'remainingMs'),
+  }));
+  const epoch = raw['epoch'] === undefined ? 0 : count(raw['epoch'], 'epoch');
+  return { prefix, clear: raw['clear'] === true, floor: count(raw['floor'], 'floor'), epoch, puts, deletes, leases };
+}
+
+/** Applies an import: returns the meta with the raised revision. Every check before any write. */
+export function applyImportKeys(writer: KvWriter, meta: MvccMeta, bytes: Uint8Array, limits: MvccLimits): { meta: MvccMeta; imported: number } {
+  const record = parseImportRecord(bytes);
+  const ownership = readOwnershipRecord(writer);
+  if (ownership === null) throw new PreconditionFailedError('this cell was never given an ownership table: it owns every key, nothing is imported into it');
+  const owner = ownership.resolve(record.prefix);
+  if (owner.prefix === record.prefix && owner.cell === ownership.table.cell) {
+    throw new PreconditionFailedError(`this cell owns ${record.prefix}: an import would overwrite its own writes`, { namespace: record.prefix });
+  }
+  if ((record.epoch ?? 0) > 0 && (record.epoch ?? 0) < ownership.table.epoch) {
+    throw new PreconditionFailedError(`a stale import: made at map epoch ${record.epoch}, this cell holds epoch ${ownership.table.epoch}`, { epoch: ownership.table.epoch });
+  }
+  if (record.floor > 0) checkEpochRoom(meta.epoch, record.floor);
+  for (const lease of record.leases) {
+    const held = readLease(writer, lease.id);
+    // A lease of the same id granted here by this cell's own clients would take the keys: refuse.
+    if (held !== null && held.ttlMs !== lease.ttlMs) {
+      throw new PreconditionFailedError(`lease ${lease.id} exists on this cell with another TTL: the namespace's lease cannot be recreated here`, { id: lease.id });
+    }
+  }
+  for (const kv of record.puts) {
+    if (kv.lease !== 0 && readLease(writer, kv.lease) === null && !record.leases.some((l) => l.id === kv.lease)) {
+      throw new PreconditionFailedError(`imported key ${kv.key} names lease ${kv.lease}, which the import does not carry`, { id: kv.lease });
+    }
+  }
+  for (const lease of record.leases) {
+    if (readLease(writer, lease.id) === null) grantLease(writer, { ttlMs: lease.ttlMs, id: lease.id }, limits);
+    checkpointLeases(writer, [{ id: lease.id, remainingMs: Math.min(lease.remainingMs, lease.ttlMs) }], limits);
+  }
+  if (record.clear) {
+    const range = { start: utf8(record.prefix), end: utf8(namespaceEnd(record.prefix)) };
+    const keys: Uint8Array[] = [];
+    for (const entry of writer.range(currentRange(range))) keys.push(entry.key.slice(1));
+    for (const keyBytes of keys) removeCurrent(writer, keyBytes);
+  }
+  for (const key of record.deletes) removeCurrent(writer, utf8(key));
+  for (const kv of record.puts) {
+    const keyBytes = utf8(kv.key);
+    removeCurrent(writer, keyBytes);
+    writer.put(currentKey(keyBytes), encodeRecordScratch(kv, meta.storeFormat).slice());
+    if (kv.lease !== 0) {
+      writer.put(leaseKey(kv.lease, keyBytes), emptyBytes);
+      adjustLeaseKeyCount(writer, kv.lease, 1);
+    }
+  }
+  const revision = Math.max(meta.revision, record.floor);
+  assert(revision >= meta.revision, 'an import never lowers the revision');
+  return { meta: { ...meta, revision }, imported: record.puts.length };
+}
+
+/** Drops a key's current record and lease attachment, leaving no event (it is not a delete here). */
+function removeCurrent(writer: KvWriter, keyBytes: Uint8Array): void {
+  const stored = writer.get(currentKey(keyBytes));
+  if (stored === undefined) return;
+  const prev = decodeRecord('', stored, true);
+  writer.delete(currentKey(keyBytes));
+  if (prev.lease !== 0) {
+    writer.delete(leaseKey(prev.lease, keyBytes));
+    adjustLeaseKeyCount(writer, prev.lease, -1);
+  }
+}

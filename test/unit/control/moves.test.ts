@@ -1,0 +1,65 @@
+// Move records in the cell map (src/control/moves.ts): the phases advance one at a time by
+// compare-and-set, the fence shows up in the source's ownership table only, the flip assigns the
+// namespace to the destination under a new epoch, an abort works until the flip and not after,
+// and a namespace with namespaces nested in it (or the root) is refused.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ownershipTableOf, parseCellMap, withCell, withNamespace, type CellMap } from '../../../src/control/cell-map.js';
+import { movesToDrive, withMoveAborted, withMoveAdvanced, withMoveStarted } from '../../../src/control/moves.js';
+
+function twoCells(): CellMap {
+  let map = withCell({ epoch: 0, cells: [], namespaces: [] }, { id: 'cell-1', endpoints: ['http://a:1'] });
+  map = withCell(map, { id: 'cell-2', endpoints: ['http://b:1'] });
+  return withNamespace(map, '/pay/', 'cell-1');
+}
+
+const tableOf = (map: CellMap, cell: string) => JSON.parse(new TextDecoder().decode(ownershipTableOf(map, cell))) as {
+  namespaces: { prefix: string; cell: string; epoch: number; fencedTo?: string }[];
+};
+
+test('a move goes copying -> catching-up -> fenced -> flipped -> released; the fence is in the source table only', () => {
+  let map = withMoveStarted(twoCells(), '/pay/', 'cell-2', 1);
+  const id = map.moves?.[0]?.id as number;
+  assert.equal(map.namespaces.find((n) => n.prefix === '/pay/')?.state, 'moving');
+  assert.throws(() => withMoveAdvanced(map, id, 'catching-up', {}, 2), /is copying, not catching-up/);
+  map = withMoveAdvanced(map, id, 'copying', { copyRevision: 10 }, 2);
+  map = withMoveAdvanced(map, id, 'catching-up', {}, 3);
+  assert.equal(tableOf(map, 'cell-1').namespaces.find((n) => n.prefix === '/pay/')?.fencedTo, 'cell-2');
+  assert.equal(tableOf(map, 'cell-2').namespaces.find((n) => n.prefix === '/pay/')?.fencedTo, undefined);
+  const before = map.epoch;
+  map = withMoveAdvanced(map, id, 'fenced', { fenceRevision: 42 }, 4);
+  const pay = map.namespaces.find((n) => n.prefix === '/pay/');
+  assert.deepEqual(pay, { prefix: '/pay/', cell: 'cell-2', epoch: before + 1, state: 'active' });
+  assert.equal(tableOf(map, 'cell-1').namespaces.find((n) => n.prefix === '/pay/')?.fencedTo, undefined);
+  assert.throws(() => withMoveAborted(map, '/pay/', 'no', 5), /past its flip/);
+  map = withMoveAdvanced(map, id, 'flipped', { cleaned: true }, 5);
+  assert.equal(map.moves?.[0]?.phase, 'released');
+  assert.deepEqual(movesToDrive(map), []);
+  // The record survives the map's JSON (a router, a new leader).
+  assert.deepEqual(parseCellMap(JSON.parse(JSON.stringify(map))), map);
+});
+
+test('an abort before the flip unfences the source and leaves the namespace where it was', () => {
+  let map = withMoveStarted(twoCells(), '/pay/', 'cell-2', 1);
+  const id = map.moves?.[0]?.id as number;
+  map = withMoveAdvanced(map, id, 'copying', {}, 2);
+  map = withMoveAdvanced(map, id, 'catching-up', {}, 3);
+  map = withMoveAborted(map, '/pay/', 'by request', 4);
+  assert.deepEqual(map.namespaces.find((n) => n.prefix === '/pay/')?.cell, 'cell-1');
+  assert.equal(tableOf(map, 'cell-1').namespaces.find((n) => n.prefix === '/pay/')?.fencedTo, undefined);
+  assert.equal(map.moves?.[0]?.phase, 'aborted');
+  assert.equal(movesToDrive(map).length, 1, 'the destination copy is still to be removed');
+  // A mover that was mid-step loses its compare-and-set.
+  assert.throws(() => withMoveAdvanced(map, id, 'fenced', {}, 5), /is aborted/);
+});
+
+test('moves are refused for the root, a namespace with nested ones, a second open move, an unknown cell', () => {
+  const map = twoCells();
+  assert.throws(() => withMoveStarted(map, '/', 'cell-2', 1), /root/);
+  assert.throws(() => withMoveStarted(withNamespace(map, '/pay/eu/', 'cell-1'), '/pay/', 'cell-2', 1), /nested/);
+  assert.throws(() => withMoveStarted(map, '/pay/', 'cell-3', 1), /no cell cell-3/);
+  assert.throws(() => withMoveStarted(map, '/pay/', 'cell-1', 1), /already/);
+  const moving = withMoveStarted(map, '/pay/', 'cell-2', 1);
+  assert.throws(() => withMoveStarted(moving, '/pay/', 'cell-2', 2), /open/);
+  assert.throws(() => withNamespace(moving, '/pay/eu/', 'cell-1'), /is moving/);
+});

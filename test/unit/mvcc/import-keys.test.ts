@@ -1,0 +1,119 @@
+// The move's import command (src/mvcc/import-keys.ts, log command 16) on a destination cell: keys
+// land with their source version and revisions, the cell's revision is raised to the floor so the
+// next write (and fencing token) is above it, the leases they name are recreated with their
+// remaining TTL, and nothing is imported into a namespace the cell owns (a late import after the
+// flip changes nothing). Older versions refuse code 16 as malformed (decoding fails).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EntryType } from '../../../src/raft/types.js';
+import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand, decodeCommand } from '../../../src/mvcc/index.js';
+import type { ApplyOutcome, Command } from '../../../src/mvcc/index.js';
+import { encodeImportRecord } from '../../../src/mvcc/import-keys.js';
+
+const text = (s: string): Uint8Array => new TextEncoder().encode(s);
+
+function cell(): { store: MvccStore; apply(...ops: Command[]): ApplyOutcome[] } {
+  const store = new MvccStore(new MemoryEngine());
+  let index = 0;
+  return {
+    store,
+    apply(...ops) {
+      const entries = ops.map((op) => {
+        index++;
+        return { index, term: 1, type: EntryType.normal, data: encodeCommand({ proposedAtMs: 1_000 + index, source: 1, op }, defaultMvccLimits) };
+      });
+      return store.applyBatch(entries);
+    },
+  };
+}
+
+function table(epoch: number, payOwner: string): Command {
+  return {
+    type: 'ownershipSet',
+    record: text(JSON.stringify({
+      epoch, cell: 'cell-2',
+      namespaces: [{ prefix: '/', cell: 'cell-2', epoch }, { prefix: '/pay/', cell: payOwner, epoch }],
+      cells: [{ id: 'cell-1', endpoints: ['http://a:1'] }, { id: 'cell-2', endpoints: ['http://b:1'] }],
+    })),
+  };
+}
+
+const importOf = (record: Parameters<typeof encodeImportRecord>[0]): Command => ({ type: 'importKeys', record: encodeImportRecord(record) });
+const kv = (key: string, value: string, createRevision: number, modRevision: number, version: number, lease = 0) =>
+  ({ key, value: text(value), createRevision, modRevision, version, lease });
+const codeOf = (outcome: ApplyOutcome | undefined): string => (outcome?.type === 'failed' ? outcome.error.code : outcome?.type ?? 'none');
+
+test('imported keys keep their source revisions; the floor raises the revision; the next write is above it', () => {
+  const { store, apply } = cell();
+  apply(table(2, 'cell-1'));
+  const [imported] = apply(importOf({
+    prefix: '/pay/', clear: true, floor: 500,
+    puts: [kv('/pay/a', 'A', 120, 480, 7), kv('/pay/lock', 'L', 490, 490, 1, 77)],
+    deletes: [], leases: [{ id: 77, ttlMs: 30_000, remainingMs: 12_000 }],
+  }));
+  assert.equal(codeOf(imported), 'applied');
+  assert.equal(store.revision, 500);
+  const a = store.range({ type: 'get', key: '/pay/a' }).kvs[0];
+  assert.deepEqual({ c: a?.createRevision, m: a?.modRevision, v: a?.version }, { c: 120, m: 480, v: 7 });
+  const lease = store.lease(77);
+  assert.deepEqual({ ttl: lease?.ttlMs, remaining: lease?.remainingMs }, { ttl: 30_000, remaining: 12_000 });
+  assert.deepEqual(store.keysOfLease(77), ['/pay/lock']);
+  // Owned now (the flip's table): a write gets a revision above the floor, and keeps the history.
+  const [flipped, write] = apply(table(3, 'cell-2'), { type: 'put', key: '/pay/a', value: text('A2') });
+  assert.equal(codeOf(flipped), 'applied');
+  assert.equal(codeOf(write), 'applied');
+  const after = store.range({ type: 'get', key: '/pay/a' }).kvs[0];
+  assert.ok((after?.modRevision ?? 0) > 500);
+  assert.equal(after?.createRevision, 120);
+  assert.equal(after?.version, 8);
+  // A new key (a new lock entry: its fencing token) is above every source revision.
+  apply({ type: 'put', key: '/pay/new', value: text('n') });
+  assert.ok((store.range({ type: 'get', key: '/pay/new' }).kvs[0]?.createRevision ?? 0) > 500);
+  // A late import (a deposed mover) into a namespace the cell owns changes nothing.
+  const [late] = apply(importOf({ prefix: '/pay/', clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
+  assert.equal(codeOf(late), 'precondition_failed');
+  assert.equal(store.range({ type: 'get', key: '/pay/a' }).kvs[0]?.value.length, 2);
+});
+
+test('a catch-up import applies puts and deletes; a release clears the range only', () => {
+  const { store, apply } = cell();
+  apply(table(2, 'cell-1'), { type: 'put', key: '/other', value: text('o') });
+  apply(importOf({ prefix: '/pay/', clear: true, floor: 10, puts: [kv('/pay/a', 'A', 3, 3, 1), kv('/pay/b', 'B', 4, 4, 1)], deletes: [], leases: [] }));
+  apply(importOf({ prefix: '/pay/', clear: false, floor: 12, puts: [kv('/pay/a', 'A2', 3, 11, 2)], deletes: ['/pay/b'], leases: [] }));
+  assert.deepEqual(store.range({ type: 'get', key: '/pay/', prefix: true }).kvs.map((k) => [k.key, k.modRevision]), [['/pay/a', 11]]);
+  assert.equal(store.revision, 12);
+  apply(importOf({ prefix: '/pay/', clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
+  assert.equal(store.range({ type: 'get', key: '/pay/', prefix: true }).count, 0);
+  assert.equal(store.range({ type: 'get', key: '/other' }).count, 1);
+  assert.equal(store.revision, 12, 'a release moves no revision');
+});
+
+test('an import that names keys outside its namespace, or into a cell without a table, is refused and changes nothing', () => {
+  const { store, apply } = cell();
+  const [noTable] = apply(importOf({ prefix: '/pay/', clear: false, floor: 5, puts: [kv('/pay/a', 'A', 1, 1, 1)], deletes: [], leases: [] }));
+  assert.equal(codeOf(noTable), 'precondition_failed');
+  apply(table(2, 'cell-1'));
+  const [outside] = apply(importOf({ prefix: '/pay/', clear: false, floor: 5, puts: [kv('/other', 'X', 1, 1, 1)], deletes: [], leases: [] }));
+  assert.equal(codeOf(outside), 'invalid_argument');
+  const [noLease] = apply(importOf({ prefix: '/pay/', clear: false, floor: 5, puts: [kv('/pay/a', 'A', 1, 1, 1, 9)], deletes: [], leases: [] }));
+  assert.equal(codeOf(noLease), 'precondition_failed');
+  assert.equal(store.range({ type: 'get', key: '/', prefix: true }).count, 0);
+  assert.equal(store.revision, 0);
+});
+
+test('the command round-trips through the log codec as code 16', () => {
+  const op = importOf({ prefix: '/pay/', clear: true, floor: 3, puts: [], deletes: [], leases: [] });
+  const bytes = encodeCommand({ proposedAtMs: 1, source: 1, op }, defaultMvccLimits);
+  assert.deepEqual(decodeCommand(bytes, defaultMvccLimits).op, op);
+});
+
+test('an import made at an older map epoch than the cell holds is refused (a deposed mover)', () => {
+  const { store, apply } = cell();
+  apply(table(5, 'cell-1'));
+  const [stale] = apply(importOf({ prefix: '/pay/', clear: true, floor: 9, epoch: 4, puts: [kv('/pay/a', 'old', 1, 1, 1)], deletes: [], leases: [] }));
+  assert.equal(codeOf(stale), 'precondition_failed');
+  assert.equal(store.revision, 0);
+  const [current] = apply(importOf({ prefix: '/pay/', clear: true, floor: 9, epoch: 5, puts: [kv('/pay/a', 'new', 1, 8, 2)], deletes: [], leases: [] }));
+  assert.equal(codeOf(current), 'applied');
+  assert.equal(store.revision, 9);
+});
