@@ -21,6 +21,7 @@
 //   npm run bench:leases -- --leases 100000   the seed's scale (10,000 renewals/s)
 //   npm run bench:leases -- --leases 100000 --period-ms 10000,1000   and then 100,000 renewals/s
 //   npm run bench:leases -- --seconds 20 --period-ms 10000
+//   npm run bench:leases -- --leases 100000 --grants-only   the grant phase alone (grants/s)
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +50,7 @@ const { values } = parseArgs({
     'grant-batch': { type: 'string' },
     'max-seconds': { type: 'string' },
     profile: { type: 'boolean' },
+    'grants-only': { type: 'boolean' },
   },
   strict: true,
 });
@@ -413,7 +415,7 @@ async function main(): Promise<void> {
       `periods ${periodsMs.join(', ')} ms, ${seconds} s phases; load ${load()}`);
 
     // Informative only (minutes before the phases): the same-run ratios below are what counts.
-    const baselineSeconds = Math.min(seconds, 30);
+    const baselineSeconds = values['grants-only'] === true ? 0 : Math.min(seconds, 30);
     const baseline = await PutWorker.start(leaderBase, putClients);
     await sleep(baselineSeconds * 1000);
     const putAlone = (await baseline.stop()).all;
@@ -429,6 +431,11 @@ async function main(): Promise<void> {
     const heapAfterGrants = await inspector.heapUsedAfterGc();
     log(`leader heap after GC: ${((heapAfterGrants - heapBefore) / ids.length).toFixed(0)} bytes per lease after the grants ` +
       `(${(heapBefore / 2 ** 20).toFixed(1)} -> ${(heapAfterGrants / 2 ** 20).toFixed(1)} MiB)`);
+    if (values['grants-only'] === true) {
+      inspector.close();
+      agent.destroy();
+      return;
+    }
 
     const streams: KeepaliveStream[] = [];
     for (let s = 0; s < ids.length / perStream; s++) streams.push(await KeepaliveStream.open(cell.clientUrl(names[s % 3] as string)));
