@@ -163,6 +163,7 @@ export function grantLeases(
     while (named.has(next) || readLease(writer, next) !== null) next++;
     return next++;
   });
+  assert(new Set(ids).size === ids.length, 'a batch never assigns one id twice');
   // One record per lease and the counter once (not once per grant: half the batch's writes),
   // ending where grant after grant would: past the highest id, counting every lease.
   let nextId = counter.nextId;
