@@ -15,12 +15,14 @@
 //      whose load drifts, that is the only ratio worth quoting (the phase-1 ratio is printed too);
 //   4. maximum renewals/s: closed-loop keepalive frames of 1,000 IDs on 8 streams to the leader.
 // Plus the expiry tracker's own heap per lease, measured in-process (run with --expose-gc).
-// --profile writes a CPU profile of the leader over the first steady phase and prints its top rows.
+// --profile writes a CPU profile of the leader over the first steady phase (with --grants-only:
+// over the grants) and prints its top rows.
 //
 //   npm run bench:leases                      20,000 leases (fits a shared 2-core machine)
 //   npm run bench:leases -- --leases 100000   the seed's scale (10,000 renewals/s)
 //   npm run bench:leases -- --leases 100000 --period-ms 10000,1000   and then 100,000 renewals/s
 //   npm run bench:leases -- --seconds 20 --period-ms 10000
+//   npm run bench:leases -- --leases 100000 --grants-only   the grant phase alone (grants/s)
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +51,7 @@ const { values } = parseArgs({
     'grant-batch': { type: 'string' },
     'max-seconds': { type: 'string' },
     profile: { type: 'boolean' },
+    'grants-only': { type: 'boolean' },
   },
   strict: true,
 });
@@ -381,6 +384,15 @@ function logPhase(label: string, target: string, result: PhaseResult): void {
     `p50 ${ms(off.p50Us)} ms p99 ${ms(off.p99Us)} ms; p99 ratio ${(on.p99Us / off.p99Us).toFixed(2)}x`);
 }
 
+/** Keeps the leader's CPU profile in tmpdir and prints its top rows. */
+function logProfile(profile: unknown, phase: string): void {
+  const kept = join(tmpdir(), `baton-lease-leader-${phase}-${Date.now()}.cpuprofile`);
+  writeFileSync(kept, JSON.stringify(profile));
+  const summary = summarizeCpuProfile(profile as Parameters<typeof summarizeCpuProfile>[0], '', 30);
+  log(`leader profile, ${phase} (${(summary.durationMs / 1000).toFixed(1)} s, idle ${summary.idlePercent.toFixed(1)}%), kept at ${kept}:`);
+  for (const row of summary.rows) log(`  ${row.busyPercent.toFixed(1).padStart(5)}%  ${row.name}  ${row.location}`);
+}
+
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'baton-lease-bench-'));
   const ports = await freePorts(9);
@@ -413,7 +425,7 @@ async function main(): Promise<void> {
       `periods ${periodsMs.join(', ')} ms, ${seconds} s phases; load ${load()}`);
 
     // Informative only (minutes before the phases): the same-run ratios below are what counts.
-    const baselineSeconds = Math.min(seconds, 30);
+    const baselineSeconds = values['grants-only'] === true ? 0 : Math.min(seconds, 30);
     const baseline = await PutWorker.start(leaderBase, putClients);
     await sleep(baselineSeconds * 1000);
     const putAlone = (await baseline.stop()).all;
@@ -421,6 +433,8 @@ async function main(): Promise<void> {
 
     const heapBefore = await inspector.heapUsedAfterGc();
     const rssBefore = rssAnonKiB(leaderPid);
+    const profileGrants = values.profile === true && values['grants-only'] === true;
+    if (profileGrants) await inspector.startProfile();
     const grantStarted = performance.now();
     const ids = await grantAll(cell.clientUrls(), leaseCount);
     const grantSeconds = (performance.now() - grantStarted) / 1000;
@@ -429,6 +443,12 @@ async function main(): Promise<void> {
     const heapAfterGrants = await inspector.heapUsedAfterGc();
     log(`leader heap after GC: ${((heapAfterGrants - heapBefore) / ids.length).toFixed(0)} bytes per lease after the grants ` +
       `(${(heapBefore / 2 ** 20).toFixed(1)} -> ${(heapAfterGrants / 2 ** 20).toFixed(1)} MiB)`);
+    if (values['grants-only'] === true) {
+      if (profileGrants) logProfile(await inspector.stopProfile(), 'grants');
+      inspector.close();
+      agent.destroy();
+      return;
+    }
 
     const streams: KeepaliveStream[] = [];
     for (let s = 0; s < ids.length / perStream; s++) streams.push(await KeepaliveStream.open(cell.clientUrl(names[s % 3] as string)));
@@ -449,12 +469,7 @@ async function main(): Promise<void> {
         }
       }));
       if (p === 0 && values.profile === true) {
-        const profile = await inspector.stopProfile();
-        const kept = join(tmpdir(), `baton-lease-leader-${Date.now()}.cpuprofile`);
-        writeFileSync(kept, JSON.stringify(profile));
-        const summary = summarizeCpuProfile(profile as Parameters<typeof summarizeCpuProfile>[0], '', 30);
-        log(`leader profile (${(summary.durationMs / 1000).toFixed(1)} s, idle ${summary.idlePercent.toFixed(1)}%), kept at ${kept}:`);
-        for (const row of summary.rows) log(`  ${row.busyPercent.toFixed(1).padStart(5)}%  ${row.name}  ${row.location}`);
+        logProfile(await inspector.stopProfile(), 'steady');
       }
       logPhase(`steady, every ${periodMs} ms`, ` (target ${(ids.length * 1000 / periodMs).toFixed(0)}/s)`, result);
     }

@@ -26,6 +26,7 @@ export function commandAccesses(command: Command, lookup: AccessLookup): Access[
         ...command.failure.flatMap(txnOpAccesses),
       ];
     case 'leaseGrant':
+    case 'leaseGrantBatch':
       return [{ op: 'lease', anyKey: true }];
     case 'leaseRevoke':
       // Revoking deletes every key attached to the lease.

@@ -32,8 +32,9 @@ export const leaseKeysMax = 10_000;
 /** Lease ids per keepalive call, and leases per page of GET /v1/leases. */
 export const keepaliveIdsMax = 1_000;
 /**
- * Leases granted by one POST /v1/leases/batch: each is its own log entry, proposed together, so a
- * session storm costs one request (and a few Readys) per thousand sessions instead of one each.
+ * Leases granted by one POST /v1/leases/batch, and by one leaseGrantBatch log entry (op 19): a
+ * session storm costs one request and one entry per thousand sessions instead of one each (a
+ * cell whose store format predates op 19 proposes one entry per grant, together).
  */
 export const leaseGrantBatchMax = 1_000;
 export const leaseListLimitDefault = 1_000;

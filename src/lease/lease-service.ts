@@ -7,7 +7,7 @@
 import { assert } from '../base/assert.js';
 import { BatonError, LeaseNotFoundError, OverloadedError, UnavailableError } from '../base/errors.js';
 import { LeaseExpiryTracker } from './expiry-tracker.js';
-import { cellWork, validateLeaseTtl, type ApplyOutcome, type Command, type CommandProposer, type MvccStore, type Origin, type ResultOf } from '../mvcc/index.js';
+import { cellWork, storeFormatGrantBatch, validateLeaseTtl, type ApplyOutcome, type Command, type CommandProposer, type MvccStore, type Origin, type ResultOf } from '../mvcc/index.js';
 import { leaseAccess, leaseInfoAccesses, type AccessGuard } from '../auth/index.js';
 import type { Entry, MemberId } from '../raft/index.js';
 import type { BatchGrantAnswer, BatchGrantItem, KeepaliveAnswer, KeepaliveItem, LeaseApi, LeaseForwarder, LeaseInfo, LeaseList } from './api.js';
@@ -25,7 +25,7 @@ export interface LeaseDriver {
 /** What the service reads from the replicated state (the MVCC store). */
 export type LeaseStore = Pick<
   MvccStore,
-  'appliedTerm' | 'revision' | 'limits' | 'lease' | 'leases' | 'leasesPage' | 'keysOfLease'
+  'appliedTerm' | 'revision' | 'limits' | 'lease' | 'leases' | 'leasesPage' | 'keysOfLease' | 'storeFormat'
 >;
 
 /** Everything from outside, injected: the simulator runs the service on simulated time. */
@@ -47,6 +47,8 @@ export interface LeaseServiceDeps {
   /** Told each keepalive served here (renewed or forwarded), with its duration in ms: the renewal latency metric. */
   readonly onKeepalive?: (ms: number, ok: boolean) => void;
 }
+
+const transientCodes: ReadonlySet<string> = new Set(['unavailable', 'overloaded', 'timeout']);
 
 export class LeaseService implements LeaseApi {
   private readonly tracker: LeaseExpiryTracker;
@@ -118,6 +120,7 @@ export class LeaseService implements LeaseApi {
       if (outcome.type !== 'applied' || outcome.duplicate) continue;
       const result = outcome.result;
       if (result.type === 'leaseGrant') this.leaseGranted(result.id, result.ttlMs);
+      else if (result.type === 'leaseGrantBatch') for (const lease of result.leases) this.leaseGranted(lease.id, lease.ttlMs);
       else if (result.type === 'leaseRevoke') this.leaseRevoked(result.id);
       // A move recreated these leases here: they expire after their remaining TTL.
       else if (result.type === 'importKeys') for (const lease of result.leases) this.leaseGranted(lease.id, lease.remainingMs);
@@ -291,6 +294,7 @@ export class LeaseService implements LeaseApi {
     assert(Number.isSafeInteger(request.count) && request.count >= 1, 'a batch grants at least one lease');
     // A TTL the cell refuses would fail every grant alike: refuse the batch at once (400).
     validateLeaseTtl(request.ttlMs, this.store.limits);
+    if (this.store.storeFormat >= storeFormatGrantBatch) return this.grantBatch(request, requestId, principal);
     const grants = Array.from({ length: request.count }, (_, i) =>
       this.deps.proposer.propose({ type: 'leaseGrant', ttlMs: request.ttlMs }, requestId === undefined ? undefined : `${requestId}.${i}`, principal));
     const settled = await Promise.allSettled(grants);
@@ -306,6 +310,24 @@ export class LeaseService implements LeaseApi {
       return { error: error.code, message: error.message };
     });
     return { revision, leases };
+  }
+
+  /**
+   * One leaseGrantBatch entry (every member applies op 19: the store format says so), all or
+   * none: a refusal (the cell's lease quota) is every grant's answer. Its Request-ID is the
+   * batch's own, so a retried batch gets the first answer and grants nothing twice.
+   */
+  private async grantBatch(request: { ttlMs: number; count: number }, requestId: string | undefined, principal: string): Promise<BatchGrantAnswer> {
+    const grants = Array.from({ length: request.count }, () => ({ ttlMs: request.ttlMs }));
+    try {
+      const { result } = await this.deps.proposer.propose({ type: 'leaseGrantBatch', grants }, requestId, principal);
+      return { revision: result.revision, leases: result.leases.map((lease) => ({ id: lease.id, ttl: lease.ttlMs / 1000 })) };
+    } catch (error) {
+      // No leader, overload or a timeout is the request's: the client retries the whole batch
+      // (with its Request-ID, answered once). A refusal by the state (quota) is every grant's.
+      if (!(error instanceof BatonError) || transientCodes.has(error.code)) throw error;
+      return { revision: 0, leases: grants.map(() => ({ error: error.code, message: error.message })) };
+    }
   }
 
   async revoke(id: number, requestId: string | undefined, principal: string): Promise<{ id: number; deleted: number; revision: number }> {

@@ -92,6 +92,7 @@ export function applyCommand(
       break;
     }
     case 'leaseGrant':
+    case 'leaseGrantBatch':
     case 'leaseRevoke':
     case 'leaseCheckpoint':
       result = applyLeaseCommand(revisions, op, limits);

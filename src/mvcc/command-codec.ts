@@ -27,7 +27,9 @@
 //    15 ownershipSet   record bytes (older versions refuse code 15 as malformed)
 //    16 importKeys     record bytes (a move's copy into the destination, import-keys.ts; older
 //                      versions refuse code 16 as malformed and change nothing)
-//    20 tenantsSet     record bytes, u64 ifVersion (#28; 16-19 left for other work in flight)
+//    19 leaseGrantBatch u16 n, n x (u64 ttlMs, ?id) (#31; proposed only once the store format is
+//       3, i.e. every member applies it; older versions refuse code 19 as malformed: change nothing)
+//    20 tenantsSet     record bytes, u64 ifVersion (#28; 17-18 left for other work in flight)
 //   key/value: u32 length + bytes; ?x: u8 present [u64 x]
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
@@ -70,6 +72,7 @@ const opCode = {
   policySet: 14,
   ownershipSet: 15,
   importKeys: 16,
+  leaseGrantBatch: 19,
   tenantsSet: 20,
 } as const;
 
@@ -216,6 +219,13 @@ function writeOp(writer: ByteWriter, op: Command | TxnOp): void {
     case 'leaseRevoke':
       writer.u64(op.id);
       return;
+    case 'leaseGrantBatch':
+      writer.u16(op.grants.length);
+      for (const grant of op.grants) {
+        writer.u64(grant.ttlMs);
+        writeOptional(writer, grant.id);
+      }
+      break;
     case 'leaseCheckpoint':
       writer.u16(op.leases.length);
       for (const lease of op.leases) writer.u64(lease.id).u64(lease.remainingMs);
@@ -305,6 +315,7 @@ function readOp(reader: ByteReader, inTxn: boolean): Command | TxnOp {
       if (inTxn) reader.fail('deleteLeaseKeys is not a txn operation');
       return { type: 'deleteLeaseKeys', lease: reader.u64() };
     case opCode.leaseGrant:
+    case opCode.leaseGrantBatch:
     case opCode.leaseRevoke:
     case opCode.leaseCheckpoint:
       if (inTxn) reader.fail('lease commands are not txn operations');
@@ -345,6 +356,15 @@ function readLeaseOp(reader: ByteReader, code: number): Command {
     return id === undefined ? { type: 'leaseGrant', ttlMs } : { type: 'leaseGrant', ttlMs, id };
   }
   if (code === opCode.leaseRevoke) return { type: 'leaseRevoke', id: reader.u64() };
+  if (code === opCode.leaseGrantBatch) {
+    const grants: { ttlMs: number; id?: number }[] = [];
+    for (let i = reader.u16(); i > 0; i--) {
+      const ttlMs = reader.u64();
+      const id = readOptional(reader);
+      grants.push(id === undefined ? { ttlMs } : { ttlMs, id });
+    }
+    return { type: 'leaseGrantBatch', grants };
+  }
   const count = reader.u16();
   const leases: { id: number; remainingMs: number }[] = [];
   for (let i = 0; i < count; i++) leases.push({ id: reader.u64(), remainingMs: reader.u64() });

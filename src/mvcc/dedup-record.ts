@@ -11,7 +11,9 @@
 //
 // Shapes: 1 put (varint version, varint revision, varint revision - fencingToken), 2 a put that
 // created its key (varint revision: version 1, fencingToken = revision), 3 delete (varint
-// deleted, varint revision), 0 any other result, as a value. A value is JSON's data model in
+// deleted, varint revision), 4 leaseGrantBatch (varint revision, varint n, n x (varint id, varint
+// ttlMs); issue 31, written only for op 19, which older versions refuse), 0 any other result, as
+// a value. A value is JSON's data model in
 // binary (null, booleans, integers, floats, strings, bytes, arrays, objects with their fields in
 // order, undefined fields left out as JSON.stringify leaves them out); strings in `words` (field
 // names, result types, error codes) take one byte. Put and delete take a shape only when they
@@ -35,7 +37,7 @@ import {
 } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
 import { fromLatin1, fromUtf8, latin1, utf8 } from './bytes.js';
-import type { Command, CommandResult, DeleteResult, PutResult, StoreFormat } from './types.js';
+import type { Command, CommandResult, DeleteResult, LeaseGrantBatchResult, PutResult, StoreFormat } from './types.js';
 
 export type StoredOutcome =
   | { readonly ok: true; readonly result: CommandResult }
@@ -116,7 +118,7 @@ function decodeDedupRecordCompact(bytes: Uint8Array): DedupRecord {
 const kinds: readonly Command['type'][] = [
   'put', 'delete', 'txn', 'compact', 'deleteLeaseKeys', 'leaseGrant', 'leaseRevoke', 'leaseCheckpoint',
   'seqCreate', 'seqCheck', 'seqRelease', 'upgradeStore', 'policySet', 'ownershipSet', 'tenantsSet',
-  'importKeys',
+  'importKeys', 'leaseGrantBatch',
 ];
 const fingerprintFlag = { digest: 0x40, key: 0x80 } as const;
 
@@ -139,7 +141,9 @@ function readFingerprint(reader: ByteReader): RequestFingerprint {
   return { kind, key, digest };
 }
 
-const shape = { value: 0, put: 1, putCreated: 2, delete: 3 } as const;
+const shape = { value: 0, put: 1, putCreated: 2, delete: 3, leaseGrantBatch: 4 } as const;
+const grantBatchFields = ['type', 'leases', 'revision'];
+const grantedFields = ['id', 'ttlMs'];
 const putFields = ['type', 'created', 'version', 'revision', 'fencingToken'];
 const deleteFields = ['type', 'deleted', 'revision'];
 
@@ -161,6 +165,12 @@ function writeResult(writer: ByteWriter, result: CommandResult): void {
     case shape.delete:
       writer.u8(shape.delete).varint((result as DeleteResult).deleted).varint((result as DeleteResult).revision);
       return;
+    case shape.leaseGrantBatch: {
+      const { leases, revision } = result as LeaseGrantBatchResult;
+      writer.u8(shape.leaseGrantBatch).varint(revision).varint(leases.length);
+      for (const lease of leases) writer.varint(lease.id).varint(lease.ttlMs);
+      return;
+    }
     case shape.value:
       writeValue(writer.u8(shape.value), result);
   }
@@ -176,6 +186,10 @@ function resultShape(result: CommandResult): (typeof shape)[keyof typeof shape] 
   }
   if (result.type === 'delete' && hasFields(result, deleteFields) && isCount(result.deleted) && isCount(result.revision)) {
     return shape.delete;
+  }
+  if (result.type === 'leaseGrantBatch' && hasFields(result, grantBatchFields) && isCount(result.revision) && Array.isArray(result.leases) &&
+    result.leases.every((lease) => hasFields(lease, grantedFields) && isCount(lease.id) && isCount(lease.ttlMs))) {
+    return shape.leaseGrantBatch;
   }
   return shape.value;
 }
@@ -201,6 +215,12 @@ function readResult(reader: ByteReader): CommandResult {
     case shape.delete: {
       const deleted = reader.varint();
       return { type: 'delete', deleted, revision: reader.varint() };
+    }
+    case shape.leaseGrantBatch: {
+      const revision = reader.varint();
+      const leases: { id: number; ttlMs: number }[] = [];
+      for (let n = reader.varint(); n > 0; n--) leases.push({ id: reader.varint(), ttlMs: reader.varint() });
+      return { type: 'leaseGrantBatch', leases, revision };
     }
     case shape.value:
       return readValue(reader) as unknown as CommandResult;

@@ -9,6 +9,7 @@ import {
   checkLeaseAttachments,
   checkpointLeases,
   grantLease,
+  grantLeases,
   readLease,
   removeLease,
   requireLease,
@@ -17,6 +18,7 @@ import type { RevisionWriter } from './revision-writer.js';
 import type {
   KvReader,
   LeaseCheckpointOp,
+  LeaseGrantBatchOp,
   LeaseGrantOp,
   LeaseRevokeOp,
   MvccLimits,
@@ -26,7 +28,7 @@ import type {
 
 export function applyLeaseCommand(
   revisions: RevisionWriter,
-  op: LeaseGrantOp | LeaseRevokeOp | LeaseCheckpointOp,
+  op: LeaseGrantOp | LeaseGrantBatchOp | LeaseRevokeOp | LeaseCheckpointOp,
   limits: MvccLimits,
 ): CommandResult {
   const writer = revisions.writer;
@@ -34,6 +36,10 @@ export function applyLeaseCommand(
     case 'leaseGrant': {
       const lease = grantLease(writer, { ttlMs: op.ttlMs, id: op.id }, limits);
       return { type: 'leaseGrant', id: lease.id, ttlMs: lease.ttlMs, revision: revisions.finalRevision };
+    }
+    case 'leaseGrantBatch': {
+      const leases = grantLeases(writer, op.grants, limits).map((lease) => ({ id: lease.id, ttlMs: lease.ttlMs }));
+      return { type: 'leaseGrantBatch', leases, revision: revisions.finalRevision };
     }
     case 'leaseRevoke': {
       const lease = requireLease(writer, op.id);

@@ -133,6 +133,52 @@ export function grantLease(
   return lease;
 }
 
+/**
+ * Grants a batch, all or none: the quota and every client-chosen id are checked before the first
+ * write. Ids not given are assigned in order from the counter, as one grant after another would.
+ */
+export function grantLeases(
+  writer: KvWriter,
+  grants: readonly { ttlMs: number; id?: number | undefined }[],
+  limits: MvccLimits,
+): LeaseRecord[] {
+  const counter = readCounter(writer);
+  if (counter.leaseCount + grants.length > limits.leasesMax) {
+    throw new QuotaExceededError(`the cell holds at most ${limits.leasesMax} leases (${counter.leaseCount} now, ${grants.length} asked)`, {
+      limit: limits.leasesMax,
+    });
+  }
+  for (const grant of grants) {
+    validateLeaseTtl(grant.ttlMs, limits);
+    if (grant.id !== undefined && readLease(writer, grant.id) !== null) {
+      throw new InvalidArgumentError(`lease ${grant.id} already exists`, { id: grant.id });
+    }
+  }
+  // Ids are settled before any write: an assigned id skips existing leases (as grantLease does)
+  // and every id the batch names, so no grant of the batch can collide with another.
+  const named = new Set(grants.flatMap((grant) => (grant.id === undefined ? [] : [grant.id])));
+  let next = counter.nextId;
+  const ids = grants.map((grant) => {
+    if (grant.id !== undefined) return grant.id;
+    while (named.has(next) || readLease(writer, next) !== null) next++;
+    return next++;
+  });
+  assert(new Set(ids).size === ids.length, 'a batch never assigns one id twice');
+  // One record per lease and the counter once (not once per grant: half the batch's writes),
+  // ending where grant after grant would: past the highest id, counting every lease.
+  let nextId = counter.nextId;
+  const leases = grants.map((grant, i): LeaseRecord => {
+    const id = ids[i] as number;
+    assert(id >= 1 && Number.isSafeInteger(id), 'lease ids are positive safe integers');
+    const lease: LeaseRecord = { id, ttlMs: grant.ttlMs, remainingMs: grant.ttlMs, keyCount: 0 };
+    writer.put(grantKey(id), encodeLease(lease));
+    nextId = Math.max(nextId, id + 1);
+    return lease;
+  });
+  writeCounter(writer, { nextId, leaseCount: counter.leaseCount + grants.length });
+  return leases;
+}
+
 /** Removes the lease record (its keys must already be deleted). */
 export function removeLease(writer: KvWriter, id: number): void {
   const lease = readLease(writer, id);

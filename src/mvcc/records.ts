@@ -238,7 +238,9 @@ export function tombstone(key: string, revision: number): KeyValue {
 }
 
 /** The store format a store writes: its meta record's first byte (format 1: stores before it). */
-export const storeFormatLatest: StoreFormat = 2;
+export const storeFormatLatest: StoreFormat = 3;
+/** The first store format whose cell may be sent leaseGrantBatch (op 19): see StoreFormat. */
+export const storeFormatGrantBatch: StoreFormat = 3;
 
 /** A new store writes the latest format; a store with a meta record, the one it names. */
 export const initialMeta: MvccMeta = {
@@ -272,7 +274,7 @@ export function decodeMeta(bytes: Uint8Array): MvccMeta {
   const reader = new ByteReader(bytes, 'stored', 'meta record');
   const format = reader.u8();
   // A newer version's store: going on would write records it cannot read back the same way.
-  if (format !== 1 && format !== 2) reader.fail(`store format ${format} (this version writes 1 and 2)`);
+  if (format !== 1 && format !== 2 && format !== 3) reader.fail(`store format ${format} (this version writes 1 to 3)`);
   const meta = {
     appliedIndex: reader.u64(),
     appliedTerm: reader.u64(),

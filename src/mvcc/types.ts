@@ -167,6 +167,15 @@ export interface LeaseGrantOp {
   readonly id?: number;
 }
 
+/**
+ * Grants many leases in one log entry (op 19, store format 3): all or none. Each grant without an
+ * `id` takes the next free id at apply, in order, so every member assigns the same ids.
+ */
+export interface LeaseGrantBatchOp {
+  readonly type: 'leaseGrantBatch';
+  readonly grants: readonly { readonly ttlMs: number; readonly id?: number }[];
+}
+
 /** Revokes a lease (a client's DELETE or the leader's expiry): its keys go in one revision. */
 export interface LeaseRevokeOp {
   readonly type: 'leaseRevoke';
@@ -271,6 +280,7 @@ export type Command =
   | CompactOp
   | DeleteLeaseKeysOp
   | LeaseGrantOp
+  | LeaseGrantBatchOp
   | LeaseRevokeOp
   | LeaseCheckpointOp
   | SeqCreateOp
@@ -364,6 +374,13 @@ export interface LeaseGrantResult {
   readonly revision: number;
 }
 
+export interface LeaseGrantBatchResult {
+  readonly type: 'leaseGrantBatch';
+  /** In the order of the op's grants. */
+  readonly leases: readonly { readonly id: number; readonly ttlMs: number }[];
+  readonly revision: number;
+}
+
 export interface LeaseRevokeResult {
   readonly type: 'leaseRevoke';
   readonly id: number;
@@ -448,6 +465,7 @@ export type CommandResult =
   | CompactResult
   | DeleteLeaseKeysResult
   | LeaseGrantResult
+  | LeaseGrantBatchResult
   | LeaseRevokeResult
   | LeaseCheckpointResult
   | SeqCreateResult
@@ -529,6 +547,8 @@ export interface MvccLimits {
   readonly leasesMax: number;
   readonly leaseKeysMax: number;
   readonly leaseCheckpointBatchMax: number;
+  /** Grants in one leaseGrantBatch entry (op 19). */
+  readonly leaseGrantBatchMax: number;
   /**
    * A put naming a lease that does not exist fails with lease_not_found. Always on in a node;
    * off only for the older reference-model tests, whose model has no lease table.
@@ -550,16 +570,19 @@ export const defaultMvccLimits: MvccLimits = {
   leasesMax: limits.leasesMax,
   leaseKeysMax: limits.leaseKeysMax,
   leaseCheckpointBatchMax: 1_000,
+  leaseGrantBatchMax: limits.leaseGrantBatchMax,
   leaseAttachStrict: true,
 };
 
 /**
  * How a store encodes its records (src/mvcc/records.ts): 1 = fixed-width headers, events that
  * repeat the new value, JSON dedup outcomes (stores created before issue 22); 2 = varint
- * headers, events without the new value, binary dedup outcomes. Replicated: every member writes
- * the format its state names, so the same log gives the same bytes.
+ * headers, events without the new value, binary dedup outcomes; 3 = format 2's records, and
+ * every member can apply leaseGrantBatch (op 19), so a leader may propose it (older versions
+ * refuse op 19 as malformed). Replicated: every member writes the format its state names, so the
+ * same log gives the same bytes.
  */
-export type StoreFormat = 1 | 2;
+export type StoreFormat = 1 | 2 | 3;
 
 /** The persistent bookkeeping, written in the same storage transaction as the state it describes. */
 export interface MvccMeta {

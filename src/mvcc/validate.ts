@@ -192,6 +192,21 @@ export function validateCommand(op: Command, limits: MvccLimits): void {
       validateLeaseTtl(op.ttlMs, limits);
       if (op.id !== undefined) validateLeaseId(op.id);
       return;
+    case 'leaseGrantBatch': {
+      if (op.grants.length < 1 || op.grants.length > limits.leaseGrantBatchMax) {
+        if (op.grants.length < 1) throw new InvalidArgumentError('a lease grant batch grants at least one lease');
+        throw new TooLargeError('lease grant batch', op.grants.length, limits.leaseGrantBatchMax);
+      }
+      const ids = new Set<number>();
+      for (const grant of op.grants) {
+        validateLeaseTtl(grant.ttlMs, limits);
+        if (grant.id === undefined) continue;
+        validateLeaseId(grant.id);
+        if (ids.has(grant.id)) throw new InvalidArgumentError(`lease ${grant.id} is named twice in one batch`, { id: grant.id });
+        ids.add(grant.id);
+      }
+      return;
+    }
     case 'leaseRevoke':
       validateLeaseId(op.id);
       return;

@@ -45,6 +45,9 @@ export function createSimLeaseService(
     get limits() {
       return applier.store.limits;
     },
+    get storeFormat() {
+      return applier.store.storeFormat;
+    },
     lease: (id) => applier.store.lease(id),
     leases: () => applier.store.leases(),
     leasesPage: (afterId, limit) => applier.store.leasesPage(afterId, limit),

@@ -137,7 +137,9 @@ export class LeaseWorkload implements SimLeaseEnv {
     };
     this.sessions.push(session);
     const count = randomInt(this.random, 1, 2);
-    for (let i = 0; i < count; i++) this.grant(session, `L${session.n}.${i}`, 3, this.world.nowMs);
+    // Two leases come from one batch grant (one leaseGrantBatch entry), retried like a grant.
+    if (count === 2) this.grantMany(session, `L${session.n}`, 3, this.world.nowMs);
+    else this.grant(session, `L${session.n}.0`, 3, this.world.nowMs);
   }
 
   /**
@@ -148,18 +150,32 @@ export class LeaseWorkload implements SimLeaseEnv {
     const service = this.serviceOf(session);
     if (service === null) return;
     const sendMs = firstSendMs;
-    this.call(service.grant({ ttlMs: session.ttlMs }, requestId, simClient), (granted) => {
-      this.stats.granted++;
-      this.checker.onPromise(granted.id, sendMs, granted.ttl * 1000, this.world.nowMs, 'grant');
-      if (session.over) return; // the holder gave up meanwhile: an orphan that must expire
-      session.leases.push(granted.id);
-      const keys = randomInt(this.random, 1, 2);
-      for (let k = 0; k < keys; k++) this.attach(session, granted.id, `/lease/s${session.n}/${granted.id}/${k}`);
-      if (session.leases.length === 1) this.scheduleRenewal(session, sendMs + Math.floor(session.ttlMs / 3));
-    }, () => {
+    this.call(service.grant({ ttlMs: session.ttlMs }, requestId, simClient), (granted) => this.granted(session, granted, sendMs), () => {
       this.moveOn(session);
       // The same Request-ID: a grant that did commit is answered again, not granted twice.
       if (triesLeft > 1) this.world.at(this.world.nowMs + 30, '', () => this.grant(session, requestId, triesLeft - 1, firstSendMs));
+    });
+  }
+
+  private granted(session: Session, granted: { id: number; ttl: number }, sendMs: number): void {
+    this.stats.granted++;
+    this.checker.onPromise(granted.id, sendMs, granted.ttl * 1000, this.world.nowMs, 'grant');
+    if (session.over) return; // the holder gave up meanwhile: an orphan that must expire
+    session.leases.push(granted.id);
+    const keys = randomInt(this.random, 1, 2);
+    for (let k = 0; k < keys; k++) this.attach(session, granted.id, `/lease/s${session.n}/${granted.id}/${k}`);
+    if (session.leases.length === 1) this.scheduleRenewal(session, sendMs + Math.floor(session.ttlMs / 3));
+  }
+
+  /** Two leases in one request (a leaseGrantBatch entry when the store format allows). */
+  private grantMany(session: Session, requestId: string, triesLeft: number, firstSendMs: number): void {
+    const service = this.serviceOf(session);
+    if (service === null) return;
+    this.call(service.grantMany({ ttlMs: session.ttlMs, count: 2 }, requestId, simClient), (answer) => {
+      for (const item of answer.leases) if ('id' in item) this.granted(session, item, firstSendMs);
+    }, () => {
+      this.moveOn(session);
+      if (triesLeft > 1) this.world.at(this.world.nowMs + 30, '', () => this.grantMany(session, requestId, triesLeft - 1, firstSendMs));
     });
   }
 

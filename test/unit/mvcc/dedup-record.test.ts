@@ -101,3 +101,22 @@ test('format 2 is small: a created put with its fingerprint and a 34-byte key in
   assert.equal(encodeDedupRecord(update, 2).length, 51 + 1 + 3);
   roundTrip(update);
 });
+
+test('a batch grant\'s answer (issue 31) takes its own shape: ~4 bytes a lease, read back exactly', () => {
+  const leases = Array.from({ length: 1000 }, (_, i) => ({ id: 100_000 + i, ttlMs: 600_000 }));
+  const record: DedupRecord = {
+    stampMs: 1_700_000_000_000,
+    outcome: { ok: true, result: { type: 'leaseGrantBatch', leases, revision: 77 } },
+    request: { kind: 'leaseGrantBatch', key: null, digest: '0a1b2c3d' },
+  };
+  const bytes = encodeDedupRecord(record, 2);
+  assert.ok(bytes.length < 7 * 1000, `${bytes.length} bytes for 1,000 leases`);
+  roundTrip(record);
+  // Anything else named leaseGrantBatch still round-trips, as a value.
+  const odd = [
+    { type: 'leaseGrantBatch', leases: [{ id: 1, ttlMs: 5_000, extra: 1 }], revision: 3 },
+    { type: 'leaseGrantBatch', revision: 3, leases: [] },
+    { type: 'leaseGrantBatch', leases: [{ id: -1, ttlMs: 5_000 }], revision: 3 },
+  ] as unknown as CommandResult[];
+  for (const result of odd) roundTrip({ stampMs: 5, outcome: { ok: true, result } });
+});
