@@ -12,7 +12,8 @@ export const keyFlagOptions = {
 
 export const keyFlagsHelp = `  --encryption-key-file FILE | --encryption-key-command CMD   the key-encryption keys (as the
           server's): save encrypts FILE under the active key; status/inspect/restore read an
-          encrypted FILE (refused without them, naming the key id it needs)`;
+          encrypted FILE (refused without them, naming the key id it needs); restore then writes
+          the member's store sealed under a new data key (start it with the same key flags)`;
 
 export function keyringFromFlags(values: Record<string, unknown>): Keyring | null {
   const file = (values['encryption-key-file'] as string | undefined) ?? process.env['BATON_ENCRYPTION_KEY_FILE'];

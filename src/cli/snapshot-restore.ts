@@ -59,12 +59,13 @@ export async function snapshotRestoreCommand(args: readonly string[]): Promise<n
     if (positionals.length !== 1) throw new ConfigError('expected one FILE');
     const dataDir = required(values['data-dir'], 'data-dir');
     const members = values.dev === true ? devMembers(dataDir) : [clusterMember(values, dataDir)];
-    const backup = checkBackup(positionals[0] as string, keyringFromFlags(values));
+    const keyring = keyringFromFlags(values);
+    const backup = checkBackup(positionals[0] as string, keyring);
     const given = values['restore-nonce'];
     if (given !== undefined && !/^[A-Za-z0-9_-]{1,128}$/.test(given)) throw new ConfigError('--restore-nonce: letters, digits, - and _ (1-128)');
     const nonce = given ?? newRestoreNonce();
     const leaseGraceMs = count(values['election-timeout-ms'], 'election-timeout-ms', electionTimeoutMsDefault);
-    const plan = { cellId: values.cell ?? 'cell-1', nonce, leaseGraceMs, oldClusterId: values['old-cluster-id'] ?? null };
+    const plan = { cellId: values.cell ?? 'cell-1', nonce, leaseGraceMs, oldClusterId: values['old-cluster-id'] ?? null, keyring };
     const restored: RestoredMember[] = [];
     for (const member of members) restored.push(await restoreMember(backup, member, plan));
     report(restored, { nonce, generated: given === undefined, dev: values.dev === true, json: values.output === 'json' });
@@ -120,7 +121,8 @@ function report(restored: readonly RestoredMember[], how: { nonce: string; gener
   for (const member of restored) {
     const { restoredFrom: from } = member;
     process.stdout.write(`restored ${member.name} (member ${member.memberId}) into ${member.dataDir}: cluster ${member.clusterId}, epoch ${from.epoch} ` +
-      `(backup revision ${from.oldRevision}, epoch ${from.oldEpoch}), ${member.keys} keys, ${member.leases} leases\n`);
+      `(backup revision ${from.oldRevision}, epoch ${from.oldEpoch}), ${member.keys} keys, ${member.leases} leases` +
+      `${member.sealed ? ', store records sealed (start it with the same key flags)' : ''}\n`);
   }
   if (how.generated && !how.dev) {
     process.stdout.write(`restore nonce ${how.nonce}: pass --restore-nonce ${how.nonce} to every other member's restore\n`);

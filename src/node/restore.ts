@@ -4,14 +4,14 @@
 // new epoch and a nonce that every member's restore of one cell shares. The directory is built
 // beside DIR and renamed into place last, so a crashed restore leaves no half cell a node could start.
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../base/config-error.js';
 import { writeRestoredIdentity, type RestoreRecord } from '../membership/member-identity.js';
 import { MvccStore } from '../mvcc/index.js';
 import { openBackupFile, type BackupFile } from '../snap/index.js';
-import type { Keyring } from '../keys/index.js';
-import { LmdbEngine } from '../storage/index.js';
+import { openRecordKeys, RecordSealer, SealedEngine, type Keyring } from '../keys/index.js';
+import { dataFileName, LmdbEngine } from '../storage/index.js';
 import { syncDir } from '../snap/file-io.js';
 
 export interface RestoreMember {
@@ -28,6 +28,11 @@ export interface RestorePlan {
   /** One election timeout of the new cell: added to every lease's remaining TTL. */
   readonly leaseGraceMs: number;
   readonly oldClusterId: string | null;
+  /**
+   * With a keyring (the restore was given --encryption-key-file/-command), the member's store is
+   * written sealed (records.key, as a node with a key creates it), so no plaintext reaches its disk.
+   */
+  readonly keyring?: Keyring | null;
 }
 
 export interface RestoredMember {
@@ -39,6 +44,8 @@ export interface RestoredMember {
   readonly restoredFrom: RestoreRecord;
   readonly keys: number;
   readonly leases: number;
+  /** Whether the store's records are sealed (a keyring was given). */
+  readonly sealed: boolean;
 }
 
 /** A fresh nonce: 16 random bytes, hex. */
@@ -65,7 +72,13 @@ export async function restoreMember(backup: BackupFile, member: RestoreMember, p
   }
   const building = `${dataDir}.restoring-${process.pid}`;
   rmSync(building, { recursive: true, force: true });
-  const engine = LmdbEngine.open({ directory: join(building, 'db'), commits: 'synced' });
+  const dbDirectory = join(building, 'db');
+  const keyring = plan.keyring ?? null;
+  // The data key (and its first open number) is on disk before LMDB creates state.mdb.
+  if (keyring !== null) mkdirSync(dbDirectory, { recursive: true });
+  const recordKeys = keyring === null ? null : openRecordKeys(dbDirectory, keyring, { create: true, write: true });
+  const lmdb = LmdbEngine.open({ directory: dbDirectory, commits: 'synced' });
+  const engine = recordKeys === null ? lmdb : new SealedEngine(lmdb, new RecordSealer(recordKeys, join(dbDirectory, dataFileName)));
   let metas;
   let keys = 0;
   let leases = 0;
@@ -76,11 +89,11 @@ export async function restoreMember(backup: BackupFile, member: RestoreMember, p
     keys = store.range({ type: 'get', key: '/', rangeEnd: Uint8Array.of(0x30), countOnly: true }).count;
     leases = store.leaseCount();
   } catch (error) {
-    await engine.close();
+    await lmdb.close();
     rmSync(building, { recursive: true, force: true });
     throw error;
   }
-  await engine.close();
+  await lmdb.close();
   const { old, restored } = metas;
   const clusterId = restoredClusterId(backup.sha256, restored.epoch, plan.nonce, plan.oldClusterId);
   const restoredFrom: RestoreRecord = {
@@ -96,5 +109,5 @@ export async function restoreMember(backup: BackupFile, member: RestoreMember, p
   if (existsSync(dataDir)) rmSync(dataDir, { recursive: true }); // empty (checked above)
   renameSync(building, dataDir);
   await syncDir(dirname(dataDir));
-  return { name: member.name, memberId, dataDir, clusterId, restoredFrom, keys, leases };
+  return { name: member.name, memberId, dataDir, clusterId, restoredFrom, keys, leases, sealed: recordKeys !== null };
 }

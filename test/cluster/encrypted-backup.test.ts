@@ -72,7 +72,8 @@ test('encrypted backups: no plaintext, refused without or with the wrong key, da
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /damaged\.snap at byte offset \d+: chunk \d+ does not authenticate/);
 
-    // Restore the scheduled backup into a new cell (the restored members run without a key here).
+    // Restore the scheduled backup into a new cell: given the key, the restore writes each member's
+    // store sealed (records.key, no value in state.mdb), and the members start with the same key.
     const ports = await freePorts(6);
     const membersB = [1, 2, 3].map((i) => ({ name: `n${i}`, clientPort: ports[i - 1] as number, peerPort: ports[i + 2] as number }));
     const initialCluster = membersB.map((m) => `${m.name}=http://127.0.0.1:${m.peerPort}`).join(',');
@@ -82,8 +83,14 @@ test('encrypted backups: no plaintext, refused without or with the wrong key, da
       const restored = await baton(['snapshot', 'restore', scheduled, '--name', m.name, '--data-dir', join(rootB, m.name),
         '--initial-cluster', initialCluster, '--restore-nonce', nonce, ...keyArgs], 60_000);
       assert.equal(restored.code, 0, restored.stderr);
+      assert.match(restored.stdout, /store records sealed/);
+      const db = join(rootB, m.name, 'db');
+      assert.ok(existsSync(join(db, 'records.key')), `${m.name}: the restored store has no records.key`);
+      for (const file of readdirSync(db)) {
+        assert.equal(readFileSync(join(db, file)).includes(Buffer.from(secret)), false, `restored ${m.name}/db/${file} holds a value in plaintext`);
+      }
     }
-    cellB = new ProcessCell({ dataDir: rootB, members: membersB, extraArgs: ['--tick-ms', '50', '--election-ticks', '10'] });
+    cellB = new ProcessCell({ dataDir: rootB, members: membersB, extraArgs: ['--tick-ms', '50', '--election-ticks', '10', ...keyArgs] });
     cellB.startAll();
     await cellB.waitReady(60_000);
     const answer = await http(`${cellB.clientUrl('n2')}/v1/kv/enc/49`);
