@@ -19,7 +19,7 @@ const catchingSeeds: ReadonlyMap<string, readonly number[]> = new Map([
   ['grantOnWake', [13]],
   ['dedupOff', [5]],
   ['promoteAtZero', [13]],
-  ['lockWithoutLeaseCheck', [28]],
+  ['lockWithoutLeaseCheck', [20]],
   ['skipCutRevision', [5]],
   ['revokeOnLocalTimer', [5]],
   ['renewWithoutQuorum', [384]],
