@@ -6,6 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { http, startTestCell, type TestCell } from './harness.js';
+import { baton } from './cli-run.js';
 
 let cell: TestCell;
 const url = (i = 0): string => cell.cell.clientUrls()[i] as string;
@@ -70,4 +71,29 @@ test('bad tenant input is 400 and changes nothing; unknown tenant delete is refu
   }
   assert.equal((await http(`${url()}/v1/tenants/nobody`, { method: 'DELETE' })).status, 400);
   assert.equal((await http(`${url()}/v1/tenants`)).body.version, before, 'nothing changed');
+});
+
+test('baton tenant create|set|show|list|delete: limits and current use; bad flags refused', { timeout: 60_000 }, async () => {
+  const at = ['--endpoints', url()];
+  const created = await baton(['tenant', 'create', 'gamma', '--prefix', '/gamma/', '--prefix', '/g2/', '--max-keys', '2', '--writes-per-second', '50', ...at]);
+  assert.equal(created.code, 0, created.stderr);
+  assert.match(created.stdout, /tenant gamma created/);
+  assert.notEqual((await baton(['tenant', 'create', 'gamma', '--prefix', '/gamma/', ...at])).code, 0, 'create refuses an existing name');
+  assert.equal((await http(`${url()}/v1/kv/g2/a`, { method: 'PUT', body: 'hello' })).status, 201);
+  const shown = await baton(['tenant', 'show', 'gamma', ...at]);
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.match(shown.stdout, /prefixes \/gamma\/,\/g2\//);
+  assert.match(shown.stdout, /keys\s+\|\s+1\s+\|\s+2\s/);
+  assert.match(shown.stdout, /bytes\s+\|\s+5\s+\|\s+unlimited/);
+  assert.match(shown.stdout, /writes\/s\s+\|\s+-\s+\|\s+50\s/);
+  const set = await baton(['tenant', 'set', 'gamma', '--max-keys', 'none', '--max-bytes', '5', ...at]);
+  assert.equal(set.code, 0, set.stderr);
+  const json = JSON.parse((await baton(['tenant', 'show', 'gamma', '-w', 'json', ...at])).stdout);
+  assert.deepEqual([json.limits.maxKeys, json.limits.maxBytes, json.limits.writesPerSecond, json.prefixes], [null, 5, 50, ['/gamma/', '/g2/']], 'set keeps what it was not given');
+  assert.equal((await http(`${url()}/v1/kv/gamma/b`, { method: 'PUT', body: 'x' })).status, 429, 'the lowered byte limit holds');
+  assert.notEqual((await baton(['tenant', 'set', 'gamma', '--max-keys', '-3', ...at])).code, 0);
+  assert.notEqual((await baton(['tenant', 'set', 'nobody', '--max-keys', '3', ...at])).code, 0);
+  assert.match((await baton(['tenant', 'list', ...at])).stdout, /gamma/);
+  assert.equal((await baton(['tenant', 'delete', 'gamma', ...at])).code, 0);
+  assert.doesNotMatch((await baton(['tenant', 'list', ...at])).stdout, /gamma/);
 });
