@@ -119,7 +119,7 @@ function printResult(format: string, answer: unknown, what: string): void {
 }
 
 /** One request to the first endpoint that answers; an error answer becomes its typed error. */
-async function call(endpoints: string[] | undefined, method: string, path: string, body?: unknown): Promise<unknown> {
+export async function call(endpoints: string[] | undefined, method: string, path: string, body?: unknown): Promise<unknown> {
   const seeds = endpoints ?? ['http://127.0.0.1:7000'];
   let lastError: unknown = null;
   for (const endpoint of seeds) {

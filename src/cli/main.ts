@@ -31,6 +31,7 @@ const commands: Record<string, Command> = {
   router: async (args) => (await import('./router-command.js')).routerCommand(args),
   cells: async (args) => (await import('./cells-commands.js')).cellsCommand(args),
   ns: async (args) => (await import('./cells-commands.js')).nsCommand(args),
+  tenant: async (args) => (await import('./tenant-command.js')).tenantCommand(args),
   audit: async (args) => (await import('./audit-command.js')).auditCommand(args),
   certs: async (args) => (await import('./certs-command.js')).certsCommand(args),
   keys: async (args) => (await import('./keys-command.js')).keysCommand(args),

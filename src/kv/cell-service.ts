@@ -1,7 +1,8 @@
 // The cell as the API sees it: mutations become commands in the Raft log (with the Request-ID
 // and the proposer's clock inside, so dedup is replicated state), linearizable reads wait for a
 // ReadIndex confirmation, serializable reads are answered from local state and say so.
-import type { StoredPolicy } from '../mvcc/index.js';
+import { encodeTenants, type StoredPolicy } from '../mvcc/index.js';
+import type { TenantRecord, TenantUsage } from '../base/tenants.js';
 import { UnavailableError } from '../base/errors.js';
 import { readAccesses, type AccessGuard } from '../auth/index.js';
 import {
@@ -128,6 +129,21 @@ export class CellService implements api.CellApi, CommandProposer {
 
   async setPolicyRecord(record: Uint8Array, ifVersion: number, principal: string): Promise<{ version: number }> {
     const { result } = await this.propose({ type: 'policySet', record, ifVersion }, undefined, principal);
+    return { version: result.version };
+  }
+
+  /** The tenant table and each tenant's use as applied here, linearizable (issue #28). */
+  async tenants(principal: string): Promise<{ version: number; tenants: Array<TenantRecord & { usage: TenantUsage }> }> {
+    this.checkAdmin(principal);
+    await this.driver.linearizableRead();
+    const { version, tenants } = this.store.tenantsRecord();
+    return { version, tenants: tenants.map((t) => ({ ...t, usage: this.store.tenantUsage(t.name) })) };
+  }
+
+  /** Replaces the tenant table through the log if it is still at `ifVersion` (else 412). */
+  async setTenants(tenants: readonly TenantRecord[], ifVersion: number, principal: string): Promise<{ version: number }> {
+    this.checkAdmin(principal);
+    const { result } = await this.propose({ type: 'tenantsSet', record: encodeTenants(tenants), ifVersion }, undefined, principal);
     return { version: result.version };
   }
 

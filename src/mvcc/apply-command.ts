@@ -16,7 +16,8 @@ import { applyPolicySet } from './policy-record.js';
 import { applyImportKeys, parseImportRecord } from './import-keys.js';
 import { applyOwnershipSet } from './ownership-record.js';
 import { applyTenantsSet } from './tenants-record.js';
-import { checkPutQuotas } from './tenant-usage.js';
+import { checkPutQuotas, tenantsOf } from './tenant-usage.js';
+import type { TenantRecord } from '../base/tenants.js';
 import { readLeaseKeys, readRange } from './read.js';
 import { RevisionWriter } from './revision-writer.js';
 import { storeFormatLatest } from './records.js';
@@ -48,10 +49,12 @@ export interface CommandApplied {
 
 export function applyCommand(
   writer: KvWriter,
-  context: { meta: MvccMeta; limits: MvccLimits; bugs?: MvccBugs },
+  context: { meta: MvccMeta; limits: MvccLimits; bugs?: MvccBugs; tenants?: readonly TenantRecord[] },
   op: Command,
 ): CommandApplied {
   const { meta, limits } = context;
+  // The store passes its decoded table (no read per command); other callers read this state's.
+  const tenants = context.tenants ?? tenantsOf(writer);
   // A put's validation yields its key's UTF-8, which applying needs too (saves an encode).
   const putKeyBytes = op.type === 'put' ? validatePut(op, limits, false) : null;
   if (putKeyBytes === null) validateCommand(op, limits);
@@ -68,10 +71,10 @@ export function applyCommand(
     return { result: { type: 'ownershipSet', epoch: applyOwnershipSet(writer, op).table.epoch, revision: meta.revision }, meta };
   }
   if (op.type === 'put') checkPutLeases(writer, [op], limits);
-  if (op.type === 'put') checkPutQuotas(writer, [op], null);
+  if (op.type === 'put') checkPutQuotas(writer, tenants, [op], null);
   // Every command below may issue a revision: none may leave the epoch (refused before any write).
   checkEpochRoom(meta.epoch, meta.revision);
-  const revisions = new RevisionWriter(writer, meta.revision, meta.storeFormat);
+  const revisions = new RevisionWriter(writer, meta.revision, meta.storeFormat, tenants);
   let result: CommandResult;
   switch (op.type) {
     case 'put':
@@ -184,7 +187,7 @@ function applyTxn(
   // Before the first write: a txn is all or nothing.
   const puts = branch.filter((op): op is PutOp => op.type === 'put');
   checkPutLeases(revisions.writer, puts, context.limits);
-  checkPutQuotas(revisions.writer, puts, branch.length);
+  checkPutQuotas(revisions.writer, revisions.tenantTable, puts, branch.length);
   const results: TxnOpResult[] = [];
   for (const op of branch) {
     if (op.type === 'put') results.push(applyPut(revisions, op));

@@ -8,13 +8,11 @@ import { adjustLeaseKeyCount } from './lease-state.js';
 import { decodeRecord, encodeEventScratch, encodeRecordScratch, tombstone } from './records.js';
 import type { KeyValue, KvWriter, MvccEvent, StoreFormat } from './types.js';
 import type { TenantRecord } from '../base/tenants.js';
-import { accountKeyChange, tenantsOf } from './tenant-usage.js';
+import { accountKeyChange } from './tenant-usage.js';
 
 export class RevisionWriter {
   /** Events written so far in this revision; their seq is their position. */
   private eventCount = 0;
-  /** The tenant table, read at this command's first write (#28: every write counts to its tenant). */
-  private tenantTable: readonly TenantRecord[] | null = null;
 
   constructor(
     readonly writer: KvWriter,
@@ -22,6 +20,8 @@ export class RevisionWriter {
     readonly baseRevision: number,
     /** What the store writes (its meta's): every member writes the same bytes. */
     private readonly format: StoreFormat,
+    /** The tenant table of this state (#28: every write counts to its tenant); the store keeps it decoded. */
+    readonly tenantTable: readonly TenantRecord[],
   ) {
     u64Bytes(baseRevision + 1); // asserts the next revision is representable
   }
@@ -86,7 +86,7 @@ export class RevisionWriter {
   }
 
   private tenants(): readonly TenantRecord[] {
-    return (this.tenantTable ??= tenantsOf(this.writer));
+    return this.tenantTable;
   }
 
   private appendEvent(keyBytes: Uint8Array, event: MvccEvent): void {

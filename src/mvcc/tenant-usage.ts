@@ -56,8 +56,12 @@ export function accountKeyChange(
  * Deletes in the same txn are not credited here: growth is judged on the puts alone, which can
  * only refuse more, never let a tenant past its limit.
  */
-export function checkPutQuotas(reader: KvReader, puts: readonly PutOp[], txnOps: number | null): void {
-  const tenants = tenantsOf(reader);
+export function checkPutQuotas(
+  reader: KvReader,
+  tenants: readonly TenantRecord[],
+  puts: readonly PutOp[],
+  txnOps: number | null,
+): void {
   if (tenants.length === 0) return;
   const deltas = new Map<TenantRecord, { keys: number; bytes: number; leases: number }>();
   for (const put of puts) {

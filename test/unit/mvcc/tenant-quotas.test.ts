@@ -117,3 +117,27 @@ test('seeded: writers racing to the last unit never pass the limit after apply',
     assert.ok(applied > 0);
   }
 });
+
+test('the in-memory tenant table follows the state: a tenantsSet in the same batch, a failed one, a restore', () => {
+  const c = cell();
+  // A put first: the store has now read (and kept) the empty table.
+  assert.equal(c.apply({ type: 'put', key: '/acme/x', value: text('1') }).type, 'applied');
+  const one = { ...acme, limits: { ...acme.limits, maxKeys: 1 } };
+  const data = (index: number, op: Command) => ({ index, term: 1, type: EntryType.normal, data: encodeCommand({ proposedAtMs: 2_000 + index, source: 1, op }, defaultMvccLimits) });
+  const [set, put] = c.store.applyBatch([
+    data(2, { type: 'tenantsSet', record: encodeTenants([one]), ifVersion: 0 }),
+    data(3, { type: 'put', key: '/acme/y', value: text('1') }),
+  ]) as ApplyOutcome[];
+  assert.equal(set?.type, 'applied');
+  assert.deepEqual(refusal(put as ApplyOutcome), { tenant: 'acme', quota: 'keys', limit: 1, used: 1 }, 'the next entry of the batch sees the new table');
+  // A refused tenantsSet (stale version) leaves the table as it was.
+  const [stale] = c.store.applyBatch([data(4, { type: 'tenantsSet', record: encodeTenants([]), ifVersion: 0 })]) as ApplyOutcome[];
+  assert.equal(stale?.type, 'failed');
+  assert.equal(refusal(c.store.applyBatch([data(5, { type: 'put', key: '/acme/z', value: text('1') })])[0] as ApplyOutcome)?.quota, 'keys');
+  // A store that kept its empty table, then restored from one with tenants, enforces them.
+  const replica = new MvccStore(new MemoryEngine());
+  replica.applyBatch([data(1, { type: 'put', key: '/acme/q', value: text('1') })]);
+  replica.restore(c.store.snapshot().chunks);
+  const next = replica.appliedIndex + 1;
+  assert.equal(refusal(replica.applyBatch([data(next, { type: 'put', key: '/acme/w', value: text('1') })])[0] as ApplyOutcome)?.quota, 'keys');
+});
