@@ -119,7 +119,10 @@ export async function startTestCell(options: TestCellOptions = {}): Promise<Test
     try {
       return await startTestCellOnce(options);
     } catch (error) {
-      if (attempt >= 3 || !String((error as Error)?.message).includes('EADDRINUSE')) throw error;
+      // Another process can take a port between freePorts() and the node's listen: the node
+      // says "is already in use" (its own message for EADDRINUSE); start again on new ports.
+      const message = String((error as Error)?.message);
+      if (attempt >= 3 || !(message.includes('EADDRINUSE') || message.includes('already in use'))) throw error;
     }
   }
 }
