@@ -6,17 +6,29 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProcessCell } from '../../src/node/testing/process-cell.js';
 
+/**
+ * Free loopback ports for a test cell, drawn at random below the kernel's ephemeral range
+ * (32768 and up here): ports the kernel hands out for port 0 and for outbound connections are
+ * the ones other tests running at the same time are also handed, so drawing from there collides
+ * more often (CI saw another cell's node answer on a port given to this one).
+ */
 export async function freePorts(count: number): Promise<number[]> {
-  const servers: Server[] = [];
   const ports: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    servers.push(server);
-    ports.push((server.address() as { port: number }).port);
+  for (let tries = 0; ports.length < count; tries++) {
+    if (tries > count * 50) throw new Error(`no ${count} free loopback ports found in 20000-32767`);
+    const port = 20_000 + Math.floor(Math.random() * 12_768);
+    if (ports.includes(port) || !(await canListen(port))) continue;
+    ports.push(port);
   }
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
   return ports;
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server: Server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
 }
 
 /** A TCP relay that can be cut: while blocked it drops every connection, new and existing. */
@@ -120,9 +132,11 @@ export async function startTestCell(options: TestCellOptions = {}): Promise<Test
       return await startTestCellOnce(options);
     } catch (error) {
       // Another process can take a port between freePorts() and the node's listen: the node
-      // says "is already in use" (its own message for EADDRINUSE); start again on new ports.
+      // says "is already in use" (its own message for EADDRINUSE), or waitReady finds another
+      // cell's node answering on one of our ports before ours has died; start again on new ports.
       const message = String((error as Error)?.message);
-      if (attempt >= 3 || !(message.includes('EADDRINUSE') || message.includes('already in use'))) throw error;
+      const portTaken = ['EADDRINUSE', 'already in use', "not this cell's nodes"].some((sign) => message.includes(sign));
+      if (attempt >= 3 || !portTaken) throw error;
     }
   }
 }
