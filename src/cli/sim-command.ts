@@ -26,12 +26,14 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                    service; locks: lock contenders on the production lock service, with
                    leases; both imply --driver server and the MVCC store)
                  [--bug commitOldTermEntries|doubleVote|applyUncommitted|readWithoutQuorum|
-                   voteWithoutPersist|appendPastGap]
+                   voteWithoutPersist|appendPastGap|ignoreRegressed]
                  [--lease-bug promoteAtZero|renewWithoutQuorum|revokeOnLocalTimer] [--lock-bug grantOnWake|withdrawRetriedEntry]
                  [--store-bug dedupOff|lockWithoutLeaseCheck] (the MVCC store: --state-machine mvcc, leases, locks)
                  [--watch-bug skipCutRevision] (the watch hub; watchers run with the lock workload)
                  [--older-copy] (opt-in fault: members restarted on an older copy of their data;
-                   kv seeds on the sim's driver; not detected yet: docs/design/older-copy.md)`;
+                   kv seeds on the sim's driver; implies --ledger-check: docs/design/older-copy.md)
+                 [--ledger-check] (members ask their peers what they promised after each restart,
+                   as real nodes do; off by default so that seeds replay as before it existed)`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
   let parsed;
@@ -143,6 +145,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     ...(values['store-bug'] ?? []).map((bug) => `--store-bug ${bug}`),
     ...(values['watch-bug'] ?? []).map((bug) => `--watch-bug ${bug}`),
     ...(values['older-copy'] ? ['--older-copy'] : []),
+    ...(values['ledger-check'] ? ['--ledger-check'] : []),
   ].join(' ');
   const catchRate = values['catch-rate'];
   const started = performance.now();
@@ -172,6 +175,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       ...(values['lease-bug'] === undefined ? {} : { leaseBugs }),
       ...(values['watch-bug'] === undefined ? {} : { watchBugs }),
       ...(values['older-copy'] ? { olderCopy: true } : {}),
+      ...(values['ledger-check'] ? { ledgerCheck: true } : {}),
       ...(machine === 'mvcc' && workload === 'kv' ? { stateMachine: mvccStateMachine(defaultMvccLimits, 1, storeBugs) } : {}),
       ...(values['store-bug'] === undefined ? {} : { storeBugs }),
       ...(drawn !== null ? { profile: drawn.profile } : profile === undefined ? {} : { profile }),
@@ -267,6 +271,7 @@ function parseSimArgs(args: readonly string[]) {
       profile: { type: 'string' },
       'fault-phase-ms': { type: 'string' },
       'older-copy': { type: 'boolean', default: false },
+      'ledger-check': { type: 'boolean', default: false },
       driver: { type: 'string' },
       snapshots: { type: 'string' },
       'state-machine': { type: 'string' },

@@ -214,7 +214,9 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
       `the state machine applied index ${store.appliedIndex} is beyond the log's last index ${lastIndex}`);
   }
   const core = createRaftNode(
-    { ...defaultRaftConfig, id: config.memberId, electionTicks: config.electionTicks },
+    // ledgerCheck: after a restart, ask the peers what this member promised them before voting or
+    // acknowledging (src/raft/peer-ledger.ts): a data directory restored from an older copy is found.
+    { ...defaultRaftConfig, id: config.memberId, electionTicks: config.electionTicks, ledgerCheck: true },
     {
       hardState: recovered.hardState,
       snapshot,

@@ -56,7 +56,7 @@ export function tickElection(node: NodeState): void {
 }
 
 function isPromotable(node: NodeState): boolean {
-  return isVoter(node.confState, node.id);
+  return isVoter(node.confState, node.id) && node.recovery === null && node.regressed === null;
 }
 
 /** Start a campaign: a pre-vote first unless PreVote is off or the leader asked (transfer). */

@@ -5,6 +5,7 @@ export type {
   Entry,
   HardState,
   MemberId,
+  PeerRecord,
   ProposeRefusal,
   ForwardRefusal,
   ProposeResult,

@@ -4,6 +4,7 @@
 import { assert } from '../base/assert.js';
 import { randomInt, type Random } from '../base/random.js';
 import { RaftLog } from './log.js';
+import { PeerLedger } from './peer-ledger.js';
 import { Progress } from './progress.js';
 import { ReadIndexTracker } from './read-index.js';
 import {
@@ -77,6 +78,13 @@ export class NodeState {
   leaderContact: { leader: MemberId; term: number; members: readonly MemberId[] | null; ticksSinceHeartbeat: number } =
     { leader: noMember, term: 0, members: [], ticksSinceHeartbeat: 0 };
 
+  /** What each peer promised this member (peer-ledger.ts). */
+  readonly ledger: PeerLedger;
+  /** After a restart with ledgerCheck: the peers not yet asked back, and when to give up waiting. */
+  recovery: { waiting: Set<MemberId>; ticksLeft: number; ticksToResend: number } | null = null;
+  /** Why this member's data went back in time (peer-ledger.ts); it then stays out for good. */
+  regressed: string | null = null;
+
   /** The snapshot the log starts from (sent to followers whose next entry is compacted away). */
   snapshot: Snapshot | null;
   /** A snapshot received from the leader, for the next Ready. */
@@ -94,6 +102,7 @@ export class NodeState {
     this.id = config.id;
     this.config = config;
     this.random = random;
+    this.ledger = new PeerLedger(config.id);
     const bugs = config.bugs ?? {};
     this.invariantsHold = !(
       bugs.commitOldTermEntries === true ||
@@ -168,6 +177,7 @@ export class NodeState {
     const leaderTraffic =
       this.role === Role.leader &&
       (full.type === 'append' || full.type === 'heartbeat' || full.type === 'snapshot' || full.type === 'timeoutNow');
+    assert(this.regressed === null || full.type === 'ledgerReport', 'a regressed member only answers ledger queries');
     if (leaderTraffic) this.appendMessages.push(full);
     else this.messages.push(full);
   }

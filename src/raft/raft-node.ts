@@ -8,6 +8,7 @@ import { tickElection, tickLeader, hup } from './election.js';
 import { inContactView } from './contact.js';
 import { applyEntryMembership, compactConfHistory, confStateAt, maybeLeaveJoint, proposeConfChange } from './membership.js';
 import { NodeState } from './node-state.js';
+import { startRecovery, tickRecovery } from './peer-ledger.js';
 import { ProgressState } from './progress.js';
 import { flushForwardedReads, requestRead } from './reads.js';
 import { flushForwardedProposals } from './replication-follower.js';
@@ -55,10 +56,15 @@ export class RaftNode implements RaftApi {
     this.lastHardState = node.hardState();
     this.lastSoftState = { leader: noMember, role: Role.follower };
     node.resetElectionTimer();
+    // A member that promised nothing yet (a new one) has nothing to check.
+    const promisedBefore = recovered.hardState.term > 0 || log.lastIndex() > 0;
+    if (config.ledgerCheck === true && promisedBefore) startRecovery(node);
   }
 
   tick(): void {
-    if (this.node.role === Role.leader) tickLeader(this.node);
+    if (this.node.regressed !== null) return;
+    if (this.node.recovery !== null) tickRecovery(this.node);
+    else if (this.node.role === Role.leader) tickLeader(this.node);
     else tickElection(this.node);
   }
 
@@ -250,6 +256,8 @@ export class RaftNode implements RaftApi {
       firstIndex: node.log.firstIndex(),
       confState: node.confState,
       progress,
+      recovering: node.recovery !== null,
+      regressed: node.regressed,
       inContact: inContactView(node),
     };
   }

@@ -3,6 +3,7 @@ import { assert, unreachable } from '../base/assert.js';
 import { handleVoteRequest, handleVoteResponse, hup, stepTerm } from './election.js';
 import type { NodeState } from './node-state.js';
 import { handleReadIndexResponse, leaderRead } from './reads.js';
+import { answerLedgerQuery, takeLedgerReport } from './peer-ledger.js';
 import { handleAppend, handleHeartbeat, handleSnapshot } from './replication-follower.js';
 import { appendForwarded, handleAppendResponse, handleHeartbeatResponse, refuseForwarded } from './replication-leader.js';
 import { becomeFollower } from './roles.js';
@@ -11,6 +12,16 @@ import { Role, type RaftMessage } from './types.js';
 export function stepMessage(node: NodeState, m: RaftMessage): void {
   // The driver's business (see the message type): no term, no role change comes of it.
   if (m.type === 'proposeRefused') return;
+  // The ledger's messages come before the term rules: asking and answering changes no term.
+  if (m.type === 'ledgerQuery') return answerLedgerQuery(node, m);
+  if (m.type === 'ledgerReport') return takeLedgerReport(node, m);
+  node.ledger.observe(m);
+  // Still asking peers what it promised them, or found to have older data than it promised:
+  // nothing that could vote, acknowledge or lead. A forwarded proposal fails at once.
+  if (node.recovery !== null || node.regressed !== null) {
+    if (m.type === 'propose' && node.regressed === null) refuseForwarded(node, m.from, m.commands, 'notLeader');
+    return;
+  }
   if (!stepTerm(node, m)) return;
   switch (node.role) {
     case Role.leader:

@@ -121,6 +121,13 @@ export type RaftMessage =
   | (MessageBase & { readonly type: 'voteResponse' | 'preVoteResponse'; readonly reject: boolean })
   | (MessageBase & { readonly type: 'snapshot'; readonly snapshot: Snapshot })
   | (MessageBase & { readonly type: 'timeoutNow' })
+  /**
+   * A member that restarted asks each peer what it promised that peer before (peer-ledger.ts).
+   * Stepped before the term rules: it changes no term and no role. `term` is the asker's own.
+   */
+  | (MessageBase & { readonly type: 'ledgerQuery' })
+  /** The answer: what this member saw the asker promise it, durably (PeerRecord). */
+  | (MessageBase & { readonly type: 'ledgerReport'; readonly record: PeerRecord })
   | (MessageBase & { readonly type: 'readIndex'; readonly contexts: readonly number[] })
   /** Follower to leader: commands proposed on a follower, appended by the leader as-is. */
   | (MessageBase & { readonly type: 'propose'; readonly commands: readonly Uint8Array[] })
@@ -143,6 +150,23 @@ export type RaftMessage =
     });
 
 export type RaftMessageType = RaftMessage['type'];
+
+/**
+ * What one member saw a peer promise it, each field only growing. Every message a member sends
+ * (pre-votes aside) leaves only once the term it is stamped with is durable, an acknowledged
+ * append only once its entries are, and a granted vote only once the vote is: so a peer that
+ * restarts with less than this on its disk restarted on an older copy of its data.
+ */
+export interface PeerRecord {
+  /** The highest term seen on a message from the peer. */
+  readonly term: number;
+  /** The highest (term, index) the peer acknowledged as appended to its log (0, 0: none). */
+  readonly ackTerm: number;
+  readonly ackIndex: number;
+  /** The latest term in which the peer is known to have voted, and for whom (0: none known). */
+  readonly voteTerm: number;
+  readonly votedFor: MemberId;
+}
 
 /** A linearizable read may be served once the local applied index reaches `index`. */
 export interface ReadState {
@@ -258,6 +282,12 @@ export interface RaftConfig {
   readonly uncommittedBytesMax: number;
   readonly preVote: boolean;
   readonly checkQuorum: boolean;
+  /**
+   * After a restart, ask the peers what this member promised them before voting or
+   * acknowledging anything (peer-ledger.ts): a member restarted on an older copy of its data
+   * directory finds out, and stays out (`regressed`) instead of breaking its promises.
+   */
+  readonly ledgerCheck?: boolean;
   /** Test-only: deliberately broken behaviours that prove the simulator catches them. */
   readonly bugs?: RaftBugs;
 }
@@ -275,6 +305,8 @@ export interface RaftBugs {
   readonly voteWithoutPersist?: boolean;
   /** A follower accepts an append whose previous index is past its log end (a gap) and acknowledges it. */
   readonly appendPastGap?: boolean;
+  /** With ledgerCheck on: a member whose peers' ledgers say it restarted on older data goes on anyway. */
+  readonly ignoreRegressed?: boolean;
 }
 
 export const defaultRaftConfig: Omit<RaftConfig, 'id'> = {
@@ -333,6 +365,13 @@ export interface RaftStatus {
   readonly firstIndex: number;
   readonly confState: ConfState;
   readonly progress: ReadonlyMap<MemberId, { match: number; next: number; state: string }>;
+  /** After a restart, still asking its peers what it promised them (no vote, no acknowledgement yet). */
+  readonly recovering: boolean;
+  /**
+   * Why this member's data is older than what it promised its peers (null: it is not): it then
+   * never votes, campaigns or acknowledges again; an operator replaces it (docs/deploy.md).
+   */
+  readonly regressed: string | null;
   /**
    * Member health, the same on every member: the members the current leader heard from within
    * its last election timeout (itself included), ascending. The leader's own view; a follower's

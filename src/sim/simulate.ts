@@ -222,11 +222,19 @@ function scheduleFaults(world: World, nemesis: Nemesis, random: SeededRandom): v
 }
 
 /** A few times during the faults: copy a member's data directory, later restart it on the copy. */
+/** Members restarted on an older copy: the only ones the peer ledger may find regressed. */
+const restoredMembers = new WeakMap<World, Set<MemberId>>();
+
 function scheduleOlderCopies(world: World, random: SeededRandom): void {
   const s = world.scenario;
   // A durable state machine would be newer than the copy of the log it was restored with.
   if (world.serverDriver || s.durableStateMachine) return;
+  const restored = new Set<MemberId>();
+  restoredMembers.set(world, restored);
   const next = (): void => {
+    // One member per seed goes back in time: a lost disk is one of the faults a cell of 2f+1
+    // tolerates f of, and the peers that would notice are the ones that must not lose theirs too.
+    if (restored.size > 0) return;
     const atMs = world.nowMs + randomInt(random, 200, Math.max(400, s.faultPhaseMs >> 2));
     if (atMs >= s.faultPhaseMs) return;
     world.at(atMs, '', () => {
@@ -238,6 +246,8 @@ function scheduleOlderCopies(world: World, random: SeededRandom): void {
         world.trace('-', `OLDER COPY of n${node.id} taken (term ${copy.hardState.term}, vote ${copy.hardState.vote}, ${copy.entries.length} entries)`);
         world.at(world.nowMs + randomInt(random, 100, 1500), '', () => {
           if (node.state === 'removed' || node.incarnation !== incarnation) return;
+          if (restored.size > 0) return;
+          restored.add(node.id);
           world.crash(node);
           node.disk.restoreCopy(copy);
           world.trace('-', `OLDER COPY restored on n${node.id}`);
@@ -307,6 +317,20 @@ function checkLiveness(
 ): boolean {
   const leader = world.leader();
   const ack = client.probeAck;
+  // A member that found its data older than its promises stays out until replaced (the
+  // operator's job): it need not catch up. Found anywhere else, the ledger check is wrong.
+  const regressed = new Set<MemberId>();
+  for (const node of world.nodes.values()) {
+    if (node.state !== 'running' || node.core === null) continue;
+    const reason = (node.core as RaftApi).status().regressed;
+    if (reason === null) continue;
+    regressed.add(node.id);
+    world.stats.regressedMembers = regressed.size;
+    if (restoredMembers.get(world)?.has(node.id) !== true) {
+      world.report('peer ledger', `member ${node.id} says its data went back in time, and no older copy was restored on it: ${reason}`);
+      return true;
+    }
+  }
   let lagging: string[] = [];
   if (leader !== null && ack !== null) {
     const conf = (leader.core as RaftApi).status().confState;
@@ -315,6 +339,7 @@ function checkLiveness(
       .sort((a, b) => a - b)
       .filter((id) => {
         const node = world.nodes.get(id);
+        if (regressed.has(id)) return false;
         return node === undefined || node.state !== 'running' || node.appliedIndex < ack.index;
       })
       .map((id) => `${id}@${world.nodes.get(id)?.appliedIndex ?? 'absent'}`);
@@ -369,5 +394,6 @@ export function emptyStats(): SimStats {
     messagesDelivered: 0,
     messagesDropped: 0,
     livenessMs: -1,
+    regressedMembers: 0,
   };
 }

@@ -46,7 +46,12 @@ export function describeMessage(message: RaftMessage): string {
     case 'snapshot':
       return `${head} at=${message.snapshot.meta.index}/${message.snapshot.meta.term}`;
     case 'timeoutNow':
+    case 'ledgerQuery':
       return head;
+    case 'ledgerReport': {
+      const r = message.record;
+      return `${head} term=${r.term} ack=${r.ackIndex}/${r.ackTerm} vote=${r.votedFor}@${r.voteTerm}`;
+    }
     case 'propose':
       return `${head} commands=${message.commands.length}`;
     case 'proposeRefused':

@@ -184,6 +184,11 @@ export interface SimOptions {
    * restarted on that older copy. The sim's own driver with a state machine rebuilt from the log.
    */
   readonly olderCopy?: boolean;
+  /**
+   * Members run the peer-ledger check after each restart (RaftConfig.ledgerCheck, on in real
+   * nodes). Opt-in here so that seeds replay as they did before it existed; on with olderCopy.
+   */
+  readonly ledgerCheck?: boolean;
   /** Emit a 'progress' event this often (simulated ms). */
   readonly progressEveryMs?: number;
   /** Stop after this many steps even if time remains (a guard against runaway runs). */
@@ -241,6 +246,8 @@ export interface SimStats {
   messagesDropped: number;
   /** Simulated ms from the end of the faults until the liveness probe converged (-1: none). */
   livenessMs: number;
+  /** Members that found, through the peer ledger, that they restarted on older data (ledgerCheck). */
+  regressedMembers: number;
   /** The lease workload's counts (runs with workload 'leases' only). */
   leases?: LeaseStats;
   /** The lock workload's counts (runs with workload 'locks' only). */

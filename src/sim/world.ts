@@ -165,6 +165,7 @@ export class World implements NodeWorld {
       heartbeatTicks: this.scenario.heartbeatTicks,
       preVote: this.scenario.preVote,
       checkQuorum: this.scenario.checkQuorum,
+      ledgerCheck: this.options.ledgerCheck === true || this.options.olderCopy === true,
       ...(this.options.bugs === undefined ? {} : { bugs: this.options.bugs }),
     };
     const random = this.randoms.cores.fork(node.id * 1000 + node.incarnation);

@@ -4,7 +4,7 @@
 // thrown. Entry data and commands are views of the frame, never copies.
 import type { ConfState, Entry, EntryType, RaftMessage, SnapshotMeta } from '../raft/index.js';
 import { entryHeaderBytes, forwardRefusalCodes, messageTag } from './codec.js';
-import { contactListVersion, protocolVersion } from './protocol.js';
+import { contactListVersion, ledgerVersion, protocolVersion } from './protocol.js';
 import { TransportError, TransportErrorReason } from './errors.js';
 import type { TransportLimits } from './types.js';
 import type { WireReader } from './wire-reader.js';
@@ -102,6 +102,20 @@ const bodyReaders: Readonly<Record<number, BodyReader>> = {
     return { type: 'snapshot', ...base, snapshot: { meta, data } };
   },
   [messageTag.timeoutNow]: (_r, base) => ({ type: 'timeoutNow', ...base }),
+  [messageTag.ledgerQuery]: (r, base, _limits, version) => {
+    if (version < ledgerVersion) throw invalid(r, `ledgerQuery on a protocol ${version} connection`);
+    return { type: 'ledgerQuery', ...base };
+  },
+  [messageTag.ledgerReport]: (r, base, _limits, version) => {
+    if (version < ledgerVersion) throw invalid(r, `ledgerReport on a protocol ${version} connection`);
+    const term = r.u64('term');
+    const ackTerm = r.u64('ackTerm');
+    const ackIndex = r.u64('ackIndex');
+    const voteTerm = r.u64('voteTerm');
+    const votedFor = r.u64('votedFor');
+    if (ackTerm > term || voteTerm > term) throw invalid(r, `ledger terms past the record's term ${term}`);
+    return { type: 'ledgerReport', ...base, record: { term, ackTerm, ackIndex, voteTerm, votedFor } };
+  },
   [messageTag.readIndex]: (r, base, limits) =>
     ({ type: 'readIndex', ...base, contexts: readIdList(r, limits, 'contexts') }),
   [messageTag.readIndexResponse]: (r, base, limits) => {

@@ -51,6 +51,9 @@
 //   13 propose           u32 count | command * count;  command = u32 dataBytes | data
 //   14 proposeRefused    u8 reason (0 notLeader, 1 transferring, 2 tooLarge, 3 overloaded) |
 //                        u32 count | command * count
+//   15 ledgerQuery       (empty; version 4 on)
+//   16 ledgerReport      u64 term | u64 ackTerm | u64 ackIndex | u64 voteTerm | u64 votedFor
+//                        (version 4 on)
 // snapshotMeta = u64 index | u64 term | memberList voters | memberList votersOutgoing |
 //                memberList learners;   memberList = u32 count | u64 memberId * count
 //
@@ -59,7 +62,7 @@
 // message), so a bad peer trips a TransportError there rather than an assertion in the core.
 import { assert, unreachable } from '../base/assert.js';
 import type { ForwardRefusal, RaftMessage, SnapshotMeta } from '../raft/index.js';
-import { contactListVersion, protocolVersion } from './protocol.js';
+import { carriesMessage, contactListVersion, protocolVersion } from './protocol.js';
 import type { WireWriter } from './wire-writer.js';
 
 export const messageTag = {
@@ -77,6 +80,8 @@ export const messageTag = {
   readIndexResponse: 12,
   propose: 13,
   proposeRefused: 14,
+  ledgerQuery: 15,
+  ledgerReport: 16,
 } as const satisfies Record<RaftMessage['type'], number>;
 
 /** Wire codes of ForwardRefusal, by position. */
@@ -127,7 +132,10 @@ export function messageBytesIn(message: RaftMessage, version: number): number {
       return headerBytes + snapshotMetaBytes(message.snapshot.meta) + 4 +
         message.snapshot.data.length;
     case 'timeoutNow':
+    case 'ledgerQuery':
       return headerBytes;
+    case 'ledgerReport':
+      return headerBytes + 8 * 5;
     case 'readIndex':
       return headerBytes + 4 + 8 * message.contexts.length;
     case 'readIndexResponse':
@@ -168,6 +176,7 @@ export function writeSnapshotMeta(w: WireWriter, meta: SnapshotMeta): void {
 export function writeMessage(w: WireWriter, message: RaftMessage, version: number = protocolVersion): void {
   // Pairs with readMessage's shape checks: a sender bug stops the sender, not the receiver.
   assert(message.from > 0 && message.to > 0 && message.from !== message.to, 'message ids');
+  assert(carriesMessage(message.type, version), `a ${message.type} message on a protocol ${version} connection`);
   w.u8(messageTag[message.type]);
   w.u64(message.from);
   w.u64(message.to);
@@ -233,7 +242,17 @@ export function writeMessage(w: WireWriter, message: RaftMessage, version: numbe
       w.bytes(message.snapshot.data);
       return;
     case 'timeoutNow':
+    case 'ledgerQuery':
       return;
+    case 'ledgerReport': {
+      const r = message.record;
+      w.u64(r.term);
+      w.u64(r.ackTerm);
+      w.u64(r.ackIndex);
+      w.u64(r.voteTerm);
+      w.u64(r.votedFor);
+      return;
+    }
     case 'readIndex':
       writeMemberList(w, message.contexts);
       return;

@@ -14,6 +14,7 @@ import {
   Channel, decodeReply, encodeHandshake, fallbackVersion, isRemovalRefusal, protocolVersion,
 } from './handshake.js';
 import type { Dialled } from './peer-tls.js';
+import { carriesMessage } from './protocol.js';
 import type { PeerAddress, PeerStats, TransportLimits, TransportLogger } from './types.js';
 
 export interface OutboundContext {
@@ -79,6 +80,8 @@ export class OutboundPeer {
     assert(message.to === this.id, 'message queued for its addressee');
     const limits = this.context.limits;
     if (this.state === 'closed' || this.state === 'backoff') return this.drop(1);
+    // A peer of an older protocol knows no ledger messages: the asker stops waiting for it in time.
+    if (!carriesMessage(message.type, this.speaks)) return;
     if (messagesFrameBytes(size) > limits.frameBytesMax) {
       this.context.logger.warn({ peer: this.id, type: message.type, bytes: size },
         'message larger than a frame: dropped');

@@ -1,14 +1,23 @@
 // Peer protocol versions (wire format at the top of codec.ts). A member speaks every version from
 // protocolVersionMin to protocolVersion; a connection speaks the version its dialer's handshake
 // named, which the listener accepts only within its own range (so it is min(dialer, listener)).
+// Version 4: ledgerQuery and ledgerReport (src/raft/peer-ledger.ts: a restarted member asks its
+// peers what it promised them); a member never sends them on a connection of an older version.
 // Version 3: heartbeats carry the leader's contact list (member health, src/raft/contact.ts).
 // Version 2: the snapshot header carries the data's checksum and the receiver answers it with a
 // snapshotResume frame (the offset it already holds), so a dropped transfer resumes.
-export const protocolVersion = 3;
+export const protocolVersion = 4;
 /** The oldest version this member still speaks: a cell upgrades one member at a time from it. */
 export const protocolVersionMin = 2;
 /** The first version whose heartbeats carry a contact list. */
 export const contactListVersion = 3;
+/** The first version that carries the peer ledger's messages. */
+export const ledgerVersion = 4;
+
+/** Can `message` travel on a connection of `version`? (Older peers know no ledger messages.) */
+export function carriesMessage(type: string, version: number): boolean {
+  return version >= ledgerVersion || (type !== 'ledgerQuery' && type !== 'ledgerReport');
+}
 
 export function speaksVersion(version: number): boolean {
   return version >= protocolVersionMin && version <= protocolVersion;

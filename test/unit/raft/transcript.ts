@@ -415,7 +415,10 @@ export function formatMessage(m: RaftMessage): string {
     case 'snapshot':
       return `${head} snapshot=${m.snapshot.meta.term}/${m.snapshot.meta.index}`;
     case 'timeoutNow':
+    case 'ledgerQuery':
       return head;
+    case 'ledgerReport':
+      return `${head} record=${m.record.term} ack=${m.record.ackTerm}/${m.record.ackIndex} vote=${m.record.votedFor}@${m.record.voteTerm}`;
     case 'readIndex':
       return `${head} contexts=[${m.contexts.join(' ')}]`;
     case 'readIndexResponse':

@@ -79,7 +79,14 @@ export function randomMessage(
         meta: { index: randomU64(random), term: randomU64(random),
           confState: randomConfState(random) } } };
     case 'timeoutNow':
+    case 'ledgerQuery':
       return { ...base, type };
+    case 'ledgerReport': {
+      // Field order on the wire: ackTerm and voteTerm never past the record's term.
+      const term = randomU64(random);
+      return { ...base, type, record: { term, ackTerm: randomInt(random, 0, Math.min(term, 0xffff_ffff)),
+        ackIndex: randomU64(random), voteTerm: randomInt(random, 0, Math.min(term, 0xffff_ffff)), votedFor: randomU64(random) } };
+    }
     case 'readIndex':
       return { ...base, type, contexts: randomIds(random, 8) };
     case 'readIndexResponse':
