@@ -79,6 +79,13 @@ export interface ClusterStatus {
   readonly epoch: number;
   /** The backup this cell was restored from, or null. */
   readonly restoredFrom: RestoreRecord | null;
+  /**
+   * This member after a restart: 'recovering' while it asks its peers what it promised them,
+   * 'regressed' when they showed its data went back in time (it no longer votes; replace it),
+   * else 'ok' (src/raft/peer-ledger.ts).
+   */
+  readonly data: 'ok' | 'recovering' | 'regressed';
+  readonly regressedBecause?: string;
   readonly members: readonly MemberStatus[];
 }
 

@@ -196,6 +196,11 @@ export class NodeDriver<Outcome> {
     return this.core.status();
   }
 
+  /** Why this member's data went back in time (src/raft/peer-ledger.ts), or null. */
+  regressed(): string | null {
+    return this.core.regressed();
+  }
+
   /**
    * Leader only: start a membership change. It leaves at the next pump (flush() sends it now), so
    * the caller can first learn the new member's address for the message that goes to it.
@@ -220,6 +225,12 @@ export class NodeDriver<Outcome> {
   }
 
   /** The transport could not reach `to` (the core probes it instead of streaming). */
+  /** `to` runs a build without the peer ledger: a restarted member stops waiting for its answer. */
+  reportNoLedger(to: MemberId): void {
+    this.core.reportNoLedger(to);
+    this.schedulePump();
+  }
+
   reportUnreachable(to: MemberId): void {
     if (this.stopped) return;
     this.core.reportUnreachable(to);

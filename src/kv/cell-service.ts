@@ -44,6 +44,7 @@ export interface CellServiceConfig {
 /** What the KV service needs from the node's driver (NodeDriver). */
 export interface CellDriver {
   status(): RaftStatus;
+  regressed(): string | null;
   linearizableRead(): Promise<void>;
 }
 
@@ -207,6 +208,9 @@ export class CellService implements api.CellApi, CommandProposer {
       await this.driver.linearizableRead();
       this.metrics.readSeconds.observe((performance.now() - started) / 1000);
     }
+    // A member restarted on an older copy of its data would answer from the past as if current.
+    const regressed = this.driver.regressed();
+    if (regressed !== null) throw new UnavailableError(`this member's data went back in time (${regressed}): read from another member`);
     if (options.minRevision !== undefined) await this.waitForRevision(options.minRevision);
     this.guard.check(principal, () => readAccesses(request));
     // Again on the state read: a read must not answer for a namespace this cell gave up meanwhile.
@@ -247,6 +251,8 @@ export class CellService implements api.CellApi, CommandProposer {
       compactRevision: this.store.compactRevision,
       epoch: this.store.epoch,
       restoredFrom: this.config.restoredFrom ?? null,
+      data: status.regressed !== null ? 'regressed' : status.recovering ? 'recovering' : 'ok',
+      ...(status.regressed !== null ? { regressedBecause: status.regressed } : {}),
       members: (this.membership?.members() ?? this.config.members).map((member) => {
         return {
           id: member.id,
@@ -268,6 +274,7 @@ export class CellService implements api.CellApi, CommandProposer {
   ready(): { ready: boolean; reason: string } {
     const status = this.driver.status();
     if (this.membership?.removed === true) return { ready: false, reason: 'removed from the cell' };
+    if (status.regressed !== null) return { ready: false, reason: `data went back in time: ${status.regressed}` };
     if (status.leader === 0) return { ready: false, reason: 'no leader' };
     // Until an entry of the current term commits, the commit index known here can lag what earlier
     // leaders committed (right after a restart): a serializable read could miss acknowledged writes.

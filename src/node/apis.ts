@@ -29,7 +29,7 @@ import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
 import { lockFrameHandlers } from '../api/stream/lock-frames.js';
 import { StreamServer } from '../api/stream/index.js';
 import type { MvccStore } from '../mvcc/index.js';
-import { AlarmTable } from '../api/alarms.js';
+import { AlarmTable, alarmType } from '../api/alarms.js';
 import { hashKvPaced } from '../api/hash-kv.js';
 import { CorruptionCheck } from './corruption-check.js';
 import type { NodeConfig } from './config.js';
@@ -147,6 +147,7 @@ export async function startApis(
     log,
   });
   corruptionCheck.start();
+  const regressionWatch = watchForRegression(config, driver, alarms, log);
   const grpc = config.listenGrpc === null ? null : await EtcdGrpcServer.start(
     {
       cell, leases, watches, logError, locks: locks.locks, elections: locks.elections, tokens, health, audit,
@@ -182,6 +183,7 @@ export async function startApis(
     grpc,
     async stop(graceMs) {
       corruptionCheck.stop();
+      clearInterval(regressionWatch);
       if (reconciler !== null) clearInterval(reconciler);
       if (moverTimer !== null) clearInterval(moverTimer);
       await watches.stop();
@@ -193,6 +195,32 @@ export async function startApis(
       await closed;
     },
   };
+}
+
+/**
+ * A member whose peers showed it promised more than its disk holds (src/raft/peer-ledger.ts: a
+ * data directory restored from an older copy) no longer votes or acknowledges; here it also says
+ * so where operators look: an error in the log naming the directory, and a CORRUPT alarm on
+ * itself (`/readyz` fails, `etcdctl alarm list` shows it). Serializable reads are refused in
+ * the cell service; watches end as on any member without a leader.
+ */
+function watchForRegression(
+  config: NodeConfig,
+  driver: { regressed(): string | null },
+  alarms: AlarmTable,
+  log: NodeLogger,
+): NodeJS.Timeout {
+  let said = false;
+  const timer = setInterval(() => {
+    const reason = driver.regressed();
+    if (reason === null || said) return;
+    said = true;
+    log.error(`this member's data directory ${config.dataDir} went back in time (restored from an older copy?): ` +
+      `${reason}. It no longer votes or acknowledges entries; replace it (docs/deploy.md, "A member whose data went back in time")`);
+    alarms.activate(String(config.memberId), alarmType.corrupt);
+  }, 250);
+  timer.unref();
+  return timer;
 }
 
 /** Resolves once no request is in flight, or after `graceMs`. */

@@ -2,6 +2,7 @@
 // peer transport, the HTTP, stream and gRPC APIs and real timers. This is the only place that
 // wires them, in four steps: open the durable state, start the peers, build the services (each
 // from the ones before it), start the APIs. Everything below is written against interfaces.
+import { LedgerFileKeeper, readLedgerFile } from './ledger-file.js';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { ConfigError } from '../base/config-error.js';
@@ -125,6 +126,8 @@ export async function startNode(
     services.driver.tick();
     services.leases.tick();
   }, config.tickMs);
+  // What peers promised this member, kept beside its log so it outlives a restart (ledger-file.ts).
+  const ledgerFile = new LedgerFileKeeper(config.dataDir, state.core, (error) => log.warn(`peer ledger not saved: ${error.message}`));
   log.info(`serving ${config.listenClient.href} (peers ${config.listenPeer.href}${apis.grpc === null ? '' : `, etcd gRPC ${config.listenGrpc?.href}`}), member ${config.memberId}, cluster ${config.clusterId}`);
   return {
     service: services.cell,
@@ -139,6 +142,7 @@ export async function startNode(
       services.locks.stop();
       peers.leaseForwarder.stop();
       services.driver.stop();
+      await ledgerFile.stop();
       // Watch streams hear `unavailable` and their last revision first (they resume elsewhere).
       await apis.stop(options.graceful === true ? gracefulStopMs : 0);
       await peers.transport.close();
@@ -224,6 +228,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
       // A joining node starts with no configuration: the first one it applies comes from the log.
       initialConfState: { voters: identity.joined ? [] : identity.bootstrap.map((m) => m.id), votersOutgoing: [], learners: [] },
       appliedIndex: store.appliedIndex,
+      ledger: readLedgerFile(config.dataDir),
     },
     new SeededRandom(randomBytes(8).readBigUInt64LE()),
   );
@@ -294,6 +299,7 @@ async function startPeers(config: NodeConfig, state: DurableState, log: NodeLogg
     onLeaseMessage: inbox.onLeaseMessage,
     onSnapshot: inbox.onSnapshot,
     reportUnreachable: inbox.reportUnreachable,
+    reportNoLedger: inbox.reportNoLedger,
     reportSnapshot: inbox.reportSnapshot,
     onRemovedByPeer: inbox.onRemovedByPeer,
     logger: {

@@ -12,6 +12,7 @@ export interface InboxReceivers {
   readonly driver: {
     receive(messages: readonly RaftMessage[]): void;
     reportUnreachable(to: MemberId): void;
+    reportNoLedger(to: MemberId): void;
     reportSnapshot(to: MemberId, ok: boolean): void;
   };
   readonly leaseFrame: (from: MemberId, message: LeasePeerMessage) => void;
@@ -30,6 +31,7 @@ export class PeerInbox {
   readonly onMessages = (batch: readonly RaftMessage[]): void => this.receivers?.driver.receive(batch);
   readonly onLeaseMessage = (from: MemberId, message: LeasePeerMessage): void => this.receivers?.leaseFrame(from, message);
   readonly reportUnreachable = (to: MemberId): void => this.receivers?.driver.reportUnreachable(to);
+  readonly reportNoLedger = (to: MemberId): void => this.receivers?.driver.reportNoLedger(to);
   readonly reportSnapshot = (to: MemberId, ok: boolean): void => this.receivers?.driver.reportSnapshot(to, ok);
   readonly onRemovedByPeer = (peer: MemberId): void => this.receivers?.removedByPeer(peer);
   readonly onSnapshot = (incoming: IncomingSnapshot): Promise<void> => {

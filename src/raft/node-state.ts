@@ -102,7 +102,7 @@ export class NodeState {
     this.id = config.id;
     this.config = config;
     this.random = random;
-    this.ledger = new PeerLedger(config.id);
+    this.ledger = new PeerLedger(config.id, recovered.ledger);
     const bugs = config.bugs ?? {};
     this.invariantsHold = !(
       bugs.commitOldTermEntries === true ||

@@ -15,8 +15,20 @@ const nothingKnown: PeerRecord = { term: 0, ackTerm: 0, ackIndex: 0, voteTerm: 0
 
 export class PeerLedger {
   private readonly records = new Map<MemberId, PeerRecord>();
+  /** Grows with every change, so a caller that keeps the ledger on disk writes it only then. */
+  version = 0;
 
-  constructor(private readonly self: MemberId) {}
+  /** `saved`: what this member kept on disk of an earlier run (a lower bound, so safe to start from). */
+  constructor(private readonly self: MemberId, saved: readonly (readonly [MemberId, PeerRecord])[] = []) {
+    for (const [peer, record] of saved) {
+      assert(record.ackTerm <= record.term && record.voteTerm <= record.term, 'a saved ledger record is well formed');
+      if (peer !== self) this.records.set(peer, record);
+    }
+  }
+
+  entries(): (readonly [MemberId, PeerRecord])[] {
+    return [...this.records];
+  }
 
   recordOf(peer: MemberId): PeerRecord {
     return this.records.get(peer) ?? nothingKnown;
@@ -47,7 +59,10 @@ export class PeerLedger {
       // A candidate persists its term and its vote for itself before it asks anyone.
       if (m.term > record.voteTerm) record = { ...record, voteTerm: m.term, votedFor: m.from };
     }
-    if (record !== old) this.records.set(m.from, record);
+    if (record !== old) {
+      this.records.set(m.from, record);
+      this.version++;
+    }
   }
 }
 
@@ -95,6 +110,16 @@ export function tickRecovery(node: NodeState): void {
 
 export function answerLedgerQuery(node: NodeState, m: MessageOf<'ledgerQuery'>): void {
   node.send({ type: 'ledgerReport', to: m.from, record: node.ledger.recordOf(m.from) });
+}
+
+/** A peer of an older build cannot answer: recovery stops waiting for it (it knows nothing to check). */
+export function peerCannotAnswer(node: NodeState, peer: MemberId): void {
+  const recovery = node.recovery;
+  if (recovery === null || !recovery.waiting.delete(peer)) return;
+  if (recovery.waiting.size === 0) {
+    node.recovery = null;
+    node.resetElectionTimer();
+  }
 }
 
 /** Compares a peer's record of this member with its disk; also a late answer, after recovery. */

@@ -8,7 +8,7 @@ import { tickElection, tickLeader, hup } from './election.js';
 import { inContactView } from './contact.js';
 import { applyEntryMembership, compactConfHistory, confStateAt, maybeLeaveJoint, proposeConfChange } from './membership.js';
 import { NodeState } from './node-state.js';
-import { startRecovery, tickRecovery } from './peer-ledger.js';
+import { peerCannotAnswer, startRecovery, tickRecovery } from './peer-ledger.js';
 import { ProgressState } from './progress.js';
 import { flushForwardedReads, requestRead } from './reads.js';
 import { flushForwardedProposals } from './replication-follower.js';
@@ -22,6 +22,7 @@ import {
   type Entry,
   type HardState,
   type MemberId,
+  type PeerRecord,
   type ProposeResult,
   type RaftApi,
   type RaftConfig,
@@ -237,6 +238,18 @@ export class RaftNode implements RaftApi {
     const term = node.log.term(index);
     assert(term !== undefined, 'an applied index after the snapshot is in the log');
     return { index, term, confState: confStateAt(node, index) };
+  }
+
+  ledger(): { version: number; records: (readonly [MemberId, PeerRecord])[] } {
+    return { version: this.node.ledger.version, records: this.node.ledger.entries() };
+  }
+
+  reportNoLedger(peer: MemberId): void {
+    peerCannotAnswer(this.node, peer);
+  }
+
+  regressed(): string | null {
+    return this.node.regressed;
   }
 
   status(): RaftStatus {

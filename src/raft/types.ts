@@ -331,6 +331,8 @@ export interface RecoveredState {
   readonly initialConfState: ConfState;
   /** The state machine's applied index (entries up to it are not handed out again). */
   readonly appliedIndex: number;
+  /** What peers promised this member, as it last kept it on disk (peer-ledger.ts); absent: nothing. */
+  readonly ledger?: readonly (readonly [MemberId, PeerRecord])[];
 }
 
 export type ProposeResult =
@@ -436,4 +438,13 @@ export interface RaftApi {
    */
   snapshotMetaAt(index: number): SnapshotMeta | null;
   status(): RaftStatus;
+  /**
+   * What each peer promised this member (peer-ledger.ts) and a version that grows with every
+   * change: the caller keeps it on disk, so that it outlives a restart of this member.
+   */
+  ledger(): { readonly version: number; readonly records: readonly (readonly [MemberId, PeerRecord])[] };
+  /** `peer` cannot answer a ledger query (an older build): recovery stops waiting for it. */
+  reportNoLedger(peer: MemberId): void;
+  /** RaftStatus.regressed, cheaply (asked on every serializable read). */
+  regressed(): string | null;
 }

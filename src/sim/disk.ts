@@ -9,6 +9,8 @@ import type {
   ConfState,
   Entry,
   HardState,
+  MemberId,
+  PeerRecord,
   Ready,
   RecoveredState,
   Snapshot,
@@ -20,6 +22,8 @@ export type DiskWrite =
       readonly snapshot: Snapshot | null;
       readonly entries: readonly Entry[];
       readonly hardState: HardState | null;
+      /** What peers promised this member, kept with the write (null: unchanged since the last). */
+      readonly ledger?: LedgerRecords | null;
     }
   /** The member's own compaction: keep the snapshot, drop the entries it covers. */
   | { readonly kind: 'compact'; readonly snapshot: Snapshot }
@@ -32,16 +36,20 @@ interface PendingWrite {
   readonly write: DiskWrite;
 }
 
+type LedgerRecords = readonly (readonly [MemberId, PeerRecord])[];
+
 export const emptyHardState: HardState = { term: 0, vote: 0, commit: 0 };
 
 export interface DurableCopy {
   readonly hardState: HardState;
+  readonly ledger: LedgerRecords;
   readonly snapshot: Snapshot | null;
   readonly entries: readonly Entry[];
 }
 
 export class SimDisk {
   private hardState: HardState = emptyHardState;
+  private ledger: LedgerRecords = [];
   private snapshot: Snapshot | null = null;
   // Invariant: entries are contiguous and entries[0].index === snapshotIndex + 1.
   private entries: Entry[] = [];
@@ -117,12 +125,13 @@ export class SimDisk {
       entries: [...this.entries],
       initialConfState,
       appliedIndex: snapshotIndex,
+      ledger: this.ledger,
     };
   }
 
   /** What a copy of the data directory taken now holds: the durable state only. */
   durableCopy(): DurableCopy {
-    return { hardState: this.hardState, snapshot: this.snapshot, entries: [...this.entries] };
+    return { hardState: this.hardState, ledger: this.ledger, snapshot: this.snapshot, entries: [...this.entries] };
   }
 
   /**
@@ -132,6 +141,7 @@ export class SimDisk {
   restoreCopy(copy: DurableCopy): void {
     assert(this.pending.length === 0, 'a copy is restored only while the member is down');
     this.hardState = copy.hardState;
+    this.ledger = copy.ledger;
     this.snapshot = copy.snapshot;
     this.entries = [...copy.entries];
   }
@@ -160,6 +170,7 @@ export class SimDisk {
       assert(write.hardState.term >= this.hardState.term, 'a durable term never goes back');
       this.hardState = write.hardState;
     }
+    if (write.ledger !== undefined && write.ledger !== null) this.ledger = write.ledger;
   }
 
   private persistEntries(entries: readonly Entry[]): void {
@@ -193,11 +204,12 @@ export class SimDisk {
 }
 
 /** The write a Ready asks for (the caller skips Readies with nothing to persist). */
-export function diskWriteOfReady(ready: Ready): DiskWrite {
+export function diskWriteOfReady(ready: Ready, ledger: LedgerRecords | null = null): DiskWrite {
   return {
     kind: 'ready',
     snapshot: ready.snapshot,
     entries: ready.entries,
     hardState: ready.hardState,
+    ledger,
   };
 }

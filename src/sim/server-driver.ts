@@ -328,6 +328,9 @@ function observed(core: RaftApi, node: SimNode, fileData: (index: number) => Uin
       return snapshot;
     },
     snapshotMetaAt: (index: number) => core.snapshotMetaAt(index),
+    regressed: () => core.regressed(),
+    reportNoLedger: (peer) => core.reportNoLedger(peer),
+    ledger: () => core.ledger(),
     status: () => core.status(),
   };
 }

@@ -24,6 +24,8 @@ export class SimDriver implements MemberDriver {
     private compactedIndex: number,
   ) {}
 
+  private ledgerVersion = 0;
+
   /** Drive the core until it has nothing to do or a Ready waits for the disk. */
   pump(): void {
     const core = this.core;
@@ -34,7 +36,11 @@ export class SimDriver implements MemberDriver {
       this.world.send(node, ready.appendMessages);
       if (this.world.messagesBeforeDurable) node.sendMessages(ready.messages);
       if (ready.snapshot !== null || ready.entries.length > 0 || ready.hardState !== null) {
-        const { id, doneAtMs } = node.disk.submit(this.world.nowMs, diskWriteOfReady(ready));
+        // The peer ledger travels with the member's writes, as a node keeps it beside its log.
+        const ledger = core.ledger();
+        const changed = ledger.version !== this.ledgerVersion;
+        this.ledgerVersion = ledger.version;
+        const { id, doneAtMs } = node.disk.submit(this.world.nowMs, diskWriteOfReady(ready, changed ? ledger.records : null));
         this.inFlight = { ready, writeId: id };
         this.world.scheduleDiskDone(node, id, doneAtMs);
         return;

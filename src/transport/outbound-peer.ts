@@ -57,6 +57,8 @@ export class OutboundPeer {
   private framesBytes = 0;
   // Set when messages were lost since the last takeUnreachable(); reported outside send().
   private unreachable = false;
+  // Set when a ledger message was left out (the peer speaks a protocol before ledgerVersion).
+  private noLedger = false;
   private counters = {
     sentMessages: 0, sentWrites: 0, sentFrames: 0, sentBytes: 0, droppedMessages: 0,
     connectAttempts: 0, connectFailures: 0,
@@ -80,8 +82,12 @@ export class OutboundPeer {
     assert(message.to === this.id, 'message queued for its addressee');
     const limits = this.context.limits;
     if (this.state === 'closed' || this.state === 'backoff') return this.drop(1);
-    // A peer of an older protocol knows no ledger messages: the asker stops waiting for it in time.
-    if (!carriesMessage(message.type, this.speaks)) return;
+    // A peer of an older protocol knows no ledger messages: reported, so the asker stops waiting.
+    if (!carriesMessage(message.type, this.speaks)) {
+      this.noLedger = true;
+      this.context.scheduleFlush();
+      return;
+    }
     if (messagesFrameBytes(size) > limits.frameBytesMax) {
       this.context.logger.warn({ peer: this.id, type: message.type, bytes: size },
         'message larger than a frame: dropped');
@@ -147,6 +153,13 @@ export class OutboundPeer {
   }
 
   /** True once per loss episode: the owner then calls reportUnreachable(id). */
+  /** True once after a ledger message was left out for this peer's older protocol. */
+  takeNoLedger(): boolean {
+    const was = this.noLedger;
+    this.noLedger = false;
+    return was;
+  }
+
   takeUnreachable(): boolean {
     const was = this.unreachable;
     this.unreachable = false;

@@ -221,6 +221,7 @@ export class PeerTransport {
     for (const peer of this.peers.values()) {
       peer.flush();
       if (peer.takeUnreachable()) this.options.reportUnreachable?.(peer.id);
+      if (peer.takeNoLedger()) this.options.reportNoLedger?.(peer.id);
     }
   }
 

@@ -103,6 +103,8 @@ export interface PeerTransportOptions {
   readonly onSnapshot?: (snapshot: IncomingSnapshot) => Promise<void>;
   /** Messages to `to` were dropped (queue full, connection failed): Raft should probe it. */
   readonly reportUnreachable?: (to: MemberId) => void;
+  /** `to` speaks a peer protocol without the peer ledger's messages (src/raft/peer-ledger.ts). */
+  readonly reportNoLedger?: (to: MemberId) => void;
   /** A snapshot stream to `to` finished (ok) or failed. */
   readonly reportSnapshot?: (to: MemberId, ok: boolean) => void;
   /**

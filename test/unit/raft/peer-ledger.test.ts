@@ -130,3 +130,12 @@ test('a new member (nothing promised yet) and the check switched off start at on
   assert.equal(restart(0, 0, 0).status().recovering, false);
   assert.equal(restart(3, 2, 5, false).status().recovering, false);
 });
+
+test('a peer of an older build (no ledger messages in its protocol) is not waited for', () => {
+  const node = restart(3, 2, 5);
+  sent(node);
+  node.reportNoLedger(2);
+  assert.equal(node.status().recovering, true);
+  node.reportNoLedger(3);
+  assert.equal(node.status().recovering, false, 'nobody left to ask: it goes on');
+});

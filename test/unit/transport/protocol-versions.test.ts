@@ -154,13 +154,17 @@ async function startV2Listener(memberId: number): Promise<{
     socket.on('error', () => {});
     const reader = new FrameReader(limits.frameBytesMax);
     let shaken = false;
+    let refused = false;
     socket.on('data', (chunk) => {
+      // After a refusal, frames the dialer sent before it read the answer are not read.
+      if (refused) return;
       reader.push(chunk);
       for (let frame = reader.next(); frame !== null; frame = reader.next()) {
         if (!shaken) {
           const hs = decodeHandshake(frame);
           handshakes.push(hs.version);
           if (hs.version !== 2) {
+            refused = true;
             socket.end(encodeReply(FrameKind.handshakeReply, { accepted: false, reason: `protocol version ${hs.version}, expected 2` }));
             return;
           }
