@@ -8,10 +8,12 @@ import { ElectionsView, LeasesView, LocksView, touched } from './coordination-vi
 import { byId } from './dom.js';
 import { KeysView } from './keys-view.js';
 import { parseMetrics } from './metrics.js';
+import { TenantsView } from './tenants-view.js';
 import { Feed } from './watch.js';
 
 const statusEveryMs = 2000;
 const leasesEveryMs = 3000;
+const tenantsEveryMs = 3000;
 const countdownEveryMs = 200;
 
 /** Runs `load` once now, and again (once) soon after every request while one is running. */
@@ -93,6 +95,13 @@ function start(): void {
   const statusLoad = coalesced(status);
   statusLoad();
   setInterval(statusLoad, statusEveryMs);
+  // Tenants are asked once the first status said whether this is a node or a router.
+  const tenants = new TenantsView(() => cell.routerCells);
+  const tenantsLoad = coalesced(() => tenants.load());
+  void cell.firstStatus.then(() => {
+    tenantsLoad();
+    setInterval(tenantsLoad, tenantsEveryMs);
+  });
   setInterval(reload.leases, leasesEveryMs);
   setInterval(() => leases.tick(), countdownEveryMs);
 }
