@@ -43,6 +43,7 @@ import { PeerInbox } from './peer-inbox.js';
 import { startApis } from './apis.js';
 import { startAutoCompaction } from './compactor-wiring.js';
 import { BackupTask } from './backup-task.js';
+import { CellCanary } from './cell-canary.js';
 import { checkpointEntriesMax, gracefulStopMs, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
 import { assert } from '../base/assert.js';
 import { PeerRttMeter, timedSender } from './peer-rtt.js';
@@ -121,6 +122,15 @@ export async function startNode(
   });
   backups?.registerMetrics(state.metrics.registry);
   backups?.start();
+  const canary = !config.canary ? null : new CellCanary({
+    isLeader: () => services.driver.status().role === 'leader',
+    endpoints: () => services.membership.members().map((member) => member.clientUrl).filter((url) => url !== ''),
+    registry: state.metrics.registry,
+    log,
+    clientTls: config.clientTls,
+    peerTls: config.peerTls,
+  });
+  canary?.start();
   const ticker = setInterval(() => {
     services.driver.tick();
     services.leases.tick();
@@ -132,6 +142,8 @@ export async function startNode(
       if (options.graceful === true && !services.membership.removed) {
         log.info(`stopping: ${await services.membership.leaveLeadership()}`);
       }
+      // The canary first: its probes call this node's API, which is about to close.
+      await canary?.stop();
       clearInterval(ticker);
       compactor.stop();
       await backups?.stop();

@@ -3,6 +3,7 @@
 // keys: no watch carries them). Read-only: the console never writes to the cell; signing in only
 // obtains a token for the API's own checks.
 import { describe, getText, setToken, signIn, token } from './api.js';
+import { renderCanary } from './canary-view.js';
 import { CellView } from './cell-view.js';
 import { ElectionsView, LeasesView, LocksView, touched } from './coordination-view.js';
 import { byId } from './dom.js';
@@ -86,9 +87,12 @@ function start(): void {
   const status = async (): Promise<void> => {
     await cell.loadStatus();
     try {
-      cell.onMetrics(parseMetrics(await getText('/metrics')));
+      const samples = parseMetrics(await getText('/metrics'));
+      cell.onMetrics(samples);
+      renderCanary(samples, cell.status, cell.router);
     } catch (error) {
       byId('watches').textContent = `metrics: ${describe(error)}`;
+      byId('canary').textContent = `metrics: ${describe(error)}`;
       cell.renderMembers(null);
     }
   };

@@ -71,6 +71,11 @@ export class CellView {
 
   private members: Status | null = null;
 
+  /** The last status read (null before, or on a router). */
+  get status(): Status | null {
+    return this.members;
+  }
+
   /** The router's page: the cells it knows (each leader's console linked) and the namespaces. */
   private renderRouter(status: RouterStatus): void {
     byId('cell-summary').replaceChildren(
