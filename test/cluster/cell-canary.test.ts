@@ -2,12 +2,14 @@
 // probes, its SLIs on the leader's own /metrics (every probe succeeding, 0 violations) and none
 // on the followers; kill -9 the leader and the new leader's canary starts and reports. In headless
 // chromium (when there is one), the leader's console shows the SLIs and a follower's links to
-// the leader's console.
+// the leader's console. On a TLS cell (client certificates required) the leader's canary calls its
+// cell over https with its member certificate.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { httpsRequest } from '../../src/node/testing/cell-tls.js';
 import { findLeader, sleep, startTestCell, type TestCell } from './harness.js';
 import { findChromium, HeadlessBrowser, noChromiumReason } from './headless-browser.js';
 
@@ -15,8 +17,15 @@ const probes = ['lock', 'election', 'lease', 'watch', 'stale_owner'];
 
 interface Slis { running: number; ok: Record<string, number>; failed: Record<string, number>; violations: number; ratio: Record<string, number> }
 
+async function metricsText(cell: TestCell, name: string): Promise<string> {
+  const url = `${cell.cell.clientUrl(name)}/metrics`;
+  const tls = cell.cell.tls;
+  if (tls === null) return (await fetch(url, { signal: AbortSignal.timeout(3000) })).text();
+  return (await httpsRequest(url, { ca: tls.ca.cert, client: tls.root, timeoutMs: 3000 })).body;
+}
+
 async function slisOf(cell: TestCell, name: string): Promise<Slis> {
-  const text = await (await fetch(`${cell.cell.clientUrl(name)}/metrics`, { signal: AbortSignal.timeout(3000) })).text();
+  const text = await metricsText(cell, name);
   const value = (pattern: RegExp): number => Number(pattern.exec(text)?.[1] ?? NaN);
   const perProbe = (result: string): Record<string, number> => Object.fromEntries(probes.map((probe) =>
     [probe, value(new RegExp(`^baton_canary_probes_total\\{probe="${probe}",result="${result}"\\} (\\d+)$`, 'm')) || 0]));
@@ -112,3 +121,22 @@ async function consoleShowsCanary(t: { diagnostic(text: string): void; skip?: un
     await browser.close();
   }
 }
+
+test('--canary on a TLS cell: the leader\'s canary calls its cell over https with its member certificate', { timeout: 120_000 }, async (t) => {
+  const cell = await startTestCell({ tls: true, extraArgs: ['--canary'] });
+  try {
+    const deadline = Date.now() + 40_000;
+    let runner: string | null = null;
+    while (runner === null && Date.now() < deadline) {
+      for (const name of cell.names) if ((await slisOf(cell, name).catch(() => null))?.running === 1) runner = name;
+      if (runner === null) await sleep(200);
+    }
+    assert.ok(runner !== null, 'a member runs the canary');
+    const slis = await waitForProbes(cell, runner, 3, 40_000);
+    t.diagnostic(`${runner} over TLS: ok ${JSON.stringify(slis.ok)} failed ${JSON.stringify(slis.failed)}`);
+    assert.equal(slis.violations, 0);
+    for (const other of cell.names.filter((name) => name !== runner)) assert.equal((await slisOf(cell, other)).running, 0);
+  } finally {
+    await cell.close();
+  }
+});
