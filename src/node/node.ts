@@ -139,11 +139,11 @@ export async function startNode(
   return {
     service: services.cell,
     async stop(options = {}) {
+      // The canary first: its probes call this node's API, which is about to hand leadership away and close.
+      await canary?.stop();
       if (options.graceful === true && !services.membership.removed) {
         log.info(`stopping: ${await services.membership.leaveLeadership()}`);
       }
-      // The canary first: its probes call this node's API, which is about to close.
-      await canary?.stop();
       clearInterval(ticker);
       compactor.stop();
       await backups?.stop();

@@ -61,17 +61,24 @@ test('--canary: the leader runs the probes (SLIs on its /metrics, 0 violations);
     assert.equal(first.violations, 0);
     t.diagnostic(`leader ${leader}: ok ${JSON.stringify(first.ok)} failed ${JSON.stringify(first.failed)} ratio ${JSON.stringify(first.ratio)}`);
     for (const probe of probes) assert.ok((first.ratio[probe] as number) >= 0.75, `${probe} success ratio ${first.ratio[probe]}`);
-    for (const follower of cell.names.filter((name) => name !== leader)) {
-      const slis = await slisOf(cell, follower);
-      assert.equal(slis.running, 0, `${follower} does not run the canary`);
-      assert.deepEqual(Object.values(slis.ok), [0, 0, 0, 0, 0], `${follower} ran no probe`);
-    }
+    // Followers run nothing: not running, and their counts (non-zero only if one led briefly
+    // before) stay still while the leader's grow.
+    const followers = cell.names.filter((name) => name !== leader);
+    const before = await Promise.all(followers.map((name) => slisOf(cell, name)));
+    await sleep(3_000);
+    const later = await Promise.all(followers.map((name) => slisOf(cell, name)));
+    followers.forEach((name, i) => {
+      assert.equal(later[i]?.running, 0, `${name} does not run the canary`);
+      assert.deepEqual(later[i]?.ok, before[i]?.ok, `${name} ran no probe`);
+    });
+    assert.ok(((await slisOf(cell, leader)).ok['lock'] as number) > (first.ok['lock'] as number), 'the leader\'s canary goes on');
 
     await consoleShowsCanary(t, cell, leader);
 
+    const victim = await findLeader(cell); // the leader now (it may have moved on a loaded machine)
     const killedAt = Date.now();
-    await cell.cell.kill9(leader);
-    const next = await findLeader(cell, cell.names.filter((name) => name !== leader), 20_000);
+    await cell.cell.kill9(victim);
+    const next = await findLeader(cell, cell.names.filter((name) => name !== victim), 20_000);
     const elected = Date.now();
     // The new leader's canary starts, and every probe succeeds on it (its counters start at 0).
     const deadline = Date.now() + 40_000;
@@ -84,10 +91,10 @@ test('--canary: the leader runs the probes (SLIs on its /metrics, 0 violations);
     assert.ok(startedMs >= 0, `${next}'s canary started`);
     const after = await waitForProbes(cell, next, 2, 40_000);
     const reportingMs = Date.now() - killedAt;
-    t.diagnostic(`kill -9 ${leader}: ${next} leads after ${elected - killedAt} ms, its canary runs after ${startedMs} ms, every probe succeeded twice after ${reportingMs} ms; ok ${JSON.stringify(after.ok)} failed ${JSON.stringify(after.failed)}`);
+    t.diagnostic(`kill -9 ${victim}: ${next} leads after ${elected - killedAt} ms, its canary runs after ${startedMs} ms, every probe succeeded twice after ${reportingMs} ms; ok ${JSON.stringify(after.ok)} failed ${JSON.stringify(after.failed)}`);
     assert.equal(after.violations, 0);
     assert.equal(after.running, 1);
-    for (const other of cell.names.filter((name) => name !== leader && name !== next)) assert.equal((await slisOf(cell, other)).running, 0);
+    for (const other of cell.names.filter((name) => name !== victim && name !== next)) assert.equal((await slisOf(cell, other)).running, 0);
   } finally {
     await cell.close();
   }
