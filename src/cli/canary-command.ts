@@ -15,7 +15,8 @@ const canaryHelp = `usage: baton canary [--duration-s N] [--interval-ms N] [--me
   through a real fenced resource (POST {resource, token} -> {accepted}) instead of an in-process
   guard. Exits after --duration-s (default 60): 0 if everything held, 1 otherwise.
   A TLS cell: https:// endpoints with --cacert (and --cert/--key where the cell requires a client
-  certificate); probes and monitor both use them. Inside the cell instead: baton server --canary.`;
+  certificate); probes and monitor both use them. To run it inside the cell instead, start the
+  members with BATON_CANARY=true (the server's canary flag): the leader runs it.`;
 
 export const canaryCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(canaryHelp, args, async () => {
