@@ -32,6 +32,11 @@ export interface CanaryOptions {
   readonly tls?: ClientOptions['tls'];
   /** One JSON object per event (stdout in the CLI). */
   readonly log: (line: Record<string, unknown>) => void;
+  /**
+   * The start of every name the probes use (keys /NAME/..., locks and elections NAME-...); absent:
+   * `canary-` and 8 random hex digits, new for each run. Two canaries running at once need two names.
+   */
+  readonly names?: string;
   /** Register the SLIs here (a node's registry) instead of a registry of the canary's own. */
   readonly registry?: Registry;
 }
@@ -102,7 +107,7 @@ export class Canary {
     const stop = new AbortController();
     this.stopRun = stop;
     let session: Session | null = null;
-    const prefix = `canary-${randomBytes(4).toString('hex')}`;
+    const prefix = options.names ?? `canary-${randomBytes(4).toString('hex')}`;
     const resource: FencedResource = options.resourceUrl === undefined ? memoryResource() : httpResource(options.resourceUrl);
     const lapseTtl = options.lapseTtlSeconds ?? 5;
     const probes: Record<ProbeName, (context: ProbeContext) => Promise<ProbeResult>> = {

@@ -16,6 +16,12 @@ export interface CellCanaryParts {
   readonly endpoints: () => readonly string[];
   readonly registry: Registry;
   readonly log: NodeLogger;
+  /**
+   * This member's own names for the probes (canary-CELL-mMEMBER): each leadership of this member
+   * reuses the same keys rather than leave one more key behind per leader change, and never
+   * shares them with another member's canary (an old leader may still finish its round).
+   */
+  readonly names: string;
   readonly clientTls: ClientTlsConfig | null;
   readonly peerTls: PeerTlsConfig | null;
   readonly intervalMs?: number;
@@ -37,6 +43,7 @@ export class CellCanary {
       endpoints: parts.endpoints,
       intervalMs: parts.intervalMs ?? 1000,
       registry: parts.registry,
+      names: parts.names,
       ...(tls === undefined ? {} : { tls }),
       log: (line) => this.logLine(line),
     });

@@ -127,6 +127,7 @@ export async function startNode(
     endpoints: () => services.membership.members().map((member) => member.clientUrl).filter((url) => url !== ''),
     registry: state.metrics.registry,
     log,
+    names: `canary-${config.cellId}-m${config.memberId.toString(16)}`,
     clientTls: config.clientTls,
     peerTls: config.peerTls,
   });

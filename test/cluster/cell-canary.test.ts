@@ -95,6 +95,12 @@ test('--canary: the leader runs the probes (SLIs on its /metrics, 0 violations);
     assert.equal(after.violations, 0);
     assert.equal(after.running, 1);
     for (const other of cell.names.filter((name) => name !== victim && name !== next)) assert.equal((await slisOf(cell, other)).running, 0);
+    // Each member's canary keeps its own names across its leaderships: the keys it leaves are
+    // under one prefix per member that led, never one more per run.
+    const keys = await (await fetch(`${cell.cell.clientUrl(next)}/v1/kv/canary-?prefix=true&keysOnly=true`)).json() as { kvs: { key: string }[] };
+    const prefixes = [...new Set(keys.kvs.map((kv) => kv.key.split('/')[1]))].sort();
+    t.diagnostic(`canary key prefixes in the cell: ${prefixes.join(', ')}`);
+    assert.ok(prefixes.length >= 1 && prefixes.length <= 3 && prefixes.every((p) => /^canary-cell-1-m[0-9a-f]+$/.test(p as string)), prefixes.join(', '));
   } finally {
     await cell.close();
   }
