@@ -122,6 +122,7 @@ async function consoleShowsCanary(t: { diagnostic(text: string): void; skip?: un
     })()`, 10_000);
     t.diagnostic(`the leader's console: canary runs ok per probe ${okRuns.value.join(', ')}`);
     assert.match(await browser.evaluate<string>(`document.querySelector('#canary [data-canary="here"]').textContent`), /0 violation\(s\)/);
+    await browser.waitFor<boolean>(`document.getElementById('feed-keys').textContent === 'live' && !document.getElementById('tenants').textContent.includes('loading')`, 10_000);
     const artifacts = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'test-artifacts', 'console');
     mkdirSync(artifacts, { recursive: true });
     writeFileSync(join(artifacts, 'console-canary.png'), await browser.screenshot());
