@@ -29,6 +29,8 @@ export interface CellCanaryParts {
   readonly roleEveryMs?: number;
 }
 
+const errorBackoffMs = 10_000;
+
 /** Events worth a warning: the canary saw the cell fail a promise or lose its leader. */
 const warnings = new Set(['probe_failed', 'violation', 'leader_lost', 'apply_stuck']);
 
@@ -36,6 +38,8 @@ export class CellCanary {
   private readonly canary: Canary;
   private running: Promise<unknown> | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** After a run ended on an error, the next one waits until then (no error line every 250 ms). */
+  private notBeforeMs = 0;
 
   constructor(private readonly parts: CellCanaryParts) {
     const tls = parts.clientTls === null ? undefined : clientTlsOf(parts.clientTls, parts.peerTls);
@@ -68,11 +72,14 @@ export class CellCanary {
 
   private follow(): void {
     const leads = this.parts.isLeader();
-    if (leads && this.running === null) {
+    if (leads && this.running === null && performance.now() >= this.notBeforeMs) {
       this.parts.log.info('canary: this member leads: starting the cell\'s canary', { endpoints: this.parts.endpoints().join(',') });
       this.running = this.canary.run().then(
         (summary) => this.parts.log.info('canary: stopped', { violations: summary.violations, leaderLosses: summary.leaderLosses }),
-        (error: unknown) => this.parts.log.error(`canary: stopped on an error: ${(error as Error)?.message ?? String(error)}`),
+        (error: unknown) => {
+          this.notBeforeMs = performance.now() + errorBackoffMs;
+          this.parts.log.error(`canary: stopped on an error (trying again in ${errorBackoffMs / 1000} s): ${(error as Error)?.message ?? String(error)}`);
+        },
       ).finally(() => {
         this.running = null;
       });
