@@ -4,7 +4,7 @@
 // (a member whose applied index stays below its commit index for `stuckMs`). Detection is one
 // poll after the change, well inside 3 s at the default 250 ms.
 
-interface MemberView {
+export interface MemberView {
   readonly member: number;
   readonly leader: number;
   readonly commitIndex: number;

@@ -2,7 +2,7 @@
 // exits 0 if every probe held (no failure, no violation, no leader loss, no stuck apply), 1 with
 // the failures otherwise. One JSON line per event on stdout, the summary last.
 import { Canary } from '../canary/canary.js';
-import { exitCodes, integerFlag, parseCommand, runWithClient, UsageError } from './client-command.js';
+import { exitCodes, integerFlag, parseCommand, parsedClientTls, runWithClient, UsageError } from './client-command.js';
 import { defaultEndpoints } from '../client/index.js';
 
 const canaryHelp = `usage: baton canary [--duration-s N] [--interval-ms N] [--metrics-port P] [--resource-url URL]
@@ -13,7 +13,10 @@ const canaryHelp = `usage: baton canary [--duration-s N] [--interval-ms N] [--me
   A monitor polls every member's status every 250 ms: a leader lost or an apply stuck for 2 s is
   reported. --metrics-port serves the SLIs on /metrics (baton_canary_*). --resource-url: write
   through a real fenced resource (POST {resource, token} -> {accepted}) instead of an in-process
-  guard. Exits after --duration-s (default 60): 0 if everything held, 1 otherwise.`;
+  guard. Exits after --duration-s (default 60): 0 if everything held, 1 otherwise.
+  A TLS cell: https:// endpoints with --cacert (and --cert/--key where the cell requires a client
+  certificate); probes and monitor both use them. To run it inside the cell instead, start the
+  members with BATON_CANARY=true (the server's canary flag): the leader runs it.`;
 
 export const canaryCommand = (args: readonly string[]): Promise<number> =>
   runWithClient(canaryHelp, args, async () => {
@@ -28,12 +31,15 @@ export const canaryCommand = (args: readonly string[]): Promise<number> =>
     const intervalMs = integerFlag(values['interval-ms'], 'interval-ms') ?? 1000;
     if (durationS < 1 || intervalMs < 100) throw new UsageError('--duration-s is at least 1 and --interval-ms at least 100');
     const metricsPort = integerFlag(values['metrics-port'], 'metrics-port');
+    const tls = parsedClientTls();
     const canary = new Canary({
       endpoints: endpoints ?? [...defaultEndpoints],
       durationS,
       intervalMs,
       ...(metricsPort === undefined ? {} : { metricsPort }),
       ...(values['resource-url'] === undefined ? {} : { resourceUrl: values['resource-url'] }),
+      // https:// endpoints: the probes' client and the monitor trust --cacert and present --cert/--key.
+      ...(tls === undefined ? {} : { tls }),
       log: (line) => console.log(JSON.stringify({ t: new Date().toISOString(), ...line })),
     });
     const summary = await canary.run();

@@ -95,6 +95,11 @@ export function parseCommand<O extends NonNullable<ParseArgsConfig['options']>>(
 /** The TLS files of the last parsed command (one command per process). */
 let parsedTls: ClientTls | undefined;
 
+/** --cacert/--cert/--key as parseCommand read them, for a command that builds its own client (baton canary). */
+export function parsedClientTls(): ClientTls | undefined {
+  return parsedTls;
+}
+
 /** --cacert/--cert/--key (or BATON_CACERT/BATON_CERT/BATON_KEY), read now: a missing file is a usage error. */
 function tlsFiles(values: Record<string, unknown>): ClientTls | undefined {
   const path = (flag: 'cacert' | 'cert' | 'key'): string | undefined =>

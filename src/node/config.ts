@@ -49,6 +49,8 @@ export interface NodeConfig {
   readonly corruptCheckMs: number;
   /** --control-plane: this cell holds the cell map and serves /v1/control (docs/design/cells.md). */
   readonly controlPlane: boolean;
+  /** --canary (BATON_CANARY=true): the leader runs the canary's probes against its own cell (node/cell-canary.ts). */
+  readonly canary: boolean;
   /** --backup-dir/--backup-every/--backup-keep (node/backup-task.ts): the leader's scheduled backups; null = off. */
   readonly backup: { readonly dir: string; readonly everyMs: number; readonly keep: number } | null;
   /** --audit-log FILE (src/audit): JSON lines, durable before an audited operation is answered; null = off. */
@@ -137,6 +139,8 @@ const options = {
   // A boolean flag (etcd's); from the environment or a config file "true" / "false".
   'client-cert-auth': { type: 'boolean' },
   'control-plane': { type: 'boolean' },
+  // The canary's probes inside the cell, run by the leader (node/cell-canary.ts).
+  canary: { type: 'boolean' },
   'peer-cert-file': { type: 'string' },
   'peer-key-file': { type: 'string' },
   'peer-trusted-ca-file': { type: 'string' },
@@ -293,6 +297,7 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     // Off by default, as etcd's --experimental-corrupt-check-time: a round reads every member's key space.
     corruptCheckMs: integer(raw, 'corrupt-check-ms', 0, 0, 86_400_000),
     controlPlane: booleanFlag(raw['control-plane'], 'control-plane'),
+    canary: booleanFlag(raw['canary'], 'canary'),
     backup: backupSchedule(raw),
     auditLog: raw['audit-log'] === undefined || raw['audit-log'] === ''
       ? null

@@ -44,6 +44,7 @@ import { PeerInbox } from './peer-inbox.js';
 import { startApis } from './apis.js';
 import { startAutoCompaction } from './compactor-wiring.js';
 import { BackupTask } from './backup-task.js';
+import { CellCanary } from './cell-canary.js';
 import { checkpointEntriesMax, gracefulStopMs, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
 import { assert } from '../base/assert.js';
 import { PeerRttMeter, timedSender } from './peer-rtt.js';
@@ -122,6 +123,16 @@ export async function startNode(
   });
   backups?.registerMetrics(state.metrics.registry);
   backups?.start();
+  const canary = !config.canary ? null : new CellCanary({
+    isLeader: () => services.driver.status().role === 'leader',
+    endpoints: () => services.membership.members().map((member) => member.clientUrl).filter((url) => url !== ''),
+    registry: state.metrics.registry,
+    log,
+    names: `canary-${config.cellId}-m${config.memberId.toString(16)}`,
+    clientTls: config.clientTls,
+    peerTls: config.peerTls,
+  });
+  canary?.start();
   const ticker = setInterval(() => {
     services.driver.tick();
     services.leases.tick();
@@ -132,6 +143,8 @@ export async function startNode(
   return {
     service: services.cell,
     async stop(options = {}) {
+      // The canary first: its probes call this node's API, which is about to hand leadership away and close.
+      await canary?.stop();
       if (options.graceful === true && !services.membership.removed) {
         log.info(`stopping: ${await services.membership.leaveLeadership()}`);
       }

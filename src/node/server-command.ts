@@ -27,6 +27,7 @@ const usage =
   '                    [--peer-cert-file F --peer-key-file F --peer-trusted-ca-file F] (peer mTLS; docs/security.md)\n' +
   '                    [--client-crl-file F] [--peer-crl-file F] (revocation lists; docs/security.md)\n' +
   '                    [--initial-cluster-token T]\n' +
+  '                    [--canary] (the leader runs the canary\'s probes against this cell, SLIs on its /metrics; docs/operations.md)\n' +
   'Every flag also reads from BATON_<FLAG> (e.g. BATON_DATA_DIR) and from the JSON --config file.\n' +
   '--print-config prints the settings given (and where from) and the effective configuration, then exits.\n';
 

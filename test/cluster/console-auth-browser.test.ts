@@ -78,6 +78,9 @@ test('anonymous: the page loads but every view shows the refusal; a signed-in us
     assert.match(members.value, /^403 permission_denied/);
     const keys = await browser.waitFor<string>(`document.querySelector('#keys-list .error')?.textContent ?? ''`, 10_000);
     assert.match(keys.value, /^403 permission_denied/);
+    // Quota per tenant is admin-only: refused in its place too.
+    const tenants = await browser.waitFor<string>(`document.querySelector('#tenants .error')?.textContent ?? ''`, 10_000);
+    assert.match(tenants.value, /^403 permission_denied/);
     const feed = await browser.waitFor<string>(`document.getElementById('feed-keys').textContent.includes('403') ? document.getElementById('feed-keys').textContent : ''`, 10_000);
     assert.match(feed.value, /permission_denied/);
     let text = await browser.evaluate<string>('document.body.textContent');
@@ -109,6 +112,8 @@ test('anonymous: the page loads but every view shows the refusal; a signed-in us
     assert.ok(appearedMs < 1000, `${appearedMs} ms`);
     text = await browser.evaluate<string>('document.body.textContent');
     assert.doesNotMatch(text, /hidden-secret-value|\/secret\/y/);
+    // alice is no admin: the tenant table stays refused to her, shown in place.
+    assert.match(await browser.evaluate<string>(`document.querySelector('#tenants .error')?.textContent ?? ''`), /^403 permission_denied/);
     writeFileSync(join(artifacts, 'console-signed-in.png'), await browser.screenshot());
     // Refusals are logged by the browser as failed loads; nothing else went wrong in the page.
     const unexpected = browser.problems.filter((problem) => problem.kind !== 'log' || !/status of 403/.test(problem.text));

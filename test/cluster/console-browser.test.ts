@@ -4,7 +4,8 @@
 // over the DevTools protocol: the page loads without a console error, a key written through the
 // API appears in the page within 1 s, a held lock shows its holder and fencing token, a lease's
 // TTL counts down, an election shows its leader, a key's history lists its versions, and a
-// refused token is shown as the API's error. Screenshots go to test-artifacts/console/.
+// refused token is shown as the API's error; a tenant's use beside its limits follows writes under
+// its prefix. Screenshots go to test-artifacts/console/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -174,6 +175,27 @@ test('in headless chromium: no console error; a key appears within 1 s; lock, le
     writeFileSync(join(artifacts, 'console.png'), await browser.screenshot());
     assert.deepEqual(browser.problems, [], 'the page logged errors');
 
+    // Quota per tenant: a tenant created over HTTP, keys written under its prefix; the page shows
+    // the new use beside the limits within a few seconds (the view is re-read every 3 s).
+    await browser.waitFor<boolean>(`document.querySelector('#tenants .empty') !== null`, 10_000);
+    const created = await http(`${urls[0]}/v1/tenants/acme`, { method: 'PUT', body: JSON.stringify({ prefixes: ['/acme/'], limits: { maxKeys: 10, maxBytes: 1000 } }) });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const tenantCells = (name: string): string => `[...(document.querySelector('tr[data-tenant="${name}"]')?.children ?? [])].map((td) => td.textContent)`;
+    const empty = await browser.waitFor<string[]>(`(() => { const cells = ${tenantCells('acme')}; return cells.length === 5 ? cells : null; })()`, 5_000);
+    assert.deepEqual(empty.value, ['acme', '/acme/', '0 / 10 (0.0 %)', '0 B / 1000 B (0.0 %)', '0 / unlimited']);
+    for (const name of ['a', 'b', 'c']) {
+      const put = await http(`${urls[2]}/v1/kv/acme/${name}`, { method: 'PUT', body: '12345' });
+      assert.ok(put.status === 200 || put.status === 201, JSON.stringify(put.body));
+    }
+    const wroteAt = performance.now();
+    const used = await browser.waitFor<string[]>(`(() => { const cells = ${tenantCells('acme')}; return cells[2] === '3 / 10 (30 %)' ? cells : null; })()`, 8_000, 50);
+    const shownMs = performance.now() - wroteAt;
+    t.diagnostic(`the tenant's new use appeared ${shownMs.toFixed(0)} ms after the last write answered`);
+    assert.deepEqual(used.value.slice(2), ['3 / 10 (30 %)', '15 B / 1000 B (1.5 %)', '0 / unlimited']);
+    assert.ok(shownMs < 6_000, `${shownMs} ms`);
+    writeFileSync(join(artifacts, 'console-tenants.png'), await browser.screenshot());
+    assert.deepEqual(browser.problems, [], 'the page logged errors');
+
     // The leader's console: every member's replication progress and peer round-trip time.
     const leader = await findLeader(cell);
     await browser.open(`${cell.cell.clientUrl(leader)}/ui/`);
@@ -192,6 +214,8 @@ test('in headless chromium: no console error; a key appears within 1 s; lock, le
     await browser.open(`${cell.cell.clientUrl(leader)}/ui/`);
     const refused = await browser.waitFor<string>(`document.querySelector('#members .error')?.textContent ?? ''`, 5_000);
     assert.match(refused.value, /^401 unauthenticated/);
+    assert.match((await browser.waitFor<string>(`document.querySelector('#tenants .error')?.textContent ?? ''`, 5_000)).value, /^401 unauthenticated/);
+    assert.equal(await browser.evaluate<number>(`document.querySelectorAll('tr[data-tenant]').length`), 0);
     assert.equal(await browser.evaluate<number>(`document.querySelectorAll('tr[data-key]').length`), 0);
     writeFileSync(join(artifacts, 'console-refused.png'), await browser.screenshot());
     t.diagnostic(`browser part took ${((performance.now() - started) / 1000).toFixed(1)} s`);

@@ -103,6 +103,14 @@ async function routerConsole(router: string): Promise<void> {
       document.getElementById('keys-form').requestSubmit();
     })()`);
     await browser.waitFor<boolean>(`document.querySelector('tr[data-key="/dev/k"]') !== null`, 10_000);
+    // Quota per tenant through the router: every cell of the map is asked (Baton-Cell), so a tenant
+    // of cell-2 shows with its cell and its use follows a write routed to that cell.
+    const tenant = await http(`${router}/v1/tenants/devteam`, { method: 'PUT', headers: { 'baton-cell': 'cell-2' }, body: JSON.stringify({ prefixes: ['/dev/'], limits: { maxKeys: 100 } }) });
+    assert.equal(tenant.status, 200, JSON.stringify(tenant.body));
+    await browser.waitFor<boolean>(`document.querySelector('tr[data-tenant="devteam"][data-tenant-cell="cell-2"]')?.children[3].textContent === '1 / 100 (1.0 %)'`, 10_000);
+    assert.equal((await http(`${router}/v1/kv/dev/k2`, { method: 'PUT', body: 'v2' })).headers.get('baton-cell'), 'cell-2');
+    await browser.waitFor<boolean>(`document.querySelector('tr[data-tenant="devteam"][data-tenant-cell="cell-2"]')?.children[3].textContent === '2 / 100 (2.0 %)'`, 10_000);
+    assert.equal(await browser.evaluate<number>(`document.querySelectorAll('tr[data-tenant-cell="cell-1"]').length`), 0);
     const artifacts = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'test-artifacts', 'console');
     mkdirSync(artifacts, { recursive: true });
     writeFileSync(join(artifacts, 'console-router.png'), await browser.screenshot());

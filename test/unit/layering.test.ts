@@ -54,7 +54,8 @@ const allowedImports: Record<string, readonly string[]> = {
   control: ['api', 'base'],
   // The router: forwards the HTTP API by namespace, caching the control plane's cell map.
   router: ['base', 'console', 'control', 'metrics'],
-  node: ['node/testing', 'api', 'console', 'control', 'router', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'keys', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
+  // The node runs the canary on its leader (--canary): canary depends on client, never on node.
+  node: ['node/testing', 'api', 'canary', 'console', 'control', 'router', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'keys', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
     'storage', 'transport', 'wal', 'watch'],
   'node/testing': ['base', 'security', 'wal'],
   // The client's JSON shapes derive from the API's (types only: the client ships without the server).

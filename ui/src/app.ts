@@ -3,15 +3,18 @@
 // keys: no watch carries them). Read-only: the console never writes to the cell; signing in only
 // obtains a token for the API's own checks.
 import { describe, getText, setToken, signIn, token } from './api.js';
+import { renderCanary } from './canary-view.js';
 import { CellView } from './cell-view.js';
 import { ElectionsView, LeasesView, LocksView, touched } from './coordination-view.js';
 import { byId } from './dom.js';
 import { KeysView } from './keys-view.js';
 import { parseMetrics } from './metrics.js';
+import { TenantsView } from './tenants-view.js';
 import { Feed } from './watch.js';
 
 const statusEveryMs = 2000;
 const leasesEveryMs = 3000;
+const tenantsEveryMs = 3000;
 const countdownEveryMs = 200;
 
 /** Runs `load` once now, and again (once) soon after every request while one is running. */
@@ -84,15 +87,25 @@ function start(): void {
   const status = async (): Promise<void> => {
     await cell.loadStatus();
     try {
-      cell.onMetrics(parseMetrics(await getText('/metrics')));
+      const samples = parseMetrics(await getText('/metrics'));
+      cell.onMetrics(samples);
+      renderCanary(samples, cell.status, cell.router);
     } catch (error) {
       byId('watches').textContent = `metrics: ${describe(error)}`;
+      byId('canary').textContent = `metrics: ${describe(error)}`;
       cell.renderMembers(null);
     }
   };
   const statusLoad = coalesced(status);
   statusLoad();
   setInterval(statusLoad, statusEveryMs);
+  // Tenants are asked once the first status said whether this is a node or a router.
+  const tenants = new TenantsView(() => cell.routerCells);
+  const tenantsLoad = coalesced(() => tenants.load());
+  void cell.firstStatus.then(() => {
+    tenantsLoad();
+    setInterval(tenantsLoad, tenantsEveryMs);
+  });
   setInterval(reload.leases, leasesEveryMs);
   setInterval(() => leases.tick(), countdownEveryMs);
 }

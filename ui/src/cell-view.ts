@@ -31,12 +31,18 @@ export class CellView {
 
   /** Set once the serving process turns out to be a router. */
   router = false;
+  /** The router's cells (ids), as its last status named them; null on a node. */
+  routerCells: string[] | null = null;
+  private settleFirst: () => void = () => undefined;
+  /** Settles once the first status read ended (answered or refused). */
+  readonly firstStatus = new Promise<void>((resolve) => (this.settleFirst = resolve));
 
   async loadStatus(): Promise<Status | null> {
     try {
       const status = await getJson<Status | RouterStatus>('/v1/cluster/status');
       if ('router' in status && status.router === true) {
         this.router = true;
+        this.routerCells = status.cells.map((cell) => cell.id);
         this.renderRouter(status);
         return null;
       }
@@ -46,6 +52,8 @@ export class CellView {
       byId('cell-summary').replaceChildren(el('span', { class: 'bad' }, 'cell status refused or unavailable'));
       showError(byId('members'), describe(error));
       return null;
+    } finally {
+      this.settleFirst();
     }
   }
 
@@ -62,6 +70,11 @@ export class CellView {
   }
 
   private members: Status | null = null;
+
+  /** The last status read (null before, or on a router). */
+  get status(): Status | null {
+    return this.members;
+  }
 
   /** The router's page: the cells it knows (each leader's console linked) and the namespaces. */
   private renderRouter(status: RouterStatus): void {

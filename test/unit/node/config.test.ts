@@ -152,3 +152,19 @@ test('--backup-dir: off by default; every 1h and keep 24 unless given; bad value
   assert.throws(() => parseNodeConfig([...base, '--backup-dir', '/b', '--backup-every', '10ms'], {}), /at least 1s/);
   assert.throws(() => parseNodeConfig([...base, '--backup-dir', '/b', '--backup-keep', '0'], {}), /--backup-keep/);
 });
+
+test('--canary: off by default; on from the flag, BATON_CANARY or the config file; a bad value names the flag', () => {
+  assert.equal(parseNodeConfig(base, {}).canary, false);
+  assert.equal(parseNodeConfig([...base, '--canary'], {}).canary, true);
+  assert.equal(parseNodeConfig(base, { BATON_CANARY: 'true' }).canary, true);
+  assert.equal(parseNodeConfig(base, { BATON_CANARY: 'false' }).canary, false);
+  const dir = mkdtempSync(join(tmpdir(), 'baton-config-'));
+  try {
+    const file = join(dir, 'c.json');
+    writeFileSync(file, JSON.stringify({ canary: true }));
+    assert.equal(parseNodeConfig([...base, '--config', file], {}).canary, true);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  assert.throws(() => parseNodeConfig(base, { BATON_CANARY: 'maybe' }), (e: Error) => e instanceof ConfigError && /--canary/.test(e.message));
+});
