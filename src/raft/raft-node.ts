@@ -57,9 +57,10 @@ export class RaftNode implements RaftApi {
     this.lastHardState = node.hardState();
     this.lastSoftState = { leader: noMember, role: Role.follower };
     node.resetElectionTimer();
-    // A member that promised nothing yet (a new one) has nothing to check.
-    const promisedBefore = recovered.hardState.term > 0 || log.lastIndex() > 0;
-    if (config.ledgerCheck === true && promisedBefore) startRecovery(node);
+    // Also a member whose disk says it never promised anything: a copy taken before its first
+    // vote looks exactly like a new member (sim --older-copy seed 634). A new one is asked about
+    // by nobody's ledger, so it goes on after one round trip.
+    if (config.ledgerCheck === true) startRecovery(node);
   }
 
   tick(): void {

@@ -126,9 +126,19 @@ test('a member remembers what each peer promised it and tells that peer when ask
   assert.equal(node.status().term, 6, 'the queries changed no term');
 });
 
-test('a new member (nothing promised yet) and the check switched off start at once', () => {
-  assert.equal(restart(0, 0, 0).status().recovering, false);
-  assert.equal(restart(3, 2, 5, false).status().recovering, false);
+test('a new member asks too (an older copy from before its first vote looks new), and goes on when nobody knows it', () => {
+  const fresh = restart(0, 0, 0);
+  assert.equal(fresh.status().recovering, true);
+  sent(fresh);
+  fresh.step(report(2, 0, nothing));
+  fresh.step(report(3, 0, nothing));
+  assert.equal(fresh.status().recovering, false);
+  assert.equal(fresh.status().regressed, null);
+  const restored = restart(0, 0, 0);
+  sent(restored);
+  restored.step(report(2, 1, { ...nothing, term: 1, voteTerm: 1, votedFor: 2 }));
+  assert.match(restored.status().regressed ?? '', /heard term 1/);
+  assert.equal(restart(3, 2, 5, false).status().recovering, false, 'the check switched off: at once');
 });
 
 test('a peer of an older build (no ledger messages in its protocol) is not waited for', () => {
