@@ -17,10 +17,14 @@
 //   (the leader half the time) is removed and its node retired: the cell grows first and shrinks
 //   back, and over a run its members drift away from the initial ones (grow-first-fault.ts). One
 //   cycle in five loses the spare mid-way and rolls it back.
+// - older-copy: one member's data directory is copied, the cell runs on for the fault's
+//   duration, then the member is restarted on the copy; it must say it went back in time (the
+//   peer ledger) and is then replaced as an operator would (older-copy-fault.ts).
 import { SeededRandom, randomInt } from '../../src/base/random.js';
 import { findLeader, http, sleep, type TestCell } from '../cluster/harness.js';
 import type { FaultControls } from './fault-controls.js';
 import { growFirst } from './grow-first-fault.js';
+import { olderCopy } from './older-copy-fault.js';
 import { replaceMember, type Member } from './membership-fault.js';
 
 export const faultKinds = [
@@ -36,6 +40,7 @@ export const faultKinds = [
   'membership',
   'leader-transfer',
   'grow-first',
+  'older-copy',
 ] as const;
 export type FaultKind = (typeof faultKinds)[number];
 
@@ -197,6 +202,11 @@ export function startNemesis(
             say: (what) => log.push(`${now().toFixed(0)} ms:   ${what}`),
             membersChanged: (members) => options.membersChanged?.(members),
           });
+          break;
+        }
+        case 'older-copy': {
+          note(anyone);
+          await olderCopy(cell, anyone, duration, (what) => log.push(`${now().toFixed(0)} ms:   ${what}`));
           break;
         }
         case 'clock-jump': {
