@@ -11,8 +11,11 @@ import { join } from 'node:path';
 import { http, sleep, type TestCell } from '../cluster/harness.js';
 import { replaceMember } from './membership-fault.js';
 
-/** How long the restored member has to find out (a few election timeouts at the runner's ticks). */
-const noticeMsMax = 15_000;
+/**
+ * How long the restored member has to find out: its start (seconds on a loaded machine) and a
+ * few election timeouts at the runner's ticks.
+ */
+const noticeMsMax = 30_000;
 
 let copies = 0;
 
@@ -44,6 +47,7 @@ export async function olderCopy(cell: TestCell, victim: string, aheadMs: number,
     }
     await sleep(100);
   }
+  const running = cell.cell.isRunning(victim) ? 'running' : 'exited';
   throw new Error(`older-copy: ${victim}, restarted on a copy of its data taken ${aheadMs} ms earlier, ` +
-    `did not find out within ${noticeMsMax} ms (last: ${last})`);
+    `did not find out within ${noticeMsMax} ms (last: ${last}; ${running}); its last lines:\n${cell.cell.tail(victim, 15)}`);
 }
