@@ -16,8 +16,14 @@ const tenantNamePattern = /^[a-z0-9][a-z0-9._-]*$/;
 
 /** Quotas counted in the state machine (hard, decided at apply). */
 export type StoredQuota = 'keys' | 'bytes' | 'leases';
-/** Every quota a tenant can hit: the stored ones, the transaction size and the admission rates. */
-export type Quota = StoredQuota | 'txn_ops' | 'reads_per_second' | 'writes_per_second';
+/** Admission quotas, kept on each node (src/base/tenant-admission.ts): not replicated state. */
+export type AdmissionQuota = 'reads_per_second' | 'writes_per_second' | 'concurrent_requests' | 'watches';
+/** Every quota a tenant can hit: the stored ones, the transaction size and the admission quotas. */
+export type Quota = StoredQuota | 'txn_ops' | AdmissionQuota;
+/** Every quota, in the order metrics and `baton tenant show` list them. */
+export const quotaNames: readonly Quota[] = [
+  'keys', 'bytes', 'leases', 'txn_ops', 'reads_per_second', 'writes_per_second', 'concurrent_requests', 'watches',
+];
 
 /** Limits; null = unlimited. */
 export interface TenantLimits {
@@ -28,6 +34,10 @@ export interface TenantLimits {
   readonly maxTxnOps: number | null;
   readonly readsPerSecond: number | null;
   readonly writesPerSecond: number | null;
+  /** Requests of the tenant being served at once on one node (reads, writes, txns). */
+  readonly maxConcurrentRequests: number | null;
+  /** Watches of the tenant open at once on one node. */
+  readonly maxWatches: number | null;
 }
 
 export interface TenantRecord {
@@ -47,11 +57,13 @@ export const zeroUsage: TenantUsage = { keys: 0, bytes: 0, leases: 0 };
 
 export const unlimited: TenantLimits = {
   maxKeys: null, maxBytes: null, maxLeases: null, maxTxnOps: null, readsPerSecond: null, writesPerSecond: null,
+  maxConcurrentRequests: null, maxWatches: null,
 };
 
 const limitOfQuota: Record<Quota, keyof TenantLimits> = {
   keys: 'maxKeys', bytes: 'maxBytes', leases: 'maxLeases', txn_ops: 'maxTxnOps',
   reads_per_second: 'readsPerSecond', writes_per_second: 'writesPerSecond',
+  concurrent_requests: 'maxConcurrentRequests', watches: 'maxWatches',
 };
 
 /** The limit of `quota` in `limits` (null = unlimited). */

@@ -20,6 +20,7 @@ import type * as api from '../api/types.js';
 import type { MemberInfo } from '../membership/member-directory.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { ReadGate } from './read-gate.js';
+import type { RequestKind, TenantAdmission } from '../base/tenant-admission.js';
 import type { MemberView } from '../membership/membership.js';
 
 /** What the cell's status needs to know about membership (src/membership/membership.ts). */
@@ -64,6 +65,8 @@ export class CellService implements api.CellApi, CommandProposer {
     private readonly readGate: ReadGate = new ReadGate(),
     /** Members from the committed configuration; absent: the static --initial-cluster list. */
     private readonly membership: MembershipView | null = null,
+    /** Per-tenant rates and concurrency (#28), decided before a proposal or a ReadIndex; null: none. */
+    private readonly admission: TenantAdmission | null = null,
   ) {
     this.cellId = config.cellId;
   }
@@ -83,15 +86,38 @@ export class CellService implements api.CellApi, CommandProposer {
     }
   }
 
+  /** Refuses now (quota_exceeded) a request its tenant could not be admitted for, taking nothing (#28). */
+  admitEarly(key: string, kind: RequestKind): void {
+    this.admission?.precheck(key, kind);
+  }
+
   put(request: api.PutRequest, requestId: string | undefined, principal: string): Promise<api.PutResult> {
+    let release;
+    try {
+      release = this.admit([request.key], 'write');
+    } catch (error) {
+      return Promise.reject(error);
+    }
     // The hot write: a .then instead of an async frame (one closure, one promise).
-    return this.propose({ type: 'put', ...request }, requestId, principal).then(({ result }) =>
-      ({ created: result.created, version: result.version, revision: result.revision, fencingToken: result.fencingToken }));
+    return this.propose({ type: 'put', ...request }, requestId, principal).then(({ result }) => {
+      release?.();
+      return { created: result.created, version: result.version, revision: result.revision, fencingToken: result.fencingToken };
+    }, (error: unknown) => {
+      release?.();
+      throw this.counted(error);
+    });
   }
 
   async deleteRange(request: api.DeleteRequest, requestId: string | undefined, principal: string): Promise<api.DeleteResult> {
-    const { result } = await this.propose({ type: 'delete', ...request }, requestId, principal);
-    return { deleted: result.deleted, revision: result.revision };
+    const release = this.admit([request.key], 'write');
+    try {
+      const { result } = await this.propose({ type: 'delete', ...request }, requestId, principal);
+      return { deleted: result.deleted, revision: result.revision };
+    } catch (error) {
+      throw this.counted(error);
+    } finally {
+      release?.();
+    }
   }
 
   async txn(request: api.TxnRequest, requestId: string | undefined, principal: string): Promise<api.TxnResult> {
@@ -100,11 +126,19 @@ export class CellService implements api.CellApi, CommandProposer {
       if ('get' in op) return { type: 'get', ...op.get };
       return { type: 'delete', ...op.delete };
     };
-    const { result } = await this.propose(
-      { type: 'txn', compare: request.compare, success: request.success.map(toOp), failure: request.failure.map(toOp) },
-      requestId,
-      principal,
-    );
+    const release = this.admission === null ? null : this.admit(txnKeys(request), txnKind(request));
+    let result;
+    try {
+      ({ result } = await this.propose(
+        { type: 'txn', compare: request.compare, success: request.success.map(toOp), failure: request.failure.map(toOp) },
+        requestId,
+        principal,
+      ));
+    } catch (error) {
+      throw this.counted(error);
+    } finally {
+      release?.();
+    }
     return {
       succeeded: result.succeeded,
       revision: result.revision,
@@ -193,12 +227,25 @@ export class CellService implements api.CellApi, CommandProposer {
     // leader), and again after it: the policy may have changed while the read waited.
     this.guard.check(principal, () => readAccesses(request));
     this.checkOwned(request);
+    const admitted = this.admit([request.key], 'read');
     const release = this.readGate.enter(request.prefix === true || request.rangeEnd !== undefined);
     try {
       return await this.rangeAdmitted(request, options, principal);
     } finally {
       release();
+      admitted?.();
     }
+  }
+
+  /** The tenants' admission for a request on `keys` (#28): its release, or null without tenants. */
+  private admit(keys: readonly string[], kind: RequestKind): (() => void) | null {
+    return this.admission === null ? null : this.admission.admit(keys, kind);
+  }
+
+  /** A hard quota refused at apply counts to this node's rejections: it answers the refusal. */
+  private counted(error: unknown): unknown {
+    this.admission?.countRefusal(error);
+    return error;
   }
 
   private async rangeAdmitted(request: api.RangeRequest, options: api.ReadOptions, principal: string): Promise<api.RangeResult> {
@@ -302,6 +349,20 @@ export class CellService implements api.CellApi, CommandProposer {
       this.revisionWaiters.add(waiter);
     });
   }
+}
+
+/** Every key a txn names (compares and both branches): each owning tenant admits it. */
+function txnKeys(request: api.TxnRequest): string[] {
+  const keys = request.compare.map((c) => c.key);
+  for (const op of [...request.success, ...request.failure]) {
+    keys.push('put' in op ? op.put.key : 'get' in op ? op.get.key : op.delete.key);
+  }
+  return keys;
+}
+
+/** A txn that may write is a write; one of reads only is a read. */
+function txnKind(request: api.TxnRequest): RequestKind {
+  return [...request.success, ...request.failure].some((op) => !('get' in op)) ? 'write' : 'read';
 }
 
 /** A member's match index from the leader's progress, when the leader tracks one for it. */
