@@ -192,5 +192,8 @@ export function quotaError(tenant: string, quota: Quota, limit: number, used: nu
  * do not return together. `random` in [0, 1) is injected (the core takes no randomness itself).
  */
 export function retryAfterSeconds(baseSeconds: number, random: () => number): number {
-  return Math.max(1, Math.ceil(baseSeconds * (1 + random())));
+  // Whole seconds (HTTP's Retry-After): base..2*base, each equally likely, so even a base of 1 s
+  // spreads its clients over 1 s and 2 s (rounding 1 + random() up would answer 2 to all).
+  const base = Math.max(1, Math.ceil(baseSeconds));
+  return base + Math.min(base, Math.floor(random() * (base + 1)));
 }

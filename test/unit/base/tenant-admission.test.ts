@@ -33,7 +33,7 @@ test('a tenant over its write rate is refused with details and Retry-After; the 
   for (let i = 0; i < 5; i++) admission.admit(['/a/k'], 'write')();
   const error = refusal(() => admission.admit(['/a/k'], 'write'));
   assert.deepEqual(error.details, { tenant: 'a', quota: 'writes_per_second', limit: 5, used: 5 });
-  // Refilling one token at 5/s takes 200 ms: base 1 s, plus up to 1 s of jitter (random 0.5 -> 2).
+  // Refilling one token at 5/s takes 200 ms: base 1 s, plus 0 or 1 s of jitter (random 0.5 -> 2).
   assert.equal(error.retryAfterSeconds, 2);
   for (let i = 0; i < 100; i++) admission.admit(['/b/k'], 'write')();
   for (let i = 0; i < 100; i++) admission.admit(['/nobody/k'], 'write')();

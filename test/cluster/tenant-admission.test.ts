@@ -1,0 +1,220 @@
+// Tenants' admission quotas on a real 3-process cell (docs/api/tenants.md, issue #28): a tenant
+// over its write rate gets 429 quota_exceeded with {tenant, quota, limit, used} and a jittered
+// Retry-After while another tenant keeps writing at full speed; the same refusal over the etcd
+// gRPC facade is RESOURCE_EXHAUSTED ("etcdserver: too many requests") and over the JSON gateway
+// 429; concurrent requests and watches per tenant are refused past their limits and come back;
+// /metrics shows each tenant's use, limit and the refusals the node answered.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { credentials, loadPackageDefinition, Metadata, status, type Client, type GrpcObject, type ServiceClientConstructor } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import { protoDir } from '../../src/api/grpc/proto.js';
+import { http, startTestCell, type TestCell } from './harness.js';
+
+let cell: TestCell;
+const url = (i = 0): string => cell.cell.clientUrls()[i] as string;
+const putJson = (body: unknown): RequestInit => ({ method: 'PUT', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+const b64 = (text: string): string => Buffer.from(text).toString('base64');
+
+before(async () => {
+  cell = await startTestCell({ size: 3, grpc: true });
+}, { timeout: 120_000 });
+
+after(async () => {
+  await cell?.cell.stopAll();
+});
+
+async function setTenant(name: string, prefixes: string[], limits: Record<string, number | null>): Promise<void> {
+  const answer = await http(`${url()}/v1/tenants/${name}`, putJson({ prefixes, limits }));
+  assert.equal(answer.status, 200, JSON.stringify(answer.body));
+  // The table is applied on every member before a test relies on it on another.
+  const version = answer.body.version as number;
+  for (let i = 0; i < 3; i++) {
+    for (let tries = 0; (await http(`${url(i)}/v1/tenants`)).body.version < version; tries++) {
+      assert.ok(tries < 100, 'the tenant table reaches every member');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+interface LoadResult {
+  ok: number;
+  refused: Array<{ status: number; body: any; retryAfter: string | null }>;
+  other: string[];
+  seconds: number;
+}
+
+/** `writers` loops putting keys under `prefix` on `target` for `ms`: what came back. */
+async function writeLoad(target: string, prefix: string, writers: number, ms: number): Promise<LoadResult> {
+  const result: LoadResult = { ok: 0, refused: [], other: [], seconds: 0 };
+  const started = performance.now();
+  const deadline = started + ms;
+  await Promise.all(Array.from({ length: writers }, async (_, w) => {
+    for (let i = 0; performance.now() < deadline; i++) {
+      const answer = await fetch(`${target}/v1/kv${prefix}w${w}-${i % 50}`, { method: 'PUT', body: 'value', signal: AbortSignal.timeout(10_000) });
+      const text = await answer.text();
+      if (answer.status === 200 || answer.status === 201) result.ok++;
+      else if (answer.status === 429) {
+        result.refused.push({ status: answer.status, body: JSON.parse(text), retryAfter: answer.headers.get('retry-after') });
+      } else result.other.push(`${answer.status} ${text}`);
+    }
+  }));
+  result.seconds = (performance.now() - started) / 1000;
+  return result;
+}
+
+test('a tenant over its write rate is refused (429, details, Retry-After with jitter) while another keeps writing at full speed', { timeout: 120_000 }, async () => {
+  const rate = 5;
+  await setTenant('noisy', ['/noisy/'], { writesPerSecond: rate });
+  await setTenant('quiet', ['/quiet/'], { writesPerSecond: 1_000_000 });
+  const alone = await writeLoad(url(0), '/quiet/', 4, 3_000);
+  assert.deepEqual(alone.other, []);
+  assert.equal(alone.refused.length, 0);
+
+  const [noisy, quiet] = await Promise.all([writeLoad(url(0), '/noisy/', 8, 3_000), writeLoad(url(0), '/quiet/', 4, 3_000)]);
+  const quietAlone = alone.ok / alone.seconds;
+  const quietBeside = quiet.ok / quiet.seconds;
+  console.log(`quiet tenant: ${quietAlone.toFixed(0)} puts/s alone, ${quietBeside.toFixed(0)} puts/s beside the noisy one; ` +
+    `noisy: ${noisy.ok} admitted, ${noisy.refused.length} refused in ${noisy.seconds.toFixed(1)} s (rate ${rate}/s)`);
+  assert.deepEqual(quiet.other, [], 'the quiet tenant gets no error');
+  assert.equal(quiet.refused.length, 0, 'the quiet tenant is never refused');
+  assert.ok(quietBeside >= quietAlone * 0.5, `the quiet tenant keeps writing at full speed: ${quietBeside.toFixed(0)}/s beside vs ${quietAlone.toFixed(0)}/s alone`);
+
+  assert.deepEqual(noisy.other, []);
+  assert.ok(noisy.refused.length > 0, 'the noisy tenant is refused');
+  // One node's bucket: a second's burst plus the rate over the run (and a little for timing).
+  assert.ok(noisy.ok <= rate + rate * noisy.seconds + 5, `the noisy tenant is held to its rate: ${noisy.ok} in ${noisy.seconds.toFixed(1)} s`);
+  assert.ok(noisy.ok >= rate * noisy.seconds * 0.5, `its own writes still commit at its rate: ${noisy.ok}`);
+  const retryAfters = new Set<string | null>();
+  for (const refused of noisy.refused) {
+    assert.equal(refused.body.error.code, 'quota_exceeded');
+    assert.deepEqual([refused.body.error.tenant, refused.body.error.quota, refused.body.error.limit, refused.body.error.used],
+      ['noisy', 'writes_per_second', rate, rate]);
+    retryAfters.add(refused.retryAfter);
+  }
+  assert.deepEqual([...retryAfters].sort(), ['1', '2'], 'Retry-After is spread over 1 and 2 s');
+
+  // Reads have their own bucket: the noisy tenant still reads.
+  assert.equal((await http(`${url(0)}/v1/kv/noisy/w0-0`)).status, 200);
+});
+
+test('the same refusal over the etcd gRPC facade is RESOURCE_EXHAUSTED, over the JSON gateway 429', { timeout: 60_000 }, async () => {
+  // etcd's key `grpc/k` is Baton's `/grpc/k` (src/api/grpc/keys.ts).
+  await setTenant('grpc', ['/grpc/'], { writesPerSecond: 5, readsPerSecond: 3 });
+  const endpoint = cell.cell.grpcEndpoint(cell.names[1] as string);
+  const kv = kvClient(endpoint);
+  try {
+    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) =>
+      unary(kv, 'Put', { key: Buffer.from(`grpc/k${i}`), value: Buffer.from('v') }).then(() => null, (error: { code: number; details: string }) => error)));
+    const refused = outcomes.filter((o) => o !== null);
+    assert.ok(outcomes.filter((o) => o === null).length >= 5, 'the rate is admitted');
+    assert.ok(refused.length >= 10, `past the rate refused: ${refused.length}`);
+    for (const error of refused) {
+      assert.equal(error?.code, status.RESOURCE_EXHAUSTED);
+      assert.match(error?.details ?? '', /^etcdserver: too many requests \(tenant grpc is over its writes_per_second quota/);
+    }
+    // Another tenant over the same facade is not refused.
+    for (let i = 0; i < 20; i++) await unary(kv, 'Put', { key: Buffer.from(`quiet/grpc-${i}`), value: Buffer.from('v') });
+    // Reads count to the reads bucket (a Range).
+    const reads = await Promise.all(Array.from({ length: 10 }, () =>
+      unary(kv, 'Range', { key: Buffer.from('grpc/k0') }).then(() => null, (error: { code: number }) => error.code)));
+    assert.ok(reads.includes(status.RESOURCE_EXHAUSTED), `reads past their rate refused: ${reads.join(',')}`);
+  } finally {
+    kv.close();
+  }
+  const gateway = `http://${endpoint}`;
+  const answers = await Promise.all(Array.from({ length: 20 }, (_, i) =>
+    fetch(`${gateway}/v3/kv/put`, { method: 'POST', body: JSON.stringify({ key: b64(`grpc/gw${i}`), value: b64('v') }) })
+      .then(async (res) => ({ status: res.status, text: await res.text() }))));
+  const refused = answers.filter((a) => a.status === 429);
+  assert.ok(refused.length >= 10, answers.map((a) => a.status).join(','));
+  assert.match(refused[0]?.text ?? '', /too many requests/);
+});
+
+test('concurrent requests per tenant: past maxConcurrentRequests refused, the slot comes back', { timeout: 60_000 }, async () => {
+  await setTenant('slow', ['/slow/'], { maxConcurrentRequests: 2 });
+  // A read waiting for a revision far ahead holds its slot until the node's request timeout.
+  const far = (await http(`${url(2)}/v1/kv/quiet/w0-0`)).body.revision + 1_000_000;
+  const holders = [0, 1].map(() => http(`${url(2)}/v1/kv/slow/x?minRevision=${far}`, { timeoutMs: 30_000 }));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const refused = await http(`${url(2)}/v1/kv/slow/y`, { method: 'PUT', body: 'v' });
+  assert.equal(refused.status, 429, JSON.stringify(refused.body));
+  assert.deepEqual([refused.body.error.tenant, refused.body.error.quota, refused.body.error.limit, refused.body.error.used],
+    ['slow', 'concurrent_requests', 2, 2]);
+  assert.ok(['1', '2'].includes(refused.headers.get('retry-after') ?? ''), 'a Retry-After');
+  assert.equal((await http(`${url(0)}/v1/kv/slow/y`, { method: 'PUT', body: 'v' })).status, 201, 'a per-node quota: another member admits');
+  assert.equal((await http(`${url(2)}/v1/kv/quiet/y`, { method: 'PUT', body: 'v' })).status, 201, 'another tenant is admitted');
+  for (const holder of await Promise.all(holders)) assert.equal(holder.status, 503, 'the held reads time out');
+  assert.equal((await http(`${url(2)}/v1/kv/slow/y`, { method: 'PUT', body: 'v' })).status, 200, 'the slots came back');
+});
+
+test('watches per tenant: past maxWatches refused 429, a closed watch gives its slot back', { timeout: 60_000 }, async () => {
+  await setTenant('watcher', ['/watcher/'], { maxWatches: 2 });
+  const open = (key: string): { answer: Promise<Response>; abort: AbortController } => {
+    const abort = new AbortController();
+    return { answer: fetch(`${url(1)}/v1/watch?key=${encodeURIComponent(key)}&prefix=true`, { signal: abort.signal }), abort };
+  };
+  const first = open('/watcher/a/');
+  const second = open('/watcher/b/');
+  assert.equal((await first.answer).status, 200);
+  assert.equal((await second.answer).status, 200);
+  const third = await http(`${url(1)}/v1/watch?key=${encodeURIComponent('/watcher/c/')}&prefix=true`);
+  assert.equal(third.status, 429, JSON.stringify(third.body));
+  assert.deepEqual([third.body.error.tenant, third.body.error.quota, third.body.error.limit, third.body.error.used], ['watcher', 'watches', 2, 2]);
+  const other = open('/quiet/');
+  assert.equal((await other.answer).status, 200, 'another tenant watches');
+  other.abort.abort();
+  first.abort.abort();
+  // The server notices the closed stream and ends the watcher.
+  let again: Awaited<ReturnType<typeof open>['answer']> | null = null;
+  for (let tries = 0; tries < 50; tries++) {
+    const attempt = open('/watcher/c/');
+    const answer = await attempt.answer;
+    if (answer.status === 200) {
+      again = answer;
+      attempt.abort.abort();
+      break;
+    }
+    await answer.text();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.ok(again !== null, 'the closed watch gave its slot back');
+  second.abort.abort();
+});
+
+test('metrics per tenant: use, limit and the refusals this node answered, hard quotas included', { timeout: 60_000 }, async () => {
+  await setTenant('metered', ['/metered/'], { maxKeys: 2, writesPerSecond: 1000 });
+  for (const k of ['a', 'b']) assert.equal((await http(`${url(1)}/v1/kv/metered/${k}`, { method: 'PUT', body: 'vv' })).status, 201);
+  const over = await http(`${url(1)}/v1/kv/metered/c`, { method: 'PUT', body: 'v' });
+  assert.equal(over.status, 429);
+  const text = (await http(`${url(1)}/metrics`)).body as string;
+  const value = (series: string): number | null => {
+    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+    return line === undefined ? null : Number(line.split(' ')[1]);
+  };
+  assert.equal(value('baton_tenant_quota_used{tenant="metered",quota="keys"}'), 2);
+  assert.equal(value('baton_tenant_quota_used{tenant="metered",quota="bytes"}'), 4);
+  assert.equal(value('baton_tenant_quota_limit{tenant="metered",quota="keys"}'), 2);
+  assert.equal(value('baton_tenant_quota_limit{tenant="metered",quota="writes_per_second"}'), 1000);
+  assert.equal(value('baton_tenant_quota_limit{tenant="metered",quota="bytes"}'), null, 'an unlimited quota has no limit series');
+  assert.equal(value('baton_tenant_rejections_total{tenant="metered",quota="keys"}'), 1, 'the hard quota refusal counted where answered');
+  assert.equal(value('baton_tenant_quota_limit{tenant="slow",quota="concurrent_requests"}'), 2);
+  // The noisy tenant's refusals were answered by the first member.
+  const first = (await http(`${url(0)}/metrics`)).body as string;
+  const noisy = first.split('\n').find((l) => l.startsWith('baton_tenant_rejections_total{tenant="noisy",quota="writes_per_second"} '));
+  assert.ok(noisy !== undefined && Number(noisy.split(' ')[1]) > 0, 'admission refusals counted');
+  assert.ok(!text.includes('baton_tenant_rejections_total{tenant="noisy"'), 'a node counts only the refusals it answered');
+});
+
+function kvClient(endpoint: string): Client {
+  const definition = loadSync(['rpc.proto'], { includeDirs: [protoDir()], keepCase: true, longs: String, defaults: true, oneofs: true });
+  const root = loadPackageDefinition(definition);
+  return new ((root['etcdserverpb'] as GrpcObject)['KV'] as ServiceClientConstructor)(endpoint, credentials.createInsecure());
+}
+
+function unary<T = any>(client: Client, method: string, request: unknown): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const fn = (client as unknown as Record<string, Function>)[method] as Function;
+    fn.call(client, request, new Metadata(), { deadline: Date.now() + 15_000 }, (error: unknown, answer: T) => (error ? reject(error) : resolve(answer)));
+  });
+}
