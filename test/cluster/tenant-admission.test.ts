@@ -63,28 +63,63 @@ async function writeLoad(target: string, prefix: string, writers: number, ms: nu
   return result;
 }
 
+/** Puts sent on a schedule, `perSecond` of them, whatever the answers (at most 32 in flight). */
+async function pacedLoad(target: string, prefix: string, perSecond: number, ms: number): Promise<LoadResult> {
+  const result: LoadResult = { ok: 0, refused: [], other: [], seconds: 0 };
+  const started = performance.now();
+  const sent: Array<Promise<void>> = [];
+  let inFlight = 0;
+  for (let i = 0; i < (perSecond * ms) / 1000; i++) {
+    const due = started + (i * 1000) / perSecond;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    if (inFlight >= 32) continue;
+    inFlight++;
+    sent.push((async () => {
+      const answer = await fetch(`${target}/v1/kv${prefix}p-${i % 50}`, { method: 'PUT', body: 'value', signal: AbortSignal.timeout(10_000) });
+      const text = await answer.text();
+      inFlight--;
+      if (answer.status === 200 || answer.status === 201) result.ok++;
+      else if (answer.status === 429) result.refused.push({ status: answer.status, body: JSON.parse(text), retryAfter: answer.headers.get('retry-after') });
+      else result.other.push(`${answer.status} ${text}`);
+    })());
+  }
+  await Promise.all(sent);
+  result.seconds = (performance.now() - started) / 1000;
+  return result;
+}
+
 test('a tenant over its write rate is refused (429, details, Retry-After with jitter) while another keeps writing at full speed', { timeout: 120_000 }, async () => {
   const rate = 5;
   await setTenant('noisy', ['/noisy/'], { writesPerSecond: rate });
   await setTenant('quiet', ['/quiet/'], { writesPerSecond: 1_000_000 });
-  const alone = await writeLoad(url(0), '/quiet/', 4, 3_000);
-  assert.deepEqual(alone.other, []);
-  assert.equal(alone.refused.length, 0);
-
-  const [noisy, quiet] = await Promise.all([writeLoad(url(0), '/noisy/', 8, 3_000), writeLoad(url(0), '/quiet/', 4, 3_000)]);
-  const quietAlone = alone.ok / alone.seconds;
-  const quietBeside = quiet.ok / quiet.seconds;
-  console.log(`quiet tenant: ${quietAlone.toFixed(0)} puts/s alone, ${quietBeside.toFixed(0)} puts/s beside the noisy one; ` +
+  // Alone and beside the noisy tenant in turns (the machine is shared: one window can be slow).
+  const aloneRates: number[] = [];
+  const besideRates: number[] = [];
+  let noisy: LoadResult = { ok: 0, refused: [], other: [], seconds: 0 };
+  for (let round = 0; round < 3; round++) {
+    const alone = await writeLoad(url(0), '/quiet/', 4, 2_000);
+    assert.deepEqual(alone.other, []);
+    assert.equal(alone.refused.length, 0);
+    aloneRates.push(alone.ok / alone.seconds);
+    // The noisy tenant sends ten times its rate (the issue's scenario), on a schedule.
+    const [noisyRound, quiet] = await Promise.all([pacedLoad(url(0), '/noisy/', rate * 10, 2_000), writeLoad(url(0), '/quiet/', 4, 2_000)]);
+    assert.deepEqual(quiet.other, [], 'the quiet tenant gets no error');
+    assert.equal(quiet.refused.length, 0, 'the quiet tenant is never refused');
+    besideRates.push(quiet.ok / quiet.seconds);
+    noisy = { ok: noisy.ok + noisyRound.ok, refused: [...noisy.refused, ...noisyRound.refused], other: [...noisy.other, ...noisyRound.other], seconds: noisy.seconds + noisyRound.seconds };
+    // The bucket refills while the quiet tenant writes alone: count only the noisy windows.
+    assert.ok(noisyRound.ok <= rate + rate * noisyRound.seconds + 3, `the noisy tenant is held to its rate: ${noisyRound.ok} in ${noisyRound.seconds.toFixed(1)} s`);
+  }
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[1] as number;
+  console.log(`quiet tenant puts/s alone ${aloneRates.map((r) => r.toFixed(0)).join(', ')}; beside the noisy one ${besideRates.map((r) => r.toFixed(0)).join(', ')}; ` +
     `noisy: ${noisy.ok} admitted, ${noisy.refused.length} refused in ${noisy.seconds.toFixed(1)} s (rate ${rate}/s)`);
-  assert.deepEqual(quiet.other, [], 'the quiet tenant gets no error');
-  assert.equal(quiet.refused.length, 0, 'the quiet tenant is never refused');
-  assert.ok(quietBeside >= quietAlone * 0.5, `the quiet tenant keeps writing at full speed: ${quietBeside.toFixed(0)}/s beside vs ${quietAlone.toFixed(0)}/s alone`);
+  assert.ok(median(besideRates) >= median(aloneRates) * 0.5,
+    `the quiet tenant keeps writing at full speed: median ${median(besideRates).toFixed(0)}/s beside vs ${median(aloneRates).toFixed(0)}/s alone`);
 
   assert.deepEqual(noisy.other, []);
   assert.ok(noisy.refused.length > 0, 'the noisy tenant is refused');
-  // One node's bucket: a second's burst plus the rate over the run (and a little for timing).
-  assert.ok(noisy.ok <= rate + rate * noisy.seconds + 5, `the noisy tenant is held to its rate: ${noisy.ok} in ${noisy.seconds.toFixed(1)} s`);
-  assert.ok(noisy.ok >= rate * noisy.seconds * 0.5, `its own writes still commit at its rate: ${noisy.ok}`);
+  assert.ok(noisy.ok >= rate * noisy.seconds * 0.5, `its own writes still commit at its rate: ${noisy.ok} in ${noisy.seconds.toFixed(1)} s`);
   const retryAfters = new Set<string | null>();
   for (const refused of noisy.refused) {
     assert.equal(refused.body.error.code, 'quota_exceeded');
@@ -95,7 +130,7 @@ test('a tenant over its write rate is refused (429, details, Retry-After with ji
   assert.deepEqual([...retryAfters].sort(), ['1', '2'], 'Retry-After is spread over 1 and 2 s');
 
   // Reads have their own bucket: the noisy tenant still reads.
-  assert.equal((await http(`${url(0)}/v1/kv/noisy/w0-0`)).status, 200);
+  assert.equal((await http(`${url(0)}/v1/kv/noisy/p-0`)).status, 200);
 });
 
 test('the same refusal over the etcd gRPC facade is RESOURCE_EXHAUSTED, over the JSON gateway 429', { timeout: 60_000 }, async () => {
@@ -182,6 +217,29 @@ test('watches per tenant: past maxWatches refused 429, a closed watch gives its 
   second.abort.abort();
 });
 
+test('maxLeases at apply: a lease is the tenant\'s once it holds a key there; one more is 429, a revoked one frees its place', { timeout: 60_000 }, async () => {
+  await setTenant('leasing', ['/leasing/'], { maxLeases: 1 });
+  const grant = async (): Promise<number> => {
+    const answer = await http(`${url(1)}/v1/leases`, { method: 'POST', body: JSON.stringify({ ttl: 60 }) });
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    return answer.body.id as number;
+  };
+  const [first, second] = [await grant(), await grant()];
+  const put = (key: string, lease: number, at = 1) =>
+    http(`${url(at)}/v1/kv/${key}`, { method: 'PUT', body: 'v', headers: { 'lease-id': String(lease) } });
+  assert.equal((await put('leasing/a', first)).status, 201);
+  assert.equal((await put('leasing/b', first, 2)).status, 201, 'the same lease again');
+  const over = await put('leasing/c', second, 0);
+  assert.equal(over.status, 429, JSON.stringify(over.body));
+  assert.deepEqual([over.body.error.tenant, over.body.error.quota, over.body.error.limit, over.body.error.used], ['leasing', 'leases', 1, 1]);
+  assert.equal((await put('quiet/leased', second)).status, 201, 'another tenant takes the lease');
+  const usage = async (): Promise<unknown> => (await http(`${url(2)}/v1/tenants`)).body.tenants.find((t: { name: string }) => t.name === 'leasing').usage;
+  assert.deepEqual(await usage(), { keys: 2, bytes: 2, leases: 1 });
+  assert.equal((await http(`${url(1)}/v1/leases/${first}`, { method: 'DELETE' })).status, 200);
+  assert.deepEqual(await usage(), { keys: 0, bytes: 0, leases: 0 }, 'revoked: its keys and its place are gone');
+  assert.equal((await put('leasing/c', second)).status, 201);
+});
+
 test('metrics per tenant: use, limit and the refusals this node answered, hard quotas included', { timeout: 60_000 }, async () => {
   await setTenant('metered', ['/metered/'], { maxKeys: 2, writesPerSecond: 1000 });
   for (const k of ['a', 'b']) assert.equal((await http(`${url(1)}/v1/kv/metered/${k}`, { method: 'PUT', body: 'vv' })).status, 201);
@@ -199,6 +257,9 @@ test('metrics per tenant: use, limit and the refusals this node answered, hard q
   assert.equal(value('baton_tenant_quota_limit{tenant="metered",quota="bytes"}'), null, 'an unlimited quota has no limit series');
   assert.equal(value('baton_tenant_rejections_total{tenant="metered",quota="keys"}'), 1, 'the hard quota refusal counted where answered');
   assert.equal(value('baton_tenant_quota_limit{tenant="slow",quota="concurrent_requests"}'), 2);
+  assert.equal(value('baton_tenant_quota_used{tenant="leasing",quota="leases"}'), 1);
+  assert.equal(value('baton_tenant_quota_limit{tenant="leasing",quota="leases"}'), 1);
+  assert.equal(value('baton_tenant_quota_used{tenant="watcher",quota="watches"}'), 0, 'the watches were closed on this member');
   // The noisy tenant's refusals were answered by the first member.
   const first = (await http(`${url(0)}/metrics`)).body as string;
   const noisy = first.split('\n').find((l) => l.startsWith('baton_tenant_rejections_total{tenant="noisy",quota="writes_per_second"} '));
