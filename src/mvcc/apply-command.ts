@@ -63,7 +63,7 @@ export function applyCommand(
   if (op.type === 'policySet') return { result: { type: 'policySet', version: applyPolicySet(writer, op), revision: meta.revision }, meta };
   if (op.type === 'tenantsSet') return { result: { type: 'tenantsSet', version: applyTenantsSet(writer, op), revision: meta.revision }, meta };
   if (op.type === 'importKeys') {
-    const applied = applyImportKeys(writer, meta, op.record, limits);
+    const applied = applyImportKeys(writer, meta, op.record, limits, tenants);
     const leases = parseImportRecord(op.record).leases;
     return { result: { type: 'importKeys', imported: applied.imported, leases, revision: applied.meta.revision }, meta: applied.meta };
   }
