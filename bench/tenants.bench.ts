@@ -217,8 +217,10 @@ async function noisy(urls: string[], endMs: number, share: { writes: number; rea
         const key = res.status === 429 ? `429 ${(JSON.parse(text) as { error: { quota?: string; code: string } }).error.quota ?? 'overloaded'}` : String(res.status);
         a.byStatus[key] = (a.byStatus[key] ?? 0) + 1;
         if (!list && (res.status === 200 || res.status === 201)) a.admittedWrites++;
-      } catch {
-        a.byStatus['error'] = (a.byStatus['error'] ?? 0) + 1;
+      } catch (error) {
+        // No answer: say why (a timeout, a refused or reset connection).
+        const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name;
+        a.byStatus[`error ${cause}`] = (a.byStatus[`error ${cause}`] ?? 0) + 1;
       }
     })());
     if (inFlight.length > 2_000) await Promise.all(inFlight.splice(0));

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { credentials, loadPackageDefinition, Metadata, status, type Client, type GrpcObject, type ServiceClientConstructor } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { protoDir } from '../../src/api/grpc/proto.js';
+import { request as httpRequest } from 'node:http';
 import { http, startTestCell, type TestCell } from './harness.js';
 
 let cell: TestCell;
@@ -131,6 +132,30 @@ test('a tenant over its write rate is refused (429, details, Retry-After with ji
 
   // Reads have their own bucket: the noisy tenant still reads.
   assert.equal((await http(`${url(0)}/v1/kv/noisy/p-0`)).status, 200);
+});
+
+test('a refused put is answered before its body is read: an upload never finished still gets its 429', { timeout: 60_000 }, async () => {
+  await setTenant('mute', ['/mute/'], { writesPerSecond: 0 });
+  const target = new URL(`${url(2)}/v1/kv/mute/big`);
+  const answer = await new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
+    const req = httpRequest({ host: target.hostname, port: target.port, path: target.pathname, method: 'PUT', headers: { 'content-length': String(512 * 1024) } });
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body, connection: res.headers.connection });
+        req.destroy();
+      });
+    });
+    req.on('error', reject);
+    // A first 16 KiB of the 512 KiB promised, and nothing more: a server that waits for the body never answers.
+    req.write(Buffer.alloc(16 * 1024));
+    setTimeout(() => reject(new Error('no answer before the body was sent')), 10_000).unref();
+  });
+  assert.equal(answer.status, 429, answer.body);
+  const error = JSON.parse(answer.body).error;
+  assert.deepEqual([error.tenant, error.quota, error.limit], ['mute', 'writes_per_second', 0]);
+  assert.equal(answer.connection, 'close', 'a large unread body closes the connection after the answer');
 });
 
 test('the same refusal over the etcd gRPC facade is RESOURCE_EXHAUSTED, over the JSON gateway 429', { timeout: 60_000 }, async () => {
