@@ -91,7 +91,7 @@ async function pacedLoad(target: string, prefix: string, perSecond: number, ms: 
 }
 
 test('a tenant over its write rate is refused (429, details, Retry-After with jitter) while another keeps writing at full speed', { timeout: 120_000 }, async () => {
-  const rate = 5;
+  const rate = 3;
   await setTenant('noisy', ['/noisy/'], { writesPerSecond: rate });
   await setTenant('quiet', ['/quiet/'], { writesPerSecond: 1_000_000 });
   // Alone and beside the noisy tenant in turns (the machine is shared: one window can be slow).
