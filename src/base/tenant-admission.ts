@@ -7,7 +7,7 @@
 // Time and randomness are injected (the core takes neither itself).
 import { QuotaExceededError } from './errors.js';
 import { TenantBuckets, type Admission } from './tenant-buckets.js';
-import { quotaError, retryAfterSeconds, tenantOfKey, type Quota, type TenantRecord } from './tenants.js';
+import { admissionError, retryAfterSeconds, tenantOfKey, type Quota, type TenantRecord } from './tenants.js';
 
 export type RequestKind = 'read' | 'write';
 
@@ -89,7 +89,7 @@ export class TenantAdmission {
     if (tenant === undefined) return nothingToRelease;
     const used = this.watching.get(tenant.name) ?? 0;
     const limit = tenant.limits.maxWatches;
-    if (limit !== null && used >= limit) throw this.refuse(quotaError(tenant.name, 'watches', limit, used), 1000);
+    if (limit !== null && used >= limit) throw this.refuse(admissionError(tenant.name, 'watches', limit, used), 1000);
     this.watching.set(tenant.name, used + 1);
     return this.releaser(this.watching, [tenant.name]);
   }
@@ -159,7 +159,7 @@ export class TenantAdmission {
   private concurrencyRefusal(tenant: TenantRecord): QuotaExceededError | null {
     const limit = tenant.limits.maxConcurrentRequests;
     const used = this.requests.get(tenant.name) ?? 0;
-    return limit !== null && used >= limit ? quotaError(tenant.name, 'concurrent_requests', limit, used) : null;
+    return limit !== null && used >= limit ? admissionError(tenant.name, 'concurrent_requests', limit, used) : null;
   }
 
   private refuse(error: QuotaExceededError, waitMs: number): QuotaExceededError {

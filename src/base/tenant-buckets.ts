@@ -2,7 +2,7 @@
 // each node and checked before a read is served or a write is proposed. Time comes from the
 // caller (the core takes no clock itself), so tests and the simulator drive it exactly.
 import type { QuotaExceededError } from './errors.js';
-import { quotaError, type TenantRecord } from './tenants.js';
+import { admissionError, type TenantRecord } from './tenants.js';
 
 interface Bucket {
   tokens: number;
@@ -41,7 +41,7 @@ export class TenantBuckets {
     if (bucket.tokens < 1) {
       // A rate of 0 never refills: a client waits the longest guidance, a minute.
       const waitMs = rate === 0 ? 60_000 : ((1 - bucket.tokens) * 1000) / rate;
-      return { error: quotaError(tenant.name, kind, rate, rate), waitMs };
+      return { error: admissionError(tenant.name, kind, rate, rate), waitMs };
     }
     if (take) bucket.tokens -= 1;
     return null;
