@@ -2,7 +2,8 @@
 // over its write rate gets 429 quota_exceeded with {tenant, quota, limit, used} and a jittered
 // Retry-After while another tenant keeps writing at full speed; the same refusal over the etcd
 // gRPC facade is RESOURCE_EXHAUSTED ("etcdserver: too many requests") and over the JSON gateway
-// 429; concurrent requests and watches per tenant are refused past their limits and come back;
+// 429; a refused put is answered before its body is read; concurrent requests and watches per
+// tenant (HTTP and gRPC) are refused past their limits and come back; maxLeases holds at apply;
 // /metrics shows each tenant's use, limit and the refusals the node answered.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -240,6 +241,41 @@ test('watches per tenant: past maxWatches refused 429, a closed watch gives its 
   }
   assert.ok(again !== null, 'the closed watch gave its slot back');
   second.abort.abort();
+});
+
+test('watches per tenant over the gRPC facade: the watch past maxWatches is canceled with etcd\'s rate-limit words, the stream goes on', { timeout: 60_000 }, async () => {
+  await setTenant('gwatch', ['/gwatch/'], { maxWatches: 1 });
+  const definition = loadSync(['rpc.proto'], { includeDirs: [protoDir()], keepCase: true, longs: String, defaults: true, oneofs: true });
+  const root = loadPackageDefinition(definition);
+  const watch = new ((root['etcdserverpb'] as GrpcObject)['Watch'] as ServiceClientConstructor)(cell.cell.grpcEndpoint(cell.names[0] as string), credentials.createInsecure());
+  const stream = (watch as unknown as Record<string, Function>)['Watch']!.call(watch);
+  const answers: Array<{ watch_id: string; created: boolean; canceled: boolean; cancel_reason: string; events: unknown[] }> = [];
+  stream.on('data', (message: (typeof answers)[number]) => answers.push(message));
+  stream.on('error', () => undefined);
+  const waitFor = async (count: number): Promise<void> => {
+    for (let tries = 0; answers.length < count; tries++) {
+      assert.ok(tries < 100, `${count} answers on the watch stream: ${JSON.stringify(answers)}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  try {
+    stream.write({ create_request: { key: Buffer.from('gwatch/a') } });
+    await waitFor(1);
+    stream.write({ create_request: { key: Buffer.from('gwatch/b') } });
+    await waitFor(2);
+    assert.equal(answers[0]?.canceled, false, 'the first watch is created');
+    assert.equal(answers[1]?.canceled, true, 'the second is refused');
+    assert.match(answers[1]?.cancel_reason ?? '', /^etcdserver: too many requests \(tenant gwatch is over its watches quota/);
+    // The first watch still delivers.
+    assert.equal((await http(`${url(2)}/v1/kv/gwatch/a`, { method: 'PUT', body: 'v' })).status, 201);
+    for (let tries = 0; !answers.some((a) => a.events.length > 0); tries++) {
+      assert.ok(tries < 100, 'the first watch delivers its event');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } finally {
+    stream.end();
+    watch.close();
+  }
 });
 
 test('maxLeases at apply: a lease is the tenant\'s once it holds a key there; one more is 429, a revoked one frees its place', { timeout: 60_000 }, async () => {
