@@ -35,6 +35,11 @@ export class TenantAdmission {
 
   constructor(private readonly deps: TenantAdmissionDeps) {}
 
+  /** Whether the cell has tenants at all (without, admission costs nothing more than this). */
+  active(): boolean {
+    return this.table().length > 0;
+  }
+
   /** The tenants owning any of `keys`, each once (none: an empty list, the common case). */
   tenantsOf(keys: readonly string[]): TenantRecord[] {
     const table = this.table();

@@ -86,20 +86,30 @@ export class CellService implements api.CellApi, CommandProposer {
     }
   }
 
-  /** Refuses now (quota_exceeded) a request its tenant could not be admitted for, taking nothing (#28). */
-  admitEarly(key: string, kind: RequestKind): void {
-    this.admission?.precheck(key, kind);
+  /**
+   * Refuses now a put its tenant could not admit (quota_exceeded), taking nothing (#28); one the
+   * caller may not make is refused first (permission_denied), so a client without the right to
+   * write a tenant's keys learns nothing of its quotas.
+   */
+  admitEarly(key: string, kind: RequestKind, principal: string): void {
+    if (this.admission === null || !this.admission.active()) return;
+    if (kind === 'write') {
+      const denied = this.guard.command(principal, { type: 'put', key, value: new Uint8Array(0) });
+      if (denied !== null) throw denied;
+    }
+    this.admission.precheck(key, kind);
   }
 
   put(request: api.PutRequest, requestId: string | undefined, principal: string): Promise<api.PutResult> {
+    const op = { type: 'put' as const, ...request };
     let release;
     try {
-      release = this.admit([request.key], 'write');
+      release = this.admitWrite(op, [request.key], principal);
     } catch (error) {
       return Promise.reject(error);
     }
     // The hot write: a .then instead of an async frame (one closure, one promise).
-    return this.propose({ type: 'put', ...request }, requestId, principal).then(({ result }) => {
+    return this.propose(op, requestId, principal).then(({ result }) => {
       release?.();
       return { created: result.created, version: result.version, revision: result.revision, fencingToken: result.fencingToken };
     }, (error: unknown) => {
@@ -109,9 +119,10 @@ export class CellService implements api.CellApi, CommandProposer {
   }
 
   async deleteRange(request: api.DeleteRequest, requestId: string | undefined, principal: string): Promise<api.DeleteResult> {
-    const release = this.admit([request.key], 'write');
+    const op = { type: 'delete' as const, ...request };
+    const release = this.admitWrite(op, [request.key], principal);
     try {
-      const { result } = await this.propose({ type: 'delete', ...request }, requestId, principal);
+      const { result } = await this.propose(op, requestId, principal);
       return { deleted: result.deleted, revision: result.revision };
     } catch (error) {
       throw this.counted(error);
@@ -126,14 +137,13 @@ export class CellService implements api.CellApi, CommandProposer {
       if ('get' in op) return { type: 'get', ...op.get };
       return { type: 'delete', ...op.delete };
     };
-    const release = this.admission === null ? null : this.admit(txnKeys(request), txnKind(request));
+    const op = { type: 'txn' as const, compare: request.compare, success: request.success.map(toOp), failure: request.failure.map(toOp) };
+    const kind = this.admission === null ? 'read' : txnKind(request);
+    const release = this.admission === null ? null
+      : kind === 'write' ? this.admitWrite(op, txnKeys(request), principal) : this.admit(txnKeys(request), 'read');
     let result;
     try {
-      ({ result } = await this.propose(
-        { type: 'txn', compare: request.compare, success: request.success.map(toOp), failure: request.failure.map(toOp) },
-        requestId,
-        principal,
-      ));
+      ({ result } = await this.propose(op, requestId, principal));
     } catch (error) {
       throw this.counted(error);
     } finally {
@@ -228,13 +238,32 @@ export class CellService implements api.CellApi, CommandProposer {
     this.guard.check(principal, () => readAccesses(request));
     this.checkOwned(request);
     const admitted = this.admit([request.key], 'read');
-    const release = this.readGate.enter(request.prefix === true || request.rangeEnd !== undefined);
+    let release: () => void;
+    try {
+      release = this.readGate.enter(request.prefix === true || request.rangeEnd !== undefined);
+    } catch (error) {
+      // Shed by the read gate (overloaded): the tenant's slot is given back at once.
+      admitted?.();
+      throw error;
+    }
     try {
       return await this.rangeAdmitted(request, options, principal);
     } finally {
       release();
       admitted?.();
     }
+  }
+
+  /**
+   * A write's admission (#28): authorization first when the cell has tenants (the proposer decides
+   * it again), so a client that may not write a tenant's keys cannot spend its tokens; then the
+   * tenants' admission. Its release, or null without tenants.
+   */
+  private admitWrite(op: Command, keys: readonly string[], principal: string): (() => void) | null {
+    if (this.admission === null || !this.admission.active()) return null;
+    const denied = this.guard.command(principal, op);
+    if (denied !== null) throw denied;
+    return this.admission.admit(keys, 'write');
   }
 
   /** The tenants' admission for a request on `keys` (#28): its release, or null without tenants. */

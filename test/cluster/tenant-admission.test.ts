@@ -340,3 +340,27 @@ function unary<T = any>(client: Client, method: string, request: unknown): Promi
     fn.call(client, request, new Metadata(), { deadline: Date.now() + 15_000 }, (error: unknown, answer: T) => (error ? reject(error) : resolve(answer)));
   });
 }
+
+// Last: it turns authorization on for the cell.
+test('a client that may not write a tenant\'s keys is refused 403 and spends none of its tokens', { timeout: 60_000 }, async () => {
+  const gateway = `http://${cell.cell.grpcEndpoint(cell.names[0] as string)}`;
+  const gw = (path: string, body: unknown) => http(`${gateway}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  await setTenant('guarded', ['/guarded/'], { writesPerSecond: 3 });
+  for (const [path, body] of [
+    ['/v3/auth/user/add', { name: 'root', password: 'pw' }], ['/v3/auth/role/add', { name: 'root' }],
+    ['/v3/auth/user/grant', { user: 'root', role: 'root' }], ['/v3/auth/enable', {}],
+  ] as const) assert.equal((await gw(path, body)).status, 200, path);
+  const token = (await gw('/v3/auth/authenticate', { name: 'root', password: 'pw' })).body.token as string;
+  // An anonymous client hammers the tenant's keys: each put refused before it costs a token.
+  for (let i = 0; i < 10; i++) {
+    const denied = await http(`${url(0)}/v1/kv/guarded/x${i}`, { method: 'PUT', body: 'v' });
+    assert.equal(denied.status, 403, JSON.stringify(denied.body));
+  }
+  const txnDenied = await http(`${url(0)}/v1/txn`, { method: 'POST', body: JSON.stringify({ success: [{ put: { key: '/guarded/t', value: 'v' } }] }) });
+  assert.equal(txnDenied.status, 403, JSON.stringify(txnDenied.body));
+  // The tenant's own writer still has its whole second of tokens on that member.
+  for (let i = 0; i < 3; i++) {
+    const admitted = await http(`${url(0)}/v1/kv/guarded/y${i}`, { method: 'PUT', body: 'v', headers: { authorization: `Bearer ${token}` } });
+    assert.equal(admitted.status, 201, JSON.stringify(admitted.body));
+  }
+});

@@ -236,7 +236,7 @@ async function putKey(
   // A tenant over its rate is refused before its body is read (#28); a large unread body closes
   // the connection after the answer rather than be read only to be dropped.
   try {
-    cell.admitEarly?.(key, 'write');
+    cell.admitEarly?.(key, 'write', principal);
   } catch (error) {
     if (Number(req.headers['content-length'] ?? 0) > earlyRefusalDrainBytesMax) closeAfterAnswer(req, res);
     throw error;
