@@ -114,7 +114,7 @@ export class CellService implements api.CellApi, CommandProposer {
       return { created: result.created, version: result.version, revision: result.revision, fencingToken: result.fencingToken };
     }, (error: unknown) => {
       release?.();
-      throw this.counted(error);
+      throw error;
     });
   }
 
@@ -124,8 +124,6 @@ export class CellService implements api.CellApi, CommandProposer {
     try {
       const { result } = await this.propose(op, requestId, principal);
       return { deleted: result.deleted, revision: result.revision };
-    } catch (error) {
-      throw this.counted(error);
     } finally {
       release?.();
     }
@@ -144,8 +142,6 @@ export class CellService implements api.CellApi, CommandProposer {
     let result;
     try {
       ({ result } = await this.propose(op, requestId, principal));
-    } catch (error) {
-      throw this.counted(error);
     } finally {
       release?.();
     }
@@ -269,12 +265,6 @@ export class CellService implements api.CellApi, CommandProposer {
   /** The tenants' admission for a request on `keys` (#28): its release, or null without tenants. */
   private admit(keys: readonly string[], kind: RequestKind): (() => void) | null {
     return this.admission === null ? null : this.admission.admit(keys, kind);
-  }
-
-  /** A hard quota refused at apply counts to this node's rejections: it answers the refusal. */
-  private counted(error: unknown): unknown {
-    this.admission?.countRefusal(error);
-    return error;
   }
 
   private async rangeAdmitted(request: api.RangeRequest, options: api.ReadOptions, principal: string): Promise<api.RangeResult> {

@@ -352,6 +352,9 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   const guard = new AccessGuard(store, audit === null ? null : (principal, denied, reason) => audit.record({
     event: 'denied', principal, address: currentSource() ?? null, result: 'permission_denied', detail: { access: describeAccess(denied), reason },
   }));
+  // Tenants' admission quotas on this node (#28): rates, concurrent requests, watches; it also
+  // counts every quota refusal this member answers, those decided at apply included.
+  const admission = new TenantAdmission({ tenants: () => store.tenantTable(), nowMs: () => performance.now(), random: Math.random });
   const proposer = new LogProposer(driver, {
     memberId: config.memberId,
     limits: store.limits,
@@ -359,6 +362,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     monotonicMs: () => performance.now(),
     onProposed: (seconds) => metrics.proposalSeconds.observe(seconds),
     onFailed: () => metrics.proposalsFailed.inc(),
+    onRefused: (error) => admission.countRefusal(error),
     // Authorization, then ownership (wrong_cell / cross_cell): a refused write costs no entry. Apply
     // decides both again on the state it applies on (an ownership change may commit in between).
     admit: (origin, op) =>
@@ -376,8 +380,6 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     { ...defaultLeaseServiceOptions, requestTimeoutMs: config.requestTimeoutMs },
   );
   const membership = new Membership(config, driver, store, state.directory, peers.memberPeers, realTimers, log);
-  // Tenants' admission quotas on this node (#28): rates, concurrent requests, watches.
-  const admission = new TenantAdmission({ tenants: () => store.tenantTable(), nowMs: () => performance.now(), random: Math.random });
   const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership, admission);
   const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry });
   // A watch of a namespace this cell does not own is refused like a read (docs/design/cells.md).
