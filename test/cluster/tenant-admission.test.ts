@@ -117,8 +117,9 @@ test('a tenant over its write rate is refused (429, details, Retry-After with ji
   console.log(`quiet tenant puts/s alone ${aloneRates.map((r) => r.toFixed(0)).join(', ')}; beside the noisy one ${besideRates.map((r) => r.toFixed(0)).join(', ')}; ` +
     `noisy: ${noisy.ok} admitted, ${noisy.refused.length} refused in ${noisy.seconds.toFixed(1)} s (rate ${rate}/s)`);
   // Loose on purpose: on the shared 2-core machine a put here costs 20-120 ms and each of the noisy
-  // tenant's admitted writes (its 3/s) takes the same disk and event loop; the bound catches
-  // refusals that cost like writes (unlimited, the noisy tenant's 30/s took the quiet one to 0.38x).
+  // tenant's admitted writes (its 3/s) takes the same disk and event loop. The firm checks are the
+  // ones above (the noisy tenant held to its rate, the quiet one never refused); this one catches
+  // refusals grown as costly as writes.
   assert.ok(median(besideRates) >= median(aloneRates) * 0.35,
     `the quiet tenant keeps writing at full speed: median ${median(besideRates).toFixed(0)}/s beside vs ${median(aloneRates).toFixed(0)}/s alone`);
 
