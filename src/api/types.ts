@@ -111,6 +111,12 @@ export interface CellApi {
   readonly cellId: string;
   revision(): number;
   put(request: PutRequest, requestId: string | undefined, principal: string): Promise<PutResult>;
+  /**
+   * Throws the quota_exceeded a request on `key` would get from its tenant's admission now, taking
+   * nothing (#28), after permission_denied if `principal` may not make it: the HTTP edge asks
+   * before reading a body. Absent: no tenant admission.
+   */
+  admitEarly?(key: string, kind: 'read' | 'write', principal: string): void;
   range(request: RangeRequest, options: ReadOptions, principal: string): Promise<RangeResult>;
   deleteRange(request: DeleteRequest, requestId: string | undefined, principal: string): Promise<DeleteResult>;
   txn(request: TxnRequest, requestId: string | undefined, principal: string): Promise<TxnResult>;

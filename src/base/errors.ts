@@ -127,6 +127,8 @@ export class TooLargeError extends BatonError {
 export class QuotaExceededError extends BatonError {
   readonly code = 'quota_exceeded';
   override readonly retryable = true;
+  /** Set by a node's tenant admission (#28): the Retry-After it computed, with jitter; else the edge's own. */
+  retryAfterSeconds: number | undefined = undefined;
 }
 export class OverloadedError extends BatonError {
   readonly code = 'overloaded';

@@ -28,7 +28,9 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                  [--bug commitOldTermEntries|doubleVote|applyUncommitted|readWithoutQuorum|
                    voteWithoutPersist|appendPastGap|ignoreRegressed]
                  [--lease-bug promoteAtZero|renewWithoutQuorum|revokeOnLocalTimer] [--lock-bug grantOnWake|withdrawRetriedEntry]
-                 [--store-bug dedupOff|lockWithoutLeaseCheck] (the MVCC store: --state-machine mvcc, leases, locks)
+                 [--store-bug dedupOff|lockWithoutLeaseCheck|tenantQuotaOff] (the MVCC store: --state-machine mvcc, leases, locks)
+                 [--tenants] (leases, locks: a tenant owns the lease keys with limits the workload
+                   reaches; checked after every applied entry: no hard quota grown past its limit)
                  [--watch-bug skipCutRevision] (the watch hub; watchers run with the lock workload)
                  [--older-copy] (opt-in fault: members restarted on an older copy of their data;
                    kv seeds on the sim's driver; implies --ledger-check: docs/design/older-copy.md)
@@ -103,7 +105,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
   const watchBugs = { skipCutRevision: (values['watch-bug'] ?? []).includes('skipCutRevision') };
   const storeBugs: { -readonly [K in keyof MvccBugs]: MvccBugs[K] } = {};
   for (const bug of values['store-bug'] ?? []) {
-    if (bug !== 'dedupOff' && bug !== 'lockWithoutLeaseCheck') {
+    if (bug !== 'dedupOff' && bug !== 'lockWithoutLeaseCheck' && bug !== 'tenantQuotaOff') {
       console.error(usage);
       return 2;
     }
@@ -146,6 +148,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     ...(values['watch-bug'] ?? []).map((bug) => `--watch-bug ${bug}`),
     ...(values['older-copy'] ? ['--older-copy'] : []),
     ...(values['ledger-check'] ? ['--ledger-check'] : []),
+    ...(values.tenants ? ['--tenants'] : []),
   ].join(' ');
   const catchRate = values['catch-rate'];
   const started = performance.now();
@@ -176,6 +179,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
       ...(values['watch-bug'] === undefined ? {} : { watchBugs }),
       ...(values['older-copy'] ? { olderCopy: true } : {}),
       ...(values['ledger-check'] ? { ledgerCheck: true } : {}),
+      ...(values.tenants && onServer ? { tenants: true } : {}),
       ...(machine === 'mvcc' && workload === 'kv' ? { stateMachine: mvccStateMachine(defaultMvccLimits, 1, storeBugs) } : {}),
       ...(values['store-bug'] === undefined ? {} : { storeBugs }),
       ...(drawn !== null ? { profile: drawn.profile } : profile === undefined ? {} : { profile }),
@@ -272,6 +276,7 @@ function parseSimArgs(args: readonly string[]) {
       'fault-phase-ms': { type: 'string' },
       'older-copy': { type: 'boolean', default: false },
       'ledger-check': { type: 'boolean', default: false },
+      tenants: { type: 'boolean', default: false },
       driver: { type: 'string' },
       snapshots: { type: 'string' },
       'state-machine': { type: 'string' },

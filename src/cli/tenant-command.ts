@@ -6,18 +6,21 @@ import { exitCodes, parseCommand, printJson, printTable, requirePositionals, run
 
 const tenantHelp = `usage: baton tenant create NAME --prefix P [--prefix P2] [--max-keys N] [--max-bytes N]
                           [--max-leases N] [--max-txn-ops N] [--reads-per-second N] [--writes-per-second N]
+                          [--max-concurrent-requests N] [--max-watches N]
        baton tenant set NAME [--prefix P ...] [--max-keys N|none] ...
        baton tenant show NAME
        baton tenant list
        baton tenant delete NAME
   A tenant owns key prefixes (ending in /) and has quotas; over one, its requests get 429
   quota_exceeded and other tenants are unaffected. "none" removes a limit. show prints the
-  limits beside the current use. Administration.`;
+  limits beside the current use. Rates, concurrent requests and watches are admitted on each
+  node (per node, not per cell). Administration.`;
 
 /** CLI flag -> the limit it sets. */
 const limitFlags = {
   'max-keys': 'maxKeys', 'max-bytes': 'maxBytes', 'max-leases': 'maxLeases', 'max-txn-ops': 'maxTxnOps',
   'reads-per-second': 'readsPerSecond', 'writes-per-second': 'writesPerSecond',
+  'max-concurrent-requests': 'maxConcurrentRequests', 'max-watches': 'maxWatches',
 } as const;
 
 interface Tenant {
@@ -58,6 +61,8 @@ export const tenantCommand = (args: readonly string[]): Promise<number> =>
         ['txn ops', '-', limitText(existing.limits['maxTxnOps'])],
         ['reads/s', '-', limitText(existing.limits['readsPerSecond'])],
         ['writes/s', '-', limitText(existing.limits['writesPerSecond'])],
+        ['concurrent requests', '-', limitText(existing.limits['maxConcurrentRequests'])],
+        ['watches', '-', limitText(existing.limits['maxWatches'])],
       ]);
       return exitCodes.ok;
     }

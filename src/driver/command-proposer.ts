@@ -22,6 +22,8 @@ export interface LogProposerOptions {
   readonly onProposed?: (seconds: number) => void;
   /** A proposal that got no outcome (no leader, overloaded, timed out): etcd's proposals_failed_total. */
   readonly onFailed?: () => void;
+  /** A command the state machine refused (its outcome an error), heard by the member answering it (#28's rejections). */
+  readonly onRefused?: (error: BatonError) => void;
   /**
    * The proposing member's authorization check (src/auth's guard): a refused write costs no log
    * entry and is refused also without a leader. Apply decides again, on the state it applies on.
@@ -44,7 +46,7 @@ export class LogProposer implements CommandProposer {
 
   /** Not an async function: one closure and one promise per write instead of an async frame. */
   propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>> {
-    const { memberId, limits, wallMs, monotonicMs, onProposed, onFailed, admit, beforeAnswer, sourceAddress } = this.options;
+    const { memberId, limits, wallMs, monotonicMs, onProposed, onFailed, onRefused, admit, beforeAnswer, sourceAddress } = this.options;
     let command: Uint8Array;
     try {
       const refused = admit?.(origin, op) ?? null;
@@ -60,6 +62,7 @@ export class LogProposer implements CommandProposer {
     const started = monotonicMs();
     return this.log.propose(this.log.newProposalId(), command).then((outcome) => {
       onProposed?.((monotonicMs() - started) / 1000);
+      if (outcome.type === 'failed') onRefused?.(outcome.error);
       const wait = beforeAnswer?.(op) ?? null;
       return wait === null ? answerOf(op, outcome) : wait.then(() => answerOf(op, outcome));
     }, (error: unknown) => {

@@ -20,6 +20,7 @@ import type * as api from '../api/types.js';
 import type { MemberInfo } from '../membership/member-directory.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { ReadGate } from './read-gate.js';
+import type { RequestKind, TenantAdmission } from '../base/tenant-admission.js';
 import type { MemberView } from '../membership/membership.js';
 
 /** What the cell's status needs to know about membership (src/membership/membership.ts). */
@@ -65,6 +66,8 @@ export class CellService implements api.CellApi, CommandProposer {
     private readonly readGate: ReadGate = new ReadGate(),
     /** Members from the committed configuration; absent: the static --initial-cluster list. */
     private readonly membership: MembershipView | null = null,
+    /** Per-tenant rates and concurrency (#28), decided before a proposal or a ReadIndex; null: none. */
+    private readonly admission: TenantAdmission | null = null,
   ) {
     this.cellId = config.cellId;
   }
@@ -84,15 +87,47 @@ export class CellService implements api.CellApi, CommandProposer {
     }
   }
 
+  /**
+   * Refuses now a put its tenant could not admit (quota_exceeded), taking nothing (#28); one the
+   * caller may not make is refused first (permission_denied), so a client without the right to
+   * write a tenant's keys learns nothing of its quotas.
+   */
+  admitEarly(key: string, kind: RequestKind, principal: string): void {
+    if (this.admission === null || !this.admission.active()) return;
+    if (kind === 'write') {
+      const denied = this.guard.command(principal, { type: 'put', key, value: new Uint8Array(0) });
+      if (denied !== null) throw denied;
+    }
+    this.admission.precheck(key, kind);
+  }
+
   put(request: api.PutRequest, requestId: string | undefined, principal: string): Promise<api.PutResult> {
+    const op = { type: 'put' as const, ...request };
+    let release;
+    try {
+      release = this.admitWrite(op, [request.key], principal);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     // The hot write: a .then instead of an async frame (one closure, one promise).
-    return this.propose({ type: 'put', ...request }, requestId, principal).then(({ result }) =>
-      ({ created: result.created, version: result.version, revision: result.revision, fencingToken: result.fencingToken }));
+    return this.propose(op, requestId, principal).then(({ result }) => {
+      release?.();
+      return { created: result.created, version: result.version, revision: result.revision, fencingToken: result.fencingToken };
+    }, (error: unknown) => {
+      release?.();
+      throw error;
+    });
   }
 
   async deleteRange(request: api.DeleteRequest, requestId: string | undefined, principal: string): Promise<api.DeleteResult> {
-    const { result } = await this.propose({ type: 'delete', ...request }, requestId, principal);
-    return { deleted: result.deleted, revision: result.revision };
+    const op = { type: 'delete' as const, ...request };
+    const release = this.admitWrite(op, [request.key], principal);
+    try {
+      const { result } = await this.propose(op, requestId, principal);
+      return { deleted: result.deleted, revision: result.revision };
+    } finally {
+      release?.();
+    }
   }
 
   async txn(request: api.TxnRequest, requestId: string | undefined, principal: string): Promise<api.TxnResult> {
@@ -101,11 +136,16 @@ export class CellService implements api.CellApi, CommandProposer {
       if ('get' in op) return { type: 'get', ...op.get };
       return { type: 'delete', ...op.delete };
     };
-    const { result } = await this.propose(
-      { type: 'txn', compare: request.compare, success: request.success.map(toOp), failure: request.failure.map(toOp) },
-      requestId,
-      principal,
-    );
+    const op = { type: 'txn' as const, compare: request.compare, success: request.success.map(toOp), failure: request.failure.map(toOp) };
+    const kind = this.admission === null ? 'read' : txnKind(request);
+    const release = this.admission === null ? null
+      : kind === 'write' ? this.admitWrite(op, txnKeys(request), principal) : this.admit(txnKeys(request), 'read');
+    let result;
+    try {
+      ({ result } = await this.propose(op, requestId, principal));
+    } finally {
+      release?.();
+    }
     return {
       succeeded: result.succeeded,
       revision: result.revision,
@@ -194,12 +234,38 @@ export class CellService implements api.CellApi, CommandProposer {
     // leader), and again after it: the policy may have changed while the read waited.
     this.guard.check(principal, () => readAccesses(request));
     this.checkOwned(request);
-    const release = this.readGate.enter(request.prefix === true || request.rangeEnd !== undefined);
+    const admitted = this.admit([request.key], 'read');
+    let release: () => void;
+    try {
+      release = this.readGate.enter(request.prefix === true || request.rangeEnd !== undefined);
+    } catch (error) {
+      // Shed by the read gate (overloaded): the tenant's slot is given back at once.
+      admitted?.();
+      throw error;
+    }
     try {
       return await this.rangeAdmitted(request, options, principal);
     } finally {
       release();
+      admitted?.();
     }
+  }
+
+  /**
+   * A write's admission (#28): authorization first when the cell has tenants (the proposer decides
+   * it again), so a client that may not write a tenant's keys cannot spend its tokens; then the
+   * tenants' admission. Its release, or null without tenants.
+   */
+  private admitWrite(op: Command, keys: readonly string[], principal: string): (() => void) | null {
+    if (this.admission === null || !this.admission.active()) return null;
+    const denied = this.guard.command(principal, op);
+    if (denied !== null) throw denied;
+    return this.admission.admit(keys, 'write');
+  }
+
+  /** The tenants' admission for a request on `keys` (#28): its release, or null without tenants. */
+  private admit(keys: readonly string[], kind: RequestKind): (() => void) | null {
+    return this.admission === null ? null : this.admission.admit(keys, kind);
   }
 
   private async rangeAdmitted(request: api.RangeRequest, options: api.ReadOptions, principal: string): Promise<api.RangeResult> {
@@ -309,6 +375,20 @@ export class CellService implements api.CellApi, CommandProposer {
       this.revisionWaiters.add(waiter);
     });
   }
+}
+
+/** Every key a txn names (compares and both branches): each owning tenant admits it. */
+function txnKeys(request: api.TxnRequest): string[] {
+  const keys = request.compare.map((c) => c.key);
+  for (const op of [...request.success, ...request.failure]) {
+    keys.push('put' in op ? op.put.key : 'get' in op ? op.get.key : op.delete.key);
+  }
+  return keys;
+}
+
+/** A txn that may write is a write; one of reads only is a read. */
+function txnKind(request: api.TxnRequest): RequestKind {
+  return [...request.success, ...request.failure].some((op) => !('get' in op)) ? 'write' : 'read';
 }
 
 /** A member's match index from the leader's progress, when the leader tracks one for it. */

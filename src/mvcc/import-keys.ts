@@ -13,6 +13,8 @@
 //
 // The record's format: src/base/namespace-import.ts.
 import { InvalidArgumentError, PreconditionFailedError } from '../base/errors.js';
+import type { TenantRecord } from '../base/tenants.js';
+import { accountKeyChange } from './tenant-usage.js';
 import { importKeysPerCommandMax, importRecordBytesMax, type ImportRecord } from '../base/namespace-import.js';
 import { namespaceEnd, namespaceProblem } from '../base/namespaces.js';
 import { assert } from '../base/assert.js';
@@ -73,7 +75,14 @@ export function parseImportRecord(bytes: Uint8Array): ImportRecord {
 }
 
 /** Applies an import: returns the meta with the raised revision. Every check before any write. */
-export function applyImportKeys(writer: KvWriter, meta: MvccMeta, bytes: Uint8Array, limits: MvccLimits): { meta: MvccMeta; imported: number } {
+export function applyImportKeys(
+  writer: KvWriter,
+  meta: MvccMeta,
+  bytes: Uint8Array,
+  limits: MvccLimits,
+  /** The tenant table (#28): imported and replaced keys move their tenant's use (never refused: a move is not growth). */
+  tenants: readonly TenantRecord[] = [],
+): { meta: MvccMeta; imported: number } {
   const record = parseImportRecord(bytes);
   const ownership = readOwnershipRecord(writer);
   if (ownership === null) throw new PreconditionFailedError('this cell was never given an ownership table: it owns every key, nothing is imported into it');
@@ -105,13 +114,14 @@ export function applyImportKeys(writer: KvWriter, meta: MvccMeta, bytes: Uint8Ar
     const range = { start: utf8(record.prefix), end: utf8(namespaceEnd(record.prefix)) };
     const keys: Uint8Array[] = [];
     for (const entry of writer.range(currentRange(range))) keys.push(entry.key.slice(1));
-    for (const keyBytes of keys) removeCurrent(writer, keyBytes);
+    for (const keyBytes of keys) removeCurrent(writer, keyBytes, tenants);
   }
-  for (const key of record.deletes) removeCurrent(writer, utf8(key));
+  for (const key of record.deletes) removeCurrent(writer, utf8(key), tenants);
   for (const kv of record.puts) {
     const keyBytes = utf8(kv.key);
-    removeCurrent(writer, keyBytes);
+    removeCurrent(writer, keyBytes, tenants);
     writer.put(currentKey(keyBytes), encodeRecordScratch(kv, meta.storeFormat).slice());
+    accountKeyChange(writer, tenants, kv.key, null, { bytes: kv.value.length, lease: kv.lease });
     if (kv.lease !== 0) {
       writer.put(leaseKey(kv.lease, keyBytes), emptyBytes);
       adjustLeaseKeyCount(writer, kv.lease, 1);
@@ -123,10 +133,14 @@ export function applyImportKeys(writer: KvWriter, meta: MvccMeta, bytes: Uint8Ar
 }
 
 /** Drops a key's current record and lease attachment, leaving no event (it is not a delete here). */
-function removeCurrent(writer: KvWriter, keyBytes: Uint8Array): void {
+function removeCurrent(writer: KvWriter, keyBytes: Uint8Array, tenants: readonly TenantRecord[]): void {
   const stored = writer.get(currentKey(keyBytes));
   if (stored === undefined) return;
   const prev = decodeRecord('', stored, true);
+  if (tenants.length > 0) {
+    const key = new TextDecoder().decode(keyBytes);
+    accountKeyChange(writer, tenants, key, { bytes: decodeRecord(key, stored).value.length, lease: prev.lease }, null);
+  }
   writer.delete(currentKey(keyBytes));
   if (prev.lease !== 0) {
     writer.delete(leaseKey(prev.lease, keyBytes));

@@ -65,7 +65,8 @@ export class RevisionWriter {
       adjustLeaseKeyCount(this.writer, kv.lease, 1);
     }
     this.appendEvent(keyBytes, { type: 'put', revision: this.revision, kv, prevKv: prev });
-    accountKeyChange(this.writer, this.tenants(), kv.key, prev === null ? null : prev.value.length, kv.value.length);
+    accountKeyChange(this.writer, this.tenants(), kv.key, prev === null ? null : { bytes: prev.value.length, lease: prev.lease },
+      { bytes: kv.value.length, lease: kv.lease });
     return kv;
   }
 
@@ -81,7 +82,7 @@ export class RevisionWriter {
     }
     const kv = tombstone(key, this.revision);
     this.appendEvent(keyBytes, { type: 'delete', revision: this.revision, kv, prevKv: prev });
-    accountKeyChange(this.writer, this.tenants(), key, prev.value.length, null);
+    accountKeyChange(this.writer, this.tenants(), key, { bytes: prev.value.length, lease: prev.lease }, null);
     return true;
   }
 

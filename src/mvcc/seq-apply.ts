@@ -7,6 +7,7 @@ import { InvalidArgumentError, LeaseNotFoundError, LockHeldError, LockNotHeldErr
 import { fromUtf8, prefixEnd, utf8 } from './bytes.js';
 import { currentKey, currentRange } from './layout.js';
 import { checkPutLeases } from './lease-apply.js';
+import { checkPutQuotas } from './tenant-usage.js';
 import { readLease } from './lease-state.js';
 import { decodeRecord } from './records.js';
 import type { RevisionWriter } from './revision-writer.js';
@@ -56,7 +57,10 @@ function applyCreate(revisions: RevisionWriter, op: SeqCreateOp, limits: MvccLim
   }
   // Before the first write: the lease exists and has room (lease_not_found / quota_exceeded).
   // (Test-only bug lockWithoutLeaseCheck: skipped, so a dead lease can queue and be granted.)
-  if (bugs.lockWithoutLeaseCheck !== true) checkPutLeases(revisions.writer, [{ type: 'put', key, value: op.value, lease: op.lease }], limits);
+  const put = { type: 'put' as const, key, value: op.value, lease: op.lease };
+  if (bugs.lockWithoutLeaseCheck !== true) checkPutLeases(revisions.writer, [put], limits);
+  // A contender's key under a tenant's prefix is that tenant's key (and lease): its quotas hold (#28).
+  checkPutQuotas(revisions.writer, revisions.tenantTable, [put], null);
   const kv = revisions.put(utf8(key), { key, value: op.value, lease: op.lease });
   assert(kv.version === 1 && kv.createRevision === revisions.revision, 'a contender key is new');
   return { type: 'seqCreate', ...position(revisions.writer, op.prefix, kv, revisions.revision) };

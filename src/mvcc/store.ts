@@ -361,6 +361,14 @@ export class MvccStore {
     return readTenantsRecord(this.engine);
   }
 
+  /**
+   * The tenant table as applied here, decoded once per change (#28): the edges' admission reads
+   * it per request. The same array until the table changes, so callers may compare identities.
+   */
+  tenantTable(): readonly TenantRecord[] {
+    return (this.tenantsCache ??= tenantsOf(this.engine));
+  }
+
   /** A tenant's stored use (keys, value bytes, leases) as applied here (#28). */
   tenantUsage(name: string): TenantUsage {
     return readTenantUsage(this.engine, name);

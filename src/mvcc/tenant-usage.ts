@@ -1,8 +1,14 @@
-// Tenants' stored use (issue #28): per tenant the keys and value bytes it holds, kept beside the
-// tables (key 0x07 + name -> u64 keys, u64 bytes, u64 leases) so snapshots carry them. Changed by
-// every put and delete (revision-writer.ts), checked before a command's first write so a refused
+// Tenants' stored use (issue #28): per tenant the keys, value bytes and leases it holds, kept beside
+// the tables (key 0x07 + name -> u64 keys, u64 bytes, u64 leases) so snapshots carry them. Changed
+// by every put and delete (revision-writer.ts), checked before a command's first write so a refused
 // command changes nothing, and recomputed from the current table whenever the tenant table
 // changes (a prefix added or moved brings its keys along). Deterministic: every member agrees.
+//
+// Leases: a lease counts to every tenant in which it holds at least one key (key 0x08 + lease:8 +
+// name -> u64 keys of that lease in that tenant). Unlike "the tenant of the first key attached",
+// this follows from the current keys alone, so a recount after a table change gives the same
+// answer as the running counts, whatever order the keys were written in. A lease holding no key
+// counts to no tenant (a grant names no key).
 import { addUsage, quotaRefusal, tenantOfKey, txnOpsRefusal, zeroUsage, type TenantRecord, type TenantUsage, type UsageDelta } from '../base/tenants.js';
 import { concatBytes, prefixEnd, readU64, u64Bytes } from './bytes.js';
 import { currentRange } from './layout.js';
@@ -11,6 +17,7 @@ import { readTenantsRecord } from './tenants-record.js';
 import type { KvReader, KvWriter, PutOp } from './types.js';
 
 const usagePrefix = Uint8Array.of(0x07);
+const leaseTenantPrefix = Uint8Array.of(0x08);
 const encoder = new TextEncoder();
 
 function usageKey(name: string): Uint8Array {
@@ -27,26 +34,59 @@ function writeUsage(writer: KvWriter, name: string, usage: TenantUsage): void {
   writer.put(usageKey(name), concatBytes([u64Bytes(usage.keys), u64Bytes(usage.bytes), u64Bytes(usage.leases)]));
 }
 
+function leaseTenantKey(lease: number, name: string): Uint8Array {
+  return concatBytes([leaseTenantPrefix, u64Bytes(lease), encoder.encode(name)]);
+}
+
+/** Keys lease `lease` holds in tenant `name`. */
+function leaseKeysIn(reader: KvReader, lease: number, name: string): number {
+  const stored = reader.get(leaseTenantKey(lease, name));
+  return stored === undefined ? 0 : readU64(stored, 0);
+}
+
+/** Moves the keys `lease` holds in `name` by `by`; returns the change to the tenant's lease count (-1, 0, +1). */
+function moveLeaseKeys(writer: KvWriter, lease: number, name: string, by: number): number {
+  const before = leaseKeysIn(writer, lease, name);
+  const after = before + by;
+  if (after < 0) throw new Error(`lease ${lease} holds ${before} keys of tenant ${name}, not ${-by} to remove`);
+  if (after === 0) writer.delete(leaseTenantKey(lease, name));
+  else writer.put(leaseTenantKey(lease, name), u64Bytes(after));
+  return (after > 0 ? 1 : 0) - (before > 0 ? 1 : 0);
+}
+
 /** The tenant table as of this state: read once per command by whoever needs it. */
 export function tenantsOf(reader: KvReader): readonly TenantRecord[] {
   return readTenantsRecord(reader).tenants;
 }
 
-/** Applies one key's change (prev/next value sizes, null = absent) to its tenant's use, if any. */
+/** One side of a key's change: its value size and lease (0 = none), or null when the key is absent. */
+export interface KeyState {
+  readonly bytes: number;
+  readonly lease: number;
+}
+
+/** Applies one key's change (before/after, null = absent) to its tenant's use, if any. */
 export function accountKeyChange(
   writer: KvWriter,
   tenants: readonly TenantRecord[],
   key: string,
-  prevBytes: number | null,
-  nextBytes: number | null,
+  prev: KeyState | null,
+  next: KeyState | null,
 ): void {
   if (tenants.length === 0) return;
   const tenant = tenantOfKey(tenants, key);
   if (tenant === null) return;
+  const prevLease = prev?.lease ?? 0;
+  const nextLease = next?.lease ?? 0;
+  let leases = 0;
+  if (prevLease !== nextLease) {
+    if (prevLease !== 0) leases += moveLeaseKeys(writer, prevLease, tenant.name, -1);
+    if (nextLease !== 0) leases += moveLeaseKeys(writer, nextLease, tenant.name, 1);
+  }
   const delta: UsageDelta = {
-    keys: (nextBytes === null ? 0 : 1) - (prevBytes === null ? 0 : 1),
-    bytes: (nextBytes ?? 0) - (prevBytes ?? 0),
-    leases: 0,
+    keys: (next === null ? 0 : 1) - (prev === null ? 0 : 1),
+    bytes: (next?.bytes ?? 0) - (prev?.bytes ?? 0),
+    leases,
   };
   writeUsage(writer, tenant.name, addUsage(readTenantUsage(writer, tenant.name), delta));
 }
@@ -64,6 +104,8 @@ export function checkPutQuotas(
 ): void {
   if (tenants.length === 0) return;
   const deltas = new Map<TenantRecord, { keys: number; bytes: number; leases: number }>();
+  // Leases this command would bring into a tenant that holds no key of them yet, each once.
+  const newLeases = new Set<string>();
   for (const put of puts) {
     const tenant = tenantOfKey(tenants, put.key);
     if (tenant === null) continue;
@@ -72,6 +114,12 @@ export function checkPutQuotas(
     const delta = deltas.get(tenant) ?? { keys: 0, bytes: 0, leases: 0 };
     delta.keys += prev === null ? 1 : 0;
     delta.bytes += put.value.length - (prev?.value.length ?? 0);
+    const lease = put.lease ?? 0;
+    const id = `${lease}\u0000${tenant.name}`;
+    if (lease !== 0 && prev?.lease !== lease && !newLeases.has(id) && leaseKeysIn(reader, lease, tenant.name) === 0) {
+      newLeases.add(id);
+      delta.leases += 1;
+    }
     deltas.set(tenant, delta);
   }
   for (const [tenant, delta] of deltas) {
@@ -88,12 +136,15 @@ function currentKeyOf(key: string): Uint8Array {
   return currentRange({ start: encoder.encode(key), end: encoder.encode(key) }).start;
 }
 
-/** Recounts every tenant's keys and bytes from the current table; drops removed tenants' counts. */
+/** Recounts every tenant's keys, bytes and leases from the current table; drops removed tenants' counts. */
 export function recomputeUsage(writer: KvWriter, previous: readonly TenantRecord[], tenants: readonly TenantRecord[]): void {
   for (const old of previous) writer.delete(usageKey(old.name));
+  const stale = [...writer.range({ start: leaseTenantPrefix, end: prefixEnd(leaseTenantPrefix) })].map((entry) => entry.key.slice());
+  for (const key of stale) writer.delete(key);
   for (const tenant of tenants) {
     let keys = 0;
     let bytes = 0;
+    const leaseKeys = new Map<number, number>();
     for (const prefix of tenant.prefixes) {
       const start = encoder.encode(prefix);
       for (const entry of writer.range(currentRange({ start, end: prefixEnd(start) }))) {
@@ -102,9 +153,12 @@ export function recomputeUsage(writer: KvWriter, previous: readonly TenantRecord
         const key = new TextDecoder().decode(keyBytes);
         if (tenantOfKey(tenants, key) !== tenant) continue;
         keys++;
-        bytes += decodeRecord(key, entry.value).value.length;
+        const record = decodeRecord(key, entry.value);
+        bytes += record.value.length;
+        if (record.lease !== 0) leaseKeys.set(record.lease, (leaseKeys.get(record.lease) ?? 0) + 1);
       }
     }
-    writeUsage(writer, tenant.name, { keys, bytes, leases: 0 });
+    for (const [lease, count] of leaseKeys) writer.put(leaseTenantKey(lease, tenant.name), u64Bytes(count));
+    writeUsage(writer, tenant.name, { keys, bytes, leases: leaseKeys.size });
   }
 }

@@ -67,7 +67,10 @@ export function decodeTenants(bytes: Uint8Array): TenantRecord[] {
   return tenants;
 }
 
-const limitFields: ReadonlyArray<keyof TenantLimits> = ['maxKeys', 'maxBytes', 'maxLeases', 'maxTxnOps', 'readsPerSecond', 'writesPerSecond'];
+// A record written before a limit existed simply lacks it: read as null (unlimited), still valid.
+const limitFields: ReadonlyArray<keyof TenantLimits> = [
+  'maxKeys', 'maxBytes', 'maxLeases', 'maxTxnOps', 'readsPerSecond', 'writesPerSecond', 'maxConcurrentRequests', 'maxWatches',
+];
 
 function recordOf(entry: unknown): TenantRecord {
   const e = entry as { name?: unknown; prefixes?: unknown; limits?: Record<string, unknown> } | null;

@@ -525,6 +525,8 @@ export interface MvccBugs {
   readonly dedupOff?: boolean;
   /** A lock contender's entry is created (and granted) without checking that its lease exists. */
   readonly lockWithoutLeaseCheck?: boolean;
+  /** A plain put is applied without checking its tenant's hard quotas (#28; the simulator's tenant checker must catch it). */
+  readonly tenantQuotaOff?: boolean;
 }
 
 export interface MvccLimits {

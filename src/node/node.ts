@@ -49,6 +49,8 @@ import { checkpointEntriesMax, gracefulStopMs, readysInFlightMax, snapshotLogByt
 import { assert } from '../base/assert.js';
 import { PeerRttMeter, timedSender } from './peer-rtt.js';
 import { addServiceMetrics } from './service-metrics.js';
+import { addTenantMetrics } from './tenant-metrics.js';
+import { TenantAdmission } from '../base/tenant-admission.js';
 import type { HistogramChild } from '../metrics/registry.js';
 import { lmdbMapBytes, type LateMetricSources, peerBytesOf } from './metric-sources.js';
 import { Gauge } from '../metrics/registry.js';
@@ -371,6 +373,9 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   const guard = new AccessGuard(store, audit === null ? null : (principal, denied, reason) => audit.record({
     event: 'denied', principal, address: currentSource() ?? null, result: 'permission_denied', detail: { access: describeAccess(denied), reason },
   }));
+  // Tenants' admission quotas on this node (#28): rates, concurrent requests, watches; it also
+  // counts every quota refusal this member answers, those decided at apply included.
+  const admission = new TenantAdmission({ tenants: () => store.tenantTable(), nowMs: () => performance.now(), random: Math.random });
   const proposer = new LogProposer(driver, {
     memberId: config.memberId,
     limits: store.limits,
@@ -378,6 +383,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     monotonicMs: () => performance.now(),
     onProposed: (seconds) => metrics.proposalSeconds.observe(seconds),
     onFailed: () => metrics.proposalsFailed.inc(),
+    onRefused: (error) => admission.countRefusal(error),
     // Authorization, then ownership (wrong_cell / cross_cell): a refused write costs no entry. Apply
     // decides both again on the state it applies on (an ownership change may commit in between).
     admit: (origin, op) =>
@@ -395,13 +401,14 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     { ...defaultLeaseServiceOptions, requestTimeoutMs: config.requestTimeoutMs },
   );
   const membership = new Membership(config, driver, store, state.directory, peers.memberPeers, realTimers, log);
-  const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership);
+  const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership, admission);
   const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry });
   // A watch of a namespace this cell does not own is refused like a read (docs/design/cells.md).
   const watches = new WatchService(store, guard, {
     limits: config.tuning.watchLimits, onEventLag: (seconds) => metrics.watchEventLagSeconds.observe(seconds),
-  }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }));
+  }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }), admission);
   addNodeGauges(metrics, state, peers.transport, driver, leases);
+  addTenantMetrics(metrics.registry, { tenants: () => store.tenantTable(), usage: (name) => store.tenantUsage(name), admission });
   addServiceMetrics(metrics.registry, { leases, watches, locks: locks.locks });
   return { driver, leases, membership, cell, locks, watches, guard };
 }

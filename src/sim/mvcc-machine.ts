@@ -18,6 +18,7 @@ import {
 } from '../mvcc/index.js';
 import type { Entry } from '../raft/index.js';
 import type { Applier, SimStateMachine, WriteCommand } from './types.js';
+import type { TenantQuotaCheck } from './tenant-quota-check.js';
 
 const keyPrefix = '/sim/';
 
@@ -27,12 +28,18 @@ const keyPrefix = '/sim/';
  * The content hash is a full pass over the store: `hashEvery` > 1 compares members only at
  * indexes that are multiples of it (a divergence persists, so it is still caught, a little later).
  */
-export function mvccStateMachine(limits: MvccLimits = defaultMvccLimits, hashEvery = 1, bugs: MvccBugs = {}): SimStateMachine {
+export function mvccStateMachine(
+  limits: MvccLimits = defaultMvccLimits,
+  hashEvery = 1,
+  bugs: MvccBugs = {},
+  /** Tenants in every member's first state, checked after each applied entry (#28); null: none. */
+  tenants: TenantQuotaCheck | null = null,
+): SimStateMachine {
   // By state machine safety every member applies a command at the same index, so one map
   // serves all members, including ones that only received it inside a snapshot.
   const indexOfCommand = new Map<number, number>();
   return {
-    createApplier: () => new MvccApplier(indexOfCommand, limits, hashEvery, bugs),
+    createApplier: () => new MvccApplier(indexOfCommand, limits, hashEvery, bugs, tenants),
     encodeWrite: (command: WriteCommand) =>
       encodeCommand(
         {
@@ -67,8 +74,15 @@ export class MvccApplier implements Applier {
     private readonly hashEvery: number,
     /** Test-only broken store rules (teeth). */
     private readonly bugs: MvccBugs = {},
+    private readonly tenants: TenantQuotaCheck | null = null,
   ) {
-    this.current = new MvccStore(new MemoryEngine(), limits, bugs);
+    this.current = this.freshStore();
+  }
+
+  private freshStore(): MvccStore {
+    const engine = new MemoryEngine();
+    this.tenants?.bootstrap(engine);
+    return new MvccStore(engine, this.limits, this.bugs);
   }
 
   /** The store now (restore() replaces it). */
@@ -78,8 +92,10 @@ export class MvccApplier implements Applier {
 
   apply(entry: Entry): void {
     this.lastOutcome = null;
+    const before = this.tenants?.usageOf(this.store) ?? null;
     const [outcome] = this.store.applyBatch([entry]);
     assert(outcome !== undefined && this.store.appliedIndex === entry.index, 'the store applied the entry');
+    if (before !== null) this.tenants?.afterApply(this.store, entry.index, before, outcome);
     // A refused command (a put naming an expired lease, a second revocation) is an answer to its
     // client, not a fault; anything else failing is a bug.
     if (outcome.type === 'failed' && !(outcome.error instanceof BatonError)) throw outcome.error;
@@ -118,7 +134,7 @@ export class MvccApplier implements Applier {
   }
 
   restore(data: Uint8Array, index: number): void {
-    this.current = new MvccStore(new MemoryEngine(), this.limits, this.bugs);
+    this.current = this.freshStore();
     if (data.byteLength > 0) this.store.restore([data]);
     assert(this.store.appliedIndex === index, `snapshot data is at ${this.store.appliedIndex}, its meta says ${index}`);
     this.hashCache = { index: -1, hash: 0 };

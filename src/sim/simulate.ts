@@ -11,6 +11,7 @@ import { createCore } from './core-factory.js';
 import { Nemesis } from './nemesis.js';
 import { registerStateMachine } from './register.js';
 import { LeaseWorkload, simLeaseLimits } from './lease-workload.js';
+import { TenantQuotaCheck } from './tenant-quota-check.js';
 import { LockWorkload } from './lock-workload.js';
 import { mvccStateMachine } from './mvcc-machine.js';
 import { drawScenario } from './scenario.js';
@@ -87,9 +88,15 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   const withLocks = options.workload === 'locks';
   const withLeases = options.workload === 'leases' || withLocks;
   assert(!withLeases || options.driver === 'server', 'the lease and lock workloads run on the server driver');
+  assert(options.tenants !== true || (withLeases && options.stateMachine === undefined), 'tenants ride on the lease workload\'s own store');
+  const tenantCheck = options.tenants === true ? new TenantQuotaCheck() : null;
   const stateMachine =
-    options.stateMachine ?? (withLeases ? mvccStateMachine(simLeaseLimits, 32, options.storeBugs) : registerStateMachine);
+    options.stateMachine ?? (withLeases ? mvccStateMachine(simLeaseLimits, 32, options.storeBugs, tenantCheck) : registerStateMachine);
   const world = new World(scenario, randoms, options, coreFactory, stateMachine, stats);
+  if (tenantCheck !== null) {
+    tenantCheck.report = (invariant, detail) => world.report(invariant, detail);
+    stats.tenants = tenantCheck.counts;
+  }
   // Forked after every other subsystem's draw, so kv runs are unchanged by its existence.
   const leaseWorkload = withLeases ? new LeaseWorkload(world, root.fork(8), options.leaseBugs) : null;
   // The kv client keeps the cell's queueing delay within half the tightest timeout of the run's

@@ -210,6 +210,12 @@ export interface SimOptions {
    * lock workloads'); a caller passing its own `stateMachine` builds it with them instead.
    */
   readonly storeBugs?: MvccBugs;
+  /**
+   * Lease and lock runs: every member's store starts with a tenant owning the lease workload's
+   * keys, with limits the workload reaches; a checker verifies after every applied entry that no
+   * hard quota grew past its limit and that the stored use matches the keys (#28).
+   */
+  readonly tenants?: boolean;
 }
 
 export interface Violation {
@@ -254,6 +260,8 @@ export interface SimStats {
   locks?: LockStats;
   /** The watch workload's counts (runs with workload 'locks' only). */
   watches?: WatchStats;
+  /** The tenant checker's counts (runs with `tenants` only): entries checked and refused, per member. */
+  tenants?: { checked: number; refusals: number };
 }
 
 export interface LockStats {

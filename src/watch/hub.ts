@@ -36,6 +36,8 @@ export class WatchHub<Tag> {
     private readonly source: WatchSource,
     readonly limits: WatchLimits = defaultWatchLimits,
     private readonly bugs: WatchBugs = {},
+    /** Per-tenant watch quotas of this node (#28): a slot per watch, given back when it ends; null: none. */
+    private readonly tenantWatches: { admitWatch(key: string): () => void } | null = null,
   ) {
     assert(limits.readEventsMax >= 1 && limits.catchUpReadsPerStepMax >= 1, 'reads make progress');
     assert(limits.bufferedEventsMax >= 1 && limits.bufferedBytesMax >= 1, 'buffers hold something');
@@ -90,8 +92,11 @@ export class WatchHub<Tag> {
         limit: this.limits.watchersPerConnectionMax,
       });
     }
+    // Last: a watch refused for another reason takes no slot of its tenant.
+    const releaseTenant = this.tenantWatches?.admitWatch(spec.key) ?? null;
     const start = spec.startRevision === 0 ? this.hubRevision + 1 : spec.startRevision;
     const watcher = new Watcher<Tag>(tag, spec, start, connection);
+    watcher.releaseTenant = releaseTenant;
     watcher.readLimit = this.limits.readEventsMax;
     this.watcherCount++;
     connection.watchers.add(watcher);
@@ -199,6 +204,8 @@ export class WatchHub<Tag> {
     if (watcher.state === 'waiting') this.waiting.delete(watcher);
     watcher.state = 'ended';
     watcher.dropQueue();
+    watcher.releaseTenant?.();
+    watcher.releaseTenant = null;
     this.watcherCount--;
     const connection = watcher.owner;
     connection.watchers.delete(watcher);

@@ -35,6 +35,8 @@ export class Watcher<Tag> {
   listed = false;
   /** The end to deliver once (compacted, slow_consumer, stopped); the queue is dropped by then. */
   pendingEnd: WatchOutput<Tag> | null = null;
+  /** Gives back its tenant's watch slot (#28), called once when it ends; null: no tenant counts it. */
+  releaseTenant: (() => void) | null = null;
   /** Allocated on first use: a watcher that never received anything carries no array. */
   private queue: WatchBatch[] | null = null;
   private queueHead = 0;

@@ -19,7 +19,11 @@ export const etcdMessages = {
   notLeader: 'election: not leader',
   noLeader: 'election: no leader',
   timeout: 'etcdserver: request timed out',
+  tooManyRequests: 'etcdserver: too many requests',
 } as const;
+
+/** Quotas a node decides on admission (src/base/tenant-admission.ts), answered as etcd's rate limit. */
+const admissionQuotas = new Set(['reads_per_second', 'writes_per_second', 'concurrent_requests', 'watches']);
 
 /** A status the facade raises itself (etcd's own error for a case Baton has no type for). */
 export class GrpcStatusError extends Error {
@@ -74,6 +78,10 @@ function etcdText(error: BatonError): string {
       return 'etcdserver: invalid auth token';
     case 'timeout':
       return `${etcdMessages.timeout} (${error.message})`;
+    case 'quota_exceeded':
+      // A tenant's admission quota (#28): etcd's rate-limit words, then which tenant and quota.
+      if (admissionQuotas.has(String(error.details['quota']))) return `${etcdMessages.tooManyRequests} (${error.message})`;
+      return `etcdserver: ${error.message}`;
     default:
       return error.message.startsWith('etcdserver:') ? error.message : `etcdserver: ${error.message}`;
   }

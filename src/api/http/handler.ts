@@ -215,6 +215,9 @@ export function simpleTarget(target: string): { path: string; search: string } |
   return { path: target.slice(0, question), search: target.slice(question) };
 }
 
+/** A refused put's unread body up to this is drained (the connection kept); a larger one closes it. */
+const earlyRefusalDrainBytesMax = 64 * 1024;
+
 async function putKey(
   req: IncomingMessage,
   res: ServerResponse,
@@ -230,6 +233,14 @@ async function putKey(
   const ifRevision = headerInteger(req.headers, 'if-revision', 1);
   const lease = headerInteger(req.headers, 'lease-id', 1);
   const id = requestId(req.headers);
+  // A tenant over its rate is refused before its body is read (#28); a large unread body closes
+  // the connection after the answer rather than be read only to be dropped.
+  try {
+    cell.admitEarly?.(key, 'write', principal);
+  } catch (error) {
+    if (Number(req.headers['content-length'] ?? 0) > earlyRefusalDrainBytesMax) closeAfterAnswer(req, res);
+    throw error;
+  }
   const value = validValue(await readBody(req, limits.valueBytesMax), limits);
   const put: { -readonly [K in keyof PutRequest]: PutRequest[K] } = { key, value };
   if (ifVersion !== undefined) put.ifVersion = ifVersion;

@@ -25,9 +25,11 @@ export class WatchService {
     options: Partial<WatchServiceOptions> = {},
     /** wrong_cell / cross_cell for keys this cell does not own alone (docs/design/cells.md); null: owns all. */
     private readonly refuseKeys: ((spec: { key: string; prefix: boolean }) => BatonError | null) | null = null,
+    /** Per-tenant watch quotas (#28, src/base/tenant-admission.ts); null: none. */
+    tenantWatches: { admitWatch(key: string): () => void } | null = null,
   ) {
     this.options = { ...defaultWatchServiceOptions, limits: defaultWatchLimits, ...options };
-    this.hub = new WatchHub<WatchTag>(source, this.options.limits);
+    this.hub = new WatchHub<WatchTag>(source, this.options.limits, {}, tenantWatches);
     const onLag = this.options.onEventLag;
     this.lag = onLag === undefined ? null : new EventLag(source.revision, onLag);
   }

@@ -94,7 +94,8 @@ test('a transaction over the tenant txn-ops limit is refused', () => {
 test('Retry-After has jitter between base and twice base, at least 1 s', () => {
   assert.equal(retryAfterSeconds(2, () => 0), 2);
   assert.equal(retryAfterSeconds(2, () => 0.99), 4);
-  assert.equal(retryAfterSeconds(0, () => 0.5), 1);
+  assert.equal(retryAfterSeconds(0, () => 0.4), 1, 'at least 1 s');
+  assert.deepEqual([0, 0.49, 0.5, 0.99].map((r) => retryAfterSeconds(1, () => r)), [1, 1, 2, 2], 'a base of 1 s still spreads over 1 and 2 s');
 });
 
 test('admission buckets: the rate per second is admitted, the next refused, refilled with time, per tenant', () => {

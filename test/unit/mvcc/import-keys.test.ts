@@ -6,7 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EntryType } from '../../../src/raft/types.js';
-import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand, decodeCommand } from '../../../src/mvcc/index.js';
+import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand, decodeCommand, encodeTenants } from '../../../src/mvcc/index.js';
+import { unlimited } from '../../../src/base/tenants.js';
 import type { ApplyOutcome, Command } from '../../../src/mvcc/index.js';
 import { encodeImportRecord } from '../../../src/mvcc/import-keys.js';
 
@@ -116,4 +117,24 @@ test('an import made at an older map epoch than the cell holds is refused (a dep
   const [current] = apply(importOf({ prefix: '/pay/', clear: true, floor: 9, epoch: 5, puts: [kv('/pay/a', 'new', 1, 8, 2)], deletes: [], leases: [] }));
   assert.equal(codeOf(current), 'applied');
   assert.equal(store.revision, 9);
+});
+
+test('imported keys count to their tenant (#28): later deletes and revocations keep the counts exact instead of stopping the node', () => {
+  const { store, apply } = cell();
+  const tenants = { type: 'tenantsSet', ifVersion: 0, record: encodeTenants([{ name: 'pay', prefixes: ['/pay/'], limits: { ...unlimited, maxLeases: 5 } }]) } as const;
+  const [set] = apply(table(2, 'cell-1'), tenants);
+  assert.equal(codeOf(set), 'applied');
+  const [imported] = apply(importOf({
+    prefix: '/pay/', clear: true, floor: 500,
+    puts: [kv('/pay/a', 'AA', 120, 480, 7), kv('/pay/lock', 'L', 490, 490, 1, 77)],
+    deletes: [], leases: [{ id: 77, ttlMs: 30_000, remainingMs: 12_000 }],
+  }));
+  assert.equal(codeOf(imported), 'applied');
+  assert.deepEqual(store.tenantUsage('pay'), { keys: 2, bytes: 3, leases: 1 });
+  // A catch-up import replacing /pay/a with a longer value and deleting nothing else.
+  apply(importOf({ prefix: '/pay/', clear: false, floor: 0, puts: [kv('/pay/a', 'AAAA', 120, 495, 8)], deletes: [], leases: [] }));
+  assert.deepEqual(store.tenantUsage('pay'), { keys: 2, bytes: 5, leases: 1 });
+  const [flipped, deleted, revoked] = apply(table(3, 'cell-2'), { type: 'delete', key: '/pay/a' }, { type: 'leaseRevoke', id: 77 });
+  assert.deepEqual([codeOf(flipped), codeOf(deleted), codeOf(revoked)], ['applied', 'applied', 'applied']);
+  assert.deepEqual(store.tenantUsage('pay'), { keys: 0, bytes: 0, leases: 0 });
 });

@@ -141,3 +141,51 @@ test('the in-memory tenant table follows the state: a tenantsSet in the same bat
   const next = replica.appliedIndex + 1;
   assert.equal(refusal(replica.applyBatch([data(next, { type: 'put', key: '/acme/w', value: text('1') })])[0] as ApplyOutcome)?.quota, 'keys');
 });
+
+test('maxLeases: a lease counts to each tenant it holds keys in; one more lease is refused, the same lease is not', () => {
+  const c = cell();
+  c.setTenants([{ ...acme, limits: { ...unlimited, maxLeases: 2 } }, beta]);
+  for (const id of [11, 12, 13]) assert.equal(c.apply({ type: 'leaseGrant', ttlMs: 60_000, id }).type, 'applied');
+  assert.deepEqual(c.store.tenantUsage('acme'), { keys: 0, bytes: 0, leases: 0 }, 'a grant names no key: no tenant yet');
+  assert.equal(c.apply({ type: 'put', key: '/acme/a', value: text('v'), lease: 11 }).type, 'applied');
+  assert.equal(c.apply({ type: 'put', key: '/acme/b', value: text('v'), lease: 11 }).type, 'applied', 'the same lease again');
+  assert.equal(c.apply({ type: 'put', key: '/acme/c', value: text('v'), lease: 12 }).type, 'applied');
+  assert.deepEqual(c.store.tenantUsage('acme'), { keys: 3, bytes: 3, leases: 2 });
+  assert.deepEqual(refusal(c.apply({ type: 'put', key: '/acme/d', value: text('v'), lease: 13 })), { tenant: 'acme', quota: 'leases', limit: 2, used: 2 });
+  assert.deepEqual(refusal(c.apply({ type: 'seqCreate', prefix: '/acme/locks/x/', value: text(''), lease: 13, ifEmpty: false })),
+    { tenant: 'acme', quota: 'leases', limit: 2, used: 2 }, 'a lock contender under the prefix too');
+  assert.deepEqual(refusal(c.apply({ type: 'txn', compare: [], success: [
+    { type: 'put', key: '/acme/e', value: text('v'), lease: 13 }, { type: 'put', key: '/acme/f', value: text('v'), lease: 13 },
+  ], failure: [] })), { tenant: 'acme', quota: 'leases', limit: 2, used: 2 });
+  assert.equal(c.apply({ type: 'put', key: '/beta/x', value: text('v'), lease: 13 }).type, 'applied', 'another tenant is not refused');
+  // Detaching the last key of lease 12 frees its place; revoking lease 11 deletes its keys and frees another.
+  assert.equal(c.apply({ type: 'put', key: '/acme/c', value: text('v') }).type, 'applied');
+  assert.equal(c.store.tenantUsage('acme').leases, 1);
+  assert.equal(c.apply({ type: 'put', key: '/acme/d', value: text('v'), lease: 13 }).type, 'applied');
+  assert.equal(c.apply({ type: 'leaseRevoke', id: 11 }).type, 'applied');
+  assert.deepEqual(c.store.tenantUsage('acme'), { keys: 2, bytes: 2, leases: 1 });
+  assert.equal(c.apply({ type: 'delete', key: '/acme/d' }).type, 'applied');
+  assert.deepEqual(c.store.tenantUsage('acme'), { keys: 1, bytes: 1, leases: 0 });
+});
+
+test('lease use is recounted from the keys when the table changes, and matches the running count', () => {
+  const c = cell();
+  for (const id of [21, 22, 23]) c.apply({ type: 'leaseGrant', ttlMs: 60_000, id });
+  c.apply({ type: 'put', key: '/acme/a', value: text('v'), lease: 21 });
+  c.apply({ type: 'put', key: '/acme/b', value: text('v'), lease: 22 });
+  c.apply({ type: 'put', key: '/acme/c', value: text('v'), lease: 22 });
+  c.apply({ type: 'put', key: '/beta/a', value: text('v'), lease: 22 });
+  c.setTenants([acme, beta]);
+  assert.equal(c.store.tenantUsage('acme').leases, 2, 'a tenant created over leased keys counts their leases');
+  assert.equal(c.store.tenantUsage('beta').leases, 1, 'one lease may count to two tenants');
+  // Running counts, then a recount (a table change) must agree.
+  c.apply({ type: 'put', key: '/acme/b', value: text('v'), lease: 23 });
+  c.apply({ type: 'delete', key: '/acme/a' });
+  const running = c.store.tenantUsage('acme');
+  c.setTenants([{ ...acme, limits: { ...acme.limits, maxKeys: 100 } }, beta]);
+  assert.deepEqual(c.store.tenantUsage('acme'), running);
+  assert.equal(running.leases, 2);
+  c.setTenants([beta]);
+  c.apply({ type: 'leaseRevoke', id: 22 });
+  assert.deepEqual(c.store.tenantUsage('beta'), { keys: 0, bytes: 0, leases: 0 });
+});

@@ -1,0 +1,53 @@
+// Per-tenant metrics (#28), computed at scrape from the tenant table, the stored use and this
+// node's admission: use and limit of each quota, and the refusals this node answered.
+import { limitOf, quotaNames, type Quota, type TenantRecord, type TenantUsage } from '../base/tenants.js';
+import type { TenantAdmission } from '../base/tenant-admission.js';
+import { LabelledGauge, type Registry } from '../metrics/registry.js';
+
+export interface TenantMetricSources {
+  tenants(): readonly TenantRecord[];
+  usage(name: string): TenantUsage;
+  readonly admission: TenantAdmission;
+}
+
+/** A quota's use now: stored ones as applied here, admission ones on this node (txn_ops has none). */
+function usedOf(sources: TenantMetricSources, tenant: TenantRecord, stored: TenantUsage, quota: Quota): number | null {
+  switch (quota) {
+    case 'keys': case 'bytes': case 'leases':
+      return stored[quota];
+    case 'reads_per_second':
+      return sources.admission.ratePerSecond(tenant.name, 'read');
+    case 'writes_per_second':
+      return sources.admission.ratePerSecond(tenant.name, 'write');
+    case 'concurrent_requests':
+      return sources.admission.inFlight(tenant.name);
+    case 'watches':
+      return sources.admission.watches(tenant.name);
+    case 'txn_ops':
+      return null;
+  }
+}
+
+export function addTenantMetrics(registry: Registry, sources: TenantMetricSources): void {
+  registry.add(new LabelledGauge('baton_tenant_quota_used', 'A tenant\'s use of each quota: keys, bytes, leases as applied on this node; rates (last whole second), concurrent requests and watches on this node',
+    function* () {
+      for (const tenant of sources.tenants()) {
+        const stored = sources.usage(tenant.name);
+        for (const quota of quotaNames) {
+          const used = usedOf(sources, tenant, stored, quota);
+          if (used !== null) yield [{ tenant: tenant.name, quota }, used] as const;
+        }
+      }
+    }));
+  registry.add(new LabelledGauge('baton_tenant_quota_limit', 'A tenant\'s limit of each quota it has one of (an unlimited quota has no series)',
+    function* () {
+      for (const tenant of sources.tenants()) {
+        for (const quota of quotaNames) {
+          const limit = limitOf(tenant.limits, quota);
+          if (limit !== null) yield [{ tenant: tenant.name, quota }, limit] as const;
+        }
+      }
+    }));
+  registry.add(new LabelledGauge('baton_tenant_rejections_total', 'Requests this node refused with quota_exceeded, by tenant and quota (admission and hard quotas)',
+    () => sources.admission.rejections().map(({ tenant, quota, count }) => [{ tenant, quota }, count] as const), 'counter'));
+}
