@@ -255,6 +255,7 @@ export class MvccStore {
       }
       next = applied.meta;
       stored = { ok: true, result: applied.result };
+      if (envelope.op.type === 'ownershipSet') this.ownershipChange = { count: this.ownershipChange.count + 1, revision: next.revision };
     } catch (error) {
       if (!(error instanceof BatonError)) throw error;
       stored = { ok: false, error };
@@ -328,6 +329,17 @@ export class MvccStore {
   /** The member table of the last membership change (JSON text), or null before any. */
   membersRecord(): string | null {
     return readMembersRecord(this.engine);
+  }
+
+  /**
+   * Memory only: how many ownershipSets this process applied and the revision the latest applied
+   * at (the same on every member: it moves no revision). Open watches of a namespace that was
+   * just fenced or moved away end there (src/api/stream/watch-service.ts).
+   */
+  private ownershipChange = { count: 0, revision: 0 };
+
+  lastOwnershipChange(): { count: number; revision: number } {
+    return this.ownershipChange;
   }
 
   /** The namespace-ownership table as applied here; null: never given one (owns every key). */

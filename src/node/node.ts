@@ -379,7 +379,10 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   // A watch of a namespace this cell does not own is refused like a read (docs/design/cells.md).
   const watches = new WatchService(store, guard, {
     limits: config.tuning.watchLimits, onEventLag: (seconds) => metrics.watchEventLagSeconds.observe(seconds),
-  }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }));
+  }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }), {
+    lastChange: () => store.lastOwnershipChange(),
+    refuseWrites: (spec) => store.refuseCommand({ type: 'delete', key: spec.key, prefix: spec.prefix }),
+  });
   addNodeGauges(metrics, state, peers.transport, driver, leases);
   addServiceMetrics(metrics.registry, { leases, watches, locks: locks.locks });
   return { driver, leases, membership, cell, locks, watches, guard };
