@@ -94,3 +94,24 @@ export async function leaderFirst(cell: MapCell): Promise<MapCell> {
   }
   return cell;
 }
+
+export interface WireRequest {
+  /** Request-ID and dedup record, base64, as the source stores them; its stamp. */
+  readonly id: string;
+  readonly record: string;
+  readonly stampMs: number;
+}
+
+/** Every dedup record of the namespace's requests stamped at `sinceMs` or later (all pages). */
+export async function readNamespaceRequests(cell: MapCell, prefix: string, sinceMs: number): Promise<WireRequest[]> {
+  const all: WireRequest[] = [];
+  let after: string | null = null;
+  for (let page = 0; page < 1_000; page++) {
+    const query: string = `prefix=${encodeURIComponent(prefix)}&sinceMs=${sinceMs}${after === null ? '' : `&after=${encodeURIComponent(after)}`}`;
+    const body = (await call(cell, `/v1/cluster/namespace-requests?${query}`)) as { requests: WireRequest[]; next: string | null };
+    all.push(...body.requests);
+    if (body.next === null) return all;
+    after = body.next;
+  }
+  throw new UnavailableError(`the dedup records of ${prefix} on ${cell.id} did not end in 1,000 pages`);
+}

@@ -17,7 +17,7 @@
 //   aborted      before the flip only: the source is unfenced, the destination's copy removed
 import { encodeImportRecord, importKeysPerCommandMax, type ImportedKey as KeyValue, type ImportLease } from '../base/namespace-import.js';
 import type { CellMap, MapCell } from './cell-map.js';
-import { CellRefusedError, leaderFirst, readLease, readNamespace, sendImport } from './cell-calls.js';
+import { CellRefusedError, leaderFirst, readLease, readNamespace, readNamespaceRequests, sendImport, type WireRequest } from './cell-calls.js';
 import type { ControlService } from './control-service.js';
 import { SourceFeed, type FeedChanges } from './source-feed.js';
 import { movesToDrive, withMoveAborted, withMoveAdvanced, withMoveCleaned, type MovePhase, type MoveRecord } from './moves.js';
@@ -32,6 +32,12 @@ const streamCatchUpMs = 10_000;
 const streamImportEveryMs = 25;
 /** After the fence: how long the source's watch may take to end at it before a full read instead. */
 const feedFenceWaitMs = 2_000;
+/**
+ * Dedup records are listed by stamp (a proposer's clock at proposal): one applied after a record
+ * already copied may carry a slightly older stamp, so each later read goes back this far.
+ */
+const requestStampMarginMs = 10_000;
+const requestsPerImport = 1_000;
 /** Import records stay well under a request's size (src/base/limits.ts). */
 const importBatchBytes = 768 * 1024;
 const pushRetryMs = 20;
@@ -44,6 +50,9 @@ interface Progress {
   through: number;
   /** The source's changes streamed since `through` (a watch), while catching up. */
   feed?: SourceFeed;
+  /** Request-IDs whose dedup records were copied, and the newest stamp among them. */
+  readonly requestIds: Set<string>;
+  requestsStampMs: number;
   /** When the fence was asked for (the window's start: an upper bound of when writes stopped). */
   fenceStartMs?: number;
   windowMs?: number;
@@ -120,7 +129,7 @@ export class Mover {
     switch (move.phase) {
       case 'copying': {
         const read = await readNamespace(source, move.prefix);
-        const progress: Progress = { copied: new Map(), through: read.revision };
+        const progress: Progress = { copied: new Map(), through: read.revision, requestIds: new Set(), requestsStampMs: -1 };
         await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, map.epoch);
         this.forget(move.id);
         this.progress.set(move.id, progress);
@@ -137,6 +146,8 @@ export class Mover {
             if (changed <= catchUpSmallEnough) break;
           }
         }
+        // The namespace's Request-IDs so far; the few stamped meanwhile go with the last changes.
+        await this.sendRequests(destination, move.prefix, await this.newRequests(source, move.prefix, progress), progress, map.epoch);
         const fenced = await this.control.changeFrom(moverPrincipal, known, (current) => withMoveAdvanced(current, move.id, 'catching-up', {}, this.clock.nowMs()));
         this.left(move, 'catching-up');
         await this.fenceAndFlip(fenced, move, source, destination, progress);
@@ -188,14 +199,19 @@ export class Mover {
     destinationFenced.catch(() => {});
     await this.pushUntil(fenced.map, move.from, source);
     steps.push(this.clock.nowMs());
+    // Read after the fence applied (alongside the feed's end): the Request-IDs stamped since the last copy.
+    const lateRequests = this.newRequests(source, move.prefix, progress);
+    lateRequests.catch(() => {});
     let fenceRevision: number;
     const feed = progress.feed;
     if (feed !== undefined && (await feed.untilFenced(feedFenceWaitMs))) {
       // Every change the source accepted for the namespace is at or below the fence the watch ended at.
       fenceRevision = feed.fenceRevision as number;
       await destinationFenced;
-      await this.importChanges(source, destination, move.prefix, feed.take(), fenceRevision, progress, fenced.map.epoch);
+      const requests = await this.sendRequests(destination, move.prefix, await lateRequests, progress, fenced.map.epoch, requestsPerImport);
+      await this.importChanges(source, destination, move.prefix, feed.take(), fenceRevision, progress, fenced.map.epoch, requests);
     } else {
+      await this.sendRequests(destination, move.prefix, await lateRequests, progress, fenced.map.epoch);
       if (feed !== undefined) this.log.warn(`move ${move.id} of ${move.prefix}: the source's feed did not end at the fence (${feed.failed ?? 'timed out'}): reading the namespace instead`);
       feed?.close();
       progress.feed = undefined;
@@ -246,6 +262,7 @@ export class Mover {
   /** Imports what a feed gathered (puts; deletes of keys the destination holds), floor `floor`. */
   private async importChanges(
     source: MapCell, destination: MapCell, prefix: string, taken: FeedChanges, floor: number, progress: Progress, epoch: number,
+    requests: readonly WireRequest[] = [],
   ): Promise<void> {
     const puts: KeyValue[] = [];
     const deletes: string[] = [];
@@ -253,7 +270,35 @@ export class Mover {
       if (kv !== null) puts.push(kv);
       else if (progress.copied.has(key)) deletes.push(key);
     }
-    await this.importAll(source, destination, prefix, puts, deletes, false, floor, progress, epoch);
+    await this.importAll(source, destination, prefix, puts, deletes, false, floor, progress, epoch, requests);
+  }
+
+  /** The namespace's Request-ID records on the source not copied yet (from the last stamp, less a margin). */
+  private async newRequests(source: MapCell, prefix: string, progress: Progress): Promise<WireRequest[]> {
+    const since = progress.requestsStampMs < 0 ? 0 : Math.max(0, progress.requestsStampMs - requestStampMarginMs);
+    return (await readNamespaceRequests(source, prefix, since)).filter((r) => !progress.requestIds.has(r.id));
+  }
+
+  /**
+   * Sends Request-ID records to the destination in imports of their own, all but the last
+   * `keep` (returned: they ride with the next import of keys).
+   */
+  private async sendRequests(destination: MapCell, prefix: string, requests: readonly WireRequest[], progress: Progress, epoch: number, keep = 0): Promise<WireRequest[]> {
+    const kept = keep > 0 ? requests.slice(Math.max(0, requests.length - keep)) : [];
+    const sending = requests.slice(0, requests.length - kept.length);
+    for (let i = 0; i < sending.length; i += requestsPerImport) {
+      const batch = sending.slice(i, i + requestsPerImport);
+      await sendImport(destination, encodeImportRecord({ prefix, clear: false, floor: 0, epoch, puts: [], deletes: [], leases: [], requests: batch.map(wireToRequest) }));
+      this.noteRequests(progress, batch);
+    }
+    return kept;
+  }
+
+  private noteRequests(progress: Progress, requests: readonly WireRequest[]): void {
+    for (const request of requests) {
+      progress.requestIds.add(request.id);
+      progress.requestsStampMs = Math.max(progress.requestsStampMs, request.stampMs);
+    }
   }
 
   private forget(id: number): void {
@@ -266,7 +311,7 @@ export class Mover {
     const known = this.progress.get(move.id);
     if (known !== undefined) return known;
     const read = await readNamespace(source, move.prefix);
-    const progress: Progress = { copied: new Map(), through: read.revision };
+    const progress: Progress = { copied: new Map(), through: read.revision, requestIds: new Set(), requestsStampMs: -1 };
     await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, epoch);
     this.progress.set(move.id, progress);
     return progress;
@@ -292,7 +337,7 @@ export class Mover {
   /** Imports keys (with the leases they name, at their remaining TTL) in bounded batches. */
   private async importAll(
     source: MapCell, destination: MapCell, prefix: string, kvs: readonly KeyValue[], deletes: readonly string[],
-    clear: boolean, floor: number, progress: Progress, epoch: number,
+    clear: boolean, floor: number, progress: Progress, epoch: number, requests: readonly WireRequest[] = [],
   ): Promise<void> {
     const leaseIds = [...new Set(kvs.map((kv) => kv.lease).filter((id) => id !== 0))];
     const leases = new Map<number, ImportLease>();
@@ -305,9 +350,12 @@ export class Mover {
     let batch: KeyValue[] = [];
     let bytes = 0;
     let first = true;
-    const flush = async (deleting: readonly string[]): Promise<void> => {
+    const flush = async (deleting: readonly string[], withRequests: readonly WireRequest[] = []): Promise<void> => {
       const batchLeases = [...new Set(batch.map((kv) => kv.lease).filter((id) => id !== 0))].map((id) => leases.get(id) as ImportLease);
-      await sendImport(destination, encodeImportRecord({ prefix, clear: clear && first, floor, epoch, puts: batch, deletes: deleting, leases: batchLeases }));
+      await sendImport(destination, encodeImportRecord({
+        prefix, clear: clear && first, floor, epoch, puts: batch, deletes: deleting, leases: batchLeases, requests: withRequests.map(wireToRequest),
+      }));
+      this.noteRequests(progress, withRequests);
       if (clear && first) progress.copied.clear();
       for (const key of deleting) progress.copied.delete(key);
       for (const kv of batch) progress.copied.set(kv.key, kv.modRevision);
@@ -322,8 +370,12 @@ export class Mover {
       bytes += size;
     }
     // Deletes ride with the last batch of puts; an import with nothing still raises the floor.
-    for (let i = 0; i < deletes.length; i += importKeysPerCommandMax) await flush(deletes.slice(i, i + importKeysPerCommandMax));
-    if (batch.length > 0 || first) await flush([]);
+    for (let i = 0; i < deletes.length; i += importKeysPerCommandMax) {
+      const last = i + importKeysPerCommandMax >= deletes.length;
+      await flush(deletes.slice(i, i + importKeysPerCommandMax), last ? requests : []);
+      if (last) requests = [];
+    }
+    if (batch.length > 0 || first || requests.length > 0) await flush([], requests);
     progress.through = Math.max(progress.through, floor);
   }
 
@@ -358,6 +410,10 @@ export class Mover {
       this.log.warn(`move ${move.id}: abort after refusal failed: ${(abortError as Error).message}`);
     }
   }
+}
+
+function wireToRequest(request: WireRequest): { id: Uint8Array; record: Uint8Array } {
+  return { id: new Uint8Array(Buffer.from(request.id, 'base64')), record: new Uint8Array(Buffer.from(request.record, 'base64')) };
 }
 
 function cellOf(map: CellMap, id: string): MapCell {

@@ -165,6 +165,22 @@ export class CellService implements api.CellApi, CommandProposer {
     return { imported: result.imported, revision: result.revision };
   }
 
+  /**
+   * A page of the dedup records of a namespace's requests (linearizable: after a fence applied
+   * anywhere, every record of the namespace is in what this member reads). Administration.
+   */
+  async namespaceRequests(prefix: string, options: { sinceMs: number; after: Uint8Array | null }, principal: string): Promise<{
+    requests: { id: string; record: string; stampMs: number }[]; next: string | null;
+  }> {
+    this.guard.checkAdmin(principal);
+    await this.driver.linearizableRead();
+    const page = this.store.namespaceRequests(prefix, { ...options, scanMax: 20_000 });
+    return {
+      requests: page.requests.map((r) => ({ id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64'), stampMs: r.stampMs })),
+      next: page.next === null ? null : Buffer.from(page.next).toString('base64'),
+    };
+  }
+
   /** The ownership table as applied here (linearizable), or null: never given one. */
   async ownership(principal: string): Promise<unknown> {
     this.checkClusterInfo(principal);

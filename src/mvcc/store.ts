@@ -5,6 +5,7 @@ import { readPolicyRecord, type StoredPolicy } from './policy-record.js';
 import { readTenantsRecord, type StoredTenants } from './tenants-record.js';
 import { readTenantUsage, tenantsOf } from './tenant-usage.js';
 import type { TenantRecord, TenantUsage } from '../base/tenants.js';
+import { namespaceRequests, type NamespaceRequestPage } from './namespace-requests.js';
 import { readOwnershipRecord, spansOfCommand, spansOfRead, type Ownership } from './ownership-record.js';
 import { assert } from '../base/assert.js';
 import { BatonError } from '../base/errors.js';
@@ -296,6 +297,11 @@ export class MvccStore {
   /** Events at or after `startRevision`, in order (watch catch-up). */
   events(options: { startRevision: number; limit: number }): MvccEvent[] {
     return readEvents(this.readContext(), options);
+  }
+
+  /** Dedup records of a namespace's requests, a page at a time (src/mvcc/namespace-requests.ts). */
+  namespaceRequests(prefix: string, options: { sinceMs: number; after: Uint8Array | null; scanMax: number }): NamespaceRequestPage {
+    return namespaceRequests(this.engine, prefix, options);
   }
 
   keysOfLease(lease: number): string[] {

@@ -5,7 +5,9 @@
 // a watcher of the namespace on the source is ended with wrong_cell naming the destination and a
 // resume revision, and one resumed there from it: together they see every acknowledged write
 // exactly once; a leased key moves with its lease (remaining TTL);
-// a lock's holder keeps its key and token and the next token is above every earlier one. The
+// a lock's holder keeps its key and token and the next token is above every earlier one; a
+// write's retry with the same Request-ID after the move gets the source's first outcome from the
+// destination (the dedup record moved) and is not applied twice. The
 // write window (fence -> the destination's table) of each move is printed (p50/p99).
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -135,6 +137,11 @@ test('a namespace moves between cells under write load: nothing lost, one writer
   }
   const heldKey = (await http(`${router}/v1/locks/pay`)).body.holder.key as string;
 
+  // A write with a Request-ID, acknowledged by the source: its retry after the move must not apply twice.
+  const idem = await http(`${router}/v1/kv/mv/idem`, { method: 'PUT', body: 'once', headers: { 'request-id': 'move-test-idem-1' } });
+  assert.equal(idem.status, 201, JSON.stringify(idem.body));
+  assert.equal(idem.headers.get('baton-cell'), 'cell-1');
+
   // The source's watcher of /mv/, from now.
   const startRevision = (await http(`${cellUrls['cell-1']?.[0]}/v1/kv/mv/seed`)).body.revision as number;
   const sourceWatch = watchEvents(`${cellUrls['cell-1']?.[0]}/v1/watch?key=/mv/&prefix=true&startRevision=${startRevision + 1}`);
@@ -175,6 +182,13 @@ test('a namespace moves between cells under write load: nothing lost, one writer
   const fence = first.fenceRevision as number;
   assert.ok(Number.isSafeInteger(fence));
   await sleep(1_000);
+  // The retry (same Request-ID, same body) reaches the destination, which answers the source's
+  // first outcome from the dedup record moved with the namespace; the key was written once.
+  const retried = await http(`${router}/v1/kv/mv/idem`, { method: 'PUT', body: 'once', headers: { 'request-id': 'move-test-idem-1' } });
+  assert.ok(retried.status < 300, JSON.stringify(retried.body));
+  assert.equal(retried.headers.get('baton-cell'), 'cell-2');
+  assert.equal(retried.body.revision, idem.body.revision, 'the first outcome, not a second write');
+  assert.equal((await http(`${cellUrls['cell-2']?.[0]}/v1/kv/mv/idem`)).body.kvs[0]?.version, 1);
   // The source ended its watcher with wrong_cell naming the destination and where to resume; the
   // client resumes there (docs/design/cells.md: revisions of the namespace above the fence are the
   // destination's, none of it at or below the fence is in the destination's history).
@@ -317,6 +331,21 @@ test('a namespace moves between cells under write load: nothing lost, one writer
     assert.ok([404, 412].includes(abortAnswer.status), JSON.stringify(abortAnswer.body));
     console.log(`abort by request: the move was past its flip (${abortAnswer.status})`);
   }
+
+  // The control plane's move metrics (summed over its members: the leader drove the moves).
+  const controlUrls = (/control=(\S+)/.exec(line)?.[1] ?? '').split(',');
+  let released = 0;
+  let windowCount = 0;
+  let fenceSteps = 0;
+  for (const url of controlUrls) {
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    released += Number(/^baton_moves_total\{outcome="released"\} (\d+)/m.exec(metrics)?.[1] ?? 0);
+    windowCount += Number(/^baton_move_window_seconds_count (\d+)/m.exec(metrics)?.[1] ?? 0);
+    fenceSteps += Number(/^baton_move_window_step_seconds_count\{step="fence"\} (\d+)/m.exec(metrics)?.[1] ?? 0);
+  }
+  assert.ok(released >= moves.length + 1 && windowCount >= moves.length + 1 && fenceSteps === windowCount, `metrics: released ${released}, windows ${windowCount}, fence steps ${fenceSteps}`);
+  // Each record says where its window went.
+  for (const m of moves) assert.ok(['fence', 'lastChanges', 'flip', 'destinationTable'].every((k) => typeof (m as { windowParts?: Record<string, number> }).windowParts?.[k] === 'number'), JSON.stringify(m));
 
   const windows = moves.map((m) => m.windowMs as number).filter((w) => Number.isFinite(w));
   const seconds = (acks[acks.length - 1]!.atMs - acks[0]!.atMs) / 1000;

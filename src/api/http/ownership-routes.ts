@@ -7,13 +7,19 @@
 //   POST /v1/cluster/import      a move's import record (src/mvcc/import-keys.ts): keys of a
 //                               namespace this cell does not own yet, with their revisions, and
 //                               a revision floor. The control plane's mover sends it. Administration.
+//   GET /v1/cluster/namespace-requests?prefix=P&sinceMs=T[&after=CURSOR]
+//                               the dedup records of requests that named a key under P, stamped
+//                               at T or later, a page at a time ({requests: [{id, record}] in
+//                               base64, next: the cursor or null}): moved with the namespace.
 import { InvalidArgumentError } from '../../base/errors.js';
+import { namespaceProblem } from '../../base/namespaces.js';
 import { readBody } from './body.js';
 import type { RouteGroup } from './handler.js';
 import { sendJson } from './respond.js';
 
 export const ownershipPath = '/v1/cluster/ownership';
 export const importPath = '/v1/cluster/import';
+export const namespaceRequestsPath = '/v1/cluster/namespace-requests';
 
 /** What the routes need from the cell (CellService). */
 export interface OwnershipApi {
@@ -22,6 +28,7 @@ export interface OwnershipApi {
   setOwnership(record: Uint8Array, principal: string): Promise<{ epoch: number }>;
   ownership(principal: string): Promise<unknown>;
   importKeys(record: Uint8Array, principal: string): Promise<{ imported: number; revision: number }>;
+  namespaceRequests(prefix: string, options: { sinceMs: number; after: Uint8Array | null }, principal: string): Promise<unknown>;
 }
 
 export function createOwnershipRoutes(cell: OwnershipApi): RouteGroup {
@@ -31,6 +38,17 @@ export function createOwnershipRoutes(cell: OwnershipApi): RouteGroup {
       cell.checkAdmin(request.principal);
       const record = await readBody(request.req, request.limits.requestBytesMax);
       sendJson(request.res, request.context, 200, await cell.importKeys(new Uint8Array(record), request.principal));
+      return true;
+    }
+    if (request.url.pathname === namespaceRequestsPath && request.method === 'GET') {
+      const prefix = request.query.string('prefix') ?? '';
+      const sinceMs = request.query.integer('sinceMs', 0) ?? 0;
+      const after = request.query.string('after') ?? '';
+      request.query.rejectUnknown();
+      const problem = namespaceProblem(prefix);
+      if (problem !== null) throw new InvalidArgumentError(`prefix: ${problem}`);
+      const cursor = after === '' ? null : new Uint8Array(Buffer.from(after, 'base64'));
+      sendJson(request.res, request.context, 200, await cell.namespaceRequests(prefix, { sinceMs, after: cursor }, request.principal));
       return true;
     }
     if (request.url.pathname !== ownershipPath) return false;
