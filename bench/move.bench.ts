@@ -7,6 +7,7 @@
 //     line: fence, last changes, flip, destination table);
 //   - the client-seen pause: the longest gap between two acknowledged writes while the move ran
 //     (this adds the router learning the flip and the client's retry to the mover's window).
+// Writes carry Request-IDs, so the source holds dedup records the move copies too.
 // With --baseline-dir DIR (a built older tree) the same rounds run against that build first, in
 // the same run, so the two sets of figures share the machine's state.
 //
@@ -93,9 +94,9 @@ async function startDev(cli: string, dataDir: string): Promise<{ child: ChildPro
   throw new Error('no free port block for baton dev');
 }
 
-function put(agent: Agent, port: number, path: string, body: string): Promise<number> {
+function put(agent: Agent, port: number, path: string, body: string, requestId: string): Promise<number> {
   return new Promise((resolveStatus, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'PUT', agent, timeout: 10_000 }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'PUT', agent, timeout: 10_000, headers: { 'request-id': requestId } }, (res) => {
       res.resume();
       res.on('end', () => resolveStatus(res.statusCode ?? 0));
     });
@@ -131,7 +132,8 @@ async function runBuild(build: string, cli: string, moveCount: number): Promise<
       if (answer.ok && answer.headers.get('baton-cell') === 'cell-1') break;
       await sleep(100);
     }
-    // The load: workers share the rate; each write is retried (2 ms apart) until acknowledged.
+    // The load: workers share the rate; each write carries a Request-ID (as the client library's do)
+    // and is retried with it (2 ms apart) until acknowledged.
     const agent = new Agent({ keepAlive: true, maxSockets: workerCount });
     const acks: number[] = [];
     let refused = 0;
@@ -148,7 +150,7 @@ async function runBuild(build: string, cli: string, moveCount: number): Promise<
         for (let attempt = 0; attempt < 5_000 && loading; attempt++) {
           let status = 0;
           try {
-            status = await put(agent, dev.base, key, value);
+            status = await put(agent, dev.base, key, value, `w${w}-${i}`);
           } catch {
             status = 0;
           }

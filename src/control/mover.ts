@@ -36,7 +36,7 @@ const feedFenceWaitMs = 2_000;
  * Dedup records are listed by stamp (a proposer's clock at proposal): one applied after a record
  * already copied may carry a slightly older stamp, so each later read goes back this far.
  */
-const requestStampMarginMs = 10_000;
+const requestStampMarginMs = 3_000;
 const requestsPerImport = 1_000;
 /** Import records stay well under a request's size (src/base/limits.ts). */
 const importBatchBytes = 768 * 1024;
