@@ -197,19 +197,30 @@ export class Mover {
     // (a deposed leader's late ones). Needed before the last import, not before the source's fence.
     const destinationFenced = this.pushUntil(fenced.map, move.to, destination);
     destinationFenced.catch(() => {});
-    await this.pushUntil(fenced.map, move.from, source);
+    // The fence's answer carries the namespace's Request-ID records as of its apply (no read in
+    // the window); if not (another push was first, or too many), they are read after it.
+    const fence = await this.control.pushFence(fenced.map, source, { prefix: move.prefix, sinceMs: this.requestsSince(progress) });
+    if (fence === null) await this.pushUntil(fenced.map, move.from, source);
     steps.push(this.clock.nowMs());
-    // Read after the fence applied (alongside the feed's end): the Request-IDs stamped since the last copy.
-    const lateRequests = this.newRequests(source, move.prefix, progress);
+    const answered = fence?.requests ?? null;
+    const lateRequests = answered !== null
+      ? Promise.resolve((answered as WireRequest[]).filter((r) => !progress.requestIds.has(r.id)))
+      : this.newRequests(source, move.prefix, progress);
     lateRequests.catch(() => {});
+    // Where the last changes' time goes (the log line): each wait's end, from the fence applied.
+    const marks: string[] = [];
+    const mark = (what: string) => () => marks.push(`${what} ${this.clock.nowMs() - (steps[1] as number)}`);
+    lateRequests.then(mark('requests read'), () => {});
+    destinationFenced.then(mark('destination fenced'), () => {});
     let fenceRevision: number;
     const feed = progress.feed;
     if (feed !== undefined && (await feed.untilFenced(feedFenceWaitMs))) {
       // Every change the source accepted for the namespace is at or below the fence the watch ended at.
       fenceRevision = feed.fenceRevision as number;
+      mark('feed ended')();
       await destinationFenced;
       const requests = await this.sendRequests(destination, move.prefix, await lateRequests, progress, fenced.map.epoch, requestsPerImport);
-      await this.importChanges(source, destination, move.prefix, feed.take(), fenceRevision, progress, fenced.map.epoch, requests);
+      await this.importFromFeed(progress, () => this.importChanges(source, destination, move.prefix, feed.take(), fenceRevision, progress, fenced.map.epoch, requests));
     } else {
       await this.sendRequests(destination, move.prefix, await lateRequests, progress, fenced.map.epoch);
       if (feed !== undefined) this.log.warn(`move ${move.id} of ${move.prefix}: the source's feed did not end at the fence (${feed.failed ?? 'timed out'}): reading the namespace instead`);
@@ -233,7 +244,7 @@ export class Mover {
     this.windows.push(windowMs);
     if (this.windows.length > 1_000) this.windows.shift();
     this.log.info(`move ${move.id} of ${move.prefix} flipped to ${move.to}: writes paused at most ${windowMs} ms `
-      + `(fence ${split[0]}, last changes ${split[1]}, flip ${split[2]}, destination table ${split[3]} ms), fence revision ${fenceRevision}`);
+      + `(fence ${split[0]}, last changes ${split[1]} [${marks.join(', ')}], flip ${split[2]}, destination table ${split[3]} ms), fence revision ${fenceRevision}`);
   }
 
   /**
@@ -249,7 +260,7 @@ export class Mover {
       if (feed.failed !== null || feed.fenceRevision !== null) break;
       const live = feed.live;
       const taken = feed.take();
-      if (taken.changes.size > 0) await this.importChanges(source, destination, move.prefix, taken, taken.through, progress, epoch);
+      if (taken.changes.size > 0) await this.importFromFeed(progress, () => this.importChanges(source, destination, move.prefix, taken, taken.through, progress, epoch));
       if ((live && taken.changes.size < catchUpSmallEnough) || this.clock.nowMs() > until) return true;
     }
     if (feed.fenceRevision !== null) return true; // fenced already (a retried step): the window takes the rest
@@ -275,8 +286,11 @@ export class Mover {
 
   /** The namespace's Request-ID records on the source not copied yet (from the last stamp, less a margin). */
   private async newRequests(source: MapCell, prefix: string, progress: Progress): Promise<WireRequest[]> {
-    const since = progress.requestsStampMs < 0 ? 0 : Math.max(0, progress.requestsStampMs - requestStampMarginMs);
-    return (await readNamespaceRequests(source, prefix, since)).filter((r) => !progress.requestIds.has(r.id));
+    return (await readNamespaceRequests(source, prefix, this.requestsSince(progress))).filter((r) => !progress.requestIds.has(r.id));
+  }
+
+  private requestsSince(progress: Progress): number {
+    return progress.requestsStampMs < 0 ? 0 : Math.max(0, progress.requestsStampMs - requestStampMarginMs);
   }
 
   /**
@@ -298,6 +312,21 @@ export class Mover {
     for (const request of requests) {
       progress.requestIds.add(request.id);
       progress.requestsStampMs = Math.max(progress.requestsStampMs, request.stampMs);
+    }
+  }
+
+  /**
+   * Runs an import of changes taken from the feed. They left the feed when taken: if the import
+   * fails, the feed is dropped, so the next attempt reads the whole namespace (complete) rather
+   * than go on from a feed that no longer holds them.
+   */
+  private async importFromFeed(progress: Progress, run: () => Promise<void>): Promise<void> {
+    try {
+      await run();
+    } catch (error) {
+      progress.feed?.close('an import of its changes failed');
+      progress.feed = undefined;
+      throw error;
     }
   }
 

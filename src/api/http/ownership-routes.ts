@@ -3,7 +3,9 @@
 //   GET /v1/cluster/ownership   the table as applied here (linearizable), or {"table": null}
 //   PUT /v1/cluster/ownership   a table for this cell (its "cell" must be this cell's id); a table
 //                               of an older epoch is 412 precondition_failed (details: current),
-//                               the same table again changes nothing. Administration.
+//                               the same table again changes nothing. Administration. With
+//                               ?requestsOf=P&requestsSinceMs=T (a move's fence) the answer adds
+//                               P's Request-ID records as of the table's apply (or null: too many).
 //   POST /v1/cluster/import      a move's import record (src/mvcc/import-keys.ts): keys of a
 //                               namespace this cell does not own yet, with their revisions, and
 //                               a revision floor. The control plane's mover sends it. Administration.
@@ -25,7 +27,7 @@ export const namespaceRequestsPath = '/v1/cluster/namespace-requests';
 export interface OwnershipApi {
   readonly cellId: string;
   checkAdmin(principal: string): void;
-  setOwnership(record: Uint8Array, principal: string): Promise<{ epoch: number }>;
+  setOwnership(record: Uint8Array, principal: string, requestsOf?: { prefix: string; sinceMs: number }): Promise<unknown>;
   ownership(principal: string): Promise<unknown>;
   importKeys(record: Uint8Array, principal: string): Promise<{ imported: number; revision: number }>;
   namespaceRequests(prefix: string, options: { sinceMs: number; after: Uint8Array | null }, principal: string): Promise<unknown>;
@@ -52,7 +54,12 @@ export function createOwnershipRoutes(cell: OwnershipApi): RouteGroup {
       return true;
     }
     if (request.url.pathname !== ownershipPath) return false;
+    // A move's fence may ask for the namespace's Request-ID records as of its apply (docs/design/cells.md).
+    const requestsPrefix = request.method === 'PUT' ? request.query.string('requestsOf') : undefined;
+    const requestsSinceMs = request.method === 'PUT' ? request.query.integer('requestsSinceMs', 0) ?? 0 : 0;
     request.query.rejectUnknown();
+    const requestsProblem = requestsPrefix === undefined ? null : namespaceProblem(requestsPrefix);
+    if (requestsProblem !== null) throw new InvalidArgumentError(`requestsOf: ${requestsProblem}`);
     if (request.method === 'GET') {
       sendJson(request.res, request.context, 200, { table: await cell.ownership(request.principal) });
       return true;
@@ -68,7 +75,8 @@ export function createOwnershipRoutes(cell: OwnershipApi): RouteGroup {
     }
     // The state machine checks the table's shape; that it is meant for this cell only the edge knows.
     if (named !== cell.cellId) throw new InvalidArgumentError(`the ownership table is for cell ${String(named)}, this is cell ${cell.cellId}`);
-    sendJson(request.res, request.context, 200, await cell.setOwnership(new Uint8Array(record), request.principal));
+    const requestsOf = requestsPrefix === undefined ? undefined : { prefix: requestsPrefix, sinceMs: requestsSinceMs };
+    sendJson(request.res, request.context, 200, await cell.setOwnership(new Uint8Array(record), request.principal, requestsOf));
     return true;
   };
 }
