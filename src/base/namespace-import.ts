@@ -2,7 +2,8 @@
 // sends a cell (POST /v1/cluster/import) and the cell's log carries as command importKeys (code
 // 16, src/mvcc/import-keys.ts applies it). Shared here so the control plane builds exactly what
 // the state machine parses. JSON: {prefix, clear, floor, epoch, puts: [{key, value (base64), version,
-// createRevision, modRevision, lease}], deletes: [key], leases: [{id, ttlMs, remainingMs}]}.
+// createRevision, modRevision, lease}], deletes: [key], leases: [{id, ttlMs, remainingMs}],
+// requests: [{id, record} (both base64): Request-ID and its dedup record]}.
 
 /** Keys per import command: the mover batches a namespace's keys into commands of this size. */
 export const importKeysPerCommandMax = 1_000;
@@ -39,11 +40,14 @@ export interface ImportRecord {
   readonly puts: readonly ImportedKey[];
   readonly deletes: readonly string[];
   readonly leases: readonly ImportLease[];
+  /** Dedup records of the namespace's requests (Request-ID and record bytes), written if unknown here. */
+  readonly requests?: readonly { readonly id: Uint8Array; readonly record: Uint8Array }[];
 }
 
 export function encodeImportRecord(record: ImportRecord): Uint8Array {
   return new TextEncoder().encode(JSON.stringify({
     ...record,
     puts: record.puts.map((kv) => ({ ...kv, value: Buffer.from(kv.value).toString('base64') })),
+    requests: (record.requests ?? []).map((r) => ({ id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64') })),
   }));
 }

@@ -76,3 +76,42 @@ export async function sendImport(cell: MapCell, record: Uint8Array): Promise<{ i
     method: 'POST', body: record, headers: { 'content-type': 'application/json' },
   })) as { imported: number; revision: number };
 }
+
+/**
+ * The cell with its leader's endpoint first (its status names it), so that proposals skip the
+ * forwarding hop and the mover's watch hears the leader's applies first; unchanged if unknown.
+ */
+export async function leaderFirst(cell: MapCell): Promise<MapCell> {
+  for (const endpoint of cell.endpoints) {
+    try {
+      const response = await fetch(`${endpoint}/v1/cluster/status`, { signal: AbortSignal.timeout(1_000) });
+      const status = (await response.json()) as { leader?: number; members?: { id: number; clientUrl: string }[] };
+      const leader = status.members?.find((m) => m.id === status.leader)?.clientUrl;
+      if (leader !== undefined && cell.endpoints.includes(leader)) return { ...cell, endpoints: [leader, ...cell.endpoints.filter((e) => e !== leader)] };
+    } catch {
+      // the next member
+    }
+  }
+  return cell;
+}
+
+export interface WireRequest {
+  /** Request-ID and dedup record, base64, as the source stores them; its stamp. */
+  readonly id: string;
+  readonly record: string;
+  readonly stampMs: number;
+}
+
+/** Every dedup record of the namespace's requests stamped at `sinceMs` or later (all pages). */
+export async function readNamespaceRequests(cell: MapCell, prefix: string, sinceMs: number): Promise<WireRequest[]> {
+  const all: WireRequest[] = [];
+  let after: string | null = null;
+  for (let page = 0; page < 1_000; page++) {
+    const query: string = `prefix=${encodeURIComponent(prefix)}&sinceMs=${sinceMs}${after === null ? '' : `&after=${encodeURIComponent(after)}`}`;
+    const body = (await call(cell, `/v1/cluster/namespace-requests?${query}`)) as { requests: WireRequest[]; next: string | null };
+    all.push(...body.requests);
+    if (body.next === null) return all;
+    after = body.next;
+  }
+  throw new UnavailableError(`the dedup records of ${prefix} on ${cell.id} did not end in 1,000 pages`);
+}

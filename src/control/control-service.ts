@@ -129,13 +129,40 @@ export class ControlService {
    * Pushes `map` to one cell only (the mover's critical path: the fence to the source, the flip
    * to the destination); true when the cell holds its epoch. The reconciler brings the others.
    */
-  async pushOne(map: CellMap, cellId: string): Promise<boolean> {
+  async pushOne(map: CellMap, cellId: string, leaderFirst?: MapCell): Promise<boolean> {
     if ((this.acked.get(cellId) ?? 0) >= map.epoch) return true;
-    const cell = map.cells.find((c) => c.id === cellId);
-    if (cell === undefined) return false;
+    const known = map.cells.find((c) => c.id === cellId);
+    if (known === undefined) return false;
+    // The caller's order of the same members (its leader first: no forwarding hop).
+    const cell = leaderFirst !== undefined && leaderFirst.id === cellId ? { ...known, endpoints: leaderFirst.endpoints } : known;
     const ok = await this.pushTo(cell, ownershipTableOf(map, cell.id));
     if (ok) this.acked.set(cell.id, Math.max(map.epoch, this.acked.get(cell.id) ?? 0));
     return ok;
+  }
+
+  /**
+   * A move's fence: pushes `map` to the source (always: the answer is wanted) asking for the
+   * namespace's Request-ID records as of the table's apply there. Null: not pushed, or the records
+   * did not come with the answer (the caller reads them instead).
+   */
+  async pushFence(map: CellMap, cell: MapCell, requestsOf: { prefix: string; sinceMs: number }): Promise<{ requests: unknown[] | null } | null> {
+    const table = ownershipTableOf(map, cell.id);
+    const query = `?requestsOf=${encodeURIComponent(requestsOf.prefix)}&requestsSinceMs=${requestsOf.sinceMs}`;
+    for (const endpoint of cell.endpoints) {
+      try {
+        const response = await fetch(`${endpoint}/v1/cluster/ownership${query}`, {
+          method: 'PUT', body: table, headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(pushTimeoutMs),
+        });
+        const body = (await response.json()) as { requests?: unknown[] | null };
+        if (response.status === 412) return { requests: null };
+        if (!response.ok) continue;
+        this.acked.set(cell.id, Math.max(map.epoch, this.acked.get(cell.id) ?? 0));
+        return { requests: Array.isArray(body.requests) ? body.requests : null };
+      } catch (error) {
+        this.log.warn(`ownership push to ${cell.id} at ${endpoint}: ${(error as Error).message}`);
+      }
+    }
+    return null;
   }
 
   /** Keys under `prefix` on `cell` (a new namespace may not strand keys its parent's cell holds). */

@@ -17,8 +17,9 @@
 //   aborted      before the flip only: the source is unfenced, the destination's copy removed
 import { encodeImportRecord, importKeysPerCommandMax, type ImportedKey as KeyValue, type ImportLease } from '../base/namespace-import.js';
 import type { CellMap, MapCell } from './cell-map.js';
-import { CellRefusedError, readLease, readNamespace, sendImport } from './cell-calls.js';
+import { CellRefusedError, leaderFirst, readLease, readNamespace, readNamespaceRequests, sendImport, type WireRequest } from './cell-calls.js';
 import type { ControlService } from './control-service.js';
+import { SourceFeed, type FeedChanges } from './source-feed.js';
 import { movesToDrive, withMoveAborted, withMoveAdvanced, withMoveCleaned, type MovePhase, type MoveRecord } from './moves.js';
 
 /** The control cell acts as root on its own work. */
@@ -26,6 +27,17 @@ const moverPrincipal = 'root';
 /** Catch-up rounds before fencing anyway, and the change count under which it fences at once. */
 const catchUpRoundsMax = 8;
 const catchUpSmallEnough = 64;
+/** Streaming catch-up: how long it may take before fencing anyway, and how often it imports. */
+const streamCatchUpMs = 10_000;
+const streamImportEveryMs = 25;
+/** After the fence: how long the source's watch may take to end at it before a full read instead. */
+const feedFenceWaitMs = 2_000;
+/**
+ * Dedup records are listed by stamp (a proposer's clock at proposal): one applied after a record
+ * already copied may carry a slightly older stamp, so each later read goes back this far.
+ */
+const requestStampMarginMs = 3_000;
+const requestsPerImport = 1_000;
 /** Import records stay well under a request's size (src/base/limits.ts). */
 const importBatchBytes = 768 * 1024;
 const pushRetryMs = 20;
@@ -34,10 +46,40 @@ const pushWaitMs = 10_000;
 interface Progress {
   /** Key -> modRevision as imported on the destination (for the next round's difference). */
   readonly copied: Map<string, number>;
+  /** The source revision everything imported so far is complete through. */
+  through: number;
+  /** The source's changes streamed since `through` (a watch), while catching up. */
+  feed?: SourceFeed;
+  /** Request-IDs whose dedup records were copied, and the newest stamp among them. */
+  readonly requestIds: Set<string>;
+  requestsStampMs: number;
   /** When the fence was asked for (the window's start: an upper bound of when writes stopped). */
   fenceStartMs?: number;
   windowMs?: number;
+  windowParts?: WindowParts;
 }
+
+/** Where the write window's time went, ms (the move record's windowParts). */
+export type WindowParts = {
+  /** The fence pushed to the source until it applied there. */
+  readonly fence: number;
+  /** The changes after the last import gathered (the feed's end, or a full read) and imported with the floor. */
+  readonly lastChanges: number;
+  /** The control plane's compare-and-set assigning the namespace to the destination. */
+  readonly flip: number;
+  /** The destination's table applied there (it takes writes from then on). */
+  readonly destinationTable: number;
+};
+
+/** What the mover reports as it goes (the node turns it into metrics: src/node/move-metrics.ts). */
+export interface MoveObserver {
+  window(ms: number, parts: WindowParts): void;
+  /** A move left `phase` after `ms` in it. */
+  left(phase: MovePhase, ms: number): void;
+  finished(outcome: 'released' | 'aborted'): void;
+}
+
+const quietObserver: MoveObserver = { window: () => {}, left: () => {}, finished: () => {} };
 
 export interface MoverClock {
   nowMs(): number;
@@ -52,6 +94,7 @@ export class Mover {
     private readonly control: ControlService,
     private readonly clock: MoverClock = { nowMs: () => Date.now() },
     private readonly log: { warn(message: string): void; info(message: string): void } = { warn: () => {}, info: () => {} },
+    private readonly observer: MoveObserver = quietObserver,
   ) {}
 
   /** One round: drives every move with work left as far as it goes now. */
@@ -81,24 +124,32 @@ export class Mover {
   /** Does the record's phase; true when nothing more is to be done for it now. */
   private async act(known: { map: CellMap; modRevision: number }, move: MoveRecord): Promise<boolean> {
     const map = known.map;
-    const source = cellOf(map, move.from);
-    const destination = cellOf(map, move.to);
+    let source = cellOf(map, move.from);
+    let destination = cellOf(map, move.to);
     switch (move.phase) {
       case 'copying': {
         const read = await readNamespace(source, move.prefix);
-        const progress: Progress = { copied: new Map() };
+        const progress: Progress = { copied: new Map(), through: read.revision, requestIds: new Set(), requestsStampMs: -1 };
         await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, map.epoch);
+        this.forget(move.id);
         this.progress.set(move.id, progress);
         await this.advance(move, 'copying', { copyRevision: read.revision });
         return false;
       }
       case 'catching-up': {
+        // Leaders first, for the window's proposals and the feed (learnt before the window).
+        [source, destination] = await Promise.all([leaderFirst(source), leaderFirst(destination)]);
         const progress = await this.progressOf(move, source, destination, map.epoch);
-        for (let round = 0; round < catchUpRoundsMax; round++) {
-          const changed = await this.catchUp(move, source, destination, progress, map.epoch);
-          if (changed <= catchUpSmallEnough) break;
+        if (!(await this.stream(move, source, destination, progress, map.epoch))) {
+          for (let round = 0; round < catchUpRoundsMax; round++) {
+            const changed = await this.catchUp(move, source, destination, progress, map.epoch);
+            if (changed <= catchUpSmallEnough) break;
+          }
         }
+        // The namespace's Request-IDs so far; the few stamped meanwhile go with the last changes.
+        await this.sendRequests(destination, move.prefix, await this.newRequests(source, move.prefix, progress), progress, map.epoch);
         const fenced = await this.control.changeFrom(moverPrincipal, known, (current) => withMoveAdvanced(current, move.id, 'catching-up', {}, this.clock.nowMs()));
+        this.left(move, 'catching-up');
         await this.fenceAndFlip(fenced, move, source, destination, progress);
         return false;
       }
@@ -111,16 +162,18 @@ export class Mover {
         await this.pushUntil(map, move.to);
         await this.pushUntil(map, move.from); // the source no longer owns it, so it may be cleared
         await sendImport(source, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
-        const windowMs = this.progress.get(move.id)?.windowMs;
-        await this.advance(move, 'flipped', windowMs === undefined ? { cleaned: true } : { cleaned: true, windowMs });
-        this.progress.delete(move.id);
+        const done = this.progress.get(move.id);
+        await this.advance(move, 'flipped', done?.windowMs === undefined ? { cleaned: true } : { cleaned: true, windowMs: done.windowMs, ...(done.windowParts === undefined ? {} : { windowParts: done.windowParts }) });
+        this.observer.finished('released');
+        this.forget(move.id);
         return true;
       }
       case 'aborted': {
         await this.pushUntil(map, move.from); // unfenced
         await sendImport(destination, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
         await this.control.change(moverPrincipal, (current) => withMoveCleaned(current, move.id, this.clock.nowMs()));
-        this.progress.delete(move.id);
+        this.observer.finished('aborted');
+        this.forget(move.id);
         return true;
       }
       case 'released':
@@ -129,33 +182,157 @@ export class Mover {
   }
 
   /**
-   * The write window, kept short: the fence reaches the source (a committed ownershipSet there),
-   * the last changes are read after it and imported with the floor, the flip is one
-   * compare-and-set from the map just written (no read), and the destination gets its table.
+   * The write window, kept short: the fence reaches the source (a committed ownershipSet there;
+   * the destination takes the same table meanwhile, off the critical path); the source's watch of
+   * the namespace ends at the fence, so the feed holds the last changes (a full read only if the
+   * feed failed); they are imported with the floor; the flip is one compare-and-set from the map
+   * just written (no read); the destination gets its table.
    */
   private async fenceAndFlip(
     fenced: { map: CellMap; modRevision: number }, move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress,
   ): Promise<void> {
     progress.fenceStartMs ??= this.clock.nowMs();
     const steps: number[] = [this.clock.nowMs()];
-    // The fence holds on the source (a no-op if pushed); the destination takes the same epoch, so
-    // from here it refuses imports of older epochs (a deposed leader's late ones).
-    await Promise.all([this.pushUntil(fenced.map, move.from), this.pushUntil(fenced.map, move.to)]);
+    // The destination takes the fence's epoch too: from then on it refuses imports of older epochs
+    // (a deposed leader's late ones). Needed before the last import, not before the source's fence.
+    const destinationFenced = this.pushUntil(fenced.map, move.to, destination);
+    destinationFenced.catch(() => {});
+    // The fence's answer carries the namespace's Request-ID records as of its apply (no read in
+    // the window); if not (another push was first, or too many), they are read after it.
+    const fence = await this.control.pushFence(fenced.map, source, { prefix: move.prefix, sinceMs: this.requestsSince(progress) });
+    if (fence === null) await this.pushUntil(fenced.map, move.from, source);
     steps.push(this.clock.nowMs());
-    // Read after the fence applied: every write the source accepted for the namespace is in it.
-    const fenceRevision = await this.catchUp(move, source, destination, progress, fenced.map.epoch, true);
+    const answered = fence?.requests ?? null;
+    const lateRequests = answered !== null
+      ? Promise.resolve((answered as WireRequest[]).filter((r) => !progress.requestIds.has(r.id)))
+      : this.newRequests(source, move.prefix, progress);
+    lateRequests.catch(() => {});
+    // Where the last changes' time goes (the log line): each wait's end, from the fence applied.
+    const marks: string[] = [];
+    const mark = (what: string) => () => marks.push(`${what} ${this.clock.nowMs() - (steps[1] as number)}`);
+    lateRequests.then(mark('requests read'), () => {});
+    destinationFenced.then(mark('destination fenced'), () => {});
+    let fenceRevision: number;
+    const feed = progress.feed;
+    if (feed !== undefined && (await feed.untilFenced(feedFenceWaitMs))) {
+      // Every change the source accepted for the namespace is at or below the fence the watch ended at.
+      fenceRevision = feed.fenceRevision as number;
+      mark('feed ended')();
+      await destinationFenced;
+      const requests = await this.sendRequests(destination, move.prefix, await lateRequests, progress, fenced.map.epoch, requestsPerImport);
+      await this.importFromFeed(progress, () => this.importChanges(source, destination, move.prefix, feed.take(), fenceRevision, progress, fenced.map.epoch, requests));
+    } else {
+      await this.sendRequests(destination, move.prefix, await lateRequests, progress, fenced.map.epoch);
+      if (feed !== undefined) this.log.warn(`move ${move.id} of ${move.prefix}: the source's feed did not end at the fence (${feed.failed ?? 'timed out'}): reading the namespace instead`);
+      feed?.close();
+      progress.feed = undefined;
+      await destinationFenced;
+      // Read after the fence applied: every write the source accepted for the namespace is in it.
+      fenceRevision = await this.catchUp(move, source, destination, progress, fenced.map.epoch, true);
+    }
     steps.push(this.clock.nowMs());
     const flipped = await this.control.changeFrom(moverPrincipal, fenced, (current) => withMoveAdvanced(current, move.id, 'fenced', { fenceRevision }, this.clock.nowMs()));
+    this.observer.left('fenced', steps[2] !== undefined ? this.clock.nowMs() - (steps[0] as number) : 0);
     steps.push(this.clock.nowMs());
-    await this.pushUntil(flipped.map, move.to);
+    await this.pushUntil(flipped.map, move.to, destination);
     steps.push(this.clock.nowMs());
-    const split = steps.slice(1).map((t, i) => t - (steps[i] as number));
+    const split = steps.slice(1).map((t, i) => t - (steps[i] as number)) as [number, number, number, number];
     const windowMs = this.clock.nowMs() - progress.fenceStartMs;
     progress.windowMs = windowMs;
+    progress.windowParts = { fence: split[0], lastChanges: split[1], flip: split[2], destinationTable: split[3] };
+    this.observer.window(windowMs, progress.windowParts);
     this.windows.push(windowMs);
     if (this.windows.length > 1_000) this.windows.shift();
     this.log.info(`move ${move.id} of ${move.prefix} flipped to ${move.to}: writes paused at most ${windowMs} ms `
-      + `(fence ${split[0]}, last changes ${split[1]}, flip ${split[2]}, destination table ${split[3]} ms), fence revision ${fenceRevision}`);
+      + `(fence ${split[0]}, last changes ${split[1]} [${marks.join(', ')}], flip ${split[2]}, destination table ${split[3]} ms), fence revision ${fenceRevision}`);
+  }
+
+  /**
+   * Streams the source's changes to the destination until the feed is live and what is left is
+   * small (then the fence), bounded in time. False: the feed failed (the caller reads instead).
+   */
+  private async stream(move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress, epoch: number): Promise<boolean> {
+    progress.feed ??= new SourceFeed(source, move.prefix, progress.through + 1);
+    const feed = progress.feed;
+    const until = this.clock.nowMs() + streamCatchUpMs;
+    for (;;) {
+      await feed.wait(streamImportEveryMs);
+      if (feed.failed !== null || feed.fenceRevision !== null) break;
+      const live = feed.live;
+      const taken = feed.take();
+      if (taken.changes.size > 0) await this.importFromFeed(progress, () => this.importChanges(source, destination, move.prefix, taken, taken.through, progress, epoch));
+      if ((live && taken.changes.size < catchUpSmallEnough) || this.clock.nowMs() > until) return true;
+    }
+    if (feed.fenceRevision !== null) return true; // fenced already (a retried step): the window takes the rest
+    this.log.warn(`move ${move.id} of ${move.prefix}: the source's feed failed (${feed.failed}): catching up by reads`);
+    feed.close();
+    progress.feed = undefined;
+    return false;
+  }
+
+  /** Imports what a feed gathered (puts; deletes of keys the destination holds), floor `floor`. */
+  private async importChanges(
+    source: MapCell, destination: MapCell, prefix: string, taken: FeedChanges, floor: number, progress: Progress, epoch: number,
+    requests: readonly WireRequest[] = [],
+  ): Promise<void> {
+    const puts: KeyValue[] = [];
+    const deletes: string[] = [];
+    for (const [key, kv] of taken.changes) {
+      if (kv !== null) puts.push(kv);
+      else if (progress.copied.has(key)) deletes.push(key);
+    }
+    await this.importAll(source, destination, prefix, puts, deletes, false, floor, progress, epoch, requests);
+  }
+
+  /** The namespace's Request-ID records on the source not copied yet (from the last stamp, less a margin). */
+  private async newRequests(source: MapCell, prefix: string, progress: Progress): Promise<WireRequest[]> {
+    return (await readNamespaceRequests(source, prefix, this.requestsSince(progress))).filter((r) => !progress.requestIds.has(r.id));
+  }
+
+  private requestsSince(progress: Progress): number {
+    return progress.requestsStampMs < 0 ? 0 : Math.max(0, progress.requestsStampMs - requestStampMarginMs);
+  }
+
+  /**
+   * Sends Request-ID records to the destination in imports of their own, all but the last
+   * `keep` (returned: they ride with the next import of keys).
+   */
+  private async sendRequests(destination: MapCell, prefix: string, requests: readonly WireRequest[], progress: Progress, epoch: number, keep = 0): Promise<WireRequest[]> {
+    const kept = keep > 0 ? requests.slice(Math.max(0, requests.length - keep)) : [];
+    const sending = requests.slice(0, requests.length - kept.length);
+    for (let i = 0; i < sending.length; i += requestsPerImport) {
+      const batch = sending.slice(i, i + requestsPerImport);
+      await sendImport(destination, encodeImportRecord({ prefix, clear: false, floor: 0, epoch, puts: [], deletes: [], leases: [], requests: batch.map(wireToRequest) }));
+      this.noteRequests(progress, batch);
+    }
+    return kept;
+  }
+
+  private noteRequests(progress: Progress, requests: readonly WireRequest[]): void {
+    for (const request of requests) {
+      progress.requestIds.add(request.id);
+      progress.requestsStampMs = Math.max(progress.requestsStampMs, request.stampMs);
+    }
+  }
+
+  /**
+   * Runs an import of changes taken from the feed. They left the feed when taken: if the import
+   * fails, the feed is dropped, so the next attempt reads the whole namespace (complete) rather
+   * than go on from a feed that no longer holds them.
+   */
+  private async importFromFeed(progress: Progress, run: () => Promise<void>): Promise<void> {
+    try {
+      await run();
+    } catch (error) {
+      progress.feed?.close('an import of its changes failed');
+      progress.feed = undefined;
+      throw error;
+    }
+  }
+
+  private forget(id: number): void {
+    this.progress.get(id)?.feed?.close();
+    this.progress.delete(id);
   }
 
   /** This leader's progress, or a fresh full copy (a new leader, or a lost memory). */
@@ -163,7 +340,7 @@ export class Mover {
     const known = this.progress.get(move.id);
     if (known !== undefined) return known;
     const read = await readNamespace(source, move.prefix);
-    const progress: Progress = { copied: new Map() };
+    const progress: Progress = { copied: new Map(), through: read.revision, requestIds: new Set(), requestsStampMs: -1 };
     await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, epoch);
     this.progress.set(move.id, progress);
     return progress;
@@ -189,22 +366,25 @@ export class Mover {
   /** Imports keys (with the leases they name, at their remaining TTL) in bounded batches. */
   private async importAll(
     source: MapCell, destination: MapCell, prefix: string, kvs: readonly KeyValue[], deletes: readonly string[],
-    clear: boolean, floor: number, progress: Progress, epoch: number,
+    clear: boolean, floor: number, progress: Progress, epoch: number, requests: readonly WireRequest[] = [],
   ): Promise<void> {
     const leaseIds = [...new Set(kvs.map((kv) => kv.lease).filter((id) => id !== 0))];
     const leases = new Map<number, ImportLease>();
-    for (const id of leaseIds) {
+    await Promise.all(leaseIds.map(async (id) => {
       const lease = await readLease(source, id);
       if (lease !== null) leases.set(id, lease);
-    }
+    }));
     // A key whose lease ended meanwhile is being deleted on the source: not copied.
     const live = kvs.filter((kv) => kv.lease === 0 || leases.has(kv.lease));
     let batch: KeyValue[] = [];
     let bytes = 0;
     let first = true;
-    const flush = async (deleting: readonly string[]): Promise<void> => {
+    const flush = async (deleting: readonly string[], withRequests: readonly WireRequest[] = []): Promise<void> => {
       const batchLeases = [...new Set(batch.map((kv) => kv.lease).filter((id) => id !== 0))].map((id) => leases.get(id) as ImportLease);
-      await sendImport(destination, encodeImportRecord({ prefix, clear: clear && first, floor, epoch, puts: batch, deletes: deleting, leases: batchLeases }));
+      await sendImport(destination, encodeImportRecord({
+        prefix, clear: clear && first, floor, epoch, puts: batch, deletes: deleting, leases: batchLeases, requests: withRequests.map(wireToRequest),
+      }));
+      this.noteRequests(progress, withRequests);
       if (clear && first) progress.copied.clear();
       for (const key of deleting) progress.copied.delete(key);
       for (const kv of batch) progress.copied.set(kv.key, kv.modRevision);
@@ -219,19 +399,30 @@ export class Mover {
       bytes += size;
     }
     // Deletes ride with the last batch of puts; an import with nothing still raises the floor.
-    for (let i = 0; i < deletes.length; i += importKeysPerCommandMax) await flush(deletes.slice(i, i + importKeysPerCommandMax));
-    if (batch.length > 0 || first) await flush([]);
+    for (let i = 0; i < deletes.length; i += importKeysPerCommandMax) {
+      const last = i + importKeysPerCommandMax >= deletes.length;
+      await flush(deletes.slice(i, i + importKeysPerCommandMax), last ? requests : []);
+      if (last) requests = [];
+    }
+    if (batch.length > 0 || first || requests.length > 0) await flush([], requests);
+    progress.through = Math.max(progress.through, floor);
   }
 
   private async advance(move: MoveRecord, from: MovePhase, fields: Partial<MoveRecord>): Promise<void> {
     await this.control.change(moverPrincipal, (current) => withMoveAdvanced(current, move.id, from, fields, this.clock.nowMs()));
+    this.left(move, from);
+  }
+
+  /** Reports the time `move` spent in `phase` (from its record's last change to now). */
+  private left(move: MoveRecord, phase: MovePhase): void {
+    this.observer.left(phase, Math.max(0, this.clock.nowMs() - move.updatedAtMs));
   }
 
   /** Pushes `map` until `cellId` holds its epoch (bounded; throws to retry in the next round). */
-  private async pushUntil(map: CellMap, cellId: string): Promise<void> {
+  private async pushUntil(map: CellMap, cellId: string, leaderFirst?: MapCell): Promise<void> {
     const deadline = this.clock.nowMs() + pushWaitMs;
     for (;;) {
-      if (await this.control.pushOne(map, cellId)) return;
+      if (await this.control.pushOne(map, cellId, leaderFirst)) return;
       if (this.clock.nowMs() > deadline) throw new Error(`cell ${cellId} did not take the ownership table of epoch ${map.epoch}`);
       await new Promise((resolve) => setTimeout(resolve, pushRetryMs));
     }
@@ -248,6 +439,10 @@ export class Mover {
       this.log.warn(`move ${move.id}: abort after refusal failed: ${(abortError as Error).message}`);
     }
   }
+}
+
+function wireToRequest(request: WireRequest): { id: Uint8Array; record: Uint8Array } {
+  return { id: new Uint8Array(Buffer.from(request.id, 'base64')), record: new Uint8Array(Buffer.from(request.record, 'base64')) };
 }
 
 function cellOf(map: CellMap, id: string): MapCell {

@@ -31,6 +31,8 @@ export interface MoveRecord {
   readonly fenceRevision?: number;
   /** Fence applied on the source -> the destination's table applied (the write window), ms. */
   readonly windowMs?: number;
+  /** Where the window's time went, ms: fence, lastChanges, flip, destinationTable (src/control/mover.ts). */
+  readonly windowParts?: Readonly<Record<string, number>>;
   /** Aborted or released: whether the leftover keys (destination / source) were removed. */
   readonly cleaned?: boolean;
   readonly error?: string;
@@ -49,6 +51,10 @@ export function parseMoves(raw: unknown): MoveRecord[] {
     };
     for (const field of ['copyRevision', 'fenceRevision', 'windowMs']) if (typeof m[field] === 'number') record[field] = m[field];
     if (typeof m['cleaned'] === 'boolean') record['cleaned'] = m['cleaned'];
+    const parts = m['windowParts'];
+    if (parts !== null && typeof parts === 'object' && !Array.isArray(parts)) {
+      record['windowParts'] = Object.fromEntries(Object.entries(parts as Record<string, unknown>).filter(([, v]) => typeof v === 'number'));
+    }
     if (typeof m['error'] === 'string') record['error'] = m['error'];
     return record as unknown as MoveRecord;
   });

@@ -195,15 +195,41 @@ export class CellService implements api.CellApi, CommandProposer {
   }
 
   /** Replaces the namespace-ownership table through the log (the control plane pushes it). */
-  async setOwnership(record: Uint8Array, principal: string): Promise<{ epoch: number }> {
+  async setOwnership(record: Uint8Array, principal: string, requestsOf?: { prefix: string; sinceMs: number }): Promise<{
+    epoch: number; revision: number; requests?: { id: string; record: string; stampMs: number }[] | null;
+  }> {
     const { result } = await this.propose({ type: 'ownershipSet', record }, undefined, principal);
-    return { epoch: result.epoch };
+    if (requestsOf === undefined) return { epoch: result.epoch, revision: result.revision };
+    // A move's fence: read right after it applied here, this member holds every Request-ID record
+    // of the namespace (writes to it after the fence are refused and record none). null: too many
+    // for one answer (the mover reads them in pages instead).
+    const page = this.store.namespaceRequests(requestsOf.prefix, { sinceMs: requestsOf.sinceMs, after: null, scanMax: 20_000 });
+    return {
+      epoch: result.epoch, revision: result.revision,
+      requests: page.next !== null ? null : page.requests.map((r) => ({ id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64'), stampMs: r.stampMs })),
+    };
   }
 
   /** A move's import into this cell (src/mvcc/import-keys.ts), through the log. */
   async importKeys(record: Uint8Array, principal: string): Promise<{ imported: number; revision: number }> {
     const { result } = await this.propose({ type: 'importKeys', record }, undefined, principal);
     return { imported: result.imported, revision: result.revision };
+  }
+
+  /**
+   * A page of the dedup records of a namespace's requests (linearizable: after a fence applied
+   * anywhere, every record of the namespace is in what this member reads). Administration.
+   */
+  async namespaceRequests(prefix: string, options: { sinceMs: number; after: Uint8Array | null }, principal: string): Promise<{
+    requests: { id: string; record: string; stampMs: number }[]; next: string | null;
+  }> {
+    this.guard.checkAdmin(principal);
+    await this.driver.linearizableRead();
+    const page = this.store.namespaceRequests(prefix, { ...options, scanMax: 20_000 });
+    return {
+      requests: page.requests.map((r) => ({ id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64'), stampMs: r.stampMs })),
+      next: page.next === null ? null : Buffer.from(page.next).toString('base64'),
+    };
   }
 
   /** The ownership table as applied here (linearizable), or null: never given one. */

@@ -22,6 +22,8 @@ import { emptyBytes, utf8 } from './bytes.js';
 import { checkEpochRoom } from './epoch.js';
 import { currentKey, currentRange, leaseKey } from './layout.js';
 import { adjustLeaseKeyCount, grantLease, readLease, checkpointLeases } from './lease-state.js';
+import { decodeDedupRecord } from './dedup-record.js';
+import { importRequests } from './namespace-requests.js';
 import { readOwnershipRecord } from './ownership-record.js';
 import { decodeRecord, encodeRecordScratch } from './records.js';
 import type { KeyValue, KvWriter, MvccLimits, MvccMeta } from './types.js';
@@ -71,7 +73,19 @@ export function parseImportRecord(bytes: Uint8Array): ImportRecord {
     id: count(l['id'], 'lease id'), ttlMs: count(l['ttlMs'], 'ttlMs'), remainingMs: count(l['remainingMs'], 'remainingMs'),
   }));
   const epoch = raw['epoch'] === undefined ? 0 : count(raw['epoch'], 'epoch');
-  return { prefix, clear: raw['clear'] === true, floor: count(raw['floor'], 'floor'), epoch, puts, deletes, leases };
+  const requests = raw['requests'] === undefined ? [] : list(raw['requests'], 'requests').map((r) => {
+    if (typeof r['id'] !== 'string' || typeof r['record'] !== 'string') throw new InvalidArgumentError('an imported request is {id, record} in base64');
+    const request = { id: new Uint8Array(Buffer.from(r['id'], 'base64')), record: new Uint8Array(Buffer.from(r['record'], 'base64')) };
+    // Checked here, before the import writes anything (a record that does not decode refuses it all).
+    if (request.id.length === 0) throw new InvalidArgumentError('an imported request needs its Request-ID');
+    try {
+      decodeDedupRecord(request.record);
+    } catch {
+      throw new InvalidArgumentError('an imported request record does not decode');
+    }
+    return request;
+  });
+  return { prefix, clear: raw['clear'] === true, floor: count(raw['floor'], 'floor'), epoch, puts, deletes, leases, requests };
 }
 
 /** Applies an import: returns the meta with the raised revision. Every check before any write. */
@@ -127,6 +141,7 @@ export function applyImportKeys(
       adjustLeaseKeyCount(writer, kv.lease, 1);
     }
   }
+  importRequests(writer, record.requests ?? []);
   const revision = Math.max(meta.revision, record.floor);
   assert(revision >= meta.revision, 'an import never lowers the revision');
   return { meta: { ...meta, revision }, imported: record.puts.length };

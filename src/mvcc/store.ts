@@ -5,6 +5,7 @@ import { readPolicyRecord, type StoredPolicy } from './policy-record.js';
 import { readTenantsRecord, type StoredTenants } from './tenants-record.js';
 import { readTenantUsage, tenantsOf } from './tenant-usage.js';
 import type { TenantRecord, TenantUsage } from '../base/tenants.js';
+import { namespaceRequests, type NamespaceRequestPage } from './namespace-requests.js';
 import { readOwnershipRecord, spansOfCommand, spansOfRead, type Ownership } from './ownership-record.js';
 import { assert } from '../base/assert.js';
 import { BatonError } from '../base/errors.js';
@@ -255,6 +256,7 @@ export class MvccStore {
       }
       next = applied.meta;
       stored = { ok: true, result: applied.result };
+      if (envelope.op.type === 'ownershipSet') this.ownershipChange = { count: this.ownershipChange.count + 1, revision: next.revision };
     } catch (error) {
       if (!(error instanceof BatonError)) throw error;
       stored = { ok: false, error };
@@ -297,6 +299,11 @@ export class MvccStore {
     return readEvents(this.readContext(), options);
   }
 
+  /** Dedup records of a namespace's requests, a page at a time (src/mvcc/namespace-requests.ts). */
+  namespaceRequests(prefix: string, options: { sinceMs: number; after: Uint8Array | null; scanMax: number }): NamespaceRequestPage {
+    return namespaceRequests(this.engine, prefix, options);
+  }
+
   keysOfLease(lease: number): string[] {
     validateCount(lease, 'lease');
     return readLeaseKeys(this.engine, lease);
@@ -328,6 +335,17 @@ export class MvccStore {
   /** The member table of the last membership change (JSON text), or null before any. */
   membersRecord(): string | null {
     return readMembersRecord(this.engine);
+  }
+
+  /**
+   * Memory only: how many ownershipSets this process applied and the revision the latest applied
+   * at (the same on every member: it moves no revision). Open watches of a namespace that was
+   * just fenced or moved away end there (src/api/stream/watch-service.ts).
+   */
+  private ownershipChange = { count: 0, revision: 0 };
+
+  lastOwnershipChange(): { count: number; revision: number } {
+    return this.ownershipChange;
   }
 
   /** The namespace-ownership table as applied here; null: never given one (owns every key). */

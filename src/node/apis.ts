@@ -22,6 +22,8 @@ import { createConsoleRoutes } from '../api/http/console-routes.js';
 import { loadConsoleFiles } from '../console/console-files.js';
 import { ControlService } from '../control/control-service.js';
 import { Mover } from '../control/mover.js';
+import { isOpen } from '../control/moves.js';
+import { addMoveMetrics } from './move-metrics.js';
 import { createControlRoutes } from '../control/control-routes.js';
 import { healthChecks } from '../api/health.js';
 import { EtcdGrpcServer } from '../api/grpc/server.js';
@@ -36,6 +38,7 @@ import type { NodeConfig } from './config.js';
 import type { NodeLogger, NodeServices } from './node.js';
 import { grpcSnapshotChunkBytes, httpKeepAliveMs } from '../base/limits.js';
 import type { GrpcMetrics } from '../metrics/grpc-metrics.js';
+import type { Registry } from '../metrics/registry.js';
 import type { TlsMaterial } from '../security/tls-files.js';
 import type { NodeTls } from './tls-wiring.js';
 
@@ -51,7 +54,7 @@ export interface RunningApis {
 
 export async function startApis(
   config: NodeConfig,
-  state: { readonly store: MvccStore; readonly engine: { diskBytes(): number; usedBytes?(): number }; readonly metrics: { requests: { inc(labels: Record<string, string>): void }; readonly grpc: GrpcMetrics } },
+  state: { readonly store: MvccStore; readonly engine: { diskBytes(): number; usedBytes?(): number }; readonly metrics: { requests: { inc(labels: Record<string, string>): void }; readonly grpc: GrpcMetrics; readonly registry: Registry } },
   services: NodeServices,
   log: NodeLogger,
   tls: NodeTls,
@@ -85,7 +88,7 @@ export async function startApis(
   // Namespace moves (src/control/mover.ts): driven by the leader from the durable move records.
   const mover = control === null ? null : new Mover(control, { nowMs: () => Date.now() }, {
     warn: (message) => log.warn(message), info: (message) => log.info(message),
-  });
+  }, addMoveMetrics(state.metrics.registry, () => (control.localMap().moves ?? []).filter(isOpen)));
   let moving = false;
   const moverTimer = mover === null ? null : setInterval(() => {
     if (!driver.isLeader || moving) return;

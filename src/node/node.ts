@@ -406,7 +406,10 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   // A watch of a namespace this cell does not own is refused like a read (docs/design/cells.md).
   const watches = new WatchService(store, guard, {
     limits: config.tuning.watchLimits, onEventLag: (seconds) => metrics.watchEventLagSeconds.observe(seconds),
-  }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }), admission);
+  }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }), admission, {
+    lastChange: () => store.lastOwnershipChange(),
+    refuseWrites: (spec) => store.refuseCommand({ type: 'delete', key: spec.key, prefix: spec.prefix }),
+  });
   addNodeGauges(metrics, state, peers.transport, driver, leases);
   addTenantMetrics(metrics.registry, { tenants: () => store.tenantTable(), usage: (name) => store.tenantUsage(name), admission });
   addServiceMetrics(metrics.registry, { leases, watches, locks: locks.locks });

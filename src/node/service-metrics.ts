@@ -15,7 +15,7 @@ export function addServiceMetrics(
     () => leases.expiredTotal, 'counter'));
   registry.add(new Gauge('baton_watches', 'Watchers open on this node', () => watches.hub.size));
   registry.add(new Gauge('etcd_debugging_mvcc_watcher_total', 'Total number of watchers.', () => watches.hub.size));
-  registry.add(new LabelledGauge('baton_watch_ended_total', 'Watchers ended on this node by reason (compacted: a compaction reset; slow_consumer, leaderless, permission_denied, stopped, canceled)',
+  registry.add(new LabelledGauge('baton_watch_ended_total', 'Watchers ended on this node by reason (compacted: a compaction reset; slow_consumer, leaderless, permission_denied, stopped, canceled, wrong_cell: its namespace moved)',
     () => Object.entries(watches.hub.ended).map(([reason, count]) => [{ reason }, count] as const), 'counter'));
   registry.add(new LabelledGauge('baton_fencing_checks_total', 'POST /v1/fencing/check answers by result (stale: the token no longer holds the lock)',
     () => [[{ result: 'valid' }, locks.fencingChecks.valid], [{ result: 'stale' }, locks.fencingChecks.stale]] as const, 'counter'));

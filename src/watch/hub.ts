@@ -51,7 +51,7 @@ export class WatchHub<Tag> {
 
   /** Watchers ended on this node, by reason (`compacted`: a compaction reset). */
   readonly ended: Record<WatchEndReason, number> = {
-    compacted: 0, slow_consumer: 0, canceled: 0, stopped: 0, leaderless: 0, permission_denied: 0,
+    compacted: 0, slow_consumer: 0, canceled: 0, stopped: 0, leaderless: 0, permission_denied: 0, wrong_cell: 0,
   };
 
   /** Live watchers on this node (the per-node quota counts these). */
@@ -153,7 +153,8 @@ export class WatchHub<Tag> {
    * the watcher waits for a future start (it has nothing true to say yet).
    */
   progress(watcher: Watcher<Tag>): void {
-    if (watcher.state === 'ended' || watcher.state === 'waiting') return;
+    // A closing watcher says nothing past its fence (its end names where to resume).
+    if (watcher.state === 'ended' || watcher.state === 'waiting' || watcher.closing !== null) return;
     const revision = watcher.state === 'synced' ? this.hubRevision : watcher.nextRevision - 1;
     assert(revision >= watcher.lastRevision, 'progress never goes back');
     // A queued batch at or past it tells the client as much; an empty queue always gets one
@@ -181,6 +182,49 @@ export class WatchHub<Tag> {
     if (batch === null) return watcher.pendingEnd !== null ? this.step(watcher) : null;
     watcher.lastRevision = batch.revision;
     return { type: 'batch', tag: watcher.tag, batch };
+  }
+
+  /**
+   * Ends with wrong_cell every watcher `judge` refuses (its namespace was fenced or moved away at
+   * `fenceRevision`: this cell has no event of it above that). Each first delivers what it has
+   * queued and what history still holds for it up to the hub's revision, so a client that
+   * resumes on the destination from `fenceRevision + 1` misses nothing and sees nothing twice.
+   * Call right after onApplied(). Returns how many watchers were told to end.
+   */
+  endMoved(judge: (spec: WatchSpec) => BatonError | null, fenceRevision: number): number {
+    assert(fenceRevision <= this.hubRevision, 'a fence the hub has fanned out');
+    let count = 0;
+    for (const connection of this.connections) {
+      for (const watcher of [...connection.watchers]) {
+        if (watcher.state === 'ended' || watcher.closing !== null) continue;
+        const error = judge(watcher.spec);
+        if (error === null) continue;
+        count++;
+        watcher.closing = { error, fenceRevision };
+        if (watcher.state === 'waiting') {
+          // Starts after the fence: nothing of it was or will be here.
+          this.closeMoved(watcher);
+          continue;
+        }
+        if (watcher.state === 'synced') {
+          // Everything up to the hub's revision is queued: drain the queue, then end (catchUp joins).
+          this.index.remove(watcher);
+          watcher.state = 'catchingUp';
+          watcher.nextRevision = this.hubRevision + 1;
+        }
+        watcher.owner.markReady(watcher);
+      }
+    }
+    return count;
+  }
+
+  /** Ends with wrong_cell a closing watcher that has delivered everything (see endMoved). */
+  private closeMoved(watcher: Watcher<Tag>): void {
+    const closing = watcher.closing as { error: BatonError; fenceRevision: number };
+    // Nothing of its namespace was written here above the fence, and the destination holds none
+    // of its events at or below it: the client resumes right after the fence (or its own start).
+    watcher.lastRevision = Math.max(watcher.startRevision - 1, closing.fenceRevision);
+    this.end(watcher, 'wrong_cell', closing.error);
   }
 
   /** Ends every watcher with `stopped` and takes no more (the node is stopping). */
@@ -216,6 +260,10 @@ export class WatchHub<Tag> {
   }
 
   private join(watcher: Watcher<Tag>): void {
+    if (watcher.closing !== null) {
+      this.closeMoved(watcher);
+      return;
+    }
     assert(watcher.nextRevision === this.hubRevision + 1, 'a watcher joins exactly at the live edge');
     assert(watcher.queueLength === 0 || watcher.queuedThrough <= this.hubRevision, 'nothing queued ahead');
     watcher.state = 'synced';
@@ -229,8 +277,10 @@ export class WatchHub<Tag> {
 
   /** One catch-up step: a batch of matching events, a progress batch, or null (joined/ended). */
   private catchUp(watcher: Watcher<Tag>): WatchBatch | null {
+    // A closing watcher reads no further than its fence (nothing of its namespace is above it).
+    const through = watcher.closing === null ? this.hubRevision : Math.min(this.hubRevision, watcher.closing.fenceRevision);
     for (let reads = 0; reads < this.limits.catchUpReadsPerStepMax; reads++) {
-      if (watcher.nextRevision > this.hubRevision) {
+      if (watcher.nextRevision > through) {
         this.join(watcher);
         return null;
       }
@@ -238,7 +288,7 @@ export class WatchHub<Tag> {
       try {
         chunk = readHistory(this.source, {
           startRevision: watcher.nextRevision,
-          throughRevision: this.hubRevision,
+          throughRevision: through,
           limit: watcher.readLimit,
           skipCutRevision: this.bugs.skipCutRevision === true,
         });

@@ -40,8 +40,10 @@ export interface WatchBatch {
  * Why a watcher ended. `stopped`: the node is stopping; `leaderless`: the node has been without a
  * leader too long to trust that its state is current. Either way the client resumes elsewhere.
  * `permission_denied`: the connection's principal may no longer watch the range (src/auth).
+ * `wrong_cell`: the watched namespace was fenced or moved to another cell (docs/design/cells.md);
+ * everything up to the move's fence was delivered first, the client resumes on the destination.
  */
-export type WatchEndReason = 'compacted' | 'slow_consumer' | 'canceled' | 'stopped' | 'leaderless' | 'permission_denied';
+export type WatchEndReason = 'compacted' | 'slow_consumer' | 'canceled' | 'stopped' | 'leaderless' | 'permission_denied' | 'wrong_cell';
 
 export type WatchOutput<Tag> =
   | { readonly type: 'batch'; readonly tag: Tag; readonly batch: WatchBatch }
@@ -49,7 +51,7 @@ export type WatchOutput<Tag> =
       readonly type: 'end';
       readonly tag: Tag;
       readonly reason: WatchEndReason;
-      /** A typed error for compacted, slow_consumer and permission_denied; null otherwise. */
+      /** A typed error for compacted, slow_consumer, permission_denied and wrong_cell; null otherwise. */
       readonly error: BatonError | null;
       /** Everything matching at or below this revision was delivered: resume at this + 1. */
       readonly lastRevision: number;

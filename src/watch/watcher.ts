@@ -2,6 +2,7 @@
 // future revision, synced to the live fan-out, or ended), and its bounded outbound queue.
 // The queue holds references to batches shared with other watchers, never copies.
 import { assert } from '../base/assert.js';
+import type { BatonError } from '../base/errors.js';
 import type { WatchBatch, WatchOutput, WatchSpec } from './types.js';
 import type { WatchGroup } from './watch-index.js';
 
@@ -37,6 +38,11 @@ export class Watcher<Tag> {
   pendingEnd: WatchOutput<Tag> | null = null;
   /** Gives back its tenant's watch slot (#28), called once when it ends; null: no tenant counts it. */
   releaseTenant: (() => void) | null = null;
+  /**
+   * Its namespace left this cell (wrong_cell, with the fence revision): it finishes delivering
+   * what it has queued and what history holds up to the hub's revision, then ends with this.
+   */
+  closing: { error: BatonError; fenceRevision: number } | null = null;
   /** Allocated on first use: a watcher that never received anything carries no array. */
   private queue: WatchBatch[] | null = null;
   private queueHead = 0;

@@ -2,9 +2,12 @@
 // back and forth under a continuous write load through the router. Checked: every acknowledged
 // write is on the final owner with its value; no write was accepted by two cells (every ack from
 // the source is at or below the move's fence revision, every ack from the destination above it);
-// a watcher of the namespace on the source plus one resumed on the destination from fence + 1
-// see every acknowledged write exactly once; a leased key moves with its lease (remaining TTL);
-// a lock's holder keeps its key and token and the next token is above every earlier one. The
+// a watcher of the namespace on the source is ended with wrong_cell naming the destination and a
+// resume revision, and one resumed there from it: together they see every acknowledged write
+// exactly once; a leased key moves with its lease (remaining TTL);
+// a lock's holder keeps its key and token and the next token is above every earlier one; a
+// write's retry with the same Request-ID after the move gets the source's first outcome from the
+// destination (the dedup record moved) and is not applied twice. The
 // write window (fence -> the destination's table) of each move is printed (p50/p99).
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -134,6 +137,11 @@ test('a namespace moves between cells under write load: nothing lost, one writer
   }
   const heldKey = (await http(`${router}/v1/locks/pay`)).body.holder.key as string;
 
+  // A write with a Request-ID, acknowledged by the source: its retry after the move must not apply twice.
+  const idem = await http(`${router}/v1/kv/mv/idem`, { method: 'PUT', body: 'once', headers: { 'request-id': 'move-test-idem-1' } });
+  assert.equal(idem.status, 201, JSON.stringify(idem.body));
+  assert.equal(idem.headers.get('baton-cell'), 'cell-1');
+
   // The source's watcher of /mv/, from now.
   const startRevision = (await http(`${cellUrls['cell-1']?.[0]}/v1/kv/mv/seed`)).body.revision as number;
   const sourceWatch = watchEvents(`${cellUrls['cell-1']?.[0]}/v1/watch?key=/mv/&prefix=true&startRevision=${startRevision + 1}`);
@@ -174,7 +182,22 @@ test('a namespace moves between cells under write load: nothing lost, one writer
   const fence = first.fenceRevision as number;
   assert.ok(Number.isSafeInteger(fence));
   await sleep(1_000);
-  const destWatch = watchEvents(`${cellUrls['cell-2']?.[0]}/v1/watch?key=/mv/&prefix=true&startRevision=${fence + 1}`);
+  // The retry (same Request-ID, same body) reaches the destination, which answers the source's
+  // first outcome from the dedup record moved with the namespace; the key was written once.
+  const retried = await http(`${router}/v1/kv/mv/idem`, { method: 'PUT', body: 'once', headers: { 'request-id': 'move-test-idem-1' } });
+  assert.ok(retried.status < 300, JSON.stringify(retried.body));
+  assert.equal(retried.headers.get('baton-cell'), 'cell-2');
+  assert.equal(retried.body.revision, idem.body.revision, 'the first outcome, not a second write');
+  assert.equal((await http(`${cellUrls['cell-2']?.[0]}/v1/kv/mv/idem`)).body.kvs[0]?.version, 1);
+  // The source ended its watcher with wrong_cell naming the destination and where to resume; the
+  // client resumes there (docs/design/cells.md: revisions of the namespace above the fence are the
+  // destination's, none of it at or below the fence is in the destination's history).
+  assert.equal(sourceWatch.errors.length, 1, JSON.stringify(sourceWatch.errors));
+  const ended = sourceWatch.errors[0] as { code: string; cell: string; namespace: string; endpoints: string[]; resumeRevision: number; lastRevision: number };
+  assert.deepEqual([ended.code, ended.cell, ended.namespace], ['wrong_cell', 'cell-2', '/mv/']);
+  assert.deepEqual(ended.endpoints, cellUrls['cell-2']);
+  assert.ok(ended.resumeRevision === ended.lastRevision + 1 && ended.resumeRevision <= fence + 1, `resume at ${ended.resumeRevision}, fence ${fence}`);
+  const destWatch = watchEvents(`${ended.endpoints[0]}/v1/watch?key=/mv/&prefix=true&startRevision=${ended.resumeRevision}`);
 
   // More moves back and forth under the same load, for the window figures.
   const moves: MoveJson[] = [first];
@@ -242,8 +265,11 @@ test('a namespace moves between cells under write load: nothing lost, one writer
   assert.deepEqual(missing.slice(0, 5), [], `${missing.length} of ${expected.length} acknowledged writes not seen by the watchers`);
   const duplicated = [...seen.entries()].filter(([, n]) => n > 1);
   assert.deepEqual(duplicated.slice(0, 5), [], 'no event seen twice across the two watchers');
-  assert.deepEqual(sourceWatch.errors, []);
-  assert.deepEqual(destWatch.errors, []);
+  assert.equal(sourceWatch.errors.length, 1);
+  // The destination's watcher ended too when /mv/ moved back to cell-1, after the second fence.
+  assert.equal(destWatch.errors.length, 1, JSON.stringify(destWatch.errors));
+  assert.deepEqual([(destWatch.errors[0] as { code: string }).code, (destWatch.errors[0] as { cell: string }).cell], ['wrong_cell', 'cell-1']);
+  assert.ok((destWatch.errors[0] as { lastRevision: number }).lastRevision <= secondFence);
 
   // The leased key moved with its lease, which kept its remaining TTL (under its 60 s).
   const ephemeral = await http(`${cellUrls['cell-2']?.[0]}/v1/kv/mv/ephemeral`);
@@ -305,6 +331,21 @@ test('a namespace moves between cells under write load: nothing lost, one writer
     assert.ok([404, 412].includes(abortAnswer.status), JSON.stringify(abortAnswer.body));
     console.log(`abort by request: the move was past its flip (${abortAnswer.status})`);
   }
+
+  // The control plane's move metrics (summed over its members: the leader drove the moves).
+  const controlUrls = (/control=(\S+)/.exec(line)?.[1] ?? '').split(',');
+  let released = 0;
+  let windowCount = 0;
+  let fenceSteps = 0;
+  for (const url of controlUrls) {
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    released += Number(/^baton_moves_total\{outcome="released"\} (\d+)/m.exec(metrics)?.[1] ?? 0);
+    windowCount += Number(/^baton_move_window_seconds_count (\d+)/m.exec(metrics)?.[1] ?? 0);
+    fenceSteps += Number(/^baton_move_window_step_seconds_count\{step="fence"\} (\d+)/m.exec(metrics)?.[1] ?? 0);
+  }
+  assert.ok(released >= moves.length + 1 && windowCount >= moves.length + 1 && fenceSteps === windowCount, `metrics: released ${released}, windows ${windowCount}, fence steps ${fenceSteps}`);
+  // Each record says where its window went.
+  for (const m of moves) assert.ok(['fence', 'lastChanges', 'flip', 'destinationTable'].every((k) => typeof (m as { windowParts?: Record<string, number> }).windowParts?.[k] === 'number'), JSON.stringify(m));
 
   const windows = moves.map((m) => m.windowMs as number).filter((w) => Number.isFinite(w));
   const seconds = (acks[acks.length - 1]!.atMs - acks[0]!.atMs) / 1000;

@@ -225,6 +225,17 @@ export function serveWatchStream(
       });
       return;
     }
+    if (output.reason === 'wrong_cell') {
+      // Its namespace moved to another cell: this watch is canceled saying where and from which
+      // revision to resume (docs/design/cells.md); the stream and its other watches go on.
+      entries.delete(id);
+      const details = output.error?.details ?? {};
+      send({
+        header: headers.header(hub.revision), watch_id: String(id), canceled: true,
+        cancel_reason: `baton: wrong_cell: namespace ${String(details['namespace'])} moved to cell ${String(details['cell'])}; resume there from revision ${output.lastRevision + 1}`,
+      });
+      return;
+    }
     if (output.reason === 'permission_denied') {
       // As etcd: this watch is canceled with the reason; the stream and its other watches go on.
       entries.delete(id);

@@ -3,25 +3,34 @@
 //   GET /v1/cluster/ownership   the table as applied here (linearizable), or {"table": null}
 //   PUT /v1/cluster/ownership   a table for this cell (its "cell" must be this cell's id); a table
 //                               of an older epoch is 412 precondition_failed (details: current),
-//                               the same table again changes nothing. Administration.
+//                               the same table again changes nothing. Administration. With
+//                               ?requestsOf=P&requestsSinceMs=T (a move's fence) the answer adds
+//                               P's Request-ID records as of the table's apply (or null: too many).
 //   POST /v1/cluster/import      a move's import record (src/mvcc/import-keys.ts): keys of a
 //                               namespace this cell does not own yet, with their revisions, and
 //                               a revision floor. The control plane's mover sends it. Administration.
+//   GET /v1/cluster/namespace-requests?prefix=P&sinceMs=T[&after=CURSOR]
+//                               the dedup records of requests that named a key under P, stamped
+//                               at T or later, a page at a time ({requests: [{id, record}] in
+//                               base64, next: the cursor or null}): moved with the namespace.
 import { InvalidArgumentError } from '../../base/errors.js';
+import { namespaceProblem } from '../../base/namespaces.js';
 import { readBody } from './body.js';
 import type { RouteGroup } from './handler.js';
 import { sendJson } from './respond.js';
 
 export const ownershipPath = '/v1/cluster/ownership';
 export const importPath = '/v1/cluster/import';
+export const namespaceRequestsPath = '/v1/cluster/namespace-requests';
 
 /** What the routes need from the cell (CellService). */
 export interface OwnershipApi {
   readonly cellId: string;
   checkAdmin(principal: string): void;
-  setOwnership(record: Uint8Array, principal: string): Promise<{ epoch: number }>;
+  setOwnership(record: Uint8Array, principal: string, requestsOf?: { prefix: string; sinceMs: number }): Promise<unknown>;
   ownership(principal: string): Promise<unknown>;
   importKeys(record: Uint8Array, principal: string): Promise<{ imported: number; revision: number }>;
+  namespaceRequests(prefix: string, options: { sinceMs: number; after: Uint8Array | null }, principal: string): Promise<unknown>;
 }
 
 export function createOwnershipRoutes(cell: OwnershipApi): RouteGroup {
@@ -33,8 +42,24 @@ export function createOwnershipRoutes(cell: OwnershipApi): RouteGroup {
       sendJson(request.res, request.context, 200, await cell.importKeys(new Uint8Array(record), request.principal));
       return true;
     }
+    if (request.url.pathname === namespaceRequestsPath && request.method === 'GET') {
+      const prefix = request.query.string('prefix') ?? '';
+      const sinceMs = request.query.integer('sinceMs', 0) ?? 0;
+      const after = request.query.string('after') ?? '';
+      request.query.rejectUnknown();
+      const problem = namespaceProblem(prefix);
+      if (problem !== null) throw new InvalidArgumentError(`prefix: ${problem}`);
+      const cursor = after === '' ? null : new Uint8Array(Buffer.from(after, 'base64'));
+      sendJson(request.res, request.context, 200, await cell.namespaceRequests(prefix, { sinceMs, after: cursor }, request.principal));
+      return true;
+    }
     if (request.url.pathname !== ownershipPath) return false;
+    // A move's fence may ask for the namespace's Request-ID records as of its apply (docs/design/cells.md).
+    const requestsPrefix = request.method === 'PUT' ? request.query.string('requestsOf') : undefined;
+    const requestsSinceMs = request.method === 'PUT' ? request.query.integer('requestsSinceMs', 0) ?? 0 : 0;
     request.query.rejectUnknown();
+    const requestsProblem = requestsPrefix === undefined ? null : namespaceProblem(requestsPrefix);
+    if (requestsProblem !== null) throw new InvalidArgumentError(`requestsOf: ${requestsProblem}`);
     if (request.method === 'GET') {
       sendJson(request.res, request.context, 200, { table: await cell.ownership(request.principal) });
       return true;
@@ -50,7 +75,8 @@ export function createOwnershipRoutes(cell: OwnershipApi): RouteGroup {
     }
     // The state machine checks the table's shape; that it is meant for this cell only the edge knows.
     if (named !== cell.cellId) throw new InvalidArgumentError(`the ownership table is for cell ${String(named)}, this is cell ${cell.cellId}`);
-    sendJson(request.res, request.context, 200, await cell.setOwnership(new Uint8Array(record), request.principal));
+    const requestsOf = requestsPrefix === undefined ? undefined : { prefix: requestsPrefix, sinceMs: requestsSinceMs };
+    sendJson(request.res, request.context, 200, await cell.setOwnership(new Uint8Array(record), request.principal, requestsOf));
     return true;
   };
 }

@@ -53,7 +53,7 @@ export function watchRequest(fields: WatchRequestFields, options: WatchServiceOp
 
 /** The JSON error body that ends a watch (SSE `data:` line or a stream error frame). */
 export function watchEndError(
-  reason: 'compacted' | 'slow_consumer' | 'stopped' | 'leaderless' | 'permission_denied',
+  reason: 'compacted' | 'slow_consumer' | 'stopped' | 'leaderless' | 'permission_denied' | 'wrong_cell',
   details: Readonly<Record<string, unknown>>,
   message: string,
   lastRevision: number,
@@ -65,5 +65,7 @@ export function watchEndError(
     const text = 'this node has no leader: its state may be stale; resume on another node';
     return { code: 'unavailable', message: text, lastRevision };
   }
+  // Moved: resume on the cell the details name, from resumeRevision (docs/design/cells.md).
+  if (reason === 'wrong_cell') return { code: reason, message, ...details, lastRevision, resumeRevision: lastRevision + 1 };
   return { code: reason, message, ...details, lastRevision };
 }

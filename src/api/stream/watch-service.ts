@@ -12,6 +12,8 @@ export class WatchService {
   readonly options: WatchServiceOptions;
   private readonly closers = new Set<() => void>();
   private stopping = false;
+  /** The ownership changes already judged for open watches (see `moves`). */
+  private ownershipChanges = 0;
   private leaderless = false;
   private leaderlessTimer: ReturnType<typeof setTimeout> | null = null;
 
@@ -27,6 +29,15 @@ export class WatchService {
     private readonly refuseKeys: ((spec: { key: string; prefix: boolean }) => BatonError | null) | null = null,
     /** Per-tenant watch quotas (#28, src/base/tenant-admission.ts); null: none. */
     tenantWatches: { admitWatch(key: string): () => void } | null = null,
+    /**
+     * Moves: the latest ownership change applied here (a counter and the revision it applied at)
+     * and the judge of writes under the table now applied. A watch whose keys this cell no longer
+     * takes writes for (fenced or moved away) ends with wrong_cell after what it has to deliver.
+     */
+    private readonly moves: {
+      lastChange(): { count: number; revision: number };
+      refuseWrites(spec: { key: string; prefix: boolean }): BatonError | null;
+    } | null = null,
   ) {
     this.options = { ...defaultWatchServiceOptions, limits: defaultWatchLimits, ...options };
     this.hub = new WatchHub<WatchTag>(source, this.options.limits, {}, tenantWatches);
@@ -47,6 +58,13 @@ export class WatchService {
   /** Call after every applied batch (the driver's onApplied). */
   onApplied(): void {
     if (!this.stopping) this.hub.onApplied();
+    if (this.moves !== null && !this.stopping) {
+      const change = this.moves.lastChange();
+      if (change.count !== this.ownershipChanges) {
+        this.ownershipChanges = change.count;
+        this.hub.endMoved((spec) => this.moves?.refuseWrites(spec) ?? null, Math.min(change.revision, this.hub.revision));
+      }
+    }
     this.lag?.applied(this.hub.revision);
   }
 
