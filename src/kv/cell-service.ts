@@ -246,6 +246,7 @@ export class CellService implements api.CellApi, CommandProposer {
       revision: this.store.revision,
       compactRevision: this.store.compactRevision,
       epoch: this.store.epoch,
+      storeFormat: this.store.storeFormat,
       restoredFrom: this.config.restoredFrom ?? null,
       members: (this.membership?.members() ?? this.config.members).map((member) => {
         return {

@@ -42,6 +42,7 @@ import { addNodeGauges } from './node-gauges.js';
 import { PeerInbox } from './peer-inbox.js';
 import { startApis } from './apis.js';
 import { startAutoCompaction } from './compactor-wiring.js';
+import { StoreUpgrader } from './store-upgrade.js';
 import { BackupTask } from './backup-task.js';
 import { checkpointEntriesMax, gracefulStopMs, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
 import { assert } from '../base/assert.js';
@@ -110,6 +111,18 @@ export async function startNode(
   connect(state, peers, services, log, audit);
   const apis = await startApis(config, state, services, log, tls, audit);
   const compactor = startAutoCompaction(config, { ...state, ...services }, realTimers, log);
+  const upgrader = new StoreUpgrader({
+    view: () => {
+      const status = services.driver.status();
+      const peerStats = peers.transport.stats().peers;
+      return {
+        self: config.memberId, role: status.role, storeFormat: state.store.storeFormat, confState: status.confState,
+        acceptedVersion: (id) => peerStats.get(id)?.acceptedVersion ?? null,
+      };
+    },
+    proposer: services.proposer, timers: realTimers, log,
+  });
+  upgrader.start();
   const backups = config.backup === null ? null : new BackupTask(config.backup, {
     store: state.store,
     isLeader: () => services.driver.status().role === 'leader',
@@ -134,6 +147,7 @@ export async function startNode(
       }
       clearInterval(ticker);
       compactor.stop();
+      upgrader.stop();
       await backups?.stop();
       services.leases.stop();
       services.locks.stop();
@@ -317,6 +331,8 @@ export interface NodeServices {
   readonly watches: WatchService;
   /** The member's authorization decisions (src/auth/guard.ts), and the policy the edges read. */
   readonly guard: AccessGuard;
+  /** The member's one write path (the store upgrader proposes through it). */
+  readonly proposer: LogProposer;
 }
 
 /** Step 3: the driver and the services, each built from the ones before it. */
@@ -382,7 +398,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }));
   addNodeGauges(metrics, state, peers.transport, driver, leases);
   addServiceMetrics(metrics.registry, { leases, watches, locks: locks.locks });
-  return { driver, leases, membership, cell, locks, watches, guard };
+  return { driver, leases, membership, cell, locks, watches, guard, proposer };
 }
 
 /** Step 3b: the driver's listeners, the inbox's receivers, then the first dials. */

@@ -1,8 +1,11 @@
-// Mixed protocol versions, one upgrade step: a member speaks versions 2 and 3, a connection speaks
+// Mixed protocol versions, upgrade steps: a member speaks versions 2 to 4 (4's wire is 3's: it
+// says the build applies store format 3), a connection speaks
 // the version its dialer named when the listener speaks it too (min of the two), and anything
 // else is refused with a reason naming both versions and the range. A version 2 heartbeat is
 // byte for byte what version 2 members write (no contact list) and decodes with contact null;
-// a member of version 3 dials a version 2 listener (which refuses 3, naming 2) again in 2.
+// a member of version 4 dials a version 2 listener (which refuses 4, naming 2) again in 2 and a
+// version 3 listener (which refuses 4, naming 2 to 3) again in 3, and says which version each
+// peer accepted (what the leader's store upgrade reads).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, connect, type Socket } from 'node:net';
@@ -37,8 +40,8 @@ function decode(bytes: Buffer, version: number): RaftMessage {
   return message;
 }
 
-test('this build speaks versions 2 and 3', () => {
-  assert.equal(protocolVersion, 3);
+test('this build speaks versions 2 to 4', () => {
+  assert.equal(protocolVersion, 4);
   assert.equal(protocolVersionMin, 2);
 });
 
@@ -91,12 +94,13 @@ test('frames of version 2 messages round-trip through readMessagesBody', () => {
 const local = { memberId: 2, clusterId: 'c1', isMember: (id: number) => id === 1 || id === 3 };
 const good: Handshake = { version: protocolVersion, channel: Channel.raft, clusterId: 'c1', from: 1, to: 2 };
 
-test('the handshake accepts versions 2 and 3 and refuses others naming both versions and the range', () => {
-  assert.equal(checkHandshake({ ...good, version: 3 }, local), null, '3 with 3: speaks 3');
-  assert.equal(checkHandshake({ ...good, version: 2 }, local), null, '2 with 3: speaks 2');
-  for (const version of [0, 1, 4]) {
+test('the handshake accepts versions 2 to 4 and refuses others naming both versions and the range', () => {
+  assert.equal(checkHandshake({ ...good, version: 4 }, local), null, '4 with 4: speaks 4');
+  assert.equal(checkHandshake({ ...good, version: 3 }, local), null, '3 with 4: speaks 3');
+  assert.equal(checkHandshake({ ...good, version: 2 }, local), null, '2 with 4: speaks 2');
+  for (const version of [0, 1, 5]) {
     assert.equal(checkHandshake({ ...good, version }, local),
-      `protocol version ${version}, expected 2 to 3 (this member speaks 3)`);
+      `protocol version ${version}, expected 2 to 4 (this member speaks 4)`);
   }
 });
 
@@ -105,17 +109,20 @@ test('a refused dialer finds the version to try again in', () => {
   assert.equal(fallbackVersion('protocol version 3, expected 2', 3), 2);
   assert.equal(fallbackVersion('protocol version 3, expected 1', 3), null, 'version 1 is not spoken');
   assert.equal(fallbackVersion('protocol version 2, expected 2', 2), null, 'never the same again');
-  // This build's refusal, read by a later build (a version 4 member against this one speaks 3).
-  assert.equal(fallbackVersion(checkHandshake({ ...good, version: 4 }, local) ?? '', 4), 3);
+  // Version 3 builds' refusal of this build (they speak 2 to 3): dial again in 3.
+  assert.equal(fallbackVersion('protocol version 4, expected 2 to 3 (this member speaks 3)', 4), 3);
+  // This build's refusal, read by a later build (a version 5 member against this one speaks 4).
+  assert.equal(fallbackVersion(checkHandshake({ ...good, version: 5 }, local) ?? '', 5), 4);
   assert.equal(fallbackVersion(checkHandshake({ ...good, version: 1 }, local) ?? '', 1), null);
   assert.equal(fallbackVersion('cluster c2, this member belongs to c1', 3), null);
 });
 
 /**
  * A listener that behaves as a version 2 member (f266807): it refuses any other version with
- * its reason and reads messages in the version 2 format.
+ * its reason and reads messages in the version 2 format. `speaks` [2, 3] behaves as a version 3
+ * member (769102f's refusal, messages in version 3).
  */
-async function startV2Listener(memberId: number): Promise<{
+async function startV2Listener(memberId: number, speaks: readonly [number, number] = [2, 2]): Promise<{
   port: number; handshakes: number[]; received: RaftMessage[]; close: () => Promise<void>;
 }> {
   const handshakes: number[] = [];
@@ -133,15 +140,16 @@ async function startV2Listener(memberId: number): Promise<{
         if (!shaken) {
           const hs = decodeHandshake(frame);
           handshakes.push(hs.version);
-          if (hs.version !== 2) {
-            socket.end(encodeReply(FrameKind.handshakeReply, { accepted: false, reason: `protocol version ${hs.version}, expected 2` }));
+          if (hs.version < speaks[0] || hs.version > speaks[1]) {
+            const range = speaks[0] === speaks[1] ? `${speaks[0]}` : `${speaks[0]} to ${speaks[1]} (this member speaks ${speaks[1]})`;
+            socket.end(encodeReply(FrameKind.handshakeReply, { accepted: false, reason: `protocol version ${hs.version}, expected ${range}` }));
             return;
           }
           assert.equal(hs.to, memberId);
           shaken = true;
           socket.write(encodeReply(FrameKind.handshakeReply, { accepted: true, reason: '' }));
         } else {
-          received.push(...readMessagesBody(frame.body, limits, 2));
+          received.push(...readMessagesBody(frame.body, limits, speaks[1]));
         }
       }
     });
@@ -158,7 +166,7 @@ async function startV2Listener(memberId: number): Promise<{
   };
 }
 
-test('a version 3 member dials a version 2 listener again in version 2 and its heartbeats arrive', async () => {
+test('a version 4 member dials a version 2 listener again in version 2 and its heartbeats arrive', async () => {
   const old = await startV2Listener(2);
   const n1 = await startNode(1);
   n1.transport.addPeer(2, { host: '127.0.0.1', port: old.port });
@@ -169,7 +177,8 @@ test('a version 3 member dials a version 2 listener again in version 2 and its h
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     await until(() => old.received.length > 0, 'a heartbeat in version 2');
-    assert.deepEqual(old.handshakes.slice(0, 2), [3, 2], 'tried 3, then 2');
+    assert.deepEqual(old.handshakes.slice(0, 2), [4, 2], 'tried 4, then 2');
+    await until(() => n1.transport.stats().peers.get(2)?.acceptedVersion === 2, 'accepted in 2');
     const got = old.received[0] as RaftMessage;
     assert.equal(got.type, 'heartbeat');
     assert.equal(got.type === 'heartbeat' ? got.contact : undefined, null);
@@ -180,7 +189,37 @@ test('a version 3 member dials a version 2 listener again in version 2 and its h
   }
 });
 
-test('a version 3 member accepts a version 2 dialer, reads its heartbeats, and refuses version 1', async () => {
+test('a version 4 member dials a version 3 listener again in 3 and says so; a version 4 listener accepts 4', async () => {
+  const old = await startV2Listener(2, [2, 3]);
+  const n1 = await startNode(1);
+  const n3 = await startNode(3);
+  n1.transport.addPeer(2, { host: '127.0.0.1', port: old.port });
+  n1.transport.addPeer(3, n3.transport.address());
+  n3.transport.addPeer(1, n1.transport.address());
+  try {
+    assert.equal(n1.transport.stats().peers.get(2)?.acceptedVersion, null, 'nothing accepted before a connection');
+    const hb: RaftMessage = { type: 'heartbeat', from: 1, to: 2, term: 1, commit: 0, readRound: 0, contact: [1, 2] };
+    for (let i = 0; i < 50 && (old.received.length === 0 || n3.received.length === 0); i++) {
+      n1.transport.send([{ ...hb, commit: i }, { ...hb, to: 3, commit: i }]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await until(() => old.received.length > 0 && n3.received.length > 0, 'heartbeats to both');
+    assert.deepEqual(old.handshakes.slice(0, 2), [4, 3], 'tried 4, then 3');
+    const got = old.received[0] as RaftMessage;
+    assert.deepEqual(got.type === 'heartbeat' ? got.contact : undefined, [1, 2], 'version 3 carries the contact list');
+    await until(() => n1.transport.stats().peers.get(2)?.acceptedVersion === 3, 'the old member accepted 3');
+    await until(() => n1.transport.stats().peers.get(3)?.acceptedVersion === 4, 'the new member accepted 4');
+    // The old member goes away: what it accepted is forgotten with the connection.
+    await old.close();
+    await until(() => n1.transport.stats().peers.get(2)?.acceptedVersion === null, 'forgotten once the connection closed');
+  } finally {
+    await n1.transport.close();
+    await n3.transport.close();
+    await old.close();
+  }
+});
+
+test('a version 4 member accepts a version 2 dialer, reads its heartbeats, and refuses version 1', async () => {
   const n2 = await startNode(2);
   n2.transport.addPeer(1, { host: '127.0.0.1', port: 1 });
   const { port } = n2.transport.address();
@@ -210,7 +249,7 @@ test('a version 3 member accepts a version 2 dialer, reads its heartbeats, and r
     assert.deepEqual(n2.received[0], { ...hb, contact: null });
     const before = n2.transport.stats().rejectedConnections;
     const refused = await dial(1, []);
-    assert.deepEqual(refused, { accepted: false, reason: 'protocol version 1, expected 2 to 3 (this member speaks 3)' });
+    assert.deepEqual(refused, { accepted: false, reason: 'protocol version 1, expected 2 to 4 (this member speaks 4)' });
     assert.equal(n2.transport.stats().rejectedConnections, before + 1, 'counted');
     assert.ok(n2.warnings.includes('peer connection refused'), 'logged');
   } finally {
