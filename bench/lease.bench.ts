@@ -2,7 +2,7 @@
 //   1. put p99 alone (the baseline), 8 closed-loop put clients on the leader, in a worker thread
 //      of their own (see PutWorker);
 //   2. grant N leases (TTL 600 s, see ttlSeconds) in batches of --grant-batch (default 1,000,
-//      POST /v1/leases/batch, two batches in flight per member), or with --grant-batch 1 one per
+//      POST /v1/leases/batch, --grant-in-flight batches in flight per member, default 2), or with --grant-batch 1 one per
 //      request, --grant-concurrency requests at once spread over the three members (followers
 //      forward the proposals); memory per lease on the leader = its JS heap after a full GC (taken
 //      through the inspector, see src/bench/inspector.ts) after the grants minus before, / N;
@@ -49,6 +49,7 @@ const { values } = parseArgs({
     'alternate-ms': { type: 'string' },
     'grant-concurrency': { type: 'string' },
     'grant-batch': { type: 'string' },
+    'grant-in-flight': { type: 'string' },
     'max-seconds': { type: 'string' },
     profile: { type: 'boolean' },
     'grants-only': { type: 'boolean' },
@@ -62,6 +63,8 @@ const grantConcurrency = Number(values['grant-concurrency'] ?? 384);
 // Leases per grant request: POST /v1/leases/batch above 1 (issue 31), the single grant at 1.
 const grantBatch = Number(values['grant-batch'] ?? 1000);
 if (!(Number.isInteger(grantBatch) && grantBatch >= 1 && grantBatch <= 1000)) throw new Error('--grant-batch takes 1..1000');
+// Batch requests in flight per member (each one log entry in a format-3 cell).
+const grantInFlight = Number(values['grant-in-flight'] ?? 2);
 const maxSeconds = Number(values['max-seconds'] ?? 10);
 const putClients = Number(values['put-clients'] ?? 8);
 const perStream = 100;
@@ -266,7 +269,7 @@ async function grantAll(bases: readonly string[], count: number): Promise<number
   const ids: number[] = [];
   let next = 0;
   // Batches: a few in flight per member (each is up to 1,000 log entries proposed together).
-  const workers = grantBatch > 1 ? Math.min(grantConcurrency, 2 * bases.length) : grantConcurrency;
+  const workers = grantBatch > 1 ? Math.min(grantConcurrency, grantInFlight * bases.length) : grantConcurrency;
   await Promise.all(Array.from({ length: workers }, async (_, worker) => {
     const member = worker % bases.length;
     while (grantBatch > 1 && next < count) {
@@ -436,10 +439,20 @@ async function main(): Promise<void> {
     const profileGrants = values.profile === true && values['grants-only'] === true;
     if (profileGrants) await inspector.startProfile();
     const grantStarted = performance.now();
+    // CPU of the load client (this process), the leader and the whole cell over the grants: says
+    // whether the client, the leader or the machine caps the rate.
+    const clientCpuAtStart = process.cpuUsage();
+    const leaderCpuAtStart = cpuSeconds([leaderPid]);
+    const cellCpuAtStart = cpuSeconds(cellPids);
     const ids = await grantAll(cell.clientUrls(), leaseCount);
     const grantSeconds = (performance.now() - grantStarted) / 1000;
+    const clientCpu = process.cpuUsage(clientCpuAtStart);
+    const cores = (cpu: number): string => (cpu / grantSeconds).toFixed(2);
     log(`granted ${ids.length} in ${grantSeconds.toFixed(1)} s (${(ids.length / grantSeconds).toFixed(0)}/s, ` +
-      `${grantBatch > 1 ? `batches of ${grantBatch}, 2 in flight per member` : `${grantConcurrency} at once`} over 3 members; load ${load()})`);
+      `${grantBatch > 1 ? `batches of ${grantBatch}, ${grantInFlight} in flight per member` : `${grantConcurrency} at once`} over 3 members; load ${load()})`);
+    log(`  CPU over the grants, cores: client ${cores((clientCpu.user + clientCpu.system) / 1e6)}, leader ` +
+      `${cores(cpuSeconds([leaderPid]) - leaderCpuAtStart)}, cell ${cores(cpuSeconds(cellPids) - cellCpuAtStart)}; ` +
+      `cell CPU-µs per grant ${((1e6 * (cpuSeconds(cellPids) - cellCpuAtStart)) / ids.length).toFixed(1)}`);
     const heapAfterGrants = await inspector.heapUsedAfterGc();
     log(`leader heap after GC: ${((heapAfterGrants - heapBefore) / ids.length).toFixed(0)} bytes per lease after the grants ` +
       `(${(heapBefore / 2 ** 20).toFixed(1)} -> ${(heapAfterGrants / 2 ** 20).toFixed(1)} MiB)`);
