@@ -389,7 +389,7 @@ function logPhase(label: string, target: string, result: PhaseResult): void {
 
 /** Keeps the leader's CPU profile in tmpdir and prints its top rows. */
 function logProfile(profile: unknown, phase: string): void {
-  const kept = join(tmpdir(), `baton-lease-leader-${phase}-${Date.now()}.cpuprofile`);
+  const kept = join(tmpdir(), `baton-lease-${phase.startsWith('grants-follower') ? '' : 'leader-'}${phase}-${Date.now()}.cpuprofile`);
   writeFileSync(kept, JSON.stringify(profile));
   const summary = summarizeCpuProfile(profile as Parameters<typeof summarizeCpuProfile>[0], '', 30);
   log(`leader profile, ${phase} (${(summary.durationMs / 1000).toFixed(1)} s, idle ${summary.idlePercent.toFixed(1)}%), kept at ${kept}:`);
@@ -437,7 +437,12 @@ async function main(): Promise<void> {
     const heapBefore = await inspector.heapUsedAfterGc();
     const rssBefore = rssAnonKiB(leaderPid);
     const profileGrants = values.profile === true && values['grants-only'] === true;
+    // A follower's profile beside the leader's: followers apply every entry too and serve their
+    // share of the requests.
+    const followerName = names.find((name) => name !== leaderName) as string;
+    const followerInspector = profileGrants ? await InspectorSession.connect('127.0.0.1', inspectPort(followerName)) : null;
     if (profileGrants) await inspector.startProfile();
+    await followerInspector?.startProfile();
     const grantStarted = performance.now();
     // CPU of the load client (this process), the leader and the whole cell over the grants: says
     // whether the client, the leader or the machine caps the rate.
@@ -458,6 +463,10 @@ async function main(): Promise<void> {
       `(${(heapBefore / 2 ** 20).toFixed(1)} -> ${(heapAfterGrants / 2 ** 20).toFixed(1)} MiB)`);
     if (values['grants-only'] === true) {
       if (profileGrants) logProfile(await inspector.stopProfile(), 'grants');
+      if (followerInspector !== null) {
+        logProfile(await followerInspector.stopProfile(), `grants-follower-${followerName}`);
+        followerInspector.close();
+      }
       inspector.close();
       agent.destroy();
       return;
