@@ -322,6 +322,9 @@ interface PhaseResult {
   /** CPU cores used by all three members, renewals on / off. */
   cellCpuOn: number;
   cellCpuOff: number;
+  /** This process (the renewal streams and the put worker), cores, renewals on / off. */
+  clientCpuOn: number;
+  clientCpuOff: number;
   windows: number;
 }
 
@@ -340,6 +343,7 @@ async function alternatingPhase(
   const state = { renewing: false, running: true, renewed: 0, frames: new LatencyHistogram() };
   const cpu = { on: 0, off: 0 };
   const cellCpu = { on: 0, off: 0 };
+  const clientCpu = { on: 0, off: 0 };
   const secondsIn = { on: 0, off: 0 };
   const puts = await PutWorker.start(leaderBase, putClients);
   puts.side('off');
@@ -350,11 +354,14 @@ async function alternatingPhase(
     const side = state.renewing ? 'on' : 'off';
     const cpuAtStart = cpuSeconds([leaderPid]);
     const cellCpuAtStart = cpuSeconds(cellPids);
+    const clientCpuAtStart = process.cpuUsage();
     const renewedAtStart = state.renewed;
     const startedMs = performance.now();
     await sleep(alternateMs);
     cpu[side] += cpuSeconds([leaderPid]) - cpuAtStart;
     cellCpu[side] += cpuSeconds(cellPids) - cellCpuAtStart;
+    const clientUsed = process.cpuUsage(clientCpuAtStart);
+    clientCpu[side] += (clientUsed.user + clientUsed.system) / 1e6;
     secondsIn[side] += (performance.now() - startedMs) / 1000;
     if (side === 'on') renewedOn += state.renewed - renewedAtStart;
     state.renewing = !state.renewing;
@@ -372,6 +379,8 @@ async function alternatingPhase(
     cpuOff: cpu.off / secondsIn.off,
     cellCpuOn: cellCpu.on / secondsIn.on,
     cellCpuOff: cellCpu.off / secondsIn.off,
+    clientCpuOn: clientCpu.on / secondsIn.on,
+    clientCpuOff: clientCpu.off / secondsIn.off,
     windows,
   };
 }
@@ -381,7 +390,7 @@ function logPhase(label: string, target: string, result: PhaseResult): void {
   log(`${label} (${result.windows} alternating ${alternateMs / 1000} s windows, load ${load()}): ` +
     `${result.renewalsPerSecond.toFixed(0)} renewals/s while on${target}, frame p50 ${ms(frames.p50Us)} ms ` +
     `p99 ${ms(frames.p99Us)} ms, leader CPU ${result.cpuOn.toFixed(2)} cores on / ${result.cpuOff.toFixed(2)} off, ` +
-    `cell ${result.cellCpuOn.toFixed(2)} / ${result.cellCpuOff.toFixed(2)} (` +
+    `cell ${result.cellCpuOn.toFixed(2)} / ${result.cellCpuOff.toFixed(2)}, client ${result.clientCpuOn.toFixed(2)} / ${result.clientCpuOff.toFixed(2)} (` +
     `${((1e6 * (result.cellCpuOn - result.cellCpuOff)) / result.renewalsPerSecond).toFixed(1)} cell CPU-µs per renewal)`);
   log(`  puts with renewals: ${on.count}, p50 ${ms(on.p50Us)} ms p99 ${ms(on.p99Us)} ms; without (interleaved): ${off.count}, ` +
     `p50 ${ms(off.p50Us)} ms p99 ${ms(off.p99Us)} ms; p99 ratio ${(on.p99Us / off.p99Us).toFixed(2)}x`);
@@ -389,7 +398,7 @@ function logPhase(label: string, target: string, result: PhaseResult): void {
 
 /** Keeps the leader's CPU profile in tmpdir and prints its top rows. */
 function logProfile(profile: unknown, phase: string): void {
-  const kept = join(tmpdir(), `baton-lease-${phase.startsWith('grants-follower') ? '' : 'leader-'}${phase}-${Date.now()}.cpuprofile`);
+  const kept = join(tmpdir(), `baton-lease-${phase.includes('follower') ? '' : 'leader-'}${phase}-${Date.now()}.cpuprofile`);
   writeFileSync(kept, JSON.stringify(profile));
   const summary = summarizeCpuProfile(profile as Parameters<typeof summarizeCpuProfile>[0], '', 30);
   log(`leader profile, ${phase} (${(summary.durationMs / 1000).toFixed(1)} s, idle ${summary.idlePercent.toFixed(1)}%), kept at ${kept}:`);
@@ -475,7 +484,11 @@ async function main(): Promise<void> {
     const streams: KeepaliveStream[] = [];
     for (let s = 0; s < ids.length / perStream; s++) streams.push(await KeepaliveStream.open(cell.clientUrl(names[s % 3] as string)));
     for (const [p, periodMs] of periodsMs.entries()) {
+      const steadyFollower = p === 0 && values.profile === true
+        ? await InspectorSession.connect('127.0.0.1', inspectPort(names.find((name) => name !== leaderName) as string))
+        : null;
       if (p === 0 && values.profile === true) await inspector.startProfile();
+      await steadyFollower?.startProfile();
       const result = await alternatingPhase(leaderBase, leaderPid, cellPids, seconds, (state) => streams.map(async (stream, s) => {
         const mine = ids.slice(s * perStream, (s + 1) * perStream);
         // Staggered slots, as independent clients would be; a slot in an off window is skipped.
@@ -492,6 +505,10 @@ async function main(): Promise<void> {
       }));
       if (p === 0 && values.profile === true) {
         logProfile(await inspector.stopProfile(), 'steady');
+      }
+      if (steadyFollower !== null) {
+        logProfile(await steadyFollower.stopProfile(), 'steady-follower');
+        steadyFollower.close();
       }
       logPhase(`steady, every ${periodMs} ms`, ` (target ${(ids.length * 1000 / periodMs).toFixed(0)}/s)`, result);
     }
