@@ -14,6 +14,7 @@
 //      with/without ratio compares puts seconds apart, not minutes apart: on a shared machine
 //      whose load drifts, that is the only ratio worth quoting (the phase-1 ratio is printed too);
 //   4. maximum renewals/s: closed-loop keepalive frames of 1,000 IDs on 8 streams to the leader.
+// --streams-to leader puts step 3's streams all on the leader (no follower forwards).
 // Plus the expiry tracker's own heap per lease, measured in-process (run with --expose-gc).
 // --profile writes a CPU profile of the leader over the first steady phase (with --grants-only:
 // over the grants) and prints its top rows.
@@ -50,6 +51,7 @@ const { values } = parseArgs({
     'grant-concurrency': { type: 'string' },
     'grant-batch': { type: 'string' },
     'grant-in-flight': { type: 'string' },
+    'streams-to': { type: 'string' },
     'max-seconds': { type: 'string' },
     profile: { type: 'boolean' },
     'grants-only': { type: 'boolean' },
@@ -482,7 +484,12 @@ async function main(): Promise<void> {
     }
 
     const streams: KeepaliveStream[] = [];
-    for (let s = 0; s < ids.length / perStream; s++) streams.push(await KeepaliveStream.open(cell.clientUrl(names[s % 3] as string)));
+    // --streams-to leader: every renewal stream on the leader (no forwarding), to tell the cost
+    // of followers forwarding from the cost of the frames themselves.
+    const streamsToLeader = values['streams-to'] === 'leader';
+    for (let s = 0; s < ids.length / perStream; s++) {
+      streams.push(await KeepaliveStream.open(streamsToLeader ? leaderBase : cell.clientUrl(names[s % 3] as string)));
+    }
     for (const [p, periodMs] of periodsMs.entries()) {
       const steadyFollower = p === 0 && values.profile === true
         ? await InspectorSession.connect('127.0.0.1', inspectPort(names.find((name) => name !== leaderName) as string))
