@@ -122,7 +122,8 @@ export async function startNode(
     },
     proposer: services.proposer, timers: realTimers, log,
   });
-  upgrader.start();
+  if (config.storeUpgrade === 'auto') upgrader.start();
+  else log.info(`store upgrade: off (the store stays at format ${state.store.storeFormat} while this member leads)`);
   const backups = config.backup === null ? null : new BackupTask(config.backup, {
     store: state.store,
     isLeader: () => services.driver.status().role === 'leader',

@@ -152,3 +152,10 @@ test('--backup-dir: off by default; every 1h and keep 24 unless given; bad value
   assert.throws(() => parseNodeConfig([...base, '--backup-dir', '/b', '--backup-every', '10ms'], {}), /at least 1s/);
   assert.throws(() => parseNodeConfig([...base, '--backup-dir', '/b', '--backup-keep', '0'], {}), /--backup-keep/);
 });
+
+test('--store-upgrade: auto unless off is given (flag or BATON_STORE_UPGRADE); anything else stops the node', () => {
+  assert.equal(parseNodeConfig(base, {}).storeUpgrade, 'auto');
+  assert.equal(parseNodeConfig([...base, '--store-upgrade', 'off'], {}).storeUpgrade, 'off');
+  assert.equal(parseNodeConfig(base, { BATON_STORE_UPGRADE: 'off' }).storeUpgrade, 'off');
+  assert.throws(() => parseNodeConfig([...base, '--store-upgrade', 'later'], {}), (e: Error) => e instanceof ConfigError && /--store-upgrade/.test(e.message));
+});
