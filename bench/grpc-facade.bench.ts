@@ -57,6 +57,7 @@ function stubCell(): CellApi {
     revision: 42,
     compactRevision: 0,
     epoch: 0,
+    storeFormat: 3,
     restoredFrom: null,
     data: 'ok',
     members: [],

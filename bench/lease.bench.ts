@@ -2,7 +2,7 @@
 //   1. put p99 alone (the baseline), 8 closed-loop put clients on the leader, in a worker thread
 //      of their own (see PutWorker);
 //   2. grant N leases (TTL 600 s, see ttlSeconds) in batches of --grant-batch (default 1,000,
-//      POST /v1/leases/batch, two batches in flight per member), or with --grant-batch 1 one per
+//      POST /v1/leases/batch, --grant-in-flight batches in flight per member, default 2), or with --grant-batch 1 one per
 //      request, --grant-concurrency requests at once spread over the three members (followers
 //      forward the proposals); memory per lease on the leader = its JS heap after a full GC (taken
 //      through the inspector, see src/bench/inspector.ts) after the grants minus before, / N;
@@ -14,6 +14,7 @@
 //      with/without ratio compares puts seconds apart, not minutes apart: on a shared machine
 //      whose load drifts, that is the only ratio worth quoting (the phase-1 ratio is printed too);
 //   4. maximum renewals/s: closed-loop keepalive frames of 1,000 IDs on 8 streams to the leader.
+// --streams-to leader puts step 3's streams all on the leader (no follower forwards).
 // Plus the expiry tracker's own heap per lease, measured in-process (run with --expose-gc).
 // --profile writes a CPU profile of the leader over the first steady phase (with --grants-only:
 // over the grants) and prints its top rows.
@@ -49,6 +50,8 @@ const { values } = parseArgs({
     'alternate-ms': { type: 'string' },
     'grant-concurrency': { type: 'string' },
     'grant-batch': { type: 'string' },
+    'grant-in-flight': { type: 'string' },
+    'streams-to': { type: 'string' },
     'max-seconds': { type: 'string' },
     profile: { type: 'boolean' },
     'grants-only': { type: 'boolean' },
@@ -62,6 +65,8 @@ const grantConcurrency = Number(values['grant-concurrency'] ?? 384);
 // Leases per grant request: POST /v1/leases/batch above 1 (issue 31), the single grant at 1.
 const grantBatch = Number(values['grant-batch'] ?? 1000);
 if (!(Number.isInteger(grantBatch) && grantBatch >= 1 && grantBatch <= 1000)) throw new Error('--grant-batch takes 1..1000');
+// Batch requests in flight per member (each one log entry in a format-3 cell).
+const grantInFlight = Number(values['grant-in-flight'] ?? 2);
 const maxSeconds = Number(values['max-seconds'] ?? 10);
 const putClients = Number(values['put-clients'] ?? 8);
 const perStream = 100;
@@ -266,7 +271,7 @@ async function grantAll(bases: readonly string[], count: number): Promise<number
   const ids: number[] = [];
   let next = 0;
   // Batches: a few in flight per member (each is up to 1,000 log entries proposed together).
-  const workers = grantBatch > 1 ? Math.min(grantConcurrency, 2 * bases.length) : grantConcurrency;
+  const workers = grantBatch > 1 ? Math.min(grantConcurrency, grantInFlight * bases.length) : grantConcurrency;
   await Promise.all(Array.from({ length: workers }, async (_, worker) => {
     const member = worker % bases.length;
     while (grantBatch > 1 && next < count) {
@@ -319,6 +324,9 @@ interface PhaseResult {
   /** CPU cores used by all three members, renewals on / off. */
   cellCpuOn: number;
   cellCpuOff: number;
+  /** This process (the renewal streams and the put worker), cores, renewals on / off. */
+  clientCpuOn: number;
+  clientCpuOff: number;
   windows: number;
 }
 
@@ -337,6 +345,7 @@ async function alternatingPhase(
   const state = { renewing: false, running: true, renewed: 0, frames: new LatencyHistogram() };
   const cpu = { on: 0, off: 0 };
   const cellCpu = { on: 0, off: 0 };
+  const clientCpu = { on: 0, off: 0 };
   const secondsIn = { on: 0, off: 0 };
   const puts = await PutWorker.start(leaderBase, putClients);
   puts.side('off');
@@ -347,11 +356,14 @@ async function alternatingPhase(
     const side = state.renewing ? 'on' : 'off';
     const cpuAtStart = cpuSeconds([leaderPid]);
     const cellCpuAtStart = cpuSeconds(cellPids);
+    const clientCpuAtStart = process.cpuUsage();
     const renewedAtStart = state.renewed;
     const startedMs = performance.now();
     await sleep(alternateMs);
     cpu[side] += cpuSeconds([leaderPid]) - cpuAtStart;
     cellCpu[side] += cpuSeconds(cellPids) - cellCpuAtStart;
+    const clientUsed = process.cpuUsage(clientCpuAtStart);
+    clientCpu[side] += (clientUsed.user + clientUsed.system) / 1e6;
     secondsIn[side] += (performance.now() - startedMs) / 1000;
     if (side === 'on') renewedOn += state.renewed - renewedAtStart;
     state.renewing = !state.renewing;
@@ -369,6 +381,8 @@ async function alternatingPhase(
     cpuOff: cpu.off / secondsIn.off,
     cellCpuOn: cellCpu.on / secondsIn.on,
     cellCpuOff: cellCpu.off / secondsIn.off,
+    clientCpuOn: clientCpu.on / secondsIn.on,
+    clientCpuOff: clientCpu.off / secondsIn.off,
     windows,
   };
 }
@@ -378,7 +392,7 @@ function logPhase(label: string, target: string, result: PhaseResult): void {
   log(`${label} (${result.windows} alternating ${alternateMs / 1000} s windows, load ${load()}): ` +
     `${result.renewalsPerSecond.toFixed(0)} renewals/s while on${target}, frame p50 ${ms(frames.p50Us)} ms ` +
     `p99 ${ms(frames.p99Us)} ms, leader CPU ${result.cpuOn.toFixed(2)} cores on / ${result.cpuOff.toFixed(2)} off, ` +
-    `cell ${result.cellCpuOn.toFixed(2)} / ${result.cellCpuOff.toFixed(2)} (` +
+    `cell ${result.cellCpuOn.toFixed(2)} / ${result.cellCpuOff.toFixed(2)}, client ${result.clientCpuOn.toFixed(2)} / ${result.clientCpuOff.toFixed(2)} (` +
     `${((1e6 * (result.cellCpuOn - result.cellCpuOff)) / result.renewalsPerSecond).toFixed(1)} cell CPU-µs per renewal)`);
   log(`  puts with renewals: ${on.count}, p50 ${ms(on.p50Us)} ms p99 ${ms(on.p99Us)} ms; without (interleaved): ${off.count}, ` +
     `p50 ${ms(off.p50Us)} ms p99 ${ms(off.p99Us)} ms; p99 ratio ${(on.p99Us / off.p99Us).toFixed(2)}x`);
@@ -386,7 +400,7 @@ function logPhase(label: string, target: string, result: PhaseResult): void {
 
 /** Keeps the leader's CPU profile in tmpdir and prints its top rows. */
 function logProfile(profile: unknown, phase: string): void {
-  const kept = join(tmpdir(), `baton-lease-leader-${phase}-${Date.now()}.cpuprofile`);
+  const kept = join(tmpdir(), `baton-lease-${phase.includes('follower') ? '' : 'leader-'}${phase}-${Date.now()}.cpuprofile`);
   writeFileSync(kept, JSON.stringify(profile));
   const summary = summarizeCpuProfile(profile as Parameters<typeof summarizeCpuProfile>[0], '', 30);
   log(`leader profile, ${phase} (${(summary.durationMs / 1000).toFixed(1)} s, idle ${summary.idlePercent.toFixed(1)}%), kept at ${kept}:`);
@@ -434,26 +448,54 @@ async function main(): Promise<void> {
     const heapBefore = await inspector.heapUsedAfterGc();
     const rssBefore = rssAnonKiB(leaderPid);
     const profileGrants = values.profile === true && values['grants-only'] === true;
+    // A follower's profile beside the leader's: followers apply every entry too and serve their
+    // share of the requests.
+    const followerName = names.find((name) => name !== leaderName) as string;
+    const followerInspector = profileGrants ? await InspectorSession.connect('127.0.0.1', inspectPort(followerName)) : null;
     if (profileGrants) await inspector.startProfile();
+    await followerInspector?.startProfile();
     const grantStarted = performance.now();
+    // CPU of the load client (this process), the leader and the whole cell over the grants: says
+    // whether the client, the leader or the machine caps the rate.
+    const clientCpuAtStart = process.cpuUsage();
+    const leaderCpuAtStart = cpuSeconds([leaderPid]);
+    const cellCpuAtStart = cpuSeconds(cellPids);
     const ids = await grantAll(cell.clientUrls(), leaseCount);
     const grantSeconds = (performance.now() - grantStarted) / 1000;
+    const clientCpu = process.cpuUsage(clientCpuAtStart);
+    const cores = (cpu: number): string => (cpu / grantSeconds).toFixed(2);
     log(`granted ${ids.length} in ${grantSeconds.toFixed(1)} s (${(ids.length / grantSeconds).toFixed(0)}/s, ` +
-      `${grantBatch > 1 ? `batches of ${grantBatch}, 2 in flight per member` : `${grantConcurrency} at once`} over 3 members; load ${load()})`);
+      `${grantBatch > 1 ? `batches of ${grantBatch}, ${grantInFlight} in flight per member` : `${grantConcurrency} at once`} over 3 members; load ${load()})`);
+    log(`  CPU over the grants, cores: client ${cores((clientCpu.user + clientCpu.system) / 1e6)}, leader ` +
+      `${cores(cpuSeconds([leaderPid]) - leaderCpuAtStart)}, cell ${cores(cpuSeconds(cellPids) - cellCpuAtStart)}; ` +
+      `cell CPU-µs per grant ${((1e6 * (cpuSeconds(cellPids) - cellCpuAtStart)) / ids.length).toFixed(1)}`);
     const heapAfterGrants = await inspector.heapUsedAfterGc();
     log(`leader heap after GC: ${((heapAfterGrants - heapBefore) / ids.length).toFixed(0)} bytes per lease after the grants ` +
       `(${(heapBefore / 2 ** 20).toFixed(1)} -> ${(heapAfterGrants / 2 ** 20).toFixed(1)} MiB)`);
     if (values['grants-only'] === true) {
       if (profileGrants) logProfile(await inspector.stopProfile(), 'grants');
+      if (followerInspector !== null) {
+        logProfile(await followerInspector.stopProfile(), `grants-follower-${followerName}`);
+        followerInspector.close();
+      }
       inspector.close();
       agent.destroy();
       return;
     }
 
     const streams: KeepaliveStream[] = [];
-    for (let s = 0; s < ids.length / perStream; s++) streams.push(await KeepaliveStream.open(cell.clientUrl(names[s % 3] as string)));
+    // --streams-to leader: every renewal stream on the leader (no forwarding), to tell the cost
+    // of followers forwarding from the cost of the frames themselves.
+    const streamsToLeader = values['streams-to'] === 'leader';
+    for (let s = 0; s < ids.length / perStream; s++) {
+      streams.push(await KeepaliveStream.open(streamsToLeader ? leaderBase : cell.clientUrl(names[s % 3] as string)));
+    }
     for (const [p, periodMs] of periodsMs.entries()) {
+      const steadyFollower = p === 0 && values.profile === true
+        ? await InspectorSession.connect('127.0.0.1', inspectPort(names.find((name) => name !== leaderName) as string))
+        : null;
       if (p === 0 && values.profile === true) await inspector.startProfile();
+      await steadyFollower?.startProfile();
       const result = await alternatingPhase(leaderBase, leaderPid, cellPids, seconds, (state) => streams.map(async (stream, s) => {
         const mine = ids.slice(s * perStream, (s + 1) * perStream);
         // Staggered slots, as independent clients would be; a slot in an off window is skipped.
@@ -470,6 +512,10 @@ async function main(): Promise<void> {
       }));
       if (p === 0 && values.profile === true) {
         logProfile(await inspector.stopProfile(), 'steady');
+      }
+      if (steadyFollower !== null) {
+        logProfile(await steadyFollower.stopProfile(), 'steady-follower');
+        steadyFollower.close();
       }
       logPhase(`steady, every ${periodMs} ms`, ` (target ${(ids.length * 1000 / periodMs).toFixed(0)}/s)`, result);
     }

@@ -77,6 +77,12 @@ export interface ClusterStatus {
   readonly compactRevision: number;
   /** The fencing epoch (docs/design/restore.md): 0 unless the cell came from a restore. */
   readonly epoch: number;
+  /**
+   * The store format this member's state is in (replicated: the same on every member once it has
+   * applied the same entries); a leader moves an older one forward once every member's build
+   * applies the newest (docs/design/storage.md).
+   */
+  readonly storeFormat: number;
   /** The backup this cell was restored from, or null. */
   readonly restoredFrom: RestoreRecord | null;
   /**

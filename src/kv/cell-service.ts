@@ -342,6 +342,7 @@ export class CellService implements api.CellApi, CommandProposer {
       revision: this.store.revision,
       compactRevision: this.store.compactRevision,
       epoch: this.store.epoch,
+      storeFormat: this.store.storeFormat,
       restoredFrom: this.config.restoredFrom ?? null,
       data: status.regressed !== null ? 'regressed' : status.recovering ? 'recovering' : 'ok',
       ...(status.regressed !== null ? { regressedBecause: status.regressed } : {}),

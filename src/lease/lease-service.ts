@@ -120,7 +120,7 @@ export class LeaseService implements LeaseApi {
       if (outcome.type !== 'applied' || outcome.duplicate) continue;
       const result = outcome.result;
       if (result.type === 'leaseGrant') this.leaseGranted(result.id, result.ttlMs);
-      else if (result.type === 'leaseGrantBatch') for (const lease of result.leases) this.leaseGranted(lease.id, lease.ttlMs);
+      else if (result.type === 'leaseGrantBatch') this.batchGranted(result.leases);
       else if (result.type === 'leaseRevoke') this.leaseRevoked(result.id);
       // A move recreated these leases here: they expire after their remaining TTL.
       else if (result.type === 'importKeys') for (const lease of result.leases) this.leaseGranted(lease.id, lease.remainingMs);
@@ -233,6 +233,18 @@ export class LeaseService implements LeaseApi {
     if (this.promotedTerm !== 0) this.tracker.granted(id, ttlMs, this.monotonicMs());
   }
 
+  /** A batch's leases, all granted at one moment (one clock read for the batch). */
+  private batchGranted(leases: readonly { readonly id: number; readonly ttlMs: number }[]): void {
+    const local = this.localTracker;
+    const tracking = this.promotedTerm !== 0;
+    if (local === null && !tracking) return;
+    const now = this.monotonicMs();
+    for (const lease of leases) {
+      local?.granted(lease.id, lease.ttlMs, now);
+      if (tracking) this.tracker.granted(lease.id, lease.ttlMs, now);
+    }
+  }
+
   private leaseRevoked(id: number): void {
     this.localTracker?.removed(id);
     this.tracker.removed(id);
@@ -318,7 +330,8 @@ export class LeaseService implements LeaseApi {
    * batch's own, so a retried batch gets the first answer and grants nothing twice.
    */
   private async grantBatch(request: { ttlMs: number; count: number }, requestId: string | undefined, principal: string): Promise<BatchGrantAnswer> {
-    const grants = Array.from({ length: request.count }, () => ({ ttlMs: request.ttlMs }));
+    // One immutable grant object, named count times (the encoder only reads it).
+    const grants = new Array<{ readonly ttlMs: number }>(request.count).fill({ ttlMs: request.ttlMs });
     try {
       const { result } = await this.deps.proposer.propose({ type: 'leaseGrantBatch', grants }, requestId, principal);
       return { revision: result.revision, leases: result.leases.map((lease) => ({ id: lease.id, ttl: lease.ttlMs / 1000 })) };

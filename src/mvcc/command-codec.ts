@@ -357,11 +357,16 @@ function readLeaseOp(reader: ByteReader, code: number): Command {
   }
   if (code === opCode.leaseRevoke) return { type: 'leaseRevoke', id: reader.u64() };
   if (code === opCode.leaseGrantBatch) {
-    const grants: { ttlMs: number; id?: number }[] = [];
-    for (let i = reader.u16(); i > 0; i--) {
+    const count = reader.u16();
+    const grants = new Array<{ readonly ttlMs: number; readonly id?: number }>(count);
+    // Grants without an id and with the TTL of the one before share its (immutable) object: a
+    // session batch is one TTL a thousand times, decoded on every member.
+    let plain: { readonly ttlMs: number } | null = null;
+    for (let i = 0; i < count; i++) {
       const ttlMs = reader.u64();
       const id = readOptional(reader);
-      grants.push(id === undefined ? { ttlMs } : { ttlMs, id });
+      if (id !== undefined) grants[i] = { ttlMs, id };
+      else grants[i] = plain = plain !== null && plain.ttlMs === ttlMs ? plain : { ttlMs };
     }
     return { type: 'leaseGrantBatch', grants };
   }

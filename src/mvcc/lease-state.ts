@@ -155,28 +155,82 @@ export function grantLeases(
     }
   }
   // Ids are settled before any write: an assigned id skips existing leases (as grantLease does)
-  // and every id the batch names, so no grant of the batch can collide with another.
-  const named = new Set(grants.flatMap((grant) => (grant.id === undefined ? [] : [grant.id])));
+  // and every id the batch names, so no grant of the batch can collide with another. Existing
+  // leases at or above the counter come from one ascending range read merged with the ids as
+  // they are assigned (usually none: the counter passes every granted id), not one read per id.
+  const named = grants.some((grant) => grant.id !== undefined)
+    ? new Set(grants.flatMap((grant) => (grant.id === undefined ? [] : [grant.id])))
+    : null;
+  const existing = leaseIdsFrom(writer, counter.nextId);
   let next = counter.nextId;
-  const ids = grants.map((grant) => {
-    if (grant.id !== undefined) return grant.id;
-    while (named.has(next) || readLease(writer, next) !== null) next++;
-    return next++;
-  });
+  const ids = new Array<number>(grants.length);
+  try {
+    for (let i = 0; i < grants.length; i++) {
+      const given = (grants[i] as { id?: number | undefined }).id;
+      if (given !== undefined) {
+        ids[i] = given;
+        continue;
+      }
+      while (named?.has(next) === true || existing.has(next)) next++;
+      ids[i] = next++;
+    }
+  } finally {
+    existing.close();
+  }
   assert(new Set(ids).size === ids.length, 'a batch never assigns one id twice');
   // One record per lease and the counter once (not once per grant: half the batch's writes),
-  // ending where grant after grant would: past the highest id, counting every lease.
+  // ending where grant after grant would: past the highest id, counting every lease. Keys and
+  // records are written from one scratch each (the engine copies them: KvWriter.put).
   let nextId = counter.nextId;
-  const leases = grants.map((grant, i): LeaseRecord => {
+  const key = new Uint8Array(9);
+  key[0] = grantPrefix[0] as number;
+  const record = new Uint8Array(recordBytes);
+  const leases = new Array<LeaseRecord>(grants.length);
+  for (let i = 0; i < grants.length; i++) {
     const id = ids[i] as number;
+    const ttlMs = (grants[i] as { ttlMs: number }).ttlMs;
     assert(id >= 1 && Number.isSafeInteger(id), 'lease ids are positive safe integers');
-    const lease: LeaseRecord = { id, ttlMs: grant.ttlMs, remainingMs: grant.ttlMs, keyCount: 0 };
-    writer.put(grantKey(id), encodeLease(lease));
+    writeU64(key, 1, id);
+    writeU64(record, 0, ttlMs);
+    writeU64(record, 8, ttlMs);
+    writeU32(record, 16, 0);
+    writer.put(key, record);
     nextId = Math.max(nextId, id + 1);
-    return lease;
-  });
+    leases[i] = { id, ttlMs, remainingMs: ttlMs, keyCount: 0 };
+  }
   writeCounter(writer, { nextId, leaseCount: counter.leaseCount + grants.length });
   return leases;
+}
+
+/**
+ * The lease ids at or above `from`, asked in ascending order (has(id) with id never smaller than
+ * the last one asked): one range read, advanced only as far as the ids asked.
+ */
+function leaseIdsFrom(source: KvReader, from: number): { has(id: number): boolean; close(): void } {
+  const entries = source.range({ start: grantKey(from), end: prefixEnd(grantPrefix) })[Symbol.iterator]();
+  let current = -1; // the smallest id read and not yet passed; Infinity past the last
+  let last = from - 1;
+  const advance = (): void => {
+    const entry = entries.next();
+    if (entry.done === true) {
+      current = Number.POSITIVE_INFINITY;
+      return;
+    }
+    assert(entry.value.key.length === 9, 'lease key size');
+    current = readU64(entry.value.key, 1);
+  };
+  return {
+    has(id) {
+      assert(id >= last, 'ids are asked in ascending order');
+      last = id;
+      if (current === -1) advance();
+      while (current < id) advance();
+      return current === id;
+    },
+    close() {
+      entries.return?.();
+    },
+  };
 }
 
 /** Removes the lease record (its keys must already be deleted). */

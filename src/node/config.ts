@@ -79,6 +79,12 @@ export interface NodeConfig {
   readonly logSlowRequestMs: number;
   /** --auto-compaction-mode and --auto-compaction-retention (etcd's flags; README "Flags"). */
   readonly autoCompaction: AutoCompactionPolicy;
+  /**
+   * --store-upgrade: 'auto' (default): while leading, move the store to the newest format once
+   * every member's build applies it (store-upgrade.ts); 'off': never propose it (a roll that may
+   * be undone keeps the format the previous build reads).
+   */
+  readonly storeUpgrade: 'auto' | 'off';
   /** TLS on the client listeners (tls-config.ts); null: plain HTTP. */
   readonly clientTls: ClientTlsConfig | null;
   /** Mutual TLS with node identity between members; null: plain TCP. */
@@ -132,6 +138,7 @@ const options = {
   'log-slow-request-ms': { type: 'string' },
   'auto-compaction-mode': { type: 'string' },
   'auto-compaction-retention': { type: 'string' },
+  'store-upgrade': { type: 'string' },
   config: { type: 'string' },
   'cert-file': { type: 'string' },
   'key-file': { type: 'string' },
@@ -314,7 +321,13 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     clientTls: clientTlsConfig(raw, { listenClient, listenGrpc, listenPeer, peerUrls: members.map((m) => m.peerUrl) }),
     peerTls: peerTlsConfig(raw, { listenClient, listenGrpc, listenPeer, peerUrls: members.map((m) => m.peerUrl) }),
     autoCompaction: autoCompaction(raw['auto-compaction-mode'], raw['auto-compaction-retention']),
+    storeUpgrade: storeUpgrade(raw['store-upgrade'] ?? 'auto'),
   };
+}
+
+function storeUpgrade(value: string): 'auto' | 'off' {
+  if (value !== 'auto' && value !== 'off') throw new ConfigError(`--store-upgrade must be auto or off, got ${JSON.stringify(value)}`);
+  return value;
 }
 
 /** Neither flag given: history is bounded by a count of revisions, so the store tracks live data. */

@@ -43,6 +43,7 @@ import { addNodeGauges } from './node-gauges.js';
 import { PeerInbox } from './peer-inbox.js';
 import { startApis } from './apis.js';
 import { startAutoCompaction } from './compactor-wiring.js';
+import { StoreUpgrader } from './store-upgrade.js';
 import { BackupTask } from './backup-task.js';
 import { CellCanary } from './cell-canary.js';
 import { checkpointEntriesMax, gracefulStopMs, readysInFlightMax, snapshotLogBytes } from '../base/limits.js';
@@ -114,6 +115,19 @@ export async function startNode(
   connect(state, peers, services, log, audit);
   const apis = await startApis(config, state, services, log, tls, audit);
   const compactor = startAutoCompaction(config, { ...state, ...services }, realTimers, log);
+  const upgrader = new StoreUpgrader({
+    view: () => {
+      const status = services.driver.status();
+      const peerStats = peers.transport.stats().peers;
+      return {
+        self: config.memberId, role: status.role, storeFormat: state.store.storeFormat, confState: status.confState,
+        acceptedVersion: (id) => peerStats.get(id)?.acceptedVersion ?? null,
+      };
+    },
+    proposer: services.proposer, timers: realTimers, log,
+  });
+  if (config.storeUpgrade === 'auto') upgrader.start();
+  else log.info(`store upgrade: off (the store stays at format ${state.store.storeFormat} while this member leads)`);
   const backups = config.backup === null ? null : new BackupTask(config.backup, {
     store: state.store,
     isLeader: () => services.driver.status().role === 'leader',
@@ -152,6 +166,7 @@ export async function startNode(
       }
       clearInterval(ticker);
       compactor.stop();
+      upgrader.stop();
       await backups?.stop();
       services.leases.stop();
       services.locks.stop();
@@ -340,6 +355,8 @@ export interface NodeServices {
   readonly watches: WatchService;
   /** The member's authorization decisions (src/auth/guard.ts), and the policy the edges read. */
   readonly guard: AccessGuard;
+  /** The member's one write path (the store upgrader proposes through it). */
+  readonly proposer: LogProposer;
 }
 
 /** Step 3: the driver and the services, each built from the ones before it. */
@@ -413,7 +430,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   addNodeGauges(metrics, state, peers.transport, driver, leases);
   addTenantMetrics(metrics.registry, { tenants: () => store.tenantTable(), usage: (name) => store.tenantUsage(name), admission });
   addServiceMetrics(metrics.registry, { leases, watches, locks: locks.locks });
-  return { driver, leases, membership, cell, locks, watches, guard };
+  return { driver, leases, membership, cell, locks, watches, guard, proposer };
 }
 
 /** Step 3b: the driver's listeners, the inbox's receivers, then the first dials. */

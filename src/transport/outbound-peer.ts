@@ -45,6 +45,9 @@ export class OutboundPeer {
   // upgraded). Every connection after that one tries the own version again (the peer may have
   // been upgraded meanwhile). Queued messages are sized and encoded in it.
   private speaks: number = protocolVersion;
+  // The version the listener accepted on the current connection (null until its reply, and
+  // whenever not connected): what a leader reads to know which build a peer runs.
+  private accepted: number | null = null;
   // Set when the listener refused our version but speaks `fallback`: redial at once with it.
   private fallback: number | null = null;
   private waitingForDrain = false;
@@ -180,6 +183,7 @@ export class OutboundPeer {
   stats(): PeerStats {
     return {
       connected: this.state === 'connected',
+      acceptedVersion: this.accepted,
       queuedMessages: this.queue.length,
       queuedBytes: this.queuedBytes,
       ...this.counters,
@@ -188,6 +192,7 @@ export class OutboundPeer {
 
   close(): void {
     this.state = 'closed';
+    this.accepted = null;
     this.clearStall();
     if (this.backoffTimer !== null) clearTimeout(this.backoffTimer);
     this.backoffTimer = null;
@@ -254,6 +259,7 @@ export class OutboundPeer {
             throw new TransportError('rejected', reply.reason);
           }
           accepted = true;
+          this.accepted = this.speaks;
           this.failures = 0;
           socket.setTimeout(0); // from here on, stalled writes are watched by flush()
         }
@@ -273,6 +279,7 @@ export class OutboundPeer {
   private onClose(socket: Socket, accepted: boolean): void {
     if (this.socket !== socket) return;
     this.socket = null;
+    this.accepted = null;
     this.clearStall();
     if (this.state === 'closed') return;
     // Whatever was queued or in the socket's buffer is lost; tell Raft so it probes again.

@@ -2,7 +2,9 @@
 // protocolVersionMin to protocolVersion; a connection speaks the version its dialer's handshake
 // named, which the listener accepts only within its own range (so it is min(dialer, listener)).
 // Version 4: ledgerQuery and ledgerReport (src/raft/peer-ledger.ts: a restarted member asks its
-// peers what it promised them); a member never sends them on a connection of an older version.
+// peers what it promised them; never sent on a connection of an older version), and a member
+// speaking it applies store format 3 (leaseGrantBatch, op 19), so a leader whose every peer
+// accepted version 4 may move the store there (upgradeStore, src/node/store-upgrade.ts).
 // Version 3: heartbeats carry the leader's contact list (member health, src/raft/contact.ts).
 // Version 2: the snapshot header carries the data's checksum and the receiver answers it with a
 // snapshotResume frame (the offset it already holds), so a dropped transfer resumes.
@@ -18,6 +20,8 @@ export const ledgerVersion = 4;
 export function carriesMessage(type: string, version: number): boolean {
   return version >= ledgerVersion || (type !== 'ledgerQuery' && type !== 'ledgerReport');
 }
+/** The first version whose members apply store format 3 (leaseGrantBatch): see store-upgrade.ts. */
+export const storeFormat3Version = 4;
 
 export function speaksVersion(version: number): boolean {
   return version >= protocolVersionMin && version <= protocolVersion;

@@ -123,6 +123,11 @@ export interface PeerTransportOptions {
 /** Counters for /metrics and tests; monotonic except `queued*` and `connected`. */
 export interface PeerStats {
   readonly connected: boolean;
+  /**
+   * The protocol version the peer's listener accepted on the current connection, or null (not
+   * connected, or no answer yet): the newest version both builds speak (protocol.ts).
+   */
+  readonly acceptedVersion: number | null;
   readonly queuedMessages: number;
   readonly queuedBytes: number;
   readonly sentMessages: number;

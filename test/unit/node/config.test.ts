@@ -168,3 +168,10 @@ test('--canary: off by default; on from the flag, BATON_CANARY or the config fil
   }
   assert.throws(() => parseNodeConfig(base, { BATON_CANARY: 'maybe' }), (e: Error) => e instanceof ConfigError && /--canary/.test(e.message));
 });
+
+test('--store-upgrade: auto unless off is given (flag or BATON_STORE_UPGRADE); anything else stops the node', () => {
+  assert.equal(parseNodeConfig(base, {}).storeUpgrade, 'auto');
+  assert.equal(parseNodeConfig([...base, '--store-upgrade', 'off'], {}).storeUpgrade, 'off');
+  assert.equal(parseNodeConfig(base, { BATON_STORE_UPGRADE: 'off' }).storeUpgrade, 'off');
+  assert.throws(() => parseNodeConfig([...base, '--store-upgrade', 'later'], {}), (e: Error) => e instanceof ConfigError && /--store-upgrade/.test(e.message));
+});

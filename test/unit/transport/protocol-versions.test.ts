@@ -1,9 +1,12 @@
-// Mixed protocol versions: a member speaks versions 2 to 4, a connection speaks
+// Mixed protocol versions, upgrade steps: a member speaks versions 2 to 4 (4's wire is 3's: it
+// says the build applies store format 3), a connection speaks
 // the version its dialer named when the listener speaks it too (min of the two), and anything
 // else is refused with a reason naming both versions and the range. A version 2 heartbeat is
 // byte for byte what version 2 members write (no contact list) and decodes with contact null;
-// a member of version 4 dials a version 2 listener (which refuses 4, naming 2) again in 2.
-// Version 4 adds the peer ledger's two messages, which never travel on an older connection.
+// a member of version 4 dials a version 2 listener (which refuses 4, naming 2) again in 2 and a
+// version 3 listener (which refuses 4, naming 2 to 3) again in 3, and says which version each
+// peer accepted (what the leader's store upgrade reads).
+// Version 4 also adds the peer ledger's two messages, which never travel on an older connection.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, connect, type Socket } from 'node:net';
@@ -130,19 +133,20 @@ test('a refused dialer finds the version to try again in', () => {
   assert.equal(fallbackVersion('protocol version 3, expected 2', 3), 2);
   assert.equal(fallbackVersion('protocol version 3, expected 1', 3), null, 'version 1 is not spoken');
   assert.equal(fallbackVersion('protocol version 2, expected 2', 2), null, 'never the same again');
+  // Version 3 builds' refusal of this build (they speak 2 to 3): dial again in 3.
+  assert.equal(fallbackVersion('protocol version 4, expected 2 to 3 (this member speaks 3)', 4), 3);
   // This build's refusal, read by a later build (a version 5 member against this one speaks 4).
   assert.equal(fallbackVersion(checkHandshake({ ...good, version: 5 }, local) ?? '', 5), 4);
-  // Version 3 members' refusal of this build (`expected 2 to 3`): dial again in 3.
-  assert.equal(fallbackVersion('protocol version 4, expected 2 to 3 (this member speaks 3)', 4), 3);
   assert.equal(fallbackVersion(checkHandshake({ ...good, version: 1 }, local) ?? '', 1), null);
   assert.equal(fallbackVersion('cluster c2, this member belongs to c1', 3), null);
 });
 
 /**
  * A listener that behaves as a version 2 member (f266807): it refuses any other version with
- * its reason and reads messages in the version 2 format.
+ * its reason and reads messages in the version 2 format. `speaks` [2, 3] behaves as a version 3
+ * member (769102f's refusal, messages in version 3).
  */
-async function startV2Listener(memberId: number): Promise<{
+async function startV2Listener(memberId: number, speaks: readonly [number, number] = [2, 2]): Promise<{
   port: number; handshakes: number[]; received: RaftMessage[]; close: () => Promise<void>;
 }> {
   const handshakes: number[] = [];
@@ -163,16 +167,17 @@ async function startV2Listener(memberId: number): Promise<{
         if (!shaken) {
           const hs = decodeHandshake(frame);
           handshakes.push(hs.version);
-          if (hs.version !== 2) {
+          if (hs.version < speaks[0] || hs.version > speaks[1]) {
             refused = true;
-            socket.end(encodeReply(FrameKind.handshakeReply, { accepted: false, reason: `protocol version ${hs.version}, expected 2` }));
+            const range = speaks[0] === speaks[1] ? `${speaks[0]}` : `${speaks[0]} to ${speaks[1]} (this member speaks ${speaks[1]})`;
+            socket.end(encodeReply(FrameKind.handshakeReply, { accepted: false, reason: `protocol version ${hs.version}, expected ${range}` }));
             return;
           }
           assert.equal(hs.to, memberId);
           shaken = true;
           socket.write(encodeReply(FrameKind.handshakeReply, { accepted: true, reason: '' }));
         } else {
-          received.push(...readMessagesBody(frame.body, limits, 2));
+          received.push(...readMessagesBody(frame.body, limits, speaks[1]));
         }
       }
     });
@@ -203,12 +208,43 @@ test('a version 4 member dials a version 2 listener again in version 2; heartbea
     await until(() => old.received.length > 0, 'a heartbeat in version 2');
     assert.deepEqual(old.handshakes.slice(0, 2), [4, 2], 'tried 4, then 2');
     assert.ok(old.received.every((m) => m.type === 'heartbeat'), 'only heartbeats arrived');
+    await until(() => n1.transport.stats().peers.get(2)?.acceptedVersion === 2, 'accepted in 2');
     const got = old.received[0] as RaftMessage;
     assert.equal(got.type, 'heartbeat');
     assert.equal(got.type === 'heartbeat' ? got.contact : undefined, null);
     assert.equal(n1.transport.stats().peers.get(2)?.connectFailures ?? 0, 0, 'a fallback is no failure');
   } finally {
     await n1.transport.close();
+    await old.close();
+  }
+});
+
+test('a version 4 member dials a version 3 listener again in 3 and says so; a version 4 listener accepts 4', async () => {
+  const old = await startV2Listener(2, [2, 3]);
+  const n1 = await startNode(1);
+  const n3 = await startNode(3);
+  n1.transport.addPeer(2, { host: '127.0.0.1', port: old.port });
+  n1.transport.addPeer(3, n3.transport.address());
+  n3.transport.addPeer(1, n1.transport.address());
+  try {
+    assert.equal(n1.transport.stats().peers.get(2)?.acceptedVersion, null, 'nothing accepted before a connection');
+    const hb: RaftMessage = { type: 'heartbeat', from: 1, to: 2, term: 1, commit: 0, readRound: 0, contact: [1, 2] };
+    for (let i = 0; i < 50 && (old.received.length === 0 || n3.received.length === 0); i++) {
+      n1.transport.send([{ ...hb, commit: i }, { ...hb, to: 3, commit: i }]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await until(() => old.received.length > 0 && n3.received.length > 0, 'heartbeats to both');
+    assert.deepEqual(old.handshakes.slice(0, 2), [4, 3], 'tried 4, then 3');
+    const got = old.received[0] as RaftMessage;
+    assert.deepEqual(got.type === 'heartbeat' ? got.contact : undefined, [1, 2], 'version 3 carries the contact list');
+    await until(() => n1.transport.stats().peers.get(2)?.acceptedVersion === 3, 'the old member accepted 3');
+    await until(() => n1.transport.stats().peers.get(3)?.acceptedVersion === 4, 'the new member accepted 4');
+    // The old member goes away: what it accepted is forgotten with the connection.
+    await old.close();
+    await until(() => n1.transport.stats().peers.get(2)?.acceptedVersion === null, 'forgotten once the connection closed');
+  } finally {
+    await n1.transport.close();
+    await n3.transport.close();
     await old.close();
   }
 });

@@ -1,0 +1,575 @@
+// `npm run bench:capacity` (issue 31): the brief's populations on one real 3-process cell, scaled
+// to what the machine holds (docs/capacity.md turns the per-item costs into the brief's sizes,
+// labelled as extrapolations). Three runs, one after the other on the same cell:
+//   1. sessions: --sessions leases granted in batches of 1,000 (POST /v1/leases/batch), each with
+//      one ephemeral ~100-byte key (a service registration; stream `txn` frames of 100 puts, each
+//      with its own lease),
+//      renewed every --period-ms over one WebSocket per --per-stream sessions (one keepalive frame
+//      of all its leases each period, staggered) for --duration-s: renewals/s, frame latency,
+//      sessions lost (a lease_not_found answer, a lease or key missing at the end), CPU of the
+//      leader, the cell and this client, RSS and JS heap per member and bytes per session. 8
+//      closed-loop put clients run alongside in windows of one period with renewals on and off
+//      alternately (each session renewed every two periods, under the TTL; the same sessions
+//      held): put p99 with / without (and without any sessions, before the grants).
+//   2. session loss: --loss-share of the streams stop renewing at once; a watcher on a follower
+//      sees the keys' deletions: time from each lease's deadline (its last renewal + TTL) to its
+//      deletion seen (p50/p99/max), the revocation rate, the time until every deletion was seen;
+//      the other sessions lose nothing and the leader does not change. Then the lost sessions come
+//      back at once (a storm: grants in batches and their keys): its time.
+//   3. watches: --watches idle watches over the members (1,000 per connection; exact keys, every
+//      10th a prefix watch with prevKv): RSS and heap per watcher on the node that holds them; then
+//      --watch-puts-per-s puts on watched keys for --duration-s: events/s, latency from the put's
+//      answer (committed and applied on the leader) to the event at the watcher (p50/p99), and
+//      every exact-key watcher's events checked against the puts acknowledged for its key (no gap,
+//      no duplicate, in order).
+// Not run here: the lock workload beside the sessions, a slow consumer among the watchers, and the
+// peak mixed operations (run 4: `npm run bench`, bench:grpc). Progress on stderr; --json FILE.
+//
+//   npm run bench:capacity                                        100,000 sessions, 100,000 watches
+//   npm run bench:capacity -- --sessions 200000 --watches 300000 --duration-s 300
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Agent, request } from 'node:http';
+import WebSocket from 'ws';
+import { freePorts } from '../src/bench/ports.js';
+import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
+import { InspectorSession } from '../src/bench/inspector.js';
+import { LatencyHistogram, type HistogramSummary } from '../src/bench/histogram.js';
+import { ProcessCell } from '../src/node/testing/process-cell.js';
+
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: {
+    sessions: { type: 'string' },
+    watches: { type: 'string' },
+    'duration-s': { type: 'string' },
+    'period-ms': { type: 'string' },
+    'ttl-s': { type: 'string' },
+    'per-stream': { type: 'string' },
+    'loss-share': { type: 'string' },
+    'watch-puts-per-s': { type: 'string' },
+    json: { type: 'string' },
+  },
+  strict: true,
+});
+const sessions = Number(values.sessions ?? 100_000);
+const watches = Number(values.watches ?? 100_000);
+const durationS = Number(values['duration-s'] ?? 60);
+const periodMs = Number(values['period-ms'] ?? 10_000);
+const ttlS = Number(values['ttl-s'] ?? 30);
+const perStream = Number(values['per-stream'] ?? 1_000);
+const lossShare = Number(values['loss-share'] ?? 0.1);
+const watchPutsPerS = Number(values['watch-puts-per-s'] ?? 1_000);
+// Windows with renewals on and off alternate every period: a stream's slot falls in every other
+// window, so each session is renewed every two periods (under the TTL) and an on window carries
+// the full offered rate.
+const alternateMs = periodMs;
+const watchesPerConnection = 1_000;
+for (const [name, value] of Object.entries({ sessions, watches, durationS, periodMs, ttlS, perStream, watchPutsPerS })) {
+  if (!(Number.isInteger(value) && value > 0)) throw new Error(`--${name} takes a positive integer`);
+}
+if (!(perStream <= 1_000 && sessions % perStream === 0)) throw new Error('--per-stream is at most 1,000 and divides --sessions');
+if (!(ttlS * 1000 > 2 * periodMs)) throw new Error('--ttl-s must be over two renewal periods');
+if (!(lossShare > 0 && lossShare < 1)) throw new Error('--loss-share is between 0 and 1');
+
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const load = (): string => loadavg().map((l) => l.toFixed(1)).join(' ');
+const ms = (us: number): string => (us / 1000).toFixed(1);
+const report: Record<string, unknown> = { sessions, watches, durationS, periodMs, ttlS, perStream };
+
+function rssAnonKiB(pid: number): number {
+  return Number(/RssAnon:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+}
+
+function httpJson(agent: Agent, base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const url = new URL(path, base);
+  const data = body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+  const all = data === undefined ? headers : { ...headers, 'content-length': String(data.length) };
+  return new Promise((resolve, reject) => {
+    const req = request({ agent, host: url.hostname, port: url.port, method, path: url.pathname + url.search, headers: all }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, body: text.startsWith('{') ? JSON.parse(text) : text });
+      });
+    });
+    req.setTimeout(30_000, () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+/** One /v1/stream connection: requests answered by id, watch events handed to `onEvents`. */
+class StreamClient {
+  private readonly pending = new Map<number, { resolve: (frame: any) => void; reject: (error: Error) => void }>();
+  private nextId = 1;
+  onEvents: (watchId: string, frame: any, arrivedMs: number) => void = () => {};
+  private constructor(private readonly ws: WebSocket) {
+    ws.on('message', (data) => {
+      const arrivedMs = performance.now();
+      const frame = JSON.parse(String(data));
+      if (typeof frame.id === 'string') {
+        if (frame.type === 'events') this.onEvents(frame.id, frame, arrivedMs);
+        const waiter = this.watchWaiters.get(frame.id);
+        if (waiter !== undefined && (frame.type === 'created' || frame.type === 'error')) {
+          this.watchWaiters.delete(frame.id);
+          if (frame.type === 'created') waiter.resolve(frame);
+          else waiter.reject(new Error(JSON.stringify(frame.error)));
+        }
+        return;
+      }
+      const waiter = this.pending.get(frame.id);
+      if (waiter === undefined) return;
+      this.pending.delete(frame.id);
+      if (frame.type === 'error') waiter.reject(new Error(JSON.stringify(frame.error)));
+      else waiter.resolve(frame.result);
+    });
+    ws.on('close', () => {
+      for (const waiter of this.pending.values()) waiter.reject(new Error('stream closed'));
+      this.pending.clear();
+    });
+  }
+  private readonly watchWaiters = new Map<string, { resolve: (frame: any) => void; reject: (error: Error) => void }>();
+  static async open(base: string): Promise<StreamClient> {
+    const ws = new WebSocket(`${base.replace('http', 'ws')}/v1/stream`, { perMessageDeflate: false });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    return new StreamClient(ws);
+  }
+  call(frame: Record<string, unknown>): Promise<any> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.ws.send(JSON.stringify({ id, ...frame }));
+    });
+  }
+  watch(id: string, frame: Record<string, unknown>): Promise<any> {
+    return new Promise((resolve, reject) => {
+      this.watchWaiters.set(id, { resolve, reject });
+      this.ws.send(JSON.stringify({ id, type: 'watch', ...frame }));
+    });
+  }
+  close(): void {
+    this.ws.terminate();
+  }
+}
+
+/** Runs `task` for items 0..count-1 with `parallel` in flight. */
+async function pool(count: number, parallel: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(parallel, count) }, async () => {
+    while (next < count) await task(next++);
+  }));
+}
+
+async function grantBatches(agent: Agent, bases: readonly string[], count: number, tag: string): Promise<number[]> {
+  const ids: number[] = [];
+  await pool(Math.ceil(count / 1000), 2 * bases.length, async (b) => {
+    const size = Math.min(1000, count - b * 1000);
+    for (let attempt = 1; ; attempt++) {
+      const res = await httpJson(agent, bases[b % bases.length] as string, 'POST', '/v1/leases/batch', { ttl: ttlS, count: size },
+        { 'request-id': `${tag}-${b}`, 'content-type': 'application/json' }).catch((error: Error) => ({ status: 0, body: error.message }));
+      if (res.status === 200 && (res.body.leases as { id?: number }[]).every((l) => l.id !== undefined)) {
+        for (const lease of res.body.leases as { id: number }[]) ids.push(lease.id);
+        return;
+      }
+      if (attempt >= 10) throw new Error(`batch grant: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+      await sleep(200 * attempt);
+    }
+  });
+  return ids.sort((a, b) => a - b);
+}
+
+const registration = (id: number): string => JSON.stringify({ addr: `10.0.${(id >> 8) & 255}.${id & 255}:8080`, zone: 'z1', started: 1_700_000_000 }).padEnd(100, ' ');
+
+/**
+ * Puts each session's key (`/svc/<id>`) with its lease: 100 sessions' keys per transaction (one
+ * revision, one log entry; each key still goes with its own lease), 2 in flight per stream; a shed
+ * one is sent again.
+ */
+async function attachKeys(streams: readonly StreamClient[], groups: readonly (readonly number[])[]): Promise<void> {
+  const perTxn = 100;
+  await Promise.all(groups.map((ids, s) => pool(Math.ceil(ids.length / perTxn), 2, async (t) => {
+    const success = ids.slice(t * perTxn, (t + 1) * perTxn).map((id) => ({ put: { key: `/svc/${id}`, value: registration(id), lease: id } }));
+    // A shed or timed-out transaction is sent again with its requestId (applied once).
+    const requestId = `keys-${ids[0]}-${t}`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await (streams[s] as StreamClient).call({ type: 'txn', compare: [], success, failure: [], requestId });
+        if (result.succeeded !== true) throw new Error(`attaching keys: ${JSON.stringify(result).slice(0, 200)}`);
+        return;
+      } catch (error) {
+        if (attempt >= 20 || !/overloaded|unavailable|timeout/.test(String(error))) throw error;
+        await sleep(100 * attempt);
+      }
+    }
+  })));
+}
+
+interface Members {
+  readonly names: readonly string[];
+  readonly pids: Map<string, number>;
+  readonly inspectors: Map<string, InspectorSession>;
+}
+
+async function memory(members: Members): Promise<Map<string, { rssKiB: number; heap: number }>> {
+  const out = new Map<string, { rssKiB: number; heap: number }>();
+  for (const name of members.names) {
+    const heap = await (members.inspectors.get(name) as InspectorSession).heapUsedAfterGc();
+    out.set(name, { rssKiB: rssAnonKiB(members.pids.get(name) as number), heap });
+  }
+  return out;
+}
+
+function perItem(before: Map<string, { rssKiB: number; heap: number }>, after: Map<string, { rssKiB: number; heap: number }>, name: string, items: number): { rss: number; heap: number } {
+  const b = before.get(name) as { rssKiB: number; heap: number };
+  const a = after.get(name) as { rssKiB: number; heap: number };
+  return { rss: ((a.rssKiB - b.rssKiB) * 1024) / items, heap: (a.heap - b.heap) / items };
+}
+
+/** 8 closed-loop put clients on the leader; each put goes to the histogram `pick()` names. */
+function putLoad(base: string, pick: () => LatencyHistogram | null): { stop: () => Promise<void> } {
+  const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  let running = true;
+  const value = 'v'.repeat(256);
+  const loops = Array.from({ length: 8 }, async (_, c) => {
+    for (let n = 0; running; n++) {
+      const target = pick();
+      const started = performance.now();
+      const res = await httpJson(agent, base, 'PUT', `/v1/kv/bench/put/${c}-${n % 500}`, value).catch(() => null);
+      if (res?.status === 200 || res?.status === 201) target?.record((performance.now() - started) * 1000);
+      else await sleep(10);
+    }
+  });
+  return { stop: async () => { running = false; await Promise.all(loops); agent.destroy(); } };
+}
+
+const summary = (h: LatencyHistogram): HistogramSummary => h.summary();
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'baton-capacity-'));
+  const ports = await freePorts(9);
+  const names = ['n1', 'n2', 'n3'];
+  const inspectPort = (name: string): number => ports[6 + names.indexOf(name)] as number;
+  const cell = new ProcessCell({
+    dataDir,
+    members: names.map((name, i) => ({ name, clientPort: ports[i] as number, peerPort: ports[3 + i] as number })),
+    nodeArgs: (name) => [`--inspect=127.0.0.1:${inspectPort(name)}`, '--no-flush-bytecode'],
+    output: 'pipe',
+  });
+  cell.startAll();
+  const opened: StreamClient[] = [];
+  try {
+    await cell.waitReady(60_000);
+    const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+    let leader = 0;
+    for (let i = 0; i < 100 && leader === 0; i++) {
+      leader = (await httpJson(agent, cell.clientUrl('n1'), 'GET', '/v1/cluster/status')).body.leader as number;
+      if (leader === 0) await sleep(100);
+    }
+    const leaderName = `n${leader}`;
+    const followerName = names.find((n) => n !== leaderName) as string;
+    const members: Members = {
+      names,
+      pids: new Map(names.map((name) => [name, findPids(join(dataDir, name))[0] as number])),
+      inspectors: new Map(await Promise.all(names.map(async (name) => [name, await InspectorSession.connect('127.0.0.1', inspectPort(name))] as const))),
+    };
+    const cellPids = [...members.pids.values()];
+    const leaderPid = members.pids.get(leaderName) as number;
+    const bases = cell.clientUrls();
+    log(`cell up, leader ${leaderName}; ${sessions} sessions (${sessions / perStream} streams x ${perStream}, every ${periodMs} ms, TTL ${ttlS} s), ` +
+      `${watches} watches; load ${load()}`);
+
+    // Put p99 before any session exists (informative: minutes before the phase it is compared to).
+    const noSessions = new LatencyHistogram();
+    const baseline = putLoad(cell.clientUrl(leaderName), () => noSessions);
+    await sleep(Math.min(durationS, 20) * 1000);
+    await baseline.stop();
+    log(`puts without sessions: ${noSessions.count}, p50 ${ms(summary(noSessions).p50Us)} ms, p99 ${ms(summary(noSessions).p99Us)} ms`);
+
+    // --- run 1: sessions --------------------------------------------------------------------
+    const memBefore = await memory(members);
+    const grantStarted = performance.now();
+    const ids = await grantBatches(agent, bases, sessions, 'cap');
+    const grantS = (performance.now() - grantStarted) / 1000;
+    const streamCount = sessions / perStream;
+    const groups = Array.from({ length: streamCount }, (_, s) => ids.slice(s * perStream, (s + 1) * perStream));
+    const streams: StreamClient[] = [];
+    for (let s = 0; s < streamCount; s++) streams.push(await StreamClient.open(bases[s % bases.length] as string));
+    opened.push(...streams);
+    const lastRenewedMs = new Float64Array(ids.length);
+    const indexOf = new Map(ids.map((id, i) => [id, i]));
+    let frames = new LatencyHistogram();
+    const state = { renewing: true, running: true, renewed: 0, lost: 0, failedFrames: 0 };
+    const stopped = new Set<number>(); // streams that stopped renewing (run 2)
+    const renewers = streams.map(async (stream, s) => {
+      const mine = groups[s] as number[];
+      let next = performance.now() + (s / streamCount) * periodMs;
+      while (state.running) {
+        await sleep(Math.max(0, next - performance.now()));
+        next += periodMs;
+        if (!state.running || stopped.has(s) || !state.renewing) continue;
+        const sent = performance.now();
+        try {
+          const result = await stream.call({ type: 'keepalive', ids: mine });
+          const now = performance.now();
+          frames.record((now - sent) * 1000);
+          for (const item of result.leases as { id: number; ttl?: number }[]) {
+            if (item.ttl === undefined) state.lost++;
+            else {
+              state.renewed++;
+              lastRenewedMs[indexOf.get(item.id) as number] = sent;
+            }
+          }
+        } catch {
+          // Shed (overloaded) or cut: renew again soon, not a period later (the TTL runs).
+          state.failedFrames++;
+          next = performance.now() + 500;
+          continue;
+        }
+        next = Math.max(next, performance.now());
+      }
+    });
+    // Keys are attached while the sessions are already renewed (attaching can take longer than a TTL).
+    const keysStarted = performance.now();
+    await attachKeys(streams, groups);
+    const keysS = (performance.now() - keysStarted) / 1000;
+    log(`granted ${ids.length} sessions in ${grantS.toFixed(1)} s (${(ids.length / grantS).toFixed(0)}/s), their keys in ${keysS.toFixed(1)} s ` +
+      `(${(ids.length / keysS).toFixed(0)}/s); load ${load()}`);
+
+    // Every session renewed once before anything is measured (the first period).
+    await sleep(periodMs + 1000);
+    const memSessions = await memory(members);
+    const leaderBytes = perItem(memBefore, memSessions, leaderName, ids.length);
+    const followerBytes = perItem(memBefore, memSessions, followerName, ids.length);
+    log(`memory per session (lease + 100-byte key), RSS / heap after GC: leader ${leaderBytes.rss.toFixed(0)} / ${leaderBytes.heap.toFixed(0)} bytes, ` +
+      `follower ${followerBytes.rss.toFixed(0)} / ${followerBytes.heap.toFixed(0)} bytes`);
+
+    // Steady: windows of one period with renewals on and off alternately (see alternateMs).
+    const puts = { on: new LatencyHistogram(), off: new LatencyHistogram() };
+    let side: 'on' | 'off' = 'on';
+    let switchedMs = performance.now();
+    const putStream = putLoad(cell.clientUrl(leaderName), () => (performance.now() - switchedMs < 250 ? null : puts[side]));
+    const renewedAtStart = state.renewed;
+    // Frames from here on only: the ones sent while keys were being attached waited behind them.
+    const attachFrames = frames.summary();
+    const attachFailures = state.failedFrames;
+    frames = new LatencyHistogram();
+    state.failedFrames = 0;
+    const cpuStart = { leader: cpuSeconds([leaderPid]), cell: cpuSeconds(cellPids), client: process.cpuUsage() };
+    const steadyStarted = performance.now();
+    const windows = Math.max(2, 2 * Math.round((durationS * 1000) / alternateMs / 2));
+    let onSeconds = 0;
+    let renewedOn = 0;
+    for (let w = 0; w < windows; w++) {
+      side = w % 2 === 0 ? 'on' : 'off';
+      state.renewing = side === 'on';
+      switchedMs = performance.now();
+      const renewedBefore = state.renewed;
+      await sleep(alternateMs);
+      if (side === 'on') {
+        onSeconds += alternateMs / 1000;
+        renewedOn += state.renewed - renewedBefore;
+      }
+    }
+    state.renewing = true;
+    await putStream.stop();
+    const steadyS = (performance.now() - steadyStarted) / 1000;
+    const clientCpu = process.cpuUsage(cpuStart.client);
+    const cpu = {
+      leader: (cpuSeconds([leaderPid]) - cpuStart.leader) / steadyS,
+      cell: (cpuSeconds(cellPids) - cpuStart.cell) / steadyS,
+      client: (clientCpu.user + clientCpu.system) / 1e6 / steadyS,
+    };
+    const run1 = {
+      grantsPerS: ids.length / grantS, keysPerS: ids.length / keysS,
+      renewalsPerS: (state.renewed - renewedAtStart) / steadyS, renewalsPerSWhileOn: renewedOn / onSeconds,
+      frames: summary(frames), lostAnswers: state.lost, failedFrames: state.failedFrames, cpu,
+      whileAttaching: { frames: attachFrames, failedFrames: attachFailures },
+      bytesPerSession: { leader: leaderBytes, follower: followerBytes },
+      memory: Object.fromEntries(await memory(members)),
+      puts: { noSessions: summary(noSessions), renewalsOn: summary(puts.on), renewalsOff: summary(puts.off) },
+    };
+    report.sessions = run1;
+    log(`run 1: ${run1.renewalsPerS.toFixed(0)} renewals/s over ${steadyS.toFixed(0)} s (${run1.renewalsPerSWhileOn.toFixed(0)}/s while on; ` +
+      `offered ${(sessions * 1000 / periodMs).toFixed(0)}/s), frame p50 ${ms(run1.frames.p50Us)} ms p99 ${ms(run1.frames.p99Us)} ms, ` +
+      `lease_not_found ${state.lost}, failed frames ${state.failedFrames} (while attaching keys: p99 ${ms(attachFrames.p99Us)} ms, ${attachFailures} failed); CPU cores: leader ${cpu.leader.toFixed(2)}, cell ${cpu.cell.toFixed(2)}, ` +
+      `client ${cpu.client.toFixed(2)}; load ${load()}`);
+    log(`  put p99: renewals on ${ms(run1.puts.renewalsOn.p99Us)} ms (${run1.puts.renewalsOn.count}), off ${ms(run1.puts.renewalsOff.p99Us)} ms ` +
+      `(${run1.puts.renewalsOff.count}), no sessions ${ms(run1.puts.noSessions.p99Us)} ms: ` +
+      `${(run1.puts.renewalsOn.p99Us / run1.puts.renewalsOff.p99Us).toFixed(2)}x interleaved, ` +
+      `${(run1.puts.renewalsOn.p99Us / run1.puts.noSessions.p99Us).toFixed(2)}x the no-session baseline`);
+
+    // --- run 2: session loss -----------------------------------------------------------------
+    const lostStreams = Array.from({ length: Math.max(1, Math.round(streamCount * lossShare)) }, (_, i) => i * Math.floor(1 / lossShare));
+    const lostIds = lostStreams.flatMap((s) => groups[s] as number[]);
+    const watcher = await StreamClient.open(cell.clientUrl(followerName));
+    opened.push(watcher);
+    const deletedAt = new Map<number, number>();
+    watcher.onEvents = (_id, frame, arrivedMs) => {
+      for (const event of frame.events as { type: string; kv: { key: string } }[]) {
+        if (event.type === 'delete') deletedAt.set(Number(event.kv.key.slice(5)), arrivedMs);
+      }
+    };
+    await watcher.watch('loss', { key: '/svc/', prefix: true, filter: 'delete' });
+    const leaderBefore = (await httpJson(agent, cell.clientUrl(leaderName), 'GET', '/v1/cluster/status')).body.leader as number;
+    const lossStarted = performance.now();
+    for (const s of lostStreams) stopped.add(s);
+    const waitUntil = lossStarted + ttlS * 1000 + periodMs + 60_000;
+    while (deletedAt.size < lostIds.length && performance.now() < waitUntil) await sleep(200);
+    const lossDelay = new LatencyHistogram();
+    let firstDelete = Number.POSITIVE_INFINITY;
+    let lastDelete = 0;
+    for (const id of lostIds) {
+      const at = deletedAt.get(id);
+      if (at === undefined) continue;
+      // The lease's deadline as the client knows it: its last renewal sent + TTL (the leader's is later).
+      lossDelay.record(Math.max(0, at - (lastRenewedMs[indexOf.get(id) as number] as number) - ttlS * 1000) * 1000);
+      firstDelete = Math.min(firstDelete, at);
+      lastDelete = Math.max(lastDelete, at);
+    }
+    const unexpected = [...deletedAt.keys()].filter((id) => !lostIds.includes(id)).length;
+    const leaderAfter = (await httpJson(agent, cell.clientUrl(leaderName), 'GET', '/v1/cluster/status')).body.leader as number;
+    const keyCount = (await httpJson(agent, cell.clientUrl(leaderName), 'GET', '/v1/kv/svc/?prefix=true&countOnly=true')).body.count as number;
+    // The storm: every lost session comes back at once.
+    const stormStarted = performance.now();
+    const backIds = await grantBatches(agent, bases, lostIds.length, 'storm');
+    const stormGrantS = (performance.now() - stormStarted) / 1000;
+    const backGroups = Array.from({ length: Math.ceil(backIds.length / perStream) }, (_, s) => backIds.slice(s * perStream, (s + 1) * perStream));
+    await attachKeys(lostStreams.slice(0, backGroups.length).map((s) => streams[s] as StreamClient), backGroups);
+    const stormS = (performance.now() - stormStarted) / 1000;
+    const run2 = {
+      lost: lostIds.length, deletionsSeen: deletedAt.size, otherDeletions: unexpected,
+      deadlineToDeletion: lossDelay.summary(),
+      revocationsPerS: deletedAt.size / Math.max(0.001, (lastDelete - firstDelete) / 1000),
+      allSeenAfterStopS: (lastDelete - lossStarted) / 1000,
+      keysLeft: keyCount, keysExpected: ids.length - lostIds.length, leaderChanged: leaderBefore !== leaderAfter,
+      stormGrantS, stormS, stormSessionsPerS: backIds.length / stormS,
+    };
+    report.loss = run2;
+    log(`run 2: ${run2.lost} sessions stopped renewing; deletions seen ${run2.deletionsSeen} (others deleted: ${unexpected}); ` +
+      `deadline -> deletion seen p50 ${ms(run2.deadlineToDeletion.p50Us)} ms p99 ${ms(run2.deadlineToDeletion.p99Us)} ms max ${ms(run2.deadlineToDeletion.maxUs)} ms; ` +
+      `${run2.revocationsPerS.toFixed(0)} revocations/s; all seen ${run2.allSeenAfterStopS.toFixed(1)} s after the stop; keys left ${keyCount} ` +
+      `(expected ${run2.keysExpected}); leader changed: ${run2.leaderChanged}; storm: ${backIds.length} sessions back in ${stormS.toFixed(1)} s ` +
+      `(grants ${stormGrantS.toFixed(1)} s)`);
+    state.running = false;
+    await Promise.race([Promise.all(renewers), sleep(periodMs + 5_000)]);
+    for (const stream of opened) stream.close();
+    opened.length = 0;
+
+    // --- run 3: watches ----------------------------------------------------------------------
+    const memWatchBefore = await memory(members);
+    const connections = Math.ceil(watches / watchesPerConnection);
+    const watchClients: StreamClient[] = [];
+    const holder = (c: number): string => names[c % names.length] as string;
+    for (let c = 0; c < connections; c++) watchClients.push(await StreamClient.open(cell.clientUrl(holder(c))));
+    opened.push(...watchClients);
+    const exactKey = (w: number): string => `/w/${Math.floor(w / 10)}/${w}`;
+    const eventsByWatch = new Map<number, number[]>(); // exact watches: the revisions seen
+    const arrivals: [value: string, arrivedMs: number][] = [];
+    let eventsDelivered = 0;
+    const watchCreated = performance.now();
+    await Promise.all(watchClients.map(async (client, c) => {
+      client.onEvents = (id, frame, arrivedMs) => {
+        const w = Number(id.slice(1));
+        for (const event of frame.events as { kv: { modRevision: number; value: string } }[]) {
+          eventsDelivered++;
+          if (id.startsWith('e')) (eventsByWatch.get(w) ?? eventsByWatch.set(w, []).get(w) as number[]).push(event.kv.modRevision);
+          arrivals.push([event.kv.value, arrivedMs]);
+        }
+      };
+      const first = c * watchesPerConnection;
+      await pool(Math.min(watchesPerConnection, watches - first), 64, async (i) => {
+        const w = first + i;
+        // Every 10th watch: a prefix (its group of 10 keys), with prevKv.
+        if (w % 10 === 9) await client.watch(`p${w}`, { key: `/w/${Math.floor(w / 10)}/`, prefix: true, prevKv: true });
+        else await client.watch(`e${w}`, { key: exactKey(w) });
+      });
+    }));
+    const watchSetupS = (performance.now() - watchCreated) / 1000;
+    await sleep(2_000);
+    const memWatches = await memory(members);
+    const held = new Map(names.map((name) => [name, 0]));
+    for (let c = 0; c < connections; c++) held.set(holder(c), (held.get(holder(c)) as number) + Math.min(watchesPerConnection, watches - c * watchesPerConnection));
+    const perWatcher = Object.fromEntries(names.map((name) => [name, perItem(memWatchBefore, memWatches, name, held.get(name) as number)]));
+    log(`run 3: ${watches} watches on ${connections} connections in ${watchSetupS.toFixed(1)} s; memory per idle watcher (RSS / heap after GC): ` +
+      names.map((name) => `${name} ${perWatcher[name]?.rss.toFixed(0)} / ${perWatcher[name]?.heap.toFixed(0)} bytes`).join(', '));
+    // The write load: puts on watched exact keys at a fixed rate, 32 in flight at most.
+    const putAgent = new Agent({ keepAlive: true, maxSockets: 32 });
+    const acked = new Map<number, number[]>(); // exact watch -> revisions acknowledged for its key
+    const putTimes = new Map<string, { sentMs: number; answeredMs: number }>(); // by value
+    const writeStarted = performance.now();
+    const deliveredAtStart = eventsDelivered;
+    let inFlight = 0;
+    let sent = 0;
+    const target = watchPutsPerS * durationS;
+    const writers: Promise<void>[] = [];
+    // Offered at a fixed rate, 32 in flight at most, for --duration-s (what the cell takes is reported).
+    while (sent < target && performance.now() - writeStarted < durationS * 1000) {
+      const due = writeStarted + (sent * 1000) / watchPutsPerS;
+      if (performance.now() < due || inFlight >= 32) {
+        await sleep(Math.max(1, due - performance.now()));
+        continue;
+      }
+      let w = Math.floor(Math.random() * watches);
+      if (w % 10 === 9) w--; // an exact key (its group's prefix watch sees it too)
+      sent++;
+      inFlight++;
+      const value = `v${sent}`;
+      const sentMs = performance.now();
+      writers.push(httpJson(putAgent, cell.clientUrl(leaderName), 'PUT', `/v1/kv${exactKey(w)}`, value).then((res) => {
+        if (res.status === 200 || res.status === 201) {
+          putTimes.set(value, { sentMs, answeredMs: performance.now() });
+          (acked.get(w) ?? acked.set(w, []).get(w) as number[]).push(res.body.revision as number);
+        }
+      }, () => undefined).finally(() => inFlight--));
+    }
+    await Promise.all(writers);
+    await sleep(3_000);
+    const writeS = (performance.now() - writeStarted - 3_000) / 1000;
+    let gaps = 0;
+    let checked = 0;
+    for (const [w, revisions] of acked) {
+      const seen = eventsByWatch.get(w) ?? [];
+      checked++;
+      const want = [...revisions].sort((a, b) => a - b);
+      if (seen.length !== want.length || seen.some((r, i) => r !== want[i])) gaps++;
+    }
+    // Latency per delivered event: from its put's answer (the put committed and applied on the
+    // leader; an event may beat the answer: counted as 0) and from the put's send (an upper bound).
+    const fromAnswer = new LatencyHistogram();
+    const fromSend = new LatencyHistogram();
+    let beforeAnswer = 0;
+    for (const [value, arrivedMs] of arrivals) {
+      const times = putTimes.get(value);
+      if (times === undefined) continue;
+      if (arrivedMs < times.answeredMs) beforeAnswer++;
+      fromAnswer.record(Math.max(0, arrivedMs - times.answeredMs) * 1000);
+      fromSend.record((arrivedMs - times.sentMs) * 1000);
+    }
+    const run3 = {
+      watches, connections, setupS: watchSetupS, perWatcher, putsPerS: sent / writeS,
+      eventsPerS: (eventsDelivered - deliveredAtStart) / writeS, answerToEvent: fromAnswer.summary(), sendToEvent: fromSend.summary(),
+      eventsBeforeTheAnswer: beforeAnswer,
+      watchersChecked: checked, watchersWithGapOrDuplicate: gaps,
+    };
+    report.watches = run3;
+    log(`  ${sent} puts in ${writeS.toFixed(1)} s (${run3.putsPerS.toFixed(0)}/s): ${run3.eventsPerS.toFixed(0)} events/s delivered; put answered -> event at ` +
+      `the watcher p50 ${ms(run3.answerToEvent.p50Us)} ms p99 ${ms(run3.answerToEvent.p99Us)} ms (${beforeAnswer} before the answer), put sent -> event ` +
+      `p50 ${ms(run3.sendToEvent.p50Us)} ms p99 ${ms(run3.sendToEvent.p99Us)} ms; ${checked} exact watchers checked against the ` +
+      `acknowledged puts: ${gaps} with a gap, duplicate or reorder; load ${load()}`);
+    putAgent.destroy();
+    for (const inspector of members.inspectors.values()) inspector.close();
+    agent.destroy();
+    if (values.json !== undefined) writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
+  } finally {
+    for (const stream of opened) stream.close();
+    await cell.stopAll();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();
