@@ -27,17 +27,16 @@
 //
 //   npm run bench:capacity                                        100,000 sessions, 100,000 watches
 //   npm run bench:capacity -- --sessions 200000 --watches 300000 --duration-s 300
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import WebSocket from 'ws';
-import { freePorts } from '../src/bench/ports.js';
 import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
 import { InspectorSession } from '../src/bench/inspector.js';
 import { LatencyHistogram, type HistogramSummary } from '../src/bench/histogram.js';
-import { ProcessCell } from '../src/node/testing/process-cell.js';
+import { httpJson as sharedHttpJson, rssAnonKiB, startInspectableCell } from '../src/bench/inspectable-cell.js';
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
@@ -80,27 +79,9 @@ const load = (): string => loadavg().map((l) => l.toFixed(1)).join(' ');
 const ms = (us: number): string => (us / 1000).toFixed(1);
 const report: Record<string, unknown> = { sessions, watches, durationS, periodMs, ttlS, perStream };
 
-function rssAnonKiB(pid: number): number {
-  return Number(/RssAnon:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
-}
-
+/** The capacity bench's calls wait up to 30 s (batches of 1,000 grants on a loaded cell). */
 function httpJson(agent: Agent, base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
-  const url = new URL(path, base);
-  const data = body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-  const all = data === undefined ? headers : { ...headers, 'content-length': String(data.length) };
-  return new Promise((resolve, reject) => {
-    const req = request({ agent, host: url.hostname, port: url.port, method, path: url.pathname + url.search, headers: all }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, body: text.startsWith('{') ? JSON.parse(text) : text });
-      });
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end(data);
-  });
+  return sharedHttpJson(agent, base, method, path, body, headers, 30_000);
 }
 
 /** One /v1/stream connection: requests answered by id, watch events handed to `onEvents`. */
@@ -250,17 +231,7 @@ function putLoad(base: string, pick: () => LatencyHistogram | null): { stop: () 
 const summary = (h: LatencyHistogram): HistogramSummary => h.summary();
 
 async function main(): Promise<void> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'baton-capacity-'));
-  const ports = await freePorts(9);
-  const names = ['n1', 'n2', 'n3'];
-  const inspectPort = (name: string): number => ports[6 + names.indexOf(name)] as number;
-  const cell = new ProcessCell({
-    dataDir,
-    members: names.map((name, i) => ({ name, clientPort: ports[i] as number, peerPort: ports[3 + i] as number })),
-    nodeArgs: (name) => [`--inspect=127.0.0.1:${inspectPort(name)}`, '--no-flush-bytecode'],
-    output: 'pipe',
-  });
-  cell.startAll();
+  const { cell, dataDir, names, inspectPort } = await startInspectableCell('baton-capacity-');
   const opened: StreamClient[] = [];
   try {
     await cell.waitReady(60_000);

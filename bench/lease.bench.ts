@@ -24,20 +24,19 @@
 //   npm run bench:leases -- --leases 100000 --period-ms 10000,1000   and then 100,000 renewals/s
 //   npm run bench:leases -- --seconds 20 --period-ms 10000
 //   npm run bench:leases -- --leases 100000 --grants-only   the grant phase alone (grants/s)
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { Agent, request } from 'node:http';
 import WebSocket from 'ws';
-import { freePorts } from '../src/bench/ports.js';
 import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
 import { summarizeCpuProfile } from '../src/bench/cpu-profile.js';
 import { InspectorSession } from '../src/bench/inspector.js';
 import { LatencyHistogram } from '../src/bench/histogram.js';
 import { LeaseExpiryTracker } from '../src/lease/index.js';
-import { ProcessCell } from '../src/node/testing/process-cell.js';
+import { httpJson, rssAnonKiB, startInspectableCell } from '../src/bench/inspectable-cell.js';
 
 const { values } = parseArgs({
   args: isMainThread ? process.argv.slice(2) : [],
@@ -80,36 +79,6 @@ const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const ms = (us: number): string => (us / 1000).toFixed(1);
 const load = (): string => loadavg().map((l) => l.toFixed(1)).join(' ');
-
-function rssAnonKiB(pid: number): number {
-  return Number(/RssAnon:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
-}
-
-function httpJson(
-  agent: Agent,
-  base: string,
-  method: string,
-  path: string,
-  body?: unknown,
-  extraHeaders: Record<string, string> = {},
-): Promise<{ status: number; body: any }> {
-  const url = new URL(path, base);
-  const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  const headers = data === undefined ? extraHeaders : { ...extraHeaders, 'content-type': 'application/json', 'content-length': String(data.length) };
-  return new Promise((resolve, reject) => {
-    const req = request({ agent, host: url.hostname, port: url.port, method, path: url.pathname + url.search, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, body: text.startsWith('{') ? JSON.parse(text) : text });
-      });
-    });
-    req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end(data);
-  });
-}
 
 /**
  * Closed-loop put clients on the leader until `stop()`. Each put's latency goes to the histogram
@@ -408,20 +377,7 @@ function logProfile(profile: unknown, phase: string): void {
 }
 
 async function main(): Promise<void> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'baton-lease-bench-'));
-  const ports = await freePorts(9);
-  const names = ['n1', 'n2', 'n3'];
-  const inspectPort = (name: string): number => ports[6 + names.indexOf(name)] as number;
-  const cell = new ProcessCell({
-    dataDir,
-    members: names.map((name, i) => ({ name, clientPort: ports[i] as number, peerPort: ports[3 + i] as number })),
-    // No bytecode flushing: V8 drops the bytecode of functions unused for a while (startup
-    // code), megabytes that would otherwise leave the heap between the before and after
-    // measurements and hide the leases' own memory.
-    nodeArgs: (name) => [`--inspect=127.0.0.1:${inspectPort(name)}`, '--no-flush-bytecode'],
-    output: 'pipe',
-  });
-  cell.startAll();
+  const { cell, dataDir, names, inspectPort } = await startInspectableCell('baton-lease-bench-');
   try {
     await cell.waitReady(30_000);
     const agent = new Agent({ keepAlive: true, maxSockets: 64 });
