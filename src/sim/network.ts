@@ -25,6 +25,11 @@ const memberIdsMax = 1 << 16;
 export class SimNetwork {
   private readonly links = new Map<number, Link>();
   private readonly blocked = new Set<number>();
+  /**
+   * Members cut off from every peer by a leader isolation (scenario.leaderIsolation): kept apart
+   * from the partitions, so the nemesis healing its own partition does not end an isolation early.
+   */
+  private readonly isolated = new Set<MemberId>();
 
   constructor(
     private readonly random: Random,
@@ -65,15 +70,36 @@ export class SimNetwork {
   }
 
   isBlocked(from: MemberId, to: MemberId): boolean {
+    if (from !== to && (this.isolated.has(from) || this.isolated.has(to))) return true;
     return this.blocked.has(linkKey(from, to));
+  }
+
+  /** Cut `member` off from every peer (clients still reach it) until rejoin or healAll. */
+  isolate(member: MemberId): void {
+    this.isolated.add(member);
+  }
+
+  rejoin(member: MemberId): void {
+    this.isolated.delete(member);
+  }
+
+  isolatedCount(): number {
+    return this.isolated.size;
   }
 
   block(from: MemberId, to: MemberId): void {
     if (from !== to) this.blocked.add(linkKey(from, to));
   }
 
+  /** Ends the partitions (the nemesis' own); a leader isolation ends on its own schedule. */
   heal(): void {
     this.blocked.clear();
+  }
+
+  /** Ends every partition and isolation (the end of the fault phase). */
+  healAll(): void {
+    this.blocked.clear();
+    this.isolated.clear();
   }
 
   blockedCount(): number {

@@ -159,7 +159,43 @@ export function drawSwarmScenario(random: Random): Scenario {
     durableStateMachine: chance(random, 0.5),
   };
   // Drawn last, so the seeds outside this region draw exactly what they drew before it existed.
-  return chance(random, leaderStormShare) ? leaderStorm(random, drawn) : drawn;
+  const region = chance(random, leaderStormShare) ? leaderStorm(random, drawn) : drawn;
+  // Drawn after everything else for the same reason.
+  if (!chance(random, leaderIsolationShare)) return region;
+  // The isolated leader learns it lost its peers only through CheckQuorum: off in most seeds of
+  // this region, so a deposed leader goes on answering, and the services' own leadership checks
+  // (a renewal's or a read's quorum round) are all that stands between it and a stale answer.
+  // The other faults (leader churn too) come seldom enough (and the uncommitted budget is large enough) that the
+  // cell commits between isolations: clients must hold leases and locks for a deposed leader to
+  // answer about (in a storm of faults most grants never commit, and there is nothing to renew).
+  return {
+    ...region,
+    leaderIsolation: drawLeaderIsolation(random),
+    checkQuorum: chance(random, 0.4),
+    faultIntervalMs: Math.max(region.faultIntervalMs, 400),
+    leaderChurnRate: Math.min(region.leaderChurnRate, 0.1),
+    // Room for isolations that outlast an election plus a lease's TTL before the faults end.
+    faultPhaseMs: Math.max(region.faultPhaseMs, 4000),
+    uncommittedBytesMax: Math.max(region.uncommittedBytesMax, 4096),
+  };
+}
+
+/** The share of swarm seeds whose leaders are now and then isolated for long (Scenario.leaderIsolation). */
+const leaderIsolationShare = 0.25;
+
+/**
+ * Isolations from half a second (shorter than most lease TTLs: the deposed leader's answers race
+ * the new leader's) to four and a half seconds (longer than every TTL the lease and lock workloads draw,
+ * 200-1,000 ms: a holder that keeps renewing through the deposed leader outlives its lease there).
+ */
+function drawLeaderIsolation(random: Random): NonNullable<Scenario['leaderIsolation']> {
+  const durationMsMin = pick(random, [500, 1000, 2000]);
+  return {
+    everyMs: pick(random, [500, 1500, 4000]),
+    servedMs: pick(random, [100, 500, 1000]),
+    durationMsMin,
+    durationMsMax: durationMsMin + pick(random, [200, 1000, 2500]),
+  };
 }
 
 /** The share of swarm seeds in the leader-storm region. */

@@ -137,6 +137,7 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   watchWorkload?.start();
   scheduleFaults(world, nemesis, nemesisRandom);
   if (options.olderCopy === true) scheduleOlderCopies(world, root.fork(11));
+  if (scenario.leaderIsolation !== undefined) scheduleLeaderIsolations(world, root.fork(12), scenario.leaderIsolation);
   for (const scripted of options.script ?? []) scheduleScripted(world, scripted);
   const progressEveryMs = options.progressEveryMs;
   if (progressEveryMs !== undefined) repeat(world, progressEveryMs, () => emitProgress(world));
@@ -267,6 +268,46 @@ function scheduleOlderCopies(world: World, random: SeededRandom): void {
   next();
 }
 
+/**
+ * Now and then cut the current leader off from every peer for long, while clients still reach it
+ * (Scenario.leaderIsolation), one isolation at a time; from its own fork, so the other subsystems'
+ * draws are those of the same seed without it.
+ */
+function scheduleLeaderIsolations(
+  world: World,
+  random: SeededRandom,
+  plan: NonNullable<Scenario['leaderIsolation']>,
+): void {
+  // The leader struck is one that has served a while (plan.servedMs in one term), so clients
+  // hold leases and locks through it: a leader isolated right after its election has nobody to
+  // mislead. Looked for every 50 ms from the drawn time on.
+  let seen: { key: string | null; sinceMs: number } = { key: null, sinceMs: 0 };
+  const look = (): void => {
+    if (world.nowMs >= world.scenario.faultPhaseMs) return;
+    const leader = world.leader();
+    const key = leader === null ? null : `${leader.id}/${leader.hard.term}`;
+    if (key !== seen.key) seen = { key, sinceMs: world.nowMs };
+    if (leader === null || world.network.isolatedCount() > 0 || world.nowMs - seen.sinceMs < plan.servedMs) {
+      world.at(world.nowMs + 50, '', look);
+      return;
+    }
+    const untilMs = Math.min(world.nowMs + randomInt(random, plan.durationMsMin, plan.durationMsMax), world.scenario.faultPhaseMs);
+    world.network.isolate(leader.id);
+    world.stats.leaderIsolations++;
+    const description = `leader ${leader.id} isolated from its peers until ${untilMs} ms (clients still reach it)`;
+    world.trace('-', `ISOLATE ${description}`);
+    world.emit({ type: 'fault', timeMs: world.nowMs, description });
+    world.at(untilMs, `REJOIN n${leader.id}`, () => {
+      world.network.rejoin(leader.id);
+      next(world.nowMs + randomInt(random, plan.everyMs >> 1, plan.everyMs * 2));
+    });
+  };
+  const next = (atMs: number): void => {
+    if (atMs < world.scenario.faultPhaseMs) world.at(atMs, '', look);
+  };
+  next(randomInt(random, 100, plan.everyMs));
+}
+
 function scheduleScripted(world: World, scripted: ScriptedFault): void {
   world.at(scripted.atMs, `SCRIPT ${scripted.fault}`, () => {
     const leader = world.leader();
@@ -305,7 +346,7 @@ function emitProgress(world: World): void {
 /** Heal everything: no partitions, no loss, every paused member resumed, every crashed one up. */
 function endFaults(world: World): void {
   world.cancelPendingCrashes();
-  world.network.heal();
+  world.network.healAll();
   world.network.faults.lossRate = 0;
   world.network.faults.duplicateRate = 0;
   world.network.faults.reorderRate = 0;
@@ -394,6 +435,7 @@ export function emptyStats(): SimStats {
     elections: 0,
     crashes: 0,
     partitions: 0,
+    leaderIsolations: 0,
     pauses: 0,
     membershipChanges: 0,
     transfers: 0,

@@ -88,6 +88,19 @@ export interface Scenario {
    */
   readonly networkTailRate?: number;
   readonly networkTailMsMax?: number;
+  /**
+   * Swarm runs only (absent otherwise, so other seeds replay as before): now and then the current
+   * leader loses every peer link for a long while (durationMs, longer than most lease TTLs) while
+   * its clients still reach it: the asymmetric failure in which a deposed leader that does not
+   * know it (CheckQuorum off) keeps answering whoever still talks to it.
+   */
+  readonly leaderIsolation?: {
+    readonly everyMs: number;
+    /** How long the struck leader has led in its term before it is isolated. */
+    readonly servedMs: number;
+    readonly durationMsMin: number;
+    readonly durationMsMax: number;
+  };
   readonly diskLatencyMsMin: number;
   readonly diskLatencyMsMax: number;
   /** Probability that a crash leaves a torn prefix of the write that was in progress. */
@@ -244,6 +257,8 @@ export interface SimStats {
   elections: number;
   crashes: number;
   partitions: number;
+  /** Leader isolations (scenario.leaderIsolation) begun. */
+  leaderIsolations: number;
   pauses: number;
   membershipChanges: number;
   transfers: number;
