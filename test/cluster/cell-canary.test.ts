@@ -133,7 +133,10 @@ async function consoleShowsCanary(t: { diagnostic(text: string): void; skip?: un
     await browser.open(`${cell.cell.clientUrl(follower)}/ui/`);
     const link = await browser.waitFor<string>(`document.querySelector('#canary [data-canary="elsewhere"] a')?.getAttribute('href') ?? ''`, 10_000);
     assert.equal(link.value, `${cell.cell.clientUrl(leader)}/ui/`);
-    assert.deepEqual(browser.problems, [], 'the page logged errors');
+    // The canary lets leases lapse on purpose: one listed may be gone when its details are read
+    // (404 logged by the browser for the fetch; the page shows the lease gone). Nothing else.
+    const unexpected = browser.problems.filter((problem) => problem.kind !== 'log' || !/status of 404 \(Not Found\) \S+\/v1\/leases\/\d+$/.test(problem.text));
+    assert.deepEqual(unexpected, [], 'the page logged errors');
   } finally {
     await browser.close();
   }
