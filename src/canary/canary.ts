@@ -11,7 +11,7 @@ import { BatonClient, type ClientOptions, type Session } from '../client/index.j
 import { httpsTransport } from '../client/tls-transport.js';
 import { Counter, Gauge, Histogram, LabelledGauge, Registry, type CounterChild } from '../metrics/registry.js';
 import type { HttpTransport } from '../client/types.js';
-import { CellMonitor, type MemberView, type MonitorEvent } from './cell-monitor.js';
+import { CellMonitor, checkStatusAnswer, type MemberView, type MonitorEvent } from './cell-monitor.js';
 import {
   ProbeFailure, electionProbe, httpResource, leaseProbe, lockProbe, memoryResource, staleOwnerProbe, watchProbe,
   type FencedResource, type ProbeContext, type ProbeResult,
@@ -238,7 +238,7 @@ export class Canary {
 function statusOver(transport: HttpTransport): (endpoint: string) => Promise<MemberView> {
   return async (endpoint) => {
     const answer = await transport({ method: 'GET', url: `${endpoint}/v1/cluster/status`, headers: {}, timeoutMs: 1500 });
-    if (answer.status !== 200) throw new Error(`status ${answer.status}`);
+    checkStatusAnswer(answer.status);
     return JSON.parse(answer.text) as MemberView;
   };
 }

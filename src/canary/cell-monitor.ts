@@ -2,7 +2,10 @@
 // (/v1/cluster/status answers from the member asked) and reports a leader lost (the leader's
 // member unreachable, or a member that knows no leader or another one) and an apply that is stuck
 // (a member whose applied index stays below its commit index for `stuckMs`). Detection is one
-// poll after the change, well inside 3 s at the default 250 ms.
+// poll after the change, well inside 3 s at the default 250 ms. A member that answers 401/403
+// (authorization on, and the canary's principal may not read the status) is not unreachable: the
+// monitor cannot see the leader through it, says so once (`monitor_refused`) and judges nothing
+// while any member refuses, rather than report a leader loss that did not happen.
 
 export interface MemberView {
   readonly member: number;
@@ -14,7 +17,21 @@ export interface MemberView {
 export type MonitorEvent =
   | { readonly event: 'leader_lost'; readonly previous: number; readonly saw: Readonly<Record<string, unknown>> }
   | { readonly event: 'leader_elected'; readonly leader: number; readonly afterMs: number | null }
-  | { readonly event: 'apply_stuck'; readonly endpoint: string; readonly commitIndex: number; readonly appliedIndex: number; readonly forMs: number };
+  | { readonly event: 'apply_stuck'; readonly endpoint: string; readonly commitIndex: number; readonly appliedIndex: number; readonly forMs: number }
+  | { readonly event: 'monitor_refused'; readonly endpoint: string; readonly status: number };
+
+/** A member answered the status request with 401 or 403: it is there, but will not tell this principal. */
+export class StatusRefused extends Error {
+  constructor(readonly status: number) {
+    super(`status ${status}: refused to this canary's principal`);
+  }
+}
+
+/** Throws StatusRefused for 401/403, an Error for any other answer but 200. */
+export function checkStatusAnswer(status: number): void {
+  if (status === 401 || status === 403) throw new StatusRefused(status);
+  if (status !== 200) throw new Error(`status ${status}`);
+}
 
 export class CellMonitor {
   private leader = 0;
@@ -22,6 +39,8 @@ export class CellMonitor {
   private readonly applied = new Map<string, { index: number; sinceMs: number; reported: boolean }>();
   private timer: NodeJS.Timeout | null = null;
   private polling = false;
+  /** Whether the last poll was refused by some member (monitor_refused said once per episode). */
+  private refused = false;
   leaderKnown = false;
 
   constructor(
@@ -48,9 +67,18 @@ export class CellMonitor {
         try {
           return { endpoint, view: await (this.options.fetchStatus ?? fetchStatus)(endpoint) };
         } catch (error) {
-          return { endpoint, view: null, error: (error as Error)?.message ?? String(error) };
+          const refused = error instanceof StatusRefused ? error.status : undefined;
+          return { endpoint, view: null, error: (error as Error)?.message ?? String(error), refused };
         }
       }));
+      const refusing = views.find((v) => v.refused !== undefined);
+      if (refusing !== undefined) {
+        if (!this.refused) this.onEvent({ event: 'monitor_refused', endpoint: refusing.endpoint, status: refusing.refused as number });
+        this.refused = true;
+        this.leaderKnown = false;
+        return;
+      }
+      this.refused = false;
       this.checkLeader(views);
       this.checkApply(views);
     } finally {
@@ -77,6 +105,8 @@ export class CellMonitor {
       this.onEvent({ event: 'leader_elected', leader: agreed, afterMs: this.lostAtMs === null ? null : Math.round(performance.now() - this.lostAtMs) });
       this.lostAtMs = null;
     }
+    // Also after a refused spell, which knew nothing of the leader it kept.
+    this.leaderKnown = this.leader !== 0;
   }
 
   private checkApply(views: readonly { endpoint: string; view: MemberView | null }[]): void {
@@ -98,6 +128,6 @@ export class CellMonitor {
 
 async function fetchStatus(endpoint: string): Promise<MemberView> {
   const res = await fetch(`${endpoint}/v1/cluster/status`, { signal: AbortSignal.timeout(1500) });
-  if (res.status !== 200) throw new Error(`status ${res.status}`);
+  checkStatusAnswer(res.status);
   return await res.json() as MemberView;
 }

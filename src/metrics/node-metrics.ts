@@ -17,6 +17,8 @@ export interface NodeMetricsSource {
   dbBytesMax(): number;
   revision(): number;
   compactRevision(): number;
+  /** Live keys of the applied state (exact: counted at apply, recounted after an open or install). */
+  keys(): number;
   /** Bytes appended to the WAL (log growth). */
   walBytes(): number;
   /** Proposals of this node waiting for their entry to apply. */
@@ -59,6 +61,7 @@ export class NodeMetrics {
     gauge('etcd_mvcc_db_total_size_in_use_in_bytes', 'Total size of the underlying database logically in use in bytes.', () => read.dbBytesInUse());
     gauge('etcd_debugging_mvcc_current_revision', 'The current revision of store.', () => read.revision());
     gauge('etcd_debugging_mvcc_compact_revision', 'The revision of the last compaction in store.', () => read.compactRevision());
+    gauge('etcd_debugging_mvcc_keys_total', 'Total number of keys.', () => read.keys());
     gauge('etcd_disk_wal_write_bytes_total', 'Total number of bytes written in WAL.', () => read.walBytes(), 'counter');
     const perPeer = (pick: 'sent' | 'received' | 'failures', label: 'To' | 'From') => function* (): Iterable<readonly [Record<string, string>, number]> {
       for (const [id, value] of read.peerBytes()[pick]) yield [{ [label]: id.toString(16) }, value];

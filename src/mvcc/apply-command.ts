@@ -20,6 +20,7 @@ import { checkPutQuotas, tenantsOf } from './tenant-usage.js';
 import type { TenantRecord } from '../base/tenants.js';
 import { readLeaseKeys, readRange } from './read.js';
 import { RevisionWriter } from './revision-writer.js';
+import type { LiveKeyTally } from './live-keys.js';
 import { storeFormatLatest } from './records.js';
 import { validateCommand, validateDelete, validatePut } from './validate.js';
 import { assert, unreachable } from '../base/assert.js';
@@ -49,7 +50,14 @@ export interface CommandApplied {
 
 export function applyCommand(
   writer: KvWriter,
-  context: { meta: MvccMeta; limits: MvccLimits; bugs?: MvccBugs; tenants?: readonly TenantRecord[] },
+  context: {
+    meta: MvccMeta;
+    limits: MvccLimits;
+    bugs?: MvccBugs;
+    tenants?: readonly TenantRecord[];
+    /** Where created and deleted keys are counted (the store's batch tally: live-keys.ts). */
+    liveKeys?: LiveKeyTally;
+  },
   op: Command,
 ): CommandApplied {
   const { meta, limits } = context;
@@ -63,7 +71,7 @@ export function applyCommand(
   if (op.type === 'policySet') return { result: { type: 'policySet', version: applyPolicySet(writer, op), revision: meta.revision }, meta };
   if (op.type === 'tenantsSet') return { result: { type: 'tenantsSet', version: applyTenantsSet(writer, op), revision: meta.revision }, meta };
   if (op.type === 'importKeys') {
-    const applied = applyImportKeys(writer, meta, op.record, limits, tenants);
+    const applied = applyImportKeys(writer, meta, op.record, limits, tenants, context.liveKeys);
     const leases = parseImportRecord(op.record).leases;
     return { result: { type: 'importKeys', imported: applied.imported, leases, revision: applied.meta.revision }, meta: applied.meta };
   }
@@ -74,7 +82,7 @@ export function applyCommand(
   if (op.type === 'put' && context.bugs?.tenantQuotaOff !== true) checkPutQuotas(writer, tenants, [op], null);
   // Every command below may issue a revision: none may leave the epoch (refused before any write).
   checkEpochRoom(meta.epoch, meta.revision);
-  const revisions = new RevisionWriter(writer, meta.revision, meta.storeFormat, tenants);
+  const revisions = new RevisionWriter(writer, meta.revision, meta.storeFormat, tenants, context.liveKeys);
   let result: CommandResult;
   switch (op.type) {
     case 'put':

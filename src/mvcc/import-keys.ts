@@ -15,6 +15,7 @@
 import { InvalidArgumentError, PreconditionFailedError } from '../base/errors.js';
 import type { TenantRecord } from '../base/tenants.js';
 import { accountKeyChange } from './tenant-usage.js';
+import { noTally, type LiveKeyTally } from './live-keys.js';
 import { importKeysPerCommandMax, importRecordBytesMax, type ImportRecord } from '../base/namespace-import.js';
 import { namespaceEnd, namespaceProblem } from '../base/namespaces.js';
 import { assert } from '../base/assert.js';
@@ -96,6 +97,8 @@ export function applyImportKeys(
   limits: MvccLimits,
   /** The tenant table (#28): imported and replaced keys move their tenant's use (never refused: a move is not growth). */
   tenants: readonly TenantRecord[] = [],
+  /** Keys created and removed here count to the store's live keys (live-keys.ts). */
+  liveKeys: LiveKeyTally = noTally(),
 ): { meta: MvccMeta; imported: number } {
   const record = parseImportRecord(bytes);
   const ownership = readOwnershipRecord(writer);
@@ -128,13 +131,14 @@ export function applyImportKeys(
     const range = { start: utf8(record.prefix), end: utf8(namespaceEnd(record.prefix)) };
     const keys: Uint8Array[] = [];
     for (const entry of writer.range(currentRange(range))) keys.push(entry.key.slice(1));
-    for (const keyBytes of keys) removeCurrent(writer, keyBytes, tenants);
+    for (const keyBytes of keys) removeCurrent(writer, keyBytes, tenants, liveKeys);
   }
-  for (const key of record.deletes) removeCurrent(writer, utf8(key), tenants);
+  for (const key of record.deletes) removeCurrent(writer, utf8(key), tenants, liveKeys);
   for (const kv of record.puts) {
     const keyBytes = utf8(kv.key);
-    removeCurrent(writer, keyBytes, tenants);
+    removeCurrent(writer, keyBytes, tenants, liveKeys);
     writer.put(currentKey(keyBytes), encodeRecordScratch(kv, meta.storeFormat).slice());
+    liveKeys.delta++;
     accountKeyChange(writer, tenants, kv.key, null, { bytes: kv.value.length, lease: kv.lease });
     if (kv.lease !== 0) {
       writer.put(leaseKey(kv.lease, keyBytes), emptyBytes);
@@ -148,7 +152,7 @@ export function applyImportKeys(
 }
 
 /** Drops a key's current record and lease attachment, leaving no event (it is not a delete here). */
-function removeCurrent(writer: KvWriter, keyBytes: Uint8Array, tenants: readonly TenantRecord[]): void {
+function removeCurrent(writer: KvWriter, keyBytes: Uint8Array, tenants: readonly TenantRecord[], liveKeys: LiveKeyTally): void {
   const stored = writer.get(currentKey(keyBytes));
   if (stored === undefined) return;
   const prev = decodeRecord('', stored, true);
@@ -157,6 +161,7 @@ function removeCurrent(writer: KvWriter, keyBytes: Uint8Array, tenants: readonly
     accountKeyChange(writer, tenants, key, { bytes: decodeRecord(key, stored).value.length, lease: prev.lease }, null);
   }
   writer.delete(currentKey(keyBytes));
+  liveKeys.delta--;
   if (prev.lease !== 0) {
     writer.delete(leaseKey(prev.lease, keyBytes));
     adjustLeaseKeyCount(writer, prev.lease, -1);

@@ -1,6 +1,7 @@
 // Writes one revision's changes: each put or delete updates the current table, the lease index,
 // and appends an event to history plus its per-key revision-index entry. A command that changes
-// nothing leaves the revision where it was.
+// nothing leaves the revision where it was. A key created or deleted moves the batch's live-key
+// tally (the store's etcd_debugging_mvcc_keys_total: live-keys.ts).
 import { assert } from '../base/assert.js';
 import { emptyBytes, u64Bytes } from './bytes.js';
 import { currentKey, historyKey, leaseKey, revisionIndexKey, revisionIndexValue } from './layout.js';
@@ -9,6 +10,7 @@ import { decodeRecord, encodeEventScratch, encodeRecordScratch, tombstone } from
 import type { KeyValue, KvWriter, MvccEvent, StoreFormat } from './types.js';
 import type { TenantRecord } from '../base/tenants.js';
 import { accountKeyChange } from './tenant-usage.js';
+import { noTally, type LiveKeyTally } from './live-keys.js';
 
 export class RevisionWriter {
   /** Events written so far in this revision; their seq is their position. */
@@ -22,6 +24,8 @@ export class RevisionWriter {
     private readonly format: StoreFormat,
     /** The tenant table of this state (#28: every write counts to its tenant); the store keeps it decoded. */
     readonly tenantTable: readonly TenantRecord[],
+    /** Where a key created (+1) or deleted (-1) is counted; kept in memory by the store. */
+    private readonly liveKeys: LiveKeyTally = noTally(),
   ) {
     u64Bytes(baseRevision + 1); // asserts the next revision is representable
   }
@@ -56,6 +60,7 @@ export class RevisionWriter {
       lease: update.lease,
     };
     this.writer.put(currentKey(keyBytes), encodeRecordScratch(kv, this.format));
+    if (prev === null) this.liveKeys.delta++;
     if (prev !== null && prev.lease !== 0 && prev.lease !== kv.lease) {
       this.writer.delete(leaseKey(prev.lease, keyBytes));
       adjustLeaseKeyCount(this.writer, prev.lease, -1);
@@ -76,6 +81,7 @@ export class RevisionWriter {
     if (prev === null) return false;
     assert(prev.modRevision < this.revision, 'one write per key per revision');
     this.writer.delete(currentKey(keyBytes));
+    this.liveKeys.delta--;
     if (prev.lease !== 0) {
       this.writer.delete(leaseKey(prev.lease, keyBytes));
       adjustLeaseKeyCount(this.writer, prev.lease, -1);

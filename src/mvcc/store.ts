@@ -11,6 +11,7 @@ import { assert } from '../base/assert.js';
 import { BatonError } from '../base/errors.js';
 import { EntryType, type Entry } from '../raft/types.js';
 import { applyCommand } from './apply-command.js';
+import { countLiveKeys, type LiveKeyTally } from './live-keys.js';
 import { checkRequestBytes, decodeCommandUnchecked } from './command-codec.js';
 import { ContentHasher } from './content-hash.js';
 import { contentForm } from './content-form.js';
@@ -90,6 +91,12 @@ export class MvccStore {
    * tenantsSet drops it after it applies; an aborted batch or a restore drops it too.
    */
   private tenantsCache: readonly TenantRecord[] | undefined = undefined;
+  /**
+   * Memory only (live-keys.ts): the live keys of the applied state, moved by each committed
+   * batch's tally; null = not counted since the store opened or installed a snapshot (the next
+   * ask scans once).
+   */
+  private liveKeyCount: number | null = null;
 
   constructor(
     private readonly engine: KvEngine,
@@ -138,13 +145,14 @@ export class MvccStore {
     const fresh = entries.filter((entry) => entry.index > this.meta.appliedIndex);
     if (fresh.length === 0) return [];
     let meta = this.meta;
+    const liveKeys: LiveKeyTally = { delta: 0 };
     const outcomes = this.writeBatch((writer) => {
       const list: ApplyOutcome[] = [];
       const sources = new DedupSources(writer);
       for (const entry of fresh) {
         if (entry.index !== meta.appliedIndex + 1) assert(false, `apply gap: ${meta.appliedIndex} -> ${entry.index}`);
         assert(entry.term >= meta.appliedTerm, 'applied terms never decrease');
-        const applied = this.applyEntry(writer, sources, meta, entry);
+        const applied = this.applyEntry(writer, sources, meta, entry, liveKeys);
         list.push(applied.outcome);
         meta = { ...applied.meta, appliedIndex: entry.index, appliedTerm: entry.term };
         // Every entry, no-ops included, carries one bounded step of pending compaction.
@@ -155,6 +163,8 @@ export class MvccStore {
       return list;
     });
     this.meta = meta;
+    // Only a committed batch moves the count (an aborted one threw above and kept nothing).
+    if (this.liveKeyCount !== null) this.liveKeyCount += liveKeys.delta;
     return outcomes;
   }
 
@@ -200,6 +210,7 @@ export class MvccStore {
     sources: DedupSources,
     meta: MvccMeta,
     entry: Entry,
+    liveKeys: LiveKeyTally,
   ): { outcome: ApplyOutcome; meta: MvccMeta } {
     const base = { index: entry.index, term: entry.term };
     // Leader no-ops and membership changes advance the applied index only.
@@ -249,7 +260,7 @@ export class MvccStore {
       const tenants = (this.tenantsCache ??= tenantsOf(writer));
       let applied;
       try {
-        applied = applyCommand(writer, { meta: next, limits: this.limits, bugs: this.bugs, tenants }, envelope.op);
+        applied = applyCommand(writer, { meta: next, limits: this.limits, bugs: this.bugs, tenants, liveKeys }, envelope.op);
       } finally {
         // Refused or not, the next command reads the table this state now holds.
         if (envelope.op.type === 'tenantsSet') this.tenantsCache = undefined;
@@ -400,6 +411,11 @@ export class MvccStore {
     return leaseCount(this.engine);
   }
 
+  /** Live keys of the applied state (etcd_debugging_mvcc_keys_total): exact, see live-keys.ts. */
+  liveKeys(): number {
+    return (this.liveKeyCount ??= countLiveKeys(this.engine));
+  }
+
   /** Whether history below the compact revision is still being deleted (a step per entry). */
   compactionPending(): boolean {
     const oldest = oldestHistoryRevision(this.engine);
@@ -462,6 +478,7 @@ export class MvccStore {
 
   /** Replaces the whole store with a snapshot stream, atomically (all or nothing). */
   restore(chunks: Iterable<Uint8Array>): void {
+    this.liveKeyCount = null;
     this.dedupOldestMs = null;
     this.compactionCache = null;
     this.policyCache = null;
@@ -477,6 +494,7 @@ export class MvccStore {
    */
   restoreNextEpoch(chunks: Iterable<Uint8Array>, options: { leaseGraceMs: number }): { old: MvccMeta; restored: MvccMeta } {
     let metas: { old: MvccMeta; restored: MvccMeta } | null = null;
+    this.liveKeyCount = null;
     this.dedupOldestMs = null;
     this.compactionCache = null;
     this.policyCache = null;

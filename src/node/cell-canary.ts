@@ -4,6 +4,14 @@
 // leadership, so one canary runs per cell and a new leader takes over after a failover. Its SLIs
 // (baton_canary_*) go into this node's /metrics: counters add up over the member's leaderships,
 // and baton_canary_running says which member is running it now.
+//
+// Its principal: on a client port with TLS and a trusted CA (--trusted-ca-file) it presents this
+// member's certificate, whose baton://CELL/MEMBER identity acts as root on the native port (as
+// members forwarding to members do: src/api/principal.ts), so authorization never refuses it.
+// Root gives it nothing the node's process does not hold already (the store, the token key); it
+// only ever touches its own names. Without such a port (plain HTTP, or TLS with no client CA)
+// nothing identifies it: with authorization on, every call is refused, and it says why once per
+// run instead of only failing probes.
 import { readFileSync } from 'node:fs';
 import { Canary, type CanaryOptions } from '../canary/canary.js';
 import { Gauge, type Registry } from '../metrics/registry.js';
@@ -31,8 +39,22 @@ export interface CellCanaryParts {
 
 const errorBackoffMs = 10_000;
 
+/** Who the cell takes the canary for (its calls to its own cell). */
+export type CanaryPrincipal = 'member' | 'anonymous';
+
+/** The member's certificate names it only where the client port verifies certificates against a CA. */
+export function canaryPrincipal(clientTls: ClientTlsConfig | null): CanaryPrincipal {
+  return clientTls !== null && clientTls.caFile !== undefined ? 'member' : 'anonymous';
+}
+
+/** A refusal of the canary's principal: a probe's typed error, or the monitor's status refused. */
+function isRefusal(event: string, line: Record<string, unknown>): boolean {
+  if (event === 'monitor_refused') return true;
+  return event === 'probe_failed' && /^(PermissionDenied|Unauthenticated)Error$/.test(String(line['kind']));
+}
+
 /** Events worth a warning: the canary saw the cell fail a promise or lose its leader. */
-const warnings = new Set(['probe_failed', 'violation', 'leader_lost', 'apply_stuck']);
+const warnings = new Set(['probe_failed', 'violation', 'leader_lost', 'apply_stuck', 'monitor_refused']);
 
 export class CellCanary {
   private readonly canary: Canary;
@@ -40,9 +62,13 @@ export class CellCanary {
   private timer: NodeJS.Timeout | null = null;
   /** After a run ended on an error, the next one waits until then (no error line every 250 ms). */
   private notBeforeMs = 0;
+  readonly principal: CanaryPrincipal;
+  /** The refusal of this run was explained (once per run). */
+  private refusalExplained = false;
 
   constructor(private readonly parts: CellCanaryParts) {
     const tls = parts.clientTls === null ? undefined : clientTlsOf(parts.clientTls, parts.peerTls);
+    this.principal = canaryPrincipal(parts.clientTls);
     this.canary = new Canary({
       endpoints: parts.endpoints,
       intervalMs: parts.intervalMs ?? 1000,
@@ -73,7 +99,11 @@ export class CellCanary {
   private follow(): void {
     const leads = this.parts.isLeader();
     if (leads && this.running === null && performance.now() >= this.notBeforeMs) {
-      this.parts.log.info('canary: this member leads: starting the cell\'s canary', { endpoints: this.parts.endpoints().join(',') });
+      this.refusalExplained = false;
+      this.parts.log.info('canary: this member leads: starting the cell\'s canary', {
+        endpoints: this.parts.endpoints().join(','),
+        principal: this.principal === 'member' ? 'member certificate (root on the native port)' : 'anonymous',
+      });
       this.running = this.canary.run().then(
         (summary) => this.parts.log.info('canary: stopped', { violations: summary.violations, leaderLosses: summary.leaderLosses }),
         (error: unknown) => {
@@ -98,6 +128,15 @@ export class CellCanary {
     }
     if (warnings.has(event)) this.parts.log.warn(`canary: ${event}`, fields);
     else this.parts.log.info(`canary: ${event}`, fields);
+    if (!this.refusalExplained && isRefusal(event, line)) {
+      this.refusalExplained = true;
+      this.parts.log.error(this.principal === 'anonymous'
+        ? 'canary: the cell refuses the canary\'s calls: it has no identity on the client port (plain HTTP, or TLS without --trusted-ca-file), '
+          + 'so with authorization on it is anonymous and denied everything; give the client port TLS with --trusted-ca-file (the member '
+          + 'certificate then acts as root) or run without --canary'
+        : 'canary: the cell refuses the canary\'s calls although it presents this member\'s certificate: the certificate must chain to '
+          + '--trusted-ca-file and name this cell (baton://CELL/MEMBER)');
+    }
   }
 }
 

@@ -247,6 +247,8 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
     throw new CorruptFileError(join(config.dataDir, 'wal'), 0,
       `the state machine applied index ${store.appliedIndex} is beyond the log's last index ${lastIndex}`);
   }
+  // The live-key count (etcd_debugging_mvcc_keys_total) costs one scan of the keys: at boot, not at a scrape.
+  store.liveKeys();
   const core = createRaftNode(
     // ledgerCheck: after a restart, ask the peers what this member promised them before voting or
     // acknowledging (src/raft/peer-ledger.ts): a data directory restored from an older copy is found.
@@ -276,6 +278,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
     dbBytesMax: () => lmdbMapBytes,
     revision: () => store.revision,
     compactRevision: () => store.compactRevision,
+    keys: () => store.liveKeys(),
     walBytes: () => wal.stats().bytesWritten,
     proposalsPending: () => late.driver?.pendingProposals ?? 0,
     peerBytes: () => peerBytesOf(late.transport),

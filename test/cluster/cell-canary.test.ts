@@ -6,11 +6,14 @@
 // cell over https with its member certificate.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { httpsRequest } from '../../src/node/testing/cell-tls.js';
+import { httpsRequest, type CellTls } from '../../src/node/testing/cell-tls.js';
+import { issueClientCert } from '../../src/security/certs.js';
 import { findLeader, sleep, startTestCell, type TestCell } from './harness.js';
+import { findEtcdctl } from './etcdctl-path.js';
 import { findChromium, HeadlessBrowser, noChromiumReason } from './headless-browser.js';
 
 const probes = ['lock', 'election', 'lease', 'watch', 'stale_owner'];
@@ -130,7 +133,10 @@ async function consoleShowsCanary(t: { diagnostic(text: string): void; skip?: un
     await browser.open(`${cell.cell.clientUrl(follower)}/ui/`);
     const link = await browser.waitFor<string>(`document.querySelector('#canary [data-canary="elsewhere"] a')?.getAttribute('href') ?? ''`, 10_000);
     assert.equal(link.value, `${cell.cell.clientUrl(leader)}/ui/`);
-    assert.deepEqual(browser.problems, [], 'the page logged errors');
+    // The canary lets leases lapse on purpose: one listed may be gone when its details are read
+    // (404 logged by the browser for the fetch; the page shows the lease gone). Nothing else.
+    const unexpected = browser.problems.filter((problem) => problem.kind !== 'log' || !/status of 404 \(Not Found\) \S+\/v1\/leases\/\d+$/.test(problem.text));
+    assert.deepEqual(unexpected, [], 'the page logged errors');
   } finally {
     await browser.close();
   }
@@ -150,6 +156,89 @@ test('--canary on a TLS cell: the leader\'s canary calls its cell over https wit
     t.diagnostic(`${runner} over TLS: ok ${JSON.stringify(slis.ok)} failed ${JSON.stringify(slis.failed)}`);
     assert.equal(slis.violations, 0);
     for (const other of cell.names.filter((name) => name !== runner)) assert.equal((await slisOf(cell, other)).running, 0);
+  } finally {
+    await cell.close();
+  }
+});
+
+async function leaderLosses(cell: TestCell, name: string): Promise<number> {
+  return Number(/^baton_canary_leader_losses_total (\d+)$/m.exec(await metricsText(cell, name))?.[1] ?? NaN);
+}
+
+/** The member whose canary runs now (polls every member's /metrics). */
+async function canaryRunner(cell: TestCell, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    for (const name of cell.names) if ((await slisOf(cell, name).catch(() => null))?.running === 1) return name;
+    await sleep(200);
+  }
+  assert.fail('no member runs the canary');
+}
+
+test('--canary on a TLS cell with authorization on: the leader\'s canary acts as its member (root on the native port); users are still refused its names', { timeout: 150_000 }, async (t) => {
+  const cell = await startTestCell({ tls: true, extraArgs: ['--canary'] });
+  try {
+    const tls = cell.cell.tls as CellTls;
+    const alice = issueClientCert(tls.ca, 'alice');
+    let runner = await canaryRunner(cell, 40_000);
+    await waitForProbes(cell, runner, 1, 40_000);
+    const policy = { enabled: true, roles: { app: [{ prefix: '/app/', ops: ['read', 'write', 'watch', 'lease', 'lock', 'election'] }] }, bindings: { alice: ['app'] } };
+    const set = await httpsRequest(`${cell.cell.clientUrl(runner)}/v1/auth/policy`, {
+      ca: tls.ca.cert, client: tls.root, method: 'PUT', body: JSON.stringify(policy), headers: { 'content-type': 'application/json', 'if-version': '0' },
+    });
+    assert.equal(set.status, 200, set.body);
+    // Authorization is on: a user without a grant on the canary's names is refused them.
+    const denied = await httpsRequest(`${cell.cell.clientUrl(runner)}/v1/kv/canary-cell-1-m1/probe`, { ca: tls.ca.cert, client: alice, method: 'PUT', body: 'x' });
+    assert.equal(denied.status, 403, denied.body);
+    runner = await canaryRunner(cell, 10_000);
+    const before = await slisOf(cell, runner);
+    const deadline = Date.now() + 60_000;
+    let now: Slis | null = null;
+    const enough = (slis: Slis | null): slis is Slis => slis !== null && probes.every((probe) => (slis.ok[probe] as number) >= (before.ok[probe] as number) + 3);
+    while (Date.now() < deadline) {
+      now = await slisOf(cell, runner).catch(() => null);
+      if (enough(now)) break;
+      await sleep(250);
+    }
+    t.diagnostic(`${runner} with authorization on: ok ${JSON.stringify(now?.ok)} failed ${JSON.stringify(now?.failed)} (at enabling: ok ${JSON.stringify(before.ok)} failed ${JSON.stringify(before.failed)})`);
+    assert.ok(enough(now), `every probe succeeded 3 more times with authorization on; ${runner}'s log:\n${cell.cell.tail(runner, 30)}`);
+    assert.equal(now.violations, 0);
+    assert.deepEqual(now.failed, before.failed, 'no probe failed once authorization was on');
+    assert.match(cell.cell.tail(runner, 2000), /canary: this member leads: starting the cell's canary .*principal=member certificate \(root on the native port\)/);
+  } finally {
+    await cell.close();
+  }
+});
+
+test('--canary on a plain-HTTP cell with authorization on: the canary has no identity, its probes are refused and it says why', { timeout: 150_000, skip: findEtcdctl() === null ? 'no etcdctl (apt-get install etcd-client)' : false }, async (t) => {
+  const cell = await startTestCell({ grpc: true, extraArgs: ['--canary'] });
+  try {
+    const runner = await canaryRunner(cell, 40_000);
+    await waitForProbes(cell, runner, 1, 40_000);
+    const ctl = (args: string[]): void => {
+      const run = spawnSync(findEtcdctl() as string, ['--endpoints', cell.cell.grpcEndpoint(runner), '--command-timeout', '5s', ...args], { env: { ...process.env, ETCDCTL_API: '3' }, encoding: 'utf8' });
+      assert.equal(run.status, 0, `etcdctl ${args.join(' ')}: ${run.stdout}${run.stderr}`);
+    };
+    for (const args of [['user', 'add', 'root:rootpw'], ['role', 'add', 'root'], ['user', 'grant-role', 'root', 'root'], ['auth', 'enable']]) ctl(args);
+    const before = await slisOf(cell, runner);
+    const lossesBefore = await leaderLosses(cell, runner);
+    const deadline = Date.now() + 30_000;
+    let now = before;
+    while (Date.now() < deadline) {
+      now = await slisOf(cell, runner);
+      if (probes.every((probe) => (now.failed[probe] as number) > (before.failed[probe] as number))) break;
+      await sleep(250);
+    }
+    const log = cell.cell.tail(runner, 2000);
+    t.diagnostic(`${runner} anonymous under authorization: failed ${JSON.stringify(now.failed)} ok ${JSON.stringify(now.ok)} (at enabling: failed ${JSON.stringify(before.failed)} ok ${JSON.stringify(before.ok)})`);
+    t.diagnostic(log.split('\n').filter((line) => /canary: (this member leads|monitor_refused|the cell refuses)/.test(line)).join('\n'));
+    assert.ok(probes.every((probe) => (now.failed[probe] as number) > (before.failed[probe] as number)), 'every probe is refused');
+    assert.match(log, /canary: this member leads: starting the cell's canary .*principal=anonymous/);
+    assert.equal(log.match(/ERROR canary: the cell refuses the canary's calls: it has no identity on the client port/g)?.length, 1, 'said once, not every second');
+    assert.match(log, /WARN canary: monitor_refused .*status=403/);
+    // Refused is not a lost leader: the monitor stops judging rather than count losses.
+    assert.equal(await leaderLosses(cell, runner), lossesBefore, 'no leader loss counted for a refusal');
+    assert.equal(now.violations, 0, 'refusals are failures, never violations');
   } finally {
     await cell.close();
   }

@@ -76,6 +76,10 @@ test('acquire, try-lock, listing, fencing check and release, through different m
   assert.deepEqual(state.json.queue, [], 'the try-lock left no entry behind');
   assert.ok(Math.abs(state.json.holder.waitingSinceMs - Date.now()) < 60_000);
 
+  // baton_fencing_checks_total{result} (docs/operations.md): counted by the member that answers.
+  const checks = async (result: string): Promise<number> =>
+    (await Promise.all(urls.map((url) => metric(url, `baton_fencing_checks_total{result="${result}"}`)))).reduce((a, b) => a + b, 0);
+  const checksBefore = { valid: await checks('valid'), stale: await checks('stale') };
   const valid = await post(`${urls[1]}/v1/fencing/check`, { lock: 'report-42', token: first.json.fencingToken });
   assert.deepEqual([valid.status, valid.json.valid, valid.json.currentToken], [200, true, first.json.fencingToken]);
   const stale = await post(`${urls[1]}/v1/fencing/check`, { lock: 'report-42', token: first.json.fencingToken + 1 });
@@ -90,6 +94,8 @@ test('acquire, try-lock, listing, fencing check and release, through different m
   assert.equal(again.status, 409);
   const after = await post(`${urls[1]}/v1/fencing/check`, { lock: 'report-42', token: first.json.fencingToken });
   assert.deepEqual([after.json.valid, after.json.currentToken, after.json.holder], [false, null, null]);
+  assert.deepEqual({ valid: await checks('valid') - checksBefore.valid, stale: await checks('stale') - checksBefore.stale }, { valid: 1, stale: 2 },
+    'two stale tokens and one valid one counted');
 
   const second = await post(`${urls[1]}/v1/locks/report-42/acquire`, { lease: b, owner: 'worker-b', waitMs: 0 });
   assert.equal(second.status, 200, second.text);

@@ -3,7 +3,7 @@
 // /elections/{name}/) and read through their own endpoints; the watch feed says when to read
 // them again. Leases change without key events (grants, renewals), so their list is re-read
 // every few seconds and the countdown runs in the page between reads.
-import { describe, getJson, kvPath, type Range, type WatchEvent } from './api.js';
+import { ApiError, describe, getJson, kvPath, type Range, type WatchEvent } from './api.js';
 import { byId, el, row, short, showError, table } from './dom.js';
 
 interface LeaseInfo { id: number; ttlMs: number; grantedTtl: number; keys: string[] }
@@ -34,13 +34,19 @@ export class LeasesView {
     try {
       const list = await getJson<{ leases: { id: number; ttl: number; grantedTtl: number }[]; more: boolean }>(`/v1/leases?limit=${leasesShown}`);
       // Exact TTLs and keys for the first few (one call each); whole seconds for the rest.
-      const detailed = await Promise.all(list.leases.slice(0, leasesDetailed).map((lease) => getJson<LeaseInfo>(`/v1/leases/${lease.id}`)));
+      // A lease that ended between the list and its own read (404) is gone: left out, not an error.
+      const detailed = await Promise.all(list.leases.slice(0, leasesDetailed).map((lease) =>
+        getJson<LeaseInfo>(`/v1/leases/${lease.id}`).catch((error: unknown) => {
+          if (error instanceof ApiError && error.status === 404) return null;
+          throw error;
+        })));
       const readAt = performance.now();
-      this.leases = list.leases.map((lease, i) => {
+      this.leases = list.leases.flatMap((lease, i) => {
         const info = detailed[i];
-        return info === undefined
+        if (info === null) return [];
+        return [info === undefined
           ? { id: lease.id, ttlMs: lease.ttl * 1000, grantedTtl: lease.grantedTtl, keys: null, readAt }
-          : { id: info.id, ttlMs: info.ttlMs, grantedTtl: info.grantedTtl, keys: info.keys, readAt };
+          : { id: info.id, ttlMs: info.ttlMs, grantedTtl: info.grantedTtl, keys: info.keys, readAt }];
       });
       this.more = list.more;
       this.render();

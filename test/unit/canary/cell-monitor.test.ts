@@ -1,9 +1,10 @@
 // The canary's monitor (src/canary/cell-monitor.ts) over scripted member answers: a leader whose
 // member stops answering, or members that lose it, is reported at the next poll; a new agreed
 // leader is reported; an applied index stuck below the commit index is reported once after stuckMs.
+// Members that refuse the canary's principal (401/403) are not a lost leader: said once, judged not.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CellMonitor, type MonitorEvent } from '../../../src/canary/cell-monitor.js';
+import { CellMonitor, StatusRefused, type MonitorEvent } from '../../../src/canary/cell-monitor.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -43,6 +44,35 @@ test('leader lost, a new leader, and a stuck apply are reported', async () => {
     assert.equal(stuck.length, 1, 'reported once');
     assert.deepEqual(stuck[0], { event: 'apply_stuck', endpoint: 'c', commitIndex: 120, appliedIndex: 110, forMs: (stuck[0] as { forMs: number }).forMs });
     assert.ok((stuck[0] as { forMs: number }).forMs >= 150);
+  } finally {
+    monitor.stop();
+  }
+});
+
+test('members refusing the status (authorization on, an anonymous canary) are said once, never a leader loss', async () => {
+  let refusing = false;
+  const events: MonitorEvent[] = [];
+  const monitor = new CellMonitor(['a', 'b', 'c'], (event) => events.push(event), {
+    everyMs: 20,
+    stuckMs: 150,
+    fetchStatus: (endpoint) => (refusing
+      ? Promise.reject(new StatusRefused(403))
+      : Promise.resolve({ member: endpoint.charCodeAt(0) - 96, leader: 1, commitIndex: 5, appliedIndex: 5 })),
+  });
+  monitor.start();
+  try {
+    await sleep(60);
+    assert.deepEqual(events.map((e) => e.event), ['leader_elected']);
+    refusing = true;
+    await sleep(200);
+    assert.deepEqual(events.map((e) => e.event), ['leader_elected', 'monitor_refused']);
+    assert.deepEqual(events[1], { event: 'monitor_refused', endpoint: 'a', status: 403 });
+    assert.equal(monitor.leaderKnown, false, 'it cannot see the leader');
+    // Allowed again (the policy changed): the same leader is seen again, and nothing was lost.
+    refusing = false;
+    await sleep(60);
+    assert.equal(monitor.leaderKnown, true);
+    assert.ok(!events.some((e) => e.event === 'leader_lost'), JSON.stringify(events));
   } finally {
     monitor.stop();
   }

@@ -17,8 +17,11 @@ function story(guard: FencingGuard): void {
   assert.deepEqual(guard.check('/reports/7', 41), { accepted: true, token: 41 }, 'resources are separate');
   assert.equal(guard.highest('/reports/42'), 42);
   assert.equal(guard.highest('/nothing'), 0);
+  // What the resource exports as its own metrics (issue #29): the stale owner's write is counted.
+  assert.deepEqual({ ...guard.counts }, { accepted: 4, rejected: 1 });
   assert.throws(() => guard.check('/reports/42', 0), InvalidArgumentError);
   assert.throws(() => guard.check('/reports/42', 1.5), InvalidArgumentError);
+  assert.deepEqual({ ...guard.counts }, { accepted: 4, rejected: 1 }, 'bad input is no check');
 }
 
 test('the in-memory guard rejects a stale owner', () => {
@@ -34,6 +37,7 @@ test('the LMDB guard rejects a stale owner, also after a restart', async () => {
     const reopened = LmdbFencingGuard.open(dir);
     assert.equal(reopened.highest('/reports/42'), 42);
     assert.equal(reopened.check('/reports/42', 41).accepted, false);
+    assert.deepEqual({ ...reopened.counts }, { accepted: 0, rejected: 1 }, 'counted since this guard opened');
     await reopened.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -69,6 +69,11 @@ export class ReferenceModel {
     return this.states.get(this.revision) as State;
   }
 
+  /** Live keys now (what the store's etcd_debugging_mvcc_keys_total must say). */
+  get keyCount(): number {
+    return this.current.size;
+  }
+
   noop(index: number): void {
     this.appliedIndex = index;
   }
