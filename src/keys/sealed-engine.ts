@@ -34,6 +34,12 @@ export class RecordSealer {
 
   seal(key: Uint8Array, value: Uint8Array): Uint8Array {
     if (!tablesWithData.has(key[0] as number)) return value;
+    const out = this.sealOnly(key, value);
+    this.remember(this.counter, key, value);
+    return out;
+  }
+
+  private sealOnly(key: Uint8Array, value: Uint8Array): Uint8Array {
     if (this.keys.openNo === 0) throw new Error('a read-only open of a sealed store cannot write');
     const nonce = Buffer.allocUnsafe(12);
     nonce.writeUInt32BE(this.keys.openNo, 0);
@@ -50,7 +56,6 @@ export class RecordSealer {
     body.copy(out, headBytes);
     cipher.final();
     cipher.getAuthTag().copy(out, headBytes + body.length);
-    this.remember(this.counter, key, value);
     return out;
   }
 
@@ -86,6 +91,28 @@ export class RecordSealer {
     } catch {
       return this.damaged(key, 'does not authenticate (damaged or altered)');
     }
+  }
+
+  /** The data key currently sealing new records. */
+  get activeNo(): number {
+    return this.keys.activeNo;
+  }
+
+  /** The data-key number a stored value of a sealed table names (its second byte). */
+  keyNoOf(key: Uint8Array, sealed: Uint8Array): number {
+    if (sealed.length < headBytes + tagBytes || sealed[0] !== marker) this.damaged(key, 'is not a sealed record (a plaintext value in a sealed store)');
+    return sealed[1] as number;
+  }
+
+  /**
+   * The stored value sealed again under the active data key (record-rewrite.ts), or null when it
+   * already is (or its table is not sealed). Opens it first: a damaged record stops the rewrite as
+   * it would stop a read. Not remembered: the rewrite touches old records no apply is about to read.
+   */
+  reseal(key: Uint8Array, sealed: Uint8Array): Uint8Array | null {
+    if (!tablesWithData.has(key[0] as number)) return null;
+    if (this.keyNoOf(key, sealed) === this.keys.activeNo) return null;
+    return this.sealOnly(key, this.open(key, sealed));
   }
 
   private damaged(key: Uint8Array, why: string): never {
