@@ -100,11 +100,13 @@ export class RecordRewriter {
   private readonly sliceRecords: number;
   private readonly pauseMs: number;
   private readonly nowIso: () => string;
+  private onFatal: ((error: Error) => void) | undefined;
 
   constructor(private readonly options: RecordRewriteOptions) {
     this.sliceRecords = options.sliceRecords ?? 256;
     this.pauseMs = options.pauseMs ?? 20;
     this.nowIso = options.nowIso ?? (() => new Date().toISOString());
+    this.onFatal = options.onFatal;
     const activeNo = options.sealer.activeNo;
     const retiring = options.keyNos.filter((no) => no !== activeNo).sort((a, b) => a - b);
     const saved = readRewriteStatus(options.directory);
@@ -135,7 +137,9 @@ export class RecordRewriter {
     return this.status.state !== 'done';
   }
 
-  start(): void {
+  /** Runs the pass in the background; `onFatal` hears a damaged record (the node stops on it). */
+  start(onFatal?: (error: Error) => void): void {
+    if (onFatal !== undefined) this.onFatal = onFatal;
     if (!this.pending) return;
     const { retiring, activeNo, cursor } = this.status;
     this.options.log.info(`encryption at rest: rewriting the records sealed under data key ${retiring.join(', ')} under data key ${activeNo}` +
@@ -224,7 +228,8 @@ export class RecordRewriter {
       ended = this.step();
     } catch (error) {
       this.stopped = true;
-      this.options.onFatal?.(error as Error);
+      this.options.log.warn(`encryption at rest: the rewrite stopped: ${(error as Error).message}`);
+      this.onFatal?.(error as Error);
       return;
     }
     const took = this.options.timers.monotonicMs() - began;
