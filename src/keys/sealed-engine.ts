@@ -15,6 +15,8 @@ import { tablesWithData, type KvEngine, type KvEntry, type KvRange, type KvWrite
 import type { RecordKeys } from './record-keys.js';
 
 const marker = 0xe5;
+/** The current-value table's prefix ('k', mvcc/layout.ts). */
+const currentTable = 0x6b;
 const headBytes = 2 + 12;
 const tagBytes = 16;
 
@@ -35,7 +37,9 @@ export class RecordSealer {
   seal(key: Uint8Array, value: Uint8Array): Uint8Array {
     if (!tablesWithData.has(key[0] as number)) return value;
     const out = this.sealOnly(key, value);
-    this.remember(this.counter, key, value);
+    // Only current values: the next put of the key reads them. History events and dedup outcomes
+    // are not read back by applies (copying them into the cache cost more than it saved).
+    if (key[0] === currentTable) this.remember(this.counter, key, value);
     return out;
   }
 
