@@ -45,17 +45,16 @@ export class RecordSealer {
 
   private sealOnly(key: Uint8Array, value: Uint8Array): Uint8Array {
     if (this.keys.openNo === 0) throw new Error('a read-only open of a sealed store cannot write');
-    const nonce = Buffer.allocUnsafe(12);
-    nonce.writeUInt32BE(this.keys.openNo, 0);
-    nonce.writeUIntBE(++this.counter, 6, 6);
-    nonce.writeUInt16BE(0, 4);
-    const dek = this.keys.byNo.get(this.keys.activeNo) as Buffer;
-    const cipher = createCipheriv('aes-256-gcm', dek, nonce);
-    cipher.setAAD(key);
+    // The nonce is written in place, in the record's head (no buffer of its own).
     const out = Buffer.allocUnsafe(headBytes + value.length + tagBytes);
     out[0] = marker;
     out[1] = this.keys.activeNo;
-    nonce.copy(out, 2);
+    out.writeUInt32BE(this.keys.openNo, 2);
+    out.writeUInt16BE(0, 6);
+    out.writeUIntBE(++this.counter, 8, 6);
+    const dek = this.keys.byNo.get(this.keys.activeNo) as Buffer;
+    const cipher = createCipheriv('aes-256-gcm', dek, out.subarray(2, headBytes));
+    cipher.setAAD(key);
     const body = cipher.update(value);
     body.copy(out, headBytes);
     cipher.final();
