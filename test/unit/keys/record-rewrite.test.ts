@@ -68,6 +68,19 @@ function keyNumbers(raw: LmdbEngine): Map<number, number> {
   return counts;
 }
 
+/** Records every (data key, nonce) pair seen with its sealed bytes; fails on a pair sealed twice with other content. */
+function checkNonces(raw: LmdbEngine, seen: Map<string, string>): void {
+  for (const entry of raw.snapshotEntries()) {
+    if (!tablesWithData.has(entry.key[0] as number)) continue;
+    const value = Buffer.from(entry.value);
+    const pair = `${value[1]}:${value.subarray(2, 14).toString('hex')}`;
+    const sealed = value.subarray(14).toString('hex');
+    const before = seen.get(pair);
+    assert.ok(before === undefined || before === sealed, `nonce ${pair} reused for other content`);
+    seen.set(pair, sealed);
+  }
+}
+
 function plaintext(sealed: SealedEngine): string[] {
   return [...sealed.snapshotEntries()].map((e) => `${Buffer.from(e.key).toString('hex')}=${Buffer.from(e.value).toString('hex')}`);
 }
@@ -78,6 +91,8 @@ test('rewrite retires an old data key: small transactions under load, resumes af
     // Key 1: 120 keys written 3 times each (current values and history events under key 1).
     const first = open(dir, keyring);
     for (let round = 0; round < 3; round++) for (let k = 0; k < 120; k++) put(first.store, k, `secret-value-${round}-${k}`);
+    const nonces = new Map<string, string>();
+    checkNonces(first.raw, nonces);
     await first.raw.close();
 
     assert.equal(addRecordKey(dir, keyring), 2);
@@ -94,6 +109,7 @@ test('rewrite retires an old data key: small transactions under load, resumes af
     const saved = readRewriteStatus(dir);
     assert.ok(saved !== null && saved.state === 'running' && saved.cursor !== null && saved.scanned === 6 * 40);
     assert.ok(saved.rewritten > 0 && saved.rewritten <= 240);
+    checkNonces(second.raw, nonces);
     const midway = keyNumbers(second.raw);
     assert.ok((midway.get(2) ?? 0) >= saved.rewritten, 'the rewritten records name key 2');
     await second.raw.close();
@@ -116,6 +132,8 @@ test('rewrite retires an old data key: small transactions under load, resumes af
     assert.equal(done?.state, 'done');
     assert.deepEqual(done?.retired, [1]);
     assert.equal(keyNumbers(third.raw).get(1), undefined, 'no stored value names key 1');
+    checkNonces(third.raw, nonces); // across three opens, the rewrite's seals and the applies' share no nonce
+    assert.ok(nonces.size > 900);
     const before = plaintext(third.sealed);
     assert.ok(before.length > 700);
     await third.raw.close();
