@@ -240,7 +240,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   const recordRewriter = recordKeys === null || sealer === null || recordKeys.byNo.size < 2 ? null : new RecordRewriter({
     engine, sealer, keyNos: [...recordKeys.byNo.keys()], activeKeyId: dataKeyId(recordKeys.byNo.get(recordKeys.activeNo) as Buffer),
     directory: dbDirectory, bootId: engine.commits === 'deferred' ? currentBootId() : null,
-    checkpoint: () => engine.checkpoint(), timers: realTimers, log,
+    checkpoint: () => engine.checkpoint(), timers: realTimers, log, ...config.tuning.recordRewrite,
   });
   const store = new MvccStore(sealed, { ...defaultMvccLimits, valueBytesMax: config.valueBytesMax, ...config.tuning.leaseLimits });
   // Every member decides client commands against the policy they apply on (docs/design/authorization.md).

@@ -1,7 +1,8 @@
 // Retiring an old data key on a real member (docs/design/encryption.md "Rotation"): records
 // sealed under data key 1; `baton keys rotate --data-key` adds key 2 while the member runs;
 // `keys retire` is refused while records still name key 1; after a restart the member seals its
-// old records again under key 2 in the background (`keys status` says when key 1 is retired),
+// old records again under key 2 in the background (killed with SIGKILL in the middle, the next
+// start resumes after the saved cursor; `keys status` says when key 1 is retired),
 // `keys retire` removes key 1 from records.key, and the member restarted with key 2 alone serves
 // every current value and an old revision from history; its store holds no value in plaintext.
 import { test } from 'node:test';
@@ -37,11 +38,33 @@ test('data-key rotation: the background rewrite retires the old data key, which 
     assert.equal(early.code, 1, 'refused while records still name key 1');
     assert.match(early.stderr, /data key 1 still in use/);
 
-    // The new key is taken at the next start; the rewrite then runs in the background.
+    // The new key is taken at the next start; the rewrite then runs in the background. Slowly
+    // here (8 records a transaction, 100 ms apart: ~1,100 entries take ~14 s), so that it can be
+    // killed in the middle: kill -9 once its status file shows progress, and the next start resumes.
     cell.cell.signal('n1', 'SIGTERM');
+    await cell.cell.waitExit('n1', 20_000);
+    process.env['BATON_REWRITE_SLICE_RECORDS'] = '8';
+    process.env['BATON_REWRITE_PAUSE_MS'] = '100';
+    try {
+      cell.cell.start('n1');
+      await cell.cell.waitReady(30_000);
+    } finally {
+      delete process.env['BATON_REWRITE_SLICE_RECORDS'];
+      delete process.env['BATON_REWRITE_PAUSE_MS'];
+    }
+    let progress = '';
+    for (let waited = 0; !/being rewritten \(([1-9]\d*) records so far\)/.test(progress); waited += 200) {
+      assert.ok(waited < 30_000, `the rewrite makes progress: ${progress}`);
+      await sleep(200);
+      progress = (await baton(['keys', 'status', '--data-dir', n1, '--encryption-key-file', keyFile])).stdout;
+    }
+    assert.doesNotMatch(progress, /retired/, 'killed before the end');
+    cell.cell.signal('n1', 'SIGKILL');
     await cell.cell.waitExit('n1', 20_000);
     cell.cell.start('n1');
     await cell.cell.waitReady(30_000);
+    const resumedAt = /resuming after (\d+) records/.exec(cell.cell.tail('n1', 400));
+    assert.ok(resumedAt !== null && Number(resumedAt[1]) > 0, `the restart resumes the pass: ${cell.cell.tail('n1', 20)}`);
     for (let i = 0; i < 20; i++) await putSurely(`${url}/v1/kv/rk-new-${i}`, value(i, 2));
     let status = '';
     for (let waited = 0; !/data key 1 \(old\): retired/.test(status); waited += 250) {
