@@ -9,6 +9,7 @@
 //   npm run bench:http                       all workloads, 1/16/64/256 clients, 3 x 4 s each (~10 min)
 //   npm run bench:http -- --quick            1 and 64 clients, 1 x 2 s each (~1.5 min)
 //   npm run bench:http -- --profile          Baton only: CPU profiles of the leader and a follower under put, 64 clients
+//                                            (with --tls or --encrypt: of that cell)
 //   npm run bench:http -- --alloc            Baton only: bytes allocated per op on the leader and a follower, by site
 //   npm run bench:http -- --json             the same, plus every run as JSON on stdout
 // Other flags: --workload LIST|all --clients 1,16,... --duration-s N --warmup-s N --repeats N
@@ -201,7 +202,7 @@ async function startSecureBaton(nodeArgs: (name: string) => readonly string[] = 
 }
 
 /** The same build with encryption at rest: one generated key-encryption key for every member. */
-async function startEncryptedBaton(): Promise<ProcessCell> {
+async function startEncryptedBaton(nodeArgs: (name: string) => readonly string[] = () => []): Promise<ProcessCell> {
   const dataDir = join(workDir, 'encrypted');
   mkdirSync(dataDir, { recursive: true });
   const keyFile = join(dataDir, 'kek.hex');
@@ -210,7 +211,7 @@ async function startEncryptedBaton(): Promise<ProcessCell> {
     dataDir,
     output: 'pipe',
     members: await memberPorts('c'),
-    nodeArgs: () => [...nodeArgsA],
+    nodeArgs: (name) => [...nodeArgsA, ...nodeArgs(name)],
     extraArgs: ['--encryption-key-file', keyFile, ...(values['encrypt-store'] === undefined ? [] : ['--encryption-store-cipher', values['encrypt-store']])],
   });
   cleanups.push(() => cell.stopAll(10_000));
@@ -347,10 +348,11 @@ async function compare(): Promise<void> {
 /** Baton only: load with every node under --cpu-prof, then the leader's self-time summary. */
 async function profileLeader(): Promise<void> {
   const profileDir = join(workDir, 'profiles');
-  // With --tls the cell under the profiler is the TLS one (what TLS costs, and where).
+  // With --tls (--encrypt) the cell under the profiler is the TLS (encrypted) one: what it costs, and where.
   const profiled = (name: string): string[] => ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, name)}`];
-  const cellDir = values.tls === true ? 'secure' : 'baton';
-  const baton = values.tls === true ? await startSecureBaton(profiled) : await startBaton(profiled);
+  const cellDir = values.tls === true ? 'secure' : values.encrypt === true ? 'encrypted' : 'baton';
+  const baton = values.tls === true ? await startSecureBaton(profiled)
+    : values.encrypt === true ? await startEncryptedBaton(profiled) : await startBaton(profiled);
   const allUrls = baton.clientUrls().map((u) => new URL(u));
   const leader = await leaderName(baton.clientUrl(baton.names()[0] as string));
   const workload = plan.workloads[0] ?? 'put';

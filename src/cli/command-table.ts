@@ -63,8 +63,8 @@ export const commandTable: readonly CommandRow[] = [
     actions: ['tail', 'grep'] },
   { name: 'certs', summary: 'a CA, member and client certificates, revocation', client: false,
     flags: ['--dir', '--cn', '--cell', '--host', '--out'], actions: ['ca', 'member', 'client', 'revoke', 'crl'] },
-  { name: 'keys', summary: 'encryption at rest: add, status and rotate key-encryption keys', client: false,
-    flags: ['--data-dir', '--encryption-key-file', '--encryption-key-command', '--data-key'], actions: ['add', 'status', 'rotate'] },
+  { name: 'keys', summary: 'encryption at rest: add, status and rotate keys, retire old data keys', client: false,
+    flags: ['--data-dir', '--encryption-key-file', '--encryption-key-command', '--data-key'], actions: ['add', 'status', 'rotate', 'retire'] },
   { name: 'completion', summary: 'print a bash or zsh completion script', client: false, flags: [], actions: ['bash', 'zsh'] },
   { name: 'version', summary: 'print the version', client: false, flags: [] },
 ];

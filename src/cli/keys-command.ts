@@ -9,16 +9,22 @@
 //                  while the member runs (the data key never changes; its file is replaced by rename).
 //                  WAL segments are not rewrapped: new ones take the active key, and old ones are
 //                  deleted as the log is released past them (after a checkpoint), retiring the old key.
+//   retire --data-dir DIR   removes from db/records.key the data keys the member's background rewrite
+//                  (keys/record-rewrite.ts) reported retired: no record names them, durably
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { addRecordKey, hasRecordKeys, kekId, loadKeyring, openRecordKeys, rewrapStoreKey, type Keyring, type KeySource } from '../keys/index.js';
+import {
+  addRecordKey, dataKeyId, hasRecordKeys, kekId, loadKeyring, openRecordKeys, readRewriteStatus, recordKeyNos, removeRecordKeys, rewrapStoreKey,
+  type Keyring, type KeySource, type RewriteStatus,
+} from '../keys/index.js';
 import { wrappedFiles } from '../node/encryption-status.js';
 
 const usage = `usage: baton keys add FILE
        baton keys status --data-dir DIR [--encryption-key-file FILE | --encryption-key-command CMD]
        baton keys rotate --data-dir DIR (--encryption-key-file FILE | --encryption-key-command CMD) [--data-key]
+       baton keys retire --data-dir DIR (--encryption-key-file FILE | --encryption-key-command CMD)
   Key-encryption keys of encryption at rest (baton server --encryption-key-file/-command).
   add     puts a new random 32-byte key (64 hex digits) first in FILE: it wraps every new data key
           once the members read FILE (at start) or after "rotate"; keep the old lines until
@@ -27,7 +33,10 @@ const usage = `usage: baton keys add FILE
   rotate  rewraps the store's data key(s) under the active (first) key; safe while it runs (WAL
           segments take the active key as they are created; old ones go as the log is released).
           --data-key (a store that seals its records): also adds a new data key to db/records.key;
-          the member seals new records with it from its next start, old records stay readable`;
+          the member seals new records with it from its next start, and then seals the old records
+          again under it in the background ("status" shows the progress), old records stay readable
+  retire  removes from db/records.key the old data keys no record names any more ("status" says
+          "retired"); the member needs only the active data key afterwards`;
 
 export function keysCommand(args: readonly string[]): number {
   const { values, positionals } = parseArgs({
@@ -48,16 +57,17 @@ export function keysCommand(args: readonly string[]): number {
   const [action, file] = positionals;
   if (action === 'add' && file !== undefined && positionals.length === 2) return addKey(file);
   const dataDir = values['data-dir'];
-  if ((action !== 'status' && action !== 'rotate') || positionals.length !== 1 || dataDir === undefined) {
-    console.error(`baton keys: expected add FILE, status --data-dir DIR or rotate --data-dir DIR\n\n${usage}`);
+  if (!['status', 'rotate', 'retire'].includes(action as string) || positionals.length !== 1 || dataDir === undefined) {
+    console.error(`baton keys: expected add FILE, status --data-dir DIR, rotate --data-dir DIR or retire --data-dir DIR\n\n${usage}`);
     return 2;
   }
   const source = keySource(values['encryption-key-file'], values['encryption-key-command']);
-  if (action === 'rotate' && source === null) {
-    console.error('baton keys rotate: needs --encryption-key-file or --encryption-key-command');
+  if (action !== 'status' && source === null) {
+    console.error(`baton keys ${action}: needs --encryption-key-file or --encryption-key-command`);
     return 2;
   }
   const keyring = source === null ? null : loadKeyring(source);
+  if (action === 'retire') return retire(dataDir, keyring as Keyring);
   return action === 'status' ? status(dataDir, keyring) : rotate(dataDir, keyring as Keyring, values['data-key'] === true);
 }
 
@@ -82,6 +92,68 @@ function status(dataDir: string, keyring: Keyring | null): number {
       console.log(`key ${id} (${role}): ${inUse.has(id) ? 'in use' : 'not in use'}`);
     }
   }
+  dataKeyStatus(join(dataDir, 'db'));
+  return 0;
+}
+
+/** The data keys of a store that seals its records, and the background rewrite's progress. */
+function dataKeyStatus(db: string): void {
+  const nos = recordKeyNos(db);
+  if (nos === null) return;
+  const activeNo = Math.max(...nos);
+  const rewrite = readRewriteStatus(db);
+  const file = join(db, 'records.key');
+  for (const no of nos) {
+    if (no === activeNo) console.log(`${file}: data key ${no} (active)`);
+    else console.log(`${file}: data key ${no} (old): ${oldDataKeyState(no, activeNo, rewrite)}`);
+  }
+  if (rewrite !== null && rewrite.state !== 'done') {
+    console.log(`rewrite: ${rewrite.state}, ${rewrite.rewritten} records sealed again of ${rewrite.scanned} scanned, ` +
+      `now in table ${rewrite.table === null ? '-' : tableName(rewrite.table)} (updated ${rewrite.updatedAt})`);
+  }
+}
+
+function oldDataKeyState(no: number, activeNo: number, rewrite: RewriteStatus | null): string {
+  if (rewrite === null || rewrite.activeNo !== activeNo || !rewrite.retiring.includes(no)) {
+    return 'in use (the member rewrites its records after its next start)';
+  }
+  if (rewrite.state === 'done' && rewrite.retired.includes(no)) return 'retired: no record uses it (checkpointed); `baton keys retire` removes it';
+  return `in use: being rewritten (${rewrite.rewritten} records so far)`;
+}
+
+const tableNames: Record<number, string> = { 0x02: 'policy', 0x03: 'members', 0x04: 'ownership', 0x64: 'dedup', 0x65: 'dedup expiry', 0x68: 'history', 0x6b: 'current values' };
+
+function tableName(table: number): string {
+  return tableNames[table] ?? `0x${table.toString(16)}`;
+}
+
+function retire(dataDir: string, keyring: Keyring): number {
+  const db = join(dataDir, 'db');
+  const file = join(db, 'records.key');
+  if (!hasRecordKeys(db)) {
+    console.error(`baton keys retire: ${db} does not seal its records (no records.key)`);
+    return 2;
+  }
+  // Read-only: unwraps the keys (a wrong keyring is refused naming the file) without taking an open number.
+  const keys = openRecordKeys(db, keyring, { create: false, write: false });
+  const rewrite = readRewriteStatus(db);
+  const activeKeyId = dataKeyId(keys.byNo.get(keys.activeNo) as Buffer);
+  const old = [...keys.byNo.keys()].filter((no) => no !== keys.activeNo);
+  if (old.length === 0) {
+    console.log(`${file}: one data key (${keys.activeNo}); nothing to retire`);
+    return 0;
+  }
+  // Only what the rewrite of this very store (its active data key) reported retired, durably.
+  const retired = rewrite !== null && rewrite.state === 'done' && rewrite.activeNo === keys.activeNo && rewrite.activeKeyId === activeKeyId
+    ? old.filter((no) => rewrite.retired.includes(no)) : [];
+  const removed = removeRecordKeys(db, retired);
+  for (const no of removed) console.log(`${file}: removed data key ${no} (no record uses it)`);
+  const left = old.filter((no) => !removed.includes(no));
+  if (left.length > 0) {
+    console.error(`${file}: data key ${left.join(', ')} still in use: the member's background rewrite has not finished ` +
+      '(baton keys status shows its progress; it runs while the member runs, from its first start after the rotation)');
+    return 1;
+  }
   return 0;
 }
 
@@ -92,7 +164,7 @@ function rotate(dataDir: string, keyring: Keyring, dataKey: boolean): number {
     // A write open rewraps every data key under the active KEK (and takes an open number: harmless).
     openRecordKeys(db, keyring, { create: false, write: true });
     console.log(`${file}: data keys wrapped by ${keyring.active.id}`);
-    if (dataKey) console.log(`${file}: added data key ${addRecordKey(db, keyring)} (new records use it from the member's next start)`);
+    if (dataKey) console.log(`${file}: added data key ${addRecordKey(db, keyring)} (new records use it from the member's next start; it then seals the old ones again in the background)`);
     return 0;
   }
   if (dataKey) console.log(`--data-key: ${db} does not seal its records (no records.key)`);

@@ -4,7 +4,7 @@
 // ones stay to read what they sealed) and `opens`, the count of write opens: each open takes the
 // next number, durably (temp file, fsync, rename, directory fsync) before its first seal, and puts
 // it in the first 4 bytes of every nonce it makes, so no crash or restart can reuse a nonce.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ConfigError } from '../base/config-error.js';
@@ -84,6 +84,31 @@ export function addRecordKey(directory: string, keyring: Keyring): number {
   if (no > recordKeysMax) throw new ConfigError(`${path}: ${recordKeysMax} data keys already`);
   writeFile(path, { ...file, keys: [...file.keys, wrapJson(keyring, no, randomBytes(32))] });
   return no;
+}
+
+/**
+ * Removes retired data keys from the file (`baton keys retire`). Never the active (highest) key:
+ * new records are sealed under it.
+ */
+export function removeRecordKeys(directory: string, nos: readonly number[]): number[] {
+  const path = recordKeysPath(directory);
+  const file = readFile(path);
+  const activeNo = Math.max(...file.keys.map((k) => k.no));
+  const removed = file.keys.filter((k) => k.no !== activeNo && nos.includes(k.no)).map((k) => k.no);
+  if (removed.length === 0) return [];
+  writeFile(path, { ...file, keys: file.keys.filter((k) => !removed.includes(k.no)) });
+  return removed;
+}
+
+/** The data key numbers the file holds, ascending (the last is active), or null without a file. */
+export function recordKeyNos(directory: string): number[] | null {
+  const path = recordKeysPath(directory);
+  return existsSync(path) ? readFile(path).keys.map((k) => k.no).sort((a, b) => a - b) : null;
+}
+
+/** A data key's id: names it (in the rewrite's status file) without revealing it. */
+export function dataKeyId(dek: Uint8Array): string {
+  return createHash('sha256').update('baton-data-key-id\0').update(dek).digest('hex').slice(0, 16);
 }
 
 /** The KEK ids wrapping the store's record keys (for `baton keys status`), or null for none. */

@@ -15,6 +15,8 @@ import { tablesWithData, type KvEngine, type KvEntry, type KvRange, type KvWrite
 import type { RecordKeys } from './record-keys.js';
 
 const marker = 0xe5;
+/** The current-value table's prefix ('k', mvcc/layout.ts). */
+const currentTable = 0x6b;
 const headBytes = 2 + 12;
 const tagBytes = 16;
 
@@ -34,23 +36,29 @@ export class RecordSealer {
 
   seal(key: Uint8Array, value: Uint8Array): Uint8Array {
     if (!tablesWithData.has(key[0] as number)) return value;
+    const out = this.sealOnly(key, value);
+    // Only current values: the next put of the key reads them. History events and dedup outcomes
+    // are not read back by applies (copying them into the cache cost more than it saved).
+    if (key[0] === currentTable) this.remember(this.counter, key, value);
+    return out;
+  }
+
+  private sealOnly(key: Uint8Array, value: Uint8Array): Uint8Array {
     if (this.keys.openNo === 0) throw new Error('a read-only open of a sealed store cannot write');
-    const nonce = Buffer.allocUnsafe(12);
-    nonce.writeUInt32BE(this.keys.openNo, 0);
-    nonce.writeUIntBE(++this.counter, 6, 6);
-    nonce.writeUInt16BE(0, 4);
-    const dek = this.keys.byNo.get(this.keys.activeNo) as Buffer;
-    const cipher = createCipheriv('aes-256-gcm', dek, nonce);
-    cipher.setAAD(key);
+    // The nonce is written in place, in the record's head (no buffer of its own).
     const out = Buffer.allocUnsafe(headBytes + value.length + tagBytes);
     out[0] = marker;
     out[1] = this.keys.activeNo;
-    nonce.copy(out, 2);
+    out.writeUInt32BE(this.keys.openNo, 2);
+    out.writeUInt16BE(0, 6);
+    out.writeUIntBE(++this.counter, 8, 6);
+    const dek = this.keys.byNo.get(this.keys.activeNo) as Buffer;
+    const cipher = createCipheriv('aes-256-gcm', dek, out.subarray(2, headBytes));
+    cipher.setAAD(key);
     const body = cipher.update(value);
     body.copy(out, headBytes);
     cipher.final();
     cipher.getAuthTag().copy(out, headBytes + body.length);
-    this.remember(this.counter, key, value);
     return out;
   }
 
@@ -86,6 +94,28 @@ export class RecordSealer {
     } catch {
       return this.damaged(key, 'does not authenticate (damaged or altered)');
     }
+  }
+
+  /** The data key currently sealing new records. */
+  get activeNo(): number {
+    return this.keys.activeNo;
+  }
+
+  /** The data-key number a stored value of a sealed table names (its second byte). */
+  keyNoOf(key: Uint8Array, sealed: Uint8Array): number {
+    if (sealed.length < headBytes + tagBytes || sealed[0] !== marker) this.damaged(key, 'is not a sealed record (a plaintext value in a sealed store)');
+    return sealed[1] as number;
+  }
+
+  /**
+   * The stored value sealed again under the active data key (record-rewrite.ts), or null when it
+   * already is (or its table is not sealed). Opens it first: a damaged record stops the rewrite as
+   * it would stop a read. Not remembered: the rewrite touches old records no apply is about to read.
+   */
+  reseal(key: Uint8Array, sealed: Uint8Array): Uint8Array | null {
+    if (!tablesWithData.has(key[0] as number)) return null;
+    if (this.keyNoOf(key, sealed) === this.keys.activeNo) return null;
+    return this.sealOnly(key, this.open(key, sealed));
   }
 
   private damaged(key: Uint8Array, why: string): never {

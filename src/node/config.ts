@@ -100,6 +100,12 @@ export interface NodeTuning {
   readonly watchLimits: WatchLimits;
   /** Revision-mode auto compaction checks this often (BATON_AUTO_COMPACTION_CHECK_MS; etcd: 5 min). */
   readonly autoCompactionCheckMs: number;
+  /**
+   * The pace of the rewrite that retires an old data key (keys/record-rewrite.ts): records per
+   * transaction (BATON_REWRITE_SLICE_RECORDS, default 256) and the least pause between two
+   * (BATON_REWRITE_PAUSE_MS, default 20).
+   */
+  readonly recordRewrite: { readonly sliceRecords: number; readonly pauseMs: number };
 }
 
 export { ConfigError };
@@ -240,6 +246,10 @@ export function tuningFromEnv(env: Readonly<Record<string, string | undefined>>)
       catchUpReadsPerStepMax: defaultWatchLimits.catchUpReadsPerStepMax,
     },
     autoCompactionCheckMs: envInteger(env, 'BATON_AUTO_COMPACTION_CHECK_MS', revisionCheckMsDefault, 10),
+    recordRewrite: {
+      sliceRecords: envInteger(env, 'BATON_REWRITE_SLICE_RECORDS', 256, 1),
+      pauseMs: envInteger(env, 'BATON_REWRITE_PAUSE_MS', 20, 1),
+    },
   };
 }
 

@@ -14,9 +14,9 @@ import { WatchService } from '../api/stream/index.js';
 import { currentSource, trackSources } from '../api/request-source.js';
 import { MvccStore, defaultMvccLimits, type ApplyOutcome, type Command } from '../mvcc/index.js';
 import { createRaftNode, defaultRaftConfig, type Entry, type MemberId, type SnapshotMeta } from '../raft/index.js';
-import { dataFileName, LmdbEngine } from '../storage/index.js';
+import { currentBootId, dataFileName, LmdbEngine } from '../storage/index.js';
 import {
-  hasRecordKeys, loadKeyring, openRecordKeys, openStoreKey, recordKeysPath, RecordSealer, SealedEngine, segmentKeysOf, storeKeyFileName,
+  dataKeyId, hasRecordKeys, loadKeyring, openRecordKeys, openStoreKey, RecordRewriter, recordKeysPath, RecordSealer, SealedEngine, segmentKeysOf, storeKeyFileName,
   type Keyring, type RecordKeys, type StoreKey,
 } from '../keys/index.js';
 import { PeerTransport } from '../transport/index.js';
@@ -149,6 +149,7 @@ export async function startNode(
     peerTls: config.peerTls,
   });
   canary?.start();
+  state.recordRewriter?.start(onFatal);
   const ticker = setInterval(() => {
     services.driver.tick();
     services.leases.tick();
@@ -176,6 +177,7 @@ export async function startNode(
       // Watch streams hear `unavailable` and their last revision first (they resume elsewhere).
       await apis.stop(options.graceful === true ? gracefulStopMs : 0);
       await peers.transport.close();
+      state.recordRewriter?.stop();
       await state.snapshotThread.close();
       await state.wal.close();
       await state.engine.close();
@@ -231,7 +233,15 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   const engine = LmdbEngine.open({
     directory: dbDirectory, commits: 'deferred', logger: log, onCheckpoint: hooks.onCheckpoint?.(dbDirectory), ...cipher,
   });
-  const sealed = recordKeys === null ? engine : new SealedEngine(engine, new RecordSealer(recordKeys, join(dbDirectory, dataFileName)));
+  const sealer = recordKeys === null ? null : new RecordSealer(recordKeys, join(dbDirectory, dataFileName));
+  const sealed = sealer === null ? engine : new SealedEngine(engine, sealer);
+  // Records still sealed under an older data key (after `baton keys rotate --data-key`) are sealed
+  // again under the active one in the background (keys/record-rewrite.ts; started with the node).
+  const recordRewriter = recordKeys === null || sealer === null || recordKeys.byNo.size < 2 ? null : new RecordRewriter({
+    engine, sealer, keyNos: [...recordKeys.byNo.keys()], activeKeyId: dataKeyId(recordKeys.byNo.get(recordKeys.activeNo) as Buffer),
+    directory: dbDirectory, bootId: engine.commits === 'deferred' ? currentBootId() : null,
+    checkpoint: () => engine.checkpoint(), timers: realTimers, log, ...config.tuning.recordRewrite,
+  });
   const store = new MvccStore(sealed, { ...defaultMvccLimits, valueBytesMax: config.valueBytesMax, ...config.tuning.leaseLimits });
   // Every member decides client commands against the policy they apply on (docs/design/authorization.md).
   store.setAuthorizer(createAuthorizer());
@@ -304,7 +314,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
     },
   });
   const directory = new MemberDirectory(identity.bootstrap);
-  return { config, identity, wal, snapshot, snapshots, engine, store, core, snapshotThread, metrics, late, rtt, logStore, directory, keyring };
+  return { config, identity, wal, snapshot, snapshots, engine, store, core, snapshotThread, metrics, late, rtt, logStore, directory, keyring, recordRewriter };
 }
 
 interface Peers {

@@ -63,6 +63,9 @@ test('auto compaction: etcd\'s flags with etcd\'s meanings; by default the last 
   assert.deepEqual(policy([], { BATON_AUTO_COMPACTION_MODE: 'revision', BATON_AUTO_COMPACTION_RETENTION: '50' }), { mode: 'revision', retentionRevisions: 50 });
   assert.equal(tuningFromEnv({}).autoCompactionCheckMs, 300_000);
   assert.equal(tuningFromEnv({ BATON_AUTO_COMPACTION_CHECK_MS: '200' }).autoCompactionCheckMs, 200);
+  assert.deepEqual(tuningFromEnv({}).recordRewrite, { sliceRecords: 256, pauseMs: 20 });
+  assert.deepEqual(tuningFromEnv({ BATON_REWRITE_SLICE_RECORDS: '8', BATON_REWRITE_PAUSE_MS: '100' }).recordRewrite, { sliceRecords: 8, pauseMs: 100 });
+  assert.throws(() => tuningFromEnv({ BATON_REWRITE_SLICE_RECORDS: '0' }), /BATON_REWRITE_SLICE_RECORDS/);
 });
 
 test('a bad auto compaction value stops the node with a message naming the flag', () => {
