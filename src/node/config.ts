@@ -2,6 +2,7 @@
 // file (flags win over the environment, which wins over the file). Validated here, at the edge:
 // a bad value stops the node with a message naming the setting, never a crash later on. This is
 // the one place that reads them: the services get plain values.
+import { defaultFairAdmissionOptions, type FairAdmissionOptions } from '../base/fair-admission.js';
 import { clientTlsConfig, peerTlsConfig, type ClientTlsConfig, type PeerTlsConfig } from './tls-config.js';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -100,6 +101,8 @@ export interface NodeTuning {
   readonly watchLimits: WatchLimits;
   /** Revision-mode auto compaction checks this often (BATON_AUTO_COMPACTION_CHECK_MS; etcd: 5 min). */
   readonly autoCompactionCheckMs: number;
+  /** Fair admission of a cell with tenants (BATON_FAIR_*, #28); null: off (BATON_FAIR_ADMISSION=off). */
+  readonly fairAdmission: FairAdmissionOptions | null;
 }
 
 export { ConfigError };
@@ -240,6 +243,22 @@ export function tuningFromEnv(env: Readonly<Record<string, string | undefined>>)
       catchUpReadsPerStepMax: defaultWatchLimits.catchUpReadsPerStepMax,
     },
     autoCompactionCheckMs: envInteger(env, 'BATON_AUTO_COMPACTION_CHECK_MS', revisionCheckMsDefault, 10),
+    fairAdmission: fairAdmissionFromEnv(env),
+  };
+}
+
+/** The fair queues' bounds (docs/api/tenants.md "Fair admission"); BATON_FAIR_ADMISSION=off turns them off. */
+function fairAdmissionFromEnv(env: Readonly<Record<string, string | undefined>>): FairAdmissionOptions | null {
+  const switched = env['BATON_FAIR_ADMISSION'] ?? 'on';
+  if (switched !== 'on' && switched !== 'off') throw new ConfigError(`BATON_FAIR_ADMISSION: "${switched}" must be on or off`);
+  if (switched === 'off') return null;
+  const defaults = defaultFairAdmissionOptions;
+  const queueLengthMax = envInteger(env, 'BATON_FAIR_QUEUE_LENGTH_MAX', defaults.small.queueLengthMax, 1);
+  return {
+    small: { ...defaults.small, seats: envInteger(env, 'BATON_FAIR_SEATS', defaults.small.seats, 1), queueLengthMax },
+    lists: { ...defaults.lists, seats: envInteger(env, 'BATON_FAIR_LIST_SEATS', defaults.lists.seats, 1), queueLengthMax },
+    queueWaitMs: envInteger(env, 'BATON_FAIR_QUEUE_WAIT_MS', defaults.queueWaitMs, 1),
+    keysPerSeat: defaults.keysPerSeat,
   };
 }
 

@@ -52,6 +52,7 @@ import { PeerRttMeter, timedSender } from './peer-rtt.js';
 import { addServiceMetrics } from './service-metrics.js';
 import { addTenantMetrics } from './tenant-metrics.js';
 import { TenantAdmission } from '../base/tenant-admission.js';
+import { FairAdmission } from '../base/fair-admission.js';
 import type { HistogramChild } from '../metrics/registry.js';
 import { lmdbMapBytes, type LateMetricSources, peerBytesOf } from './metric-sources.js';
 import { Gauge } from '../metrics/registry.js';
@@ -418,7 +419,9 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     { ...defaultLeaseServiceOptions, requestTimeoutMs: config.requestTimeoutMs },
   );
   const membership = new Membership(config, driver, store, state.directory, peers.memberPeers, realTimers, log);
-  const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership, admission);
+  // Fair queues per tenant (#28): only a cell with tenants passes through them.
+  const fair = config.tuning.fairAdmission === null ? null : new FairAdmission(config.tuning.fairAdmission, realTimers);
+  const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership, admission, fair);
   const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry });
   // A watch of a namespace this cell does not own is refused like a read (docs/design/cells.md).
   const watches = new WatchService(store, guard, {
@@ -428,7 +431,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     refuseWrites: (spec) => store.refuseCommand({ type: 'delete', key: spec.key, prefix: spec.prefix }),
   });
   addNodeGauges(metrics, state, peers.transport, driver, leases);
-  addTenantMetrics(metrics.registry, { tenants: () => store.tenantTable(), usage: (name) => store.tenantUsage(name), admission });
+  addTenantMetrics(metrics.registry, { tenants: () => store.tenantTable(), usage: (name) => store.tenantUsage(name), admission, fair });
   addServiceMetrics(metrics.registry, { leases, watches, locks: locks.locks });
   return { driver, leases, membership, cell, locks, watches, guard, proposer };
 }
