@@ -3,6 +3,7 @@
 // a bad value stops the node with a message naming the setting, never a crash later on. This is
 // the one place that reads them: the services get plain values.
 import { defaultFairAdmissionOptions, type FairAdmissionOptions } from '../base/fair-admission.js';
+import { defaultSessionGateOptions, type SessionGateOptions } from '../base/session-gate.js';
 import { clientTlsConfig, peerTlsConfig, type ClientTlsConfig, type PeerTlsConfig } from './tls-config.js';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -103,6 +104,8 @@ export interface NodeTuning {
   readonly autoCompactionCheckMs: number;
   /** Fair admission of a cell with tenants (BATON_FAIR_*, #28); null: off (BATON_FAIR_ADMISSION=off). */
   readonly fairAdmission: FairAdmissionOptions | null;
+  /** New sessions per second per node (BATON_NEW_SESSIONS_PER_SECOND, 0: none), #28 session storms. */
+  readonly sessionGate: SessionGateOptions | null;
 }
 
 export { ConfigError };
@@ -244,7 +247,14 @@ export function tuningFromEnv(env: Readonly<Record<string, string | undefined>>)
     },
     autoCompactionCheckMs: envInteger(env, 'BATON_AUTO_COMPACTION_CHECK_MS', revisionCheckMsDefault, 10),
     fairAdmission: fairAdmissionFromEnv(env),
+    sessionGate: sessionGateFromEnv(env),
   };
+}
+
+/** The session gate's rate; 0 turns it off. */
+function sessionGateFromEnv(env: Readonly<Record<string, string | undefined>>): SessionGateOptions | null {
+  const perSecond = envInteger(env, 'BATON_NEW_SESSIONS_PER_SECOND', defaultSessionGateOptions.perSecond, 0);
+  return perSecond === 0 ? null : { ...defaultSessionGateOptions, perSecond };
 }
 
 /** The fair queues' bounds (docs/api/tenants.md "Fair admission"); BATON_FAIR_ADMISSION=off turns them off. */

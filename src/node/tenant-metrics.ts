@@ -3,6 +3,7 @@
 import { limitOf, quotaNames, type Quota, type TenantRecord, type TenantUsage } from '../base/tenants.js';
 import type { TenantAdmission } from '../base/tenant-admission.js';
 import type { FairAdmission } from '../base/fair-admission.js';
+import type { SessionGate } from '../base/session-gate.js';
 import { LabelledGauge, type Registry } from '../metrics/registry.js';
 
 export interface TenantMetricSources {
@@ -11,6 +12,8 @@ export interface TenantMetricSources {
   readonly admission: TenantAdmission;
   /** Fair admission's queues; null: off. */
   readonly fair: FairAdmission | null;
+  /** The new-session gate; null: off. */
+  readonly sessions: SessionGate | null;
 }
 
 /** A quota's use now: stored ones as applied here, admission ones on this node (txn_ops has none). */
@@ -53,6 +56,11 @@ export function addTenantMetrics(registry: Registry, sources: TenantMetricSource
     }));
   registry.add(new LabelledGauge('baton_tenant_rejections_total', 'Requests this node refused with quota_exceeded, by tenant and quota (admission and hard quotas)',
     () => sources.admission.rejections().map(({ tenant, quota, count }) => [{ tenant, quota }, count] as const), 'counter'));
+  const sessions = sources.sessions;
+  if (sessions !== null) {
+    registry.add(new LabelledGauge('baton_new_sessions_total', 'Opening requests (lease grants, stream opens) this node admitted or refused past its new-sessions rate, by outcome',
+      () => [[{ outcome: 'admitted' }, sessions.counts().admitted], [{ outcome: 'refused' }, sessions.counts().refused]] as const, 'counter'));
+  }
   const fair = sources.fair;
   if (fair === null) return;
   registry.add(new LabelledGauge('baton_fair_seats_in_use', 'Fair admission: seats held by requests being served on this node, by level (small, list)',
