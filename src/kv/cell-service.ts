@@ -430,6 +430,22 @@ export class CellService implements api.CellApi, CommandProposer {
     return this.proposer.propose(op, requestId, origin);
   }
 
+  /**
+   * A lock or election step (#28). One entering a queue (`seqCreate`: an acquire or a campaign)
+   * is new work: in a cell with tenants it waits for a small-level seat of its tenant's flow, kind
+   * `lock`, held only while it is proposed, never while the contender waits for the lock. The
+   * other steps (checks, releases, resigns) finish work already admitted and pass at once.
+   */
+  proposeLockStep<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>> {
+    const command: Command = op;
+    if (command.type !== 'seqCreate' || this.fair === null || this.admission === null || !this.admission.active()) {
+      return this.propose(op, requestId, origin);
+    }
+    const seat = this.fair.admit({ flow: this.admission.flowOf([command.prefix]), kind: 'lock' });
+    const run = (release: () => void): Promise<Proposed<C>> => this.propose(op, requestId, origin).finally(release);
+    return typeof seat === 'function' ? run(seat) : seat.then(run);
+  }
+
   private waitForRevision(revision: number): Promise<void> {
     if (this.store.revision >= revision) return Promise.resolve();
     return new Promise((resolve, reject) => {

