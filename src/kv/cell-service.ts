@@ -148,10 +148,14 @@ export class CellService implements api.CellApi, CommandProposer {
       return { type: 'delete', ...op.delete };
     };
     const op = { type: 'txn' as const, compare: request.compare, success: request.success.map(toOp), failure: request.failure.map(toOp) };
-    const kind = this.admission === null ? 'read' : txnKind(request);
-    const ops = request.compare.length + request.success.length + request.failure.length;
-    const entered = this.enter(txnKeys(request), kind, { kind, ops }, kind === 'write' ? op : null, principal);
-    const release = entered instanceof Promise ? await entered : entered;
+    let release: (() => void) | null = null;
+    if (this.tenanted()) {
+      // Only a cell with tenants pays for the txn's keys and kind.
+      const kind = txnKind(request);
+      const ops = request.compare.length + request.success.length + request.failure.length;
+      const entered = this.enter(txnKeys(request), kind, { kind, ops }, kind === 'write' ? op : null, principal);
+      release = entered instanceof Promise ? await entered : entered;
+    }
     let result;
     try {
       ({ result } = await this.propose(op, requestId, principal));
@@ -272,7 +276,7 @@ export class CellService implements api.CellApi, CommandProposer {
     // leader), and again after it: the policy may have changed while the read waited.
     this.guard.check(principal, () => readAccesses(request));
     this.checkOwned(request);
-    const entered = this.enter([request.key], 'read', this.rangeWork(request), null, principal);
+    const entered = this.tenanted() ? this.enter([request.key], 'read', this.rangeWork(request), null, principal) : null;
     const admitted = entered instanceof Promise ? await entered : entered;
     let release: () => void;
     try {
@@ -288,6 +292,11 @@ export class CellService implements api.CellApi, CommandProposer {
       release();
       admitted?.();
     }
+  }
+
+  /** Whether the cell has tenants (admission applies); without, a request pays this check only. */
+  private tenanted(): boolean {
+    return this.admission !== null && this.admission.active();
   }
 
   /**
