@@ -174,8 +174,10 @@ export class StreamConnection {
       // The node refused the open (429 when too many sessions open at once: a storm): its
       // Retry-After is staggered per client, so honouring it spreads the reconnections.
       if (this.socket !== socket) return;
+      // Only a 429 carries guidance worth waiting for; any other refusal (a stopping node's 503)
+      // moves on to the next endpoint after the usual backoff, as before.
       const header = response.headers['retry-after'];
-      this.retryAfterMs = parseRetryAfterMs(typeof header === 'string' ? header : null);
+      if (response.statusCode === 429) this.retryAfterMs = parseRetryAfterMs(typeof header === 'string' ? header : null);
       socket.terminate();
     });
     socket.on('error', () => {
