@@ -133,6 +133,8 @@ export class QuotaExceededError extends BatonError {
 export class OverloadedError extends BatonError {
   readonly code = 'overloaded';
   override readonly retryable = true;
+  /** Set where the node knows when to come back (the session gate's staggered guidance); else the edge's own. */
+  retryAfterSeconds: number | undefined = undefined;
 }
 export class UnavailableError extends BatonError {
   readonly code = 'unavailable';

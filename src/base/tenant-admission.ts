@@ -52,6 +52,12 @@ export class TenantAdmission {
     return found;
   }
 
+  /** The flow fair admission queues a request on `keys` in: its tenants' names, '' for none. */
+  flowOf(keys: readonly string[]): string {
+    const tenants = this.tenantsOf(keys);
+    return tenants.length === 1 ? (tenants[0] as TenantRecord).name : tenants.map((t) => t.name).join(',');
+  }
+
   /**
    * Throws the refusal a request on `key` would get now, taking nothing: the HTTP edge asks before
    * it reads a body, so a refused client's upload is not read. `admit` still decides.

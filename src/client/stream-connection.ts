@@ -9,7 +9,7 @@ import { TimeoutError, UnavailableError, type BatonError } from '../base/errors.
 import { monotonicNowMs } from './clock.js';
 import type { EndpointSet } from './endpoints.js';
 import { ClosedError, errorFromWire } from './errors.js';
-import { backoffDelayMs } from './retry.js';
+import { backoffDelayMs, parseRetryAfterMs } from './retry.js';
 
 /** A frame from the server, as documented in docs/api/stream.md. */
 export interface ServerFrame {
@@ -58,6 +58,8 @@ export class StreamConnection {
   private pingTimer: NodeJS.Timeout | null = null;
   private awaitingPong = false;
   private unavailableAnswers = 0;
+  /** The Retry-After of the last refused open, the floor of the next reconnection's delay. */
+  private retryAfterMs: number | undefined = undefined;
   private readonly pending = new Map<number, Pending>();
   private readonly subscribers = new Map<string, StreamSubscriber>();
   private readonly openWaiters = new Set<() => void>();
@@ -168,6 +170,16 @@ export class StreamConnection {
     socket.on('pong', () => {
       this.awaitingPong = false;
     });
+    socket.on('unexpected-response', (_request, response) => {
+      // The node refused the open (429 when too many sessions open at once: a storm): its
+      // Retry-After is staggered per client, so honouring it spreads the reconnections.
+      if (this.socket !== socket) return;
+      // Only a 429 carries guidance worth waiting for; any other refusal (a stopping node's 503)
+      // moves on to the next endpoint after the usual backoff, as before.
+      const header = response.headers['retry-after'];
+      if (response.statusCode === 429) this.retryAfterMs = parseRetryAfterMs(typeof header === 'string' ? header : null);
+      socket.terminate();
+    });
     socket.on('error', () => {
       // 'close' follows and does the work; without this listener the error would be thrown.
     });
@@ -204,7 +216,12 @@ export class StreamConnection {
       for (const subscriber of [...this.subscribers.values()]) subscriber.onDisconnected();
     }
     if (this.closed) return;
-    const delayMs = backoffDelayMs(reconnectPolicy, this.failures++, this.random);
+    const guided = this.retryAfterMs;
+    this.retryAfterMs = undefined;
+    // Guidance is in whole seconds: a draw within the second keeps clients told the same second apart.
+    const delayMs = guided === undefined
+      ? backoffDelayMs(reconnectPolicy, this.failures++, this.random)
+      : guided + Math.floor(this.random() * 1000);
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null;
       if (!this.closed) this.dial();

@@ -21,6 +21,7 @@ import type { MemberInfo } from '../membership/member-directory.js';
 import type { NodeMetrics } from '../metrics/node-metrics.js';
 import { ReadGate } from './read-gate.js';
 import type { RequestKind, TenantAdmission } from '../base/tenant-admission.js';
+import type { FairAdmission, Work } from '../base/fair-admission.js';
 import type { MemberView } from '../membership/membership.js';
 
 /** What the cell's status needs to know about membership (src/membership/membership.ts). */
@@ -68,6 +69,8 @@ export class CellService implements api.CellApi, CommandProposer {
     private readonly membership: MembershipView | null = null,
     /** Per-tenant rates and concurrency (#28), decided before a proposal or a ReadIndex; null: none. */
     private readonly admission: TenantAdmission | null = null,
+    /** Fair queues per tenant (#28), after the tenant's quotas; null: off. Only in a cell with tenants. */
+    private readonly fair: FairAdmission | null = null,
   ) {
     this.cellId = config.cellId;
   }
@@ -99,16 +102,23 @@ export class CellService implements api.CellApi, CommandProposer {
       if (denied !== null) throw denied;
     }
     this.admission.precheck(key, kind);
+    const full = this.fair?.refuseEarly({ flow: this.admission.flowOf([key]), kind }) ?? null;
+    if (full !== null) throw full;
   }
 
   put(request: api.PutRequest, requestId: string | undefined, principal: string): Promise<api.PutResult> {
     const op = { type: 'put' as const, ...request };
-    let release;
+    let entered;
     try {
-      release = this.admitWrite(op, [request.key], principal);
+      entered = this.enter([request.key], 'write', { kind: 'write' }, op, principal);
     } catch (error) {
       return Promise.reject(error);
     }
+    if (entered instanceof Promise) return entered.then((release) => this.putAdmitted(op, requestId, principal, release));
+    return this.putAdmitted(op, requestId, principal, entered);
+  }
+
+  private putAdmitted(op: Command & { type: 'put' }, requestId: string | undefined, principal: string, release: (() => void) | null): Promise<api.PutResult> {
     // The hot write: a .then instead of an async frame (one closure, one promise).
     return this.propose(op, requestId, principal).then(({ result }) => {
       release?.();
@@ -121,7 +131,8 @@ export class CellService implements api.CellApi, CommandProposer {
 
   async deleteRange(request: api.DeleteRequest, requestId: string | undefined, principal: string): Promise<api.DeleteResult> {
     const op = { type: 'delete' as const, ...request };
-    const release = this.admitWrite(op, [request.key], principal);
+    const entered = this.enter([request.key], 'write', { kind: 'write' }, op, principal);
+    const release = entered instanceof Promise ? await entered : entered;
     try {
       const { result } = await this.propose(op, requestId, principal);
       return { deleted: result.deleted, revision: result.revision };
@@ -137,9 +148,14 @@ export class CellService implements api.CellApi, CommandProposer {
       return { type: 'delete', ...op.delete };
     };
     const op = { type: 'txn' as const, compare: request.compare, success: request.success.map(toOp), failure: request.failure.map(toOp) };
-    const kind = this.admission === null ? 'read' : txnKind(request);
-    const release = this.admission === null ? null
-      : kind === 'write' ? this.admitWrite(op, txnKeys(request), principal) : this.admit(txnKeys(request), 'read');
+    let release: (() => void) | null = null;
+    if (this.tenanted()) {
+      // Only a cell with tenants pays for the txn's keys and kind.
+      const kind = txnKind(request);
+      const ops = request.compare.length + request.success.length + request.failure.length;
+      const entered = this.enter(txnKeys(request), kind, { kind, ops }, kind === 'write' ? op : null, principal);
+      release = entered instanceof Promise ? await entered : entered;
+    }
     let result;
     try {
       ({ result } = await this.propose(op, requestId, principal));
@@ -260,7 +276,8 @@ export class CellService implements api.CellApi, CommandProposer {
     // leader), and again after it: the policy may have changed while the read waited.
     this.guard.check(principal, () => readAccesses(request));
     this.checkOwned(request);
-    const admitted = this.admit([request.key], 'read');
+    const entered = this.tenanted() ? this.enter([request.key], 'read', this.rangeWork(request), null, principal) : null;
+    const admitted = entered instanceof Promise ? await entered : entered;
     let release: () => void;
     try {
       release = this.readGate.enter(request.prefix === true || request.rangeEnd !== undefined);
@@ -277,21 +294,54 @@ export class CellService implements api.CellApi, CommandProposer {
     }
   }
 
-  /**
-   * A write's admission (#28): authorization first when the cell has tenants (the proposer decides
-   * it again), so a client that may not write a tenant's keys cannot spend its tokens; then the
-   * tenants' admission. Its release, or null without tenants.
-   */
-  private admitWrite(op: Command, keys: readonly string[], principal: string): (() => void) | null {
-    if (this.admission === null || !this.admission.active()) return null;
-    const denied = this.guard.command(principal, op);
-    if (denied !== null) throw denied;
-    return this.admission.admit(keys, 'write');
+  /** Whether the cell has tenants (admission applies); without, a request pays this check only. */
+  private tenanted(): boolean {
+    return this.admission !== null && this.admission.active();
   }
 
-  /** The tenants' admission for a request on `keys` (#28): its release, or null without tenants. */
-  private admit(keys: readonly string[], kind: RequestKind): (() => void) | null {
-    return this.admission === null ? null : this.admission.admit(keys, kind);
+  /**
+   * A request's admission in a cell with tenants (#28): a write is authorized first (the proposer
+   * decides it again), so a client that may not write a tenant's keys cannot spend its tokens; then
+   * the tenants' quotas (tokens, a concurrent slot), then its turn in the fair queues. Its release
+   * (the seat and the slot), a promise of it while it waits its turn, or null without tenants.
+   */
+  private enter(
+    keys: readonly string[], kind: RequestKind, work: Omit<Work, 'flow'>, op: Command | null, principal: string,
+  ): (() => void) | Promise<() => void> | null {
+    if (this.admission === null || !this.admission.active()) return null;
+    if (op !== null) {
+      const denied = this.guard.command(principal, op);
+      if (denied !== null) throw denied;
+    }
+    const quota = this.admission.admit(keys, kind);
+    if (this.fair === null) return quota;
+    const seat = this.fair.admit({ ...work, flow: this.admission.flowOf(keys) });
+    if (typeof seat === 'function') {
+      return () => {
+        seat();
+        quota();
+      };
+    }
+    return seat.then((taken) => () => {
+      taken();
+      quota();
+    }, (error: unknown) => {
+      quota();
+      throw error;
+    });
+  }
+
+  /**
+   * A read's kind and cost (#28): a prefix or range read is a list and may return up to its limit,
+   * or, under a tenant's prefix, at most the keys the tenant holds; unknown otherwise (the widest).
+   */
+  private rangeWork(request: api.RangeRequest): Omit<Work, 'flow'> {
+    if (request.prefix !== true && request.rangeEnd === undefined) return { kind: 'read' };
+    const limit = request.limit !== undefined && request.limit > 0 ? request.limit : Number.POSITIVE_INFINITY;
+    const [tenant] = this.admission?.tenantsOf([request.key]) ?? [];
+    const held = tenant === undefined ? Number.POSITIVE_INFINITY : this.store.tenantUsage(tenant.name).keys;
+    const mayReturn = Math.min(limit, held);
+    return Number.isFinite(mayReturn) ? { kind: 'list', mayReturn } : { kind: 'list' };
   }
 
   private async rangeAdmitted(request: api.RangeRequest, options: api.ReadOptions, principal: string): Promise<api.RangeResult> {
@@ -387,6 +437,22 @@ export class CellService implements api.CellApi, CommandProposer {
   /** Any command through the log (locks and elections use the queue commands). */
   propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>> {
     return this.proposer.propose(op, requestId, origin);
+  }
+
+  /**
+   * A lock or election step (#28). One entering a queue (`seqCreate`: an acquire or a campaign)
+   * is new work: in a cell with tenants it waits for a small-level seat of its tenant's flow, kind
+   * `lock`, held only while it is proposed, never while the contender waits for the lock. The
+   * other steps (checks, releases, resigns) finish work already admitted and pass at once.
+   */
+  proposeLockStep<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>> {
+    const command: Command = op;
+    if (command.type !== 'seqCreate' || this.fair === null || this.admission === null || !this.admission.active()) {
+      return this.propose(op, requestId, origin);
+    }
+    const seat = this.fair.admit({ flow: this.admission.flowOf([command.prefix]), kind: 'lock' });
+    const run = (release: () => void): Promise<Proposed<C>> => this.propose(op, requestId, origin).finally(release);
+    return typeof seat === 'function' ? run(seat) : seat.then(run);
   }
 
   private waitForRevision(revision: number): Promise<void> {

@@ -46,6 +46,11 @@ export interface LeaseServiceDeps {
   readonly guard: AccessGuard;
   /** Told each keepalive served here (renewed or forwarded), with its duration in ms: the renewal latency metric. */
   readonly onKeepalive?: (ms: number, ok: boolean) => void;
+  /**
+   * New sessions per second on this member (#28 session storms): a grant or a batch grant past it
+   * throws 429 overloaded with staggered guidance (src/base/session-gate.ts). Absent or null: none.
+   */
+  readonly sessions?: { admit(kind: 'lease_grant'): void } | null;
 }
 
 const transientCodes: ReadonlySet<string> = new Set(['unavailable', 'overloaded', 'timeout']);
@@ -298,6 +303,11 @@ export class LeaseService implements LeaseApi {
   // --- LeaseApi ------------------------------------------------------------------------------
 
   async grant(request: { ttlMs: number; id?: number }, requestId: string | undefined, principal: string): Promise<{ id: number; ttl: number; revision: number }> {
+    if (this.deps.sessions !== undefined && this.deps.sessions !== null) {
+      // A TTL below the cell's minimum stays a 400, never a 429 to retry.
+      validateLeaseTtl(request.ttlMs, this.store.limits);
+      this.deps.sessions.admit('lease_grant');
+    }
     const { result } = await this.deps.proposer.propose({ type: 'leaseGrant', ...request }, requestId, principal);
     return { id: result.id, ttl: result.ttlMs / 1000, revision: result.revision };
   }
@@ -306,6 +316,7 @@ export class LeaseService implements LeaseApi {
     assert(Number.isSafeInteger(request.count) && request.count >= 1, 'a batch grants at least one lease');
     // A TTL the cell refuses would fail every grant alike: refuse the batch at once (400).
     validateLeaseTtl(request.ttlMs, this.store.limits);
+    this.deps.sessions?.admit('lease_grant');
     if (this.store.storeFormat >= storeFormatGrantBatch) return this.grantBatch(request, requestId, principal);
     const grants = Array.from({ length: request.count }, (_, i) =>
       this.deps.proposer.propose({ type: 'leaseGrant', ttlMs: request.ttlMs }, requestId === undefined ? undefined : `${requestId}.${i}`, principal));

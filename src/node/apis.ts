@@ -137,6 +137,7 @@ export async function startApis(
     logError,
     handlers: { keepalive: keepaliveFrameHandler(leases), ...lockFrameHandlers(locks.locks, locks.elections) },
     tokens,
+    sessions: services.sessions,
   });
   stream.attach(http);
   await listen(http, Number(config.listenClient.port), config.listenClient.hostname);

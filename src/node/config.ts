@@ -2,6 +2,8 @@
 // file (flags win over the environment, which wins over the file). Validated here, at the edge:
 // a bad value stops the node with a message naming the setting, never a crash later on. This is
 // the one place that reads them: the services get plain values.
+import { defaultFairAdmissionOptions, type FairAdmissionOptions } from '../base/fair-admission.js';
+import { defaultSessionGateOptions, type SessionGateOptions } from '../base/session-gate.js';
 import { clientTlsConfig, peerTlsConfig, type ClientTlsConfig, type PeerTlsConfig } from './tls-config.js';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -106,6 +108,10 @@ export interface NodeTuning {
    * (BATON_REWRITE_PAUSE_MS, default 20).
    */
   readonly recordRewrite: { readonly sliceRecords: number; readonly pauseMs: number };
+  /** Fair admission of a cell with tenants (BATON_FAIR_*, #28); null: off (BATON_FAIR_ADMISSION=off). */
+  readonly fairAdmission: FairAdmissionOptions | null;
+  /** New sessions per second per node (BATON_NEW_SESSIONS_PER_SECOND, 0: none), #28 session storms. */
+  readonly sessionGate: SessionGateOptions | null;
 }
 
 export { ConfigError };
@@ -250,6 +256,29 @@ export function tuningFromEnv(env: Readonly<Record<string, string | undefined>>)
       sliceRecords: envInteger(env, 'BATON_REWRITE_SLICE_RECORDS', 256, 1),
       pauseMs: envInteger(env, 'BATON_REWRITE_PAUSE_MS', 20, 1),
     },
+    fairAdmission: fairAdmissionFromEnv(env),
+    sessionGate: sessionGateFromEnv(env),
+  };
+}
+
+/** The session gate's rate; 0 turns it off. */
+function sessionGateFromEnv(env: Readonly<Record<string, string | undefined>>): SessionGateOptions | null {
+  const perSecond = envInteger(env, 'BATON_NEW_SESSIONS_PER_SECOND', defaultSessionGateOptions.perSecond, 0);
+  return perSecond === 0 ? null : { ...defaultSessionGateOptions, perSecond };
+}
+
+/** The fair queues' bounds (docs/api/tenants.md "Fair admission"); BATON_FAIR_ADMISSION=off turns them off. */
+function fairAdmissionFromEnv(env: Readonly<Record<string, string | undefined>>): FairAdmissionOptions | null {
+  const switched = env['BATON_FAIR_ADMISSION'] ?? 'on';
+  if (switched !== 'on' && switched !== 'off') throw new ConfigError(`BATON_FAIR_ADMISSION: "${switched}" must be on or off`);
+  if (switched === 'off') return null;
+  const defaults = defaultFairAdmissionOptions;
+  const queueLengthMax = envInteger(env, 'BATON_FAIR_QUEUE_LENGTH_MAX', defaults.small.queueLengthMax, 1);
+  return {
+    small: { ...defaults.small, seats: envInteger(env, 'BATON_FAIR_SEATS', defaults.small.seats, 1), queueLengthMax },
+    lists: { ...defaults.lists, seats: envInteger(env, 'BATON_FAIR_LIST_SEATS', defaults.lists.seats, 1), queueLengthMax },
+    queueWaitMs: envInteger(env, 'BATON_FAIR_QUEUE_WAIT_MS', defaults.queueWaitMs, 1),
+    keysPerSeat: defaults.keysPerSeat,
   };
 }
 

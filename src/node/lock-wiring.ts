@@ -3,7 +3,7 @@
 import { ElectionService } from '../lock/election-service.js';
 import { ChangeFeed } from '../lock/change-feed.js';
 import { LockService, defaultLockLimits } from '../lock/lock-service.js';
-import { QueueContender, type QueueMetrics } from '../lock/queue.js';
+import { QueueContender, type QueueCell, type QueueMetrics } from '../lock/queue.js';
 import type { MvccStore } from '../mvcc/index.js';
 import type { AccessGuard } from '../auth/index.js';
 import type { CellService } from '../kv/cell-service.js';
@@ -29,12 +29,18 @@ export function createNodeLocks(options: {
 }): NodeLocks {
   const feed = new ChangeFeed(options.store);
   const metrics = lockMetrics(options.registry, feed);
-  const { timers } = options;
+  const { timers, cell } = options;
   const clock = { monotonicMs: () => timers.monotonicMs(), after: (ms: number, callback: () => void) => timers.setTimeout(callback, ms) };
-  const contender = new QueueContender(options.cell, feed, clock, metrics);
+  // Entering a lock's or an election's queue passes through the tenants' fair queues (#28).
+  const lockCell: QueueCell = {
+    propose: (op, requestId, origin) => cell.proposeLockStep(op, requestId, origin),
+    linearizableRange: (request) => cell.linearizableRange(request),
+    localRange: (request) => cell.localRange(request),
+  };
+  const contender = new QueueContender(lockCell, feed, clock, metrics);
   return {
-    locks: new LockService(options.cell, contender, options.guard, () => Date.now(), defaultLockLimits),
-    elections: new ElectionService(options.cell, contender, feed, options.guard, defaultLockLimits),
+    locks: new LockService(lockCell, contender, options.guard, () => Date.now(), defaultLockLimits),
+    elections: new ElectionService(lockCell, contender, feed, options.guard, defaultLockLimits),
     feed,
     onApplied: () => feed.onApplied(),
     stop: () => contender.stop(),

@@ -52,6 +52,8 @@ import { PeerRttMeter, timedSender } from './peer-rtt.js';
 import { addServiceMetrics } from './service-metrics.js';
 import { addTenantMetrics } from './tenant-metrics.js';
 import { TenantAdmission } from '../base/tenant-admission.js';
+import { FairAdmission } from '../base/fair-admission.js';
+import { SessionGate } from '../base/session-gate.js';
 import type { HistogramChild } from '../metrics/registry.js';
 import { lmdbMapBytes, type LateMetricSources, peerBytesOf } from './metric-sources.js';
 import { Gauge } from '../metrics/registry.js';
@@ -370,6 +372,8 @@ export interface NodeServices {
   readonly guard: AccessGuard;
   /** The member's one write path (the store upgrader proposes through it). */
   readonly proposer: LogProposer;
+  /** New sessions per second on this member (#28 session storms): lease grants and stream opens. */
+  readonly sessions: SessionGate | null;
 }
 
 /** Step 3: the driver and the services, each built from the ones before it. */
@@ -420,9 +424,11 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
       (audit?.failed === true && isAuditedCommand(op) ? audit.refusal() : guard.command(origin, op)) ?? store.refuseCommand(op),
     ...(audit === null ? {} : { beforeAnswer: (op: Command) => (isAuditedCommand(op) ? audit.flushed() : null), sourceAddress: currentSource }),
   });
+  // Session storms (#28): a bounded rate of new sessions (grants, stream opens) with staggered guidance.
+  const sessions = config.tuning.sessionGate === null ? null : new SessionGate(config.tuning.sessionGate, () => performance.now());
   const leases = new LeaseService(
     {
-      memberId: config.memberId, store, timers: realTimers, driver, proposer, forwarder: peers.leaseForwarder, guard,
+      memberId: config.memberId, store, timers: realTimers, driver, proposer, forwarder: peers.leaseForwarder, guard, sessions,
       onKeepalive: (ms, ok) => {
         metrics.keepaliveSeconds.observe(ms / 1000);
         if (!ok) metrics.keepaliveFailures.inc();
@@ -431,7 +437,9 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     { ...defaultLeaseServiceOptions, requestTimeoutMs: config.requestTimeoutMs },
   );
   const membership = new Membership(config, driver, store, state.directory, peers.memberPeers, realTimers, log);
-  const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership, admission);
+  // Fair queues per tenant (#28): only a cell with tenants passes through them.
+  const fair = config.tuning.fairAdmission === null ? null : new FairAdmission(config.tuning.fairAdmission, realTimers);
+  const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership, admission, fair);
   const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry });
   // A watch of a namespace this cell does not own is refused like a read (docs/design/cells.md).
   const watches = new WatchService(store, guard, {
@@ -441,9 +449,9 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     refuseWrites: (spec) => store.refuseCommand({ type: 'delete', key: spec.key, prefix: spec.prefix }),
   });
   addNodeGauges(metrics, state, peers.transport, driver, leases);
-  addTenantMetrics(metrics.registry, { tenants: () => store.tenantTable(), usage: (name) => store.tenantUsage(name), admission });
+  addTenantMetrics(metrics.registry, { tenants: () => store.tenantTable(), usage: (name) => store.tenantUsage(name), admission, fair, sessions });
   addServiceMetrics(metrics.registry, { leases, watches, locks: locks.locks });
-  return { driver, leases, membership, cell, locks, watches, guard, proposer };
+  return { driver, leases, membership, cell, locks, watches, guard, proposer, sessions };
 }
 
 /** Step 3b: the driver's listeners, the inbox's receivers, then the first dials. */

@@ -2,12 +2,18 @@
 // node's admission: use and limit of each quota, and the refusals this node answered.
 import { limitOf, quotaNames, type Quota, type TenantRecord, type TenantUsage } from '../base/tenants.js';
 import type { TenantAdmission } from '../base/tenant-admission.js';
+import type { FairAdmission } from '../base/fair-admission.js';
+import type { SessionGate } from '../base/session-gate.js';
 import { LabelledGauge, type Registry } from '../metrics/registry.js';
 
 export interface TenantMetricSources {
   tenants(): readonly TenantRecord[];
   usage(name: string): TenantUsage;
   readonly admission: TenantAdmission;
+  /** Fair admission's queues; null: off. */
+  readonly fair: FairAdmission | null;
+  /** The new-session gate; null: off. */
+  readonly sessions: SessionGate | null;
 }
 
 /** A quota's use now: stored ones as applied here, admission ones on this node (txn_ops has none). */
@@ -50,4 +56,19 @@ export function addTenantMetrics(registry: Registry, sources: TenantMetricSource
     }));
   registry.add(new LabelledGauge('baton_tenant_rejections_total', 'Requests this node refused with quota_exceeded, by tenant and quota (admission and hard quotas)',
     () => sources.admission.rejections().map(({ tenant, quota, count }) => [{ tenant, quota }, count] as const), 'counter'));
+  const sessions = sources.sessions;
+  if (sessions !== null) {
+    registry.add(new LabelledGauge('baton_new_sessions_total', 'Opening requests (lease grants, stream opens) this node admitted or refused past its new-sessions rate, by outcome',
+      () => [[{ outcome: 'admitted' }, sessions.counts().admitted], [{ outcome: 'refused' }, sessions.counts().refused]] as const, 'counter'));
+  }
+  const fair = sources.fair;
+  if (fair === null) return;
+  registry.add(new LabelledGauge('baton_fair_seats_in_use', 'Fair admission: seats held by requests being served on this node, by level (small, list)',
+    () => [[{ level: 'small' }, fair.small.inUse], [{ level: 'list' }, fair.lists.inUse]] as const));
+  registry.add(new LabelledGauge('baton_fair_seats', 'Fair admission: the seats of each level on this node',
+    () => [[{ level: 'small' }, fair.small.options.seats], [{ level: 'list' }, fair.lists.options.seats]] as const));
+  registry.add(new LabelledGauge('baton_fair_waiting', 'Fair admission: requests waiting in the queues on this node, by level',
+    () => [[{ level: 'small' }, fair.small.waiting], [{ level: 'list' }, fair.lists.waiting]] as const));
+  registry.add(new LabelledGauge('baton_fair_rejections_total', 'Fair admission: requests refused (queue_full) or dropped past their deadline (queue_deadline) on this node, by tenant (\'\' for none)',
+    () => fair.dropped().map(({ flow, reason, count }) => [{ tenant: flow, reason }, count] as const), 'counter'));
 }

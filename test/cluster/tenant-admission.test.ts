@@ -170,13 +170,15 @@ test('the same refusal over the etcd gRPC facade is RESOURCE_EXHAUSTED, over the
   const kv = kvClient(endpoint);
   try {
     const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) =>
-      unary(kv, 'Put', { key: Buffer.from(`grpc/k${i}`), value: Buffer.from('v') }).then(() => null, (error: { code: number; details: string }) => error)));
+      unary(kv, 'Put', { key: Buffer.from(`grpc/k${i}`), value: Buffer.from('v') }).then(() => null, (error: { code: number; details: string; metadata?: Metadata }) => error)));
     const refused = outcomes.filter((o) => o !== null);
     assert.ok(outcomes.filter((o) => o === null).length >= 5, 'the rate is admitted');
     assert.ok(refused.length >= 10, `past the rate refused: ${refused.length}`);
     for (const error of refused) {
       assert.equal(error?.code, status.RESOURCE_EXHAUSTED);
       assert.match(error?.details ?? '', /^etcdserver: too many requests \(tenant grpc is over its writes_per_second quota/);
+      // The node's Retry-After rides in the trailers (1 or 2 s: the bucket's refill plus jitter).
+      assert.match(String(error?.metadata?.get('retry-after')[0]), /^[12]$/);
     }
     // Another tenant over the same facade is not refused.
     for (let i = 0; i < 20; i++) await unary(kv, 'Put', { key: Buffer.from(`quiet/grpc-${i}`), value: Buffer.from('v') });
@@ -190,10 +192,11 @@ test('the same refusal over the etcd gRPC facade is RESOURCE_EXHAUSTED, over the
   const gateway = `http://${endpoint}`;
   const answers = await Promise.all(Array.from({ length: 20 }, (_, i) =>
     fetch(`${gateway}/v3/kv/put`, { method: 'POST', body: JSON.stringify({ key: b64(`grpc/gw${i}`), value: b64('v') }) })
-      .then(async (res) => ({ status: res.status, text: await res.text() }))));
+      .then(async (res) => ({ status: res.status, text: await res.text(), retryAfter: res.headers.get('retry-after') }))));
   const refused = answers.filter((a) => a.status === 429);
   assert.ok(refused.length >= 10, answers.map((a) => a.status).join(','));
   assert.match(refused[0]?.text ?? '', /too many requests/);
+  for (const answer of refused) assert.match(answer.retryAfter ?? '', /^[12]$/, 'the gateway passes the Retry-After on');
 });
 
 test('concurrent requests per tenant: past maxConcurrentRequests refused, the slot comes back', { timeout: 60_000 }, async () => {

@@ -35,6 +35,8 @@ export function httpStatusOf(code: number): number {
 export interface GatewayStatus {
   readonly code: number;
   readonly details: string;
+  /** The node's Retry-After, when it gave one (#28): the answer's Retry-After header. */
+  readonly retryAfterSeconds?: number;
 }
 
 /** The body of a failed unary call. */

@@ -133,7 +133,8 @@ export class GatewayCall extends CallEvents {
       this.res.end(streamErrorLine(failure));
     } else {
       const body = unaryErrorBody(failure);
-      this.res.writeHead(httpStatusOf(failure.code), { ...gatewayHeaders, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      const retryAfter: Record<string, string> = failure.retryAfterSeconds === undefined ? {} : { 'retry-after': String(failure.retryAfterSeconds) };
+      this.res.writeHead(httpStatusOf(failure.code), { ...gatewayHeaders, ...retryAfter, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
       this.res.end(body);
     }
     this.emit('close');

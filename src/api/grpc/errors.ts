@@ -35,10 +35,16 @@ export class GrpcStatusError extends Error {
   }
 }
 
-export type GrpcError = Pick<StatusObject, 'code' | 'details'> & { message: string };
+export type GrpcError = Pick<StatusObject, 'code' | 'details'> & { message: string; retryAfterSeconds?: number };
 
 function make(code: status, details: string): GrpcError {
   return { code, details, message: details };
+}
+
+/** The node's Retry-After (tenants' rates, the session gate), carried to the trailers and the gateway's header. */
+function withRetryAfter(answer: GrpcError, error: BatonError): GrpcError {
+  const seconds = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds;
+  return typeof seconds === 'number' ? { ...answer, retryAfterSeconds: seconds } : answer;
 }
 
 export function hasCode(error: unknown, code: ErrorCode): error is BatonError {
@@ -59,7 +65,7 @@ export function toGrpcError(error: unknown, logError: (error: unknown) => void):
   if (!isErrorCode(error.code)) return make(status.UNKNOWN, etcdText(error));
   const reason = error.details['reason'];
   if (reason === ('future_revision' satisfies ErrorReason)) return make(status.OUT_OF_RANGE, etcdMessages.futureRevision);
-  return make(errorTable[error.code].grpc, etcdText(error));
+  return withRetryAfter(make(errorTable[error.code].grpc, etcdText(error)), error);
 }
 
 /** etcd's own words where etcd clients match them (Go's rpctypes, etcd3's table), else Baton's. */

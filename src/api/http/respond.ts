@@ -2,7 +2,7 @@
 // one table in src/base/errors.ts (never by parsing messages). Anything that is not a BatonError
 // is a bug: it is logged and answered 500 without leaking internals.
 import type { ServerResponse } from 'node:http';
-import { BatonError, QuotaExceededError, httpStatusOf } from '../../base/errors.js';
+import { BatonError, OverloadedError, QuotaExceededError, httpStatusOf } from '../../base/errors.js';
 
 export interface ResponseContext {
   readonly cellId: string;
@@ -36,8 +36,9 @@ export function sendError(res: ServerResponse, context: ResponseContext, error: 
   }
   const status = httpStatusOf(error.code) ?? 500;
   if (status === 500) context.logError(error);
-  if (error instanceof QuotaExceededError && error.retryAfterSeconds !== undefined) {
-    // A tenant's admission computed when it can serve again (its bucket's refill), jitter included.
+  if ((error instanceof QuotaExceededError || error instanceof OverloadedError) && error.retryAfterSeconds !== undefined) {
+    // A tenant's admission computed when it can serve again (its bucket's refill), jitter included;
+    // or the session gate's staggered guidance.
     res.setHeader('retry-after', String(error.retryAfterSeconds));
   } else if (error.retryable && (status === 429 || status === 503)) {
     // Jitter spreads retries so that a recovering cell is not hit by a synchronized storm.

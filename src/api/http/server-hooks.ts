@@ -81,9 +81,15 @@ export function answerOnSocket(socket: Duplex, context: ServerHookContext, error
     'baton-revision': context.revision(),
     'baton-cell': context.cellId,
     connection: 'close',
-    ...(error.retryable ? { 'retry-after': 1 } : {}),
+    ...(error.retryable ? { 'retry-after': retryAfterOf(error) } : {}),
     ...extraHeaders,
   };
   const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\r\n');
   linger(socket, `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${head}\r\n\r\n${body}`);
+}
+
+/** Seconds to tell a refused client: the node's own guidance where it has one (session gate, tenant rates), else 1. */
+function retryAfterOf(error: BatonError): number {
+  const seconds = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds;
+  return typeof seconds === 'number' && seconds >= 1 ? seconds : 1;
 }

@@ -28,6 +28,8 @@ export interface StreamServerOptions {
   readonly handlers?: Readonly<Record<string, FrameHandler<StreamSession>>>;
   /** Verifies `Authorization: Bearer TOKEN` on the upgrade (a user's token); absent: certificates only. */
   readonly tokens?: { verify(token: string): string };
+  /** New sessions per second on this node (#28 session storms): a stream open past it is refused 429 with guidance. */
+  readonly sessions?: { admit(kind: 'stream_open'): void } | null;
   logError(error: unknown): void;
 }
 
@@ -87,6 +89,13 @@ export class StreamServer {
     const problem = handshakeProblem(req);
     if (problem !== null) {
       refuse(problem);
+      return;
+    }
+    try {
+      // Before the principal and the upgrade: a refused open costs a header parse and an answer.
+      this.options.sessions?.admit('stream_open');
+    } catch (error) {
+      refuse(error as BatonError);
       return;
     }
     // The connection's principal: a user's token on the upgrade, else its certificate (or anonymous).

@@ -21,6 +21,8 @@ export interface CallStatus {
   readonly code?: number;
   readonly details?: string;
   readonly message?: string;
+  /** When the node said when to come back (#28: tenants' rates, the session gate): a `retry-after` trailer. */
+  readonly retryAfterSeconds?: number;
 }
 
 export type AnswerCallback = (error: CallStatus | null, value?: unknown) => void;
@@ -214,7 +216,7 @@ export class GrpcCall extends CallEvents implements StreamSink {
   }
 
   /** Ends the call with `callStatus` (trailers, or a trailers-only answer). */
-  finish(callStatus: { code: number; details: string }): void {
+  finish(callStatus: { code: number; details: string; retryAfterSeconds?: number }): void {
     if (this.ended) return;
     this.finished = true;
     this.reader.release();
@@ -252,13 +254,14 @@ export class GrpcCall extends CallEvents implements StreamSink {
     }
   }
 
-  private send(callStatus: { code: number; details: string }): void {
+  private send(callStatus: { code: number; details: string; retryAfterSeconds?: number }): void {
     this.countHandled(callStatus.code);
     if (callStatus.code === status.OK && this.stream.headersSent) {
       return this.stream.end(okTrailers);
     }
     const fields: [string, string][] = [['grpc-status', String(callStatus.code)]];
     if (callStatus.details !== '') fields.push(['grpc-message', percentEncode(callStatus.details)]);
+    if (callStatus.retryAfterSeconds !== undefined) fields.push(['retry-after', String(callStatus.retryAfterSeconds)]);
     if (this.stream.headersSent) return this.stream.end(encodeHeaders(null, fields));
     this.stream.end(encodeHeaders(200, [['content-type', 'application/grpc'], ...fields]));
   }
@@ -279,14 +282,15 @@ export class GrpcCall extends CallEvents implements StreamSink {
 }
 
 /** A handler's error as a status: an unknown code is UNKNOWN, the text from details or message. */
-export function statusOf(error: CallStatus): { code: number; details: string } {
+export function statusOf(error: CallStatus): { code: number; details: string; retryAfterSeconds?: number } {
   const known = typeof error?.code === 'number' && error.code >= 0 && error.code <= 16;
   const code = known ? (error.code as number) : status.UNKNOWN;
   const details =
     typeof error?.details === 'string' ? error.details
     : typeof error?.message === 'string' ? error.message
     : 'Unknown error';
-  return { code, details };
+  const retryAfter = error?.retryAfterSeconds;
+  return typeof retryAfter === 'number' ? { code, details, retryAfterSeconds: retryAfter } : { code, details };
 }
 
 export function lengthPrefixed(payload: Buffer): Buffer {
