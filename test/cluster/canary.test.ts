@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { cliPath } from './cli-run.js';
+import { FaultControls } from '../faults/fault-controls.js';
 import { findLeader, sleep, startTestCell, type TestCell } from './harness.js';
 
 interface Line { t: string; event: string; [field: string]: unknown }
@@ -103,6 +104,42 @@ test('kill -9 the leader under the canary: leader loss reported within 3 s, ever
     }
     console.log(`SLIs: ${JSON.stringify(summary.probes)}`);
   } finally {
+    await cell.close();
+  }
+});
+
+test('a stuck apply on a real member (its WAL fsync made 6 s slow by the fault hook) is reported within 3 s', { timeout: 150_000 }, async () => {
+  // No stand-in: a follower whose disk stalls keeps hearing the leader's commit index while it
+  // cannot apply what it has not made durable, which is what an operator sees as a stuck apply.
+  const controls = new FaultControls(['n1', 'n2', 'n3']);
+  const cell = await startTestCell({ nodeArgs: (name) => controls.nodeArgs(name) });
+  try {
+    let stalledAt = 0;
+    let stalled = '';
+    const run = await runCanary(cell, ['--duration-s', '22', '--interval-ms', '300'], async (lines) => {
+      const deadline = Date.now() + 20_000;
+      while (!lines.some((line) => line.event === 'leader_elected') && Date.now() < deadline) await sleep(100);
+      await sleep(2000);
+      const leader = await findLeader(cell);
+      stalled = cell.names.find((name) => name !== leader) as string;
+      controls.set(stalled, { fsyncDelayMs: 6000 });
+      stalledAt = Date.now();
+      await sleep(9000);
+      controls.set(stalled, { fsyncDelayMs: 0 });
+    }, true);
+    const stuck = run.lines.find((line) => line.event === 'apply_stuck' && Date.parse(line.t) >= stalledAt);
+    assert.ok(stuck !== undefined, `an apply stall was reported: ${JSON.stringify(run.lines.filter((line) => line.event !== 'probe_ok').slice(-12))}`);
+    assert.equal(stuck['endpoint'], cell.cell.clientUrl(stalled), 'on the member whose disk stalled');
+    const detectedMs = Date.parse(stuck.t) - stalledAt;
+    console.log(`apply stall on ${stalled} reported ${detectedMs} ms after its disk stalled (commit ${String(stuck['commitIndex'])}, applied ${String(stuck['appliedIndex'])})`);
+    // The control file is read every 100 ms and the WAL write in flight ends first; 3 s is the bar.
+    assert.ok(detectedMs <= 3000 + controls.pollMs, `reported within 3 s (${detectedMs} ms)`);
+    const summary = summaryOf(run);
+    assert.ok(summary.applyStalls >= 1);
+    assert.equal(summary.violations, 0);
+    assert.equal(run.code, 1, 'a run with an apply stall does not pass');
+  } finally {
+    controls.close();
     await cell.close();
   }
 });
