@@ -14,7 +14,7 @@ export function metricValue(text: string, name: string): number {
 }
 
 export interface LeaderActivity {
-  /** Readys written (the baton_wal_fsync_seconds histogram counts one per Ready). */
+  /** Readys written (etcd_disk_wal_fsync_duration_seconds counts one per Ready). */
   readonly walFsyncs: number;
   readonly walFsyncMeanMs: number;
   /** Real fdatasync calls (group commits), and state machine write transactions. */
@@ -28,12 +28,13 @@ export interface LeaderActivity {
 /** What happened between two scrapes of the leader's /metrics. */
 export function leaderActivity(before: string, after: string): LeaderActivity {
   const delta = (name: string): number => metricValue(after, name) - metricValue(before, name);
-  const walFsyncs = delta('baton_wal_fsync_seconds_count');
+  // The etcd name since the etcd-mixin dashboards (#29); it was baton_wal_fsync_seconds.
+  const walFsyncs = delta('etcd_disk_wal_fsync_duration_seconds_count');
   const committedEntries = delta('baton_raft_commit_index');
   const proposals = delta('baton_proposal_seconds_count');
   return {
     walFsyncs,
-    walFsyncMeanMs: (1000 * delta('baton_wal_fsync_seconds_sum')) / walFsyncs,
+    walFsyncMeanMs: (1000 * delta('etcd_disk_wal_fsync_duration_seconds_sum')) / walFsyncs,
     walSyncs: delta('baton_wal_syncs_total'),
     applyBatches: delta('baton_apply_batches_total'),
     committedEntries,
