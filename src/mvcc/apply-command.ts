@@ -10,7 +10,7 @@ import {
 import { compareBytes, fromUtf8, utf8 } from './bytes.js';
 import { checkEpochRoom } from './epoch.js';
 import { currentRange } from './layout.js';
-import { applyLeaseCommand, checkPutLeases } from './lease-apply.js';
+import { applyLeaseCommand, applyLeaseRevokeBatch, checkPutLeases } from './lease-apply.js';
 import { applySeqCommand } from './seq-apply.js';
 import { applyPolicySet } from './policy-record.js';
 import { applyImportKeys, parseImportRecord } from './import-keys.js';
@@ -72,6 +72,12 @@ export function applyCommand(
   }
   if (op.type === 'put') checkPutLeases(writer, [op], limits);
   if (op.type === 'put' && context.bugs?.tenantQuotaOff !== true) checkPutQuotas(writer, tenants, [op], null);
+  if (op.type === 'leaseRevokeBatch') {
+    // A revision per lease at most: the last one must still be in the epoch.
+    checkEpochRoom(meta.epoch, meta.revision + op.ids.length - 1);
+    const result = applyLeaseRevokeBatch(writer, meta.revision, meta.storeFormat, tenants, op);
+    return { result, meta: { ...meta, revision: result.revision } };
+  }
   // Every command below may issue a revision: none may leave the epoch (refused before any write).
   checkEpochRoom(meta.epoch, meta.revision);
   const revisions = new RevisionWriter(writer, meta.revision, meta.storeFormat, tenants);
