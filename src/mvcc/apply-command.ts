@@ -20,7 +20,7 @@ import { checkPutQuotas, tenantsOf } from './tenant-usage.js';
 import type { TenantRecord } from '../base/tenants.js';
 import { readLeaseKeys, readRange } from './read.js';
 import { RevisionWriter } from './revision-writer.js';
-import { storeFormatLatest } from './records.js';
+import { storeFormatLatest, storeFormatRevokeBatch } from './records.js';
 import { validateCommand, validateDelete, validatePut } from './validate.js';
 import { assert, unreachable } from '../base/assert.js';
 import type {
@@ -73,6 +73,11 @@ export function applyCommand(
   if (op.type === 'put') checkPutLeases(writer, [op], limits);
   if (op.type === 'put' && context.bugs?.tenantQuotaOff !== true) checkPutQuotas(writer, tenants, [op], null);
   if (op.type === 'leaseRevokeBatch') {
+    // Below format 4 a member may run a build that refuses op 21 (malformed: no change): a
+    // member that knows it refuses it there too, so the replicas never differ.
+    if (meta.storeFormat < storeFormatRevokeBatch) {
+      throw new InvalidArgumentError(`leaseRevokeBatch needs store format ${storeFormatRevokeBatch}; this store writes ${meta.storeFormat}`);
+    }
     // A revision per lease at most: the last one must still be in the epoch.
     checkEpochRoom(meta.epoch, meta.revision + op.ids.length - 1);
     const result = applyLeaseRevokeBatch(writer, meta.revision, meta.storeFormat, tenants, op);
