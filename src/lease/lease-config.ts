@@ -38,9 +38,15 @@ export interface RevokeBatchOptions {
   readonly inFlightMax: number;
 }
 
+/**
+ * Keys per entry: a quarter of what a watcher may have undelivered (watchBufferedEventsMax), so
+ * the entries in flight, applied together by a member, never end a watcher on all the keys (a
+ * service registry's prefix watch) as a slow consumer: at 2,000 keys an entry, two entries
+ * applied in one batch ended such a watcher at once (bench:capacity, 50,000 sessions lost).
+ */
 export const defaultRevokeBatchOptions: RevokeBatchOptions = {
   leasesMax: limits.leaseRevokeBatchMax,
-  keysMax: 2_000,
+  keysMax: limits.watchBufferedEventsMax / 4,
   inFlightMax: 2,
 };
 

@@ -331,7 +331,14 @@ export class LeaseService implements LeaseApi {
       .then((result) => {
         this.expiredTotal += result.leases.length;
       }, () => undefined)
-      .finally(() => this.revokeBatchesInFlight--);
+      .finally(() => {
+        this.revokeBatchesInFlight--;
+        // A pipeline, not a pass per tick: the next entry goes as soon as one committed, so a
+        // mass expiry runs at the commit rate while at most inFlightMax entries are unapplied.
+        if (!this.stopped && this.driver.isLeader && this.promotedTerm !== 0 && this.store.storeFormat >= storeFormatRevokeBatch) {
+          this.expireInBatches(this.monotonicMs());
+        }
+      });
   }
 
   /** Proposes only while this node leads: a deposed leader must not even forward. */
