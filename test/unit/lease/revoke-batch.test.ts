@@ -10,11 +10,12 @@ import assert from 'node:assert/strict';
 import { EntryType } from '../../../src/raft/types.js';
 import { AccessGuard } from '../../../src/auth/index.js';
 import { LeaseService, type LeaseDriver } from '../../../src/lease/lease-service.js';
-import { defaultLeaseServiceOptions, type LeaseServiceOptions } from '../../../src/lease/lease-config.js';
+import { defaultLeaseServiceOptions, defaultRevokeBatchOptions, type LeaseServiceOptions } from '../../../src/lease/lease-config.js';
 import { HttpLeaseForwarder } from '../../../src/lease/forward/http-forwarder.js';
 import { InvalidArgumentError, TooLargeError } from '../../../src/base/errors.js';
 import { leaseRevokeBatchMax } from '../../../src/base/limits.js';
 import { MemoryEngine, MvccStore, decodeCommand, defaultMvccLimits, encodeCommand, cellWork } from '../../../src/mvcc/index.js';
+import { WatchHub, defaultWatchLimits, type WatchOutput } from '../../../src/watch/index.js';
 import type { ApplyOutcome, Command, CommandProposer, MvccLimits, Proposed } from '../../../src/mvcc/index.js';
 
 const limits: MvccLimits = defaultMvccLimits;
@@ -100,6 +101,10 @@ interface Harness {
   readonly proposed: Command[];
   /** Commits (applies) the oldest pending proposal, or fails it. */
   settle(ok?: boolean): Promise<void>;
+  /** Commits every pending proposal in one applied batch (a member applying them together). */
+  settleAll(): Promise<number>;
+  /** Told after each applied batch (a watch hub's onApplied). */
+  onBatch: () => void;
   readonly clock: { now: number };
 }
 
@@ -109,15 +114,15 @@ function harness(store: MvccStore, options: LeaseServiceOptions): Harness {
   const pending: { op: Command; resolve: (p: Proposed<Command>) => void; reject: (e: Error) => void }[] = [];
   let index = store.appliedIndex;
   const clock = { now: 0 };
-  const applyNow = (op: Command): ApplyOutcome => {
-    const data = encodeCommand({ proposedAtMs: 1_700_000_000_000, op }, store.limits);
-    const entries = [{ index: ++index, term: 1, type: EntryType.normal, data }];
+  const applyAll = (ops: readonly Command[]): ApplyOutcome[] => {
+    const entries = ops.map((op) => ({ index: ++index, term: 1, type: EntryType.normal, data: encodeCommand({ proposedAtMs: 1_700_000_000_000, op }, store.limits) }));
     const outcomes = store.applyBatch(entries);
     service.onApplied(entries, outcomes);
-    const outcome = outcomes[0];
-    assert.ok(outcome?.type === 'applied', JSON.stringify(outcome));
-    return outcome;
+    h.onBatch();
+    for (const outcome of outcomes) assert.ok(outcome.type === 'applied', JSON.stringify(outcome));
+    return outcomes;
   };
+  const applyNow = (op: Command): ApplyOutcome => applyAll([op])[0] as ApplyOutcome;
   const proposer: CommandProposer = {
     propose<C extends Command>(op: C): Promise<Proposed<C>> {
       // Checkpoints commit at once; revocations wait for settle().
@@ -144,7 +149,15 @@ function harness(store: MvccStore, options: LeaseServiceOptions): Harness {
     }
     await new Promise((resolve) => setImmediate(resolve));
   };
-  return { service, proposed, settle, clock };
+  const settleAll = async (): Promise<number> => {
+    const all = pending.splice(0);
+    const outcomes = applyAll(all.map((p) => p.op));
+    all.forEach((p, i) => p.resolve({ result: (outcomes[i] as { result: unknown }).result, duplicate: false } as Proposed<Command>));
+    await new Promise((resolve) => setImmediate(resolve));
+    return all.length;
+  };
+  const h: Harness = { service, proposed, settle, settleAll, clock, onBatch: () => {} };
+  return h;
 }
 
 /** A promoted leader (term 1 applied) over `leases` leases of TTL 5 s, lease i holding i % 3 keys. */
@@ -224,4 +237,50 @@ test('a store below format 4 keeps one leaseRevoke entry per expired lease', asy
   h.service.tick();
   assert.deepEqual(h.proposed.map((op) => op.type), ['leaseRevoke', 'leaseRevoke', 'leaseRevoke']);
   h.service.stop();
+});
+
+/**
+ * A mass expiry under a prefix watch on every session's key (a service registry's watcher), with
+ * the watch hub's default buffer: every entry the leader has in flight applied in one batch, the
+ * watcher drained after each. Returns the deletions it saw and how it ended, if it did.
+ */
+async function massExpiryUnderWatch(sessions: number, options: LeaseServiceOptions): Promise<{ seen: number; ended: string | null }> {
+  const replica = new Replica();
+  for (let id = 1; id <= sessions; id++) {
+    replica.apply({ type: 'leaseGrant', ttlMs: 5_000, id });
+    replica.apply({ type: 'put', key: `/svc/${id}`, value: new Uint8Array(100), lease: id });
+  }
+  const hub = new WatchHub<string>(replica.store, defaultWatchLimits);
+  const connection = hub.openConnection(() => {}, () => true);
+  hub.create(connection, 'registry', { key: '/svc/', prefix: true, startRevision: 0, prevKv: false, filter: 'delete', encoding: 'utf8' });
+  let seen = 0;
+  let ended: string | null = null;
+  const drain = (): void => {
+    for (let out: WatchOutput<string> | null = connection.next(); out !== null; out = connection.next()) {
+      if (out.type === 'batch') seen += out.batch.events.length;
+      else ended = out.reason;
+    }
+  };
+  const h = harness(replica.store, options);
+  h.onBatch = () => hub.onApplied();
+  h.service.tick();
+  h.clock.now = 6_000;
+  h.service.tick();
+  for (let round = 0; round < 1_000 && replica.store.leases().length > 0 && ended === null; round++) {
+    if ((await h.settleAll()) === 0) {
+      h.clock.now += 100;
+      h.service.tick();
+    }
+    drain();
+  }
+  h.service.stop();
+  return { seen, ended };
+}
+
+test('a mass expiry under a prefix watch on the keys: the watcher sees every deletion and is not ended as a slow consumer', async () => {
+  const ok = await massExpiryUnderWatch(3_000, defaultLeaseServiceOptions);
+  assert.deepEqual(ok, { seen: 3_000, ended: null });
+  // Entries as large as a watcher's whole buffer end it at once (what bench:capacity found).
+  const tooLarge = await massExpiryUnderWatch(3_000, { ...defaultLeaseServiceOptions, revokeBatch: { ...defaultRevokeBatchOptions, keysMax: 1_000 } });
+  assert.equal(tooLarge.ended, 'slow_consumer');
 });
