@@ -31,6 +31,9 @@ export function commandAccesses(command: Command, lookup: AccessLookup): Access[
     case 'leaseRevoke':
       // Revoking deletes every key attached to the lease.
       return [{ op: 'lease', anyKey: true }, ...lookup.leaseKeys(command.id).map((key): Access => ({ op: 'write', range: keyRange(key) }))];
+    case 'leaseRevokeBatch':
+      // The leader's expiry (cell work, never a client's); were it a principal's, as leaseRevoke.
+      return [{ op: 'lease', anyKey: true }, ...command.ids.flatMap((id) => lookup.leaseKeys(id).map((key): Access => ({ op: 'write', range: keyRange(key) })))];
     case 'seqCreate':
       // A contender's entry is attached to its lease, as a put with a lease is.
       return [{ op: queueOp(command.prefix), range: prefixRange(command.prefix) }, ...(command.lease === 0 ? [] : [leaseAccess])];

@@ -37,6 +37,12 @@ export const keepaliveIdsMax = 1_000;
  * cell whose store format predates op 19 proposes one entry per grant, together).
  */
 export const leaseGrantBatchMax = 1_000;
+/**
+ * Leases revoked by one leaseRevokeBatch log entry (op 21, the leader's expiry in a format-4
+ * store): a mass expiry costs one entry per thousand lost sessions instead of one each. The
+ * leader also bounds the keys an entry deletes (lease-config.ts), so its apply stays short.
+ */
+export const leaseRevokeBatchMax = 1_000;
 export const leaseListLimitDefault = 1_000;
 export const leaseListLimitMax = 10_000;
 /** A lock's wait, its owner description, and holders per lock list. */

@@ -82,6 +82,13 @@ export interface ExpiryTrackerOptions {
   readonly checkpointScanMax?: number;
 }
 
+/** What one expired() pass may name: leases, and a weight per lease (its keys) with a total. */
+export interface ExpiryBudget {
+  readonly leasesMax: number;
+  readonly weight: (id: number) => number;
+  readonly weightMax: number;
+}
+
 export const defaultExpiryTrackerOptions: ExpiryTrackerOptions = {
   expireBatchMax: 1000,
   revokeRetryMs: 2000,
@@ -182,20 +189,33 @@ export class LeaseExpiryTracker {
     return lease === undefined ? null : Math.min(lease.ttlMs, Math.max(0, lease.expiresAtMs - nowMs));
   }
 
-  /** Leases past their deadline whose revocation should be proposed now (bounded). */
-  expired(nowMs: number): number[] {
+  /**
+   * Leases past their deadline whose revocation should be proposed now (bounded: expireBatchMax,
+   * or the budget's leases; a budget's weight, e.g. a lease's keys, stops the pass before the
+   * lease that would go past weightMax, but the first lease always goes). Each one named is
+   * marked as being revoked: renew() refuses it from now on, so no renewal can be promised for
+   * a lease whose revocation may be about to commit.
+   */
+  expired(nowMs: number, budget?: ExpiryBudget): number[] {
     const out: number[] = [];
     const retryMs = this.options.revokeRetryMs;
-    for (let looked = 0; out.length < this.options.expireBatchMax && looked < this.lookBatchMax; looked++) {
+    const leasesMax = budget?.leasesMax ?? this.options.expireBatchMax;
+    // Looks scale with a larger budget (renewed leases' old keys come up among the expired).
+    const lookMax = budget === undefined ? this.lookBatchMax : Math.max(this.lookBatchMax, 4 * leasesMax);
+    let weight = 0;
+    for (let looked = 0; out.length < leasesMax && looked < lookMax; looked++) {
       const lease = this.expiryHeap.peek();
       if (lease === undefined || lease.expiryKeyMs > nowMs) break;
-      if (lease.revokingSinceMs >= 0) {
+      const due = lease.revokingSinceMs >= 0
         // Proposed before and not committed since: propose again once the retry delay passed.
-        if (nowMs - lease.revokingSinceMs >= retryMs) {
-          lease.revokingSinceMs = nowMs;
-          out.push(lease.id);
-        }
-      } else if (lease.expiresAtMs <= nowMs) {
+        ? nowMs - lease.revokingSinceMs >= retryMs
+        : lease.expiresAtMs <= nowMs;
+      if (due && budget !== undefined) {
+        const w = budget.weight(lease.id);
+        if (out.length > 0 && weight + w > budget.weightMax) break;
+        weight += w;
+      }
+      if (due) {
         lease.revokingSinceMs = nowMs;
         out.push(lease.id);
       }

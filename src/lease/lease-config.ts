@@ -11,6 +11,13 @@ export interface LeaseServiceOptions {
   readonly checkpointIntervalMs: number;
   /** Revocation proposals awaiting their commit; expiry waits when this many are in flight. */
   readonly revokesInFlightMax: number;
+  /**
+   * Expiry in a format-4 store: leaseRevokeBatch entries (op 21) of at most `leasesMax` leases
+   * whose keys add up to at most `keysMax` (a lease with more goes alone), at most `inFlightMax`
+   * entries awaiting their commit. The key bound keeps one entry's apply short (every member
+   * applies it in one pass of its event loop: heartbeats wait behind it); absent: the defaults.
+   */
+  readonly revokeBatch?: RevokeBatchOptions;
   /** Keepalive calls being answered at once (their own budget, apart from reads): past it 429. */
   readonly keepalivesInFlightMax: number;
   /** Lease IDs in one keepalive call. */
@@ -24,6 +31,24 @@ export interface LeaseServiceOptions {
   /** Deliberately broken rules, for the simulator's teeth tests only. */
   readonly bugs?: LeaseBugs;
 }
+
+export interface RevokeBatchOptions {
+  readonly leasesMax: number;
+  readonly keysMax: number;
+  readonly inFlightMax: number;
+}
+
+/**
+ * Keys per entry: a quarter of what a watcher may have undelivered (watchBufferedEventsMax), so
+ * the entries in flight, applied together by a member, never end a watcher on all the keys (a
+ * service registry's prefix watch) as a slow consumer: at 2,000 keys an entry, two entries
+ * applied in one batch ended such a watcher at once (bench:capacity, 50,000 sessions lost).
+ */
+export const defaultRevokeBatchOptions: RevokeBatchOptions = {
+  leasesMax: limits.leaseRevokeBatchMax,
+  keysMax: limits.watchBufferedEventsMax / 4,
+  inFlightMax: 2,
+};
 
 export interface LeaseBugs {
   /** A new leader starts every lease at 0 remaining instead of its checkpointed TTL. */
@@ -44,6 +69,7 @@ export const defaultLeaseServiceOptions: LeaseServiceOptions = {
   tracker: { ...defaultExpiryTrackerOptions, expireBatchMax: 200 },
   checkpointIntervalMs: 500,
   revokesInFlightMax: 1_000,
+  revokeBatch: defaultRevokeBatchOptions,
   keepalivesInFlightMax: limits.keepalivesInFlightMax,
   keepaliveIdsMax: limits.keepaliveIdsMax,
   requestTimeoutMs: 5_000,

@@ -7,11 +7,11 @@
 import { assert } from '../base/assert.js';
 import { BatonError, LeaseNotFoundError, OverloadedError, UnavailableError } from '../base/errors.js';
 import { LeaseExpiryTracker } from './expiry-tracker.js';
-import { cellWork, storeFormatGrantBatch, validateLeaseTtl, type ApplyOutcome, type Command, type CommandProposer, type MvccStore, type Origin, type ResultOf } from '../mvcc/index.js';
+import { cellWork, storeFormatGrantBatch, storeFormatRevokeBatch, validateLeaseTtl, type ApplyOutcome, type Command, type CommandProposer, type MvccStore, type Origin, type ResultOf } from '../mvcc/index.js';
 import { leaseAccess, leaseInfoAccesses, type AccessGuard } from '../auth/index.js';
 import type { Entry, MemberId } from '../raft/index.js';
 import type { BatchGrantAnswer, BatchGrantItem, KeepaliveAnswer, KeepaliveItem, LeaseApi, LeaseForwarder, LeaseInfo, LeaseList } from './api.js';
-import { defaultLeaseServiceOptions, type LeaseServiceOptions } from './lease-config.js';
+import { defaultLeaseServiceOptions, defaultRevokeBatchOptions, type LeaseServiceOptions } from './lease-config.js';
 import type { Timers } from '../base/timers.js';
 
 /** What the service needs from the node's driver (src/driver/driver.ts, or the simulator's). */
@@ -64,6 +64,7 @@ export class LeaseService implements LeaseApi {
   private promotedTerm = 0;
   private promotionWaiters: (() => void)[] = [];
   private revokesInFlight = 0;
+  private revokeBatchesInFlight = 0;
   /** Leases this node revoked because their TTL ran out (it led then): the expiration rate. */
   expiredTotal = 0;
   private keepalivesInFlight = 0;
@@ -127,6 +128,7 @@ export class LeaseService implements LeaseApi {
       if (result.type === 'leaseGrant') this.leaseGranted(result.id, result.ttlMs);
       else if (result.type === 'leaseGrantBatch') this.batchGranted(result.leases);
       else if (result.type === 'leaseRevoke') this.leaseRevoked(result.id);
+      else if (result.type === 'leaseRevokeBatch') for (const lease of result.leases) this.leaseRevoked(lease.id);
       // A move recreated these leases here: they expire after their remaining TTL.
       else if (result.type === 'importKeys') for (const lease of result.leases) this.leaseGranted(lease.id, lease.remainingMs);
     }
@@ -264,7 +266,8 @@ export class LeaseService implements LeaseApi {
     this.maybePromote();
     if (this.promotedTerm === 0) return;
     const now = this.monotonicMs();
-    if (this.revokesInFlight < this.options.revokesInFlightMax) {
+    if (this.store.storeFormat >= storeFormatRevokeBatch) this.expireInBatches(now);
+    else if (this.revokesInFlight < this.options.revokesInFlightMax) {
       for (const id of this.tracker.expired(now)) this.proposeRevoke(id);
     }
     if (now - this.lastCheckpointMs >= this.options.checkpointIntervalMs) {
@@ -292,6 +295,55 @@ export class LeaseService implements LeaseApi {
     this.proposeInternal({ type: 'leaseRevoke', id })
       .then(() => this.expiredTotal++, () => undefined)
       .finally(() => this.revokesInFlight--);
+  }
+
+  /**
+   * Every member applies op 21 (store format 4): the expired leases go in leaseRevokeBatch
+   * entries, each bounded in leases and in keys, with at most inFlightMax entries awaiting their
+   * commit. Each lease named was marked by the tracker (renewals refuse it from then on), as for
+   * one entry per lease; a lost entry's leases are named again after revokeRetryMs.
+   */
+  private expireInBatches(now: number): void {
+    const batch = this.options.revokeBatch ?? defaultRevokeBatchOptions;
+    const room = batch.inFlightMax - this.revokeBatchesInFlight;
+    if (room <= 0) return;
+    // Keys per lease, read once (the table is in the store; a lease already gone weighs nothing).
+    const keyCounts = new Map<number, number>();
+    const keysOf = (id: number): number => {
+      const count = this.store.lease(id)?.keyCount ?? 0;
+      keyCounts.set(id, count);
+      return count;
+    };
+    const ids = this.tracker.expired(now, { leasesMax: room * batch.leasesMax, weight: keysOf, weightMax: room * batch.keysMax });
+    let entry: number[] = [];
+    let keys = 0;
+    for (const id of ids) {
+      const count = keyCounts.get(id) ?? keysOf(id);
+      if (entry.length > 0 && (entry.length >= batch.leasesMax || keys + count > batch.keysMax)) {
+        this.proposeRevokeBatch(entry);
+        entry = [];
+        keys = 0;
+      }
+      entry.push(id);
+      keys += count;
+    }
+    if (entry.length > 0) this.proposeRevokeBatch(entry);
+  }
+
+  private proposeRevokeBatch(ids: readonly number[]): void {
+    this.revokeBatchesInFlight++;
+    this.proposeInternal({ type: 'leaseRevokeBatch', ids })
+      .then((result) => {
+        this.expiredTotal += result.leases.length;
+      }, () => undefined)
+      .finally(() => {
+        this.revokeBatchesInFlight--;
+        // A pipeline, not a pass per tick: the next entry goes as soon as one committed, so a
+        // mass expiry runs at the commit rate while at most inFlightMax entries are unapplied.
+        if (!this.stopped && this.driver.isLeader && this.promotedTerm !== 0 && this.store.storeFormat >= storeFormatRevokeBatch) {
+          this.expireInBatches(this.monotonicMs());
+        }
+      });
   }
 
   /** Proposes only while this node leads: a deposed leader must not even forward. */

@@ -10,7 +10,7 @@ import {
 import { compareBytes, fromUtf8, utf8 } from './bytes.js';
 import { checkEpochRoom } from './epoch.js';
 import { currentRange } from './layout.js';
-import { applyLeaseCommand, checkPutLeases } from './lease-apply.js';
+import { applyLeaseCommand, applyLeaseRevokeBatch, checkPutLeases } from './lease-apply.js';
 import { applySeqCommand } from './seq-apply.js';
 import { applyPolicySet } from './policy-record.js';
 import { applyImportKeys, parseImportRecord } from './import-keys.js';
@@ -21,7 +21,7 @@ import type { TenantRecord } from '../base/tenants.js';
 import { readLeaseKeys, readRange } from './read.js';
 import { RevisionWriter } from './revision-writer.js';
 import type { LiveKeyTally } from './live-keys.js';
-import { storeFormatLatest } from './records.js';
+import { storeFormatLatest, storeFormatRevokeBatch } from './records.js';
 import { validateCommand, validateDelete, validatePut } from './validate.js';
 import { assert, unreachable } from '../base/assert.js';
 import type {
@@ -80,6 +80,17 @@ export function applyCommand(
   }
   if (op.type === 'put') checkPutLeases(writer, [op], limits);
   if (op.type === 'put' && context.bugs?.tenantQuotaOff !== true) checkPutQuotas(writer, tenants, [op], null);
+  if (op.type === 'leaseRevokeBatch') {
+    // Below format 4 a member may run a build that refuses op 21 (malformed: no change): a
+    // member that knows it refuses it there too, so the replicas never differ.
+    if (meta.storeFormat < storeFormatRevokeBatch) {
+      throw new InvalidArgumentError(`leaseRevokeBatch needs store format ${storeFormatRevokeBatch}; this store writes ${meta.storeFormat}`);
+    }
+    // A revision per lease at most: the last one must still be in the epoch.
+    checkEpochRoom(meta.epoch, meta.revision + op.ids.length - 1);
+    const result = applyLeaseRevokeBatch(writer, meta.revision, meta.storeFormat, tenants, op, context.liveKeys);
+    return { result, meta: { ...meta, revision: result.revision } };
+  }
   // Every command below may issue a revision: none may leave the epoch (refused before any write).
   checkEpochRoom(meta.epoch, meta.revision);
   const revisions = new RevisionWriter(writer, meta.revision, meta.storeFormat, tenants, context.liveKeys);

@@ -30,6 +30,8 @@
 //    19 leaseGrantBatch u16 n, n x (u64 ttlMs, ?id) (#31; proposed only once the store format is
 //       3, i.e. every member applies it; older versions refuse code 19 as malformed: change nothing)
 //    20 tenantsSet     record bytes, u64 ifVersion (#28; 17-18 left for other work in flight)
+//    21 leaseRevokeBatch u16 n, n x u64 id (#31; proposed only once the store format is 4, i.e.
+//       every member applies it; older versions refuse code 21 as malformed: change nothing)
 //   key/value: u32 length + bytes; ?x: u8 present [u64 x]
 import { InvalidArgumentError, TooLargeError } from '../base/errors.js';
 import { ByteReader, ByteWriter } from './byte-codec.js';
@@ -74,6 +76,7 @@ const opCode = {
   importKeys: 16,
   leaseGrantBatch: 19,
   tenantsSet: 20,
+  leaseRevokeBatch: 21,
 } as const;
 
 /** Validates and encodes; throws the typed error a client should see. */
@@ -165,6 +168,7 @@ function commandBytesEstimate(envelope: CommandEnvelope): number {
   const head = 11 + (envelope.requestId === undefined ? 0 : 4 + 3 * envelope.requestId.length) + 8
     + (envelope.principal === undefined ? 0 : 4 + 3 * envelope.principal.length)
     + (envelope.address === undefined ? 0 : 4 + 3 * envelope.address.length);
+  if (op.type === 'leaseRevokeBatch') return head + 3 + 8 * op.ids.length;
   if (op.type !== 'put') return 64 + head;
   return head + 1 + 4 + 3 * op.key.length + 4 + op.value.length + 3 * 9;
 }
@@ -226,6 +230,10 @@ function writeOp(writer: ByteWriter, op: Command | TxnOp): void {
         writeOptional(writer, grant.id);
       }
       break;
+    case 'leaseRevokeBatch':
+      writer.u16(op.ids.length);
+      for (const id of op.ids) writer.u64(id);
+      return;
     case 'leaseCheckpoint':
       writer.u16(op.leases.length);
       for (const lease of op.leases) writer.u64(lease.id).u64(lease.remainingMs);
@@ -317,6 +325,7 @@ function readOp(reader: ByteReader, inTxn: boolean): Command | TxnOp {
     case opCode.leaseGrant:
     case opCode.leaseGrantBatch:
     case opCode.leaseRevoke:
+    case opCode.leaseRevokeBatch:
     case opCode.leaseCheckpoint:
       if (inTxn) reader.fail('lease commands are not txn operations');
       return readLeaseOp(reader, code);
@@ -356,6 +365,12 @@ function readLeaseOp(reader: ByteReader, code: number): Command {
     return id === undefined ? { type: 'leaseGrant', ttlMs } : { type: 'leaseGrant', ttlMs, id };
   }
   if (code === opCode.leaseRevoke) return { type: 'leaseRevoke', id: reader.u64() };
+  if (code === opCode.leaseRevokeBatch) {
+    const count = reader.u16();
+    const ids = new Array<number>(count);
+    for (let i = 0; i < count; i++) ids[i] = reader.u64();
+    return { type: 'leaseRevokeBatch', ids };
+  }
   if (code === opCode.leaseGrantBatch) {
     const count = reader.u16();
     const grants = new Array<{ readonly ttlMs: number; readonly id?: number }>(count);

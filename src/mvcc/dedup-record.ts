@@ -118,7 +118,7 @@ function decodeDedupRecordCompact(bytes: Uint8Array): DedupRecord {
 const kinds: readonly Command['type'][] = [
   'put', 'delete', 'txn', 'compact', 'deleteLeaseKeys', 'leaseGrant', 'leaseRevoke', 'leaseCheckpoint',
   'seqCreate', 'seqCheck', 'seqRelease', 'upgradeStore', 'policySet', 'ownershipSet', 'tenantsSet',
-  'importKeys', 'leaseGrantBatch',
+  'importKeys', 'leaseGrantBatch', 'leaseRevokeBatch',
 ];
 const fingerprintFlag = { digest: 0x40, key: 0x80 } as const;
 

@@ -238,9 +238,11 @@ export function tombstone(key: string, revision: number): KeyValue {
 }
 
 /** The store format a store writes: its meta record's first byte (format 1: stores before it). */
-export const storeFormatLatest: StoreFormat = 3;
+export const storeFormatLatest: StoreFormat = 4;
 /** The first store format whose cell may be sent leaseGrantBatch (op 19): see StoreFormat. */
 export const storeFormatGrantBatch: StoreFormat = 3;
+/** The first store format whose cell may be sent leaseRevokeBatch (op 21): see StoreFormat. */
+export const storeFormatRevokeBatch: StoreFormat = 4;
 
 /** A new store writes the latest format; a store with a meta record, the one it names. */
 export const initialMeta: MvccMeta = {
@@ -274,7 +276,7 @@ export function decodeMeta(bytes: Uint8Array): MvccMeta {
   const reader = new ByteReader(bytes, 'stored', 'meta record');
   const format = reader.u8();
   // A newer version's store: going on would write records it cannot read back the same way.
-  if (format !== 1 && format !== 2 && format !== 3) reader.fail(`store format ${format} (this version writes 1 to 3)`);
+  if (format !== 1 && format !== 2 && format !== 3 && format !== 4) reader.fail(`store format ${format} (this version writes 1 to 4)`);
   const meta = {
     appliedIndex: reader.u64(),
     appliedTerm: reader.u64(),

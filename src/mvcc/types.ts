@@ -182,6 +182,17 @@ export interface LeaseRevokeOp {
   readonly id: number;
 }
 
+/**
+ * Revokes many leases in one log entry (op 21, store format 4): the leader's expiry of leases
+ * whose deadline passed. Each lease present is revoked as leaseRevoke does (its keys in one
+ * revision of its own, in the op's order); one already gone is skipped, not an error (a client
+ * or an earlier entry revoked it first).
+ */
+export interface LeaseRevokeBatchOp {
+  readonly type: 'leaseRevokeBatch';
+  readonly ids: readonly number[];
+}
+
 /** Records remaining TTLs for the next leader; changes no revision. */
 export interface LeaseCheckpointOp {
   readonly type: 'leaseCheckpoint';
@@ -282,6 +293,7 @@ export type Command =
   | LeaseGrantOp
   | LeaseGrantBatchOp
   | LeaseRevokeOp
+  | LeaseRevokeBatchOp
   | LeaseCheckpointOp
   | SeqCreateOp
   | SeqCheckOp
@@ -388,6 +400,14 @@ export interface LeaseRevokeResult {
   readonly revision: number;
 }
 
+export interface LeaseRevokeBatchResult {
+  readonly type: 'leaseRevokeBatch';
+  /** The leases this entry revoked, in the op's order, each with its keys deleted (at its own revision). */
+  readonly leases: readonly { readonly id: number; readonly deleted: number; readonly revision: number }[];
+  /** The revision after the entry. */
+  readonly revision: number;
+}
+
 export interface LeaseCheckpointResult {
   readonly type: 'leaseCheckpoint';
   readonly updated: number;
@@ -467,6 +487,7 @@ export type CommandResult =
   | LeaseGrantResult
   | LeaseGrantBatchResult
   | LeaseRevokeResult
+  | LeaseRevokeBatchResult
   | LeaseCheckpointResult
   | SeqCreateResult
   | SeqCheckResult
@@ -551,6 +572,8 @@ export interface MvccLimits {
   readonly leaseCheckpointBatchMax: number;
   /** Grants in one leaseGrantBatch entry (op 19). */
   readonly leaseGrantBatchMax: number;
+  /** Leases in one leaseRevokeBatch entry (op 21). */
+  readonly leaseRevokeBatchMax: number;
   /**
    * A put naming a lease that does not exist fails with lease_not_found. Always on in a node;
    * off only for the older reference-model tests, whose model has no lease table.
@@ -573,6 +596,7 @@ export const defaultMvccLimits: MvccLimits = {
   leaseKeysMax: limits.leaseKeysMax,
   leaseCheckpointBatchMax: 1_000,
   leaseGrantBatchMax: limits.leaseGrantBatchMax,
+  leaseRevokeBatchMax: limits.leaseRevokeBatchMax,
   leaseAttachStrict: true,
 };
 
@@ -581,10 +605,11 @@ export const defaultMvccLimits: MvccLimits = {
  * repeat the new value, JSON dedup outcomes (stores created before issue 22); 2 = varint
  * headers, events without the new value, binary dedup outcomes; 3 = format 2's records, and
  * every member can apply leaseGrantBatch (op 19), so a leader may propose it (older versions
- * refuse op 19 as malformed). Replicated: every member writes the format its state names, so the
- * same log gives the same bytes.
+ * refuse op 19 as malformed); 4 = the same, and every member can also apply leaseRevokeBatch (op
+ * 21: the leader's expiry, many leases per entry; older versions refuse op 21 as malformed).
+ * Replicated: every member writes the format its state names, so the same log gives the same bytes.
  */
-export type StoreFormat = 1 | 2 | 3;
+export type StoreFormat = 1 | 2 | 3 | 4;
 
 /** The persistent bookkeeping, written in the same storage transaction as the state it describes. */
 export interface MvccMeta {

@@ -210,6 +210,17 @@ export function validateCommand(op: Command, limits: MvccLimits): void {
     case 'leaseRevoke':
       validateLeaseId(op.id);
       return;
+    case 'leaseRevokeBatch': {
+      if (op.ids.length < 1) throw new InvalidArgumentError('a lease revoke batch revokes at least one lease');
+      if (op.ids.length > limits.leaseRevokeBatchMax) throw new TooLargeError('lease revoke batch', op.ids.length, limits.leaseRevokeBatchMax);
+      const ids = new Set<number>();
+      for (const id of op.ids) {
+        validateLeaseId(id);
+        if (ids.has(id)) throw new InvalidArgumentError(`lease ${id} is named twice in one batch`, { id });
+        ids.add(id);
+      }
+      return;
+    }
     case 'leaseCheckpoint':
       if (op.leases.length > limits.leaseCheckpointBatchMax) {
         throw new TooLargeError('lease checkpoint batch', op.leases.length, limits.leaseCheckpointBatchMax);

@@ -1,20 +1,23 @@
-// The leader moves an older store to the newest store format once every member runs a build that
-// applies it (docs/design/storage.md "Store formats"). A member learns nothing about its peers'
+// The leader moves an older store to the newest store format every member runs a build that
+// applies (docs/design/storage.md "Store formats"). A member learns nothing about its peers'
 // builds from the log, so the leader reads it off the peer handshake: each outbound connection
 // names the newest protocol version both ends speak, and version storeFormat3Version says "this
-// build applies store format 3". Older builds refuse an upgradeStore to a format they do not know
-// without changing anything, but they cannot apply what the new format allows (leaseGrantBatch,
-// op 19): so the entry is proposed only while every other member of the configuration (voters,
-// outgoing voters and learners: all apply the log) holds an accepted connection at that version.
-// Until it commits, the lease service keeps granting one entry per lease.
+// build applies store format 3", storeFormat4Version "... format 4". Older builds refuse an
+// upgradeStore to a format they do not know without changing anything, but they cannot apply what
+// the new format allows (leaseGrantBatch, op 19, from 3; leaseRevokeBatch, op 21, from 4): so a
+// format is proposed only while every other member of the configuration (voters, outgoing voters
+// and learners: all apply the log) holds an accepted connection at its version, and the leader
+// proposes the newest such format (a cell with one member still on a format-3 build goes to 3).
+// Until it commits, the lease service keeps granting one entry per lease (below 3) and revoking
+// one entry per expired lease (below 4).
 import type { Timers } from '../base/timers.js';
 import { cellWork, storeFormatLatest, type CommandProposer, type StoreFormat } from '../mvcc/index.js';
 import type { ConfState, MemberId, Role } from '../raft/index.js';
-import { storeFormat3Version } from '../transport/index.js';
+import { storeFormat3Version, storeFormat4Version } from '../transport/index.js';
 import type { NodeLogger } from './node.js';
 
 /** The peer protocol version from which a member's build applies each store format. */
-const peerVersionApplying: Readonly<Partial<Record<StoreFormat, number>>> = { 3: storeFormat3Version };
+const peerVersionApplying: Readonly<Partial<Record<StoreFormat, number>>> = { 3: storeFormat3Version, 4: storeFormat4Version };
 
 /** How often the leader looks (a rolling upgrade's last restart is followed within about this long). */
 export const storeUpgradeCheckMs = 1_000;
@@ -35,17 +38,26 @@ export interface UpgradeView {
 export function upgradeDecision(view: UpgradeView): { readonly propose: StoreFormat } | { readonly wait: string } {
   if (view.role !== 'leader') return { wait: 'not the leader' };
   if (view.storeFormat >= storeFormatLatest) return { wait: 'the store is at the newest format' };
-  const needed = peerVersionApplying[storeFormatLatest];
-  if (needed === undefined) return { wait: `no peer version is known to apply format ${storeFormatLatest}` };
+  // The oldest protocol version among the other members: it says the newest format all apply.
   const { voters, votersOutgoing, learners } = view.confState;
   const members = new Set([...voters, ...votersOutgoing, ...learners]);
+  let oldest: { id: MemberId; version: number } | null = null;
   for (const id of members) {
     if (id === view.self) continue;
     const version = view.acceptedVersion(id);
     if (version === null) return { wait: `member ${id} is not connected` };
-    if (version < needed) return { wait: `member ${id} speaks peer protocol ${version} (format ${storeFormatLatest} needs ${needed})` };
+    if (oldest === null || version < oldest.version) oldest = { id, version };
   }
-  return { propose: storeFormatLatest };
+  for (let format = storeFormatLatest; format > view.storeFormat; format--) {
+    const needed = peerVersionApplying[format as StoreFormat];
+    if (needed !== undefined && (oldest === null || oldest.version >= needed)) return { propose: format as StoreFormat };
+  }
+  // The nearest format a peer version is known to apply: what the oldest member lacks.
+  let next = view.storeFormat + 1;
+  while (next < storeFormatLatest && peerVersionApplying[next as StoreFormat] === undefined) next++;
+  const needed = peerVersionApplying[next as StoreFormat];
+  if (needed === undefined || oldest === null) return { wait: `no peer version is known to apply format ${next}` };
+  return { wait: `member ${oldest.id} speaks peer protocol ${oldest.version} (format ${next} needs ${needed})` };
 }
 
 export interface StoreUpgraderDeps {

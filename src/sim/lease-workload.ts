@@ -39,6 +39,7 @@ function simLeaseOptions(bugs: LeaseBugs | undefined): LeaseServiceOptions {
     tracker: { expireBatchMax: 20, revokeRetryMs: 200, checkpointFraction: 0.4, checkpointBatchMax: 50 },
     checkpointIntervalMs: 50,
     revokesInFlightMax: 50,
+    revokeBatch: { leasesMax: 8, keysMax: 8, inFlightMax: 2 },
     keepalivesInFlightMax: 1_000,
     keepaliveIdsMax: 100,
     requestTimeoutMs: 500,
@@ -107,13 +108,19 @@ export class LeaseWorkload implements SimLeaseEnv {
   }
 
   onOutcome(node: SimNode, entry: Entry, outcome: ApplyOutcome): void {
-    if (outcome.type !== 'applied' || outcome.duplicate || outcome.result.type !== 'leaseRevoke') return;
+    if (outcome.type !== 'applied' || outcome.duplicate) return;
     const result = outcome.result;
+    if (result.type === 'leaseRevoke') this.revokeApplied(node, entry.index, result);
+    // A leaseRevokeBatch entry (store format 4): each lease it revoked, at its own revision.
+    else if (result.type === 'leaseRevokeBatch') for (const lease of result.leases) this.revokeApplied(node, entry.index, lease);
+  }
+
+  private revokeApplied(node: SimNode, index: number, lease: { readonly id: number; readonly revision: number; readonly deleted: number }): void {
     const before = this.checker.revokedCount;
-    this.checker.onRevokeApplied(node.id, entry.index, result.id, result.revision, result.deleted, this.world.nowMs);
+    this.checker.onRevokeApplied(node.id, index, lease.id, lease.revision, lease.deleted, this.world.nowMs);
     if (this.checker.revokedCount > before) {
       this.stats.expired++;
-      this.world.trace(node, `lease ${result.id} revoked at revision ${result.revision} (${result.deleted} keys)`);
+      this.world.trace(node, `lease ${lease.id} revoked at revision ${lease.revision} (${lease.deleted} keys)`);
     }
   }
 

@@ -1,9 +1,9 @@
-// A cell made by an older build moves its store to format 3 by itself once every member runs this
+// A cell made by an older build moves its store to format 4 by itself once every member runs this
 // build, with real processes: 769102f (store format 2, peer protocol 3, no leaseGrantBatch) is
 // built into a temporary directory and all three members start on it. n1 and n2 are restarted on
 // this build and n1 is made the leader: with n3 still old, the store stays at format 2 (n3 could
 // not apply op 19), the leader says why, and a batch of grants still goes one log entry per lease
-// and is alive on every member. Then n3 is restarted on this build: every member reports format 3
+// and is alive on every member. Then n3 is restarted on this build: every member reports format 4
 // within seconds, a batch of 1,000 grants is a handful of entries, every lease granted before and
 // after is on every member, and the members' content hashes agree. Needs git history with 769102f
 // (skipped otherwise) or BATON_FORMAT2_BUILD=DIR, a tree already built there.
@@ -63,7 +63,7 @@ async function restartOnThisBuild(cell: TestCell, onOld: Set<string>, name: stri
   await cell.cell.waitReady(60_000);
 }
 
-test('a format-2 cell moves to format 3 once its last old member runs this build, and batches grants then', { skip: typeof build === 'string' ? build : false, timeout: 300_000 }, async (t) => {
+test('a format-2 cell moves to format 4 once its last old member runs this build, and batches grants then', { skip: typeof build === 'string' ? build : false, timeout: 300_000 }, async (t) => {
   assert.ok(typeof build !== 'string');
   const oldCli = build.cli;
   const onOld = new Set(['n1', 'n2', 'n3']);
@@ -84,7 +84,7 @@ test('a format-2 cell moves to format 3 once its last old member runs this build
     }
     await sleep(3_000); // three looks of the upgrader
     for (const name of ['n1', 'n2']) assert.equal((await status(cell, name)).storeFormat, 2, `${name} stays at format 2 while n3 is old`);
-    assert.match(cell.cell.tail('n1', 400), /not moving to 3 yet: member \d+ speaks peer protocol 3/);
+    assert.match(cell.cell.tail('n1', 400), /not moving to 4 yet: member \d+ speaks peer protocol 3 \(format 3 needs 4\)/);
     const mixed = await grantBatch(cell, 'n2', 200, 'mixed-1');
     assert.ok(mixed.entries >= 200, `one entry per grant while n3 is old: ${mixed.entries} entries for 200`);
     granted.push(...mixed.ids);
@@ -94,15 +94,15 @@ test('a format-2 cell moves to format 3 once its last old member runs this build
     const started = Date.now();
     for (;;) {
       const formats = await Promise.all(cell.names.map(async (name) => (await status(cell, name)).storeFormat as number));
-      if (formats.every((f) => f === 3)) break;
+      if (formats.every((f) => f === 4)) break;
       assert.ok(Date.now() - started < 30_000, `formats 30 s after the last restart: ${formats.join(',')}`);
       await sleep(200);
     }
-    t.diagnostic(`every member at format 3 ${Date.now() - started} ms after n3 was ready on this build`);
+    t.diagnostic(`every member at format 4 ${Date.now() - started} ms after n3 was ready on this build`);
     const leader = await findLeader(cell);
     assert.match(cell.cell.tail(leader, 400), /proposing upgradeStore/);
     const batched = await grantBatch(cell, 'n3', 1000, 'new-1');
-    assert.ok(batched.entries >= 1 && batched.entries <= 10, `one entry for the batch at format 3: ${batched.entries} entries for 1,000`);
+    assert.ok(batched.entries >= 1 && batched.entries <= 10, `one entry for the batch at format 4: ${batched.entries} entries for 1,000`);
     granted.push(...batched.ids);
     await everyMemberHas(cell, granted);
 

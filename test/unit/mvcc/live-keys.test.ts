@@ -61,7 +61,9 @@ function randomCommand(random: Random, leases: number[]): Command {
   }
   if (roll < 66) return { type: 'leaseGrant', ttlMs: 10_000 };
   // An expiry: the leader proposes the revocation, which deletes the lease's keys.
-  if (roll < 72 && leases.length > 0) return { type: 'leaseRevoke', id: pick(random, leases) };
+  if (roll < 69 && leases.length > 0) return { type: 'leaseRevoke', id: pick(random, leases) };
+  // Many expiries in one entry (op 21), the leader's batched path; a repeated id is skipped.
+  if (roll < 72 && leases.length > 0) return { type: 'leaseRevokeBatch', ids: [pick(random, leases), pick(random, leases), pick(random, leases)] };
   if (roll < 75 && leases.length > 0) return { type: 'deleteLeaseKeys', lease: pick(random, leases) };
   if (roll < 82 && leases.length > 0) return { type: 'seqCreate', prefix: '/q/', value: text('c'), lease: pick(random, leases), ifEmpty: false };
   if (roll < 85) return { type: 'seqRelease', prefix: '/q/', key: `/q/${String(randomInt(random, 1, 400)).padStart(12, '0')}` };
@@ -151,6 +153,12 @@ test('the live-key count kept at apply equals a full scan after every batch of a
             if (outcome.result.type === 'leaseRevoke') {
               leases.splice(leases.indexOf(outcome.result.id), 1);
               if (outcome.result.deleted > 0) seen.revokes++;
+            }
+            if (outcome.result.type === 'leaseRevokeBatch') {
+              for (const revoked of outcome.result.leases) {
+                leases.splice(leases.indexOf(revoked.id), 1);
+                if (revoked.deleted > 0) seen.revokes++;
+              }
             }
             if (outcome.result.type === 'importKeys') seen.imports++;
           });

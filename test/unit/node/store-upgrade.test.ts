@@ -1,18 +1,18 @@
-// The leader's store upgrade decision: it proposes the newest format only while it leads, the
-// store is older, and every other member of the configuration (voters, outgoing voters, learners)
-// accepted a peer connection at a version that applies that format. One member not connected,
-// or on an older build, keeps the store where it is. The real-process path (old builds rolled to
+// The leader's store upgrade decision: it proposes the newest format every other member of the
+// configuration (voters, outgoing voters, learners) applies, read off the version each accepted
+// on a peer connection, only while it leads and the store is older. One member not connected
+// keeps the store where it is; one on a format-3 build (version 4) lets it go to 3, not 4. The real-process path (old builds rolled to
 // this one) is test/cluster/store-upgrade.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { storeFormatLatest, type Command } from '../../../src/mvcc/index.js';
 import { StoreUpgrader, upgradeDecision, type UpgradeView } from '../../../src/node/store-upgrade.js';
-import { storeFormat3Version } from '../../../src/transport/index.js';
+import { storeFormat3Version, storeFormat4Version } from '../../../src/transport/index.js';
 
 const threeVoters = { voters: [1, 2, 3], votersOutgoing: [], learners: [] };
 
 function view(overrides: Partial<UpgradeView> & { versions?: Record<number, number | null> }): UpgradeView {
-  const versions = overrides.versions ?? { 2: storeFormat3Version, 3: storeFormat3Version };
+  const versions = overrides.versions ?? { 2: storeFormat4Version, 3: storeFormat4Version };
   return {
     self: 1, role: 'leader', storeFormat: 2, confState: threeVoters,
     acceptedVersion: (id) => versions[id] ?? null,
@@ -20,29 +20,38 @@ function view(overrides: Partial<UpgradeView> & { versions?: Record<number, numb
   };
 }
 
-test('the newest format is 3 and a version 4 peer applies it', () => {
-  assert.equal(storeFormatLatest, 3);
+test('the newest format is 4; a version 4 peer applies 3, a version 5 peer 4', () => {
+  assert.equal(storeFormatLatest, 4);
   assert.equal(storeFormat3Version, 4);
+  assert.equal(storeFormat4Version, 5);
 });
 
-test('a leader of a format-2 store whose every peer accepted version 4 proposes format 3', () => {
-  assert.deepEqual(upgradeDecision(view({})), { propose: 3 });
-  assert.deepEqual(upgradeDecision(view({ storeFormat: 1 })), { propose: 3 }, 'format 1 goes straight to 3');
+test('a leader whose every peer accepted version 5 proposes format 4, from any older format', () => {
+  assert.deepEqual(upgradeDecision(view({})), { propose: 4 });
+  assert.deepEqual(upgradeDecision(view({ storeFormat: 1 })), { propose: 4 }, 'format 1 goes straight to 4');
+  assert.deepEqual(upgradeDecision(view({ storeFormat: 3 })), { propose: 4 });
 });
 
-test('nothing is proposed by a follower, for a store already at 3, or while any member is older or away', () => {
+test('with a member on a format-3 build (version 4) the store goes to 3 and waits there', () => {
+  assert.deepEqual(upgradeDecision(view({ versions: { 2: 5, 3: 4 } })), { propose: 3 });
+  assert.deepEqual(upgradeDecision(view({ storeFormat: 1, versions: { 2: 4, 3: 4 } })), { propose: 3 });
+  assert.deepEqual(upgradeDecision(view({ storeFormat: 3, versions: { 2: 5, 3: 4 } })),
+    { wait: 'member 3 speaks peer protocol 4 (format 4 needs 5)' });
+});
+
+test('nothing is proposed by a follower, for a store already at 4, or while any member is too old or away', () => {
   assert.ok('wait' in upgradeDecision(view({ role: 'follower' })));
-  assert.ok('wait' in upgradeDecision(view({ storeFormat: 3 })));
-  assert.deepEqual(upgradeDecision(view({ versions: { 2: 4, 3: 3 } })),
+  assert.ok('wait' in upgradeDecision(view({ storeFormat: 4 })));
+  assert.deepEqual(upgradeDecision(view({ versions: { 2: 5, 3: 3 } })),
     { wait: 'member 3 speaks peer protocol 3 (format 3 needs 4)' });
-  assert.deepEqual(upgradeDecision(view({ versions: { 2: 4, 3: null } })), { wait: 'member 3 is not connected' });
+  assert.deepEqual(upgradeDecision(view({ versions: { 2: 5, 3: null } })), { wait: 'member 3 is not connected' });
   // A learner applies the log too; so does a voter on its way out of a joint configuration.
   const withLearner = { voters: [1, 2, 3], votersOutgoing: [], learners: [4] };
-  assert.deepEqual(upgradeDecision(view({ confState: withLearner, versions: { 2: 4, 3: 4, 4: 2 } })),
+  assert.deepEqual(upgradeDecision(view({ confState: withLearner, versions: { 2: 5, 3: 5, 4: 2 } })),
     { wait: 'member 4 speaks peer protocol 2 (format 3 needs 4)' });
   const joint = { voters: [1, 2], votersOutgoing: [1, 2, 5], learners: [] };
-  assert.deepEqual(upgradeDecision(view({ confState: joint, versions: { 2: 4 } })), { wait: 'member 5 is not connected' });
-  assert.deepEqual(upgradeDecision(view({ confState: joint, versions: { 2: 4, 5: 4 } })), { propose: 3 });
+  assert.deepEqual(upgradeDecision(view({ confState: joint, versions: { 2: 5 } })), { wait: 'member 5 is not connected' });
+  assert.deepEqual(upgradeDecision(view({ confState: joint, versions: { 2: 5, 5: 5 } })), { propose: 4 });
 });
 
 test('the upgrader proposes once at a time, and again after a failure', async () => {
@@ -54,7 +63,7 @@ test('the upgrader proposes once at a time, and again after a failure', async ()
       propose: (op) => {
         proposed.push(op);
         return new Promise((resolve, reject) => {
-          answer = (ok) => (ok ? resolve({ result: { type: 'upgradeStore', storeFormat: 3, revision: 9 }, duplicate: false } as never) : reject(new Error('no leader')));
+          answer = (ok) => (ok ? resolve({ result: { type: 'upgradeStore', storeFormat: 4, revision: 9 }, duplicate: false } as never) : reject(new Error('no leader')));
         });
       },
     },
@@ -63,7 +72,7 @@ test('the upgrader proposes once at a time, and again after a failure', async ()
   });
   upgrader.check();
   upgrader.check();
-  assert.deepEqual(proposed, [{ type: 'upgradeStore', storeFormat: 3 }], 'one in flight');
+  assert.deepEqual(proposed, [{ type: 'upgradeStore', storeFormat: 4 }], 'one in flight');
   answer(false);
   await new Promise((resolve) => setImmediate(resolve));
   upgrader.check();
