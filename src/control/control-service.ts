@@ -145,7 +145,7 @@ export class ControlService {
    * namespace's Request-ID records as of the table's apply there. Null: not pushed, or the records
    * did not come with the answer (the caller reads them instead).
    */
-  async pushFence(map: CellMap, cell: MapCell, requestsOf: { prefix: string; sinceMs: number }): Promise<{ requests: unknown[] | null } | null> {
+  async pushFence(map: CellMap, cell: MapCell, requestsOf: { prefix: string; sinceMs: number }): Promise<{ requests: unknown[] | null; revision: number | null } | null> {
     const table = ownershipTableOf(map, cell.id);
     const query = `?requestsOf=${encodeURIComponent(requestsOf.prefix)}&requestsSinceMs=${requestsOf.sinceMs}`;
     for (const endpoint of cell.endpoints) {
@@ -153,11 +153,12 @@ export class ControlService {
         const response = await fetch(`${endpoint}/v1/cluster/ownership${query}`, {
           method: 'PUT', body: table, headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(pushTimeoutMs),
         });
-        const body = (await response.json()) as { requests?: unknown[] | null };
-        if (response.status === 412) return { requests: null };
+        const body = (await response.json()) as { requests?: unknown[] | null; revision?: unknown };
+        if (response.status === 412) return { requests: null, revision: null };
         if (!response.ok) continue;
         this.acked.set(cell.id, Math.max(map.epoch, this.acked.get(cell.id) ?? 0));
-        return { requests: Array.isArray(body.requests) ? body.requests : null };
+        // The revision the table applied at: at or above the fence (the fence itself if this push fenced).
+        return { requests: Array.isArray(body.requests) ? body.requests : null, revision: typeof body.revision === 'number' ? body.revision : null };
       } catch (error) {
         this.log.warn(`ownership push to ${cell.id} at ${endpoint}: ${(error as Error).message}`);
       }
