@@ -73,6 +73,7 @@ async function startDev(cli: string, dataDir: string): Promise<{ child: ChildPro
         while ((cut = out.indexOf('\n')) >= 0) {
           const text = out.slice(0, cut);
           out = out.slice(cut + 1);
+          if (text.includes('failed to start')) process.stderr.write(`  ${text.slice(0, 300)}\n`);
           if (text.includes('flipped to')) log.push(text);
           else if (/move \d+ of|mover:/.test(text) && !values.json) process.stderr.write(`  ${text.slice(0, 300)}\n`);
           if (text.startsWith('Baton dev cells ready:')) {
@@ -85,7 +86,8 @@ async function startDev(cli: string, dataDir: string): Promise<{ child: ChildPro
       child.stderr?.on('data', take);
       child.once('exit', (code) => {
         clearTimeout(timer);
-        if (code === 2) resolveLine(null);
+        // 2: a port taken; 1: a cell not ready in time (a loaded machine): both start again elsewhere.
+        if (code === 2 || code === 1) resolveLine(null);
         else reject(new Error(`baton dev exited ${code}`));
       });
     });

@@ -112,12 +112,13 @@ export function openMoveOver(map: CellMap, prefix: string): MoveRecord | undefin
  * Once the move flipped (the map assigns it to the destination) and until it is released, the
  * source keeps it fenced (it still serves reads of it; a new mover may read it again) and the
  * destination holds it `landingFrom` the source: it takes it only with the move's last import,
- * which carries this cell's table cut with `landed` (the landing, one command).
+ * which carries this cell's table cut with `landed` (the landing, one command). Cut with `landed`
+ * for the source, the namespace is the destination's (pushed once it landed: no stale reads).
  */
 export function ownershipTableOf(map: CellMap, cellId: string, landed?: string): Uint8Array {
   const moves = (map.moves ?? []);
   const fenced = new Map(moves.filter((m) => m.phase === 'fenced' && m.from === cellId).map((m) => [m.prefix, m.to]));
-  const flippedAway = new Map(moves.filter((m) => m.phase === 'flipped' && m.from === cellId).map((m) => [m.prefix, m.to]));
+  const flippedAway = new Map(moves.filter((m) => m.phase === 'flipped' && m.from === cellId && m.prefix !== landed).map((m) => [m.prefix, m.to]));
   const landing = new Map(moves.filter((m) => m.phase === 'flipped' && m.to === cellId && m.prefix !== landed).map((m) => [m.prefix, m.from]));
   const table = {
     epoch: map.epoch,

@@ -128,14 +128,15 @@ export class ControlService {
   /**
    * Pushes `map` to one cell only (the mover's critical path: the fence to the source, the flip
    * to the destination); true when the cell holds its epoch. The reconciler brings the others.
+   * `landed`: a move's namespace that landed on its destination (cell-map.ts ownershipTableOf).
    */
-  async pushOne(map: CellMap, cellId: string, leaderFirst?: MapCell): Promise<boolean> {
+  async pushOne(map: CellMap, cellId: string, leaderFirst?: MapCell, landed?: string): Promise<boolean> {
     if ((this.acked.get(cellId) ?? 0) >= map.epoch) return true;
     const known = map.cells.find((c) => c.id === cellId);
     if (known === undefined) return false;
     // The caller's order of the same members (its leader first: no forwarding hop).
     const cell = leaderFirst !== undefined && leaderFirst.id === cellId ? { ...known, endpoints: leaderFirst.endpoints } : known;
-    const ok = await this.pushTo(cell, ownershipTableOf(map, cell.id));
+    const ok = await this.pushTo(cell, ownershipTableOf(map, cell.id, landed));
     if (ok) this.acked.set(cell.id, Math.max(map.epoch, this.acked.get(cell.id) ?? 0));
     return ok;
   }

@@ -270,6 +270,9 @@ export class Mover {
     await (fromFeed ? this.importFromFeed(progress, land) : land());
     progress.landed = true;
     steps.push(this.clock.nowMs());
+    // The source stops serving reads of it now (they would miss the destination's writes), not
+    // only with the release's table. Best effort: the release's table does it anyway.
+    this.control.pushOne(flipped.map, move.from, source, move.prefix).catch(() => {});
     const split = steps.slice(1).map((t, i) => t - (steps[i] as number)) as [number, number, number, number];
     const windowMs = this.clock.nowMs() - progress.fenceStartMs;
     progress.windowMs = windowMs;

@@ -37,6 +37,8 @@ test('a move goes copying -> catching-up -> fenced -> flipped -> released; the f
   assert.deepEqual(payOf(map, 'cell-1'), { prefix: '/pay/', cell: 'cell-1', epoch: before, fencedTo: 'cell-2' });
   assert.deepEqual(payOf(map, 'cell-2'), { prefix: '/pay/', cell: 'cell-2', epoch: before + 1, landingFrom: 'cell-1' });
   assert.deepEqual(payOf(map, 'cell-2', '/pay/'), { prefix: '/pay/', cell: 'cell-2', epoch: before + 1 });
+  // Once landed, the source is told at once (it stops serving reads that would miss the new writes).
+  assert.deepEqual(payOf(map, 'cell-1', '/pay/'), { prefix: '/pay/', cell: 'cell-2', epoch: before + 1 });
   assert.throws(() => withMoveAborted(map, '/pay/', 'no', 5), /past its flip/);
   map = withMoveAdvanced(map, id, 'flipped', {}, 5);
   assert.equal(map.moves?.[0]?.phase, 'released');
