@@ -208,7 +208,8 @@ export class Mover {
     progress.fenceStartMs ??= this.clock.nowMs();
     const steps: number[] = [this.clock.nowMs()];
     // The destination takes the fence's epoch too: from then on it refuses imports of older epochs
-    // (a deposed leader's late ones). Needed before the landing, not before the source's fence.
+    // (a deposed leader's late ones). Not awaited: the landing (a newer epoch, and the namespace
+    // owned from its entry on) refuses them as well, so whichever applies first ends that risk.
     const destinationFenced = this.pushUntil(fenced.map, move.to, destination);
     destinationFenced.catch(() => {});
     // The fence's answer carries the namespace's Request-ID records as of its apply (no read in
@@ -255,7 +256,6 @@ export class Mover {
       fenceRevision = read.revision;
       last = this.differenceOf(read, progress);
     }
-    await destinationFenced;
     steps.push(this.clock.nowMs());
     flipping ??= flip(fenceRevision);
     const flipped = await flipping;
