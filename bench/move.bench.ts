@@ -12,7 +12,6 @@
 // the same run, so the two sets of figures share the machine's state.
 //
 //   npm run bench:moves -- --moves 20 [--rate 1000] [--keys 1000] [--baseline-dir /tmp/old] [--json]
-import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +19,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { table } from '../src/bench/report.js';
+import { startDevCells, stopDevCells, type DevCellsRun } from '../src/bench/dev-cells-run.js';
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
@@ -58,40 +58,17 @@ interface RunFigures {
   writesPerSecond: number;
 }
 
-/** Starts `baton dev --cells 2` with `cli` on a free port block; the ready line and the child. */
-async function startDev(cli: string, dataDir: string): Promise<{ child: ChildProcess; line: string; base: number; log: string[] }> {
-  for (let attempt = 0; attempt < 6; attempt++) {
-    const base = 20_000 + 500 * Math.floor(Math.random() * 80);
-    const child = spawn(process.execPath, [cli, 'dev', '--cells', '2', '--base-port', String(base), '--data-dir', join(dataDir, String(base))], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const log: string[] = [];
-    let out = '';
-    const line = await new Promise<string | null>((resolveLine, reject) => {
-      const timer = setTimeout(() => reject(new Error('baton dev: no ready line in 120 s')), 120_000);
-      const take = (chunk: Buffer): void => {
-        out += chunk.toString('utf8');
-        let cut;
-        while ((cut = out.indexOf('\n')) >= 0) {
-          const text = out.slice(0, cut);
-          out = out.slice(cut + 1);
-          if (text.includes('flipped to')) log.push(text);
-          else if (/move \d+ of|mover:/.test(text) && !values.json) process.stderr.write(`  ${text.slice(0, 300)}\n`);
-          if (text.startsWith('Baton dev cells ready:')) {
-            clearTimeout(timer);
-            resolveLine(text);
-          }
-        }
-      };
-      child.stdout?.on('data', take);
-      child.stderr?.on('data', take);
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        if (code === 2) resolveLine(null);
-        else reject(new Error(`baton dev exited ${code}`));
-      });
-    });
-    if (line !== null) return { child, line, base, log };
-  }
-  throw new Error('no free port block for baton dev');
+/** Starts `baton dev --cells 2` with `cli`: the ready line, the child, and the mover's "flipped to" lines. */
+async function startDev(cli: string, dataDir: string): Promise<DevCellsRun & { log: string[] }> {
+  const log: string[] = [];
+  const run = await startDevCells({
+    cli, cells: 2, dataDir,
+    onLine: (text) => {
+      if (text.includes('flipped to')) log.push(text);
+      else if (/move \d+ of|mover:/.test(text) && !values.json) process.stderr.write(`  ${text.slice(0, 300)}\n`);
+    },
+  });
+  return { ...run, log };
 }
 
 function put(agent: Agent, port: number, path: string, body: string, requestId: string): Promise<number> {
@@ -204,8 +181,7 @@ async function runBuild(build: string, cli: string, moveCount: number): Promise<
     const seconds = (performance.now() - startedAt) / 1000;
     return { build, moves, writesPerSecond: Math.round(acks.length / seconds) };
   } finally {
-    dev.child.kill('SIGTERM');
-    await new Promise((r) => dev.child.once('exit', r));
+    await stopDevCells(dev);
     rmSync(scratch, { recursive: true, force: true });
   }
 }

@@ -3,7 +3,8 @@
 // 16, src/mvcc/import-keys.ts applies it). Shared here so the control plane builds exactly what
 // the state machine parses. JSON: {prefix, clear, floor, epoch, puts: [{key, value (base64), version,
 // createRevision, modRevision, lease}], deletes: [key], leases: [{id, ttlMs, remainingMs}],
-// requests: [{id, record} (both base64): Request-ID and its dedup record]}.
+// requests: [{id, record} (both base64): Request-ID and its dedup record], own?: the landing
+// table's JSON text (a move's last import: the cell takes the namespace in the same command)}.
 
 /** Keys per import command: the mover batches a namespace's keys into commands of this size. */
 export const importKeysPerCommandMax = 1_000;
@@ -42,6 +43,12 @@ export interface ImportRecord {
   readonly leases: readonly ImportLease[];
   /** Dedup records of the namespace's requests (Request-ID and record bytes), written if unknown here. */
   readonly requests?: readonly { readonly id: Uint8Array; readonly record: Uint8Array }[];
+  /**
+   * A move's landing (its last import, after the flip): this cell's ownership table of the flip's
+   * map, giving it the namespace. Applied in the same command as the keys, after them, so the
+   * cell owns the namespace from the entry that holds its last changes and floor: one commit.
+   */
+  readonly own?: string;
 }
 
 export function encodeImportRecord(record: ImportRecord): Uint8Array {

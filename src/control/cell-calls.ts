@@ -115,3 +115,11 @@ export async function readNamespaceRequests(cell: MapCell, prefix: string, since
   }
   throw new UnavailableError(`the dedup records of ${prefix} on ${cell.id} did not end in 1,000 pages`);
 }
+
+/** The cell's ownership table as it applied it (linearizable), or null if it was never given one. */
+export async function readOwnershipTable(cell: MapCell): Promise<{
+  cell: string; epoch: number; namespaces: { prefix: string; cell: string; epoch: number; landingFrom?: string; fencedTo?: string }[];
+} | null> {
+  const body = (await call(cell, '/v1/cluster/ownership')) as { table: unknown };
+  return (body.table ?? null) as Awaited<ReturnType<typeof readOwnershipTable>>;
+}

@@ -109,15 +109,29 @@ export function openMoveOver(map: CellMap, prefix: string): MoveRecord | undefin
 /**
  * The ownership table for one cell (src/mvcc/ownership-record.ts), as deterministic JSON bytes.
  * A namespace whose move is fenced carries `fencedTo` in its source's table only (the fence).
+ * Once the move flipped (the map assigns it to the destination) and until it is released, the
+ * source keeps it fenced (it still serves reads of it; a new mover may read it again) and the
+ * destination holds it `landingFrom` the source: it takes it only with the move's last import,
+ * which carries this cell's table cut with `landed` (the landing, one command). Cut with `landed`
+ * for the source, the namespace is the destination's (pushed once it landed: no stale reads).
  */
-export function ownershipTableOf(map: CellMap, cellId: string): Uint8Array {
-  const fenced = new Map((map.moves ?? []).filter((m) => m.phase === 'fenced' && m.from === cellId).map((m) => [m.prefix, m.to]));
+export function ownershipTableOf(map: CellMap, cellId: string, landed?: string): Uint8Array {
+  const moves = (map.moves ?? []);
+  const fenced = new Map(moves.filter((m) => m.phase === 'fenced' && m.from === cellId).map((m) => [m.prefix, m.to]));
+  const flippedAway = new Map(moves.filter((m) => m.phase === 'flipped' && m.from === cellId && m.prefix !== landed).map((m) => [m.prefix, m.to]));
+  const landing = new Map(moves.filter((m) => m.phase === 'flipped' && m.to === cellId && m.prefix !== landed).map((m) => [m.prefix, m.from]));
   const table = {
     epoch: map.epoch,
     cell: cellId,
     namespaces: map.namespaces.map((n) => {
       const to = n.cell === cellId ? fenced.get(n.prefix) : undefined;
-      return to === undefined ? { prefix: n.prefix, cell: n.cell, epoch: n.epoch } : { prefix: n.prefix, cell: n.cell, epoch: n.epoch, fencedTo: to };
+      if (to !== undefined) return { prefix: n.prefix, cell: n.cell, epoch: n.epoch, fencedTo: to };
+      const away = n.cell !== cellId ? flippedAway.get(n.prefix) : undefined;
+      // Still this cell's, fenced; its refusals name the destination at the flip's epoch.
+      if (away !== undefined) return { prefix: n.prefix, cell: cellId, epoch: n.epoch - 1, fencedTo: away };
+      const from = n.cell === cellId ? landing.get(n.prefix) : undefined;
+      if (from !== undefined) return { prefix: n.prefix, cell: n.cell, epoch: n.epoch, landingFrom: from };
+      return { prefix: n.prefix, cell: n.cell, epoch: n.epoch };
     }),
     cells: map.cells.map((c) => ({ id: c.id, endpoints: c.endpoints })),
   };

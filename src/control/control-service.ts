@@ -128,14 +128,15 @@ export class ControlService {
   /**
    * Pushes `map` to one cell only (the mover's critical path: the fence to the source, the flip
    * to the destination); true when the cell holds its epoch. The reconciler brings the others.
+   * `landed`: a move's namespace that landed on its destination (cell-map.ts ownershipTableOf).
    */
-  async pushOne(map: CellMap, cellId: string, leaderFirst?: MapCell): Promise<boolean> {
+  async pushOne(map: CellMap, cellId: string, leaderFirst?: MapCell, landed?: string): Promise<boolean> {
     if ((this.acked.get(cellId) ?? 0) >= map.epoch) return true;
     const known = map.cells.find((c) => c.id === cellId);
     if (known === undefined) return false;
     // The caller's order of the same members (its leader first: no forwarding hop).
     const cell = leaderFirst !== undefined && leaderFirst.id === cellId ? { ...known, endpoints: leaderFirst.endpoints } : known;
-    const ok = await this.pushTo(cell, ownershipTableOf(map, cell.id));
+    const ok = await this.pushTo(cell, ownershipTableOf(map, cell.id, landed));
     if (ok) this.acked.set(cell.id, Math.max(map.epoch, this.acked.get(cell.id) ?? 0));
     return ok;
   }
@@ -145,7 +146,7 @@ export class ControlService {
    * namespace's Request-ID records as of the table's apply there. Null: not pushed, or the records
    * did not come with the answer (the caller reads them instead).
    */
-  async pushFence(map: CellMap, cell: MapCell, requestsOf: { prefix: string; sinceMs: number }): Promise<{ requests: unknown[] | null } | null> {
+  async pushFence(map: CellMap, cell: MapCell, requestsOf: { prefix: string; sinceMs: number }): Promise<{ requests: unknown[] | null; revision: number | null } | null> {
     const table = ownershipTableOf(map, cell.id);
     const query = `?requestsOf=${encodeURIComponent(requestsOf.prefix)}&requestsSinceMs=${requestsOf.sinceMs}`;
     for (const endpoint of cell.endpoints) {
@@ -153,11 +154,12 @@ export class ControlService {
         const response = await fetch(`${endpoint}/v1/cluster/ownership${query}`, {
           method: 'PUT', body: table, headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(pushTimeoutMs),
         });
-        const body = (await response.json()) as { requests?: unknown[] | null };
-        if (response.status === 412) return { requests: null };
+        const body = (await response.json()) as { requests?: unknown[] | null; revision?: unknown };
+        if (response.status === 412) return { requests: null, revision: null };
         if (!response.ok) continue;
         this.acked.set(cell.id, Math.max(map.epoch, this.acked.get(cell.id) ?? 0));
-        return { requests: Array.isArray(body.requests) ? body.requests : null };
+        // The revision the table applied at: at or above the fence (the fence itself if this push fenced).
+        return { requests: Array.isArray(body.requests) ? body.requests : null, revision: typeof body.revision === 'number' ? body.revision : null };
       } catch (error) {
         this.log.warn(`ownership push to ${cell.id} at ${endpoint}: ${(error as Error).message}`);
       }

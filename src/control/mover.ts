@@ -7,17 +7,20 @@
 //
 //   copying      read the namespace on the source at revision r0 (one read view), import it on the
 //                destination (first batch clears the range there), floor r0
-//   catching-up  rounds of: read again, import what changed (puts and deletes), until few changes
+//   catching-up  a watch of the namespace on the source streams its changes to the destination
+//                (or rounds of reads), until few changes are left
 //   fenced       the source holds a table fencing the namespace (a committed ownershipSet): from
-//                then on it refuses writes to it; read once more at rf >= the fence entry, import
-//                the last changes with floor rf, so the destination's revision is > rf before it
-//                owns the namespace
-//   flipped      one compare-and-set assigns the namespace to the destination (new epoch); pushed
-//   released     the source's copy is removed (an import with `clear` on the source)
+//                then on it refuses writes to it. Once it applied there, the flip (one
+//                compare-and-set) runs while the last changes are gathered (the watch ends at
+//                the fence: rf); the landing import then brings them to the destination with
+//                floor rf and its table giving it the namespace, in one command (the window's end)
+//   flipped      the namespace is the destination's in the map; the destination holds it landing
+//                (refused) until the landing import; a new leader reads the fenced source again
+//   released     the destination took it; the source's copy is removed (an import with `clear`)
 //   aborted      before the flip only: the source is unfenced, the destination's copy removed
 import { encodeImportRecord, importKeysPerCommandMax, type ImportedKey as KeyValue, type ImportLease } from '../base/namespace-import.js';
-import type { CellMap, MapCell } from './cell-map.js';
-import { CellRefusedError, leaderFirst, readLease, readNamespace, readNamespaceRequests, sendImport, type WireRequest } from './cell-calls.js';
+import { ownershipTableOf, type CellMap, type MapCell } from './cell-map.js';
+import { CellRefusedError, leaderFirst, readLease, readNamespace, readNamespaceRequests, readOwnershipTable, sendImport, type NamespaceRead, type WireRequest } from './cell-calls.js';
 import type { ControlService } from './control-service.js';
 import { SourceFeed, type FeedChanges } from './source-feed.js';
 import { movesToDrive, withMoveAborted, withMoveAdvanced, withMoveCleaned, type MovePhase, type MoveRecord } from './moves.js';
@@ -57,17 +60,19 @@ interface Progress {
   fenceStartMs?: number;
   windowMs?: number;
   windowParts?: WindowParts;
+  /** The landing import applied (this leader saw it answered): the flipped phase has nothing to redo. */
+  landed?: boolean;
 }
 
 /** Where the write window's time went, ms (the move record's windowParts). */
 export type WindowParts = {
   /** The fence pushed to the source until it applied there. */
   readonly fence: number;
-  /** The changes after the last import gathered (the feed's end, or a full read) and imported with the floor. */
+  /** The changes after the last import gathered (the feed's end, or a full read). */
   readonly lastChanges: number;
-  /** The control plane's compare-and-set assigning the namespace to the destination. */
+  /** The control plane's compare-and-set assigning the namespace to the destination, what of it was left (it starts at the fence's apply). */
   readonly flip: number;
-  /** The destination's table applied there (it takes writes from then on). */
+  /** The landing import applied on the destination: the last changes, the floor and its table (it takes writes from then on). */
   readonly destinationTable: number;
 };
 
@@ -159,11 +164,21 @@ export class Mover {
         return false;
       }
       case 'flipped': {
-        await this.pushUntil(map, move.to);
+        // The window ended unfinished here (an import failed, or a new leader): the source is
+        // fenced by the flip's table, so a read of it now holds every change it accepted.
+        if (this.progress.get(move.id)?.landed !== true) {
+          await this.pushUntil(map, move.from);
+          if (!(await this.landed(destination, map, move.prefix))) await this.landByRead(move, map, source, destination);
+        }
+        const done = this.progress.get(move.id);
+        await this.advance(move, 'flipped', done?.windowMs === undefined ? {} : { windowMs: done.windowMs, ...(done.windowParts === undefined ? {} : { windowParts: done.windowParts }) });
+        return false;
+      }
+      case 'released': {
+        if (move.cleaned !== false) return true;
         await this.pushUntil(map, move.from); // the source no longer owns it, so it may be cleared
         await sendImport(source, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
-        const done = this.progress.get(move.id);
-        await this.advance(move, 'flipped', done?.windowMs === undefined ? { cleaned: true } : { cleaned: true, windowMs: done.windowMs, ...(done.windowParts === undefined ? {} : { windowParts: done.windowParts }) });
+        await this.control.change(moverPrincipal, (current) => withMoveCleaned(current, move.id, this.clock.nowMs()));
         this.observer.finished('released');
         this.forget(move.id);
         return true;
@@ -176,17 +191,16 @@ export class Mover {
         this.forget(move.id);
         return true;
       }
-      case 'released':
-        return true;
     }
   }
 
   /**
    * The write window, kept short: the fence reaches the source (a committed ownershipSet there;
-   * the destination takes the same table meanwhile, off the critical path); the source's watch of
-   * the namespace ends at the fence, so the feed holds the last changes (a full read only if the
-   * feed failed); they are imported with the floor; the flip is one compare-and-set from the map
-   * just written (no read); the destination gets its table.
+   * the destination takes the same table meanwhile, off the critical path). From its apply the
+   * flip (a compare-and-set from the map just written: no read) runs while the last changes are
+   * gathered: the source's watch of the namespace ends at the fence, so the feed holds them (a
+   * full read only if the feed failed). Then one command on the destination, the landing import:
+   * the last changes, the floor, and its table giving it the namespace.
    */
   private async fenceAndFlip(
     fenced: { map: CellMap; modRevision: number }, move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress,
@@ -194,7 +208,8 @@ export class Mover {
     progress.fenceStartMs ??= this.clock.nowMs();
     const steps: number[] = [this.clock.nowMs()];
     // The destination takes the fence's epoch too: from then on it refuses imports of older epochs
-    // (a deposed leader's late ones). Needed before the last import, not before the source's fence.
+    // (a deposed leader's late ones). Not awaited: the landing (a newer epoch, and the namespace
+    // owned from its entry on) refuses them as well, so whichever applies first ends that risk.
     const destinationFenced = this.pushUntil(fenced.map, move.to, destination);
     destinationFenced.catch(() => {});
     // The fence's answer carries the namespace's Request-ID records as of its apply (no read in
@@ -202,40 +217,62 @@ export class Mover {
     const fence = await this.control.pushFence(fenced.map, source, { prefix: move.prefix, sinceMs: this.requestsSince(progress) });
     if (fence === null) await this.pushUntil(fenced.map, move.from, source);
     steps.push(this.clock.nowMs());
+    // Where the window's time goes after the fence (the log line): each wait's end, from the fence applied.
+    const marks: string[] = [];
+    const mark = (what: string) => () => marks.push(`${what} ${this.clock.nowMs() - (steps[1] as number)}`);
+    // The flip needs only the fence applied (the commit point: from it the move only rolls forward,
+    // and the destination takes writes only with the landing, after it). The answer's revision is
+    // the fence's (or above it, had another push fenced first): the record's fence revision.
+    const flip = (fenceRevision: number): Promise<{ map: CellMap; modRevision: number }> => {
+      const flipping = this.control.changeFrom(moverPrincipal, fenced, (current) => withMoveAdvanced(current, move.id, 'fenced', { fenceRevision }, this.clock.nowMs()));
+      flipping.then(mark('flipped'), () => {});
+      return flipping;
+    };
+    let flipping = typeof fence?.revision === 'number' ? flip(fence.revision) : null;
+    flipping?.catch(() => {});
     const answered = fence?.requests ?? null;
     const lateRequests = answered !== null
       ? Promise.resolve((answered as WireRequest[]).filter((r) => !progress.requestIds.has(r.id)))
       : this.newRequests(source, move.prefix, progress);
     lateRequests.catch(() => {});
-    // Where the last changes' time goes (the log line): each wait's end, from the fence applied.
-    const marks: string[] = [];
-    const mark = (what: string) => () => marks.push(`${what} ${this.clock.nowMs() - (steps[1] as number)}`);
     lateRequests.then(mark('requests read'), () => {});
     destinationFenced.then(mark('destination fenced'), () => {});
     let fenceRevision: number;
+    let last: { puts: KeyValue[]; deletes: string[] };
     const feed = progress.feed;
+    let fromFeed = false;
     if (feed !== undefined && (await feed.untilFenced(feedFenceWaitMs))) {
       // Every change the source accepted for the namespace is at or below the fence the watch ended at.
       fenceRevision = feed.fenceRevision as number;
       mark('feed ended')();
-      await destinationFenced;
-      const requests = await this.sendRequests(destination, move.prefix, await lateRequests, progress, fenced.map.epoch, requestsPerImport);
-      await this.importFromFeed(progress, () => this.importChanges(source, destination, move.prefix, feed.take(), fenceRevision, progress, fenced.map.epoch, requests));
+      last = this.changesOf(feed.take(), progress);
+      fromFeed = true;
     } else {
-      await this.sendRequests(destination, move.prefix, await lateRequests, progress, fenced.map.epoch);
       if (feed !== undefined) this.log.warn(`move ${move.id} of ${move.prefix}: the source's feed did not end at the fence (${feed.failed ?? 'timed out'}): reading the namespace instead`);
       feed?.close();
       progress.feed = undefined;
-      await destinationFenced;
       // Read after the fence applied: every write the source accepted for the namespace is in it.
-      fenceRevision = await this.catchUp(move, source, destination, progress, fenced.map.epoch, true);
+      const read = await readNamespace(source, move.prefix);
+      fenceRevision = read.revision;
+      last = this.differenceOf(read, progress);
     }
     steps.push(this.clock.nowMs());
-    const flipped = await this.control.changeFrom(moverPrincipal, fenced, (current) => withMoveAdvanced(current, move.id, 'fenced', { fenceRevision }, this.clock.nowMs()));
-    this.observer.left('fenced', steps[2] !== undefined ? this.clock.nowMs() - (steps[0] as number) : 0);
+    flipping ??= flip(fenceRevision);
+    const flipped = await flipping;
+    this.observer.left('fenced', this.clock.nowMs() - (steps[0] as number));
     steps.push(this.clock.nowMs());
-    await this.pushUntil(flipped.map, move.to, destination);
+    const recorded = flipped.map.moves?.find((m) => m.id === move.id)?.fenceRevision ?? fenceRevision;
+    const land = async (): Promise<void> => {
+      const requests = await this.sendRequests(destination, move.prefix, await lateRequests, progress, flipped.map.epoch, requestsPerImport);
+      await this.importAll(source, destination, move.prefix, last.puts, last.deletes, false, Math.max(fenceRevision, recorded), progress, flipped.map.epoch, requests, landingTable(flipped.map, move));
+    };
+    // Changes taken from the feed left it: if the landing fails, the next attempt reads instead.
+    await (fromFeed ? this.importFromFeed(progress, land) : land());
+    progress.landed = true;
     steps.push(this.clock.nowMs());
+    // The source stops serving reads of it now (they would miss the destination's writes), not
+    // only with the release's table. Best effort: the release's table does it anyway.
+    this.control.pushOne(flipped.map, move.from, source, move.prefix).catch(() => {});
     const split = steps.slice(1).map((t, i) => t - (steps[i] as number)) as [number, number, number, number];
     const windowMs = this.clock.nowMs() - progress.fenceStartMs;
     progress.windowMs = windowMs;
@@ -244,7 +281,58 @@ export class Mover {
     this.windows.push(windowMs);
     if (this.windows.length > 1_000) this.windows.shift();
     this.log.info(`move ${move.id} of ${move.prefix} flipped to ${move.to}: writes paused at most ${windowMs} ms `
-      + `(fence ${split[0]}, last changes ${split[1]} [${marks.join(', ')}], flip ${split[2]}, destination table ${split[3]} ms), fence revision ${fenceRevision}`);
+      + `(fence ${split[0]}, last changes ${split[1]} [${marks.join(', ')}], flip ${split[2]}, destination table ${split[3]} ms), fence revision ${recorded}`);
+  }
+
+  /** Whether the destination took the namespace (its landing applied): its table owns it, not landing. */
+  private async landed(destination: MapCell, map: CellMap, prefix: string): Promise<boolean> {
+    const assigned = map.namespaces.find((n) => n.prefix === prefix);
+    const table = await readOwnershipTable(destination);
+    const entry = table?.namespaces.find((n) => n.prefix === prefix);
+    return assigned !== undefined && entry !== undefined && table !== null && table.cell === destination.id && entry.cell === destination.id
+      && entry.landingFrom === undefined && entry.epoch >= assigned.epoch;
+  }
+
+  /** The landing after the window was left unfinished: the fenced source read again, the difference landed. */
+  private async landByRead(move: MoveRecord, map: CellMap, source: MapCell, destination: MapCell): Promise<void> {
+    const known = this.progress.get(move.id);
+    known?.feed?.close();
+    if (known !== undefined) known.feed = undefined;
+    const progress: Progress = known ?? { copied: new Map(), through: 0, requestIds: new Set(), requestsStampMs: -1 };
+    const read = await readNamespace(source, move.prefix);
+    const requests = await this.sendRequests(destination, move.prefix, await this.newRequests(source, move.prefix, progress), progress, map.epoch, requestsPerImport);
+    const floor = Math.max(read.revision, move.fenceRevision ?? 0);
+    if (known === undefined) {
+      // Nothing known of what the destination holds: the whole namespace, clearing it first.
+      await this.importAll(source, destination, move.prefix, read.kvs, [], true, floor, progress, map.epoch, requests, landingTable(map, move));
+    } else {
+      const last = this.differenceOf(read, known);
+      await this.importAll(source, destination, move.prefix, last.puts, last.deletes, false, floor, progress, map.epoch, requests, landingTable(map, move));
+    }
+    this.progress.set(move.id, progress);
+    this.log.info(`move ${move.id} of ${move.prefix}: landed on ${move.to} from a read of the fenced source at revision ${read.revision}`);
+  }
+
+  /** A feed's changes as an import: puts, and deletes of keys the destination holds. */
+  private changesOf(taken: FeedChanges, progress: Progress): { puts: KeyValue[]; deletes: string[] } {
+    const puts: KeyValue[] = [];
+    const deletes: string[] = [];
+    for (const [key, kv] of taken.changes) {
+      if (kv !== null) puts.push(kv);
+      else if (progress.copied.has(key)) deletes.push(key);
+    }
+    return { puts, deletes };
+  }
+
+  /** What a read of the namespace holds that the destination does not (by modRevision), and what it lost. */
+  private differenceOf(read: NamespaceRead, progress: Progress): { puts: KeyValue[]; deletes: string[] } {
+    const present = new Set<string>();
+    const puts: KeyValue[] = [];
+    for (const kv of read.kvs) {
+      present.add(kv.key);
+      if (progress.copied.get(kv.key) !== kv.modRevision) puts.push(kv);
+    }
+    return { puts, deletes: [...progress.copied.keys()].filter((key) => !present.has(key)) };
   }
 
   /**
@@ -273,15 +361,9 @@ export class Mover {
   /** Imports what a feed gathered (puts; deletes of keys the destination holds), floor `floor`. */
   private async importChanges(
     source: MapCell, destination: MapCell, prefix: string, taken: FeedChanges, floor: number, progress: Progress, epoch: number,
-    requests: readonly WireRequest[] = [],
   ): Promise<void> {
-    const puts: KeyValue[] = [];
-    const deletes: string[] = [];
-    for (const [key, kv] of taken.changes) {
-      if (kv !== null) puts.push(kv);
-      else if (progress.copied.has(key)) deletes.push(key);
-    }
-    await this.importAll(source, destination, prefix, puts, deletes, false, floor, progress, epoch, requests);
+    const { puts, deletes } = this.changesOf(taken, progress);
+    await this.importAll(source, destination, prefix, puts, deletes, false, floor, progress, epoch);
   }
 
   /** The namespace's Request-ID records on the source not copied yet (from the last stamp, less a margin). */
@@ -348,25 +430,23 @@ export class Mover {
 
   /**
    * Reads the namespace on the source and imports what differs from what was copied (floor: the
-   * read's revision). Returns the number of changes, or with `returnRevision` the read's revision.
+   * read's revision). Returns the number of changes.
    */
-  private async catchUp(move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress, epoch: number, returnRevision = false): Promise<number> {
+  private async catchUp(move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress, epoch: number): Promise<number> {
     const read = await readNamespace(source, move.prefix);
-    const present = new Set<string>();
-    const puts: KeyValue[] = [];
-    for (const kv of read.kvs) {
-      present.add(kv.key);
-      if (progress.copied.get(kv.key) !== kv.modRevision) puts.push(kv);
-    }
-    const deletes = [...progress.copied.keys()].filter((key) => !present.has(key));
+    const { puts, deletes } = this.differenceOf(read, progress);
     await this.importAll(source, destination, move.prefix, puts, deletes, false, read.revision, progress, epoch);
-    return returnRevision ? read.revision : puts.length + deletes.length;
+    return puts.length + deletes.length;
   }
 
-  /** Imports keys (with the leases they name, at their remaining TTL) in bounded batches. */
+  /**
+   * Imports keys (with the leases they name, at their remaining TTL) in bounded batches. `own`
+   * (the landing) and `requests` ride with the last batch; an import with nothing still raises
+   * the floor (and lands).
+   */
   private async importAll(
     source: MapCell, destination: MapCell, prefix: string, kvs: readonly KeyValue[], deletes: readonly string[],
-    clear: boolean, floor: number, progress: Progress, epoch: number, requests: readonly WireRequest[] = [],
+    clear: boolean, floor: number, progress: Progress, epoch: number, requests: readonly WireRequest[] = [], own?: string,
   ): Promise<void> {
     const leaseIds = [...new Set(kvs.map((kv) => kv.lease).filter((id) => id !== 0))];
     const leases = new Map<number, ImportLease>();
@@ -376,35 +456,39 @@ export class Mover {
     }));
     // A key whose lease ended meanwhile is being deleted on the source: not copied.
     const live = kvs.filter((kv) => kv.lease === 0 || leases.has(kv.lease));
+    const batches: { puts: KeyValue[]; deletes: readonly string[] }[] = [];
     let batch: KeyValue[] = [];
     let bytes = 0;
-    let first = true;
-    const flush = async (deleting: readonly string[], withRequests: readonly WireRequest[] = []): Promise<void> => {
-      const batchLeases = [...new Set(batch.map((kv) => kv.lease).filter((id) => id !== 0))].map((id) => leases.get(id) as ImportLease);
+    for (const kv of live) {
+      const size = kv.key.length * 3 + Math.ceil(kv.value.length * 4 / 3) + 160;
+      if (batch.length > 0 && (batch.length >= importKeysPerCommandMax || bytes + size > importBatchBytes)) {
+        batches.push({ puts: batch, deletes: [] });
+        batch = [];
+        bytes = 0;
+      }
+      batch.push(kv);
+      bytes += size;
+    }
+    // Deletes ride with the last batch of puts.
+    for (let i = 0; i < deletes.length; i += importKeysPerCommandMax) {
+      batches.push({ puts: batch, deletes: deletes.slice(i, i + importKeysPerCommandMax) });
+      batch = [];
+    }
+    if (batch.length > 0 || batches.length === 0) batches.push({ puts: batch, deletes: [] });
+    for (const [i, { puts, deletes: deleting }] of batches.entries()) {
+      const first = i === 0;
+      const lastOne = i === batches.length - 1;
+      const withRequests = lastOne ? requests : [];
+      const batchLeases = [...new Set(puts.map((kv) => kv.lease).filter((id) => id !== 0))].map((id) => leases.get(id) as ImportLease);
       await sendImport(destination, encodeImportRecord({
-        prefix, clear: clear && first, floor, epoch, puts: batch, deletes: deleting, leases: batchLeases, requests: withRequests.map(wireToRequest),
+        prefix, clear: clear && first, floor, epoch, puts, deletes: deleting, leases: batchLeases, requests: withRequests.map(wireToRequest),
+        ...(lastOne && own !== undefined ? { own } : {}),
       }));
       this.noteRequests(progress, withRequests);
       if (clear && first) progress.copied.clear();
       for (const key of deleting) progress.copied.delete(key);
-      for (const kv of batch) progress.copied.set(kv.key, kv.modRevision);
-      first = false;
-      batch = [];
-      bytes = 0;
-    };
-    for (const kv of live) {
-      const size = kv.key.length * 3 + Math.ceil(kv.value.length * 4 / 3) + 160;
-      if (batch.length > 0 && (batch.length >= importKeysPerCommandMax || bytes + size > importBatchBytes)) await flush([]);
-      batch.push(kv);
-      bytes += size;
+      for (const kv of puts) progress.copied.set(kv.key, kv.modRevision);
     }
-    // Deletes ride with the last batch of puts; an import with nothing still raises the floor.
-    for (let i = 0; i < deletes.length; i += importKeysPerCommandMax) {
-      const last = i + importKeysPerCommandMax >= deletes.length;
-      await flush(deletes.slice(i, i + importKeysPerCommandMax), last ? requests : []);
-      if (last) requests = [];
-    }
-    if (batch.length > 0 || first || requests.length > 0) await flush([], requests);
     progress.through = Math.max(progress.through, floor);
   }
 
@@ -449,4 +533,9 @@ function cellOf(map: CellMap, id: string): MapCell {
   const cell = map.cells.find((c) => c.id === id);
   if (cell === undefined) throw new Error(`cell ${id} is not in the cell map`);
   return cell;
+}
+
+/** The destination's table of `map` with the move's namespace landed: the landing import carries it. */
+function landingTable(map: CellMap, move: MoveRecord): string {
+  return new TextDecoder().decode(ownershipTableOf(map, move.to, move.prefix));
 }

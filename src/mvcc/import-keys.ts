@@ -25,7 +25,7 @@ import { currentKey, currentRange, leaseKey } from './layout.js';
 import { adjustLeaseKeyCount, grantLease, readLease, checkpointLeases } from './lease-state.js';
 import { decodeDedupRecord } from './dedup-record.js';
 import { importRequests } from './namespace-requests.js';
-import { readOwnershipRecord } from './ownership-record.js';
+import { landingProblem, readOwnershipRecord, storeLandedTable } from './ownership-record.js';
 import { decodeRecord, encodeRecordScratch } from './records.js';
 import type { KeyValue, KvWriter, MvccLimits, MvccMeta } from './types.js';
 
@@ -86,7 +86,10 @@ export function parseImportRecord(bytes: Uint8Array): ImportRecord {
     }
     return request;
   });
-  return { prefix, clear: raw['clear'] === true, floor: count(raw['floor'], 'floor'), epoch, puts, deletes, leases, requests };
+  const own = raw['own'];
+  if (own !== undefined && typeof own !== 'string') throw new InvalidArgumentError('an import record\'s own is an ownership table as JSON text');
+  const parsed = { prefix, clear: raw['clear'] === true, floor: count(raw['floor'], 'floor'), epoch, puts, deletes, leases, requests };
+  return own === undefined ? parsed : { ...parsed, own };
 }
 
 /** Applies an import: returns the meta with the raised revision. Every check before any write. */
@@ -104,11 +107,17 @@ export function applyImportKeys(
   const ownership = readOwnershipRecord(writer);
   if (ownership === null) throw new PreconditionFailedError('this cell was never given an ownership table: it owns every key, nothing is imported into it');
   const owner = ownership.resolve(record.prefix);
-  if (owner.prefix === record.prefix && owner.cell === ownership.table.cell) {
+  // A namespace landing here (its move flipped, the last changes not in yet) is still imported into.
+  if (owner.prefix === record.prefix && owner.cell === ownership.table.cell && owner.landingFrom === undefined) {
     throw new PreconditionFailedError(`this cell owns ${record.prefix}: an import would overwrite its own writes`, { namespace: record.prefix });
   }
   if ((record.epoch ?? 0) > 0 && (record.epoch ?? 0) < ownership.table.epoch) {
     throw new PreconditionFailedError(`a stale import: made at map epoch ${record.epoch}, this cell holds epoch ${ownership.table.epoch}`, { epoch: ownership.table.epoch });
+  }
+  const own = record.own === undefined ? undefined : utf8(record.own);
+  if (own !== undefined) {
+    const problem = landingProblem(writer, own, record.prefix);
+    if (problem !== null) throw problem;
   }
   if (record.floor > 0) checkEpochRoom(meta.epoch, record.floor);
   for (const lease of record.leases) {
@@ -146,6 +155,8 @@ export function applyImportKeys(
     }
   }
   importRequests(writer, record.requests ?? []);
+  // Last: from this entry on the cell owns the namespace, with every key and the floor above.
+  if (own !== undefined) storeLandedTable(writer, own);
   const revision = Math.max(meta.revision, record.floor);
   assert(revision >= meta.revision, 'an import never lowers the revision');
   return { meta: { ...meta, revision }, imported: record.puts.length };

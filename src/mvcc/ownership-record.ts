@@ -6,7 +6,7 @@
 // table owns every key (one cell, as before cells existed).
 //
 // Stored: u64 epoch, then the table's JSON (UTF-8) as the command carried it.
-import { CrossCellError, InvalidArgumentError, PreconditionFailedError, TooLargeError, WrongCellError, type BatonError } from '../base/errors.js';
+import { CrossCellError, InvalidArgumentError, PreconditionFailedError, TooLargeError, UnavailableError, WrongCellError, type BatonError } from '../base/errors.js';
 import { namespaceOf, namespaceProblem, namespacesMax, namespacesOfSpan, rootNamespace, spanOf, type KeySpan } from '../base/namespaces.js';
 import { bytesEqual, concatBytes, readU64, u64Bytes } from './bytes.js';
 import type { Command, KvReader, KvWriter, OwnershipSetOp, RangeRequest } from './types.js';
@@ -29,6 +29,13 @@ export interface NamespaceEntry {
    * coming epoch (epoch + 1) and keeps serving reads; the fence revision is the entry applying it.
    */
   readonly fencedTo?: string;
+  /**
+   * Set on the destination's table once a move flipped (the namespace is this cell's in the cell
+   * map) until the move's last changes land here: the cell refuses reads and writes of it (the
+   * source, fenced, still serves reads) and accepts the landing import, which applies the last
+   * changes and clears this in one command (src/mvcc/import-keys.ts). Names the source cell.
+   */
+  readonly landingFrom?: string;
 }
 
 export interface CellEntry {
@@ -81,6 +88,11 @@ export class Ownership {
     for (const entry of owners.values()) {
       if (entry.cell !== this.table.cell) {
         return new WrongCellError({ namespace: entry.prefix, cell: entry.cell, epoch: entry.epoch, endpoints: this.endpoints.get(entry.cell) ?? [] });
+      }
+      if (entry.landingFrom !== undefined) {
+        return new UnavailableError(`namespace ${entry.prefix} is arriving on this cell from cell ${entry.landingFrom}: a move's last changes are being applied, retry shortly`, {
+          namespace: entry.prefix, cell: entry.cell, landingFrom: entry.landingFrom,
+        });
       }
       if (forWrite && entry.fencedTo !== undefined) {
         const to = entry.fencedTo;
@@ -135,9 +147,62 @@ export function applyOwnershipSet(writer: KvWriter, op: OwnershipSetOp): Ownersh
         current,
       });
     }
+    // A namespace that landed here stays landed: a newer map cut before the move's record caught
+    // up still marks it landing for the same assignment (its epoch), which would stop its writes.
+    const landed = keepLanded(table, new Ownership(parseOwnershipTable(stored.subarray(8))));
+    if (landed !== table) {
+      writer.put(ownershipKey, concatBytes([u64Bytes(landed.epoch), encodeOwnershipTable(landed)]));
+      return new Ownership(landed);
+    }
   }
   writer.put(ownershipKey, concatBytes([u64Bytes(table.epoch), op.record]));
   return new Ownership(table);
+}
+
+/** `table` with `landingFrom` dropped from each namespace `held` already owns, landed, under the same epoch. */
+function keepLanded(table: OwnershipTable, held: Ownership): OwnershipTable {
+  let changed = false;
+  const namespaces = table.namespaces.map((entry) => {
+    if (entry.landingFrom === undefined) return entry;
+    const before = held.table.namespaces.find((n) => n.prefix === entry.prefix);
+    if (before === undefined || before.cell !== held.table.cell || before.landingFrom !== undefined || before.fencedTo !== undefined || before.epoch !== entry.epoch) return entry;
+    changed = true;
+    return { prefix: entry.prefix, cell: entry.cell, epoch: entry.epoch };
+  });
+  return changed ? { ...table, namespaces } : table;
+}
+
+/**
+ * A move's landing (the destination's last import carries the table that ends it): `record` is
+ * this cell's table of the flip's map, with `prefix` owned here and not landing. Taken when it is
+ * newer than the held table, or of the same epoch while the held one still marks `prefix` landing
+ * (the flip's own table, pushed first). Checked before the import writes anything; null: nothing
+ * to refuse, the caller stores it with storeLandedTable.
+ */
+export function landingProblem(writer: KvReader, record: Uint8Array, prefix: string): BatonError | null {
+  const table = parseOwnershipTable(record);
+  const entry = table.namespaces.find((n) => n.prefix === prefix);
+  if (entry === undefined || entry.cell !== table.cell || entry.landingFrom !== undefined || entry.fencedTo !== undefined) {
+    return new InvalidArgumentError(`a landing table must give namespace ${prefix} to its cell ${table.cell}, not landing and not fenced`);
+  }
+  const held = readOwnershipRecord(writer);
+  if (held === null) return new PreconditionFailedError('this cell was never given an ownership table: nothing lands here');
+  if (held.table.cell !== table.cell) return new InvalidArgumentError(`the landing table is for cell ${table.cell}, this is cell ${held.table.cell}`);
+  if (table.epoch > held.table.epoch) return null;
+  const before = held.table.namespaces.find((n) => n.prefix === prefix);
+  if (table.epoch === held.table.epoch && before?.landingFrom !== undefined && before.epoch === entry.epoch) return null;
+  return new PreconditionFailedError(`a stale landing: this cell holds ownership epoch ${held.table.epoch} and does not wait for ${prefix} to land at ${table.epoch}`, {
+    epoch: held.table.epoch,
+  });
+}
+
+export function storeLandedTable(writer: KvWriter, record: Uint8Array): void {
+  const table = parseOwnershipTable(record);
+  writer.put(ownershipKey, concatBytes([u64Bytes(table.epoch), record]));
+}
+
+function encodeOwnershipTable(table: OwnershipTable): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify(table));
 }
 
 /** Parses and validates a table (deterministic: every member judges the same bytes alike). */
@@ -166,7 +231,12 @@ export function parseOwnershipTable(record: Uint8Array): OwnershipTable {
     seen.add(prefix);
     const owner = text(entry['cell'], 'a namespace cell');
     const epochOf = count(entry['epoch'], 'a namespace epoch');
-    if (entry['fencedTo'] === undefined) {
+    if (entry['fencedTo'] !== undefined && entry['landingFrom'] !== undefined) throw bad(`both fences namespace ${prefix} and lands it`);
+    if (entry['landingFrom'] !== undefined) {
+      const landingFrom = text(entry['landingFrom'], 'a landing source');
+      if (landingFrom === owner) throw bad(`lands namespace ${prefix} from its own cell ${owner}`);
+      namespaces.push({ prefix, cell: owner, epoch: epochOf, landingFrom });
+    } else if (entry['fencedTo'] === undefined) {
       namespaces.push({ prefix, cell: owner, epoch: epochOf });
     } else {
       const fencedTo = text(entry['fencedTo'], 'a fence destination');

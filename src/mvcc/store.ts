@@ -256,7 +256,8 @@ export class MvccStore {
       const denied = this.authorize?.(envelope.principal, envelope.op, writer) ?? null;
       if (denied !== null) throw denied;
       if (envelope.op.type === 'policySet') this.policyCache = null;
-      if (envelope.op.type === 'ownershipSet') this.ownershipCache = undefined;
+      // (A move's landing import changes the table too.)
+      if (envelope.op.type === 'ownershipSet' || envelope.op.type === 'importKeys') this.ownershipCache = undefined;
       const tenants = (this.tenantsCache ??= tenantsOf(writer));
       let applied;
       try {

@@ -230,6 +230,20 @@ export class Router {
   }
 }
 
+/** Endpoint URL -> host and port, parsed once (not per forwarded request). */
+const endpointParts = new Map<string, { hostname: string; port: number }>();
+
+function partsOf(endpoint: string): { hostname: string; port: number } {
+  let parts = endpointParts.get(endpoint);
+  if (parts === undefined) {
+    const url = new URL(endpoint);
+    parts = { hostname: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)) };
+    if (endpointParts.size > 4_096) endpointParts.clear();
+    endpointParts.set(endpoint, parts);
+  }
+  return parts;
+}
+
 function sendOnce(agent: Agent, endpoint: string, req: IncomingMessage, body: Buffer): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | string[]> = {};
@@ -237,7 +251,8 @@ function sendOnce(agent: Agent, endpoint: string, req: IncomingMessage, body: Bu
       if (value !== undefined && name !== 'host' && name !== 'connection' && name !== 'content-length' && name !== 'transfer-encoding') headers[name] = value;
     }
     headers['content-length'] = String(body.length);
-    const out = httpRequest(`${endpoint}${req.url ?? '/'}`, { method: req.method ?? 'GET', headers, agent }, resolve);
+    const { hostname, port } = partsOf(endpoint);
+    const out = httpRequest({ hostname, port, path: req.url ?? '/', method: req.method ?? 'GET', headers, agent }, resolve);
     out.on('error', reject);
     out.end(body);
   });
@@ -248,7 +263,11 @@ function isConnectError(error: unknown): boolean {
   return code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENOTFOUND' || code === 'EADDRNOTAVAIL';
 }
 
+const noBody = Buffer.alloc(0);
+
 async function readBody(req: IncomingMessage): Promise<Buffer> {
+  // Most requests (gets, watches, status) have none: no stream to wait on.
+  if (req.headers['transfer-encoding'] === undefined && (req.headers['content-length'] === undefined || req.headers['content-length'] === '0')) return noBody;
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {

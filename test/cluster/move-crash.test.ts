@@ -3,6 +3,11 @@
 // open (before its flip); a new control leader resumes the move from its durable record in the
 // cell map and completes it: every key is on the destination with its value, version and
 // revisions, the source refuses writes there, and the destination accepts them.
+// Second test: the landing (the destination's last import with its table) cannot happen because
+// the destination is stopped (SIGSTOP) once the record says fenced, so the move is left flipped,
+// and the control leader is killed there; with the destination back, the new leader lands it from
+// a read of the fenced source (it knows nothing of what the destination holds: a full copy with
+// the floor and the table in the landing), and every key is there with its revisions.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { findLeader, http, sleep, startTestCell, type TestCell } from './harness.js';
@@ -98,4 +103,85 @@ test('kill -9 of the control leader mid-move: a new leader resumes the move from
   assert.equal(write.status, 201, JSON.stringify(write.body));
   assert.ok(write.body.revision > (move.fenceRevision as number), 'the destination writes above the fence revision');
   console.log(`control leader ${leader} killed with the move ${atKill}; phases seen after: ${[...seenPhases].join(' -> ')}`);
+});
+
+test('kill -9 of the control leader with the move flipped and not landed (destination stopped): the new leader lands it from the fenced source', { timeout: 240_000 }, async () => {
+  // The member the first test killed comes back: this test kills another one.
+  for (const name of control.cell.names()) if (!control.cell.isRunning(name)) control.cell.start(name);
+  await control.cell.waitReady(60_000);
+  const controlUrls = control.cell.clientUrls();
+  const anyControl = async (path: string, init?: RequestInit) => {
+    for (let round = 0; round < 200; round++) {
+      for (const url of controlUrls) {
+        try {
+          const answer = await http(`${url}${path}`, { ...init, timeoutMs: 3_000 });
+          if (answer.status < 500) return answer;
+        } catch {
+          // a killed member: the next one
+        }
+      }
+      await sleep(100);
+    }
+    throw new Error(`no control member answered ${path}`);
+  };
+  assert.equal((await anyControl('/v1/control/namespaces', json({ prefix: '/land/', cell: 'cell-1' }))).status, 200);
+  const source = cell1.cell.clientUrls()[0] as string;
+  const destinationName = cell2.cell.names()[0] as string;
+  const destination = cell2.cell.clientUrls()[0] as string;
+  const written = new Map<string, string>();
+  for (let batch = 0; batch < 10; batch++) {
+    const success = Array.from({ length: 50 }, (_, i) => ({ put: { key: `/land/k${batch}-${i}`, value: `v${batch}-${i}` } }));
+    const answer = await http(`${source}/v1/txn`, json({ compare: [], success, failure: [] }));
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    for (const op of success) written.set(op.put.key, op.put.value);
+  }
+  const before = (await http(`${source}/v1/kv/land/?prefix=true`)).body.kvs as { key: string; version: number; createRevision: number; modRevision: number }[];
+
+  const leader = await findLeader(control);
+  const started = await anyControl('/v1/control/moves', json({ prefix: '/land/', to: 'cell-2' }));
+  assert.equal(started.status, 200, JSON.stringify(started.body));
+  let phase = started.body.move.phase as string;
+  for (let poll = 0; poll < 3_000 && phase !== 'fenced' && phase !== 'flipped' && phase !== 'released'; poll++) {
+    await sleep(5);
+    const shown = await http(`${control.cell.clientUrl(leader)}/v1/control/namespaces/land/`).catch(() => null);
+    if (shown?.status === 200) phase = shown.body.move.phase;
+  }
+  cell2.cell.signal(destinationName, 'SIGSTOP');
+  try {
+    assert.equal(phase, 'fenced', 'the destination was stopped before the landing');
+    // The flip commits without the destination; the landing cannot.
+    let move = (await anyControl('/v1/control/namespaces/land/')).body.move as { phase: string };
+    for (let poll = 0; poll < 200 && move.phase === 'fenced'; poll++) {
+      await sleep(50);
+      move = (await anyControl('/v1/control/namespaces/land/')).body.move;
+    }
+    assert.equal(move.phase, 'flipped', JSON.stringify(move));
+    // The source keeps the namespace fenced: writes refused naming the destination, reads served.
+    const refused = await http(`${source}/v1/kv/land/late`, { method: 'PUT', body: 'x' });
+    assert.equal(refused.status, 421);
+    assert.equal(refused.body.error.cell, 'cell-2');
+    assert.equal((await http(`${source}/v1/kv/land/k0-0`)).status, 200);
+    control.cell.signal(leader, 'SIGKILL');
+    await control.cell.waitExit(leader);
+  } finally {
+    cell2.cell.signal(destinationName, 'SIGCONT');
+  }
+  let move: { phase: string; cleaned?: boolean; fenceRevision?: number; windowMs?: number } = started.body.move;
+  for (let poll = 0; poll < 900 && !(move.phase === 'released' && move.cleaned === true); poll++) {
+    await sleep(100);
+    const shown = await anyControl('/v1/control/namespaces/land/');
+    if (shown.status === 200) move = shown.body.move;
+    assert.notEqual(move.phase, 'aborted', JSON.stringify(move));
+  }
+  assert.equal(move.phase, 'released', JSON.stringify(move));
+  assert.equal(move.windowMs, undefined, 'landed by the new leader (no window of its own to report)');
+  const after = (await http(`${destination}/v1/kv/land/?prefix=true`)).body.kvs as { key: string; value: string; version: number; createRevision: number; modRevision: number }[];
+  assert.equal(after.length, written.size);
+  for (const kv of after) assert.equal(kv.value, written.get(kv.key), kv.key);
+  assert.deepEqual(after.map(({ key, version, createRevision, modRevision }) => ({ key, version, createRevision, modRevision })),
+    before.map(({ key, version, createRevision, modRevision }) => ({ key, version, createRevision, modRevision })));
+  const write = await http(`${destination}/v1/kv/land/new`, { method: 'PUT', body: 'n' });
+  assert.equal(write.status, 201, JSON.stringify(write.body));
+  assert.ok(write.body.revision > (move.fenceRevision as number), `the destination writes above the fence revision ${move.fenceRevision}: ${write.body.revision}`);
+  assert.equal((await http(`${source}/v1/kv/land/late`, { method: 'PUT', body: 'x' })).status, 421);
 });

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ownershipTableOf, parseCellMap, withCell, withNamespace, type CellMap } from '../../../src/control/cell-map.js';
-import { movesToDrive, withMoveAborted, withMoveAdvanced, withMoveStarted } from '../../../src/control/moves.js';
+import { movesToDrive, withMoveAborted, withMoveAdvanced, withMoveCleaned, withMoveStarted } from '../../../src/control/moves.js';
 
 function twoCells(): CellMap {
   let map = withCell({ epoch: 0, cells: [], namespaces: [] }, { id: 'cell-1', endpoints: ['http://a:1'] });
@@ -13,9 +13,10 @@ function twoCells(): CellMap {
   return withNamespace(map, '/pay/', 'cell-1');
 }
 
-const tableOf = (map: CellMap, cell: string) => JSON.parse(new TextDecoder().decode(ownershipTableOf(map, cell))) as {
-  namespaces: { prefix: string; cell: string; epoch: number; fencedTo?: string }[];
+const tableOf = (map: CellMap, cell: string, landed?: string) => JSON.parse(new TextDecoder().decode(ownershipTableOf(map, cell, landed))) as {
+  namespaces: { prefix: string; cell: string; epoch: number; fencedTo?: string; landingFrom?: string }[];
 };
+const payOf = (map: CellMap, cell: string, landed?: string) => tableOf(map, cell, landed).namespaces.find((n) => n.prefix === '/pay/');
 
 test('a move goes copying -> catching-up -> fenced -> flipped -> released; the fence is in the source table only', () => {
   let map = withMoveStarted(twoCells(), '/pay/', 'cell-2', 1);
@@ -30,10 +31,21 @@ test('a move goes copying -> catching-up -> fenced -> flipped -> released; the f
   map = withMoveAdvanced(map, id, 'fenced', { fenceRevision: 42 }, 4);
   const pay = map.namespaces.find((n) => n.prefix === '/pay/');
   assert.deepEqual(pay, { prefix: '/pay/', cell: 'cell-2', epoch: before + 1, state: 'active' });
-  assert.equal(tableOf(map, 'cell-1').namespaces.find((n) => n.prefix === '/pay/')?.fencedTo, undefined);
+  // Flipped, not released: the source keeps it fenced (serving reads; its refusals name the
+  // destination at the flip's epoch); the destination holds it landing until the landing import,
+  // whose table (cut with `landed`) gives it the namespace.
+  assert.deepEqual(payOf(map, 'cell-1'), { prefix: '/pay/', cell: 'cell-1', epoch: before, fencedTo: 'cell-2' });
+  assert.deepEqual(payOf(map, 'cell-2'), { prefix: '/pay/', cell: 'cell-2', epoch: before + 1, landingFrom: 'cell-1' });
+  assert.deepEqual(payOf(map, 'cell-2', '/pay/'), { prefix: '/pay/', cell: 'cell-2', epoch: before + 1 });
+  // Once landed, the source is told at once (it stops serving reads that would miss the new writes).
+  assert.deepEqual(payOf(map, 'cell-1', '/pay/'), { prefix: '/pay/', cell: 'cell-2', epoch: before + 1 });
   assert.throws(() => withMoveAborted(map, '/pay/', 'no', 5), /past its flip/);
-  map = withMoveAdvanced(map, id, 'flipped', { cleaned: true }, 5);
+  map = withMoveAdvanced(map, id, 'flipped', {}, 5);
   assert.equal(map.moves?.[0]?.phase, 'released');
+  assert.deepEqual(payOf(map, 'cell-1'), { prefix: '/pay/', cell: 'cell-2', epoch: before + 1 });
+  assert.deepEqual(payOf(map, 'cell-2'), { prefix: '/pay/', cell: 'cell-2', epoch: before + 1 });
+  assert.equal(movesToDrive(map).length, 1, 'the source copy is still to be removed');
+  map = withMoveCleaned(map, id, 6);
   assert.deepEqual(movesToDrive(map), []);
   // The record survives the map's JSON (a router, a new leader).
   assert.deepEqual(parseCellMap(JSON.parse(JSON.stringify(map))), map);
