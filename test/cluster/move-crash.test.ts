@@ -4,17 +4,22 @@
 // cell map and completes it: every key is on the destination with its value, version and
 // revisions, the source refuses writes there, and the destination accepts them.
 // Second test: the landing (the destination's last import with its table) cannot happen because
-// the destination is stopped (SIGSTOP) once the record says fenced, so the move is left flipped,
-// and the control leader is killed there; with the destination back, the new leader lands it from
+// the destination is stopped (SIGSTOP) once the record says fenced or flipped, so the move is left
+// flipped, and the control leader is killed there. The destination's disk is made slow (each WAL
+// fsync 1 s, the fault hook) for that test: the fence-to-flip step takes a few commits of the
+// source and the control cell, too short to see reliably on a loaded machine, while a landing
+// cannot commit within a second of the fence; with the destination back, the new leader lands it from
 // a read of the fenced source (it knows nothing of what the destination holds: a full copy with
 // the floor and the table in the landing), and every key is there with its revisions.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { FaultControls } from '../faults/fault-controls.js';
 import { findLeader, http, sleep, startTestCell, type TestCell } from './harness.js';
 
 let control: TestCell;
 let cell1: TestCell;
 let cell2: TestCell;
+const destinationDisk = new FaultControls([]);
 
 const json = (body: unknown): RequestInit => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 
@@ -22,7 +27,7 @@ before(async () => {
   [control, cell1, cell2] = await Promise.all([
     startTestCell({ size: 3, extraArgs: ['--cell', 'control', '--control-plane'] }),
     startTestCell({ size: 1, extraArgs: ['--cell', 'cell-1'] }),
-    startTestCell({ size: 1, extraArgs: ['--cell', 'cell-2'] }),
+    startTestCell({ size: 1, extraArgs: ['--cell', 'cell-2'], nodeArgs: (name) => destinationDisk.nodeArgs(name) }),
   ]);
   const controlUrl = control.cell.clientUrls()[0] as string;
   for (const [id, cell] of [['cell-1', cell1], ['cell-2', cell2]] as const) {
@@ -36,6 +41,7 @@ before(async () => {
 
 after(async () => {
   await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));
+  destinationDisk.close();
 });
 
 test('kill -9 of the control leader mid-move: a new leader resumes the move from its record and completes it', { timeout: 180_000 }, async () => {
@@ -138,17 +144,20 @@ test('kill -9 of the control leader with the move flipped and not landed (destin
   const before = (await http(`${source}/v1/kv/land/?prefix=true`)).body.kvs as { key: string; version: number; createRevision: number; modRevision: number }[];
 
   const leader = await findLeader(control);
+  destinationDisk.set(destinationName, { fsyncDelayMs: 1_000 });
+  await sleep(destinationDisk.pollMs * 3);
   const started = await anyControl('/v1/control/moves', json({ prefix: '/land/', to: 'cell-2' }));
   assert.equal(started.status, 200, JSON.stringify(started.body));
   let phase = started.body.move.phase as string;
-  for (let poll = 0; poll < 3_000 && phase !== 'fenced' && phase !== 'flipped' && phase !== 'released'; poll++) {
+  for (let poll = 0; poll < 6_000 && phase !== 'fenced' && phase !== 'flipped' && phase !== 'released'; poll++) {
     await sleep(5);
     const shown = await http(`${control.cell.clientUrl(leader)}/v1/control/namespaces/land/`).catch(() => null);
     if (shown?.status === 200) phase = shown.body.move.phase;
   }
   cell2.cell.signal(destinationName, 'SIGSTOP');
+  destinationDisk.set(destinationName, { fsyncDelayMs: 0 }); // read when it runs again
   try {
-    assert.equal(phase, 'fenced', 'the destination was stopped before the landing');
+    assert.ok(phase === 'fenced' || phase === 'flipped', `the destination was stopped before the landing (phase ${phase})`);
     // The flip commits without the destination; the landing cannot.
     let move = (await anyControl('/v1/control/namespaces/land/')).body.move as { phase: string };
     for (let poll = 0; poll < 200 && move.phase === 'fenced'; poll++) {
