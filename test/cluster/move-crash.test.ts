@@ -39,27 +39,28 @@ before(async () => {
   }
 }, { timeout: 120_000 });
 
+/** The control cell's answer from whichever member answers (one may be killed): up to 20 s of rounds. */
+async function anyControl(path: string, init?: RequestInit) {
+  for (let round = 0; round < 200; round++) {
+    for (const url of control.cell.clientUrls()) {
+      try {
+        const answer = await http(`${url}${path}`, { ...init, timeoutMs: 3_000 });
+        if (answer.status < 500) return answer;
+      } catch {
+        // a killed member: the next one
+      }
+    }
+    await sleep(100);
+  }
+  throw new Error(`no control member answered ${path}`);
+}
+
 after(async () => {
   await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));
   destinationDisk.close();
 });
 
 test('kill -9 of the control leader mid-move: a new leader resumes the move from its record and completes it', { timeout: 180_000 }, async () => {
-  const controlUrls = control.cell.clientUrls();
-  const anyControl = async (path: string, init?: RequestInit) => {
-    for (let round = 0; round < 100; round++) {
-      for (const url of controlUrls) {
-        try {
-          const answer = await http(`${url}${path}`, { ...init, timeoutMs: 3_000 });
-          if (answer.status < 500) return answer;
-        } catch {
-          // a killed member: the next one
-        }
-      }
-      await sleep(100);
-    }
-    throw new Error(`no control member answered ${path}`);
-  };
   assert.equal((await anyControl('/v1/control/namespaces', json({ prefix: '/crash/', cell: 'cell-1' }))).status, 200);
   const source = cell1.cell.clientUrls()[0] as string;
   const destination = cell2.cell.clientUrls()[0] as string;
@@ -115,21 +116,6 @@ test('kill -9 of the control leader with the move flipped and not landed (destin
   // The member the first test killed comes back: this test kills another one.
   for (const name of control.cell.names()) if (!control.cell.isRunning(name)) control.cell.start(name);
   await control.cell.waitReady(60_000);
-  const controlUrls = control.cell.clientUrls();
-  const anyControl = async (path: string, init?: RequestInit) => {
-    for (let round = 0; round < 200; round++) {
-      for (const url of controlUrls) {
-        try {
-          const answer = await http(`${url}${path}`, { ...init, timeoutMs: 3_000 });
-          if (answer.status < 500) return answer;
-        } catch {
-          // a killed member: the next one
-        }
-      }
-      await sleep(100);
-    }
-    throw new Error(`no control member answered ${path}`);
-  };
   assert.equal((await anyControl('/v1/control/namespaces', json({ prefix: '/land/', cell: 'cell-1' }))).status, 200);
   const source = cell1.cell.clientUrls()[0] as string;
   const destinationName = cell2.cell.names()[0] as string;
