@@ -201,8 +201,9 @@ export class TenantWatchQuotas {
     const table = this.deps.tenants();
     if (table === this.knownTable) return;
     this.knownTable = table;
+    const byName = new Map(table.map((t) => [t.name, t]));
     for (const [name, account] of this.accounts) {
-      const record = table.find((t) => t.name === name);
+      const record = byName.get(name);
       // A deleted tenant's watches stay open and count to no limit.
       account.limits = record?.limits ?? unlimited;
       // A raised or removed rate may let waiting watchers go now.
