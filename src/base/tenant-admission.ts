@@ -1,7 +1,7 @@
 // Admission per tenant on one node (issue #28): before a request is served or proposed, the
 // tenant owning its key (the longest owned prefix) must have a token in its reads or writes
-// bucket and a free slot among its concurrent requests; a watch needs a free slot among its
-// watches. Refused here, a request costs a table lookup and an error: no body read (the HTTP edge
+// bucket and a free slot among its concurrent requests (watches have their own quotas on each
+// node: src/watch/tenant-quotas.ts, which refuses through `refuse` here). Refused here, a request costs a table lookup and an error: no body read (the HTTP edge
 // looks first), no proposal, no ReadIndex. Only that tenant is refused. The node also counts every
 // refusal it answers, admission and hard quotas alike, for baton_tenant_rejections_total.
 // Time and randomness are injected (the core takes neither itself).
@@ -27,7 +27,6 @@ const nothingToRelease: Release = () => {};
 export class TenantAdmission {
   private readonly buckets = new TenantBuckets();
   private readonly requests = new Map<string, number>();
-  private readonly watching = new Map<string, number>();
   private readonly refused = new Map<string, Map<Quota, number>>();
   private knownTable: readonly TenantRecord[] = [];
   /** Requests admitted per tenant and kind in the current and the last whole second (the metrics' use). */
@@ -94,17 +93,6 @@ export class TenantAdmission {
     return this.releaser(this.requests, tenants.map((t) => t.name));
   }
 
-  /** Admits a watch on `key` against its tenant's maxWatches; the release ends it. */
-  admitWatch(key: string): Release {
-    const [tenant] = this.tenantsOf([key]);
-    if (tenant === undefined) return nothingToRelease;
-    const used = this.watching.get(tenant.name) ?? 0;
-    const limit = tenant.limits.maxWatches;
-    if (limit !== null && used >= limit) throw this.refuse(admissionError(tenant.name, 'watches', limit, used), 1000);
-    this.watching.set(tenant.name, used + 1);
-    return this.releaser(this.watching, [tenant.name]);
-  }
-
   /**
    * Counts a refusal this node answers that was decided elsewhere (a hard quota at apply): any
    * quota_exceeded naming a tenant. Other errors are ignored.
@@ -126,11 +114,6 @@ export class TenantAdmission {
   /** Requests of `name` being served here now. */
   inFlight(name: string): number {
     return this.requests.get(name) ?? 0;
-  }
-
-  /** Watches of `name` open here now. */
-  watches(name: string): number {
-    return this.watching.get(name) ?? 0;
   }
 
   /** Refusals answered by this node, per tenant and quota, since it started. */
@@ -173,7 +156,8 @@ export class TenantAdmission {
     return limit !== null && used >= limit ? admissionError(tenant.name, 'concurrent_requests', limit, used) : null;
   }
 
-  private refuse(error: QuotaExceededError, waitMs: number): QuotaExceededError {
+  /** Stamps `error`'s Retry-After (at least `waitMs`, with jitter) and counts it: every admission refusal of this node. */
+  refuse(error: QuotaExceededError, waitMs: number): QuotaExceededError {
     error.retryAfterSeconds = retryAfterSeconds(Math.max(1, Math.ceil(waitMs / 1000)), this.deps.random);
     this.countRefusal(error);
     return error;

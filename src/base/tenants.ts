@@ -17,12 +17,14 @@ const tenantNamePattern = /^[a-z0-9][a-z0-9._-]*$/;
 /** Quotas counted in the state machine (hard, decided at apply). */
 export type StoredQuota = 'keys' | 'bytes' | 'leases';
 /** Admission quotas, kept on each node (src/base/tenant-admission.ts): not replicated state. */
-export type AdmissionQuota = 'reads_per_second' | 'writes_per_second' | 'concurrent_requests' | 'watches';
+export type AdmissionQuota =
+  | 'reads_per_second' | 'writes_per_second' | 'concurrent_requests' | 'watches' | 'watch_bytes' | 'events_per_second';
 /** Every quota a tenant can hit: the stored ones, the transaction size and the admission quotas. */
 export type Quota = StoredQuota | 'txn_ops' | AdmissionQuota;
 /** Every quota, in the order metrics and `baton tenant show` list them. */
 export const quotaNames: readonly Quota[] = [
   'keys', 'bytes', 'leases', 'txn_ops', 'reads_per_second', 'writes_per_second', 'concurrent_requests', 'watches',
+  'watch_bytes', 'events_per_second',
 ];
 
 /** Limits; null = unlimited. */
@@ -38,6 +40,13 @@ export interface TenantLimits {
   readonly maxConcurrentRequests: number | null;
   /** Watches of the tenant open at once on one node. */
   readonly maxWatches: number | null;
+  /**
+   * Undelivered watch bytes queued for the tenant's watchers on one node (src/watch/tenant-quotas.ts).
+   * Added after the table's first format: an older member does not read it (see limitsAddedLater).
+   */
+  readonly maxWatchBytes: number | null;
+  /** Watch events delivered to the tenant's watchers per second on one node: paced, never dropped. */
+  readonly eventsPerSecond: number | null;
 }
 
 export interface TenantRecord {
@@ -57,13 +66,22 @@ export const zeroUsage: TenantUsage = { keys: 0, bytes: 0, leases: 0 };
 
 export const unlimited: TenantLimits = {
   maxKeys: null, maxBytes: null, maxLeases: null, maxTxnOps: null, readsPerSecond: null, writesPerSecond: null,
-  maxConcurrentRequests: null, maxWatches: null,
+  maxConcurrentRequests: null, maxWatches: null, maxWatchBytes: null, eventsPerSecond: null,
 };
+
+/**
+ * Limits added after members already stored tenant tables. A member of an older build skips them
+ * when it decodes the table (unlimited there), so the state machine must not refuse a table for
+ * them either: at apply an invalid value reads as unlimited (both builds then store the same bytes
+ * and accept the same entries); the HTTP API refuses invalid values before anything is proposed.
+ */
+export const limitsAddedLater: ReadonlyArray<keyof TenantLimits> = ['maxWatchBytes', 'eventsPerSecond'];
 
 const limitOfQuota: Record<Quota, keyof TenantLimits> = {
   keys: 'maxKeys', bytes: 'maxBytes', leases: 'maxLeases', txn_ops: 'maxTxnOps',
   reads_per_second: 'readsPerSecond', writes_per_second: 'writesPerSecond',
   concurrent_requests: 'maxConcurrentRequests', watches: 'maxWatches',
+  watch_bytes: 'maxWatchBytes', events_per_second: 'eventsPerSecond',
 };
 
 /** The limit of `quota` in `limits` (null = unlimited). */

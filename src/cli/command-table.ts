@@ -31,7 +31,7 @@ export const commandTable: readonly CommandRow[] = [
   { name: 'ns', summary: 'create, list, show, delete and move namespaces', client: true, flags: ['--cell', '--to', '--wait'],
     actions: ['create', 'list', 'show', 'delete', 'move', 'move-abort'] },
   { name: 'tenant', summary: 'create, set, show, list and delete tenants and their quotas', client: true,
-    flags: ['--prefix', '--max-keys', '--max-bytes', '--max-leases', '--max-txn-ops', '--reads-per-second', '--writes-per-second', '--max-concurrent-requests', '--max-watches'],
+    flags: ['--prefix', '--max-keys', '--max-bytes', '--max-leases', '--max-txn-ops', '--reads-per-second', '--writes-per-second', '--max-concurrent-requests', '--max-watches', '--max-watch-bytes', '--events-per-second'],
     actions: ['create', 'set', 'show', 'list', 'delete'] },
   { name: 'sim', summary: 'simulator seed sweep', client: false,
     flags: ['--seeds', '--seed-start', '--seed', '--trace', '--catch-rate', '--profile', '--fault-phase-ms', '--driver',

@@ -6,21 +6,24 @@ import { exitCodes, parseCommand, printJson, printTable, requirePositionals, run
 
 const tenantHelp = `usage: baton tenant create NAME --prefix P [--prefix P2] [--max-keys N] [--max-bytes N]
                           [--max-leases N] [--max-txn-ops N] [--reads-per-second N] [--writes-per-second N]
-                          [--max-concurrent-requests N] [--max-watches N]
+                          [--max-concurrent-requests N] [--max-watches N] [--max-watch-bytes N]
+                          [--events-per-second N]
        baton tenant set NAME [--prefix P ...] [--max-keys N|none] ...
        baton tenant show NAME
        baton tenant list
        baton tenant delete NAME
   A tenant owns key prefixes (ending in /) and has quotas; over one, its requests get 429
   quota_exceeded and other tenants are unaffected. "none" removes a limit. show prints the
-  limits beside the current use. Rates, concurrent requests and watches are admitted on each
-  node (per node, not per cell). Administration.`;
+  limits beside the current use. Rates, concurrent requests, watches, buffered watch bytes and
+  watch events per second are admitted on each node (per node, not per cell; show prints the use
+  on the node that answered). Administration.`;
 
 /** CLI flag -> the limit it sets. */
 const limitFlags = {
   'max-keys': 'maxKeys', 'max-bytes': 'maxBytes', 'max-leases': 'maxLeases', 'max-txn-ops': 'maxTxnOps',
   'reads-per-second': 'readsPerSecond', 'writes-per-second': 'writesPerSecond',
   'max-concurrent-requests': 'maxConcurrentRequests', 'max-watches': 'maxWatches',
+  'max-watch-bytes': 'maxWatchBytes', 'events-per-second': 'eventsPerSecond',
 } as const;
 
 interface Tenant {
@@ -28,6 +31,8 @@ interface Tenant {
   prefixes: string[];
   limits: Record<string, number | null>;
   usage: { keys: number; bytes: number; leases: number };
+  /** The answering node's admission use and refusals (absent from an older server). */
+  onThisNode?: { used: Record<string, number>; rejections: Record<string, number>; slowWatchersEnded: number };
 }
 
 const options = {
@@ -54,16 +59,22 @@ export const tenantCommand = (args: readonly string[]): Promise<number> =>
       if (existing === undefined) throw new UsageError(`no tenant named ${String(name)}`);
       if (format === 'json') return (printJson(existing), exitCodes.ok);
       console.log(`tenant ${existing.name}, prefixes ${existing.prefixes.join(',')}`);
-      printTable(['QUOTA', 'USE', 'LIMIT'], [
-        ['keys', existing.usage.keys, limitText(existing.limits['maxKeys'])],
-        ['bytes', existing.usage.bytes, limitText(existing.limits['maxBytes'])],
-        ['leases', existing.usage.leases, limitText(existing.limits['maxLeases'])],
-        ['txn ops', '-', limitText(existing.limits['maxTxnOps'])],
-        ['reads/s', '-', limitText(existing.limits['readsPerSecond'])],
-        ['writes/s', '-', limitText(existing.limits['writesPerSecond'])],
-        ['concurrent requests', '-', limitText(existing.limits['maxConcurrentRequests'])],
-        ['watches', '-', limitText(existing.limits['maxWatches'])],
+      const node = existing.onThisNode;
+      const onNode = (quota: string): string | number => node?.used[quota] ?? '-';
+      const refused = (quota: string): number => node?.rejections[quota] ?? 0;
+      printTable(['QUOTA', 'USE', 'LIMIT', 'REFUSED HERE'], [
+        ['keys', existing.usage.keys, limitText(existing.limits['maxKeys']), refused('keys')],
+        ['bytes', existing.usage.bytes, limitText(existing.limits['maxBytes']), refused('bytes')],
+        ['leases', existing.usage.leases, limitText(existing.limits['maxLeases']), refused('leases')],
+        ['txn ops', '-', limitText(existing.limits['maxTxnOps']), refused('txn_ops')],
+        ['reads/s (this node)', onNode('reads_per_second'), limitText(existing.limits['readsPerSecond']), refused('reads_per_second')],
+        ['writes/s (this node)', onNode('writes_per_second'), limitText(existing.limits['writesPerSecond']), refused('writes_per_second')],
+        ['concurrent requests (this node)', onNode('concurrent_requests'), limitText(existing.limits['maxConcurrentRequests']), refused('concurrent_requests')],
+        ['watches (this node)', onNode('watches'), limitText(existing.limits['maxWatches']), refused('watches')],
+        ['watch bytes buffered (this node)', onNode('watch_bytes'), limitText(existing.limits['maxWatchBytes']), refused('watch_bytes')],
+        ['watch events/s (this node)', onNode('events_per_second'), limitText(existing.limits['eventsPerSecond']), refused('events_per_second')],
       ]);
+      if (node !== undefined) console.log(`slow watchers ended here for watch bytes: ${node.slowWatchersEnded}`);
       return exitCodes.ok;
     }
     if (action === 'delete') {

@@ -3,7 +3,7 @@
 // snapshots like every engine entry. Stored as u64 version, then the table's JSON. Validated at
 // apply from the bytes alone, so every member accepts or refuses the same entry.
 import { InvalidArgumentError, PreconditionFailedError, TooLargeError } from '../base/errors.js';
-import { tenantConflict, type TenantLimits, type TenantRecord } from '../base/tenants.js';
+import { limitsAddedLater, tenantConflict, type TenantLimits, type TenantRecord } from '../base/tenants.js';
 import { concatBytes, readU64, u64Bytes } from './bytes.js';
 import type { KvReader, KvWriter, TenantsSetOp } from './types.js';
 import { recomputeUsage } from './tenant-usage.js';
@@ -70,6 +70,7 @@ export function decodeTenants(bytes: Uint8Array): TenantRecord[] {
 // A record written before a limit existed simply lacks it: read as null (unlimited), still valid.
 const limitFields: ReadonlyArray<keyof TenantLimits> = [
   'maxKeys', 'maxBytes', 'maxLeases', 'maxTxnOps', 'readsPerSecond', 'writesPerSecond', 'maxConcurrentRequests', 'maxWatches',
+  ...limitsAddedLater,
 ];
 
 function recordOf(entry: unknown): TenantRecord {
@@ -81,6 +82,11 @@ function recordOf(entry: unknown): TenantRecord {
   const limits: Record<string, number | null> = {};
   for (const field of limitFields) {
     const value = e.limits?.[field] ?? null;
+    if (limitsAddedLater.includes(field)) {
+      // An older member skips these: refusing the table for them here would split the cell.
+      limits[field] = typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
+      continue;
+    }
     if (value !== null && typeof value !== 'number') throw new InvalidArgumentError(`tenant ${e.name}: ${field} must be a number or null`);
     limits[field] = value;
   }

@@ -18,6 +18,7 @@ import { createAuthRoutes } from '../api/http/auth-routes.js';
 import { createHealthRoutes } from '../api/http/health-routes.js';
 import { createOwnershipRoutes } from '../api/http/ownership-routes.js';
 import { createTenantRoutes } from '../api/http/tenant-routes.js';
+import { tenantNodeUse } from './tenant-metrics.js';
 import { createConsoleRoutes } from '../api/http/console-routes.js';
 import { loadConsoleFiles } from '../console/console-files.js';
 import { ControlService } from '../control/control-service.js';
@@ -106,7 +107,7 @@ export async function startApis(
     routeGroups: [
       createWatchRoutes(watches), createLeaseRoutes(leases), createLockRoutes(locks.locks), createElectionRoutes(locks.elections),
       createMaintenanceRoutes(store, cell, audit, state.engine.usedBytes === undefined ? null : () => (state.engine.usedBytes as () => number)()), createMemberRoutes(membership, cell, driver), createAuthRoutes(cell, tokens),
-      createHealthRoutes(health), createOwnershipRoutes(cell), createTenantRoutes(cell), createConsoleRoutes(consoleFiles),
+      createHealthRoutes(health), createOwnershipRoutes(cell), createTenantRoutes(cell, (name) => tenantNodeUse(services.tenantSources, name)), createConsoleRoutes(consoleFiles),
       ...(control === null ? [] : [createControlRoutes(control, cell)]),
     ],
     logError,

@@ -50,8 +50,9 @@ import { checkpointEntriesMax, gracefulStopMs, readysInFlightMax, snapshotLogByt
 import { assert } from '../base/assert.js';
 import { PeerRttMeter, timedSender } from './peer-rtt.js';
 import { addServiceMetrics } from './service-metrics.js';
-import { addTenantMetrics } from './tenant-metrics.js';
+import { addTenantMetrics, type TenantMetricSources } from './tenant-metrics.js';
 import { TenantAdmission } from '../base/tenant-admission.js';
+import { TenantWatchQuotas } from '../watch/index.js';
 import { FairAdmission } from '../base/fair-admission.js';
 import { SessionGate } from '../base/session-gate.js';
 import type { HistogramChild } from '../metrics/registry.js';
@@ -374,6 +375,8 @@ export interface NodeServices {
   readonly proposer: LogProposer;
   /** New sessions per second on this member (#28 session storms): lease grants and stream opens. */
   readonly sessions: SessionGate | null;
+  /** Tenants' use of the admission quotas on this member (metrics, GET /v1/tenants). */
+  readonly tenantSources: TenantMetricSources;
 }
 
 /** Step 3: the driver and the services, each built from the ones before it. */
@@ -441,17 +444,26 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   const fair = config.tuning.fairAdmission === null ? null : new FairAdmission(config.tuning.fairAdmission, realTimers);
   const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership, admission, fair);
   const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry });
+  // Tenants' watch quotas on this node (#28): watches, buffered watch bytes, event rate.
+  const watchQuotas = new TenantWatchQuotas({
+    tenantOf: (key) => admission.tenantsOf([key])[0] ?? null,
+    tenants: () => store.tenantTable(),
+    nowMs: () => performance.now(),
+    schedule: realTimers.setTimeout,
+    refuse: (error, waitMs) => admission.refuse(error, waitMs),
+  });
   // A watch of a namespace this cell does not own is refused like a read (docs/design/cells.md).
   const watches = new WatchService(store, guard, {
     limits: config.tuning.watchLimits, onEventLag: (seconds) => metrics.watchEventLagSeconds.observe(seconds),
-  }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }), admission, {
+  }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }), watchQuotas, {
     lastChange: () => store.lastOwnershipChange(),
     refuseWrites: (spec) => store.refuseCommand({ type: 'delete', key: spec.key, prefix: spec.prefix }),
   });
   addNodeGauges(metrics, state, peers.transport, driver, leases);
-  addTenantMetrics(metrics.registry, { tenants: () => store.tenantTable(), usage: (name) => store.tenantUsage(name), admission, fair, sessions });
+  const tenantSources = { tenants: () => store.tenantTable(), usage: (name: string) => store.tenantUsage(name), admission, watchQuotas, fair, sessions };
+  addTenantMetrics(metrics.registry, tenantSources);
   addServiceMetrics(metrics.registry, { leases, watches, locks: locks.locks });
-  return { driver, leases, membership, cell, locks, watches, guard, proposer, sessions };
+  return { driver, leases, membership, cell, locks, watches, guard, proposer, sessions, tenantSources };
 }
 
 /** Step 3b: the driver's listeners, the inbox's receivers, then the first dials. */

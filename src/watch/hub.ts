@@ -11,6 +11,7 @@ import { WatchConnection } from './connection.js';
 import { eventBytes, readHistory, watchMatches, type HistoryChunk } from './history.js';
 import { WatchIndex, type WatchGroup } from './watch-index.js';
 import { Watcher } from './watcher.js';
+import type { TenantWatchAccount, TenantWatchQuotas } from './tenant-quotas.js';
 import {
   defaultWatchLimits,
   type WatchBatch,
@@ -36,8 +37,8 @@ export class WatchHub<Tag> {
     private readonly source: WatchSource,
     readonly limits: WatchLimits = defaultWatchLimits,
     private readonly bugs: WatchBugs = {},
-    /** Per-tenant watch quotas of this node (#28): a slot per watch, given back when it ends; null: none. */
-    private readonly tenantWatches: { admitWatch(key: string): () => void } | null = null,
+    /** Tenants' watch quotas on this node (#28): watches, buffered bytes, event rate; null: none. */
+    private readonly tenantQuotas: TenantWatchQuotas | null = null,
   ) {
     assert(limits.readEventsMax >= 1 && limits.catchUpReadsPerStepMax >= 1, 'reads make progress');
     assert(limits.bufferedEventsMax >= 1 && limits.bufferedBytesMax >= 1, 'buffers hold something');
@@ -75,9 +76,11 @@ export class WatchHub<Tag> {
   /**
    * Registers a watcher. Its start is resolved now (0 = current + 1) and never changes. A start
    * below the compaction point is accepted and ends at the first step with `compacted`, so every
-   * transport reports it the same way. Throws QuotaExceededError past either quota.
+   * transport reports it the same way. Throws QuotaExceededError past the node's, the connection's
+   * or the tenant's quotas. `resuming`: the same watch re-created where it stopped (a slow
+   * watcher the gRPC facade resumes unseen): its tenant's buffered bytes do not refuse it.
    */
-  create(connection: WatchConnection<Tag>, tag: Tag, spec: WatchSpec): Watcher<Tag> {
+  create(connection: WatchConnection<Tag>, tag: Tag, spec: WatchSpec, resuming = false): Watcher<Tag> {
     assert(!connection.isClosed, 'no watchers on a closed connection');
     assert(spec.startRevision >= 0 && Number.isSafeInteger(spec.startRevision), 'a valid start');
     if (this.stopped) throw new QuotaExceededError('the node is stopping: watch elsewhere');
@@ -93,10 +96,10 @@ export class WatchHub<Tag> {
       });
     }
     // Last: a watch refused for another reason takes no slot of its tenant.
-    const releaseTenant = this.tenantWatches?.admitWatch(spec.key) ?? null;
+    const account = this.tenantQuotas?.admit(spec.key, resuming) ?? null;
     const start = spec.startRevision === 0 ? this.hubRevision + 1 : spec.startRevision;
     const watcher = new Watcher<Tag>(tag, spec, start, connection);
-    watcher.releaseTenant = releaseTenant;
+    watcher.tenant = account;
     watcher.readLimit = this.limits.readEventsMax;
     this.watcherCount++;
     connection.watchers.add(watcher);
@@ -116,6 +119,9 @@ export class WatchHub<Tag> {
 
   /** Fans out everything applied since the last call. Call after every applied batch. */
   onApplied(): void {
+    // A tenant table change is applied like any entry: new limits count from here (a raised rate
+    // wakes the watchers waiting for it).
+    this.tenantQuotas?.refreshLimits();
     const target = this.source.revision;
     assert(target >= this.hubRevision, 'the applied revision never goes back');
     // No synced watcher: nobody needs the live fan-out, so the history is not read at all (a
@@ -175,13 +181,28 @@ export class WatchHub<Tag> {
       this.end(watcher, 'permission_denied', new PermissionDeniedError('permission denied'));
       return this.step(watcher);
     }
+    const account = watcher.tenant;
+    if (account !== null && this.tenantQuotas !== null && this.carriesEvents(watcher)) {
+      // Over its tenant's event rate: the events wait (queued, or in history), never dropped.
+      if (this.tenantQuotas.mustWait(watcher, account)) return null;
+    }
     const queued = watcher.shift();
-    if (queued !== null) return { type: 'batch', tag: watcher.tag, batch: queued };
+    if (queued !== null) {
+      this.tenantQuotas?.delivered(account, queued.events.length);
+      return { type: 'batch', tag: watcher.tag, batch: queued };
+    }
     if (watcher.state !== 'catchingUp') return null;
     const batch = this.catchUp(watcher);
     if (batch === null) return watcher.pendingEnd !== null ? this.step(watcher) : null;
     watcher.lastRevision = batch.revision;
+    this.tenantQuotas?.delivered(account, batch.events.length);
     return { type: 'batch', tag: watcher.tag, batch };
+  }
+
+  /** Whether the next output of `watcher` may carry events: a queued batch of events, or a catch-up read. */
+  private carriesEvents(watcher: Watcher<Tag>): boolean {
+    const head = watcher.peek();
+    return head === null ? watcher.state === 'catchingUp' : head.events.length > 0;
   }
 
   /**
@@ -231,6 +252,7 @@ export class WatchHub<Tag> {
   stop(): void {
     this.stopped = true;
     this.endAll('stopped');
+    this.tenantQuotas?.stop();
   }
 
   /** Ends every watcher (clients resume elsewhere); new watchers are still accepted. */
@@ -248,8 +270,8 @@ export class WatchHub<Tag> {
     if (watcher.state === 'waiting') this.waiting.delete(watcher);
     watcher.state = 'ended';
     watcher.dropQueue();
-    watcher.releaseTenant?.();
-    watcher.releaseTenant = null;
+    watcher.tenant?.forget(watcher);
+    watcher.tenant = null;
     this.watcherCount--;
     const connection = watcher.owner;
     connection.watchers.delete(watcher);
@@ -333,6 +355,7 @@ export class WatchHub<Tag> {
 
   private fanOut(chunk: HistoryChunk): void {
     const touched: WatchGroup<Tag>[] = [];
+    const accounts = new Set<TenantWatchAccount>();
     for (const event of chunk.events) {
       assert(event.revision > this.hubRevision && event.revision <= chunk.throughRevision, 'in the chunk');
       this.index.forEachCovering(event.kv.key, (group) => {
@@ -354,6 +377,7 @@ export class WatchHub<Tag> {
         const watcher = group.members[i] as Watcher<Tag>;
         if (watcher.fits(batch, this.bufferLimits)) {
           watcher.push(batch);
+          if (watcher.tenant !== null) accounts.add(watcher.tenant);
           continue;
         }
         const error = new SlowConsumerError(
@@ -362,6 +386,30 @@ export class WatchHub<Tag> {
         );
         this.end(watcher, 'slow_consumer', error);
       }
+    }
+    // After the whole chunk (ending a watcher mid-loop would reorder a group's members).
+    for (const account of accounts) this.shed(account);
+  }
+
+  /**
+   * Ends the slowest watchers of a tenant over its buffered watch bytes (maxWatchBytes) until it
+   * is back under: the one holding the most queued bytes first, as a slow consumer with the
+   * revision to resume after. Only this tenant's watchers; a watcher holding just the newest
+   * batch is not behind and is never ended for it.
+   */
+  private shed(account: TenantWatchAccount): void {
+    this.tenantQuotas?.refreshLimits();
+    const limit = account.limits.maxWatchBytes;
+    if (limit === null) return;
+    while (account.bytes > limit) {
+      const slowest = account.slowest() as Watcher<Tag> | null;
+      if (slowest === null) return;
+      const error = new SlowConsumerError(
+        `tenant ${account.name} is over its watch_bytes quota (${account.bytes} used, limit ${limit}): its slowest watcher ends; resume after revision ${slowest.lastRevision}`,
+        { lastRevision: slowest.lastRevision, tenant: account.name, quota: 'watch_bytes', limit, used: account.bytes },
+      );
+      account.slowEnded++;
+      this.end(slowest, 'slow_consumer', error);
     }
   }
 }

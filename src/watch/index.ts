@@ -7,6 +7,8 @@ export type { WatcherState, WatcherOwner } from './watcher.js';
 export { readHistory, watchMatches, eventBytes } from './history.js';
 export type { HistoryChunk } from './history.js';
 export { defaultWatchLimits } from './types.js';
+export { TenantWatchAccount, TenantWatchQuotas } from './tenant-quotas.js';
+export type { TenantWatchDeps } from './tenant-quotas.js';
 export type {
   WatchBatch,
   WatchBugs,

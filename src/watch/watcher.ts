@@ -5,6 +5,7 @@ import { assert } from '../base/assert.js';
 import type { BatonError } from '../base/errors.js';
 import type { WatchBatch, WatchOutput, WatchSpec } from './types.js';
 import type { WatchGroup } from './watch-index.js';
+import type { TenantWatchAccount } from './tenant-quotas.js';
 
 export type WatcherState = 'catchingUp' | 'waiting' | 'synced' | 'ended';
 
@@ -36,8 +37,10 @@ export class Watcher<Tag> {
   listed = false;
   /** The end to deliver once (compacted, slow_consumer, stopped); the queue is dropped by then. */
   pendingEnd: WatchOutput<Tag> | null = null;
-  /** Gives back its tenant's watch slot (#28), called once when it ends; null: no tenant counts it. */
-  releaseTenant: (() => void) | null = null;
+  /** Its tenant's watch use on this node (#28): its slot, its queued bytes; null: no tenant counts it. */
+  tenant: TenantWatchAccount | null = null;
+  /** Waiting for its tenant's event rate (#28): its connection does not step it until woken. */
+  paced = false;
   /**
    * Its namespace left this cell (wrong_cell, with the fence revision): it finishes delivering
    * what it has queued and what history holds up to the hub's revision, then ends with this.
@@ -68,7 +71,18 @@ export class Watcher<Tag> {
 
   /** Whether the edge should ask it for output (a queued batch, an end, or history to read). */
   get hasOutput(): boolean {
-    return this.queueLength > 0 || this.pendingEnd !== null || this.state === 'catchingUp';
+    if (this.pendingEnd !== null) return true;
+    return !this.paced && (this.queueLength > 0 || this.state === 'catchingUp');
+  }
+
+  /** Its tenant's event rate lets it deliver again. */
+  wake(): void {
+    if (this.state !== 'ended' && this.hasOutput) this.owner.markReady(this);
+  }
+
+  /** The next queued batch, left in the queue. */
+  peek(): WatchBatch | null {
+    return this.queue?.[this.queueHead] ?? null;
   }
 
   /** Whether `batch` fits the bounds. An empty queue takes any batch: revisions are never split. */
@@ -95,7 +109,8 @@ export class Watcher<Tag> {
     queue.push(batch);
     this.queuedEvents += batch.events.length;
     this.queuedBytes += batch.bytes;
-    this.owner.markReady(this);
+    this.tenant?.queued(this, batch.bytes);
+    if (!this.paced) this.owner.markReady(this);
   }
 
   shift(): WatchBatch | null {
@@ -115,6 +130,7 @@ export class Watcher<Tag> {
     }
     this.queuedEvents -= batch.events.length;
     this.queuedBytes -= batch.bytes;
+    this.tenant?.queued(this, -batch.bytes);
     assert(this.queuedEvents >= 0 && this.queuedBytes >= 0, 'queue sums stay non-negative');
     assert(batch.revision >= this.lastRevision, 'delivery never goes back in revisions');
     this.lastRevision = batch.revision;
@@ -127,9 +143,11 @@ export class Watcher<Tag> {
   }
 
   dropQueue(): void {
+    const bytes = this.queuedBytes;
     this.queue = null;
     this.queueHead = 0;
     this.queuedEvents = 0;
     this.queuedBytes = 0;
+    this.tenant?.queued(this, -bytes);
   }
 }

@@ -23,7 +23,7 @@ export const etcdMessages = {
 } as const;
 
 /** Quotas a node decides on admission (src/base/tenant-admission.ts), answered as etcd's rate limit. */
-const admissionQuotas = new Set(['reads_per_second', 'writes_per_second', 'concurrent_requests', 'watches']);
+const admissionQuotas = new Set(['reads_per_second', 'writes_per_second', 'concurrent_requests', 'watches', 'watch_bytes', 'events_per_second']);
 
 /** A status the facade raises itself (etcd's own error for a case Baton has no type for). */
 export class GrpcStatusError extends Error {

@@ -208,9 +208,16 @@ export function serveWatchStream(
     const entry = entries.get(id);
     if (entry === undefined || output.reason === 'canceled') return;
     if (output.reason === 'slow_consumer') {
-      // Re-created from where it stopped: the client sees no gap and no duplicate.
+      // Re-created from where it stopped: the client sees no gap and no duplicate. It starts by
+      // catching up from history at the client's pace, so its tenant's buffered bytes (#28) do not
+      // refuse it; a quota that still does (a slot taken meanwhile) cancels it saying why.
       const { spec } = entry.watcher;
-      entry.watcher = hub.create(connection, output.tag, { ...spec, startRevision: output.lastRevision + 1 });
+      try {
+        entry.watcher = hub.create(connection, output.tag, { ...spec, startRevision: output.lastRevision + 1 }, true);
+      } catch (error) {
+        entries.delete(id);
+        send({ header: headers.header(hub.revision), watch_id: String(id), canceled: true, cancel_reason: toGrpcError(error, logError).details });
+      }
       return;
     }
     if (output.reason === 'compacted') {

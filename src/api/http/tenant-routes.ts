@@ -1,6 +1,7 @@
 // Tenants and their quotas (docs/api/tenants.md, issue #28), replicated state changed through the
 // log (a tenantsSet with the table's version: two admins editing at once, one gets 412):
-//   GET    /v1/tenants        every tenant with its limits and its use as applied here (linearizable)
+//   GET    /v1/tenants        every tenant with its limits and its use as applied here (linearizable),
+//                              and its admission use and refusals on this node (onThisNode)
 //   PUT    /v1/tenants/NAME   creates or replaces one tenant: {"prefixes": [...], "limits": {...}}
 //   DELETE /v1/tenants/NAME   removes it (its keys stay; they count to no tenant)
 // Administration (policy admin when security is on).
@@ -21,7 +22,11 @@ export interface TenantsApi {
   setTenants(tenants: readonly TenantRecord[], ifVersion: number, principal: string): Promise<{ version: number }>;
 }
 
-export function createTenantRoutes(cell: TenantsApi): RouteGroup {
+/**
+ * `onThisNode(name)`: the tenant's use of the admission quotas on the answering node (rates,
+ * concurrent requests, watches, buffered watch bytes, event rate) and the refusals it answered.
+ */
+export function createTenantRoutes(cell: TenantsApi, onThisNode: ((name: string) => Record<string, unknown>) | null = null): RouteGroup {
   return async (request) => {
     const path = request.url.pathname;
     if (path !== tenantsPath && !path.startsWith(`${tenantsPath}/`)) return false;
@@ -29,7 +34,9 @@ export function createTenantRoutes(cell: TenantsApi): RouteGroup {
     cell.checkAdmin(request.principal); // refused before anything about the table is said
     if (path === tenantsPath) {
       if (request.method !== 'GET') throw new InvalidArgumentError(`no such endpoint: ${request.method} ${tenantsPath}`);
-      sendJson(request.res, request.context, 200, await cell.tenants(request.principal));
+      const table = await cell.tenants(request.principal);
+      const tenants = onThisNode === null ? table.tenants : table.tenants.map((t) => ({ ...t, onThisNode: onThisNode(t.name) }));
+      sendJson(request.res, request.context, 200, { ...table, tenants });
       return true;
     }
     const name = decodeURIComponent(path.slice(tenantsPath.length + 1));

@@ -120,7 +120,11 @@ export class StreamSession implements WatchSession {
       this.send({ id, type: 'error', error: { code: 'internal', message: 'internal error' } });
       return;
     }
-    this.send({ id, type: 'error', error: { code: error.code, message: error.message, ...error.details } });
+    // A refusal with the node's own guidance (a tenant's quota, the session gate) carries it, as
+    // HTTP's Retry-After: the stream has no headers per frame.
+    const retryAfter = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds;
+    const guidance = typeof retryAfter === 'number' ? { retryAfterSeconds: retryAfter } : {};
+    this.send({ id, type: 'error', error: { code: error.code, message: error.message, ...error.details, ...guidance } });
   }
 
   private schedule(): void {

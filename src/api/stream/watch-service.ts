@@ -2,7 +2,7 @@
 // its transports (SSE and the stream) register so that a stopping node ends every stream
 // cleanly: each watcher hears `unavailable` with its last revision, then its socket closes.
 import { UnavailableError, type BatonError } from '../../base/errors.js';
-import { WatchHub, defaultWatchLimits, type WatchBatch, type WatchSource, type WatchSpec } from '../../watch/index.js';
+import { WatchHub, defaultWatchLimits, type TenantWatchQuotas, type WatchBatch, type WatchSource, type WatchSpec } from '../../watch/index.js';
 import { EventLag } from './event-lag.js';
 import { watchAccesses, type AccessGuard } from '../../auth/index.js';
 import { defaultWatchServiceOptions, type WatchServiceOptions, type WatchTag } from './types.js';
@@ -27,8 +27,8 @@ export class WatchService {
     options: Partial<WatchServiceOptions> = {},
     /** wrong_cell / cross_cell for keys this cell does not own alone (docs/design/cells.md); null: owns all. */
     private readonly refuseKeys: ((spec: { key: string; prefix: boolean }) => BatonError | null) | null = null,
-    /** Per-tenant watch quotas (#28, src/base/tenant-admission.ts); null: none. */
-    tenantWatches: { admitWatch(key: string): () => void } | null = null,
+    /** Tenants' watch quotas on this node (#28, src/watch/tenant-quotas.ts); null: none. */
+    readonly tenantQuotas: TenantWatchQuotas | null = null,
     /**
      * Moves: the latest ownership change applied here (a counter and the revision it applied at)
      * and the judge of writes under the table now applied. A watch whose keys this cell no longer
@@ -40,7 +40,7 @@ export class WatchService {
     } | null = null,
   ) {
     this.options = { ...defaultWatchServiceOptions, limits: defaultWatchLimits, ...options };
-    this.hub = new WatchHub<WatchTag>(source, this.options.limits, {}, tenantWatches);
+    this.hub = new WatchHub<WatchTag>(source, this.options.limits, {}, tenantQuotas);
     const onLag = this.options.onEventLag;
     this.lag = onLag === undefined ? null : new EventLag(source.revision, onLag);
   }

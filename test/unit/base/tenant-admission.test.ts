@@ -1,7 +1,7 @@
 // A node's tenant admission (src/base/tenant-admission.ts) on an injected clock: a tenant over
 // its rate or its concurrent requests is refused with {tenant, quota, limit, used} and a jittered
-// Retry-After while another tenant and keys of no tenant pass; a refusal takes nothing; watch
-// slots come back when released; refusals are counted per tenant and quota.
+// Retry-After while another tenant and keys of no tenant pass; a refusal takes nothing; refusals
+// are counted per tenant and quota. (Watch quotas: test/unit/watch/tenant-quotas.test.ts.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TenantAdmission } from '../../../src/base/tenant-admission.js';
@@ -73,18 +73,6 @@ test('concurrent requests: the slot is held until released, released once', () =
   assert.equal(admission.inFlight('a'), 2, 'a second release of the same request gives nothing back');
   admission.admit(['/a/4'], 'write');
   refusal(() => admission.admit(['/a/5'], 'write'));
-});
-
-test('watches: maxWatches per tenant, slots come back when a watch ends', () => {
-  const { admission } = setup();
-  const w1 = admission.admitWatch('/a/x');
-  admission.admitWatch('/a/y');
-  const error = refusal(() => admission.admitWatch('/a/z'));
-  assert.deepEqual(error.details, { tenant: 'a', quota: 'watches', limit: 2, used: 2 });
-  for (let i = 0; i < 10; i++) admission.admitWatch('/b/x');
-  w1();
-  admission.admitWatch('/a/z');
-  assert.equal(admission.watches('a'), 2);
 });
 
 test('hard quota refusals answered here are counted; other errors are not', () => {

@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { MemoryEngine, MvccStore, utf8, type Command } from '../../../src/mvcc/index.js';
-import { defaultWatchLimits } from '../../../src/watch/index.js';
+import { TenantWatchQuotas, defaultWatchLimits } from '../../../src/watch/index.js';
+import { tenantOfKey, unlimited, type TenantLimits, type TenantRecord } from '../../../src/base/tenants.js';
 import { WatchService } from '../../../src/api/stream/watch-service.js';
 import { HeaderSource } from '../../../src/api/grpc/header.js';
 import { prefixEnd } from '../../../src/api/grpc/keys.js';
@@ -52,8 +53,18 @@ class Fixture {
   readonly service: WatchService;
   readonly headers: HeaderSource;
   private index = 0;
-  constructor(bufferedEventsMax = defaultWatchLimits.bufferedEventsMax) {
-    this.service = new WatchService(this.store, new AccessGuard(this.store), { limits: { ...defaultWatchLimits, bufferedEventsMax } });
+  constructor(bufferedEventsMax = defaultWatchLimits.bufferedEventsMax, tenants: TenantRecord[] = []) {
+    const quotas = tenants.length === 0 ? null : new TenantWatchQuotas({
+      tenantOf: (key) => tenantOfKey(tenants, key),
+      tenants: () => tenants,
+      nowMs: () => performance.now(),
+      schedule: (run, ms) => {
+        const timer = setTimeout(run, ms);
+        return { cancel: () => clearTimeout(timer) };
+      },
+      refuse: (error) => error,
+    });
+    this.service = new WatchService(this.store, new AccessGuard(this.store), { limits: { ...defaultWatchLimits, bufferedEventsMax } }, null, quotas);
     const store = this.store;
     const cell = {
       revision: () => store.revision,
@@ -65,8 +76,8 @@ class Fixture {
     this.store.applyBatch([commandEntry(++this.index, command)]);
     this.service.onApplied();
   }
-  put(key: string): void {
-    this.apply({ type: 'put', key: `/${key}`, value: utf8('v') });
+  put(key: string, value = 'v'): void {
+    this.apply({ type: 'put', key: `/${key}`, value: utf8(value) });
   }
   open(): FakeCall {
     const call = new FakeCall();
@@ -107,6 +118,51 @@ test('a client that stops reading loses nothing: the overflowing watcher resumes
   await turns(200);
   assert.deepEqual(revisionsOf(call.sent), Array.from({ length: 60 }, (_, i) => i + 1));
   assert.equal(call.sent.some((m) => m.canceled === true), false);
+});
+
+const tenant = (limits: Partial<TenantLimits>): TenantRecord => ({ name: 't', prefixes: ['/t/'], limits: { ...unlimited, ...limits } });
+
+test('a watcher its tenant\'s buffered bytes ended is re-created unseen even while the tenant is still over them (it starts from history): every revision once', async () => {
+  const f = new Fixture(defaultWatchLimits.bufferedEventsMax, [tenant({ maxWatchBytes: 1_500 })]);
+  // Another watcher of the tenant holds one big batch: never a victim (not behind), but its bytes
+  // keep the tenant over its limit.
+  const other = f.service.hub.openConnection(() => {}, () => true);
+  f.service.hub.create(other, { id: 'big', key: 'big' }, { key: '/t/big', prefix: false, startRevision: 0, prevKv: false, filter: 'all', encoding: 'utf8' });
+  const call = f.open();
+  call.request(create('t/k'));
+  assert.equal(call.sent[0]?.created, true);
+  call.blocked = true;
+  f.put('t/big', 'x'.repeat(2_000));
+  for (let i = 0; i < 30; i++) f.put(`t/k${i % 5}`, 'v'.repeat(50));
+  await turns();
+  assert.ok(f.service.hub.ended.slow_consumer >= 1, 'the stalled gRPC watcher was ended for its tenant\'s bytes');
+  call.unblock();
+  await turns(200);
+  assert.equal(call.sent.some((m) => m.canceled === true), false, JSON.stringify(call.sent.filter((m) => m.canceled)));
+  assert.deepEqual(revisionsOf(call.sent), Array.from({ length: 30 }, (_, i) => i + 2));
+});
+
+test('a slow watcher whose re-creation a quota refuses (its slot taken meanwhile) is canceled with the reason; the stream goes on', async () => {
+  const f = new Fixture(4, [tenant({ maxWatches: 1 })]);
+  const call = f.open();
+  call.request(create('t/'));
+  call.request(create('u/'));
+  call.blocked = true;
+  for (let i = 0; i < 20; i++) f.put(`t/${i % 3}`);
+  assert.equal(f.service.hub.ended.slow_consumer, 1, 'it overflowed its own buffer');
+  // Its slot went back when it ended; another watch of the tenant takes it before the stream's
+  // next turn re-creates it.
+  const other = f.service.hub.openConnection(() => {}, () => true);
+  f.service.hub.create(other, { id: 'thief', key: 'thief' }, { key: '/t/', prefix: true, startRevision: 0, prevKv: false, filter: 'all', encoding: 'utf8' });
+  await turns();
+  call.unblock();
+  await turns(200);
+  const canceled = call.sent.find((m) => m.canceled === true && m.watch_id === '0');
+  assert.ok(canceled !== undefined, JSON.stringify(call.sent.slice(-3)));
+  assert.match(canceled.cancel_reason ?? '', /too many requests \(tenant t is over its watches quota/);
+  f.put('u/x');
+  await turns(50);
+  assert.deepEqual(revisionsOf(call.sent, '1'), [21], 'the stream\'s other watch goes on');
 });
 
 test('compaction cancels with etcd compact_revision; a non-prefix range and NOPUT filter on the node', async () => {

@@ -65,3 +65,26 @@ test('a snapshot carries the tenant table to another store', () => {
   replica.restore(store.snapshot().chunks);
   assert.deepEqual(replica.tenantsRecord(), { version: 1, tenants: [acme, beta] });
 });
+
+test('limits added later (maxWatchBytes, eventsPerSecond) round-trip; an invalid value reads as unlimited at apply, like an older member that skips them', () => {
+  const { store, apply } = cell();
+  const watched: TenantRecord = { name: 'w', prefixes: ['/w/'], limits: { ...unlimited, maxWatchBytes: 65_536, eventsPerSecond: 100 } };
+  const first = apply({ type: 'tenantsSet', record: encodeTenants([watched]), ifVersion: 0 });
+  assert.equal(first.type, 'applied');
+  assert.deepEqual(store.tenantsRecord().tenants[0]?.limits, watched.limits);
+  // A table written by an older build lacks them: unlimited, still valid.
+  const older = new TextEncoder().encode(JSON.stringify({ tenants: [{ name: 'w', prefixes: ['/w/'], limits: { maxKeys: 5 } }] }));
+  assert.equal(apply({ type: 'tenantsSet', record: older, ifVersion: 1 }).type, 'applied');
+  assert.equal(store.tenantsRecord().tenants[0]?.limits.maxWatchBytes, null);
+  assert.equal(store.tenantsRecord().tenants[0]?.limits.eventsPerSecond, null);
+  // An older member would accept this table (it never reads these fields): so must this one.
+  const odd = new TextEncoder().encode(JSON.stringify({ tenants: [{ name: 'w', prefixes: ['/w/'], limits: { maxWatchBytes: -3, eventsPerSecond: 'fast' } }] }));
+  const outcome = apply({ type: 'tenantsSet', record: odd, ifVersion: 2 });
+  assert.equal(outcome.type, 'applied', JSON.stringify(outcome));
+  assert.equal(store.tenantsRecord().version, 3);
+  assert.equal(store.tenantsRecord().tenants[0]?.limits.maxWatchBytes, null);
+  assert.equal(store.tenantsRecord().tenants[0]?.limits.eventsPerSecond, null);
+  // An older limit keeps refusing a bad value at apply, as before.
+  const bad = new TextEncoder().encode(JSON.stringify({ tenants: [{ name: 'w', prefixes: ['/w/'], limits: { maxWatches: -1 } }] }));
+  assert.equal(apply({ type: 'tenantsSet', record: bad, ifVersion: 3 }).type, 'failed');
+});
