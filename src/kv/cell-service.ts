@@ -4,6 +4,7 @@
 import { encodeTenants, type StoredPolicy } from '../mvcc/index.js';
 import type { TenantRecord, TenantUsage } from '../base/tenants.js';
 import { UnavailableError } from '../base/errors.js';
+import { moveProtocol } from '../base/namespace-import.js';
 import { readAccesses, type AccessGuard } from '../auth/index.js';
 import {
   type Command,
@@ -393,6 +394,7 @@ export class CellService implements api.CellApi, CommandProposer {
       compactRevision: this.store.compactRevision,
       epoch: this.store.epoch,
       storeFormat: this.store.storeFormat,
+      moveProtocol,
       restoredFrom: this.config.restoredFrom ?? null,
       data: status.regressed !== null ? 'regressed' : status.recovering ? 'recovering' : 'ok',
       ...(status.regressed !== null ? { regressedBecause: status.regressed } : {}),
