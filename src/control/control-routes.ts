@@ -51,7 +51,7 @@ export function createControlRoutes(control: ControlService, admin: { checkAdmin
       const prefix = stringField(body, 'prefix');
       const to = stringField(body, 'to');
       // The request's own errors first, then the build gate (member-builds.ts): every member of
-      // both cells must apply landing imports; one that does not answer is not assumed to.
+      // both cells that answers must apply landing imports.
       const before = (await control.read(principal)).map;
       const started = withMoveStarted(before, prefix, to, Date.now());
       const from = started.moves?.at(-1)?.from as string;

@@ -76,23 +76,20 @@ function described(cell: string, member: MemberBuild): string {
 }
 
 /**
- * Why a move between these cells may not go on, or null. An older member always stops it;
- * a member (or a cell) that does not answer stops it only where `silent` is 'refuse' (the start:
- * the caller may try again; before the fence, a member that was checked at the start and is down
- * now applies nothing until it is back, so the move goes on).
+ * Why a move between these cells may not go on, or null. An older member always stops it. A
+ * member that does not answer does not: it applies nothing while it is down, and one that comes
+ * back on an older build before the fence is seen there (refusing silence would forbid moving a
+ * namespace off a cell with a member down, when an operator most wants to). A cell none of whose
+ * members answers stops it only where `silentCell` is 'refuse' (the start: nothing could be copied).
  */
-export function buildsProblem(cells: readonly CellBuilds[], silent: 'refuse' | 'allow'): BatonError | null {
+export function buildsProblem(cells: readonly CellBuilds[], silentCell: 'refuse' | 'allow'): BatonError | null {
   const ids = cells.map((c) => c.cell).join(' and ');
   const older: { cell: string; member: MemberBuild }[] = [];
-  const unanswered: string[] = [];
+  const silent: string[] = [];
   for (const { cell, members } of cells) {
-    if (members === null) {
-      unanswered.push(`no member of cell ${cell} answered its status`);
-      continue;
-    }
-    for (const member of members) {
-      if (member.moveProtocol === null) unanswered.push(`${described(cell, member)} did not answer its status`);
-      else if (member.moveProtocol < moveProtocolNeeded) older.push({ cell, member });
+    if (members === null) silent.push(cell);
+    for (const member of members ?? []) {
+      if (member.moveProtocol !== null && member.moveProtocol < moveProtocolNeeded) older.push({ cell, member });
     }
   }
   if (older.length > 0) {
@@ -107,14 +104,14 @@ export function buildsProblem(cells: readonly CellBuilds[], silent: 'refuse' | '
       },
     );
   }
-  if (silent === 'refuse' && unanswered.length > 0) {
-    return new UnavailableError(`${unanswered.join('; ')}: its build could not be confirmed (a move needs every member of ${ids} on move protocol ${moveProtocolNeeded} or newer); try again once it answers`);
+  if (silentCell === 'refuse' && silent.length > 0) {
+    return new UnavailableError(`no member of cell ${silent.join(' or ')} answered its status: its members' builds could not be confirmed; try again once it answers`, { cells: silent });
   }
   return null;
 }
 
 /** Throws buildsProblem's error for a move between `cells` now. */
-export async function checkMoveBuilds(cells: readonly MapCell[], silent: 'refuse' | 'allow'): Promise<void> {
-  const problem = buildsProblem(await Promise.all(cells.map(cellBuilds)), silent);
+export async function checkMoveBuilds(cells: readonly MapCell[], silentCell: 'refuse' | 'allow'): Promise<void> {
+  const problem = buildsProblem(await Promise.all(cells.map(cellBuilds)), silentCell);
   if (problem !== null) throw problem;
 }

@@ -1,7 +1,8 @@
 // The build gate's decision (src/control/member-builds.ts) and the move record's `blocked` note
 // (src/control/moves.ts): an older member (no moveProtocol, or below the one needed) refuses with
-// precondition_failed naming each older member of either cell and nobody else; a member or a cell
-// that does not answer refuses (unavailable) only where asked to; the note keeps the map's epoch,
+// precondition_failed naming each older member of either cell and nobody else; a member that does
+// not answer holds nothing, a cell none of whose members answers refuses a start (unavailable); the
+// note keeps the map's epoch,
 // survives a parse, and the fence clears it. (Real members in test/cluster/move-build-gate.test.ts.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -37,15 +38,17 @@ test('an older member in either cell refuses the move, naming each older member 
   }
 });
 
-test('a member or a cell that does not answer refuses a start (unavailable) but not a fence', () => {
+test('a member that does not answer holds nothing; a cell none of whose members answers refuses a start (unavailable), not a fence', () => {
   const silentMember = [cell('cell-1', member(1, 1), member(2, null)), cell('cell-2', member(4, 1))];
-  const refused = buildsProblem(silentMember, 'refuse');
-  assert.ok(refused instanceof UnavailableError, String(refused));
-  assert.match(refused.message, /cell cell-1 member n2 \(id 2, .*\) did not answer its status: its build could not be confirmed/);
+  assert.equal(buildsProblem(silentMember, 'refuse'), null);
   assert.equal(buildsProblem(silentMember, 'allow'), null);
   const silentCell = [cell('cell-1', member(1, 1)), { cell: 'cell-2', members: null }];
-  assert.match(String(buildsProblem(silentCell, 'refuse')?.message), /no member of cell cell-2 answered its status/);
+  const refused = buildsProblem(silentCell, 'refuse');
+  assert.ok(refused instanceof UnavailableError, String(refused));
+  assert.match(refused.message, /no member of cell cell-2 answered its status/);
   assert.equal(buildsProblem(silentCell, 'allow'), null);
+  // An older member that answers still refuses next to a silent one.
+  assert.ok(buildsProblem([cell('cell-1', member(1, 0), member(2, null))], 'allow') instanceof PreconditionFailedError);
 });
 
 test('the blocked note: same epoch, parsed back, replaced only when it changes, cleared by the fence', () => {
