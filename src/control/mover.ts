@@ -303,7 +303,7 @@ export class Mover {
     this.windows.push(windowMs);
     if (this.windows.length > 1_000) this.windows.shift();
     this.log.info(`move ${move.id} of ${move.prefix} flipped to ${move.to}: writes paused at most ${windowMs} ms `
-      + `(fence ${split[0]}, last changes ${split[1]} [${marks.join(', ')}], flip ${split[2]}, destination table ${split[3]} ms), fence revision ${recorded}`);
+      + `(fence ${split[0]}${fence?.timing === undefined ? '' : ` [${fence.timing}]`}, last changes ${split[1]} [${marks.join(', ')}], flip ${split[2]}, destination table ${split[3]} ms), fence revision ${recorded}`);
   }
 
   /**
