@@ -58,6 +58,7 @@ function stubCell(): CellApi {
     compactRevision: 0,
     epoch: 0,
     storeFormat: 3,
+    moveProtocol: 1,
     restoredFrom: null,
     data: 'ok',
     members: [],

@@ -172,7 +172,7 @@ async function runBuild(build: string, cli: string, moveCount: number): Promise<
       }
       const parts = (move['windowParts'] as Record<string, number> | undefined) ?? partsFromLog(dev.log[m]);
       moves.push({ windowMs: Number(move['windowMs']), parts, clientPauseMs: Math.round(pause), refused: refused - refusedBefore });
-      if (!values.json) process.stderr.write(`${build} move ${m + 1}/${moveCount}: window ${move['windowMs']} ms ${JSON.stringify(parts)}, client pause ${Math.round(pause)} ms ${/last changes \d+ (\[[^\]]*\])/.exec(dev.log[m] ?? '')?.[1] ?? ''}\n`);
+      if (!values.json) process.stderr.write(`${build} move ${m + 1}/${moveCount}: window ${move['windowMs']} ms ${JSON.stringify(parts)}, client pause ${Math.round(pause)} ms ${/fence \d+ (\[[^\]]*\])/.exec(dev.log[m] ?? '')?.[1] ?? ''} ${/last changes \d+ (\[[^\]]*\])/.exec(dev.log[m] ?? '')?.[1] ?? ''}\n`);
       await sleep(500);
     }
     loading = false;

@@ -83,6 +83,11 @@ export interface ClusterStatus {
    * applies the newest (docs/design/storage.md).
    */
   readonly storeFormat: number;
+  /**
+   * The namespace-move protocol this member's build applies (src/base/namespace-import.ts:
+   * 1 = landing imports); absent in builds older than it. Not replicated: each member's own build.
+   */
+  readonly moveProtocol: number;
   /** The backup this cell was restored from, or null. */
   readonly restoredFrom: RestoreRecord | null;
   /**

@@ -6,6 +6,17 @@
 // requests: [{id, record} (both base64): Request-ID and its dedup record], own?: the landing
 // table's JSON text (a move's last import: the cell takes the namespace in the same command)}.
 
+/**
+ * The namespace-move protocol a member's build applies, in its /v1/cluster/status (`moveProtocol`).
+ * 1: landing imports (`own` in the import record, `landingFrom` in the ownership table: the
+ * fourth slice). A build older than that has no such field and ignores both: its state machine
+ * would take a moving namespace at the flip's table, before its last changes, and diverge from
+ * its cell's newer members. The control plane moves a namespace only while every member of both
+ * cells reports at least moveProtocolNeeded (src/control/member-builds.ts).
+ */
+export const moveProtocol = 1;
+export const moveProtocolNeeded = 1;
+
 /** Keys per import command: the mover batches a namespace's keys into commands of this size. */
 export const importKeysPerCommandMax = 1_000;
 /** Within a request (limits.ts requestBytesMax): the mover sends it as one HTTP body. */

@@ -99,7 +99,7 @@ export const nsCommand = (args: readonly string[]): Promise<number> =>
 
 interface MoveJson {
   prefix: string; from: string; to: string; phase: string; cleaned?: boolean;
-  copyRevision?: number; fenceRevision?: number; windowMs?: number; error?: string;
+  copyRevision?: number; fenceRevision?: number; windowMs?: number; error?: string; blocked?: string;
 }
 
 function moveLine(move: MoveJson): string {
@@ -107,6 +107,7 @@ function moveLine(move: MoveJson): string {
     move.fenceRevision === undefined ? '' : `fence revision ${move.fenceRevision} (watchers resume on ${move.to} from ${move.fenceRevision + 1})`,
     move.windowMs === undefined ? '' : `writes paused ${move.windowMs} ms`,
     move.error === undefined ? '' : move.error,
+    move.blocked === undefined ? '' : `waiting before the fence: ${move.blocked}`,
   ].filter((d) => d !== '');
   return `move ${move.prefix} ${move.from} -> ${move.to}: ${move.phase}${details.length === 0 ? '' : `, ${details.join(', ')}`}`;
 }

@@ -7,7 +7,8 @@
 //   GET    /v1/control/namespaces/PREFIX     one namespace with its cell's endpoints
 //   DELETE /v1/control/namespaces/PREFIX     delete one (only if its parent is on the same cell)
 //   GET    /v1/control/moves                 {moves}: open and recently finished move records
-//   POST   /v1/control/moves                 {prefix, to}: start moving a namespace (mover.ts)
+//   POST   /v1/control/moves                 {prefix, to}: start moving a namespace (mover.ts); 412
+//                                            if a member of either cell runs an older build (member-builds.ts)
 //   POST   /v1/control/moves/abort           {prefix}: abort its open move (until the flip)
 // Changes are administration; every change answers with the map's new epoch and which cells
 // hold it already (`pending`: still being pushed).
@@ -16,7 +17,8 @@ import { readJson } from '../api/http/body.js';
 import { bodyObject, pathSegment, stringField } from '../api/http/json-fields.js';
 import type { RouteGroup, RouteRequest } from '../api/http/handler.js';
 import { sendJson } from '../api/http/respond.js';
-import { namespaceInfo, parentOf, withCell, withNamespace, withoutNamespace, type CellMap } from './cell-map.js';
+import { namespaceInfo, parentOf, withCell, withNamespace, withoutNamespace, type CellMap, type MapCell } from './cell-map.js';
+import { checkMoveBuilds } from './member-builds.js';
 import type { ControlService } from './control-service.js';
 import { latestMove, withMoveAborted, withMoveStarted } from './moves.js';
 
@@ -48,6 +50,12 @@ export function createControlRoutes(control: ControlService, admin: { checkAdmin
       const body = bodyObject(await readJson(request.req, request.limits.requestBytesMax), ['prefix', 'to']);
       const prefix = stringField(body, 'prefix');
       const to = stringField(body, 'to');
+      // The request's own errors first, then the build gate (member-builds.ts): every member of
+      // both cells that answers must apply landing imports.
+      const before = (await control.read(principal)).map;
+      const started = withMoveStarted(before, prefix, to, Date.now());
+      const from = started.moves?.at(-1)?.from as string;
+      await checkMoveBuilds([from, to].map((id) => before.cells.find((c) => c.id === id) as MapCell), 'refuse');
       const map = await control.change(principal, (current) => withMoveStarted(current, prefix, to, Date.now()));
       return answer(request, { epoch: map.epoch, move: latestMove(map, prefix) });
     }

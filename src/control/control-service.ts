@@ -146,7 +146,7 @@ export class ControlService {
    * namespace's Request-ID records as of the table's apply there. Null: not pushed, or the records
    * did not come with the answer (the caller reads them instead).
    */
-  async pushFence(map: CellMap, cell: MapCell, requestsOf: { prefix: string; sinceMs: number }): Promise<{ requests: unknown[] | null; revision: number | null } | null> {
+  async pushFence(map: CellMap, cell: MapCell, requestsOf: { prefix: string; sinceMs: number }): Promise<{ requests: unknown[] | null; revision: number | null; timing?: string } | null> {
     const table = ownershipTableOf(map, cell.id);
     const query = `?requestsOf=${encodeURIComponent(requestsOf.prefix)}&requestsSinceMs=${requestsOf.sinceMs}`;
     for (const endpoint of cell.endpoints) {
@@ -154,12 +154,20 @@ export class ControlService {
         const response = await fetch(`${endpoint}/v1/cluster/ownership${query}`, {
           method: 'PUT', body: table, headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(pushTimeoutMs),
         });
-        const body = (await response.json()) as { requests?: unknown[] | null; revision?: unknown };
+        const text = await response.text();
+        const body = JSON.parse(text) as { requests?: unknown[] | null; revision?: unknown; appliedInMs?: unknown; requestsInMs?: unknown };
         if (response.status === 412) return { requests: null, revision: null };
         if (!response.ok) continue;
         this.acked.set(cell.id, Math.max(map.epoch, this.acked.get(cell.id) ?? 0));
+        // Where the fence's time went on the source, for the mover's log line (older cells say nothing).
+        const timing = typeof body.appliedInMs === 'number'
+          ? `source: proposed -> applied ${body.appliedInMs}, records read ${String(body.requestsInMs)} (${Array.isArray(body.requests) ? body.requests.length : 'too many'}, ${Math.round(text.length / 1024)} KiB)`
+          : undefined;
         // The revision the table applied at: at or above the fence (the fence itself if this push fenced).
-        return { requests: Array.isArray(body.requests) ? body.requests : null, revision: typeof body.revision === 'number' ? body.revision : null };
+        return {
+          requests: Array.isArray(body.requests) ? body.requests : null, revision: typeof body.revision === 'number' ? body.revision : null,
+          ...(timing === undefined ? {} : { timing }),
+        };
       } catch (error) {
         this.log.warn(`ownership push to ${cell.id} at ${endpoint}: ${(error as Error).message}`);
       }

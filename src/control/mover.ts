@@ -8,7 +8,9 @@
 //   copying      read the namespace on the source at revision r0 (one read view), import it on the
 //                destination (first batch clears the range there), floor r0
 //   catching-up  a watch of the namespace on the source streams its changes to the destination
-//                (or rounds of reads), until few changes are left
+//                (or rounds of reads), until few changes are left; it fences only while every
+//                member of both cells runs a build with landing imports (member-builds.ts), and
+//                else waits here (the record's `blocked` says why)
 //   fenced       the source holds a table fencing the namespace (a committed ownershipSet): from
 //                then on it refuses writes to it. Once it applied there, the flip (one
 //                compare-and-set) runs while the last changes are gathered (the watch ends at
@@ -23,7 +25,9 @@ import { ownershipTableOf, type CellMap, type MapCell } from './cell-map.js';
 import { CellRefusedError, leaderFirst, readLease, readNamespace, readNamespaceRequests, readOwnershipTable, sendImport, type NamespaceRead, type WireRequest } from './cell-calls.js';
 import type { ControlService } from './control-service.js';
 import { SourceFeed, type FeedChanges } from './source-feed.js';
-import { movesToDrive, withMoveAborted, withMoveAdvanced, withMoveCleaned, type MovePhase, type MoveRecord } from './moves.js';
+import { movesToDrive, withMoveAborted, withMoveAdvanced, withMoveBlocked, withMoveCleaned, type MovePhase, type MoveRecord } from './moves.js';
+import { buildsProblem, cellBuilds } from './member-builds.js';
+import type { BatonError } from '../base/errors.js';
 
 /** The control cell acts as root on its own work. */
 const moverPrincipal = 'root';
@@ -44,6 +48,8 @@ const requestsPerImport = 1_000;
 /** Import records stay well under a request's size (src/base/limits.ts). */
 const importBatchBytes = 768 * 1024;
 const pushRetryMs = 20;
+/** How often a move waiting for its members' builds looks again. */
+const buildsRecheckMs = 1_000;
 const pushWaitMs = 10_000;
 
 interface Progress {
@@ -62,6 +68,8 @@ interface Progress {
   windowParts?: WindowParts;
   /** The landing import applied (this leader saw it answered): the flipped phase has nothing to redo. */
   landed?: boolean;
+  /** The build gate said no: when to look again (member-builds.ts). */
+  buildsRecheckAtMs?: number;
 }
 
 /** Where the write window's time went, ms (the move record's windowParts). */
@@ -100,6 +108,9 @@ export class Mover {
     private readonly clock: MoverClock = { nowMs: () => Date.now() },
     private readonly log: { warn(message: string): void; info(message: string): void } = { warn: () => {}, info: () => {} },
     private readonly observer: MoveObserver = quietObserver,
+    /** The build gate before the fence (member-builds.ts); null: it may fence. */
+    private readonly buildsCheck: (cells: readonly MapCell[]) => Promise<BatonError | null> =
+      async (cells) => buildsProblem(await Promise.all(cells.map(cellBuilds)), 'allow'),
   ) {}
 
   /** One round: drives every move with work left as far as it goes now. */
@@ -153,12 +164,23 @@ export class Mover {
         }
         // The namespace's Request-IDs so far; the few stamped meanwhile go with the last changes.
         await this.sendRequests(destination, move.prefix, await this.newRequests(source, move.prefix, progress), progress, map.epoch);
+        // No fence while a member of either cell runs a build without landing imports (replaced
+        // since the start): the move waits here, the source writable, the catch-up going on.
+        if (!(await this.buildsAllowFence(move, progress, source, destination))) return true;
         const fenced = await this.control.changeFrom(moverPrincipal, known, (current) => withMoveAdvanced(current, move.id, 'catching-up', {}, this.clock.nowMs()));
         this.left(move, 'catching-up');
         await this.fenceAndFlip(fenced, move, source, destination, progress);
         return false;
       }
       case 'fenced': {
+        // A new leader resuming a fence: an older member found now aborts it (waiting here would
+        // keep the namespace unwritable; the abort unfences the source).
+        const problem = await this.buildsCheck([source, destination]);
+        if (problem !== null) {
+          this.log.warn(`move ${move.id} of ${move.prefix}: aborted before its flip: ${problem.message}`);
+          await this.control.change(moverPrincipal, (current) => withMoveAborted(current, move.prefix, problem.message, this.clock.nowMs()));
+          return false;
+        }
         const progress = await this.progressOf(move, source, destination, map.epoch);
         await this.fenceAndFlip(known, move, source, destination, progress);
         return false;
@@ -281,7 +303,27 @@ export class Mover {
     this.windows.push(windowMs);
     if (this.windows.length > 1_000) this.windows.shift();
     this.log.info(`move ${move.id} of ${move.prefix} flipped to ${move.to}: writes paused at most ${windowMs} ms `
-      + `(fence ${split[0]}, last changes ${split[1]} [${marks.join(', ')}], flip ${split[2]}, destination table ${split[3]} ms), fence revision ${recorded}`);
+      + `(fence ${split[0]}${fence?.timing === undefined ? '' : ` [${fence.timing}]`}, last changes ${split[1]} [${marks.join(', ')}], flip ${split[2]}, destination table ${split[3]} ms), fence revision ${recorded}`);
+  }
+
+  /**
+   * The build gate before the fence (member-builds.ts), looked at once per buildsRecheckMs while
+   * it says no; the reason goes into the move record (`blocked`) and the log once per change.
+   */
+  private async buildsAllowFence(move: MoveRecord, progress: Progress, source: MapCell, destination: MapCell): Promise<boolean> {
+    const now = this.clock.nowMs();
+    if (progress.buildsRecheckAtMs !== undefined && now < progress.buildsRecheckAtMs) return false;
+    const problem = await this.buildsCheck([source, destination]);
+    if (problem === null) {
+      progress.buildsRecheckAtMs = undefined;
+      return true;
+    }
+    progress.buildsRecheckAtMs = now + buildsRecheckMs;
+    if (move.blocked !== problem.message) {
+      this.log.warn(`move ${move.id} of ${move.prefix}: waiting before the fence: ${problem.message}`);
+      await this.control.change(moverPrincipal, (current) => withMoveBlocked(current, move.id, 'catching-up', problem.message));
+    }
+    return false;
   }
 
   /** Whether the destination took the namespace (its landing applied): its table owns it, not landing. */

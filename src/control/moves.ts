@@ -36,6 +36,11 @@ export interface MoveRecord {
   /** Aborted or released: whether the leftover keys (destination / source) were removed. */
   readonly cleaned?: boolean;
   readonly error?: string;
+  /**
+   * Why the move waits before its fence (member-builds.ts: a member of either cell on an older
+   * build); cleared when it fences. The source stays writable and the catch-up goes on meanwhile.
+   */
+  readonly blocked?: string;
 }
 
 /** Finished records kept in the map (for `ns show`); older ones are dropped. */
@@ -55,7 +60,7 @@ export function parseMoves(raw: unknown): MoveRecord[] {
     if (parts !== null && typeof parts === 'object' && !Array.isArray(parts)) {
       record['windowParts'] = Object.fromEntries(Object.entries(parts as Record<string, unknown>).filter(([, v]) => typeof v === 'number'));
     }
-    if (typeof m['error'] === 'string') record['error'] = m['error'];
+    for (const field of ['error', 'blocked']) if (typeof m[field] === 'string') record[field] = m[field];
     return record as unknown as MoveRecord;
   });
 }
@@ -113,11 +118,24 @@ export function withMoveAdvanced(map: CellMap, id: number, from: MovePhase, fiel
   const phase = next[from];
   if (phase === undefined) throw new InvalidArgumentError(`a move in phase ${from} has no next phase`);
   const epoch = map.epoch + 1;
-  const updated: MoveRecord = { ...move, ...(phase === 'released' ? { cleaned: false } : {}), ...fields, phase, updatedAtMs: nowMs };
+  const { blocked: _, ...unblocked } = move;
+  const updated: MoveRecord = { ...unblocked, ...(phase === 'released' ? { cleaned: false } : {}), ...fields, phase, updatedAtMs: nowMs };
   const namespaces = phase !== 'flipped' ? map.namespaces : map.namespaces.map((n): MapNamespace => (
     n.prefix === move.prefix ? { prefix: n.prefix, cell: move.to, epoch, state: 'active' } : n
   ));
   return { ...map, epoch, namespaces, moves: (map.moves ?? []).map((m) => (m.id === id ? updated : m)) };
+}
+
+/**
+ * Notes why move `id` (still in phase `from`) waits (null: it no longer does). The map's epoch
+ * stays: no table changes, so no cell is pushed anything and the mover's imports stay current.
+ */
+export function withMoveBlocked(map: CellMap, id: number, from: MovePhase, reason: string | null): CellMap {
+  const move = (map.moves ?? []).find((m) => m.id === id);
+  if (move === undefined || move.phase !== from || (move.blocked ?? null) === reason) return map;
+  const { blocked: _, ...rest } = move;
+  const updated: MoveRecord = reason === null ? rest : { ...rest, blocked: reason };
+  return { ...map, moves: (map.moves ?? []).map((m) => (m.id === id ? updated : m)) };
 }
 
 /** Records that a finished move's leftover keys are gone (no map epoch change: tables unchanged). */

@@ -4,6 +4,7 @@
 import { encodeTenants, type StoredPolicy } from '../mvcc/index.js';
 import type { TenantRecord, TenantUsage } from '../base/tenants.js';
 import { UnavailableError } from '../base/errors.js';
+import { moveProtocol } from '../base/namespace-import.js';
 import { readAccesses, type AccessGuard } from '../auth/index.js';
 import {
   type Command,
@@ -213,15 +214,20 @@ export class CellService implements api.CellApi, CommandProposer {
   /** Replaces the namespace-ownership table through the log (the control plane pushes it). */
   async setOwnership(record: Uint8Array, principal: string, requestsOf?: { prefix: string; sinceMs: number }): Promise<{
     epoch: number; revision: number; requests?: { id: string; record: string; stampMs: number }[] | null;
+    /** A fence's: ms from its proposal to its apply here, and of the records' scan (the mover's window log). */
+    appliedInMs?: number; requestsInMs?: number;
   }> {
+    const proposedAt = performance.now();
     const { result } = await this.propose({ type: 'ownershipSet', record }, undefined, principal);
     if (requestsOf === undefined) return { epoch: result.epoch, revision: result.revision };
+    const appliedAt = performance.now();
     // A move's fence: read right after it applied here, this member holds every Request-ID record
     // of the namespace (writes to it after the fence are refused and record none). null: too many
     // for one answer (the mover reads them in pages instead).
     const page = this.store.namespaceRequests(requestsOf.prefix, { sinceMs: requestsOf.sinceMs, after: null, scanMax: 20_000 });
     return {
       epoch: result.epoch, revision: result.revision,
+      appliedInMs: Math.round(appliedAt - proposedAt), requestsInMs: Math.round(performance.now() - appliedAt),
       requests: page.next !== null ? null : page.requests.map((r) => ({ id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64'), stampMs: r.stampMs })),
     };
   }
@@ -393,6 +399,7 @@ export class CellService implements api.CellApi, CommandProposer {
       compactRevision: this.store.compactRevision,
       epoch: this.store.epoch,
       storeFormat: this.store.storeFormat,
+      moveProtocol,
       restoredFrom: this.config.restoredFrom ?? null,
       data: status.regressed !== null ? 'regressed' : status.recovering ? 'recovering' : 'ok',
       ...(status.regressed !== null ? { regressedBecause: status.regressed } : {}),
