@@ -12,6 +12,7 @@ import { answerGraceMs, type QueueMetrics } from '../lock/queue.js';
 import type { LockService } from '../lock/lock-service.js';
 import type { LeaseService } from '../lease/lease-service.js';
 import type { MemberId } from '../raft/index.js';
+import type { ChangeFeed } from '../lock/change-feed.js';
 import { LockChecker, type Tenure } from './lock-checker.js';
 import type { SimLockEnv } from './lock-member.js';
 import type { LeaseWorkload } from './lease-workload.js';
@@ -47,6 +48,13 @@ const acquireBoundMs = 9_000;
 const answerLateMs = 2 * requestTimeoutMs + answerGraceMs + 50;
 const proposalIdBase = 3e12;
 const lockName = 'sim';
+/**
+ * The share of swarm lock seeds whose members write progress notes to waiting acquires (see
+ * `progressNotes`), and the connection drop rates those seeds draw from (never 0: with no drops
+ * there is no dead socket for a note to find).
+ */
+const progressNotesShare = 0.5;
+const progressNotesDropRates = [0.2, 0.5, 0.8];
 
 /** A retry of an acquire whose outcome is unknown: the same Request-ID, for the same lease. */
 interface Attempt {
@@ -93,7 +101,7 @@ export class LockWorkload implements SimLockEnv {
    * (a load balancer's idle cut, a client-side socket error): the client sees no answer early and
    * retries elsewhere with the same Request-ID, so two attempts of one request wait side by side.
    */
-  private readonly connectionDropRate: number;
+  private connectionDropRate: number;
   /**
    * Whether a retry resends the request as it was (its first wait, as a plain HTTP client
    * retrying with the same Request-ID and body does) rather than the wait that is left: the
@@ -106,6 +114,17 @@ export class LockWorkload implements SimLockEnv {
    * have ended, which the cell must refuse rather than queue or grant.
    */
   private readonly stallBeforeSendRate: number;
+  /**
+   * A region of swarm lock seeds (drawn from its own fork, after everything else): the member
+   * writes a progress note to each waiting acquire whenever the lock's queue moves (an entry
+   * deleted: a release, a withdrawal, a lease's end), as a server streaming queue positions does,
+   * and so hears of a dropped connection at the first move after the drop, not at a random time.
+   * The first move that matters to an attempt is usually the hand-off that grants it: its caller
+   * is found gone in the very step it is granted, while the client's same-Request-ID retry, which
+   * reclaimed the entry meanwhile, is granted that entry too; the attempt must give back only
+   * what it created (src/lock/queue.ts giveBack), never the retry's grant.
+   */
+  private progressNotes = false;
 
   constructor(
     private readonly world: World,
@@ -126,6 +145,18 @@ export class LockWorkload implements SimLockEnv {
       waiting: () => undefined,
     };
     world.stats.locks = this.stats;
+  }
+
+  /**
+   * Draws the progress-notes region (swarm seeds only) from `random`, a fork of the seed taken
+   * after every other subsystem's: lock seeds outside the region draw and replay as before it
+   * existed. Called before the run starts.
+   */
+  drawRegion(random: Random): void {
+    if (this.world.scenario.profile !== 'swarm' || !chance(random, progressNotesShare)) return;
+    this.progressNotes = true;
+    this.connectionDropRate = pick(random, progressNotesDropRates);
+    this.world.trace('-', `lock clients: members write progress notes to waiting acquires; connections drop at rate ${this.connectionDropRate}`);
   }
 
   nextProposalId(): Uint8Array {
@@ -258,6 +289,8 @@ export class LockWorkload implements SimLockEnv {
     const sentMs = this.world.nowMs;
     const member = this.world.nodes.get(contender.member);
     const incarnation = member?.incarnation;
+    // The feed of the member (this incarnation) that got the call: its progress notes (see progressNotes).
+    const feed = member?.serverDriver?.locks?.feed ?? null;
     const pausesAtSend = this.world.stats.pauses;
     const memberId = contender.member;
     // The member that got the call is still the same running incarnation, and nobody paused.
@@ -315,7 +348,7 @@ export class LockWorkload implements SimLockEnv {
         // lease lives; giving up here would leave a ghost entry that holds the lock while the
         // lease is renewed.
         if (retryable && contender.lease === lease) {
-          this.abandon(abandon, waitMs);
+          this.abandon(abandon, waitMs, feed);
           this.moveOn(contender);
           return this.later(contender, randomInt(this.random, 5, 30), () =>
             this.acquire(contender, { requestId, lease, deadlineMs: Math.max(deadlineMs, this.world.nowMs), tries: tries + 1, firstWaitMs: attempt?.firstWaitMs ?? waitMs }));
@@ -367,10 +400,24 @@ export class LockWorkload implements SimLockEnv {
     this.afterRelease(contender);
   }
 
-  /** The member hears of the abandoned call as this seed's `abortHeard` says. */
-  private abandon(call: AbortController, waitMs: number): void {
-    const heard = this.abortHeard === 'mixed' ? pick(this.random, ['atOnce', 'late', 'never'] as const) : this.abortHeard;
+  /**
+   * The member hears of the abandoned call as this seed's `abortHeard` says or, in the
+   * progress-notes region, when it next writes to the call: at the first move of the lock's queue
+   * it applies (never, if it restarts first: the call died with it).
+   */
+  private abandon(call: AbortController, waitMs: number, feed: ChangeFeed | null): void {
     const abort = (): void => call.abort(new Error('the client gave up on this call'));
+    if (this.progressNotes) {
+      if (feed === null || call.signal.aborted) return;
+      const notes = feed.watchPrefix(`/locks/${lockName}/`, (events) => {
+        // null: the member re-read the queue (a snapshot, a compaction): it writes a note too.
+        if (events !== null && !events.some((event) => event.type === 'delete')) return;
+        notes.cancel();
+        abort();
+      });
+      return;
+    }
+    const heard = this.abortHeard === 'mixed' ? pick(this.random, ['atOnce', 'late', 'never'] as const) : this.abortHeard;
     if (heard === 'atOnce') abort();
     else if (heard === 'late') this.world.at(this.world.nowMs + randomInt(this.random, 1, waitMs + answerLateMs), '', abort);
   }
