@@ -12,13 +12,13 @@ import { answerGraceMs, type QueueMetrics } from '../lock/queue.js';
 import type { LockService } from '../lock/lock-service.js';
 import type { LeaseService } from '../lease/lease-service.js';
 import type { MemberId } from '../raft/index.js';
-import type { ChangeFeed } from '../lock/change-feed.js';
 import { LockChecker, type Tenure } from './lock-checker.js';
 import type { SimLockEnv } from './lock-member.js';
 import type { LeaseWorkload } from './lease-workload.js';
 import { proposalId, requestTimeoutMs } from './server-driver.js';
 import { timedCall } from './timed-call.js';
 import type { LockStats } from './types.js';
+import type { SimNode } from './sim-node.js';
 import type { World } from './world.js';
 
 const contendersMin = 3;
@@ -53,8 +53,8 @@ const lockName = 'sim';
  * `progressNotes`), and the connection drop rates those seeds draw from (never 0: with no drops
  * there is no dead socket for a note to find).
  */
-const progressNotesShare = 0.5;
-const progressNotesDropRates = [0.2, 0.5, 0.8];
+const progressNotesShare = 0.7;
+const progressNotesDropRates = [0.5, 0.8];
 
 /** A retry of an acquire whose outcome is unknown: the same Request-ID, for the same lease. */
 interface Attempt {
@@ -289,8 +289,6 @@ export class LockWorkload implements SimLockEnv {
     const sentMs = this.world.nowMs;
     const member = this.world.nodes.get(contender.member);
     const incarnation = member?.incarnation;
-    // The feed of the member (this incarnation) that got the call: its progress notes (see progressNotes).
-    const feed = member?.serverDriver?.locks?.feed ?? null;
     const pausesAtSend = this.world.stats.pauses;
     const memberId = contender.member;
     // The member that got the call is still the same running incarnation, and nobody paused.
@@ -348,7 +346,7 @@ export class LockWorkload implements SimLockEnv {
         // lease lives; giving up here would leave a ghost entry that holds the lock while the
         // lease is renewed.
         if (retryable && contender.lease === lease) {
-          this.abandon(abandon, waitMs, feed);
+          this.abandon(abandon, waitMs, lease, member);
           this.moveOn(contender);
           return this.later(contender, randomInt(this.random, 5, 30), () =>
             this.acquire(contender, { requestId, lease, deadlineMs: Math.max(deadlineMs, this.world.nowMs), tries: tries + 1, firstWaitMs: attempt?.firstWaitMs ?? waitMs }));
@@ -402,16 +400,24 @@ export class LockWorkload implements SimLockEnv {
 
   /**
    * The member hears of the abandoned call as this seed's `abortHeard` says or, in the
-   * progress-notes region, when it next writes to the call: at the first move of the lock's queue
-   * it applies (never, if it restarts first: the call died with it).
+   * progress-notes region, when it next writes to the call: when the call's place in the lock's
+   * queue changes (an entry ahead of its entry, or the entry itself, goes), which for the first
+   * entry in line is the hand-off that grants it; never, if the member restarts first (the call
+   * died with it).
    */
-  private abandon(call: AbortController, waitMs: number, feed: ChangeFeed | null): void {
+  private abandon(call: AbortController, waitMs: number, lease: number, member: SimNode | undefined): void {
     const abort = (): void => call.abort(new Error('the client gave up on this call'));
     if (this.progressNotes) {
-      if (feed === null || call.signal.aborted) return;
-      const notes = feed.watchPrefix(`/locks/${lockName}/`, (events) => {
-        // null: the member re-read the queue (a snapshot, a compaction): it writes a note too.
-        if (events !== null && !events.some((event) => event.type === 'delete')) return;
+      const driver = member?.serverDriver;
+      const feed = driver?.locks?.feed;
+      if (driver == null || feed === undefined || call.signal.aborted) return;
+      const prefix = `/locks/${lockName}/`;
+      const notes = feed.watchPrefix(prefix, (events) => {
+        // The call's entry: the one of its lease (a contender has one acquire at a time).
+        const entry = driver.mvccStore?.range({ type: 'get', key: prefix, prefix: true }).kvs.find((kv) => kv.lease === lease);
+        // null: the member re-read the queue (a snapshot, a compaction); it writes a note too.
+        const moved = events === null || entry === undefined || events.some((event) => event.type === 'delete' && event.kv.key < entry.key);
+        if (!moved) return;
         notes.cancel();
         abort();
       });
