@@ -17,12 +17,12 @@ const catchingSeeds: ReadonlyMap<string, readonly number[]> = new Map([
   ['commitOldTermEntries', [218]],
   ['readWithoutQuorum', [530]],
   ['grantOnWake', [13]],
-  ['dedupOff', [5]],
+  ['dedupOff', [20]],
   ['promoteAtZero', [13]],
   ['lockWithoutLeaseCheck', [20]],
   ['skipCutRevision', [5]],
   ['revokeOnLocalTimer', [5]],
-  ['renewWithoutQuorum', [28, 384]],
+  ['renewWithoutQuorum', [28, 32]],
   ['withdrawRetriedEntry', [5, 54]],
 ]);
 
