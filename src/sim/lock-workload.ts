@@ -18,6 +18,7 @@ import type { LeaseWorkload } from './lease-workload.js';
 import { proposalId, requestTimeoutMs } from './server-driver.js';
 import { timedCall } from './timed-call.js';
 import type { LockStats } from './types.js';
+import type { SimNode } from './sim-node.js';
 import type { World } from './world.js';
 
 const contendersMin = 3;
@@ -47,6 +48,13 @@ const acquireBoundMs = 9_000;
 const answerLateMs = 2 * requestTimeoutMs + answerGraceMs + 50;
 const proposalIdBase = 3e12;
 const lockName = 'sim';
+/**
+ * The share of swarm lock seeds whose members write progress notes to waiting acquires (see
+ * `progressNotes`), and the connection drop rates those seeds draw from (never 0: with no drops
+ * there is no dead socket for a note to find).
+ */
+const progressNotesShare = 0.7;
+const progressNotesDropRates = [0.5, 0.8];
 
 /** A retry of an acquire whose outcome is unknown: the same Request-ID, for the same lease. */
 interface Attempt {
@@ -93,7 +101,7 @@ export class LockWorkload implements SimLockEnv {
    * (a load balancer's idle cut, a client-side socket error): the client sees no answer early and
    * retries elsewhere with the same Request-ID, so two attempts of one request wait side by side.
    */
-  private readonly connectionDropRate: number;
+  private connectionDropRate: number;
   /**
    * Whether a retry resends the request as it was (its first wait, as a plain HTTP client
    * retrying with the same Request-ID and body does) rather than the wait that is left: the
@@ -106,6 +114,17 @@ export class LockWorkload implements SimLockEnv {
    * have ended, which the cell must refuse rather than queue or grant.
    */
   private readonly stallBeforeSendRate: number;
+  /**
+   * A region of swarm lock seeds (drawn from its own fork, after everything else): the member
+   * writes a progress note to each waiting acquire whenever the lock's queue moves (an entry
+   * deleted: a release, a withdrawal, a lease's end), as a server streaming queue positions does,
+   * and so hears of a dropped connection at the first move after the drop, not at a random time.
+   * The first move that matters to an attempt is usually the hand-off that grants it: its caller
+   * is found gone in the very step it is granted, while the client's same-Request-ID retry, which
+   * reclaimed the entry meanwhile, is granted that entry too; the attempt must give back only
+   * what it created (src/lock/queue.ts giveBack), never the retry's grant.
+   */
+  private progressNotes = false;
 
   constructor(
     private readonly world: World,
@@ -126,6 +145,18 @@ export class LockWorkload implements SimLockEnv {
       waiting: () => undefined,
     };
     world.stats.locks = this.stats;
+  }
+
+  /**
+   * Draws the progress-notes region (swarm seeds only) from `random`, a fork of the seed taken
+   * after every other subsystem's: lock seeds outside the region draw and replay as before it
+   * existed. Called before the run starts.
+   */
+  drawRegion(random: Random): void {
+    if (this.world.scenario.profile !== 'swarm' || !chance(random, progressNotesShare)) return;
+    this.progressNotes = true;
+    this.connectionDropRate = pick(random, progressNotesDropRates);
+    this.world.trace('-', `lock clients: members write progress notes to waiting acquires; connections drop at rate ${this.connectionDropRate}`);
   }
 
   nextProposalId(): Uint8Array {
@@ -315,7 +346,7 @@ export class LockWorkload implements SimLockEnv {
         // lease lives; giving up here would leave a ghost entry that holds the lock while the
         // lease is renewed.
         if (retryable && contender.lease === lease) {
-          this.abandon(abandon, waitMs);
+          this.abandon(abandon, waitMs, lease, member);
           this.moveOn(contender);
           return this.later(contender, randomInt(this.random, 5, 30), () =>
             this.acquire(contender, { requestId, lease, deadlineMs: Math.max(deadlineMs, this.world.nowMs), tries: tries + 1, firstWaitMs: attempt?.firstWaitMs ?? waitMs }));
@@ -367,10 +398,32 @@ export class LockWorkload implements SimLockEnv {
     this.afterRelease(contender);
   }
 
-  /** The member hears of the abandoned call as this seed's `abortHeard` says. */
-  private abandon(call: AbortController, waitMs: number): void {
-    const heard = this.abortHeard === 'mixed' ? pick(this.random, ['atOnce', 'late', 'never'] as const) : this.abortHeard;
+  /**
+   * The member hears of the abandoned call as this seed's `abortHeard` says or, in the
+   * progress-notes region, when it next writes to the call: when the call's place in the lock's
+   * queue changes (an entry ahead of its entry, or the entry itself, goes), which for the first
+   * entry in line is the hand-off that grants it; never, if the member restarts first (the call
+   * died with it).
+   */
+  private abandon(call: AbortController, waitMs: number, lease: number, member: SimNode | undefined): void {
     const abort = (): void => call.abort(new Error('the client gave up on this call'));
+    if (this.progressNotes) {
+      const driver = member?.serverDriver;
+      const feed = driver?.locks?.feed;
+      if (driver == null || feed === undefined || call.signal.aborted) return;
+      const prefix = `/locks/${lockName}/`;
+      const notes = feed.watchPrefix(prefix, (events) => {
+        // The call's entry: the one of its lease (a contender has one acquire at a time).
+        const entry = driver.mvccStore?.range({ type: 'get', key: prefix, prefix: true }).kvs.find((kv) => kv.lease === lease);
+        // null: the member re-read the queue (a snapshot, a compaction); it writes a note too.
+        const moved = events === null || entry === undefined || events.some((event) => event.type === 'delete' && event.kv.key < entry.key);
+        if (!moved) return;
+        notes.cancel();
+        abort();
+      });
+      return;
+    }
+    const heard = this.abortHeard === 'mixed' ? pick(this.random, ['atOnce', 'late', 'never'] as const) : this.abortHeard;
     if (heard === 'atOnce') abort();
     else if (heard === 'late') this.world.at(this.world.nowMs + randomInt(this.random, 1, waitMs + answerLateMs), '', abort);
   }

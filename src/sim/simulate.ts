@@ -138,6 +138,8 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   scheduleFaults(world, nemesis, nemesisRandom);
   if (options.olderCopy === true) scheduleOlderCopies(world, root.fork(11));
   if (scenario.leaderIsolation !== undefined) scheduleLeaderIsolations(world, root.fork(12), scenario.leaderIsolation);
+  // The lock clients' progress-notes region, forked after every other draw (lock seeds only).
+  lockWorkload?.drawRegion(root.fork(13));
   for (const scripted of options.script ?? []) scheduleScripted(world, scripted);
   const progressEveryMs = options.progressEveryMs;
   if (progressEveryMs !== undefined) repeat(world, progressEveryMs, () => emitProgress(world));
