@@ -81,6 +81,8 @@ interface ProposalWaiter<Outcome> {
 
 /** A Ready handed to the disk (or with nothing to write) that has not completed yet. */
 interface InFlightReady {
+  /** Its place in the order the core handed Readys out (1, 2, ...): they finish in that order. */
+  readonly seq: number;
   readonly ready: Ready;
   persisted: boolean;
   /** The Ready's messages that wait for its write (and every earlier one) to be durable. */
@@ -140,6 +142,9 @@ export class NodeDriver<Outcome> {
    */
   private uncommittedMarks: { lastIndex: number; atMs: number }[] = [];
   private readonly uncommittedAgeMsMax: number;
+  /** Readys taken from the core, and finished (their messages sent), so far: see finish(). */
+  private readysTaken = 0;
+  private readysFinished = 0;
   /** In-flight Readys with a new term or vote (then every message waits for its turn). */
   private termChangesInFlight = 0;
   /** Forwarded commands refused (not appended) because this leader was overloaded. */
@@ -255,7 +260,8 @@ export class NodeDriver<Outcome> {
     if (this.stopped) return;
     this.assertStarted();
     this.core.tick();
-    this.pump();
+    // A timer callback: the heartbeats leave with the rest of this turn's traffic (see pump).
+    this.pump(false);
     this.checkpoints?.tick();
     this.maybeCheckpoint();
   }
@@ -283,7 +289,7 @@ export class NodeDriver<Outcome> {
   /** Hands out everything pending now instead of at the next timers.soon (the simulator's step). */
   flush(): void {
     if (this.stopped) return;
-    this.pump();
+    this.pump(true);
   }
 
   /** A fresh 16-byte id for propose(). */
@@ -367,25 +373,38 @@ export class NodeDriver<Outcome> {
    */
   private schedulePump(): void {
     const soon = this.timers.soon;
-    if (soon === undefined) return this.pump();
+    if (soon === undefined) return this.pump(true);
     if (this.pumpSoon) return;
     this.pumpSoon = true;
     // The simulator holds a paused member's callbacks until it resumes, as a stopped process would.
-    soon(() => this.pump());
+    soon(() => this.pump(true));
   }
 
-  private pump(): void {
+  /**
+   * Hands out every Ready the core has. `flushNow` says where in the event-loop turn this runs:
+   * true in the timers.soon callback (the check phase, the turn's end: a flush left to the
+   * transport would wait a whole turn, behind every socket read of the next poll phase) or when a
+   * caller asked for it; false in a disk-write completion or a tick, earlier in the turn, where
+   * the transport's own flush at the turn's end (PeerSender.send) writes what they queued together
+   * with everything else of the turn: one socket write per peer instead of one per Ready (under
+   * 100K renewals/s the leader made a write per peer for every Ready: heartbeats of leadership
+   * confirmations, commit notices after each disk write, acknowledgements).
+   */
+  private pump(flushNow: boolean): void {
     this.pumpSoon = false;
-    this.pumpReadys();
+    this.pumpReadys(flushNow);
     // Acknowledgements and commit notices queued while handling the Readys leave now, not one
-    // event-loop turn later (pump runs in a setImmediate callback; see PeerSender.flush).
-    this.peers.flush?.();
+    // event-loop turn later (see PeerSender.flush).
+    if (flushNow || this.timers.soon === undefined) this.peers.flush?.();
   }
 
-  private pumpReadys(): void {
+  private pumpReadys(flushAsked: boolean): void {
     const inFlightMax = this.options.readysInFlightMax ?? 1;
+    // Without timers.soon there is no turn to share: every pump writes at once, as it always did.
+    const flushNow = flushAsked || this.timers.soon === undefined;
     while (!this.stopped && this.inFlight.length < inFlightMax && this.core.hasReady()) {
       const ready = this.core.ready();
+      const seq = ++this.readysTaken;
       this.observeSoftState(ready);
       this.trackUncommitted(ready);
       const termChange = this.mustSync(ready.hardState);
@@ -394,7 +413,8 @@ export class NodeDriver<Outcome> {
       this.peers.send(early.length === 0 ? ready.appendMessages : ready.appendMessages.concat(early));
       // Out before the disk write is handed over and before applying: waking the WAL thread can
       // cost this thread its core for a while, and the followers' fsyncs are the longer path.
-      this.peers.flush?.();
+      // (Earlier in the turn, the transport's flush at the turn's end is soon enough.)
+      if (flushNow) this.peers.flush?.();
       // A snapshot replaces the log it covers: nothing below it is applied any more (its install
       // brings the state), even entries committed and handed out earlier.
       if (ready.snapshot !== null) this.dropCovered(ready.snapshot.meta.index);
@@ -405,10 +425,10 @@ export class NodeDriver<Outcome> {
         // costing an fsync of its own.
         if (ready.hardState !== null) this.deferredHardState = ready.hardState;
         if (this.inFlight.length === 0) {
-          this.finish(ready, late);
+          this.finish(seq, ready, late);
         } else {
           // Its messages may acknowledge entries still being written: it completes in turn.
-          this.inFlight.push({ ready, persisted: true, messages: late, termChange: false });
+          this.inFlight.push({ seq, ready, persisted: true, messages: late, termChange: false });
           this.applyDurable();
         }
         continue;
@@ -416,7 +436,7 @@ export class NodeDriver<Outcome> {
       const hardState = ready.hardState ?? this.deferredHardState;
       this.deferredHardState = null;
       if (ready.hardState !== null) this.syncedHardState = ready.hardState;
-      const handed: InFlightReady = { ready, persisted: false, messages: late, termChange };
+      const handed: InFlightReady = { seq, ready, persisted: false, messages: late, termChange };
       if (termChange) this.termChangesInFlight++;
       this.inFlight.push(handed);
       // The disk write starts first (the WAL hands it to its thread in this turn), then the
@@ -427,7 +447,8 @@ export class NodeDriver<Outcome> {
           handed.persisted = true;
           if (this.stopped) return;
           this.completeInOrder();
-          this.pump();
+          // A disk completion in the poll phase: the messages it frees leave at the turn's end.
+          this.pump(false);
         },
         (error: Error) => this.fail(error),
       );
@@ -459,11 +480,11 @@ export class NodeDriver<Outcome> {
   /** Finishes persisted Readys from the head, in hand-off order. */
   private completeInOrder(): void {
     while (!this.stopped && this.inFlight[0]?.persisted === true) {
-      const { ready, messages, termChange } = this.inFlight.shift() as InFlightReady;
+      const { seq, ready, messages, termChange } = this.inFlight.shift() as InFlightReady;
       if (termChange) this.termChangesInFlight--;
       assert(this.termChangesInFlight >= 0, 'term changes in flight are counted once each');
       this.markDurable(ready);
-      this.finish(ready, messages);
+      this.finish(seq, ready, messages);
     }
   }
 
@@ -541,8 +562,14 @@ export class NodeDriver<Outcome> {
   }
 
   /** The rest of a Ready once its writes (and those of every earlier Ready) are durable. */
-  private finish(ready: Ready, messages: readonly RaftMessage[]): void {
-    // Votes and acknowledgements promise durability: they leave only now.
+  private finish(seq: number, ready: Ready, messages: readonly RaftMessage[]): void {
+    // Votes and acknowledgements promise durability: they leave only now, once this Ready's write
+    // and every earlier one completed (the fsync done; no flush, however early, can send them
+    // sooner: they reach the transport here). Readys finish strictly in the order taken, and
+    // none handed out before this one is still in flight.
+    assert(seq === this.readysFinished + 1, 'Readys finish in the order the core handed them out');
+    assert(this.inFlight.every((waiting) => waiting.seq > seq), 'no earlier write is still in flight');
+    this.readysFinished = seq;
     this.peers.send(messages);
     if (ready.snapshot !== null) {
       // Applied in order up to here; whatever the snapshot covers is replaced by it.
