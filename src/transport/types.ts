@@ -160,4 +160,11 @@ export interface PeerSender {
   send(messages: readonly RaftMessage[]): void;
   /** Writes everything queued now (optional: without it, queued messages wait for their turn). */
   flush?(): void;
+  /**
+   * Writes everything queued once the current callback and the microtasks already queued have
+   * run (queueMicrotask): sends made in one callback, e.g. the acknowledgements of every write one
+   * WAL group commit completed, share one socket write per peer, with no wait for the turn's end.
+   * Optional: without it the caller uses flush().
+   */
+  flushSoon?(): void;
 }
