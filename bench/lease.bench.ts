@@ -15,6 +15,10 @@
 //      whose load drifts, that is the only ratio worth quoting (the phase-1 ratio is printed too);
 //   4. maximum renewals/s: closed-loop keepalive frames of 1,000 IDs on 8 streams to the leader.
 // --streams-to leader puts step 3's streams all on the leader (no follower forwards).
+// --baton-dist DIR runs the cell from another build (DIR/dist, e.g. main's) with this bench's
+// code, so two builds are measured by the same client (run one, then the other, alternately).
+// Each steady phase also reports the leader's socket writes to its peers per second, on / off
+// (baton_peer_sent_writes_total), and the peer messages per write.
 // Plus the expiry tracker's own heap per lease, measured in-process (run with --expose-gc).
 // --profile writes a CPU profile of the leader over the first steady phase (with --grants-only:
 // over the grants) and prints its top rows.
@@ -26,7 +30,7 @@
 //   npm run bench:leases -- --leases 100000 --grants-only   the grant phase alone (grants/s)
 import { rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { Agent, request } from 'node:http';
@@ -37,6 +41,7 @@ import { InspectorSession } from '../src/bench/inspector.js';
 import { LatencyHistogram } from '../src/bench/histogram.js';
 import { LeaseExpiryTracker } from '../src/lease/index.js';
 import { httpJson, rssAnonKiB, startInspectableCell } from '../src/bench/inspectable-cell.js';
+import { metricValue } from '../src/bench/metrics-text.js';
 
 const { values } = parseArgs({
   args: isMainThread ? process.argv.slice(2) : [],
@@ -54,6 +59,7 @@ const { values } = parseArgs({
     'max-seconds': { type: 'string' },
     profile: { type: 'boolean' },
     'grants-only': { type: 'boolean' },
+    'baton-dist': { type: 'string' },
   },
   strict: true,
 });
@@ -296,7 +302,18 @@ interface PhaseResult {
   /** This process (the renewal streams and the put worker), cores, renewals on / off. */
   clientCpuOn: number;
   clientCpuOff: number;
+  /** The leader's socket writes to peers per second, and peer messages per write, on / off. */
+  peerWritesOn: number;
+  peerWritesOff: number;
+  messagesPerWriteOn: number;
+  messagesPerWriteOff: number;
   windows: number;
+}
+
+/** The leader's peer socket writes and messages so far (its /metrics). */
+async function peerSends(agent: Agent, base: string): Promise<{ writes: number; messages: number }> {
+  const text = String((await httpJson(agent, base, 'GET', '/metrics')).body);
+  return { writes: metricValue(text, 'baton_peer_sent_writes_total'), messages: metricValue(text, 'baton_peer_sent_messages_total') };
 }
 
 /**
@@ -316,6 +333,9 @@ async function alternatingPhase(
   const cellCpu = { on: 0, off: 0 };
   const clientCpu = { on: 0, off: 0 };
   const secondsIn = { on: 0, off: 0 };
+  const writes = { on: 0, off: 0 };
+  const messages = { on: 0, off: 0 };
+  const metricsAgent = new Agent({ keepAlive: true, maxSockets: 1 });
   const puts = await PutWorker.start(leaderBase, putClients);
   puts.side('off');
   const loops = renewers(state);
@@ -327,8 +347,12 @@ async function alternatingPhase(
     const cellCpuAtStart = cpuSeconds(cellPids);
     const clientCpuAtStart = process.cpuUsage();
     const renewedAtStart = state.renewed;
+    const sendsAtStart = await peerSends(metricsAgent, leaderBase);
     const startedMs = performance.now();
     await sleep(alternateMs);
+    const sends = await peerSends(metricsAgent, leaderBase);
+    writes[side] += sends.writes - sendsAtStart.writes;
+    messages[side] += sends.messages - sendsAtStart.messages;
     cpu[side] += cpuSeconds([leaderPid]) - cpuAtStart;
     cellCpu[side] += cpuSeconds(cellPids) - cellCpuAtStart;
     const clientUsed = process.cpuUsage(clientCpuAtStart);
@@ -339,6 +363,7 @@ async function alternatingPhase(
     puts.side(state.renewing ? 'on' : 'off');
   }
   state.running = false;
+  metricsAgent.destroy();
   const put = await puts.stop();
   await Promise.race([Promise.all(loops), sleep(Math.max(...periodsMs) + 5_000)]);
   return {
@@ -352,6 +377,10 @@ async function alternatingPhase(
     cellCpuOff: cellCpu.off / secondsIn.off,
     clientCpuOn: clientCpu.on / secondsIn.on,
     clientCpuOff: clientCpu.off / secondsIn.off,
+    peerWritesOn: writes.on / secondsIn.on,
+    peerWritesOff: writes.off / secondsIn.off,
+    messagesPerWriteOn: messages.on / writes.on,
+    messagesPerWriteOff: messages.off / writes.off,
     windows,
   };
 }
@@ -365,6 +394,8 @@ function logPhase(label: string, target: string, result: PhaseResult): void {
     `${((1e6 * (result.cellCpuOn - result.cellCpuOff)) / result.renewalsPerSecond).toFixed(1)} cell CPU-µs per renewal)`);
   log(`  puts with renewals: ${on.count}, p50 ${ms(on.p50Us)} ms p99 ${ms(on.p99Us)} ms; without (interleaved): ${off.count}, ` +
     `p50 ${ms(off.p50Us)} ms p99 ${ms(off.p99Us)} ms; p99 ratio ${(on.p99Us / off.p99Us).toFixed(2)}x`);
+  log(`  leader's peer socket writes/s ${result.peerWritesOn.toFixed(0)} on / ${result.peerWritesOff.toFixed(0)} off, ` +
+    `messages per write ${result.messagesPerWriteOn.toFixed(2)} / ${result.messagesPerWriteOff.toFixed(2)}`);
 }
 
 /** Keeps the leader's CPU profile in tmpdir and prints its top rows. */
@@ -377,7 +408,9 @@ function logProfile(profile: unknown, phase: string): void {
 }
 
 async function main(): Promise<void> {
-  const { cell, dataDir, names, inspectPort } = await startInspectableCell('baton-lease-bench-');
+  const otherDist = values['baton-dist'];
+  const { cell, dataDir, names, inspectPort } = await startInspectableCell('baton-lease-bench-',
+    otherDist === undefined ? undefined : join(resolve(otherDist), 'dist', 'src', 'cli', 'main.js'));
   try {
     await cell.waitReady(30_000);
     const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -392,7 +425,7 @@ async function main(): Promise<void> {
     const cellPids = names.flatMap((name) => findPids(join(dataDir, name)));
     const inspector = await InspectorSession.connect('127.0.0.1', inspectPort(leaderName));
     log(`cell up, leader ${leaderName} (pid ${leaderPid}); ${leaseCount} leases, ${leaseCount / perStream} streams, ` +
-      `periods ${periodsMs.join(', ')} ms, ${seconds} s phases; load ${load()}`);
+      `periods ${periodsMs.join(', ')} ms, ${seconds} s phases; load ${load()}; build ${otherDist ?? 'this one'}`);
 
     // Informative only (minutes before the phases): the same-run ratios below are what counts.
     const baselineSeconds = values['grants-only'] === true ? 0 : Math.min(seconds, 30);

@@ -15,8 +15,11 @@ export interface InspectableCell {
   inspectPort(name: string): number;
 }
 
-/** Started, not waited for: the caller waits for readiness within its own bound. */
-export async function startInspectableCell(dataDirPrefix: string): Promise<InspectableCell> {
+/**
+ * Started, not waited for: the caller waits for readiness within its own bound. `cliPath`: the
+ * members run another build's CLI (DIR/dist/src/cli/main.js); absent: this build's.
+ */
+export async function startInspectableCell(dataDirPrefix: string, cliPath?: string): Promise<InspectableCell> {
   const dataDir = mkdtempSync(join(tmpdir(), dataDirPrefix));
   const ports = await freePorts(9);
   const names = ['n1', 'n2', 'n3'];
@@ -29,6 +32,7 @@ export async function startInspectableCell(dataDirPrefix: string): Promise<Inspe
     // measurements and hide the measured items' own memory.
     nodeArgs: (name) => [`--inspect=127.0.0.1:${inspectPort(name)}`, '--no-flush-bytecode'],
     output: 'pipe',
+    ...(cliPath === undefined ? {} : { cliPathFor: () => cliPath }),
   });
   cell.startAll();
   return { cell, dataDir, names, inspectPort };

@@ -114,6 +114,7 @@ export class MemberPeers {
         inner.send(messages);
       },
       flush: () => inner.flush?.(),
+      flushSoon: () => (inner.flushSoon === undefined ? inner.flush?.() : inner.flushSoon()),
     };
   }
 

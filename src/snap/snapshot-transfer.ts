@@ -74,6 +74,7 @@ export class SnapshotTransfers {
         transport.send(rest);
       },
       flush: () => transport.flush(),
+      flushSoon: () => transport.flushSoon(),
     };
   }
 

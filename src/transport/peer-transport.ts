@@ -37,6 +37,7 @@ export class PeerTransport {
   private readonly snapshotAbort = new AbortController();
   private readonly snapshotsInFlight = new Set<Promise<boolean>>();
   private flushScheduled: NodeJS.Immediate | null = null;
+  private microFlushQueued = false;
   private closed = false;
 
   private constructor(
@@ -207,6 +208,16 @@ export class PeerTransport {
     if (this.flushScheduled !== null || this.closed) return;
     // One flush per event-loop turn: everything sent during this turn shares one write per peer.
     this.flushScheduled = setImmediate(() => this.flush());
+  }
+
+  /** See PeerSender.flushSoon: one flush after this callback's microtasks, however many ask. */
+  flushSoon(): void {
+    if (this.microFlushQueued || this.closed) return;
+    this.microFlushQueued = true;
+    queueMicrotask(() => {
+      this.microFlushQueued = false;
+      this.flush();
+    });
   }
 
   /**

@@ -151,8 +151,20 @@ export interface TransportStats {
 
 /** Where the driver hands outgoing Raft messages (PeerTransport, or the simulator's network). */
 export interface PeerSender {
-  /** Queues messages; they go out at the next flush (at the latest one event-loop turn later). */
+  /**
+   * Queues messages; they go out at the next flush: at the latest at the end of this event-loop
+   * turn (a setImmediate: the check phase of this turn when queued earlier in it, e.g. from a
+   * disk completion or a timer; the next turn's when queued in the check phase itself). Everything
+   * queued for a peer until then shares one socket write.
+   */
   send(messages: readonly RaftMessage[]): void;
   /** Writes everything queued now (optional: without it, queued messages wait for their turn). */
   flush?(): void;
+  /**
+   * Writes everything queued once the current callback and the microtasks already queued have
+   * run (queueMicrotask): sends made in one callback, e.g. the acknowledgements of every write one
+   * WAL group commit completed, share one socket write per peer, with no wait for the turn's end.
+   * Optional: without it the caller uses flush().
+   */
+  flushSoon?(): void;
 }
