@@ -5,13 +5,10 @@
 // one leader change per restarted member, every member exits 0 on SIGTERM, and p99 latency
 // during the roll within 2x the steady state before it (the bar is 2x plus 50 ms: on a loaded
 // 2-core machine a steady p99 of 10-20 ms moves by tens of ms with no roll at all).
-// The same roll runs on three "hosts" (network namespaces made by the test, netns-cell.ts) where
-// namespaces can be made. rolling-upgrade-roll.test.ts runs the procedure as an upgrade to this
-// build and back.
+// rolling-restart-hosts.test.ts runs the same roll on three "hosts" (network namespaces);
+// rolling-upgrade-roll.test.ts runs the procedure as an upgrade to this build and back.
 import { test } from 'node:test';
 import { assertRoll, runRoll } from '../faults/roll.js';
-import { netnsRollCell } from './netns-cell.js';
-import { netnsUnavailable } from './netns.js';
 import { thisCli } from './old-build.js';
 
 test('a rolling restart of all three members under kv and lock load: nothing fails, nothing violated', { timeout: 150_000 }, async (t) => {
@@ -19,21 +16,6 @@ test('a rolling restart of all three members under kv and lock load: nothing fai
     seed: 3001n,
     initialCli: () => thisCli,
     steps: ['n1', 'n2', 'n3'].map((name) => ({ name, cli: thisCli })),
-    say: (line) => t.diagnostic(line),
-  });
-  for (const line of summary.lines) t.diagnostic(line);
-  assertRoll(summary);
-});
-
-
-const noNamespaces = netnsUnavailable();
-
-test('a rolling restart of three namespaced hosts under kv and lock load: nothing fails, nothing violated', { skip: noNamespaces ?? false, timeout: 150_000 }, async (t) => {
-  const summary = await runRoll({
-    seed: 3003n,
-    startCell: netnsRollCell(3),
-    initialCli: () => thisCli,
-    steps: ['h1', 'h2', 'h3'].map((name) => ({ name, cli: thisCli })),
     say: (line) => t.diagnostic(line),
   });
   for (const line of summary.lines) t.diagnostic(line);
