@@ -304,7 +304,10 @@ export class LockWorkload implements SimLockEnv {
     };
     if (attempt === undefined) this.stats.acquires++;
     const abandon = new AbortController();
-    const dropAfterMs = chance(this.random, this.connectionDropRate) ? randomInt(this.random, 1, Math.max(1, waitMs)) : null;
+    // Connections drop only while faults run, like the other client faults: liveness is checked
+    // after the fault phase, and a client whose every call still dropped could never be served.
+    const dropping = this.world.nowMs < this.world.scenario.faultPhaseMs && chance(this.random, this.connectionDropRate);
+    const dropAfterMs = dropping ? randomInt(this.random, 1, Math.max(1, waitMs)) : null;
     this.trace(contender, `acquire ${requestId} sent via member ${contender.member} (lease ${lease}, wait ${waitMs} ms, try ${tries}${dropAfterMs === null ? '' : `, connection drops after ${dropAfterMs} ms`})`);
     const answered = this.call(
       service.acquire(lockName, { lease, owner: `c${contender.n}`, waitMs, signal: abandon.signal }, requestId, simClient),

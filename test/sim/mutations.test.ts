@@ -17,13 +17,13 @@ const catchingSeeds: ReadonlyMap<string, readonly number[]> = new Map([
   ['commitOldTermEntries', [218]],
   ['readWithoutQuorum', [530]],
   ['grantOnWake', [13]],
-  ['dedupOff', [20]],
+  ['dedupOff', [41]],
   ['promoteAtZero', [13]],
   ['lockWithoutLeaseCheck', [20]],
   ['skipCutRevision', [5]],
   ['revokeOnLocalTimer', [5]],
   ['renewWithoutQuorum', [28, 32]],
-  ['withdrawRetriedEntry', [5, 54]],
+  ['withdrawRetriedEntry', [54]],
 ]);
 
 for (const [name, seeds] of catchingSeeds) {
