@@ -8,40 +8,17 @@ import assert from 'node:assert/strict';
 import { OverloadedError, UnavailableError } from '../../../src/base/errors.js';
 import { SeededRandom } from '../../../src/base/random.js';
 import {
-  createRaftNode, defaultRaftConfig, type Entry, type RaftMessage, type Ready, type Snapshot,
+  createRaftNode, defaultRaftConfig, type RaftMessage,
 } from '../../../src/raft/index.js';
 import { NodeDriver } from '../../../src/driver/driver.js';
 import { frameCommand, frameHead } from '../../../src/driver/entry-frame.js';
-import type { LogStore, StateMachine, Timers } from '../../../src/driver/types.js';
+import type { Timers } from '../../../src/driver/types.js';
+import { CountingMachine, HeldDisk } from './driver-doubles.js';
 
-class ManualDisk implements LogStore {
-  readonly pending: (() => void)[] = [];
-  persist(_ready: Ready): Promise<void> {
-    return new Promise((resolve) => this.pending.push(resolve));
-  }
-  async saveSnapshot(_snapshot: Snapshot): Promise<void> {}
-  completeAll(): void {
-    for (const done of this.pending.splice(0)) done();
-  }
-}
-
-class CountingMachine implements StateMachine<number> {
-  applied = 0;
-  appliedIndex(): number {
-    return this.applied;
-  }
-  applyBatch(entries: readonly Entry[]): number[] {
-    return entries.map((entry) => (this.applied = entry.index));
-  }
-  snapshotData(): Uint8Array {
-    return new Uint8Array();
-  }
-  restore(): void {}
-}
 
 const flush = () => new Promise((resolve) => setImmediate(resolve));
 
-async function settle(disk: ManualDisk): Promise<void> {
+async function settle(disk: HeldDisk): Promise<void> {
   for (let i = 0; i < 4; i++) {
     disk.completeAll();
     await flush();
@@ -55,7 +32,7 @@ test('an overloaded leader refuses proposals until its backlog commits', async (
     hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
     initialConfState: { voters: [1], votersOutgoing: [], learners: [] }, appliedIndex: 0,
   }, new SeededRandom(7n));
-  const disk = new ManualDisk();
+  const disk = new HeldDisk();
   const sent: RaftMessage[] = [];
   const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
     { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000, readysInFlightMax: 4, uncommittedAgeMsMax: 1_000 },
@@ -94,7 +71,7 @@ test('a follower fails a forwarded proposal the moment the leader refuses it', a
     hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
     initialConfState: { voters: [1, 2, 3], votersOutgoing: [], learners: [] }, appliedIndex: 0,
   }, new SeededRandom(8n));
-  const disk = new ManualDisk();
+  const disk = new HeldDisk();
   const sent: RaftMessage[] = [];
   const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
     { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000 }, { onFatal: (e) => { throw e; } });

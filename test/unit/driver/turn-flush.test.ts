@@ -5,39 +5,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SeededRandom } from '../../../src/base/random.js';
-import { createRaftNode, defaultRaftConfig, type Entry, type Ready, type Snapshot } from '../../../src/raft/index.js';
+import { createRaftNode, defaultRaftConfig } from '../../../src/raft/index.js';
 import { NodeDriver } from '../../../src/driver/driver.js';
-import type { LogStore, StateMachine, Timers } from '../../../src/driver/types.js';
+import type { Timers } from '../../../src/driver/types.js';
+import { CountingMachine, HeldDisk } from './driver-doubles.js';
 import { PeerTransport, type PeerStats } from '../../../src/transport/index.js';
 import { until } from '../transport/tcp-helpers.js';
 
 /** A disk whose writes complete when the test says so (all at once: one WAL group commit). */
-class HeldDisk implements LogStore {
-  readonly pending: (() => void)[] = [];
-  hold = false;
-  persist(_ready: Ready): Promise<void> {
-    if (!this.hold) return Promise.resolve();
-    return new Promise((resolve) => this.pending.push(resolve));
-  }
-  async saveSnapshot(_snapshot: Snapshot): Promise<void> {}
-  completeAll(): void {
-    for (const done of this.pending.splice(0)) done();
-  }
-}
-
-class CountingMachine implements StateMachine<number> {
-  applied = 0;
-  appliedIndex(): number {
-    return this.applied;
-  }
-  applyBatch(entries: readonly Entry[]): number[] {
-    return entries.map((entry) => (this.applied = entry.index));
-  }
-  snapshotData(): Uint8Array {
-    return new Uint8Array();
-  }
-  restore(): void {}
-}
 
 // Real turns: soon is setImmediate, as in a node (src/node/node.ts).
 const timers: Timers = {
@@ -56,7 +31,7 @@ async function member(id: number) {
     hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
     initialConfState: { voters: [1, 2], votersOutgoing: [], learners: [] }, appliedIndex: 0,
   }, new SeededRandom(BigInt(id)));
-  const disk = new HeldDisk();
+  const disk = new HeldDisk(false);
   const machine = new CountingMachine();
   let driver: NodeDriver<number> | null = null;
   const transport = await PeerTransport.start({
