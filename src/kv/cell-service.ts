@@ -447,14 +447,18 @@ export class CellService implements api.CellApi, CommandProposer {
   }
 
   /**
-   * A lock or election step (#28). One entering a queue (`seqCreate`: an acquire or a campaign)
-   * is new work: in a cell with tenants it waits for a small-level seat of its tenant's flow, kind
-   * `lock`, held only while it is proposed, never while the contender waits for the lock. The
-   * other steps (checks, releases, resigns) finish work already admitted and pass at once.
+   * A lock or election step (#28). The client's own steps, entering a queue (`seqCreate`: an
+   * acquire or a campaign) and leaving it (`seqRelease`: a release or a resign), are its tenant's
+   * work: in a cell with tenants each waits for a small-level seat of its tenant's flow, kind
+   * `lock`, held only while it is proposed, never while the contender waits for the lock. Releases
+   * are queued too because a churning tenant's releases are half its log traffic: unqueued, they
+   * crowd a loaded node as much as its acquires would. The contender's own steps (checks,
+   * reclaims, withdrawals after a give-up) finish admitted work and pass at once.
    */
   proposeLockStep<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>> {
     const command: Command = op;
-    if (command.type !== 'seqCreate' || this.fair === null || this.admission === null || !this.admission.active()) {
+    const clientStep = command.type === 'seqCreate' || command.type === 'seqRelease';
+    if (!clientStep || this.fair === null || this.admission === null || !this.admission.active()) {
       return this.propose(op, requestId, origin);
     }
     const seat = this.fair.admit({ flow: this.admission.flowOf([command.prefix]), kind: 'lock' });
