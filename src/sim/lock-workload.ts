@@ -7,7 +7,7 @@
 // once more (no waiter sleeps forever once its predecessor is gone).
 import { simClient } from './sim-guard.js';
 import type { Random } from '../base/random.js';
-import { chance, pick, randomInt } from '../base/random.js';
+import { SeededRandom, chance, pick, randomInt } from '../base/random.js';
 import { answerGraceMs, type QueueMetrics } from '../lock/queue.js';
 import type { LockService } from '../lock/lock-service.js';
 import type { LeaseService } from '../lease/lease-service.js';
@@ -55,6 +55,31 @@ const lockName = 'sim';
  */
 const progressNotesShare = 0.7;
 const progressNotesDropRates = [0.5, 0.8];
+
+/**
+ * The progress-notes region of one lock seed: its connection drop rate, and the shortest fault
+ * phase it runs with. Drops come only while faults run (liveness is judged after them), and the
+ * interleaving the region exists for (an attempt found gone in the step it is granted, beside its
+ * retry) needs many drops during hand-offs: in fault phases of 1-3 s it came in 1.0% of plain
+ * seeds, where drops over the whole run had found it in 3.1%.
+ */
+export interface ProgressNotes {
+  readonly dropRate: number;
+  readonly faultPhaseMsMin: number;
+}
+
+/**
+ * Draws the region for a swarm lock seed, before its scenario is final (the region lengthens the
+ * fault phase), from a stream of its own: `new SeededRandom(seed).fork(13)`, which no other
+ * subsystem draws from (the run's forks come from the root's stream in order), so the draws of
+ * every other subsystem stay as they were. Null outside the region.
+ */
+export function drawProgressNotes(seed: bigint, profile: string): ProgressNotes | null {
+  if (profile !== 'swarm') return null;
+  const random = new SeededRandom(seed).fork(13);
+  if (!chance(random, progressNotesShare)) return null;
+  return { dropRate: pick(random, progressNotesDropRates), faultPhaseMsMin: randomInt(random, 6_000, 12_000) };
+}
 
 /** A retry of an acquire whose outcome is unknown: the same Request-ID, for the same lease. */
 interface Attempt {
@@ -147,16 +172,11 @@ export class LockWorkload implements SimLockEnv {
     world.stats.locks = this.stats;
   }
 
-  /**
-   * Draws the progress-notes region (swarm seeds only) from `random`, a fork of the seed taken
-   * after every other subsystem's: lock seeds outside the region draw and replay as before it
-   * existed. Called before the run starts.
-   */
-  drawRegion(random: Random): void {
-    if (this.world.scenario.profile !== 'swarm' || !chance(random, progressNotesShare)) return;
+  /** Puts the lock clients in the progress-notes region (drawn by `drawProgressNotes`). Called before the run starts. */
+  useProgressNotes(region: ProgressNotes): void {
     this.progressNotes = true;
-    this.connectionDropRate = pick(random, progressNotesDropRates);
-    this.world.trace('-', `lock clients: members write progress notes to waiting acquires; connections drop at rate ${this.connectionDropRate}`);
+    this.connectionDropRate = region.dropRate;
+    this.world.trace('-', `lock clients: members write progress notes to waiting acquires; connections drop at rate ${this.connectionDropRate} while faults run (${this.world.scenario.faultPhaseMs} ms)`);
   }
 
   nextProposalId(): Uint8Array {

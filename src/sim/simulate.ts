@@ -12,7 +12,7 @@ import { Nemesis } from './nemesis.js';
 import { registerStateMachine } from './register.js';
 import { LeaseWorkload, simLeaseLimits } from './lease-workload.js';
 import { TenantQuotaCheck } from './tenant-quota-check.js';
-import { LockWorkload } from './lock-workload.js';
+import { LockWorkload, drawProgressNotes } from './lock-workload.js';
 import { mvccStateMachine } from './mvcc-machine.js';
 import { drawScenario } from './scenario.js';
 import type { Scenario, ScriptedFault, SimOptions, SimResult, SimStats } from './types.js';
@@ -70,8 +70,12 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   const nemesisRandom = root.fork(4);
   const workloadRandom = root.fork(5);
   const drawn = drawScenario(scenarioRandom, options.profile);
+  // The lock clients' progress-notes region: drawn from a stream of its own (no other draw moves),
+  // before the scenario is final because its drops need a longer fault phase.
+  const progressNotes = options.workload === 'locks' ? drawProgressNotes(options.seed, drawn.profile) : null;
   const scenario: Scenario = {
     ...drawn,
+    ...(progressNotes === null ? {} : { faultPhaseMs: Math.max(drawn.faultPhaseMs, progressNotes.faultPhaseMsMin) }),
     // Lease runs apply real MVCC commands, whose snapshots and hashes cost a pass over the
     // store: fewer kv writes and compactions keep a seed fast while leases get the faults.
     ...(options.workload === 'leases' || options.workload === 'locks'
@@ -138,8 +142,7 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   scheduleFaults(world, nemesis, nemesisRandom);
   if (options.olderCopy === true) scheduleOlderCopies(world, root.fork(11));
   if (scenario.leaderIsolation !== undefined) scheduleLeaderIsolations(world, root.fork(12), scenario.leaderIsolation);
-  // The lock clients' progress-notes region, forked after every other draw (lock seeds only).
-  lockWorkload?.drawRegion(root.fork(13));
+  if (progressNotes !== null) lockWorkload?.useProgressNotes(progressNotes);
   for (const scripted of options.script ?? []) scheduleScripted(world, scripted);
   const progressEveryMs = options.progressEveryMs;
   if (progressEveryMs !== undefined) repeat(world, progressEveryMs, () => emitProgress(world));

@@ -17,7 +17,7 @@ const catchingSeeds: ReadonlyMap<string, readonly number[]> = new Map([
   ['commitOldTermEntries', [218]],
   ['readWithoutQuorum', [530]],
   ['grantOnWake', [13]],
-  ['dedupOff', [41]],
+  ['dedupOff', [13]],
   ['promoteAtZero', [13]],
   ['lockWithoutLeaseCheck', [20]],
   ['skipCutRevision', [5]],
