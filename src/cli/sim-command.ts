@@ -27,7 +27,7 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                    leases; both imply --driver server and the MVCC store)
                  [--bug commitOldTermEntries|doubleVote|applyUncommitted|readWithoutQuorum|
                    voteWithoutPersist|appendPastGap|ignoreRegressed]
-                 [--lease-bug promoteAtZero|renewWithoutQuorum|revokeOnLocalTimer] [--lock-bug grantOnWake|withdrawRetriedEntry]
+                 [--lease-bug promoteAtZero|renewWithoutQuorum|revokeOnLocalTimer|notFoundWhileRevoking] [--lock-bug grantOnWake|withdrawRetriedEntry]
                  [--store-bug dedupOff|lockWithoutLeaseCheck|tenantQuotaOff] (the MVCC store: --state-machine mvcc, leases, locks)
                  [--tenants] (leases, locks: a tenant owns the lease keys with limits the workload
                    reaches; checked after every applied entry: no hard quota grown past its limit)
@@ -80,7 +80,7 @@ export async function simCommand(args: readonly string[]): Promise<number> {
   }
   const leaseBugs: Record<string, boolean> = {};
   for (const bug of values['lease-bug'] ?? []) {
-    if (bug !== 'promoteAtZero' && bug !== 'renewWithoutQuorum' && bug !== 'revokeOnLocalTimer') {
+    if (bug !== 'promoteAtZero' && bug !== 'renewWithoutQuorum' && bug !== 'revokeOnLocalTimer' && bug !== 'notFoundWhileRevoking') {
       console.error(usage);
       return 2;
     }

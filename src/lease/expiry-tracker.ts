@@ -144,6 +144,11 @@ export class LeaseExpiryTracker {
     this.expiryHeap.remove(lease);
   }
 
+  /** Whether a revocation of the lease was proposed and the lease is still here (not yet applied). */
+  revoking(id: number): boolean {
+    return (this.leases.get(id)?.revokingSinceMs ?? -1) >= 0;
+  }
+
   /**
    * A keepalive. Null when the lease is unknown or being revoked. `resetCheckpoint`: the lease's
    * checkpoint is below its TTL, so the caller must commit a checkpoint of the full TTL before it

@@ -61,6 +61,12 @@ export interface LeaseBugs {
    * revocation: the deadline is no longer the leader's alone.
    */
   readonly revokeOnLocalTimer?: boolean;
+  /**
+   * A renewal of a lease whose revocation was proposed is answered lease_not_found at once, before
+   * the revocation commits: if it is lost (a leadership change), the lease and its keys live on
+   * after their holder was told they are gone (the bug fault run seed 19105 found).
+   */
+  readonly notFoundWhileRevoking?: boolean;
 }
 
 export const defaultLeaseServiceOptions: LeaseServiceOptions = {

@@ -71,6 +71,8 @@ export class LeaseService implements LeaseApi {
   private lastCheckpointMs = 0;
   /** Checkpoint resets being committed, by lease: a second renewal waits for the same one. */
   private readonly resets = new Map<number, Promise<void>>();
+  /** Revocations this leader proposed and that have not settled, by lease (see renewAll). */
+  private readonly revocations = new Map<number, Promise<unknown>>();
   private stopped = false;
   private readonly store: LeaseStore;
   /** Renewals waiting for the next leadership confirmation (not yet started: see confirmLeadership). */
@@ -292,9 +294,18 @@ export class LeaseService implements LeaseApi {
     this.revokesInFlight++;
     // lease_not_found (a client revoked it first) is fine; a lost proposal is retried by the
     // tracker after revokeRetryMs, as long as this node still leads.
-    this.proposeInternal({ type: 'leaseRevoke', id })
+    const settled = this.proposeInternal({ type: 'leaseRevoke', id })
       .then(() => this.expiredTotal++, () => undefined)
       .finally(() => this.revokesInFlight--);
+    this.trackRevocation([id], settled);
+  }
+
+  /** Remembers a revocation in flight for each lease it names until it settles. */
+  private trackRevocation(ids: readonly number[], settled: Promise<unknown>): void {
+    for (const id of ids) this.revocations.set(id, settled);
+    void settled.finally(() => {
+      for (const id of ids) if (this.revocations.get(id) === settled) this.revocations.delete(id);
+    });
   }
 
   /**
@@ -332,7 +343,7 @@ export class LeaseService implements LeaseApi {
 
   private proposeRevokeBatch(ids: readonly number[]): void {
     this.revokeBatchesInFlight++;
-    this.proposeInternal({ type: 'leaseRevokeBatch', ids })
+    const settled = this.proposeInternal({ type: 'leaseRevokeBatch', ids })
       .then((result) => {
         this.expiredTotal += result.leases.length;
       }, () => undefined)
@@ -344,6 +355,7 @@ export class LeaseService implements LeaseApi {
           this.expireInBatches(this.monotonicMs());
         }
       });
+    this.trackRevocation(ids, settled);
   }
 
   /** Proposes only while this node leads: a deposed leader must not even forward. */
@@ -446,10 +458,12 @@ export class LeaseService implements LeaseApi {
     const items: (KeepaliveItem | null)[] = [];
     const pending: Promise<void>[] = [];
     const resetIds: number[] = [];
+    const revoking: number[] = [];
     for (const id of ids) {
       const renewed = this.tracker.renew(id, now);
       if (renewed === null) {
         items.push({ id, error: 'lease_not_found' });
+        if (this.tracker.revoking(id)) revoking.push(id);
         continue;
       }
       items.push({ id, ttl: renewed.ttlMs / 1000 });
@@ -466,7 +480,25 @@ export class LeaseService implements LeaseApi {
         if ('ttl' in item && this.store.lease(item.id) === null) items[i] = { id: item.id, error: 'lease_not_found' };
       }
     }
+    if (revoking.length > 0 && this.options.bugs?.notFoundWhileRevoking !== true) await this.revocationsApplied(revoking);
     return { revision: this.store.revision, leases: items as KeepaliveItem[] };
+  }
+
+  /**
+   * A lease whose revocation this leader proposed is answered lease_not_found only once that
+   * revocation applied here: its keys are gone by then, so a read that follows the answer cannot
+   * see them. Answered at the proposal, a revocation lost with a leadership change (fault run
+   * seed 19105: a transfer attempt) left a lease reported dead whose key was still read 1 s later.
+   * etcd's lessor waits for the revocation the same way. Not applied when its proposal settled:
+   * unavailable, and the client retries (the tracker proposes it again after revokeRetryMs, or a
+   * new leader decides).
+   */
+  private async revocationsApplied(ids: readonly number[]): Promise<void> {
+    await Promise.all(ids.map((id) => this.revocations.get(id)));
+    const alive = ids.filter((id) => this.store.lease(id) !== null);
+    if (alive.length > 0) {
+      throw new UnavailableError('a lease named is being revoked and its revocation has not committed yet; retry shortly', { leases: alive });
+    }
   }
 
   /** The full TTL is promised only once a checkpoint of it is committed (see expiry-tracker.ts). */

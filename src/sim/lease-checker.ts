@@ -5,7 +5,9 @@
 //   renewing in time never loses its lease;
 // - an expired lease is revoked by exactly one log entry, which deletes every key attached to
 //   it, and every replica applies that revocation at the same index with the same revision;
-// - a keepalive answers lease_not_found only once every promise made for that lease ran out.
+// - a keepalive answers lease_not_found only once every promise made for that lease ran out,
+//   and only once its revocation applied (on the answering leader, so on some member): a client
+//   told its lease is gone must not read the lease's keys afterwards (fault run seed 19105).
 // Times are the simulated clock's (the members' monotonic clocks are that clock).
 
 interface Promised {
@@ -75,6 +77,13 @@ export class LeaseChecker {
    * still runs tells a holder that renewed in time that its lease is gone.
    */
   onNotFound(id: number, sendMs: number, nowMs: number): void {
+    if (!this.revoked.has(id)) {
+      this.report(
+        'lease reported gone only once revoked',
+        `a keepalive sent at ${sendMs} ms was answered lease_not_found for lease ${id} at ${nowMs} ms, ` +
+          `but no member had applied its revocation: its keys were still there`,
+      );
+    }
     const promise = this.promised.get(id);
     if (promise === undefined || nowMs >= promise.untilMs) return;
     this.report(

@@ -19,6 +19,7 @@ export const mutations: ReadonlyMap<string, PlantedBug> = new Map<string, Plante
   ['promoteAtZero', { leaseBugs: { promoteAtZero: true } }],
   ['renewWithoutQuorum', { leaseBugs: { renewWithoutQuorum: true } }],
   ['revokeOnLocalTimer', { leaseBugs: { revokeOnLocalTimer: true } }],
+  ['notFoundWhileRevoking', { leaseBugs: { notFoundWhileRevoking: true } }],
   ['grantOnWake', { lockBugs: { grantOnWake: true } }],
   ['withdrawRetriedEntry', { lockBugs: { withdrawRetriedEntry: true } }],
   ['skipCutRevision', { watchBugs: { skipCutRevision: true } }],

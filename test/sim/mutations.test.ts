@@ -22,7 +22,8 @@ const catchingSeeds: ReadonlyMap<string, readonly number[]> = new Map([
   ['lockWithoutLeaseCheck', [20]],
   ['skipCutRevision', [5]],
   ['revokeOnLocalTimer', [5]],
-  ['renewWithoutQuorum', [28, 32]],
+  ['notFoundWhileRevoking', [13]],
+  ['renewWithoutQuorum', [28, 49]],
   ['withdrawRetriedEntry', [54]],
 ]);
 

@@ -4,7 +4,9 @@
 // entry is refused and changes nothing (as older builds refuse code 21). In the lease service:
 // a format-4 store's expiry goes in entries bounded in leases and keys with a bounded number in
 // flight, a lease renewed before the tick is not named, a lease named is refused renewal until
-// its entry commits or is retried, and an older store keeps one entry per lease.
+// its entry commits or is retried (and called gone only once its entry applied: until then the
+// renewal waits, or is unavailable when the entry was lost), and an older store keeps one entry
+// per lease.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EntryType } from '../../../src/raft/types.js';
@@ -12,7 +14,7 @@ import { AccessGuard } from '../../../src/auth/index.js';
 import { LeaseService, type LeaseDriver } from '../../../src/lease/lease-service.js';
 import { defaultLeaseServiceOptions, defaultRevokeBatchOptions, type LeaseServiceOptions } from '../../../src/lease/lease-config.js';
 import { HttpLeaseForwarder } from '../../../src/lease/forward/http-forwarder.js';
-import { InvalidArgumentError, TooLargeError } from '../../../src/base/errors.js';
+import { InvalidArgumentError, TooLargeError, UnavailableError } from '../../../src/base/errors.js';
 import { leaseRevokeBatchMax } from '../../../src/base/limits.js';
 import { MemoryEngine, MvccStore, decodeCommand, defaultMvccLimits, encodeCommand, cellWork } from '../../../src/mvcc/index.js';
 import { WatchHub, defaultWatchLimits, type WatchOutput } from '../../../src/watch/index.js';
@@ -212,18 +214,35 @@ test('a lease renewed before the tick is not named; a named one is refused renew
   h.clock.now = 5_500;
   h.service.tick();
   assert.deepEqual(h.proposed, [{ type: 'leaseRevokeBatch', ids: [1, 3, 4] }], 'lease 2 was renewed at 4 s: alive until 9 s');
-  // Named (its entry may commit any moment): no renewal is promised for it.
-  const refused = await h.service.keepalive([3, 2], false, cellWork);
-  assert.deepEqual(refused.leases, [{ id: 3, error: 'lease_not_found' }, { id: 2, ttl: 5 }]);
-  // The entry is lost (say, a leader change dropped it): named again after revokeRetryMs, not before.
+  // Named (its entry may commit any moment): no renewal is promised for it, and it is not called
+  // gone before its entry applied either (its key is still there until then): the answer waits.
+  const waiting = h.service.keepalive([1, 2], false, cellWork);
+  let answered = false;
+  void waiting.then(() => (answered = true), () => (answered = true));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(answered, false, 'no answer while the revocation is in flight');
+  // The entry is lost (say, a leader change dropped it): lease 1 and its key are still in the
+  // store, so the renewal is unavailable (retry), never lease_not_found (fault run seed 19105).
   await h.settle(false);
+  await assert.rejects(waiting, (error: unknown) => error instanceof UnavailableError && /being revoked/.test(error.message));
+  assert.notEqual(h.replica.store.lease(1), null);
+  h.clock.now += 20; // past the leadership confirmation's interval (its timer never fires here)
+  await assert.rejects(h.service.keepalive([1], false, cellWork), UnavailableError, 'pending its retry: unavailable at once');
+  // Named again after revokeRetryMs, not before.
   h.service.tick();
   assert.equal(h.proposed.length, 1);
   h.clock.now = 5_500 + defaultLeaseServiceOptions.tracker.revokeRetryMs;
   h.service.tick();
   assert.deepEqual(h.proposed[1], { type: 'leaseRevokeBatch', ids: [1, 3, 4] });
+  // A renewal now is answered lease_not_found once the entry applied: the key is gone by then.
+  h.clock.now += 20;
+  const gone = h.service.keepalive([1], false, cellWork);
   await h.settle();
+  assert.deepEqual((await gone).leases, [{ id: 1, error: 'lease_not_found' }]);
+  assert.equal(h.replica.store.range({ type: 'get', key: '/k/1/', prefix: true }).kvs.length, 0, 'reported gone: its key is gone');
   assert.deepEqual(h.replica.store.leases().map((l) => l.id), [2], 'only the renewed lease lives');
+  h.clock.now += 20;
+  assert.deepEqual((await h.service.keepalive([3], false, cellWork)).leases, [{ id: 3, error: 'lease_not_found' }]);
   h.service.stop();
 });
 
