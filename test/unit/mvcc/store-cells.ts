@@ -6,11 +6,12 @@ import type { ApplyOutcome, Command } from '../../../src/mvcc/index.js';
 
 /**
  * `apply(...ops)` applies the ops as one batch of entries, proposed at 1_000 + index by member 1
- * (with `requestIds`, entry i also carries request id `r<i>`).
+ * (with `requestIds`, entry i also carries request id `r<i>`); `applyOne(op)` is a batch of one.
  */
 export function batchCell(options: { requestIds?: boolean } = {}): {
   store: MvccStore;
   apply(...ops: Command[]): ApplyOutcome[];
+  applyOne(op: Command): ApplyOutcome;
 } {
   const store = new MvccStore(new MemoryEngine());
   let index = 0;
@@ -22,7 +23,7 @@ export function batchCell(options: { requestIds?: boolean } = {}): {
     });
     return store.applyBatch(entries);
   };
-  return { store, apply };
+  return { store, apply, applyOne: (op) => apply(op)[0] as ApplyOutcome };
 }
 
 /** An outcome's error code, or its type when it did not fail ('none' when there is none). */
