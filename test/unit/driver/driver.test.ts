@@ -7,7 +7,8 @@ import { SeededRandom } from '../../../src/base/random.js';
 import { TimeoutError } from '../../../src/base/errors.js';
 import { createRaftNode, defaultRaftConfig, type Entry, type RaftMessage, type Ready, type Snapshot, type SnapshotMeta } from '../../../src/raft/index.js';
 import { NodeDriver } from '../../../src/driver/driver.js';
-import type { LogStore, StateMachine, Timers, WrittenSnapshot } from '../../../src/driver/types.js';
+import type { LogStore, StateMachine, WrittenSnapshot } from '../../../src/driver/types.js';
+import { FakeTimers } from '../base/fake-timers.js';
 
 class ManualDisk implements LogStore {
   readonly pending: { ready: Ready; done: () => void }[] = [];
@@ -38,26 +39,6 @@ class EchoMachine implements StateMachine<string> {
     return new Uint8Array();
   }
   restore(): void {}
-}
-
-class FakeTimers implements Timers {
-  private timers: { at: number; callback: () => void; cancelled: boolean }[] = [];
-  now = 0;
-  setTimeout(callback: () => void, ms: number) {
-    const timer = { at: this.now + ms, callback, cancelled: false };
-    this.timers.push(timer);
-    return { cancel: () => { timer.cancelled = true; } };
-  }
-  monotonicMs(): number {
-    return this.now;
-  }
-  advance(ms: number): void {
-    this.now += ms;
-    for (const t of this.timers.filter((t) => !t.cancelled && t.at <= this.now)) {
-      t.cancelled = true;
-      t.callback();
-    }
-  }
 }
 
 function singleNode() {
@@ -107,7 +88,7 @@ test('a proposal is applied only after its entry is durable, and resolves with t
 test('a proposal whose outcome is unknown rejects with a timeout', async () => {
   const { driver, timers } = await electedSingleNode();
   const outcome = driver.propose(id(2), new TextEncoder().encode('stuck'));
-  timers.advance(1001); // the disk never answers
+  timers.jump(1001); // the disk never answers
   await assert.rejects(outcome, TimeoutError);
 });
 
