@@ -5,21 +5,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SeededRandom } from '../../../src/base/random.js';
 import { TimeoutError } from '../../../src/base/errors.js';
-import { createRaftNode, defaultRaftConfig, type Entry, type RaftMessage, type Ready, type Snapshot, type SnapshotMeta } from '../../../src/raft/index.js';
+import { createRaftNode, defaultRaftConfig, type Entry, type RaftMessage, type SnapshotMeta } from '../../../src/raft/index.js';
 import { NodeDriver } from '../../../src/driver/driver.js';
 import type { LogStore, StateMachine, WrittenSnapshot } from '../../../src/driver/types.js';
 import { FakeTimers } from '../base/fake-timers.js';
-
-class ManualDisk implements LogStore {
-  readonly pending: { ready: Ready; done: () => void }[] = [];
-  persist(ready: Ready): Promise<void> {
-    return new Promise((resolve) => this.pending.push({ ready, done: resolve }));
-  }
-  async saveSnapshot(_snapshot: Snapshot): Promise<void> {}
-  completeAll(): void {
-    for (const p of this.pending.splice(0)) p.done();
-  }
-}
+import { HeldDisk } from './driver-doubles.js';
 
 class EchoMachine implements StateMachine<string> {
   applied = 0;
@@ -46,7 +36,7 @@ function singleNode() {
     hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
     initialConfState: { voters: [1], votersOutgoing: [], learners: [] }, appliedIndex: 0,
   }, new SeededRandom(3n));
-  const disk = new ManualDisk();
+  const disk = new HeldDisk();
   const machine = new EchoMachine();
   const sent: RaftMessage[] = [];
   const timers = new FakeTimers();
@@ -110,7 +100,7 @@ function backgroundSnapshotNode(extra: { startSnapshotBytes?: number } = {}) {
   }, new SeededRandom(3n));
   const machine = new EchoMachine();
   const requests: { metaAt: (index: number) => SnapshotMeta | null; done: (w: WrittenSnapshot | null) => void }[] = [];
-  const disk = new ManualDisk();
+  const disk = new HeldDisk();
   const store: LogStore = {
     persist: (ready) => disk.persist(ready),
     saveSnapshot: async () => assert.fail('the background path is preferred'),
