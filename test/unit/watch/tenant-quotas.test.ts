@@ -20,6 +20,7 @@ import {
 } from '../../../src/watch/index.js';
 import { commandEntry } from './model.js';
 import { drain, revisionsOf } from './hub-outputs.js';
+import { refusal } from '../base/quota-refusal.js';
 
 /** A clock whose timers fire only when the test moves it. */
 class Clock {
@@ -85,16 +86,6 @@ class Fixture {
 const spec = (key: string, more: Partial<WatchSpec> = {}): WatchSpec => ({
   key, prefix: true, startRevision: 0, prevKv: false, filter: 'all', encoding: 'utf8', ...more,
 });
-
-function refusal(run: () => unknown): QuotaExceededError {
-  try {
-    run();
-  } catch (error) {
-    assert.ok(error instanceof QuotaExceededError, String(error));
-    return error;
-  }
-  assert.fail('expected quota_exceeded');
-}
 
 const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
