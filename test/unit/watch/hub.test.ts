@@ -6,13 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CompactedError, QuotaExceededError } from '../../../src/base/errors.js';
 import { MemoryEngine, MvccStore, utf8, type Command } from '../../../src/mvcc/index.js';
-import {
-  WatchHub,
-  defaultWatchLimits,
-  type WatchLimits,
-  type WatchOutput,
-  type WatchSpec,
-} from '../../../src/watch/index.js';
+import { WatchHub, defaultWatchLimits, type WatchLimits, type WatchOutput, type WatchSpec } from '../../../src/watch/index.js';
 import { commandEntry } from './model.js';
 import { drain } from './hub-outputs.js';
 
