@@ -2,12 +2,13 @@
 // MemoryEngine, with a cell that applies each write at once through the store's own apply path
 // (Request-ID dedup included), plus raw-socket helpers: the bad-input tests send bytes that
 // fetch and http.request would never send (dot segments kept, lying lengths, broken handshakes).
+// The watch transport tests start the same server (startStoreServer) from test/unit/watch/in-process.ts.
 import type { StoredPolicy } from '../../../src/mvcc/index.js';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { connect } from 'node:net';
 import { createHttpHandler, defaultApiLimits, type ApiLimits } from '../../../src/api/http/index.js';
 import { createWatchRoutes } from '../../../src/api/http/watch-routes.js';
-import { StreamServer, WatchService } from '../../../src/api/stream/index.js';
+import { StreamServer, WatchService, type WatchServiceOptions } from '../../../src/api/stream/index.js';
 import type * as api from '../../../src/api/types.js';
 import { AccessGuard } from '../../../src/auth/index.js';
 import { EntryType } from '../../../src/raft/types.js';
@@ -37,7 +38,7 @@ export class StoreCell implements api.CellApi {
   revision(): number {
     return this.store.revision;
   }
-  apply(op: Command, requestId: string | undefined): CommandResult {
+  apply(op: Command, requestId?: string): CommandResult {
     this.index++;
     const envelope = { proposedAtMs: 1_000_000 + this.index, source: 1, op, ...(requestId !== undefined ? { requestId } : {}) };
     const data = encodeCommand(envelope, defaultMvccLimits);
@@ -101,22 +102,23 @@ export class StoreCell implements api.CellApi {
   }
 }
 
-export interface ApiServer {
+export interface StoreServer {
   readonly port: number;
-  readonly url: string;
   readonly cell: StoreCell;
-  readonly errors: unknown[];
+  readonly service: WatchService;
   stop(): Promise<void>;
 }
 
-export async function startApiServer(limits: ApiLimits = defaultApiLimits): Promise<ApiServer> {
+/** Listens on a free loopback port; every error the handler or stream server logs goes to `logError`. */
+export async function startStoreServer(options: {
+  logError: (error: unknown) => void;
+  limits?: ApiLimits;
+  watch?: Partial<WatchServiceOptions>;
+}): Promise<StoreServer> {
+  const { logError, limits = defaultApiLimits } = options;
   const store = new MvccStore(new MemoryEngine());
-  const service = new WatchService(store, new AccessGuard(store));
+  const service = new WatchService(store, new AccessGuard(store), options.watch);
   const cell = new StoreCell(store, () => service.onApplied());
-  const errors: unknown[] = [];
-  const logError = (error: unknown): void => {
-    errors.push(error);
-  };
   const handler = createHttpHandler({ cell, limits, routeGroups: [createWatchRoutes(service)], logError });
   const server: Server = createServer(handler);
   const stream = new StreamServer({ cell, apiLimits: limits, service, logError });
@@ -125,9 +127,8 @@ export async function startApiServer(limits: ApiLimits = defaultApiLimits): Prom
   const port = (server.address() as { port: number }).port;
   return {
     port,
-    url: `http://127.0.0.1:${port}`,
     cell,
-    errors,
+    service,
     async stop() {
       await service.stop();
       stream.close();
@@ -137,6 +138,21 @@ export async function startApiServer(limits: ApiLimits = defaultApiLimits): Prom
       });
     },
   };
+}
+
+export interface ApiServer {
+  readonly port: number;
+  readonly url: string;
+  readonly cell: StoreCell;
+  readonly errors: unknown[];
+  stop(): Promise<void>;
+}
+
+/** The store server with what it logged kept in `errors` (a bad-input test expects none). */
+export async function startApiServer(limits: ApiLimits = defaultApiLimits): Promise<ApiServer> {
+  const errors: unknown[] = [];
+  const { port, cell, stop } = await startStoreServer({ limits, logError: (error) => errors.push(error) });
+  return { port, url: `http://127.0.0.1:${port}`, cell, errors, stop };
 }
 
 export interface Answer {

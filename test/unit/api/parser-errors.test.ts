@@ -5,6 +5,19 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseRawAnswer, rawExchange, startApiServer } from './api-server.js';
 
+/** Sends `request` as raw bytes; the answer must be `status` with error `code` as JSON, from this cell. */
+async function expectJsonError(port: number, name: string, request: string, status: number, code: string): Promise<{ closed: boolean }> {
+  const result = await rawExchange(port, (socket) => {
+    socket.write(request);
+  });
+  const answer = parseRawAnswer(result.text);
+  assert.equal(answer.status, status, `${name}: ${result.text.slice(0, 200)}`);
+  assert.equal(answer.headers['content-type'], 'application/json', name);
+  assert.equal(answer.headers['baton-cell'], 'cell-test', name);
+  assert.equal(JSON.parse(answer.body).error.code, code, name);
+  return result;
+}
+
 test('parser-level refusals are JSON errors with the Baton headers', async () => {
   const server = await startApiServer();
   try {
@@ -17,14 +30,7 @@ test('parser-level refusals are JSON errors with the Baton headers', async () =>
       ['not HTTP', 'hello there\r\n\r\n', 400, 'invalid_argument'],
     ];
     for (const [name, request, status, code] of cases) {
-      const result = await rawExchange(server.port, (socket) => {
-        socket.write(request);
-      });
-      const answer = parseRawAnswer(result.text);
-      assert.equal(answer.status, status, `${name}: ${result.text.slice(0, 200)}`);
-      assert.equal(answer.headers['content-type'], 'application/json', name);
-      assert.equal(answer.headers['baton-cell'], 'cell-test', name);
-      assert.equal(JSON.parse(answer.body).error.code, code, name);
+      const result = await expectJsonError(server.port, name, request, status, code);
       assert.ok(result.closed, name);
     }
   } finally {
@@ -40,16 +46,7 @@ test('a missing Host, a CONNECT and an unknown Expect answer JSON; a refused req
       ['connect', 'CONNECT 127.0.0.1:80 HTTP/1.1\r\nhost: 127.0.0.1:80\r\n\r\n', 400],
       ['expect', 'PUT /v1/kv/a HTTP/1.1\r\nhost: x\r\nexpect: garbage\r\ncontent-length: 1\r\nconnection: close\r\n\r\nv', 400],
     ];
-    for (const [name, request, status] of cases) {
-      const result = await rawExchange(server.port, (socket) => {
-        socket.write(request);
-      });
-      const answer = parseRawAnswer(result.text);
-      assert.equal(answer.status, status, `${name}: ${result.text.slice(0, 200)}`);
-      assert.equal(answer.headers['content-type'], 'application/json', name);
-      assert.equal(answer.headers['baton-cell'], 'cell-test', name);
-      assert.equal(JSON.parse(answer.body).error.code, 'invalid_argument', name);
-    }
+    for (const [name, request, status] of cases) await expectJsonError(server.port, name, request, status, 'invalid_argument');
     // A method the parser refuses, followed by 4 MiB of body the client keeps sending.
     const result = await rawExchange(server.port, async (socket) => {
       socket.write('get /v1/kv/a HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n');

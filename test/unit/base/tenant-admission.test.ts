@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { TenantAdmission } from '../../../src/base/tenant-admission.js';
 import { QuotaExceededError } from '../../../src/base/errors.js';
 import { quotaError, unlimited, type TenantRecord } from '../../../src/base/tenants.js';
+import { refusal } from './quota-refusal.js';
 
 const a: TenantRecord = { name: 'a', prefixes: ['/a/'], limits: { ...unlimited, writesPerSecond: 5, readsPerSecond: 2, maxConcurrentRequests: 3, maxWatches: 2 } };
 const b: TenantRecord = { name: 'b', prefixes: ['/b/'], limits: { ...unlimited, writesPerSecond: 1000 } };
@@ -16,16 +17,6 @@ function setup(table: TenantRecord[] = [a, b]): { admission: TenantAdmission; cl
   const current = { now: table };
   const admission = new TenantAdmission({ tenants: () => current.now, nowMs: () => clock.ms, random: () => 0.5 });
   return { admission, clock, table: current };
-}
-
-function refusal(run: () => unknown): QuotaExceededError {
-  try {
-    run();
-  } catch (error) {
-    assert.ok(error instanceof QuotaExceededError, String(error));
-    return error;
-  }
-  assert.fail('expected quota_exceeded');
 }
 
 test('a tenant over its write rate is refused with details and Retry-After; the other tenant and untenanted keys pass', () => {

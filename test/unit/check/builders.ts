@@ -59,3 +59,16 @@ export function cas(
   if (outcome === 'fail' || outcome === 'info') return record(p, from, to, operation, null, outcome);
   return record(p, from, to, operation, { type: 'cas', succeeded: outcome });
 }
+
+/** Lease grants and keepalives of `ttlMs`, each acknowledged 5 ms after it was invoked. */
+export function leaseBuilders(ttlMs: number) {
+  return {
+    grant(p: number, at: number, leaseId: string): OperationRecord {
+      return record(p, at, at + 5, { type: 'lease-grant', ttlMs }, { type: 'lease-grant', leaseId });
+    },
+    keepalive(p: number, at: number, leaseId: string, expired = false): OperationRecord {
+      const op = { type: 'lease-keepalive', leaseId, ttlMs } as const;
+      return record(p, at, at + 5, op, { type: 'lease-keepalive', expired });
+    },
+  };
+}

@@ -5,17 +5,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkLeases, type OperationRecord } from '../../../src/check/index.js';
-import { record } from './builders.js';
+import { leaseBuilders, record } from './builders.js';
 
-const ttlMs = 5_000;
+const { grant, keepalive } = leaseBuilders(5_000);
 
-function grant(p: number, at: number, leaseId: string): OperationRecord {
-  return record(p, at, at + 5, { type: 'lease-grant', ttlMs }, { type: 'lease-grant', leaseId });
-}
-function keepalive(p: number, at: number, leaseId: string, expired = false): OperationRecord {
-  const op = { type: 'lease-keepalive', leaseId, ttlMs } as const;
-  return record(p, at, at + 5, op, { type: 'lease-keepalive', expired });
-}
 function put(p: number, at: number, key: string, value: string, leaseId: string, status: 'ok' | 'info' = 'ok') {
   return record(p, at, at + 5, { type: 'lease-put', key, value, leaseId }, { type: 'lease-put' }, status);
 }

@@ -5,17 +5,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkLockSafety, type OperationRecord } from '../../../src/check/index.js';
-import { record } from './builders.js';
+import { leaseBuilders, record } from './builders.js';
 
-const ttlMs = 1_000;
+const { grant, keepalive } = leaseBuilders(1_000);
 
-function grant(p: number, at: number, leaseId: string): OperationRecord {
-  return record(p, at, at + 5, { type: 'lease-grant', ttlMs }, { type: 'lease-grant', leaseId });
-}
-function keepalive(p: number, at: number, leaseId: string, expired = false): OperationRecord {
-  const op = { type: 'lease-keepalive', leaseId, ttlMs } as const;
-  return record(p, at, at + 5, op, { type: 'lease-keepalive', expired });
-}
 function acquire(p: number, from: number, to: number, leaseId: string, fencingToken: number) {
   const op = { type: 'acquire', lock: 'L', leaseId } as const;
   return record(p, from, to, op, { type: 'acquire', fencingToken });

@@ -6,45 +6,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CompactedError, UnavailableError } from '../../../src/base/errors.js';
 import { AutoCompactor, type AutoCompactionPolicy, type CompactorCell } from '../../../src/compactor/index.js';
+import { FakeTimers, settle } from '../base/fake-timers.js';
 
 const minute = 60_000;
 const hour = 60 * minute;
-
-class FakeTimers {
-  nowMs = 0;
-  private timers: { atMs: number; callback: () => void; cancelled: boolean }[] = [];
-  setTimeout(callback: () => void, ms: number): { cancel(): void } {
-    const timer = { atMs: this.nowMs + ms, callback, cancelled: false };
-    this.timers.push(timer);
-    return { cancel: () => void (timer.cancelled = true) };
-  }
-  monotonicMs(): number {
-    return this.nowMs;
-  }
-  pending(): number {
-    return this.timers.filter((t) => !t.cancelled).length;
-  }
-  /** Runs every timer due up to `nowMs + ms` in time order, at its own time. */
-  async advance(ms: number): Promise<void> {
-    const endMs = this.nowMs + ms;
-    for (;;) {
-      const live = this.timers.filter((t) => !t.cancelled && t.atMs <= endMs).sort((a, b) => a.atMs - b.atMs);
-      const next = live[0];
-      if (next === undefined) break;
-      this.timers = this.timers.filter((t) => t !== next);
-      this.nowMs = next.atMs;
-      next.callback();
-      await settle();
-    }
-    this.nowMs = endMs;
-    await settle();
-  }
-}
-
-/** Lets promise callbacks (a proposal's answer) run. */
-const settle = async (): Promise<void> => {
-  for (let i = 0; i < 5; i++) await Promise.resolve();
-};
 
 type Answer = 'apply' | 'hang' | 'throw' | Error;
 

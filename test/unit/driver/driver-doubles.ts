@@ -1,5 +1,5 @@
 // The disk and state machine the driver unit tests give a NodeDriver: a disk whose writes the test
-// completes by hand, and a machine that only counts what it applied.
+// completes by hand (all at once or one at a time), and a machine that only counts what it applied.
 import type { Entry, Ready, Snapshot } from '../../../src/raft/index.js';
 import type { LogStore, StateMachine } from '../../../src/driver/types.js';
 
@@ -12,6 +12,11 @@ export class HeldDisk implements LogStore {
     return new Promise((resolve) => this.pending.push(resolve));
   }
   async saveSnapshot(_snapshot: Snapshot): Promise<void> {}
+  /** Completes the write handed over `index`-th among those still pending (0 is the oldest). */
+  complete(index: number): void {
+    const [done] = this.pending.splice(index, 1);
+    done?.();
+  }
   completeAll(): void {
     for (const done of this.pending.splice(0)) done();
   }

@@ -5,27 +5,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SeededRandom } from '../../../src/base/random.js';
-import {
-  createRaftNode, defaultRaftConfig, EntryType, type Entry, type RaftMessage, type Ready, type Snapshot,
-} from '../../../src/raft/index.js';
+import { createRaftNode, defaultRaftConfig, EntryType, type Entry, type RaftMessage } from '../../../src/raft/index.js';
 import { NodeDriver } from '../../../src/driver/driver.js';
 import { frameCommand } from '../../../src/driver/entry-frame.js';
-import type { LogStore, StateMachine, Timers } from '../../../src/driver/types.js';
-
-class ManualDisk implements LogStore {
-  readonly pending: { ready: Ready; done: () => void }[] = [];
-  persist(ready: Ready): Promise<void> {
-    return new Promise((resolve) => this.pending.push({ ready, done: resolve }));
-  }
-  async saveSnapshot(_snapshot: Snapshot): Promise<void> {}
-  complete(index: number): void {
-    const [write] = this.pending.splice(index, 1);
-    write?.done();
-  }
-  completeAll(): void {
-    for (const p of this.pending.splice(0)) p.done();
-  }
-}
+import type { StateMachine, Timers } from '../../../src/driver/types.js';
+import { HeldDisk } from './driver-doubles.js';
 
 class TextMachine implements StateMachine<string> {
   applied = 0;
@@ -60,7 +44,7 @@ function node(id: number, voters: number[], readysInFlightMax = 4) {
     hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
     initialConfState: { voters, votersOutgoing: [], learners: [] }, appliedIndex: 0,
   }, new SeededRandom(5n));
-  const disk = new ManualDisk();
+  const disk = new HeldDisk();
   const machine = new TextMachine();
   const sent: RaftMessage[] = [];
   const driver = new NodeDriver(core, disk, machine, { send: (m) => sent.push(...m) }, timers,

@@ -5,20 +5,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SeededRandom } from '../../../src/base/random.js';
 import { TimeoutError } from '../../../src/base/errors.js';
-import { createRaftNode, defaultRaftConfig, type Entry, type RaftMessage, type Ready, type Snapshot, type SnapshotMeta } from '../../../src/raft/index.js';
+import { createRaftNode, defaultRaftConfig, type Entry, type RaftMessage, type SnapshotMeta } from '../../../src/raft/index.js';
 import { NodeDriver } from '../../../src/driver/driver.js';
-import type { LogStore, StateMachine, Timers, WrittenSnapshot } from '../../../src/driver/types.js';
-
-class ManualDisk implements LogStore {
-  readonly pending: { ready: Ready; done: () => void }[] = [];
-  persist(ready: Ready): Promise<void> {
-    return new Promise((resolve) => this.pending.push({ ready, done: resolve }));
-  }
-  async saveSnapshot(_snapshot: Snapshot): Promise<void> {}
-  completeAll(): void {
-    for (const p of this.pending.splice(0)) p.done();
-  }
-}
+import type { LogStore, StateMachine, WrittenSnapshot } from '../../../src/driver/types.js';
+import { FakeTimers } from '../base/fake-timers.js';
+import { HeldDisk } from './driver-doubles.js';
 
 class EchoMachine implements StateMachine<string> {
   applied = 0;
@@ -40,32 +31,12 @@ class EchoMachine implements StateMachine<string> {
   restore(): void {}
 }
 
-class FakeTimers implements Timers {
-  private timers: { at: number; callback: () => void; cancelled: boolean }[] = [];
-  now = 0;
-  setTimeout(callback: () => void, ms: number) {
-    const timer = { at: this.now + ms, callback, cancelled: false };
-    this.timers.push(timer);
-    return { cancel: () => { timer.cancelled = true; } };
-  }
-  monotonicMs(): number {
-    return this.now;
-  }
-  advance(ms: number): void {
-    this.now += ms;
-    for (const t of this.timers.filter((t) => !t.cancelled && t.at <= this.now)) {
-      t.cancelled = true;
-      t.callback();
-    }
-  }
-}
-
 function singleNode() {
   const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
     hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
     initialConfState: { voters: [1], votersOutgoing: [], learners: [] }, appliedIndex: 0,
   }, new SeededRandom(3n));
-  const disk = new ManualDisk();
+  const disk = new HeldDisk();
   const machine = new EchoMachine();
   const sent: RaftMessage[] = [];
   const timers = new FakeTimers();
@@ -107,7 +78,7 @@ test('a proposal is applied only after its entry is durable, and resolves with t
 test('a proposal whose outcome is unknown rejects with a timeout', async () => {
   const { driver, timers } = await electedSingleNode();
   const outcome = driver.propose(id(2), new TextEncoder().encode('stuck'));
-  timers.advance(1001); // the disk never answers
+  timers.jump(1001); // the disk never answers
   await assert.rejects(outcome, TimeoutError);
 });
 
@@ -129,7 +100,7 @@ function backgroundSnapshotNode(extra: { startSnapshotBytes?: number } = {}) {
   }, new SeededRandom(3n));
   const machine = new EchoMachine();
   const requests: { metaAt: (index: number) => SnapshotMeta | null; done: (w: WrittenSnapshot | null) => void }[] = [];
-  const disk = new ManualDisk();
+  const disk = new HeldDisk();
   const store: LogStore = {
     persist: (ready) => disk.persist(ready),
     saveSnapshot: async () => assert.fail('the background path is preferred'),

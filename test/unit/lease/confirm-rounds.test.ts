@@ -8,28 +8,10 @@ import { LeaseService, type LeaseDriver, type LeaseStore } from '../../../src/le
 import { defaultLeaseServiceOptions } from '../../../src/lease/lease-config.js';
 import { HttpLeaseForwarder } from '../../../src/lease/forward/http-forwarder.js';
 import { defaultMvccLimits } from '../../../src/mvcc/index.js';
-
-class FakeTimers {
-  nowMs = 1_000;
-  private timers: { atMs: number; callback: () => void; cancelled: boolean }[] = [];
-  setTimeout(callback: () => void, ms: number): { cancel(): void } {
-    const timer = { atMs: this.nowMs + ms, callback, cancelled: false };
-    this.timers.push(timer);
-    return { cancel: () => void (timer.cancelled = true) };
-  }
-  monotonicMs(): number {
-    return this.nowMs;
-  }
-  advance(ms: number): void {
-    this.nowMs += ms;
-    const due = this.timers.filter((t) => t.atMs <= this.nowMs && !t.cancelled);
-    this.timers = this.timers.filter((t) => t.atMs > this.nowMs && !t.cancelled);
-    for (const timer of due) timer.callback();
-  }
-}
+import { FakeTimers } from '../base/fake-timers.js';
 
 function setup(): { service: LeaseService; rounds: { resolve: () => void }[]; timers: FakeTimers } {
-  const timers = new FakeTimers();
+  const timers = new FakeTimers(1_000);
   const leases = [1, 2, 3].map((id) => ({ id, ttlMs: 10_000, remainingMs: 10_000, keyCount: 0 }));
   const store = {
     appliedTerm: 2,
@@ -72,7 +54,7 @@ test('a renewal waits for a round that starts after it arrived; those before a r
   await flush();
   assert.deepEqual(answered, [1], 'the round in flight answers only the renewal that preceded it');
   assert.equal(rounds.length, 1, 'the next round waits for the interval');
-  timers.advance(10);
+  timers.jump(10);
   await flush();
   assert.equal(rounds.length, 2, 'one round for both waiting renewals');
   rounds[1]?.resolve();

@@ -6,7 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EntryType, type Entry } from '../../../src/raft/types.js';
 import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand, utf8 } from '../../../src/mvcc/index.js';
-import type { ApplyOutcome, Command, CommandResult, MvccLimits } from '../../../src/mvcc/index.js';
+import type { ApplyOutcome, Command, MvccLimits } from '../../../src/mvcc/index.js';
+import { commandCell } from '../mvcc/store-cells.js';
 
 const limits: MvccLimits = { ...defaultMvccLimits, leasesMax: 4, leaseKeysMax: 3 };
 
@@ -19,23 +20,6 @@ function entries(ops: readonly Command[]): Entry[] {
   }));
 }
 
-function cell(): { store: MvccStore; run: (op: Command) => ApplyOutcome; ok: (op: Command) => CommandResult } {
-  const store = new MvccStore(new MemoryEngine(), limits);
-  let index = 0;
-  const run = (op: Command): ApplyOutcome => {
-    const data = encodeCommand({ proposedAtMs: 1, op }, limits);
-    const [outcome] = store.applyBatch([{ index: ++index, term: 1, type: EntryType.normal, data }]);
-    assert.ok(outcome !== undefined);
-    return outcome;
-  };
-  const ok = (op: Command): CommandResult => {
-    const outcome = run(op);
-    assert.equal(outcome.type, 'applied', JSON.stringify(outcome));
-    return (outcome as { result: CommandResult }).result;
-  };
-  return { store, run, ok };
-}
-
 function errorCode(outcome: ApplyOutcome): string {
   assert.equal(outcome.type, 'failed', JSON.stringify(outcome));
   return (outcome as { error: { code: string } }).error.code;
@@ -45,7 +29,7 @@ const put = (key: string, lease?: number): Command =>
   lease === undefined ? { type: 'put', key, value: utf8('v') } : { type: 'put', key, value: utf8('v'), lease };
 
 test('grants choose ids deterministically; TTL bounds are refused, not adjusted', () => {
-  const { store, ok, run } = cell();
+  const { store, ok, run } = commandCell({ limits });
   assert.deepEqual(ok({ type: 'leaseGrant', ttlMs: 5_000 }), { type: 'leaseGrant', id: 1, ttlMs: 5_000, revision: 0 });
   assert.deepEqual(ok({ type: 'leaseGrant', ttlMs: 6_000, id: 3 }), { type: 'leaseGrant', id: 3, ttlMs: 6_000, revision: 0 });
   assert.equal((ok({ type: 'leaseGrant', ttlMs: 7_000 }) as { id: number }).id, 4, 'skips past a client id');
@@ -60,7 +44,7 @@ test('grants choose ids deterministically; TTL bounds are refused, not adjusted'
 });
 
 test('puts attach only to existing leases, within the keys-per-lease limit, txns all or nothing', () => {
-  const { store, ok, run } = cell();
+  const { store, ok, run } = commandCell({ limits });
   ok({ type: 'leaseGrant', ttlMs: 5_000 });
   assert.equal(errorCode(run(put('/a', 9))), 'lease_not_found');
   ok(put('/a', 1));
@@ -86,7 +70,7 @@ test('puts attach only to existing leases, within the keys-per-lease limit, txns
 });
 
 test('revoke deletes every attached key in one revision, then the lease; checkpoints change no revision', () => {
-  const { store, ok, run } = cell();
+  const { store, ok, run } = commandCell({ limits });
   ok({ type: 'leaseGrant', ttlMs: 10_000 });
   ok({ type: 'leaseGrant', ttlMs: 10_000 });
   for (const key of ['/s/a', '/s/b', '/s/c']) ok(put(key, 1));

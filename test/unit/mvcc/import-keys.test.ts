@@ -5,28 +5,13 @@
 // flip changes nothing). Older versions refuse code 16 as malformed (decoding fails).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EntryType } from '../../../src/raft/types.js';
-import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand, decodeCommand, encodeTenants } from '../../../src/mvcc/index.js';
+import { defaultMvccLimits, encodeCommand, decodeCommand, encodeTenants } from '../../../src/mvcc/index.js';
 import { unlimited } from '../../../src/base/tenants.js';
-import type { ApplyOutcome, Command } from '../../../src/mvcc/index.js';
+import type { Command } from '../../../src/mvcc/index.js';
 import { encodeImportRecord } from '../../../src/mvcc/import-keys.js';
+import { batchCell, codeOf } from './store-cells.js';
 
 const text = (s: string): Uint8Array => new TextEncoder().encode(s);
-
-function cell(): { store: MvccStore; apply(...ops: Command[]): ApplyOutcome[] } {
-  const store = new MvccStore(new MemoryEngine());
-  let index = 0;
-  return {
-    store,
-    apply(...ops) {
-      const entries = ops.map((op) => {
-        index++;
-        return { index, term: 1, type: EntryType.normal, data: encodeCommand({ proposedAtMs: 1_000 + index, source: 1, op }, defaultMvccLimits) };
-      });
-      return store.applyBatch(entries);
-    },
-  };
-}
 
 function table(epoch: number, payOwner: string): Command {
   return {
@@ -42,10 +27,9 @@ function table(epoch: number, payOwner: string): Command {
 const importOf = (record: Parameters<typeof encodeImportRecord>[0]): Command => ({ type: 'importKeys', record: encodeImportRecord(record) });
 const kv = (key: string, value: string, createRevision: number, modRevision: number, version: number, lease = 0) =>
   ({ key, value: text(value), createRevision, modRevision, version, lease });
-const codeOf = (outcome: ApplyOutcome | undefined): string => (outcome?.type === 'failed' ? outcome.error.code : outcome?.type ?? 'none');
 
 test('imported keys keep their source revisions; the floor raises the revision; the next write is above it', () => {
-  const { store, apply } = cell();
+  const { store, apply } = batchCell();
   apply(table(2, 'cell-1'));
   const [imported] = apply(importOf({
     prefix: '/pay/', clear: true, floor: 500,
@@ -77,7 +61,7 @@ test('imported keys keep their source revisions; the floor raises the revision; 
 });
 
 test('a catch-up import applies puts and deletes; a release clears the range only', () => {
-  const { store, apply } = cell();
+  const { store, apply } = batchCell();
   apply(table(2, 'cell-1'), { type: 'put', key: '/other', value: text('o') });
   apply(importOf({ prefix: '/pay/', clear: true, floor: 10, puts: [kv('/pay/a', 'A', 3, 3, 1), kv('/pay/b', 'B', 4, 4, 1)], deletes: [], leases: [] }));
   apply(importOf({ prefix: '/pay/', clear: false, floor: 12, puts: [kv('/pay/a', 'A2', 3, 11, 2)], deletes: ['/pay/b'], leases: [] }));
@@ -90,7 +74,7 @@ test('a catch-up import applies puts and deletes; a release clears the range onl
 });
 
 test('an import that names keys outside its namespace, or into a cell without a table, is refused and changes nothing', () => {
-  const { store, apply } = cell();
+  const { store, apply } = batchCell();
   const [noTable] = apply(importOf({ prefix: '/pay/', clear: false, floor: 5, puts: [kv('/pay/a', 'A', 1, 1, 1)], deletes: [], leases: [] }));
   assert.equal(codeOf(noTable), 'precondition_failed');
   apply(table(2, 'cell-1'));
@@ -109,7 +93,7 @@ test('the command round-trips through the log codec as code 16', () => {
 });
 
 test('an import made at an older map epoch than the cell holds is refused (a deposed mover)', () => {
-  const { store, apply } = cell();
+  const { store, apply } = batchCell();
   apply(table(5, 'cell-1'));
   const [stale] = apply(importOf({ prefix: '/pay/', clear: true, floor: 9, epoch: 4, puts: [kv('/pay/a', 'old', 1, 1, 1)], deletes: [], leases: [] }));
   assert.equal(codeOf(stale), 'precondition_failed');
@@ -120,7 +104,7 @@ test('an import made at an older map epoch than the cell holds is refused (a dep
 });
 
 test('imported keys count to their tenant (#28): later deletes and revocations keep the counts exact instead of stopping the node', () => {
-  const { store, apply } = cell();
+  const { store, apply } = batchCell();
   const tenants = { type: 'tenantsSet', ifVersion: 0, record: encodeTenants([{ name: 'pay', prefixes: ['/pay/'], limits: { ...unlimited, maxLeases: 5 } }]) } as const;
   const [set] = apply(table(2, 'cell-1'), tenants);
   assert.equal(codeOf(set), 'applied');

@@ -3,28 +3,16 @@
 // transaction from the API page, read-only transactions, and lease key deletion.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EntryType } from '../../../src/raft/types.js';
 import { CompactedError, FutureRevisionError, KeyNotFoundError } from '../../../src/base/errors.js';
-import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand, fromUtf8, utf8 } from '../../../src/mvcc/index.js';
-import type { ApplyOutcome, Command, CommandResult } from '../../../src/mvcc/index.js';
+import { fromUtf8, utf8 } from '../../../src/mvcc/index.js';
+import type { Command } from '../../../src/mvcc/index.js';
+import { commandCell } from './store-cells.js';
 
-function cell(): { store: MvccStore; run: (op: Command) => ApplyOutcome; ok: (op: Command) => CommandResult } {
-  const store = new MvccStore(new MemoryEngine());
-  let index = 0;
-  const run = (op: Command): ApplyOutcome => {
-    const data = encodeCommand({ proposedAtMs: 1, op }, defaultMvccLimits);
-    const [outcome] = store.applyBatch([{ index: ++index, term: 1, type: EntryType.normal, data }]);
-    assert.ok(outcome !== undefined);
-    return outcome;
-  };
-  const ok = (op: Command): CommandResult => {
-    const outcome = run(op);
-    assert.equal(outcome.type, 'applied', JSON.stringify(outcome));
-    return (outcome as { result: CommandResult }).result;
-  };
-  // Puts may only name granted leases; grants change no revision.
-  for (const id of [81, 82]) ok({ type: 'leaseGrant', ttlMs: 10_000, id });
-  return { store, run, ok };
+/** A fresh cell holding leases 81 and 82: puts may only name granted leases; grants change no revision. */
+function cell(): ReturnType<typeof commandCell> {
+  const fresh = commandCell();
+  for (const id of [81, 82]) fresh.ok({ type: 'leaseGrant', ttlMs: 10_000, id });
+  return fresh;
 }
 
 const put = (key: string, value: string, extra: Partial<Command> = {}): Command =>

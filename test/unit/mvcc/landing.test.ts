@@ -8,27 +8,11 @@
 // does not take it back.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EntryType } from '../../../src/raft/types.js';
-import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand } from '../../../src/mvcc/index.js';
-import type { ApplyOutcome, Command } from '../../../src/mvcc/index.js';
+import type { Command, MvccStore } from '../../../src/mvcc/index.js';
 import { encodeImportRecord } from '../../../src/mvcc/import-keys.js';
+import { batchCell, codeOf } from './store-cells.js';
 
 const text = (s: string): Uint8Array => new TextEncoder().encode(s);
-
-function cell(): { store: MvccStore; apply(...ops: Command[]): ApplyOutcome[] } {
-  const store = new MvccStore(new MemoryEngine());
-  let index = 0;
-  return {
-    store,
-    apply(...ops) {
-      const entries = ops.map((op) => {
-        index++;
-        return { index, term: 1, type: EntryType.normal, data: encodeCommand({ proposedAtMs: 1_000 + index, source: 1, op }, defaultMvccLimits) };
-      });
-      return store.applyBatch(entries);
-    },
-  };
-}
 
 /** cell-2's table at `epoch`: /pay/ as given (owner, its epoch, landing or fenced). */
 function tableJson(epoch: number, pay: Record<string, unknown>, extra: Record<string, unknown>[] = []): string {
@@ -42,7 +26,6 @@ const setTable = (json: string): Command => ({ type: 'ownershipSet', record: tex
 const importOf = (record: Parameters<typeof encodeImportRecord>[0]): Command => ({ type: 'importKeys', record: encodeImportRecord(record) });
 const kv = (key: string, value: string, createRevision: number, modRevision: number, version: number) =>
   ({ key, value: text(value), createRevision, modRevision, version, lease: 0 });
-const codeOf = (outcome: ApplyOutcome | undefined): string => (outcome?.type === 'failed' ? outcome.error.code : outcome?.type ?? 'none');
 const put = (key: string, value: string): Command => ({ type: 'put', key, value: text(value) });
 const keysOf = (store: MvccStore): string[] => store.range({ type: 'get', key: '/pay/', prefix: true }).kvs.map((k) => k.key);
 
@@ -51,7 +34,7 @@ const landingAt6 = tableJson(6, { cell: 'cell-2', epoch: 6, landingFrom: 'cell-1
 const landedAt6 = tableJson(6, { cell: 'cell-2', epoch: 6 });
 
 test('a landing namespace refuses reads and writes but takes imports; the landing import owns it in the same command', () => {
-  const { store, apply } = cell();
+  const { store, apply } = batchCell();
   apply(setTable(fencedEra));
   assert.equal(codeOf(apply(importOf({ prefix: '/pay/', clear: true, floor: 300, epoch: 5, puts: [kv('/pay/a', 'A', 100, 290, 3)], deletes: [], leases: [] }))[0]), 'applied');
   // The flip's table: landing.
@@ -85,7 +68,7 @@ test('a landing namespace refuses reads and writes but takes imports; the landin
 });
 
 test('a landing import made at an older map, or into a cell that holds the namespace owned, is refused and changes nothing', () => {
-  const { store, apply } = cell();
+  const { store, apply } = batchCell();
   apply(setTable(fencedEra));
   // The map moved on (epoch 7) while the move was flipped: a landing cut from epoch 6 is stale.
   apply(setTable(tableJson(7, { cell: 'cell-2', epoch: 6, landingFrom: 'cell-1' }, [{ prefix: '/q/', cell: 'cell-1', epoch: 7 }])));
@@ -106,7 +89,7 @@ test('a landing import made at an older map, or into a cell that holds the names
 });
 
 test('a newer table still marking a landed namespace landing (same assignment) does not take it back', () => {
-  const { store, apply } = cell();
+  const { store, apply } = batchCell();
   apply(setTable(fencedEra), setTable(landingAt6));
   assert.equal(codeOf(apply(importOf({ prefix: '/pay/', clear: false, floor: 50, epoch: 6, puts: [], deletes: [], leases: [], own: landedAt6 }))[0]), 'applied');
   // Another change of the map (epoch 7) cut before the move's record said released.
@@ -121,7 +104,7 @@ test('a newer table still marking a landed namespace landing (same assignment) d
 });
 
 test('a table both fencing and landing a namespace, or landing it from its own cell, is refused', () => {
-  const { apply } = cell();
+  const { apply } = batchCell();
   assert.equal(codeOf(apply(setTable(tableJson(3, { cell: 'cell-2', epoch: 3, landingFrom: 'cell-2' })))[0]), 'invalid_argument');
   assert.equal(codeOf(apply(setTable(tableJson(3, { cell: 'cell-2', epoch: 3, landingFrom: 'cell-1', fencedTo: 'cell-1' })))[0]), 'invalid_argument');
 });

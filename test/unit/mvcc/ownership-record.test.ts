@@ -4,27 +4,14 @@
 // with cross_cell, and a newer table replaces an older one only.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EntryType } from '../../../src/raft/types.js';
-import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand } from '../../../src/mvcc/index.js';
-import type { ApplyOutcome, Command } from '../../../src/mvcc/index.js';
+import { MemoryEngine, MvccStore } from '../../../src/mvcc/index.js';
+import type { Command } from '../../../src/mvcc/index.js';
+import { batchCell, codeOf } from './store-cells.js';
 
 const text = (s: string): Uint8Array => new TextEncoder().encode(s);
 
-function cell(): { store: MvccStore; apply(...ops: Command[]): ApplyOutcome[] } {
-  const store = new MvccStore(new MemoryEngine());
-  let index = 0;
-  return {
-    store,
-    // One batch: entries after an ownership change in the same batch see the change.
-    apply(...ops) {
-      const entries = ops.map((op) => {
-        index++;
-        return { index, term: 1, type: EntryType.normal, data: encodeCommand({ proposedAtMs: 1_000 + index, source: 1, requestId: `r${index}`, op }, defaultMvccLimits) };
-      });
-      return store.applyBatch(entries);
-    },
-  };
-}
+// apply(...ops) is one batch: entries after an ownership change in the same batch see the change.
+const cell = () => batchCell({ requestIds: true });
 
 function table(epoch: number, self: string, namespaces: [string, string][]): Command {
   return {
@@ -38,7 +25,6 @@ function table(epoch: number, self: string, namespaces: [string, string][]): Com
 }
 
 const put = (key: string): Command => ({ type: 'put', key, value: text('v') });
-const codeOf = (outcome: ApplyOutcome | undefined): string => (outcome?.type === 'failed' ? outcome.error.code : outcome?.type ?? 'none');
 
 test('without a table a cell owns every key (one cell, as before)', () => {
   const { store, apply } = cell();

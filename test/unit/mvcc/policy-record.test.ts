@@ -4,24 +4,11 @@
 // another store, and refuse records over the bound.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EntryType } from '../../../src/raft/types.js';
 import { MemoryEngine, MvccStore, decodeCommand, defaultMvccLimits, encodeCommand, policyRecordBytesMax } from '../../../src/mvcc/index.js';
-import type { ApplyOutcome, Command } from '../../../src/mvcc/index.js';
+import type { Command } from '../../../src/mvcc/index.js';
+import { batchCell } from './store-cells.js';
 
 const text = (s: string): Uint8Array => new TextEncoder().encode(s);
-
-function cell(): { store: MvccStore; apply(op: Command): ApplyOutcome } {
-  const store = new MvccStore(new MemoryEngine());
-  let index = 0;
-  return {
-    store,
-    apply(op) {
-      index++;
-      const data = encodeCommand({ proposedAtMs: 1_000 + index, source: 1, op }, defaultMvccLimits);
-      return store.applyBatch([{ index, term: 1, type: EntryType.normal, data }])[0] as ApplyOutcome;
-    },
-  };
-}
 
 test('policySet round-trips through the entry codec', () => {
   const op: Command = { type: 'policySet', record: text('{"enabled":false}'), ifVersion: 3 };
@@ -32,17 +19,17 @@ test('policySet round-trips through the entry codec', () => {
 });
 
 test('changes apply in version order; a stale one fails and changes nothing; the revision stays', () => {
-  const { store, apply } = cell();
+  const { store, applyOne } = batchCell();
   assert.deepEqual(store.policyRecord(), { version: 0, record: null });
-  apply({ type: 'put', key: '/k', value: text('v') });
+  applyOne({ type: 'put', key: '/k', value: text('v') });
   const revision = store.revision;
-  const first = apply({ type: 'policySet', record: text('one'), ifVersion: 0 });
+  const first = applyOne({ type: 'policySet', record: text('one'), ifVersion: 0 });
   assert.equal(first.type, 'applied');
   assert.deepEqual(first.type === 'applied' ? first.result : null, { type: 'policySet', version: 1, revision });
-  const stale = apply({ type: 'policySet', record: text('stale'), ifVersion: 0 });
+  const stale = applyOne({ type: 'policySet', record: text('stale'), ifVersion: 0 });
   assert.equal(stale.type, 'failed');
   assert.equal(stale.type === 'failed' ? stale.error.code : '', 'precondition_failed');
-  const second = apply({ type: 'policySet', record: text('two'), ifVersion: 1 });
+  const second = applyOne({ type: 'policySet', record: text('two'), ifVersion: 1 });
   assert.equal(second.type === 'applied' ? (second.result as { version: number }).version : 0, 2);
   const stored = store.policyRecord();
   assert.equal(stored.version, 2);
@@ -51,8 +38,8 @@ test('changes apply in version order; a stale one fails and changes nothing; the
 });
 
 test('a snapshot carries the policy to another store', () => {
-  const { store, apply } = cell();
-  apply({ type: 'policySet', record: text('carried'), ifVersion: 0 });
+  const { store, applyOne } = batchCell();
+  applyOne({ type: 'policySet', record: text('carried'), ifVersion: 0 });
   const replica = new MvccStore(new MemoryEngine());
   replica.restore(store.snapshot().chunks);
   assert.equal(replica.policyRecord().version, 1);

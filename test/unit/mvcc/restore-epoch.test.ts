@@ -7,25 +7,11 @@ import { EntryType } from '../../../src/raft/types.js';
 import {
   MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand, epochEnd, epochFloor, epochOfRevision, epochRevisions, utf8,
 } from '../../../src/mvcc/index.js';
-import type { ApplyOutcome, Command, CommandResult } from '../../../src/mvcc/index.js';
+import type { Command } from '../../../src/mvcc/index.js';
 import { decodeMeta, encodeMeta } from '../../../src/mvcc/records.js';
 import { metaKey } from '../../../src/mvcc/layout.js';
+import { commandCell } from './store-cells.js';
 
-function cell(store = new MvccStore(new MemoryEngine())) {
-  let index = store.appliedIndex;
-  const run = (op: Command): ApplyOutcome => {
-    const data = encodeCommand({ proposedAtMs: 1, op }, defaultMvccLimits);
-    const [outcome] = store.applyBatch([{ index: ++index, term: 1, type: EntryType.normal, data }]);
-    assert.ok(outcome !== undefined);
-    return outcome;
-  };
-  const ok = (op: Command): CommandResult => {
-    const outcome = run(op);
-    assert.equal(outcome.type, 'applied', JSON.stringify(outcome));
-    return (outcome as { result: CommandResult }).result;
-  };
-  return { store, run, ok };
-}
 const put = (key: string, value: string, extra: Partial<Command> = {}): Command => ({ type: 'put', key, value: utf8(value), ...extra }) as Command;
 
 test('epoch arithmetic: 2^40 revisions per epoch, all exact below 2^53', () => {
@@ -51,7 +37,7 @@ function storeAt(epoch: number, revision: number): MvccStore {
 test('the epoch bound: the write that would reach (e+1)*2^40 is refused unavailable, the same on every replica', () => {
   const hashes: string[] = [];
   for (const replica of [1, 2]) {
-    const { store, run, ok } = cell(storeAt(0, epochEnd(0) - 2));
+    const { store, run, ok } = commandCell({ store: storeAt(0, epochEnd(0) - 2) });
     assert.equal(ok(put('/a', 'last')).revision, epochEnd(0) - 1, 'the last revision of the epoch is issued');
     const refused = run(put('/a', 'over', {}));
     assert.ok(refused.type === 'failed', `replica ${replica}: refused`);
@@ -68,7 +54,7 @@ test('the epoch bound: the write that would reach (e+1)*2^40 is refused unavaila
   }
   assert.equal(hashes[0], hashes[1], 'replicas agree on the refusal');
   // Epoch 2 is bounded the same way at its own end.
-  const { run } = cell(storeAt(2, epochEnd(2) - 1));
+  const { run } = commandCell({ store: storeAt(2, epochEnd(2) - 1) });
   assert.equal(run(put('/b', 'x')).type, 'failed');
 });
 
@@ -83,7 +69,7 @@ test('a refusal with a Request-ID is remembered as such (a retry gets the same a
 });
 
 test('restore into the next epoch: keys keep revisions and versions, the floor is the revision and compact revision', () => {
-  const { store: old, ok } = cell();
+  const { store: old, ok } = commandCell();
   ok({ type: 'leaseGrant', ttlMs: 10_000, id: 7 });
   ok({ type: 'leaseGrant', ttlMs: 60_000, id: 8 });
   ok({ type: 'leaseCheckpoint', leases: [{ id: 7, remainingMs: 4_000 }, { id: 8, remainingMs: 59_800 }] });
@@ -115,7 +101,7 @@ test('restore into the next epoch: keys keep revisions and versions, the floor i
   assert.deepEqual(restored.lease(7), { id: 7, ttlMs: 10_000, remainingMs: 5_000, keyCount: 1 });
   assert.deepEqual(restored.lease(8), { id: 8, ttlMs: 60_000, remainingMs: 60_000, keyCount: 0 });
   // The first write after the restore is floor + 1; an existing key keeps its create revision (its token).
-  const { ok: okNew } = cell(restored);
+  const { ok: okNew } = commandCell({ store: restored });
   assert.deepEqual(okNew(put('/k/new', 'n')), { type: 'put', created: true, version: 1, revision: floor + 1, fencingToken: floor + 1 });
   assert.deepEqual(okNew(put('/k/a', 'a3')), { type: 'put', created: false, version: 3, revision: floor + 2, fencingToken: before.kvs[0]?.createRevision });
   // A backup of the restored cell restores to epoch 2.
@@ -127,7 +113,7 @@ test('restore into the next epoch: keys keep revisions and versions, the floor i
 });
 
 test('restore is deterministic: two members restored from one backup hold the same state', () => {
-  const { store: old, ok } = cell();
+  const { store: old, ok } = commandCell();
   for (let i = 0; i < 50; i++) ok(put(`/d/${i % 7}`, `v${i}`, { requestId: `q${i}` } as Partial<Command>));
   const chunks = [...old.snapshot().chunks];
   const a = new MvccStore(new MemoryEngine());
@@ -139,14 +125,14 @@ test('restore is deterministic: two members restored from one backup hold the sa
 });
 
 test('lock queues across a restore: a contender from the backup stays ahead; new keys take the wide sequence form', () => {
-  const { store: old, ok } = cell();
+  const { store: old, ok } = commandCell();
   ok({ type: 'leaseGrant', ttlMs: 10_000, id: 1 });
   ok({ type: 'leaseGrant', ttlMs: 10_000, id: 2 });
   const held = ok({ type: 'seqCreate', prefix: '/locks/res/', value: utf8('a'), lease: 1, ifEmpty: false }) as { kv: { key: string; createRevision: number } };
   assert.match(held.kv.key, /^\/locks\/res\/\d{12}$/);
   const restored = new MvccStore(new MemoryEngine());
   restored.restoreNextEpoch([...old.snapshot().chunks], { leaseGraceMs: 0 });
-  const { ok: okNew } = cell(restored);
+  const { ok: okNew } = commandCell({ store: restored });
   const waiting = okNew({ type: 'seqCreate', prefix: '/locks/res/', value: utf8('b'), lease: 2, ifEmpty: false }) as {
     kv: { key: string; createRevision: number }; owner: { key: string }; predecessor: { key: string } | null;
   };

@@ -8,6 +8,7 @@ import { MemoryEngine, compareBytes } from '../../../src/mvcc/index.js';
 import type { KvEngine } from '../../../src/mvcc/index.js';
 import { LmdbEngine, inlineKeyBytesMax } from '../../../src/storage/index.js';
 import { withTempDir } from './temp-dir.js';
+import { dump, randomWrites, writeToEach } from './engine-writes.js';
 
 function randomKey(random: Random): Uint8Array {
   const long = chance(random, 0.4);
@@ -24,12 +25,6 @@ function pick3(random: Random): number {
   return [0x00, 0x61, 0xff][randomInt(random, 0, 2)] as number;
 }
 
-function dump(engine: KvEngine, range: { start: Uint8Array; end: Uint8Array }): string[] {
-  return [...engine.range(range)].map(
-    (e) => `${Buffer.from(e.key).toString('hex')}=${Buffer.from(e.value).toString('hex')}`,
-  );
-}
-
 test('LMDB engine orders, reads and ranges exactly like the memory engine, long keys included', async () => {
   await withTempDir(async (dir) => {
     const lmdb = LmdbEngine.open({ directory: dir });
@@ -37,18 +32,7 @@ test('LMDB engine orders, reads and ranges exactly like the memory engine, long 
     const random = new SeededRandom(7n);
     try {
       for (let round = 0; round < 40; round++) {
-        const ops = Array.from({ length: randomInt(random, 1, 30) }, () => ({
-          key: randomKey(random),
-          value: chance(random, 0.3) ? undefined : Uint8Array.of(round, randomInt(random, 0, 255)),
-        }));
-        for (const engine of [lmdb, memory] as KvEngine[]) {
-          engine.write((writer) => {
-            for (const op of ops) {
-              if (op.value === undefined) writer.delete(op.key);
-              else writer.put(op.key, op.value);
-            }
-          });
-        }
+        writeToEach([lmdb, memory], randomWrites(random, round, randomKey));
         for (let i = 0; i < 10; i++) {
           const [start, end] = [randomKey(random), randomKey(random)].sort(compareBytes) as [Uint8Array, Uint8Array];
           assert.deepEqual(dump(lmdb, { start, end }), dump(memory, { start, end }));

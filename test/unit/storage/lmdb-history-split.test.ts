@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import { SeededRandom, chance, randomInt, type Random } from '../../../src/base/random.js';
 import { MemoryEngine, compareBytes } from '../../../src/mvcc/index.js';
-import type { KvEngine, KvRange } from '../../../src/mvcc/index.js';
+import type { KvEngine } from '../../../src/mvcc/index.js';
 import { LmdbEngine, inlineKeyBytesMax } from '../../../src/storage/index.js';
 import { withTempDir } from './temp-dir.js';
+import { dump, hex, randomWrites, writeToEach } from './engine-writes.js';
 
 const firstBytes = [0x01, 0x67, 0x68, 0x68, 0x69, 0x6b, 0xff];
 
@@ -32,25 +33,11 @@ function randomBound(random: Random): Uint8Array {
   return randomKey(random);
 }
 
-const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
-const dump = (engine: KvEngine, range: KvRange): string[] => [...engine.range(range)].map((e) => `${hex(e.key)}=${hex(e.value)}`);
-
 async function checkAgainstMemory(lmdb: LmdbEngine, seed: bigint): Promise<MemoryEngine> {
   const memory = new MemoryEngine();
   const random = new SeededRandom(seed);
   for (let round = 0; round < 30; round++) {
-    const ops = Array.from({ length: randomInt(random, 1, 30) }, () => ({
-      key: randomKey(random),
-      value: chance(random, 0.3) ? undefined : Uint8Array.of(round, randomInt(random, 0, 255)),
-    }));
-    for (const engine of [lmdb, memory] as KvEngine[]) {
-      engine.write((writer) => {
-        for (const op of ops) {
-          if (op.value === undefined) writer.delete(op.key);
-          else writer.put(op.key, op.value);
-        }
-      });
-    }
+    writeToEach([lmdb, memory], randomWrites(random, round, randomKey));
     for (let i = 0; i < 10; i++) {
       const [start, end] = [randomBound(random), randomBound(random)].sort(compareBytes) as [Uint8Array, Uint8Array];
       assert.deepEqual(dump(lmdb, { start, end }), dump(memory, { start, end }));

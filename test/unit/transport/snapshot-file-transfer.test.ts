@@ -5,47 +5,28 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SnapshotStore } from '../../../src/snap/index.js';
 import { SnapshotTransfers } from '../../../src/snap/snapshot-transfer.js';
 import type { SnapshotMessage } from '../../../src/transport/index.js';
 import { startNode, until } from './tcp-helpers.js';
+import { startRelay } from './relay.js';
 
 const mebibyte = 1024 * 1024;
 const confState = { voters: [1, 2], votersOutgoing: [], learners: [] };
 const meta = { index: 500, term: 4, confState };
 
 /** Relays to `port`; the first connection is cut once `cutAt` bytes went through. */
-async function cuttingRelay(port: number, cutAt: number) {
-  const sockets = new Set<Socket>();
-  let first = true;
-  const server = createServer((client) => {
-    const cut = first;
-    first = false;
-    const upstream = connect(port, '127.0.0.1');
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
-      socket.on('error', () => (client.destroy(), upstream.destroy()));
-    }
+function cuttingRelay(port: number, cutAt: number) {
+  return startRelay({ host: '127.0.0.1', port }, (connection) => {
     let forwarded = 0;
-    client.on('data', (chunk: Buffer) => {
+    return (chunk, client, upstream) => {
       forwarded += chunk.length;
-      if (cut && forwarded >= cutAt) return void (client.destroy(), upstream.destroy());
+      if (connection === 0 && forwarded >= cutAt) return void (client.destroy(), upstream.destroy());
       upstream.write(chunk);
-    });
-    upstream.pipe(client);
+    };
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as { port: number }).port,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
 }
 
 test('a snapshot file transfer cut mid-way resumes from the follower\'s partial file', async () => {

@@ -5,12 +5,12 @@
 // over, and a corrupted chunk is refused before any of its bytes reach the handler.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, createServer, type Server, type Socket } from 'node:net';
 import { crc32 } from 'node:zlib';
 import type {
   IncomingSnapshot, OutgoingSnapshot, SnapshotMessage,
 } from '../../../src/transport/index.js';
 import { startNode, type TestNode } from './tcp-helpers.js';
+import { startRelay, type Forwarder } from './relay.js';
 
 const mebibyte = 1024 * 1024;
 
@@ -70,28 +70,16 @@ function resumingHandler() {
 }
 
 /**
- * A TCP relay to `target`: the first connection is cut after `cutAfterBytes` (or has one byte
+ * A TCP relay to `target`: the first connection is cut after `fault.atBytes` (or has one byte
  * flipped there, when `corrupt`); later connections pass untouched.
  */
-async function startRelay(
-  target: { host: string; port: number },
-  fault: { atBytes: number; corrupt: boolean },
-): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let connections = 0;
-  const server: Server = createServer((client) => {
-    const faulty = connections++ === 0;
-    const upstream = connect(target.port, target.host);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
-      socket.on('error', () => (client.destroy(), upstream.destroy()));
-    }
+function faultyRelay(target: { host: string; port: number }, fault: { atBytes: number; corrupt: boolean }) {
+  return startRelay(target, (connection): Forwarder => {
     let forwarded = 0;
-    client.on('data', (chunk: Buffer) => {
+    return (chunk, client, upstream) => {
       const at = fault.atBytes - forwarded;
       forwarded += chunk.length;
-      if (!faulty || at < 0 || at >= chunk.length) return void upstream.write(chunk);
+      if (connection !== 0 || at < 0 || at >= chunk.length) return void upstream.write(chunk);
       if (!fault.corrupt) {
         upstream.end(chunk.subarray(0, at), () => (upstream.destroy(), client.destroy()));
         return;
@@ -99,18 +87,8 @@ async function startRelay(
       const copy = Buffer.from(chunk);
       copy[at] = (copy[at] ?? 0) ^ 0x40;
       upstream.write(copy);
-    });
-    upstream.pipe(client);
+    };
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  return {
-    port,
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
 }
 
 async function withPair(
@@ -121,7 +99,7 @@ async function withPair(
   const n1 = await startNode(1);
   const n2 = await startNode(2, { onSnapshot: handler.onSnapshot });
   n2.transport.addPeer(1, n1.transport.address());
-  const relay = await startRelay(n2.transport.address(), fault);
+  const relay = await faultyRelay(n2.transport.address(), fault);
   n1.transport.addPeer(2, { host: '127.0.0.1', port: relay.port });
   try {
     await body(n1, n2, handler);

@@ -7,21 +7,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { WrongCellError } from '../../../src/base/errors.js';
 import { MemoryEngine, MvccStore, utf8 } from '../../../src/mvcc/index.js';
-import { WatchHub, defaultWatchLimits, type WatchConnection, type WatchOutput, type WatchSpec } from '../../../src/watch/index.js';
+import { WatchHub, defaultWatchLimits, type WatchOutput, type WatchSpec } from '../../../src/watch/index.js';
 import { commandEntry } from './model.js';
+import { drain, revisionsOf } from './hub-outputs.js';
 
 const spec = (key: string, more: Partial<WatchSpec> = {}): WatchSpec => ({
   key, prefix: true, startRevision: 0, prevKv: false, filter: 'all', encoding: 'utf8', ...more,
 });
-
-function drain(connection: WatchConnection<string>): WatchOutput<string>[] {
-  const outputs: WatchOutput<string>[] = [];
-  for (let output = connection.next(); output !== null; output = connection.next()) outputs.push(output);
-  return outputs;
-}
-
-const revisionsOf = (outputs: WatchOutput<string>[], tag: string): number[] =>
-  outputs.flatMap((o) => (o.type === 'batch' && o.tag === tag ? o.batch.events.map((e) => e.revision) : []));
 
 const endOf = (outputs: WatchOutput<string>[], tag: string) => outputs.find((o) => o.type === 'end' && o.tag === tag);
 

@@ -6,15 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CompactedError, QuotaExceededError } from '../../../src/base/errors.js';
 import { MemoryEngine, MvccStore, utf8, type Command } from '../../../src/mvcc/index.js';
-import {
-  WatchHub,
-  defaultWatchLimits,
-  type WatchConnection,
-  type WatchLimits,
-  type WatchOutput,
-  type WatchSpec,
-} from '../../../src/watch/index.js';
+import { WatchHub, defaultWatchLimits, type WatchLimits, type WatchOutput, type WatchSpec } from '../../../src/watch/index.js';
 import { commandEntry } from './model.js';
+import { drain } from './hub-outputs.js';
 
 class Fixture {
   readonly store = new MvccStore(new MemoryEngine());
@@ -35,12 +29,6 @@ class Fixture {
 const spec = (key: string, more: Partial<WatchSpec> = {}): WatchSpec => ({
   key, prefix: false, startRevision: 0, prevKv: false, filter: 'all', encoding: 'utf8', ...more,
 });
-
-function drain(connection: WatchConnection<string>): WatchOutput<string>[] {
-  const outputs: WatchOutput<string>[] = [];
-  for (let output = connection.next(); output !== null; output = connection.next()) outputs.push(output);
-  return outputs;
-}
 
 function eventsOf(outputs: WatchOutput<string>[], tag: string): string[] {
   return outputs.flatMap((o) =>

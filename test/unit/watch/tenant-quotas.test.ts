@@ -14,12 +14,13 @@ import {
   TenantWatchQuotas,
   WatchHub,
   defaultWatchLimits,
-  type WatchConnection,
   type WatchLimits,
   type WatchOutput,
   type WatchSpec,
 } from '../../../src/watch/index.js';
 import { commandEntry } from './model.js';
+import { drain, revisionsOf } from './hub-outputs.js';
+import { refusal } from '../base/quota-refusal.js';
 
 /** A clock whose timers fire only when the test moves it. */
 class Clock {
@@ -85,25 +86,6 @@ class Fixture {
 const spec = (key: string, more: Partial<WatchSpec> = {}): WatchSpec => ({
   key, prefix: true, startRevision: 0, prevKv: false, filter: 'all', encoding: 'utf8', ...more,
 });
-
-function drain(connection: WatchConnection<string>): WatchOutput<string>[] {
-  const outputs: WatchOutput<string>[] = [];
-  for (let output = connection.next(); output !== null; output = connection.next()) outputs.push(output);
-  return outputs;
-}
-
-const revisions = (outputs: WatchOutput<string>[], tag: string): number[] =>
-  outputs.flatMap((o) => (o.type === 'batch' && o.tag === tag ? o.batch.events.map((e) => e.revision) : []));
-
-function refusal(run: () => unknown): QuotaExceededError {
-  try {
-    run();
-  } catch (error) {
-    assert.ok(error instanceof QuotaExceededError, String(error));
-    return error;
-  }
-  assert.fail('expected quota_exceeded');
-}
 
 const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
@@ -178,7 +160,7 @@ test('over maxWatchBytes the tenant\'s slowest watcher ends as a slow consumer, 
   assert.equal(slow.state, 'ended', 'the stalled watcher was ended');
   assert.equal(b.state, 'synced', 'the other tenant\'s stalled watcher goes on');
   assert.ok(b.queuedBytes > limit, 'and holds more than a\'s limit');
-  assert.deepEqual(revisions(fastSeen, 'fast'), range(1, 80).filter((r) => r % 2 === 1), 'the fast watcher saw every event of a');
+  assert.deepEqual(revisionsOf(fastSeen, 'fast'), range(1, 80).filter((r) => r % 2 === 1), 'the fast watcher saw every event of a');
   const outputs = drain(aStalled);
   const end = outputs.find((o) => o.type === 'end' && o.tag === 'slow');
   assert.ok(end !== undefined && end.type === 'end');
@@ -192,8 +174,8 @@ test('over maxWatchBytes the tenant\'s slowest watcher ends as a slow consumer, 
   // Resumed where it stopped: every event of a, once, in order.
   const resumed = f.hub.create(aStalled, 'resumed', spec('/a/', { startRevision: end.lastRevision + 1 }));
   const seen: number[] = [];
-  for (let i = 0; i < 100 && resumed.state !== 'synced'; i++) seen.push(...revisions(drain(aStalled), 'resumed'));
-  seen.push(...revisions(drain(aStalled), 'resumed'));
+  for (let i = 0; i < 100 && resumed.state !== 'synced'; i++) seen.push(...revisionsOf(drain(aStalled), 'resumed'));
+  seen.push(...revisionsOf(drain(aStalled), 'resumed'));
   assert.deepEqual(seen, range(1, 80).filter((r) => r % 2 === 1));
   assert.equal(aEvents, seen.length);
   assert.equal(laggingAtFirstEnd, 'synced', 'the less-behind watcher was still open when the slowest ended');
@@ -231,10 +213,10 @@ test('eventsPerSecond paces delivery: at most the rate, in order, nothing lost; 
     f.put(`/a/k${i}`);
     f.put(`/b/k${i}`);
   }
-  assert.deepEqual(revisions(drain(other), 'b'), range(1, 100).filter((r) => r % 2 === 0), 'b is not paced');
+  assert.deepEqual(revisionsOf(drain(other), 'b'), range(1, 100).filter((r) => r % 2 === 0), 'b is not paced');
   const seen: Array<{ revision: number; atMs: number }> = [];
   const take = (): void => {
-    for (const r of revisions(drain(c), 'a')) seen.push({ revision: r, atMs: f.clock.ms });
+    for (const r of revisionsOf(drain(c), 'a')) seen.push({ revision: r, atMs: f.clock.ms });
   };
   take();
   assert.equal(seen.length, rate, 'a second\'s worth at once (the burst)');
@@ -258,7 +240,7 @@ test('eventsPerSecond paces a catching-up watcher too (history holds the events)
   for (let i = 0; i < 30; i++) f.put(`/a/k${i}`);
   const c = f.hub.openConnection(() => {}, () => true);
   const watcher = f.hub.create(c, 'a', spec('/a/', { startRevision: 1 }));
-  const first = revisions(drain(c), 'a');
+  const first = revisionsOf(drain(c), 'a');
   // A catch-up batch is never split: it takes its events from the bucket and owes the rest.
   assert.ok(first.length >= 1);
   assert.equal(watcher.paced, true);
@@ -267,7 +249,7 @@ test('eventsPerSecond paces a catching-up watcher too (history holds the events)
   // The table change is applied (here with the next write), long before the timer would fire.
   f.setTable([tenant('a', { eventsPerSecond: null })]);
   f.put('/a/later');
-  const rest = revisions(drain(c), 'a');
+  const rest = revisionsOf(drain(c), 'a');
   assert.deepEqual([...first, ...rest], range(1, 32));
 });
 
@@ -280,7 +262,7 @@ test('a paced watcher whose backlog passes its buffer ends as a slow consumer wi
   for (let i = 0; i < 40 && end === undefined; i++) {
     f.put(`/a/k${i}`);
     const outputs = drain(c);
-    seen.push(...revisions(outputs, 'a'));
+    seen.push(...revisionsOf(outputs, 'a'));
     end = outputs.find((o) => o.type === 'end');
   }
   assert.deepEqual(seen, range(1, 5), 'the burst was delivered, then the rest waited');
@@ -290,7 +272,7 @@ test('a paced watcher whose backlog passes its buffer ends as a slow consumer wi
   for (let i = f.store.revision; i < 40; i++) f.put(`/a/more${i}`);
   f.setTable([tenant('a', { eventsPerSecond: null })]);
   f.hub.create(c, 'again', spec('/a/', { startRevision: end.lastRevision + 1 }));
-  for (let i = 0; i < 20; i++) seen.push(...revisions(drain(c), 'again'));
+  for (let i = 0; i < 20; i++) seen.push(...revisionsOf(drain(c), 'again'));
   assert.deepEqual(seen, range(1, f.store.revision));
 });
 
