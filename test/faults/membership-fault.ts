@@ -38,7 +38,14 @@ export async function replaceMember(cell: TestCell, victim: string, downMs: numb
   const id = added.member.id as number;
   say(`added ${victim} as learner ${id}`);
   cell.cell.start(victim, { join: true, via: others });
-  await untilDone(cell, others, `promote ${victim}`, 'POST', `/v1/cluster/members/${id}/promote`, null);
+  try {
+    await untilDone(cell, others, `promote ${victim}`, 'POST', `/v1/cluster/members/${id}/promote`, null);
+  } catch (error) {
+    // A learner that never catches up: say whether its process runs and what it last said.
+    const state = cell.cell.isRunning(victim) ? 'running' : 'not running';
+    const said = `${(error as Error).message}\n${victim} (${state}) last said:\n${cell.cell.tail(victim, 40)}`;
+    throw error instanceof StepNotDone ? new StepNotDone(said) : new Error(said);
+  }
   say(`promoted ${victim} (member ${id})`);
 }
 
