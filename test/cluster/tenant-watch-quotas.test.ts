@@ -1,11 +1,11 @@
 // Tenants' watch quotas on a real 3-process cell (docs/api/tenants.md, issue #28): a tenant whose
 // reader stalls is over its buffered watch bytes (maxWatchBytes) and its watcher ends as a slow
 // consumer naming the quota, resumable with no gap, while another tenant's watchers on the same
-// member see every event with their delivery p99 compared against a phase without the stall; a
-// watch past maxWatches or while the tenant is over its bytes is refused with the details (429 +
-// Retry-After on HTTP, an error frame with retryAfterSeconds on the stream, etcd's rate-limit words
-// on gRPC); eventsPerSecond paces delivery without losing or reordering an event; /metrics and
-// `baton tenant show` show the use, the limits and the refusals.
+// member see every event, their delivery p99 compared in the same phase with a watcher on a member
+// without the stall; a watch past maxWatches or while the tenant is over its bytes is refused with
+// the details (429 + Retry-After on HTTP, an error frame with retryAfterSeconds on the stream,
+// etcd's rate-limit words on gRPC); eventsPerSecond paces delivery without losing or reordering an
+// event; /metrics and `baton tenant show` show the use, the limits and the refusals.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { credentials, loadPackageDefinition, type GrpcObject, type ServiceClientConstructor } from '@grpc/grpc-js';
@@ -76,16 +76,19 @@ const percentile = (values: number[], p: number): number => {
 };
 
 /**
- * B's delivery while `load` runs: B puts 20 keys a second on member 1 (its value the send time)
- * and three SSE watchers of B on member 0 record each event's arrival. Returns the delays (ms)
- * of every (watcher, event) pair, and checks every watcher saw every event once, in order.
+ * B's delivery while `load` runs: B puts 20 keys a second on member 1 (its value the send time),
+ * three SSE watchers of B on member 0 (where A's reader stalls) and one on member 2 (the reference,
+ * same phase, same machine load) record each event's arrival. Returns the delays (ms) of every
+ * (watcher, event) pair, per member, and checks every watcher saw every event once, in order.
  */
-async function measureB(tag: string, load: () => Promise<unknown>, minMs: number): Promise<number[]> {
-  const watchers = [0, 1, 2].map(() => new SseClient(`${url(0)}/v1/watch?key=/b/&prefix=true`));
+async function measureB(tag: string, load: () => Promise<unknown>, minMs: number): Promise<{ member0: number[]; member2: number[] }> {
+  const members = [0, 0, 0, 2];
+  const watchers = members.map((m) => new SseClient(`${url(m)}/v1/watch?key=/b/&prefix=true`));
   for (const w of watchers) await w.until((m) => m.length >= 1, 10_000);
-  const delays: number[] = [];
+  const result = { member0: [] as number[], member2: [] as number[] };
   const arrivals = new Map<SseClient, number[]>();
-  for (const w of watchers) {
+  for (const [i, w] of watchers.entries()) {
+    const delays = members[i] === 0 ? result.member0 : result.member2;
     arrivals.set(w, []);
     w.response.on('data', () => {
       // Messages are parsed as they arrive (SseClient.feed runs first): time the new ones.
@@ -121,7 +124,7 @@ async function measureB(tag: string, load: () => Promise<unknown>, minMs: number
     assert.deepEqual(revisions, sent, 'every B watcher saw every B event, once, in order');
     w.close();
   }
-  return delays;
+  return result;
 }
 
 test('a stalled reader over maxWatchBytes ends resumable, naming the quota; B\'s watchers on the same member see every event, delivery p99 not hurt', { timeout: 240_000 }, async () => {
@@ -159,10 +162,14 @@ test('a stalled reader over maxWatchBytes ends resumable, naming the quota; B\'s
   resumed.close();
   const all = [...seen, ...resumed.messages.flatMap((b) => b.events ?? []).map((e: any) => e.kv.modRevision as number)];
   assert.deepEqual(all.filter((r) => r <= last), written, 'A saw each of its writes once, in order, across the end and the resume');
-  const p99Without = percentile(without, 99);
-  const p99With = percentile(withStall, 99);
-  console.log(`B delivery (3 watchers on member 0): without the stall p50 ${percentile(without, 50).toFixed(1)} p99 ${p99Without.toFixed(1)} ms (${without.length} deliveries); with A stalled over its quota p50 ${percentile(withStall, 50).toFixed(1)} p99 ${p99With.toFixed(1)} ms (${withStall.length}); A wrote ${written.length} x 16 KiB before its watcher ended`);
-  assert.ok(p99With <= Math.max(2 * p99Without, p99Without + 100), `B's delivery p99 with A stalled ${p99With.toFixed(1)} ms vs ${p99Without.toFixed(1)} ms without`);
+  const show = (d: number[]): string => `p50 ${percentile(d, 50).toFixed(1)} p99 ${percentile(d, 99).toFixed(1)} ms (${d.length})`;
+  console.log(`B delivery without the stall: member 0 ${show(without.member0)}, member 2 ${show(without.member2)}; with A stalled over its quota on member 0: member 0 ${show(withStall.member0)}, member 2 ${show(withStall.member2)}; A wrote ${written.length} x 16 KiB before its watcher ended`);
+  // "Not hurt" is judged within the stalled phase, against B's watcher on member 2: both see the
+  // same writes under the same machine load (a neighbouring test on two cores moves every figure
+  // together), only member 0 carries A's stalled reader.
+  const p99Stalled = percentile(withStall.member0, 99);
+  const p99Reference = percentile(withStall.member2, 99);
+  assert.ok(p99Stalled <= Math.max(2 * p99Reference, p99Reference + 100), `B's delivery p99 on member 0 (A stalled there) ${p99Stalled.toFixed(1)} ms vs ${p99Reference.toFixed(1)} ms on member 2 in the same phase`);
   const text = (await http(`${url(0)}/metrics`)).body as string;
   assert.ok((metric(text, 'baton_tenant_slow_watchers_total{tenant="a"}') ?? 0) >= 1);
   assert.equal(metric(text, 'baton_tenant_slow_watchers_total{tenant="b"}'), 0, 'never B\'s');
