@@ -22,7 +22,8 @@ export function stepTerm(node: NodeState, m: RaftMessage): boolean {
     if (m.type === 'preVoteResponse' && !m.reject) return true; // echoes the term we would use
     const leader =
       m.type === 'append' || m.type === 'heartbeat' || m.type === 'snapshot' ? m.from : noMember;
-    becomeFollower(node, m.term, leader);
+    // A vote request restarts the timer only if granted (handleVoteRequest does that).
+    becomeFollower(node, m.term, leader, m.type !== 'vote');
     assert(node.term === m.term, 'a newer term is adopted');
     return true;
   }

@@ -8,12 +8,18 @@ import { EntryType, noMember, Role, type MemberId } from './types.js';
 
 const emptyData = new Uint8Array(0);
 
-export function becomeFollower(node: NodeState, term: number, leader: MemberId): void {
+/**
+ * `resetTimer` false keeps the election clock running: a vote request of a newer term moves this
+ * node to that term but is neither a leader's message nor a granted vote (Raft, Figure 2), so it
+ * must not postpone this node's own campaign. Otherwise, with PreVote off, stale candidates that
+ * can never win keep the up-to-date members from ever timing out (sim seeds 533324, 563707).
+ */
+export function becomeFollower(node: NodeState, term: number, leader: MemberId, resetTimer = true): void {
   leaveLeadership(node);
   node.setTerm(term);
   node.role = Role.follower;
   node.leader = leader;
-  node.resetElectionTimer();
+  if (resetTimer) node.resetElectionTimer();
 }
 
 export function becomePreCandidate(node: NodeState): void {

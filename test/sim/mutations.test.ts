@@ -15,7 +15,7 @@ const catchingSeeds: ReadonlyMap<string, readonly number[]> = new Map([
   ['appendPastGap', [3]],
   ['voteWithoutPersist', [2]],
   ['commitOldTermEntries', [218]],
-  ['readWithoutQuorum', [530]],
+  ['readWithoutQuorum', [28]],
   ['grantOnWake', [13]],
   ['dedupOff', [13]],
   ['promoteAtZero', [13]],
@@ -23,8 +23,8 @@ const catchingSeeds: ReadonlyMap<string, readonly number[]> = new Map([
   ['skipCutRevision', [5]],
   ['revokeOnLocalTimer', [5]],
   ['notFoundWhileRevoking', [13]],
-  ['renewWithoutQuorum', [28, 49]],
-  ['withdrawRetriedEntry', [54]],
+  ['renewWithoutQuorum', [28, 32]],
+  ['withdrawRetriedEntry', [13]],
 ]);
 
 for (const [name, seeds] of catchingSeeds) {

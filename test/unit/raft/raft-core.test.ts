@@ -72,6 +72,36 @@ test('with PreVote and CheckQuorum off, a member whose term ran ahead answers a 
   assert.notEqual(cluster.member(1).raft.status().role, 'leader', 'the leader of the older term stepped down');
 });
 
+test('a vote request of a newer term that is refused does not restart the election timer (PreVote off)', () => {
+  // Plain sweep seeds 533324, 563707: stale members campaigning over and over (PreVote off) moved
+  // the up-to-date member's term forward and, before the fix, restarted its election timer each
+  // time, so the only member that could win never timed out and the cell had no leader. Raft's
+  // Figure 2: only a current leader's message or a granted vote restarts the timeout.
+  const cluster = new TestCluster([1, 2, 3], { config: { preVote: false, checkQuorum: false } });
+  cluster.electLeader(1);
+  cluster.isolate(3);
+  cluster.member(1).raft.propose(encode('a')); // 3 misses it: its log is behind
+  cluster.stabilize();
+  cluster.heal();
+  cluster.isolate(1); // the leader is gone; 2 is the only member that can win
+  for (let i = 0; i < 9; i++) {
+    cluster.member(2).raft.tick(); // short of the smallest timeout (10 ticks)
+    cluster.stabilize();
+  }
+  assert.equal(cluster.member(2).raft.status().role, 'follower');
+  cluster.member(3).raft.campaign(); // stale: 2 refuses, but takes the newer term
+  cluster.stabilize();
+  const staleTerm = cluster.member(3).raft.status().term;
+  assert.equal(cluster.member(2).raft.status().term, staleTerm, '2 moved to the stale candidate\'s term');
+  assert.equal(cluster.member(2).raft.status().vote, 0, 'and refused its vote');
+  for (let i = 0; i < 10; i++) {
+    cluster.member(2).raft.tick(); // 19 ticks since the leader's last word: the largest timeout
+    cluster.stabilize();
+  }
+  assert.equal(cluster.leader(), 2, 'the up-to-date member campaigned on its own timeout and won');
+  assert.ok(cluster.member(2).raft.status().term > staleTerm);
+});
+
 test('ReadIndex: many reads share one quorum round', () => {
   const cluster = new TestCluster([1, 2, 3]);
   cluster.electLeader(1);
