@@ -94,9 +94,13 @@ export class QueueContender {
     private readonly feed: ChangeFeed,
     private readonly clock: QueueClock,
     private readonly metrics: QueueMetrics,
-    /** Test-only broken rules, so the simulator's lock checker shows it has teeth. */
-    private readonly bugs: QueueBugs = {},
+    private readonly options: QueueOptions,
   ) {}
+
+  /** Test-only broken rules, so the simulator's lock checker shows it has teeth. */
+  private get bugs(): QueueBugs {
+    return this.options.bugs ?? {};
+  }
 
   /** asThisAttempt, or (the planted second queue hole) the entry as re-read, whoever moved it. */
   private asThisAttempt(next: SeqPosition, current: SeqPosition): SeqPosition {
@@ -114,7 +118,7 @@ export class QueueContender {
     const attempt: Attempt = { ...request, retried: created.duplicate };
     let position: SeqPosition = created.result;
     // A retried request's first answer may be old: ask where the entry stands now.
-    if (attempt.retried) position = await this.recheck(attempt, position);
+    if (attempt.retried) position = await this.recheckInTime(attempt, position);
     const contended = position.predecessor !== null;
     if (!contended) return this.grant(attempt, position, started, false);
     if (request.waitMs === 0) {
@@ -311,6 +315,23 @@ export class QueueContender {
    * the reclaim moves on: the withdrawal then either committed before it (entry gone: not granted)
    * or finds the compare failing (entry kept).
    */
+  /**
+   * recheck, answered within one request timeout: its reclaim and its check are each bounded by
+   * the node's timeout, but one after the other on a member far behind the leader (each waits for
+   * its own apply) they answered a retried try-lock 5.3 s after it was sent (sim seed 288: a
+   * member ~170 entries behind). Past the bound: `timeout`, the outcome unknown; the work goes on
+   * unheard and the next retry with the Request-ID rechecks again (both steps may repeat).
+   */
+  private async recheckInTime(request: ContendRequest, first: SeqPosition): Promise<SeqPosition> {
+    const checked = await this.within(this.recheck(request, first), this.clock.monotonicMs() + this.options.requestTimeoutMs);
+    if (checked === notInTime) {
+      throw new TimeoutError(
+        `a retried request's entry could not be checked within ${this.options.requestTimeoutMs} ms: the outcome is unknown: retry with the same Request-ID`,
+      );
+    }
+    return checked;
+  }
+
   private async recheck(request: ContendRequest, first: SeqPosition): Promise<SeqPosition> {
     await this.reclaim(first.kv);
     try {
@@ -438,6 +459,12 @@ export class QueueContender {
 }
 
 /** Test-only broken rules (the simulator's lock sweep shows its checkers catch each). */
+export interface QueueOptions {
+  /** The node's request timeout: how long a retried request's recheck may take before `timeout`. */
+  readonly requestTimeoutMs: number;
+  readonly bugs?: QueueBugs;
+}
+
 export interface QueueBugs {
   /** The etcd bug: a waiter that saw a deletion takes the lock without checking its own entry. */
   readonly grantOnWake?: boolean;

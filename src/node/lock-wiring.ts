@@ -26,6 +26,8 @@ export function createNodeLocks(options: {
   guard: AccessGuard;
   timers: Timers;
   registry: Registry;
+  /** The node's request timeout (a retried acquire's recheck is answered within it). */
+  requestTimeoutMs: number;
 }): NodeLocks {
   const feed = new ChangeFeed(options.store);
   const metrics = lockMetrics(options.registry, feed);
@@ -37,7 +39,7 @@ export function createNodeLocks(options: {
     linearizableRange: (request) => cell.linearizableRange(request),
     localRange: (request) => cell.localRange(request),
   };
-  const contender = new QueueContender(lockCell, feed, clock, metrics);
+  const contender = new QueueContender(lockCell, feed, clock, metrics, { requestTimeoutMs: options.requestTimeoutMs });
   return {
     locks: new LockService(lockCell, contender, options.guard, () => Date.now(), defaultLockLimits),
     elections: new ElectionService(lockCell, contender, feed, options.guard, defaultLockLimits),

@@ -443,7 +443,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
   // Fair queues per tenant (#28): only a cell with tenants passes through them.
   const fair = config.tuning.fairAdmission === null ? null : new FairAdmission(config.tuning.fairAdmission, realTimers);
   const cell = new CellService(config, driver, proposer, store, guard, metrics, new ReadGate(config.tuning.readGate), membership, admission, fair);
-  const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry });
+  const locks = createNodeLocks({ cell, store, guard, timers: realTimers, registry: metrics.registry, requestTimeoutMs: config.requestTimeoutMs });
   // Tenants' watch quotas on this node (#28): watches, buffered watch bytes, event rate.
   const watchQuotas = new TenantWatchQuotas({
     tenantOf: (key) => admission.tenantsOf([key])[0] ?? null,

@@ -11,7 +11,7 @@ import { mvccLog } from './lease-member.js';
 import type { NodeDriver } from '../driver/driver.js';
 import type { Timers } from '../base/timers.js';
 import type { MvccApplier } from './mvcc-machine.js';
-import type { AppliedOutcome } from './server-driver.js';
+import { requestTimeoutMs, type AppliedOutcome } from './server-driver.js';
 
 /** What the lock workload lends every member's lock service. */
 export interface SimLockEnv {
@@ -57,6 +57,6 @@ export function createSimLocks(
   };
   const feed = new ChangeFeed(state);
   const clock = { monotonicMs: () => timers.monotonicMs(), after: (ms: number, callback: () => void) => timers.setTimeout(callback, ms) };
-  const contender = new QueueContender(cell, feed, clock, env.metrics, env.bugs);
+  const contender = new QueueContender(cell, feed, clock, env.metrics, { requestTimeoutMs, bugs: env.bugs });
   return { locks: new LockService(cell, contender, simGuard(() => applier.store), wallMs), feed };
 }

@@ -109,7 +109,7 @@ function setup(makeCell: (clock: ManualClock) => InProcessCell = () => new InPro
     gaveUp: (reason) => counts.gaveUp.push(reason),
     waiting: (delta) => { counts.waiting += delta; },
   };
-  const locks = new LockService(cell, new QueueContender(cell, cell.feed, clock, metrics), new AccessGuard(cell.store), () => 0);
+  const locks = new LockService(cell, new QueueContender(cell, cell.feed, clock, metrics, { requestTimeoutMs: 5_000 }), new AccessGuard(cell.store), () => 0);
   for (let id = 1; id <= 5; id++) cell.apply({ type: 'leaseGrant', ttlMs: 10_000, id });
   return { cell, clock, counts, locks };
 }
@@ -288,6 +288,60 @@ test('a withdrawal still on its way when a same-Request-ID retry is granted does
   assert.equal(state.holder?.fencingToken, retried.fencingToken, 'same entry, same token');
 });
 
+/** A member far behind its leader: once `lagMs` is set, each proposal and read completes that much later. */
+class LaggingCell extends ParkingCell {
+  lagMs = 0;
+  constructor(private readonly lagClock: ManualClock, requestTimeoutMs: number) {
+    super(lagClock, requestTimeoutMs);
+  }
+
+  private lag(): Promise<void> {
+    return this.lagMs === 0 ? Promise.resolve() : new Promise((resolve) => this.lagClock.after(this.lagMs, resolve));
+  }
+
+  override async propose<C extends Command>(op: C, requestId?: string): Promise<Proposed<C>> {
+    await this.lag();
+    return super.propose(op, requestId);
+  }
+
+  override async linearizableRange(request: RangeRequest) {
+    await this.lag();
+    return super.linearizableRange(request);
+  }
+}
+
+test('a retried request\'s recheck is answered within one request timeout on a member far behind: timeout, then a retry gets it', async () => {
+  // Sim seed 288: the retry's create, reclaim and check each waited for a lagging member's apply,
+  // each under the request timeout, and the try-lock was answered 5.3 s after it was sent.
+  const { cell, clock, locks } = setup((c) => new LaggingCell(c, 5_000));
+  const lagging = cell as LaggingCell;
+  const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
+  // b's first attempt queues behind a and cannot confirm its withdrawal: the entry stays queued.
+  lagging.parking = true;
+  const first = locks.acquire('l', { lease: 2, owner: 'b', waitMs: 1_000 }, 'req-b', '').then(() => 'granted', (e: Error) => e.name);
+  await settle();
+  await clock.advance(1_000 + answerGraceMs + 10);
+  assert.equal(await first, 'TimeoutError');
+  lagging.parking = false;
+  await clock.advance(10_000);
+  await locks.release('l', a.key, undefined, '');
+  // The retry reaches a member where every step takes 4 s: create 4 s, then reclaim and check 8 s.
+  lagging.lagMs = 4_000;
+  const sentAt = clock.now;
+  const outcome: { what: string; at: number }[] = [];
+  void locks.acquire('l', { lease: 2, owner: 'b', waitMs: 0 }, 'req-b', '').then(
+    () => outcome.push({ what: 'granted', at: clock.now }), (e: { code?: string }) => outcome.push({ what: e.code ?? String(e), at: clock.now }));
+  await clock.advance(4_000 + 5_000);
+  assert.deepEqual(outcome.map((o) => o.what), ['timeout'], 'the recheck is answered by its bound, outcome unknown');
+  assert.ok((outcome[0] as { at: number }).at - sentAt <= 9_000, `answered ${(outcome[0] as { at: number }).at - sentAt} ms after it was sent`);
+  // The member catches up; the next retry with the Request-ID is granted the queued entry.
+  lagging.lagMs = 0;
+  await clock.advance(10_000);
+  const granted = await locks.acquire('l', { lease: 2, owner: 'b', waitMs: 0 }, 'req-b', '');
+  assert.ok(granted.fencingToken > a.fencingToken);
+  assert.equal((await locks.state('l', '')).holder?.key, granted.key);
+});
+
 test('an attempt still waiting after its client retried may leave the queue, the retry then hears lock_held', async () => {
   const { cell, clock, locks } = setup();
   const a = await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
@@ -375,7 +429,7 @@ test('stop() ends every retrying withdrawal at once: no retry timer outlives a s
   const clock = new ManualClock();
   const cell = new InProcessCell();
   const metrics: QueueMetrics = { wakeup: () => {}, granted: () => {}, gaveUp: () => {}, waiting: () => {} };
-  const contender = new QueueContender(cell, cell.feed, clock, metrics);
+  const contender = new QueueContender(cell, cell.feed, clock, metrics, { requestTimeoutMs: 5_000 });
   cell.apply({ type: 'leaseGrant', ttlMs: 10_000, id: 1 });
   const created = cell.apply({ type: 'seqCreate', prefix: '/locks/l/', value: new Uint8Array(0), lease: 1, ifEmpty: false });
   assert.ok(created.type === 'seqCreate');
