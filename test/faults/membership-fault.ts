@@ -61,7 +61,9 @@ export async function listMembers(cell: TestCell, via: readonly string[]): Promi
     }
     await sleep(250);
   }
-  throw new Error('membership fault: no member listed the members');
+  // Nobody answered for the whole step: say what each member's process last said.
+  const said = via.map((name) => `${name} (${cell.cell.isRunning(name) ? 'running' : 'not running'}) last said:\n${cell.cell.tail(name, 40)}`);
+  throw new Error(`membership fault: no member listed the members\n${said.join('\n')}`);
 }
 
 /**
