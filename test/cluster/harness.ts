@@ -172,11 +172,19 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
   const proxyPort = (from: string, to: string): number => (proxies.get(`${from}->${to}`) as FaultProxy).port;
   // Each node's --peer-dial: the initial members dial each other through the proxies; nodes added
   // later get theirs in addNode.
-  const dials = new Map<string, string[]>();
+  const dials = new Map<string, Map<string, number>>();
+  // Rendered per start, for the members that start lists: a member removed since (a node added
+  // later dialled it through a proxy) is no longer in a rejoining node's --initial-cluster, and
+  // the node refuses a --peer-dial naming a member it does not list (history 21017: the re-added
+  // learner exited at once, and the leader saw it at match 0 for the whole step).
+  const dialArgs = (name: string, listed: readonly string[]): string[] => {
+    const dial = [...(dials.get(name) ?? [])].filter(([other]) => listed.includes(other));
+    return dial.length === 0 ? [] : ['--peer-dial', dial.map(([other, port]) => `${other}=127.0.0.1:${port}`).join(',')];
+  };
   const realPeerPorts = new Map<string, number>([...members, ...spares].map((m) => [m.name, m.peerPort]));
   if (options.proxies === true) {
     for (const name of names) {
-      dials.set(name, ['--peer-dial', names.filter((n) => n !== name).map((n) => `${n}=127.0.0.1:${proxyPort(name, n)}`).join(',')]);
+      dials.set(name, new Map(names.filter((n) => n !== name).map((n) => [n, proxyPort(name, n)])));
     }
   }
   let lastNumber = size + spareNames.length;
@@ -190,7 +198,7 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
     extraArgs: ['--tick-ms', '50', '--election-ticks', '10', '--request-timeout-ms', '3000', ...(options.extraArgs ?? [])],
     ...(options.nodeArgs !== undefined ? { nodeArgs: options.nodeArgs } : {}),
     ...(options.cliPathFor !== undefined ? { cliPathFor: options.cliPathFor } : {}),
-    argsFor: (name: string) => [...(dials.get(name) ?? []), ...(options.argsFor?.(name, dataDir) ?? [])],
+    argsFor: (name: string, listed: readonly string[]) => [...dialArgs(name, listed), ...(options.argsFor?.(name, dataDir) ?? [])],
   });
   cell.startAll();
   try {
@@ -216,13 +224,13 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
       }
       const [clientPort, peerPort, inboundPort, ...outPorts] = (await freePorts(3 + among.length)) as number[] as [number, number, number, ...number[]];
       proxies.set(`*->${name}`, await FaultProxy.start(inboundPort, peerPort));
-      const dial: string[] = [];
+      const dial = new Map<string, number>();
       for (const [i, other] of among.entries()) {
         const port = outPorts[i] as number;
         proxies.set(`${name}->${other}`, await FaultProxy.start(port, realPeerPorts.get(other) as number));
-        dial.push(`${other}=127.0.0.1:${port}`);
+        dial.set(other, port);
       }
-      if (dial.length > 0) dials.set(name, ['--peer-dial', dial.join(',')]);
+      dials.set(name, dial);
       realPeerPorts.set(name, peerPort);
       cell.addNode({ name, clientPort, peerPort, advertisedPeerPort: inboundPort });
       return name;

@@ -27,8 +27,11 @@ export interface ProcessCellOptions {
   readonly host?: string;
   /** Extra flags for every node (e.g. ['--tick-ms', '50']). */
   readonly extraArgs?: readonly string[];
-  /** Extra flags for one node (e.g. its --peer-dial through a test's fault proxies). */
-  readonly argsFor?: (name: string) => readonly string[];
+  /**
+   * Extra flags for one node (e.g. its --peer-dial through a test's fault proxies). `listed`: the
+   * members this start names in --initial-cluster (a node rejects a --peer-dial naming another).
+   */
+  readonly argsFor?: (name: string, listed: readonly string[]) => readonly string[];
   /** Flags for the node binary itself, before the script (e.g. ['--cpu-prof']). */
   readonly nodeArgs?: (name: string) => readonly string[];
   /** Where node output goes: 'inherit' for dev, 'pipe' (collected) for tests. */
@@ -158,7 +161,7 @@ export class ProcessCell {
       ...grpcArgs,
       ...(this.tls?.flags(name).filter((flag) => flag !== '--client-cert-auth' || this.options.clientCertAuth !== false) ?? []),
       ...(this.options.extraArgs ?? []),
-      ...(this.options.argsFor?.(name) ?? []),
+      ...(this.options.argsFor?.(name, listed.map((m) => m.name)) ?? []),
       ...(options.extraArgs ?? []),
     ];
     const output = this.options.output ?? 'pipe';
