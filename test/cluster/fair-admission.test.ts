@@ -182,9 +182,14 @@ test('a flood of lock acquires cannot push another tenant\'s acquire behind it (
   // is on the typical acquire: the quiet tenant's median well under the flood's (0.3-0.6x in runs
   // here with two busy loops beside the cell; in one line they are equal), and its worst under the
   // flood's worst. 60 lockers keep the flood's queue deep even when the CPU, not the seats, is
-  // short (40 left it shallow on a loaded machine: 0.82x in CI).
-  const [quietP50, quietP99] = [percentile(quiet.latenciesMs, 50), percentile(quiet.latenciesMs, 99)];
-  const [floodP50, floodP99] = [percentile(flood.latenciesMs, 50), percentile(flood.latenciesMs, 99)];
+  // short (40 left it shallow on a loaded machine: 0.82x in CI). Worst against worst, not p99
+  // against p99: ~60 quiet acquires make their p99 their maximum, while the flood's p99 of ~2,700
+  // leaves its worst 27 out, and one stall of the machine then failed it in CI (quiet 402 ms vs the
+  // flood's p99 255 ms); the flood always has acquires in flight, so any stall is in its worst too.
+  const quietP50 = percentile(quiet.latenciesMs, 50);
+  const floodP50 = percentile(flood.latenciesMs, 50);
+  const [quietMax, floodMax] = [Math.max(...quiet.latenciesMs), Math.max(...flood.latenciesMs)];
+  console.log(`worst acquire: quiet ${quietMax.toFixed(0)} ms, flood ${floodMax.toFixed(0)} ms`);
   assert.ok(quietP50 < 0.8 * floodP50, `quiet acquire p50 ${quietP50.toFixed(0)} ms is well below the flood's ${floodP50.toFixed(0)} ms`);
-  assert.ok(quietP99 < floodP99, `quiet acquire p99 ${quietP99.toFixed(0)} ms is below the flood's ${floodP99.toFixed(0)} ms`);
+  assert.ok(quietMax <= floodMax, `quiet acquire worst ${quietMax.toFixed(0)} ms is not above the flood's worst ${floodMax.toFixed(0)} ms`);
 });
