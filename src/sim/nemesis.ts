@@ -12,7 +12,8 @@ const membersMax = 7;
 
 export class Nemesis {
   active = true;
-  private readonly removing = new Set<MemberId>();
+  /** Members whose removal was proposed, with the log index of that proposal. */
+  private readonly removing = new Map<MemberId, number>();
   private nextMemberId: MemberId;
 
   constructor(
@@ -176,7 +177,7 @@ export class Nemesis {
       timeMs: this.world.nowMs,
       description: `membership: ${text}`,
     });
-    if (result.ok) for (const c of changes) if (c.type === 'remove') this.removing.add(c.id);
+    if (result.ok) for (const c of changes) if (c.type === 'remove') this.removing.set(c.id, result.index);
     leader.pump();
   }
 
@@ -240,13 +241,19 @@ export class Nemesis {
     return changes;
   }
 
-  /** Stop members whose removal the current leader has applied (the operator shuts them down). */
+  /**
+   * Stop members whose removal the current leader has applied (the operator shuts them down).
+   * Only a leader that has applied the removal's index: a stale leader whose configuration never
+   * held the member yet (its add not applied there) is no proof, and the removal itself may be
+   * lost with its proposer (seed 628442: member 4 stopped while still in the configuration).
+   */
   decommissionRemoved(): void {
     const leader = this.world.leader();
     if (leader === null || this.removing.size === 0) return;
     const conf = (leader.core as RaftApi).status().confState;
     if (conf.votersOutgoing.length > 0) return;
-    for (const id of [...this.removing]) {
+    for (const [id, index] of [...this.removing]) {
+      if (leader.appliedIndex < index) continue;
       if (conf.voters.includes(id) || conf.learners.includes(id)) continue;
       this.removing.delete(id);
       const node = this.world.nodes.get(id);
