@@ -110,7 +110,14 @@ async function moveWhileKilling(to: string, victim: string): Promise<void> {
   }
   // The killed member comes back (it rejoins its cell from its own data) for what follows.
   (cells[victim] as TestCell).cell.start(leader);
-  await sleep(1_000);
+  // Until it knows its cell's leader: only then can it answer a write for /kill/ with the owner
+  // (a fixed 1 s once left it answering 503 `no leader` on a loaded machine).
+  const restartedUrl = (cells[victim] as TestCell).cell.clientUrl(leader);
+  for (let poll = 0; poll < 300; poll++) {
+    const status = await http(`${restartedUrl}/v1/cluster/status`, { timeoutMs: 2_000 }).catch(() => null);
+    if (status?.status === 200 && typeof status.body.leader === 'number' && status.body.leader !== 0) break;
+    await sleep(100);
+  }
   await writer.stop();
   assert.ok(move.phase === 'released' || move.phase === 'aborted', `the move ended (phases: ${[...phases].join(',')}): ${JSON.stringify(move)}`);
   const owner = move.phase === 'released' ? to : from;
