@@ -307,15 +307,6 @@ export class QueueContender {
   }
 
   /**
-   * Where a retried request's entry stands now. If the first attempt's entry was withdrawn (its
-   * wait ended, or it was abandoned) the retry did not get the lock: lock_held, as for a wait that
-   * ended, and the caller acquires anew with a new Request-ID. The entry is reclaimed first: an
-   * earlier attempt's withdrawal may still be on its way to the log, and once this attempt has
-   * been granted it must not delete the grant. Withdrawals compare the entry's modRevision, which
-   * the reclaim moves on: the withdrawal then either committed before it (entry gone: not granted)
-   * or finds the compare failing (entry kept).
-   */
-  /**
    * recheck, answered within one request timeout: its reclaim and its check are each bounded by
    * the node's timeout, but one after the other on a member far behind the leader (each waits for
    * its own apply) they answered a retried try-lock 5.3 s after it was sent (sim seed 288: a
@@ -332,6 +323,15 @@ export class QueueContender {
     return checked;
   }
 
+  /**
+   * Where a retried request's entry stands now. If the first attempt's entry was withdrawn (its
+   * wait ended, or it was abandoned) the retry did not get the lock: lock_held, as for a wait that
+   * ended, and the caller acquires anew with a new Request-ID. The entry is reclaimed first: an
+   * earlier attempt's withdrawal may still be on its way to the log, and once this attempt has
+   * been granted it must not delete the grant. Withdrawals compare the entry's modRevision, which
+   * the reclaim moves on: the withdrawal then either committed before it (entry gone: not granted)
+   * or finds the compare failing (entry kept).
+   */
   private async recheck(request: ContendRequest, first: SeqPosition): Promise<SeqPosition> {
     await this.reclaim(first.kv);
     try {
@@ -458,13 +458,13 @@ export class QueueContender {
   }
 }
 
-/** Test-only broken rules (the simulator's lock sweep shows its checkers catch each). */
 export interface QueueOptions {
   /** The node's request timeout: how long a retried request's recheck may take before `timeout`. */
   readonly requestTimeoutMs: number;
   readonly bugs?: QueueBugs;
 }
 
+/** Test-only broken rules (the simulator's lock sweep shows its checkers catch each). */
 export interface QueueBugs {
   /** The etcd bug: a waiter that saw a deletion takes the lock without checking its own entry. */
   readonly grantOnWake?: boolean;
