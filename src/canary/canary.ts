@@ -142,7 +142,7 @@ export class Canary {
       await Promise.all(probeNames.map((name) => loop(name)));
     } finally {
       clearTimeout(timer);
-      this.monitor.stop();
+      await this.monitor.stop();
       https?.close();
       await (session as Session | null)?.close().catch(() => undefined);
       await client.close();

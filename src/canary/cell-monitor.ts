@@ -38,7 +38,9 @@ export class CellMonitor {
   private lostAtMs: number | null = null;
   private readonly applied = new Map<string, { index: number; sinceMs: number; reported: boolean }>();
   private timer: NodeJS.Timeout | null = null;
-  private polling = false;
+  /** The poll in flight, if any: stop() waits for it. */
+  private polling: Promise<void> | null = null;
+  private stopped = false;
   /** Whether the last poll was refused by some member (monitor_refused said once per episode). */
   private refused = false;
   leaderKnown = false;
@@ -54,36 +56,43 @@ export class CellMonitor {
     void this.poll();
   }
 
-  stop(): void {
+  /**
+   * Stops polling and waits for the poll in flight, which then judges nothing: the caller closes
+   * the transport next, and a request it cuts ("socket hang up") is not a member lost.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+    await this.polling;
   }
 
-  private async poll(): Promise<void> {
-    if (this.polling) return;
-    this.polling = true;
-    try {
-      const views = await Promise.all(this.endpoints.map(async (endpoint) => {
-        try {
-          return { endpoint, view: await (this.options.fetchStatus ?? fetchStatus)(endpoint) };
-        } catch (error) {
-          const refused = error instanceof StatusRefused ? error.status : undefined;
-          return { endpoint, view: null, error: (error as Error)?.message ?? String(error), refused };
-        }
-      }));
-      const refusing = views.find((v) => v.refused !== undefined);
-      if (refusing !== undefined) {
-        if (!this.refused) this.onEvent({ event: 'monitor_refused', endpoint: refusing.endpoint, status: refusing.refused as number });
-        this.refused = true;
-        this.leaderKnown = false;
-        return;
+  private poll(): Promise<void> {
+    if (this.polling !== null || this.stopped) return Promise.resolve();
+    this.polling = this.pollOnce().finally(() => (this.polling = null));
+    return this.polling;
+  }
+
+  private async pollOnce(): Promise<void> {
+    const views = await Promise.all(this.endpoints.map(async (endpoint) => {
+      try {
+        return { endpoint, view: await (this.options.fetchStatus ?? fetchStatus)(endpoint) };
+      } catch (error) {
+        const refused = error instanceof StatusRefused ? error.status : undefined;
+        return { endpoint, view: null, error: (error as Error)?.message ?? String(error), refused };
       }
-      this.refused = false;
-      this.checkLeader(views);
-      this.checkApply(views);
-    } finally {
-      this.polling = false;
+    }));
+    if (this.stopped) return;
+    const refusing = views.find((v) => v.refused !== undefined);
+    if (refusing !== undefined) {
+      if (!this.refused) this.onEvent({ event: 'monitor_refused', endpoint: refusing.endpoint, status: refusing.refused as number });
+      this.refused = true;
+      this.leaderKnown = false;
+      return;
     }
+    this.refused = false;
+    this.checkLeader(views);
+    this.checkApply(views);
   }
 
   private checkLeader(views: readonly { endpoint: string; view: MemberView | null; error?: string }[]): void {

@@ -45,7 +45,7 @@ test('leader lost, a new leader, and a stuck apply are reported', async () => {
     assert.deepEqual(stuck[0], { event: 'apply_stuck', endpoint: 'c', commitIndex: 120, appliedIndex: 110, forMs: (stuck[0] as { forMs: number }).forMs });
     assert.ok((stuck[0] as { forMs: number }).forMs >= 150);
   } finally {
-    monitor.stop();
+    await monitor.stop();
   }
 });
 
@@ -74,6 +74,31 @@ test('members refusing the status (authorization on, an anonymous canary) are sa
     assert.equal(monitor.leaderKnown, true);
     assert.ok(!events.some((e) => e.event === 'leader_lost'), JSON.stringify(events));
   } finally {
-    monitor.stop();
+    await monitor.stop();
   }
+});
+
+test('a poll in flight at stop() judges nothing: the transport closed after it is not a lost leader', async () => {
+  let cut: (() => void) | null = null;
+  let hang = false;
+  const events: MonitorEvent[] = [];
+  const monitor = new CellMonitor(['a', 'b', 'c'], (event) => events.push(event), {
+    everyMs: 20,
+    stuckMs: 150,
+    fetchStatus: (endpoint) => (hang && endpoint !== 'b'
+      // A request the closing agent will cut, as node:https does ("socket hang up").
+      ? new Promise((_resolve, reject) => { const previous = cut; cut = () => { previous?.(); reject(new Error('socket hang up')); }; })
+      : Promise.resolve({ member: endpoint.charCodeAt(0) - 96, leader: 1, commitIndex: 5, appliedIndex: 5 })),
+  });
+  monitor.start();
+  await sleep(60);
+  assert.deepEqual(events.map((e) => e.event), ['leader_elected']);
+  hang = true;
+  await sleep(40);
+  assert.ok(cut !== null, 'a poll is in flight');
+  const stopped = monitor.stop();
+  (cut as () => void)();
+  await stopped;
+  await sleep(40);
+  assert.deepEqual(events.map((e) => e.event), ['leader_elected'], JSON.stringify(events));
 });
