@@ -114,7 +114,11 @@ export function handleAppendResponse(node: NodeState, m: MessageOf<'appendRespon
   // caught-up follower back from an outage (the transport's unreachable report probed it) has no
   // newer index to report, and would otherwise stay in probe until the next write (etcd-raft's
   // heartbeat_rep_recovers_from_probing). Not for a snapshot: its pending index still waits.
-  const probeFound = pr.state === ProgressState.probe && m.index === pr.match;
+  // Only for a follower that is caught up: one behind answers the probe's entries with a newer
+  // index. A duplicated old ack at a lagging follower's match would otherwise flip it to
+  // replicate and refill the whole window, each time a reordered reject sent it back to probe
+  // (plain seed 638670: a message storm of millions of steps, loss, reordering and duplication).
+  const probeFound = pr.state === ProgressState.probe && m.index === pr.match && pr.match === node.log.lastIndex();
   if (pr.maybeUpdate(m.index) || probeFound) {
     assert(pr.match >= m.index, 'the follower matches at least what it answered');
     if (pr.state === ProgressState.probe) pr.becomeReplicate();
