@@ -26,6 +26,7 @@ import type { FaultControls } from './fault-controls.js';
 import { growFirst } from './grow-first-fault.js';
 import { olderCopy } from './older-copy-fault.js';
 import { replaceMember, type Member } from './membership-fault.js';
+import { RestartChecks } from './restart-check.js';
 
 export const faultKinds = [
   'kill',
@@ -95,6 +96,7 @@ export function startNemesis(
     }
     return out;
   };
+  const restarts = new RestartChecks(cell, (what) => log.push(`${now().toFixed(0)} ms:   ${what}`));
   const leaderOr = async (fallback: string): Promise<string> =>
     findLeader(cell, cell.names, 3_000).catch(() => fallback);
   const loop = (async () => {
@@ -119,6 +121,7 @@ export function startNemesis(
           await cell.cell.kill9(anyone);
           await sleep(duration);
           cell.cell.start(anyone);
+          restarts.restarted(anyone);
           break;
         case 'pause':
         case 'pause-long': {
@@ -206,6 +209,7 @@ export function startNemesis(
         }
         case 'older-copy': {
           note(anyone);
+          restarts.restoring(anyone);
           await olderCopy(cell, anyone, duration, (what) => log.push(`${now().toFixed(0)} ms:   ${what}`));
           break;
         }
@@ -231,6 +235,7 @@ export function startNemesis(
     async stop() {
       stopping = true;
       await loop;
+      await restarts.settle();
       heal(cell, controls);
       await cell.cell.waitReady(30_000, cell.names);
     },
