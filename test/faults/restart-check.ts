@@ -37,9 +37,10 @@ export class RestartChecks {
 
   private async check(name: string, restores: number): Promise<void> {
     const started = Date.now();
-    while (Date.now() - started < settleMsMax && (this.restores.get(name) ?? 0) === restores) {
+    const superseded = (): boolean => (this.restores.get(name) ?? 0) !== restores;
+    while (Date.now() - started < settleMsMax && !superseded()) {
       const status = await http(`${this.cell.cell.clientUrl(name)}/v1/cluster/status`, { timeoutMs: 2_000 }).catch(() => null);
-      if ((this.restores.get(name) ?? 0) !== restores) return;
+      if (superseded()) return;
       const data = status?.body?.data;
       if (data === 'ok') return;
       if (data === 'regressed') {
