@@ -35,7 +35,7 @@ function writeLoop(cell: TestCell, among: () => readonly string[]): { stop(): Pr
 }
 
 /** Sends a change until it is done; refusals that pass (in progress, not in sync, no leader) wait. */
-async function change(cell: TestCell, via: string, method: 'POST' | 'DELETE', path: string, body?: string): Promise<any> {
+async function change(cell: TestCell, via: string, method: 'POST' | 'DELETE', path: string, body?: string, watched?: string): Promise<any> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     const answer = await http(`${cell.cell.clientUrl(via)}${path}`, {
@@ -45,7 +45,11 @@ async function change(cell: TestCell, via: string, method: 'POST' | 'DELETE', pa
     });
     if (answer.status === 200 || answer.status === 201) return answer.body;
     assert.ok([412, 503, 504].includes(answer.status), `${method} ${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
-    if (Date.now() > deadline) assert.fail(`${method} ${path} not done: ${JSON.stringify(answer.body)}`);
+    if (Date.now() > deadline) {
+      // What the node being changed said of itself: whether it runs, and its last lines.
+      const node = watched === undefined ? '' : `\n${watched} running: ${String(cell.cell.isRunning(watched))}; its last lines:\n${cell.cell.tail(watched, 30)}`;
+      assert.fail(`${method} ${path} not done: ${JSON.stringify(answer.body)}${node}`);
+    }
     await sleep(200);
   }
 }
@@ -65,7 +69,7 @@ test('grow first, then remove the leader: no acknowledged write lost, the old no
     const spareId = added.member.id as number;
     assert.equal(added.member.role, 'learner');
     cell.cell.start(spare, { join: true, via: live });
-    await change(cell, follower, 'POST', `/v1/cluster/members/${spareId}/promote`);
+    await change(cell, follower, 'POST', `/v1/cluster/members/${spareId}/promote`, undefined, spare);
     assert.equal((await listMembers(cell, spare)).find((m) => m.id === spareId)?.role, 'voter');
     mark(`${spare} added, caught up and promoted`);
 
