@@ -140,13 +140,34 @@ export class HeadlessBrowser {
     const navigated = await this.send('Page.navigate', { url });
     if (navigated.errorText) throw new Error(`navigating to ${url}: ${navigated.errorText}`);
     await loaded;
+    // The load event seen may be about:blank's (the target's first page, still loading when the
+    // listener went on): wait until the page is the one asked for, fully loaded.
+    // (Origin and path: a page may move its own hash or query once it runs.)
+    const asked = new URL(url);
+    const target = JSON.stringify(asked.origin + asked.pathname);
+    await this.waitFor<boolean>(`location.origin + location.pathname === ${target} && document.readyState === 'complete'`, timeoutMs);
   }
 
-  /** The value of a JavaScript expression evaluated in the page (awaited when a promise). */
+  /**
+   * The value of a JavaScript expression evaluated in the page (awaited when a promise). An
+   * evaluation cut by a navigation (CDP -32000, "Inspected target navigated or closed") is tried
+   * again in the new page: a cut expression did not finish, and the tests' expressions (reads, or
+   * filling and submitting a form) may run again.
+   */
   async evaluate<T>(expression: string): Promise<T> {
-    const result = await this.send('Runtime.evaluate', { expression, returnByValue: true, awaitPromise: true });
-    if (result.exceptionDetails !== undefined) throw new Error(`evaluating ${expression}: ${result.exceptionDetails.exception?.description ?? result.exceptionDetails.text}`);
-    return result.result.value as T;
+    for (let attempt = 1; ; attempt++) {
+      let result: any;
+      try {
+        result = await this.send('Runtime.evaluate', { expression, returnByValue: true, awaitPromise: true });
+      } catch (error) {
+        const cut = /navigated or closed|context was destroyed|Cannot find context/.test((error as Error).message);
+        if (!cut || attempt >= 5) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        continue;
+      }
+      if (result.exceptionDetails !== undefined) throw new Error(`evaluating ${expression}: ${result.exceptionDetails.exception?.description ?? result.exceptionDetails.text}`);
+      return result.result.value as T;
+    }
   }
 
   /** Polls `expression` until it is truthy; returns its value and the time it took. */
