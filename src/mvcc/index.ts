@@ -74,4 +74,4 @@ export type {
   UpgradeStoreOp,
   UpgradeStoreResult,
 } from './types.js';
-export { tablesWithData } from './layout.js';
+export { currentKey, tablesWithData } from './layout.js';
