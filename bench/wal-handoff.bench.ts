@@ -27,7 +27,7 @@ const channel = createSharedChannel();
 const shared = Buffer.from(channel.data.buffer, channel.data.byteOffset, channel.data.byteLength);
 const hardState = { term: 3, vote: 1, commit: 990 };
 const config = { walDir: '/nonexistent', segmentBytes: 64 * 1024 * 1024, writeBytesMax: 4 * 1024 * 1024, keys: null };
-const cursor: SegmentCursor = { seq: 1, path: '/nonexistent/1', firstIndex: 1, offset: 4096, sizeBytes: 64 * 1024 * 1024, crc: 123, writeBytesMax: 4 * 1024 * 1024, key: null };
+const cursor: SegmentCursor = { seq: 1, path: '/nonexistent/1', firstIndex: 1, offset: 4096, sizeBytes: 64 * 1024 * 1024, crc: 123, writeBytesMax: 4 * 1024 * 1024, key: null, sealsWrites: false };
 
 function today(entries: readonly Entry[]): void {
   const pending: PendingRecord[] = entries.map((entry) => ({

@@ -8,6 +8,8 @@ const segmentMagic = Buffer.from('BATONWAL', 'latin1');
 const formatVersion = 1;
 /** Version 2: an encrypted segment, its header followed by the wrapped data key (seal.ts). */
 const encryptedVersion = 2;
+/** Version 3: as version 2, each write's records sealed together (seal.ts). */
+const writeSealedVersion = 3;
 const entryFixedBytes = 17;
 
 export function writeUint(target: Buffer, offset: number, value: number): void {
@@ -94,7 +96,7 @@ export function encodeSegmentHeader(header: SegmentHeader): Buffer {
   const wrapped = header.wrappedKey;
   const out = Buffer.alloc(36 + (wrapped === null ? 0 : 4 + wrapped.length));
   segmentMagic.copy(out, 0);
-  out.writeUInt32LE(wrapped === null ? formatVersion : encryptedVersion, 8);
+  out.writeUInt32LE(wrapped === null ? formatVersion : header.sealsWrites === true ? writeSealedVersion : encryptedVersion, 8);
   if (wrapped !== null) {
     out.writeUInt32LE(wrapped.length, 36);
     wrapped.copy(out, 40);
@@ -110,15 +112,19 @@ export function decodeSegmentHeader(payload: Buffer): SegmentHeader | string {
   if (payload.length < 36) return 'segment header has the wrong size';
   if (!payload.subarray(0, 8).equals(segmentMagic)) return 'segment header has the wrong magic';
   const version = payload.readUInt32LE(8);
-  if (version !== formatVersion && version !== encryptedVersion) return `unsupported WAL format version ${version}: this build reads versions ${formatVersion} (plain) and ${encryptedVersion} (encrypted); a newer Baton wrote it`;
+  if (version !== formatVersion && version !== encryptedVersion && version !== writeSealedVersion) {
+    return `unsupported WAL format version ${version}: this build reads versions ${formatVersion} (plain), ` +
+      `${encryptedVersion} and ${writeSealedVersion} (encrypted); a newer Baton wrote it`;
+  }
   let wrappedKey: Buffer | null = null;
   if (version === formatVersion && payload.length !== 36) return 'segment header has the wrong size';
-  if (version === encryptedVersion) {
+  if (version !== formatVersion) {
     if (payload.length < 40 || payload.length !== 40 + payload.readUInt32LE(36)) return 'encrypted segment header has the wrong size';
     wrappedKey = Buffer.from(payload.subarray(40));
   }
   return {
     wrappedKey,
+    sealsWrites: version === writeSealedVersion,
     seq: readUint(payload, 12),
     firstIndex: readUint(payload, 20),
     chainSeed: payload.readUInt32LE(28),

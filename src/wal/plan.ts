@@ -10,7 +10,7 @@ import { encodeHardState, encodeSegmentHeader, encodeSnapshotMeta } from './code
 import { frameBytes, writeFrame } from './record.js';
 import { segmentFileName, tmpSuffix } from './segment-name.js';
 import { RecordType } from './types.js';
-import { sealOverheadBytes, sealRecord, type WalKeys } from './seal.js';
+import { sealRecord, sealWrite, writeSealBytes, type WalKeys } from './seal.js';
 import type { PendingRecord, WalOp } from './types.js';
 
 export interface SegmentCursor {
@@ -26,6 +26,8 @@ export interface SegmentCursor {
   readonly writeBytesMax: number;
   /** The segment's data key when it is encrypted: every record but batch records is sealed with it. */
   readonly key: Buffer | null;
+  /** An encrypted segment of format 3: each write's records sealed together (seal.ts). */
+  readonly sealsWrites: boolean;
 }
 
 export interface LogState {
@@ -55,7 +57,10 @@ export interface FlushPlan {
   readonly recordBytes: number;
 }
 
-const batchFrameBytes = frameBytes(4);
+/** A batch record: the write's length, and in a write-sealed segment its nonce and tag. */
+function batchFrameBytes(sealsWrites: boolean): number {
+  return frameBytes(4 + (sealsWrites ? writeSealBytes : 0));
+}
 
 interface Frame {
   readonly type: RecordType;
@@ -77,14 +82,18 @@ export function planFlush(
   const created: SegmentCursor[] = [];
   let cursor = start;
   let state = before;
+  // With keys every segment this writes to seals its writes whole (wal.ts rolls any other tail
+  // over); without, every segment is plaintext (an encrypted one does not open without keys).
+  const sealsWrites = config.keys !== null;
+  assert(start.key === null ? !sealsWrites : start.sealsWrites, 'writes go to a segment of the form this configuration writes');
+  const batchBytes = batchFrameBytes(sealsWrites);
   let part: Frame[] = [];
-  let partBytes = batchFrameBytes;
-  let totalBytes = batchFrameBytes;
+  let partBytes = batchBytes;
+  let totalBytes = batchBytes;
   let taken = 0;
-  // With keys every segment this writes to is encrypted (wal.ts rolls a plaintext tail over).
-  const overhead = config.keys === null ? 0 : sealOverheadBytes;
   for (const record of records) {
-    const size = frameBytes(record.payload.length + overhead);
+    // A sealed write adds no bytes per record: its nonce and tag are in the batch record.
+    const size = frameBytes(record.payload.length);
     if (taken > 0 && totalBytes + size > writeBytesMax) break;
     if (cursor.offset + partBytes + size > cursor.sizeBytes) {
       if (part.length > 0) cursor = emitWrite(ops, cursor, part);
@@ -95,8 +104,8 @@ export function planFlush(
       cursor = next.cursor;
       created.push(cursor);
       part = [];
-      partBytes = batchFrameBytes;
-      totalBytes += batchFrameBytes;
+      partBytes = batchBytes;
+      totalBytes += batchBytes;
     }
     part.push({ type: record.frameType, payload: record.payload });
     partBytes += size;
@@ -124,12 +133,15 @@ export function stateAfter(record: PendingRecord): LogState {
  * write (the only one a crash can tear) reaches, and calls any damage outside it corruption.
  */
 function emitWrite(ops: WalOp[], cursor: SegmentCursor, plain: readonly Frame[]): SegmentCursor {
-  const frames = sealFrames(cursor.key, plain);
-  let bytes = batchFrameBytes;
+  assert((cursor.key !== null) === cursor.sealsWrites, 'this build writes plaintext or write-sealed segments');
+  const sealed = cursor.key === null ? null : sealWrite(cursor.key, plain);
+  const frames = sealed === null ? plain : plain.map((frame, i) => ({ type: frame.type, payload: sealed.payloads[i] as Buffer }));
+  let bytes = batchFrameBytes(sealed !== null);
   for (const frame of frames) bytes += frameBytes(frame.payload.length);
-  const length = Buffer.alloc(4);
-  length.writeUInt32LE(bytes, 0);
-  const batch: Frame = { type: RecordType.batch, payload: length };
+  const batchPayload = Buffer.alloc(4 + (sealed === null ? 0 : writeSealBytes));
+  batchPayload.writeUInt32LE(bytes, 0);
+  sealed?.seal.copy(batchPayload, 4);
+  const batch: Frame = { type: RecordType.batch, payload: batchPayload };
   const encoded = encodeFrames([batch, ...frames], cursor.crc);
   assert(encoded.data.length === bytes, 'the batch record states its write length');
   assert(cursor.offset + encoded.data.length <= cursor.sizeBytes, 'write stays inside its segment');
@@ -138,7 +150,7 @@ function emitWrite(ops: WalOp[], cursor: SegmentCursor, plain: readonly Frame[])
   return { ...cursor, offset: cursor.offset + encoded.data.length, crc: encoded.crc };
 }
 
-/** An encrypted segment's records, sealed (the batch record, a write's length, is not: seal.ts). */
+/** Records sealed one by one: what a new segment restates before its first write (seal.ts). */
 function sealFrames(key: Buffer | null, frames: readonly Frame[]): readonly Frame[] {
   if (key === null) return frames;
   return frames.map((frame) => ({ type: frame.type, payload: sealRecord(key, frame.payload) }));
@@ -179,6 +191,7 @@ export function createSegment(
     chainSeed: previous.crc,
     writeBytesMax: config.writeBytesMax,
     wrappedKey: segmentKey === null ? null : segmentKey.wrapped,
+    sealsWrites: segmentKey !== null,
   });
   const frames: Frame[] = [
     { type: RecordType.segmentHeader, payload: header },
@@ -200,6 +213,8 @@ export function createSegment(
   const op: WalOp = { type: 'create', seq, path, tmpPath, sizeBytes, sparePath, prefix };
   const offset = prefix.length;
   const writeBytesMax = config.writeBytesMax;
-  const cursor = { seq, path, firstIndex, offset, sizeBytes, crc: rest.crc, writeBytesMax, key: segmentKey?.key ?? null };
+  const cursor = {
+    seq, path, firstIndex, offset, sizeBytes, crc: rest.crc, writeBytesMax, key: segmentKey?.key ?? null, sealsWrites: segmentKey !== null,
+  };
   return { op, cursor };
 }

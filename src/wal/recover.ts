@@ -67,6 +67,7 @@ export async function recoverWalDir(
     crc: last.lastCrc,
     writeBytesMax: last.header.writeBytesMax,
     key: last.key,
+    sealsWrites: last.header.sealsWrites === true,
   };
   const truncated = last.torn === null ? null : { path: last.path, offset: last.endOffset };
   return { replay, segments: files, tail, truncated };

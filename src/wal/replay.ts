@@ -8,6 +8,7 @@ import { decodeEntry, decodeHardState, decodeSnapshotMeta } from './codec.js';
 import { LogView } from './log-view.js';
 import type { ScannedRecord, ScannedSegment } from './scan.js';
 import { RecordType } from './types.js';
+import { writeSealBytes } from './seal.js';
 
 export interface ReplayResult {
   readonly hardState: HardState;
@@ -161,7 +162,8 @@ function decodeRecord(record: ScannedRecord): DecodedRecord | string {
       return typeof hardState === 'string' ? hardState : { type: 'hardState', hardState };
     }
     case RecordType.batch:
-      return record.payload.length === 4 ? { type: 'batch' } : 'batch record has the wrong size';
+      // The write's length; in a write-sealed segment also its nonce and tag (seal.ts).
+      return record.payload.length === 4 || record.payload.length === 4 + writeSealBytes ? { type: 'batch' } : 'batch record has the wrong size';
     case RecordType.snapshot: {
       const meta = decodeSnapshotMeta(record.payload);
       return typeof meta === 'string' ? meta : { type: 'snapshot', meta };

@@ -10,7 +10,7 @@ import { CorruptFileError } from '../base/errors.js';
 import { decodeSegmentHeader } from './codec.js';
 import { lastNonZero, readFrame } from './record.js';
 import { RecordType } from './types.js';
-import { openRecord, type WalKeys } from './seal.js';
+import { openRecord, openWrite, writeSealBytes, type WalKeys } from './seal.js';
 import { ConfigError } from '../base/config-error.js';
 import type { SegmentHeader } from './types.js';
 
@@ -51,24 +51,46 @@ export function scanSegment(bytes: Buffer, path: string, isLast: boolean, keys: 
   let offset = first.end;
   let crc = first.crc;
   let batchEnd = -1; // where the write that holds the latest records ends
+  // A write-sealed segment (format 3): the write being read, held back until it is whole and
+  // opens; a torn one is dropped whole, so the segment ends where it began.
+  const sealsWrites = key !== null && header.sealsWrites === true;
+  let write: { start: number; crcBefore: number; batch: ScannedRecord; seal: Buffer; records: ScannedRecord[] } | null = null;
   for (;;) {
     const frame = readFrame(bytes, offset, crc);
     if (frame.kind === 'record') {
       if (frame.type === RecordType.segmentHeader) {
         throw new CorruptFileError(path, offset, 'segment header in the middle of a segment');
       }
-      if (frame.type === RecordType.batch && frame.payload.length === 4) {
+      const batchLength = sealsWrites ? 4 + writeSealBytes : 4;
+      if (frame.type === RecordType.batch && frame.payload.length === batchLength) {
+        if (write !== null) throw new CorruptFileError(path, offset, 'a write starts inside another write');
         batchEnd = offset + frame.payload.readUInt32LE(0);
       }
-      records.push({ type: frame.type, payload: key === null ? frame.payload : openSealed(key, frame, path, offset), offset, end: frame.end });
+      const scanned = { type: frame.type, payload: frame.payload, offset, end: frame.end };
+      if (sealsWrites && frame.type === RecordType.batch) {
+        if (frame.payload.length !== batchLength) throw new CorruptFileError(path, offset, 'batch record of a sealed write has the wrong size');
+        write = { start: offset, crcBefore: crc, batch: scanned, seal: frame.payload.subarray(4), records: [] };
+      } else if (write !== null) {
+        write.records.push(scanned);
+      } else {
+        records.push(key === null ? scanned : { ...scanned, payload: openSealed(key, frame, path, offset) });
+      }
       offset = frame.end;
       crc = frame.crc;
+      if (write !== null && offset >= batchEnd) {
+        if (offset !== batchEnd) throw new CorruptFileError(path, write.start, 'a sealed write\'s records overrun its stated length');
+        records.push(write.batch, ...openSealedWrite(key as Buffer, write, path));
+        write = null;
+      }
       continue;
     }
-    const nonZero = lastNonZero(bytes, offset);
-    const base = { path, header, records, endOffset: offset, lastCrc: crc, key };
+    // Inside a sealed write, none of its records was acknowledged (its fdatasync never
+    // returned): torn, the segment ends where the write began. Damage is named where it is.
+    const end = write === null ? { offset, crc } : { offset: write.start, crc: write.crcBefore };
+    const nonZero = lastNonZero(bytes, end.offset);
+    const base = { path, header, records, endOffset: end.offset, lastCrc: end.crc, key };
     if (nonZero < 0) return { ...base, torn: null }; // clean end: only preallocated zeros follow
-    const reason = frame.kind === 'zero' ? 'zero-filled gap before more data' : frame.reason;
+    const reason = frame.kind !== 'zero' ? frame.reason : write !== null ? 'a sealed write cut short' : 'zero-filled gap before more data';
     if (!isLast) throw new CorruptFileError(path, offset, `${reason} (not the last segment)`);
     // Inside a write whose batch record was read, that write is the window; at a write's start
     // (its batch record is what failed), the window is the largest write the writer makes.
@@ -86,6 +108,13 @@ export function scanSegment(bytes: Buffer, path: string, isLast: boolean, keys: 
 function openSegmentKey(wrapped: Buffer, path: string, keys: WalKeys | null): Buffer {
   if (keys === null) throw new ConfigError(`${path} is encrypted; start with --encryption-key-file or --encryption-key-command`);
   return keys.openKey(wrapped, path);
+}
+
+/** A whole write whose CRCs passed; its records opened, or refused if the write does not authenticate. */
+function openSealedWrite(key: Buffer, write: { start: number; seal: Buffer; records: readonly ScannedRecord[] }, path: string): ScannedRecord[] {
+  const plains = openWrite(key, write.seal, write.records);
+  if (plains === null) throw new CorruptFileError(path, write.start, 'write does not authenticate (its checksums match: altered on purpose?)');
+  return write.records.map((record, i) => ({ ...record, payload: plains[i] as Buffer }));
 }
 
 /** A record whose CRC passed but whose seal does not: altered along with its checksum. */

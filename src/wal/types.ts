@@ -78,6 +78,8 @@ export interface SegmentHeader {
   readonly writeBytesMax: number;
   /** An encrypted segment's data key, wrapped (seal.ts); null: the segment is plaintext. */
   readonly wrappedKey: Buffer | null;
+  /** An encrypted segment whose writes are sealed whole (format 3, seal.ts); else one by one. */
+  readonly sealsWrites?: boolean;
 }
 
 /** Disk work for the executor: plain data, so it can cross to a worker thread. */

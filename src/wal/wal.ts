@@ -111,10 +111,11 @@ export class Wal {
     let cursor = outcome.tail;
     const segments = [...outcome.segments];
     try {
-      // With encryption on, a plaintext last segment (written before it was) gets no more records:
-      // appends go to a new, encrypted segment chained to it.
-      const plaintextTail = cursor !== null && config.keys !== null && cursor.key === null;
-      if (cursor === null || plaintextTail) {
+      // With encryption on, a plaintext last segment (written before it was), or one that seals
+      // its records one by one (format 2, an older build's), gets no more records: appends go to
+      // a new segment of this build's form (write-sealed, format 3) chained to it.
+      const otherFormTail = cursor !== null && config.keys !== null && !cursor.sealsWrites;
+      if (cursor === null || otherFormTail) {
         const state = { lastIndex: view.lastIndex, hardState, snapshot: snapshotMeta };
         const first = createSegment(cursor ?? { seq: 0, crc: 0 }, state, config, 0);
         await executor.run([first.op]);

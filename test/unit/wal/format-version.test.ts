@@ -11,5 +11,5 @@ test('a segment header of an unknown WAL format version names the versions this 
   header.writeUInt32LE(9, 8);
   const refusal = decodeSegmentHeader(header);
   assert.equal(typeof refusal, 'string');
-  assert.match(refusal as string, /unsupported WAL format version 9: this build reads versions 1 \(plain\) and 2 \(encrypted\)/);
+  assert.match(refusal as string, /unsupported WAL format version 9: this build reads versions 1 \(plain\), 2 and 3 \(encrypted\)/);
 });
