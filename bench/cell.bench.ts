@@ -18,7 +18,8 @@
 // followers: every write is forwarded). Baton's CPU is also reported for the leader and per follower.
 // --baton-b DIR: also run a second Baton cell from another build (DIR/dist, e.g. the previous
 // commit's) in the same run, interleaved, as system "baton-b": an A/B of two builds on one noisy
-// machine, each against the same etcd runs. --node-args "FLAGS" / --node-args-b "FLAGS": Node/V8
+// machine, each against the same etcd runs. --encrypt-b: that cell with encryption at rest on (as
+// --encrypt's cell; with --encrypt too, also printed: baton-enc ÷ baton-b, the two builds encrypted). --node-args "FLAGS" / --node-args-b "FLAGS": Node/V8
 // flags for cell A's / cell B's members (with --baton-b . an A/B of flags on one build). In
 // --profile mode each member's output is kept in $TMPDIR/baton-bench-NAME.log (e.g. --trace-gc).
 // --tls: also run a second Baton cell with TLS everywhere (HTTPS with client certificates,
@@ -70,6 +71,7 @@ const { values } = parseArgs({
     json: { type: 'boolean' },
     'baton-only': { type: 'boolean' },
     'baton-b': { type: 'string' },
+    'encrypt-b': { type: 'boolean' },
     gateway: { type: 'boolean' },
     tls: { type: 'boolean' },
     encrypt: { type: 'boolean' },
@@ -201,18 +203,23 @@ async function startSecureBaton(nodeArgs: (name: string) => readonly string[] = 
   return cell;
 }
 
+/** Encryption at rest for a cell: a generated key-encryption key (in `dataDir`) for every member. */
+function encryptionArgs(dataDir: string): string[] {
+  const keyFile = join(dataDir, 'kek.hex');
+  writeFileSync(keyFile, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
+  return ['--encryption-key-file', keyFile, ...(values['encrypt-store'] === undefined ? [] : ['--encryption-store-cipher', values['encrypt-store']])];
+}
+
 /** The same build with encryption at rest: one generated key-encryption key for every member. */
 async function startEncryptedBaton(nodeArgs: (name: string) => readonly string[] = () => []): Promise<ProcessCell> {
   const dataDir = join(workDir, 'encrypted');
   mkdirSync(dataDir, { recursive: true });
-  const keyFile = join(dataDir, 'kek.hex');
-  writeFileSync(keyFile, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600 });
   const cell = new ProcessCell({
     dataDir,
     output: 'pipe',
     members: await memberPorts('c'),
     nodeArgs: (name) => [...nodeArgsA, ...nodeArgs(name)],
-    extraArgs: ['--encryption-key-file', keyFile, ...(values['encrypt-store'] === undefined ? [] : ['--encryption-store-cipher', values['encrypt-store']])],
+    extraArgs: encryptionArgs(dataDir),
   });
   cleanups.push(() => cell.stopAll(10_000));
   cell.startAll();
@@ -234,11 +241,14 @@ async function startOtherBaton(buildDir: string): Promise<BatonCell> {
   const modulePath = [join(dist, 'node', 'testing', 'process-cell.js'), join(dist, 'server', 'process-cell.js')]
     .find((path) => existsSync(path)) ?? join(dist, 'node', 'testing', 'process-cell.js');
   const { ProcessCell: OtherCell } = (await import(modulePath)) as { ProcessCell: typeof ProcessCell };
+  const dataDir = join(workDir, 'other');
+  mkdirSync(dataDir, { recursive: true });
   const cell = new OtherCell({
-    dataDir: join(workDir, 'other'),
+    dataDir,
     output: 'pipe',
     members: await memberPorts('n'),
     nodeArgs: () => nodeArgsB,
+    ...(values['encrypt-b'] === true ? { extraArgs: encryptionArgs(dataDir) } : {}),
   });
   cleanups.push(() => cell.stopAll(10_000));
   cell.startAll();
@@ -339,6 +349,10 @@ async function compare(): Promise<void> {
   if (otherBuild !== undefined) {
     out(`\nThis build ÷ ${otherBuild} (baton-b), median of same-repeat ratios (us/op < 1: this build spends less):`);
     out(abTable(results));
+    if (values['encrypt-b'] === true && values.encrypt === true) {
+      out(`\nThis build encrypted (baton-enc) ÷ ${otherBuild} encrypted (baton-b), median of same-repeat ratios:`);
+      out(abTable(results, 'baton-enc'));
+    }
   }
   if (values.json === true) {
     out(JSON.stringify({ etcd: version, results, summary, ratios: comparison }, null, 2));
