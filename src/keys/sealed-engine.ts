@@ -15,7 +15,7 @@ import { createCipheriv, createDecipheriv } from 'node:crypto';
 import { CorruptFileError } from '../base/errors.js';
 import { tablesWithData, type KvEngine, type KvEntry, type KvRange, type KvWriter } from '../mvcc/index.js';
 import type { RecordKeys } from './record-keys.js';
-import { plainEventHead, prevRecordKey, storedEvent, storedEventParts, type EventHead } from './sealed-event.js';
+import { eventMarker, plainEventHead, prevRecordKey, storedEvent, storedEventParts, type EventHead } from './sealed-event.js';
 
 const marker = 0xe5;
 /** The current-value table's prefix ('k', mvcc/layout.ts). */
@@ -140,7 +140,7 @@ export class RecordSealer {
 
   open(key: Uint8Array, sealed: Uint8Array): Uint8Array {
     if (!tablesWithData.has(key[0] as number)) return sealed;
-    if (key[0] === historyTable && sealed[0] === eventMarkerByte) return this.openEvent(key, sealed);
+    if (key[0] === historyTable && sealed[0] === eventMarker) return this.openEvent(key, sealed);
     const bytes = Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
     if (bytes.length < headBytes + tagBytes || bytes[0] !== marker) this.damaged(key, 'is not a sealed record (a plaintext value in a sealed store)');
     if (this.keys.openNo !== 0 && bytes.readUInt32BE(2) === this.keys.openNo) {
@@ -184,7 +184,7 @@ export class RecordSealer {
 
   /** The data-key number a stored value of a sealed table names (its second byte). */
   keyNoOf(key: Uint8Array, sealed: Uint8Array): number {
-    if (key[0] === historyTable && sealed[0] === eventMarkerByte) {
+    if (key[0] === historyTable && sealed[0] === eventMarker) {
       // An event without a previous value seals nothing: it names the active key.
       const { sealedPrev } = this.eventParts(key, sealed);
       return sealedPrev === null ? this.keys.activeNo : this.keyNoOf(currentKeyMarker, sealedPrev);
@@ -201,7 +201,7 @@ export class RecordSealer {
   reseal(key: Uint8Array, sealed: Uint8Array): Uint8Array | null {
     if (!tablesWithData.has(key[0] as number)) return null;
     if (this.keyNoOf(key, sealed) === this.keys.activeNo) return null;
-    if (key[0] === historyTable && sealed[0] === eventMarkerByte) {
+    if (key[0] === historyTable && sealed[0] === eventMarker) {
       // The event keeps its form: its previous value sealed again under the active key.
       const { head, sealedPrev } = this.eventParts(key, sealed);
       const prevKey = prevRecordKey(head);
@@ -273,7 +273,6 @@ function* openEntries(entries: Iterable<KvEntry>, sealer: RecordSealer): Generat
 }
 
 
-const eventMarkerByte = 0xe6;
 /** keyNoOf's key for an embedded record: any current-table key (only its table is looked at). */
 const currentKeyMarker = Uint8Array.of(currentTable);
 

@@ -7,16 +7,12 @@
 // The tag and the key are in plaintext, as the key already is in the current and revision-index
 // tables' keys (LMDB orders them). The value keeps its binding to its key: the embedded record
 // opens only under `currentKey(key)`, so a value moved to another key's event does not open.
-// What the event's position adds nothing to: like a record's presence, it is not authenticated
-// (an attacker who can write the file can drop or roll back records in either form).
-import { currentKey } from '../mvcc/index.js';
+// The event's position (its revision) is no longer bound by additional data; like a record's
+// presence, the store never authenticated it (an attacker who can write the file can drop or
+// roll back records in either form).
+import { compactEventHead, currentKey } from '../mvcc/index.js';
 
 export const eventMarker = 0xe6;
-/** A format-2 event's first byte: 0b10 then its flags (mvcc/records.ts); bit 1 says a prevKv follows. */
-const compactTagMask = 0xc0;
-const compactTag = 0x80;
-const prevFlag = 0x02;
-const varintBytesMax = 8;
 
 export interface EventHead {
   /** tag | varint + key, as the plaintext event starts. */
@@ -30,15 +26,14 @@ export interface EventHead {
  * that do not parse: those are sealed whole, as before).
  */
 export function plainEventHead(event: Uint8Array): EventHead | null {
-  const tag = event[0];
-  if (tag === undefined || (tag & compactTagMask) !== compactTag) return null;
-  return headFrom(event, 0);
+  const head = compactEventHead(event);
+  return head === null ? null : { head: event.subarray(0, head.headBytes), keyBytes: head.key, hasPrev: head.hasPrev };
 }
 
 /** The head of a stored 0xE6 event (after its marker), and its embedded sealed record, if any. */
 export function storedEventParts(stored: Uint8Array): { head: EventHead; sealedPrev: Uint8Array | null } | null {
   if (stored[0] !== eventMarker) return null;
-  const head = headFrom(stored, 1);
+  const head = plainEventHead(stored.subarray(1));
   if (head === null) return null;
   const rest = stored.subarray(1 + head.head.length);
   if (head.hasPrev !== (rest.length > 0)) return null;
@@ -57,22 +52,4 @@ export function storedEvent(head: Uint8Array, sealedPrev: Uint8Array | null): Ui
 /** Where the event's previous value was sealed: its key's current-table key (the AAD it opens under). */
 export function prevRecordKey(head: EventHead): Uint8Array {
   return currentKey(head.keyBytes);
-}
-
-function headFrom(bytes: Uint8Array, start: number): EventHead | null {
-  const tag = bytes[start];
-  if (tag === undefined || (tag & compactTagMask) !== compactTag) return null;
-  let length = 0;
-  let scale = 1;
-  let at = start + 1;
-  for (let i = 0; ; i++) {
-    if (i >= varintBytesMax || at >= bytes.length) return null;
-    const byte = bytes[at++] as number;
-    length += (byte & 0x7f) * scale;
-    if (byte < 0x80) break;
-    scale *= 0x80;
-  }
-  const end = at + length;
-  if (end > bytes.length) return null;
-  return { head: bytes.subarray(start, end), keyBytes: bytes.subarray(at, end), hasPrev: (tag & prevFlag) !== 0 };
 }

@@ -118,6 +118,11 @@ export class ByteReader {
     private readonly what: string,
   ) {}
 
+  /** How many bytes were read so far. */
+  get position(): number {
+    return this.offset;
+  }
+
   fail(reason: string): never {
     const message = `malformed ${this.what} at byte ${this.offset}: ${reason}`;
     if (this.source === 'stored') throw new AssertionError(message);

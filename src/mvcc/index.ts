@@ -14,7 +14,7 @@ export type { HashableStore, KvHash } from './kv-hash.js';
 export { encodeSnapshot, decodeSnapshot } from './snapshot-stream.js';
 export { compareBytes, prefixEnd, utf8, fromUtf8 } from './bytes.js';
 export { validateLeaseTtl } from './lease-state.js';
-export { storeFormatGrantBatch, storeFormatLatest, storeFormatRevokeBatch } from './records.js';
+export { compactEventHead, storeFormatGrantBatch, storeFormatLatest, storeFormatRevokeBatch } from './records.js';
 export type { LeaseRecord } from './lease-state.js';
 export { cellWork, compareOperators, compareTargets, defaultMvccLimits } from './types.js';
 export type { Origin } from './types.js';

@@ -196,6 +196,23 @@ function readKeyCompact(reader: ByteReader): string {
   }
 }
 
+/**
+ * A format-2 event's head (its tag and key: the bytes before any prevKv record), the key, and
+ * whether a prevKv record follows; null for a format-1 event or bytes whose head does not parse.
+ * (The sealed store keeps the prevKv record's seal as it was: src/keys/sealed-event.ts.)
+ */
+export function compactEventHead(bytes: Uint8Array): { readonly headBytes: number; readonly key: Uint8Array; readonly hasPrev: boolean } | null {
+  if (!isCompact(bytes)) return null;
+  const reader = new ByteReader(bytes, 'input', 'history event');
+  try {
+    const tag = reader.u8();
+    const key = reader.view(reader.varint());
+    return { headBytes: reader.position, key, hasPrev: (tag & eventFlag.prev) !== 0 };
+  } catch {
+    return null;
+  }
+}
+
 /** The user key an event is about, as stored (UTF-8), without decoding the rest. */
 export function storedEventKey(bytes: Uint8Array): Uint8Array {
   const reader = new ByteReader(bytes, 'stored', 'history event');
