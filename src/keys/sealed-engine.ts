@@ -37,7 +37,7 @@ const recentValueBytesMax = 4 * 1024;
 export class RecordSealer {
   private counter = 0;
   // A put reads the key's previous value before it writes the new one: when this process sealed
-  // it, the plaintext is still known, and one AES-GCM call (~8 µs here) of the three a put makes is
+  // it, the plaintext is still known, and one AES-GCM call (~8 µs here) of the two a put makes is
   // saved. Keyed by the nonce's counter, checked against the record's key (a value moved to another
   // key still goes through the cipher, and fails there).
   private readonly recentCounters = new Float64Array(recentSlots);
@@ -108,7 +108,8 @@ export class RecordSealer {
     if (!head.hasPrev) return value.length === head.head.length ? storedEvent(head.head, null) : null;
     const last = this.lastCurrent;
     if (last === null || last.sealed[1] !== this.keys.activeNo) return null;
-    if (!sameBytes(last.key, prevRecordKey(head))) return null;
+    // Its key is the event's key under the current table's prefix (compared without building it).
+    if (last.key[0] !== currentTable || !sameBytes(last.key.subarray(1), head.keyBytes)) return null;
     if (!sameBytes(last.plain, value.subarray(head.head.length))) return null;
     return storedEvent(head.head, last.sealed);
   }
@@ -187,8 +188,13 @@ export class RecordSealer {
     if (key[0] === historyTable && sealed[0] === eventMarker) {
       // An event without a previous value seals nothing: it names the active key.
       const { sealedPrev } = this.eventParts(key, sealed);
-      return sealedPrev === null ? this.keys.activeNo : this.keyNoOf(currentKeyMarker, sealedPrev);
+      return sealedPrev === null ? this.keys.activeNo : this.recordKeyNo(key, sealedPrev);
     }
+    return this.recordKeyNo(key, sealed);
+  }
+
+  /** The data-key number a sealed record (0xE5) names; `key` names it if it is not one. */
+  private recordKeyNo(key: Uint8Array, sealed: Uint8Array): number {
     if (sealed.length < headBytes + tagBytes || sealed[0] !== marker) this.damaged(key, 'is not a sealed record (a plaintext value in a sealed store)');
     return sealed[1] as number;
   }
@@ -273,8 +279,6 @@ function* openEntries(entries: Iterable<KvEntry>, sealer: RecordSealer): Generat
 }
 
 
-/** keyNoOf's key for an embedded record: any current-table key (only its table is looked at). */
-const currentKeyMarker = Uint8Array.of(currentTable);
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
