@@ -34,6 +34,8 @@
 // lmdb-chacha8, experimental).
 // --gateway: also drive Baton's etcd JSON gateway (the facade's port) with etcd's requests, as system
 // "baton-gateway", and print its ratios to etcd's gateway (issue 26: the gateway >= 1.0x etcd's).
+// --http-client undici|node: the load client's HTTP stack (default undici, about half node:http's
+// CPU per request; node reproduces the figures recorded before session 23).
 // Everything started here is stopped at the end, on errors and on Ctrl-C.
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -58,7 +60,7 @@ import { abTable, ratioTable, ratios, resultsTable, summarize, table } from '../
 import { ProcessCell } from '../src/node/testing/process-cell.js';
 import { httpsRequest } from '../src/node/testing/cell-tls.js';
 import { issueClientCert } from '../src/security/certs.js';
-import { useBenchTls } from '../src/bench/http-client.js';
+import { useBenchTls, useHttpClient } from '../src/bench/http-client.js';
 
 const repoDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 
@@ -86,9 +88,14 @@ const { values } = parseArgs({
     'node-args': { type: 'string' },
     'node-args-b': { type: 'string' },
     endpoints: { type: 'string' },
+    'http-client': { type: 'string' },
   },
   strict: true,
 });
+
+const httpClient = values['http-client'] ?? 'undici';
+if (httpClient !== 'undici' && httpClient !== 'node') throw new Error('--http-client is undici or node');
+useHttpClient(httpClient);
 
 const quick = values.quick === true;
 const alloc = values.alloc === true;

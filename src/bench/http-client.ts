@@ -1,13 +1,25 @@
-// The bench's HTTP/1.1 client: node:http over keep-alive Agents (one per endpoint, as many sockets
-// as clients on it), so a closed-loop client reuses one connection for its whole run.
+// The bench's HTTP/1.1 client: one connection pool per endpoint (as many keep-alive connections as
+// clients on it), so a closed-loop client reuses one connection for its whole run. The pool is
+// undici's by default: on this 2-core machine the load client shares the cores with the servers,
+// and node:http's client costs about twice undici's CPU per request (over TLS 59-65 vs 27-32 us,
+// docs/security.md "What the client costs"), which capped both systems and hid the servers' own
+// difference. `useHttpClient('node')` keeps the old client for comparisons with older figures.
 import { Agent, request } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { Agent as UndiciAgent, setGlobalDispatcher } from 'undici';
+import { Agent as UndiciAgent, Pool, setGlobalDispatcher } from 'undici';
 import type { RequestSpec } from './protocols.js';
 
-export interface Endpoint {
-  readonly url: URL;
-  readonly agent: Agent;
+export type Endpoint =
+  | { readonly url: URL; readonly kind: 'node'; readonly agent: Agent }
+  | { readonly url: URL; readonly kind: 'undici'; readonly pool: Pool };
+
+export type HttpClientKind = Endpoint['kind'];
+
+let clientKind: HttpClientKind = 'undici';
+
+/** Which client openEndpoints builds from now on. */
+export function useHttpClient(kind: HttpClientKind): void {
+  clientKind = kind;
 }
 
 /** The CA to trust and the client certificate to present on https:// endpoints (one TLS cell per run). */
@@ -50,15 +62,23 @@ export function parseEndpoints(list: string): URL[] {
 
 export function openEndpoints(urls: readonly URL[], clients: number): Endpoint[] {
   const perEndpoint = Math.max(1, Math.ceil(clients / urls.length));
-  return urls.map((url) => {
-    if (url.protocol !== 'https:') return { url, agent: new Agent({ keepAlive: true, maxSockets: perEndpoint }) };
-    if (benchTls === null) throw new Error(`${url.href}: an https endpoint needs useBenchTls() first`);
-    return { url, agent: new HttpsAgent({ keepAlive: true, maxSockets: perEndpoint, ...benchTls }) };
+  return urls.map((url): Endpoint => {
+    const secure = url.protocol === 'https:';
+    if (secure && benchTls === null) throw new Error(`${url.href}: an https endpoint needs useBenchTls() first`);
+    if (clientKind === 'undici') {
+      const connect = secure ? { ca: benchTls?.ca, cert: benchTls?.cert, key: benchTls?.key } : undefined;
+      return { url, kind: 'undici', pool: new Pool(url.origin, { connections: perEndpoint, pipelining: 1, connect }) };
+    }
+    if (!secure) return { url, kind: 'node', agent: new Agent({ keepAlive: true, maxSockets: perEndpoint }) };
+    return { url, kind: 'node', agent: new HttpsAgent({ keepAlive: true, maxSockets: perEndpoint, ...benchTls }) };
   });
 }
 
 export function closeEndpoints(endpoints: readonly Endpoint[]): void {
-  for (const endpoint of endpoints) endpoint.agent.destroy();
+  for (const endpoint of endpoints) {
+    if (endpoint.kind === 'node') endpoint.agent.destroy();
+    else void endpoint.pool.destroy();
+  }
 }
 
 export function send(
@@ -67,13 +87,15 @@ export function send(
   keepBody: boolean,
   timeoutMs: number,
 ): Promise<HttpAnswer> {
+  if (endpoint.kind === 'undici') return sendUndici(endpoint.pool, spec, keepBody, timeoutMs);
+  const agent = endpoint.agent;
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | number> = {};
     if (spec.body !== undefined) headers['content-length'] = spec.body.length;
     if (spec.contentType !== undefined) headers['content-type'] = spec.contentType;
     const req = (endpoint.url.protocol === 'https:' ? httpsRequest : request)(
       {
-        agent: endpoint.agent,
+        agent,
         host: endpoint.url.hostname.replace(/^\[|\]$/g, ''),
         port: endpoint.url.port,
         method: spec.method,
@@ -94,6 +116,24 @@ export function send(
     req.on('error', reject);
     req.end(spec.body);
   });
+}
+
+async function sendUndici(pool: Pool, spec: RequestSpec, keepBody: boolean, timeoutMs: number): Promise<HttpAnswer> {
+  const headers: Record<string, string> = {};
+  if (spec.contentType !== undefined) headers['content-type'] = spec.contentType;
+  const answer = await pool.request({
+    method: spec.method,
+    path: spec.path,
+    headers,
+    body: spec.body,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+  });
+  if (!keepBody) {
+    await answer.body.dump();
+    return { status: answer.statusCode, body: empty };
+  }
+  return { status: answer.statusCode, body: Buffer.from(await answer.body.arrayBuffer()) };
 }
 
 const empty = Buffer.alloc(0);
