@@ -27,6 +27,11 @@
 //        cell of another build, DIR/dist, interleaved: an A/B, through gRPC)  --baton-only (no
 //        etcd cell)  --node-args "FLAGS" / --node-args-b "FLAGS" (Node flags for each Baton cell's
 //        members). Baton's CPU is also reported for its leader and per follower.
+//        --tls: also a Baton cell and an etcd cell with mutual TLS on every listener (client
+//        and peer; one throwaway CA, the Go client presents a certificate), as baton-tls and
+//        etcd-tls, and each TLS ÷ plain ratio (issue 25: with mTLS and authorization, >= 0.9x).
+//        --auth (with --tls): baton-tls also enforces a policy and the client is principal
+//        "bench" (read/write on /gobench/ only). etcd-tls has no auth: it is the TLS reference.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
@@ -35,14 +40,16 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { EtcdCell, etcdInstallHint, etcdVersion } from '../src/bench/etcd-cell.js';
+import { EtcdCell, etcdInstallHint, etcdVersion, type EtcdMember } from '../src/bench/etcd-cell.js';
 import { populateKeys, runLoad } from '../src/bench/load.js';
 import { parseClientCounts } from '../src/bench/matrix.js';
 import { freePorts } from '../src/bench/ports.js';
 import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
 import { batonProtocol, type WorkloadName } from '../src/bench/protocols.js';
 import { median, table } from '../src/bench/report.js';
+import { CellTls, httpsRequest } from '../src/node/testing/cell-tls.js';
 import { ProcessCell } from '../src/node/testing/process-cell.js';
+import { issueClientCert, issueMemberCert, type CertFiles } from '../src/security/certs.js';
 
 const repoDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const loadgenSource = join(repoDir, 'bench', 'go', 'loadgen', 'main.go');
@@ -72,6 +79,8 @@ const { values } = parseArgs({
     'value-bytes': { type: 'string' },
     'prime-s': { type: 'string' },
     json: { type: 'boolean' },
+    tls: { type: 'boolean' },
+    auth: { type: 'boolean' },
   },
   strict: true,
 });
@@ -94,6 +103,9 @@ const keySpace = Number(values['key-space'] ?? 1000);
 const valueBytes = Number(values['value-bytes'] ?? 256);
 const primeS = Number(values['prime-s'] ?? (quick ? 1.5 : 3));
 const withNative = values['grpc-only'] !== true;
+const withTls = values.tls === true;
+const withAuth = values.auth === true;
+if (withAuth && !withTls) throw new Error('--auth needs --tls');
 if (!(Number.isInteger(repeats) && repeats >= 1 && seconds > 0 && seconds <= 300 && warmupS >= 0 && primeS >= 0)) {
   throw new Error('--repeats >= 1 (integer), 0 < --seconds <= 300, --warmup-s >= 0 and --prime-s >= 0 are required');
 }
@@ -165,7 +177,8 @@ interface Run extends LoadgenResult {
 }
 
 /** baton-native: the 'baton' cell through its native HTTP API and Baton's own bench client. */
-type System = 'baton' | 'baton-native' | 'baton-b' | 'etcd';
+/** baton-tls / etcd-tls (--tls): a second cell of each with mutual TLS on every listener. */
+type System = 'baton' | 'baton-native' | 'baton-b' | 'baton-tls' | 'etcd' | 'etcd-tls';
 const nativeWorkload = { put: 'put', get: 'get-lin', txn: 'txn' } as const satisfies Record<Workload, WorkloadName>;
 
 const version = batonOnly ? null : etcdVersion();
@@ -182,7 +195,7 @@ try {
 }
 
 const workDir = mkdtempSync(join(tmpdir(), 'baton-gogrpc-bench-'));
-const ports = await freePorts(24);
+const ports = await freePorts(39);
 
 /** What the bench uses of a Baton cell, of this build or another one. */
 interface BatonCell {
@@ -194,7 +207,7 @@ interface BatonCell {
   stopAll(timeoutMs: number): Promise<void>;
 }
 
-async function batonCell(dir: string, portsAt: number, build: string | null, nodeArgs: string[]): Promise<BatonCell> {
+async function batonCell(dir: string, portsAt: number, build: string | null, nodeArgs: string[], tls = false): Promise<BatonCell> {
   let Cell: typeof ProcessCell = ProcessCell;
   if (build !== null) {
     const modulePath = join(resolve(build), 'dist', 'src', 'node', 'testing', 'process-cell.js');
@@ -203,6 +216,7 @@ async function batonCell(dir: string, portsAt: number, build: string | null, nod
   }
   return new Cell({
     dataDir: join(workDir, dir),
+    ...(tls ? { tlsDir: join(workDir, dir, 'certs') } : {}),
     output: 'pipe',
     members: [0, 1, 2].map((i) => ({
       name: `n${i + 1}`, clientPort: ports[portsAt + i] as number, peerPort: ports[portsAt + 3 + i] as number,
@@ -214,12 +228,23 @@ async function batonCell(dir: string, portsAt: number, build: string | null, nod
 
 const batons: Partial<Record<System, BatonCell>> = { baton: await batonCell('baton', 0, null, splitArgs(values['node-args'])) };
 if (otherBuild !== undefined) batons['baton-b'] = await batonCell('other', 9, otherBuild, splitArgs(values['node-args-b']));
-const etcd = batonOnly ? null : new EtcdCell(
-  join(workDir, 'etcd'),
-  [0, 1, 2].map((i) => ({ name: `e${i + 1}`, clientPort: ports[18 + i] as number, peerPort: ports[21 + i] as number })),
-);
+if (withTls) batons['baton-tls'] = await batonCell('baton-tls', 24, null, splitArgs(values['node-args']), true);
+/** The directory of each Baton cell's data (and so of its processes' command lines). */
+const batonDirs: Partial<Record<System, string>> = { baton: 'baton', 'baton-b': 'other', 'baton-tls': 'baton-tls' };
+/** --tls: the secure Baton cell's CA, and the certificate the Go client presents to each TLS system. */
+const secure = withTls ? (batons['baton-tls'] as ProcessCell).tls as CellTls : null;
+const clientCerts: Partial<Record<System, CertFiles>> = {};
+const etcdMembers = (at: number): EtcdMember[] =>
+  [0, 1, 2].map((i) => ({ name: `e${i + 1}`, clientPort: ports[at + i] as number, peerPort: ports[at + 3 + i] as number }));
+const etcd = batonOnly ? null : new EtcdCell(join(workDir, 'etcd'), etcdMembers(18));
+const etcdTls = batonOnly || secure === null ? null : new EtcdCell(join(workDir, 'etcd-tls'), etcdMembers(33), 'etcd', {
+  ca: secure.ca.cert,
+  member: (name) => issueMemberCert(secure.ca, 'etcd', name),
+  client: secure.root,
+});
 const systems: System[] = [
   ...(Object.keys(batons) as System[]), ...(withNative ? ['baton-native' as const] : []), ...(etcd === null ? [] : ['etcd' as const]),
+  ...(etcdTls === null ? [] : ['etcd-tls' as const]),
 ];
 /** The cell a system's runs go to (baton-native is the 'baton' cell through another API). */
 const cellOf = (system: System): System => (system === 'baton-native' ? 'baton' : system);
@@ -228,16 +253,39 @@ for (const [system, cell] of Object.entries(batons) as [System, BatonCell][]) {
   endpoints[system] = cell.names().map((name) => cell.grpcEndpoint(name));
 }
 if (etcd !== null) endpoints.etcd = etcd.clientUrls().map((url) => url.host);
-const pids: Record<System, number[]> = { baton: [], 'baton-native': [], 'baton-b': [], etcd: [] };
+if (etcdTls !== null) endpoints['etcd-tls'] = etcdTls.clientUrls().map((url) => url.host);
+const pids: Record<System, number[]> = { baton: [], 'baton-native': [], 'baton-b': [], 'baton-tls': [], etcd: [], 'etcd-tls': [] };
+
+/** GET over the cell's own scheme (a TLS cell: trusting its CA, as root). */
+async function getJson(cell: BatonCell, url: string): Promise<unknown> {
+  const tls = (cell as ProcessCell).tls ?? null;
+  if (tls === null) return (await fetch(url)).json();
+  const answer = await httpsRequest(url, { ca: tls.ca.cert, client: tls.root });
+  if (answer.status !== 200) throw new Error(`${url}: ${answer.status} ${answer.body}`);
+  return JSON.parse(answer.body);
+}
+
+/**
+ * --auth: the secure Baton cell enforces a policy (enabled by root), and the Go client calls as
+ * principal "bench", bound to read and write on /gobench/ only: every request pays its decision.
+ */
+async function enableBenchPolicy(cell: ProcessCell, tls: CellTls): Promise<CertFiles> {
+  const policy = { enabled: true, roles: { bench: [{ prefix: '/gobench/', ops: ['read', 'write'] }] }, bindings: { bench: ['bench'] } };
+  const answer = await httpsRequest(`${cell.clientUrl(cell.names()[0] as string)}/v1/auth/policy`, {
+    ca: tls.ca.cert, client: tls.root, method: 'PUT', body: JSON.stringify(policy), headers: { 'if-version': '0', 'content-type': 'application/json' },
+  });
+  if (answer.status !== 200) throw new Error(`enabling the bench policy: ${answer.status} ${answer.body}`);
+  return issueClientCert(tls.ca, 'bench');
+}
 
 /** A Baton cell's leader and followers as of now (pids by data dir, leader from /v1/cluster/status). */
 async function rolesOf(system: System): Promise<{ leader: string; followers: string[]; pids: Record<string, number[]> } | null> {
   const cell = batons[cellOf(system)];
   if (cell === undefined) return null;
-  const status = (await (await fetch(`${cell.clientUrl('n1')}/v1/cluster/status`)).json()) as { leader: number; members: { id: number; name: string }[] };
+  const status = (await getJson(cell, `${cell.clientUrl('n1')}/v1/cluster/status`)) as { leader: number; members: { id: number; name: string }[] };
   const leader = status.members.find((m) => m.id === status.leader)?.name;
   if (leader === undefined) throw new Error(`${system}: no leader in /v1/cluster/status`);
-  const dir = join(workDir, cellOf(system) === 'baton' ? 'baton' : 'other');
+  const dir = join(workDir, batonDirs[cellOf(system)] as string);
   const memberPids = Object.fromEntries(cell.names().map((n) => [n, findPids(`${join(dir, n)}\0`)]));
   return { leader, followers: cell.names().filter((n) => n !== leader), pids: memberPids };
 }
@@ -245,7 +293,7 @@ async function rolesOf(system: System): Promise<{ leader: string; followers: str
 let cleaning: Promise<void> | null = null;
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
-    const cells = [...Object.values(batons), ...(etcd === null ? [] : [etcd])];
+    const cells = [...Object.values(batons), ...(etcd === null ? [] : [etcd]), ...(etcdTls === null ? [] : [etcdTls])];
     await Promise.all(cells.map((c) => c.stopAll(10_000))).catch((e: Error) => log(`cleanup: ${e.message}`));
     rmSync(workDir, { recursive: true, force: true });
   })();
@@ -275,8 +323,10 @@ async function runLoadgen(system: System, workload: Workload, clients: number, d
     '-warmup', `${warmS}s`,
     '-key-space', String(keySpace),
     '-value-bytes', String(valueBytes),
-    '-prefix', `/gobench/${workload}/`,
+    // No leading '/': the facade's key is Baton's without it (src/api/grpc/keys.ts), so this is /gobench/... in Baton.
+    '-prefix', `gobench/${workload}/`,
     ...(roles === null && endpointChoice !== 'all' ? [`-${endpointChoice}-only`] : []),
+    ...tlsArgs(system),
   ];
   const child = spawn(loadgen, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const stderr: string[] = [];
@@ -299,6 +349,13 @@ async function runLoadgen(system: System, workload: Workload, clients: number, d
     throw new Error(`Go client against ${system} (${workload}, ${clients} clients) exited ${code}: ${stderr.join('').slice(-3000)}`);
   }
   return { ...result, ...window.measured() };
+}
+
+/** The Go client's TLS flags for a TLS system (trust the CA, present that system's client certificate). */
+function tlsArgs(system: System): string[] {
+  const client = clientCerts[system];
+  if (secure === null || client === undefined) return [];
+  return ['-cacert', secure.ca.cert, '-cert', client.cert, '-key', client.key];
 }
 
 /** The cell's CPU and each member's (leader first) over the measured window, and its length. */
@@ -394,13 +451,19 @@ function progress(run: Run): string {
 }
 
 async function main(): Promise<void> {
-  const cells = [...Object.values(batons), ...(etcd === null ? [] : [etcd])];
+  const cells = [...Object.values(batons), ...(etcd === null ? [] : [etcd]), ...(etcdTls === null ? [] : [etcdTls])];
   for (const cell of cells) cell.startAll();
   await Promise.all(cells.map((cell) => cell.waitReady(60_000)));
   pids.baton = findPids(`${join(workDir, 'baton')}/`);
   pids['baton-native'] = pids.baton;
   pids['baton-b'] = findPids(`${join(workDir, 'other')}/`);
+  pids['baton-tls'] = findPids(`${join(workDir, 'baton-tls')}/`);
   pids.etcd = findPids(`${join(workDir, 'etcd')}/`);
+  pids['etcd-tls'] = findPids(`${join(workDir, 'etcd-tls')}/`);
+  if (secure !== null) {
+    clientCerts['baton-tls'] = withAuth ? await enableBenchPolicy(batons['baton-tls'] as ProcessCell, secure) : secure.root;
+    clientCerts['etcd-tls'] = secure.root;
+  }
   log(`bench: ${systems.join(', ')}${version === null ? '' : ` (${version})`}; ` +
     `Go clientv3, ${connections} connections, endpoints: ${endpointChoice}, ${valueBytes}-byte values over ${keySpace} keys; ` +
     `${workloads.join(',')} x ${clientCounts.join(',')} clients x ${repeats} repeats of ${seconds} s (+${warmupS} s warm-up)`);
@@ -445,6 +508,7 @@ function report(runs: readonly Run[]): void {
   const rows: string[][] = [];
   const ratioRows: string[][] = [];
   const abRows: string[][] = [];
+  const tlsRows: string[][] = [];
   for (const workload of workloads) {
     for (const clients of clientCounts) {
       const [b, bn, bb, e] = (['baton', 'baton-native', 'baton-b', 'etcd'] as const).map((system) => pick(system, workload, clients)) as [Run[], Run[], Run[], Run[]];
@@ -463,6 +527,14 @@ function report(runs: readonly Run[]): void {
         ratioRows.push([
           `${workload} x${clients}`, label, `${f(ratio(ours, e, (r) => r.ops_per_s), 2)}x`, `${f(ratio(ours, e, (r) => r.p50_ms), 2)}x`,
           `${f(ratio(ours, e, (r) => r.p99_ms), 2)}x`, `${f(ratio(ours, e, (r) => r.serverCpuUsPerOp), 2)}x`,
+        ]);
+      }
+      for (const [label, tlsSystem, plainSystem] of [['Baton (gRPC facade)', 'baton-tls', 'baton'], ['etcd', 'etcd-tls', 'etcd']] as const) {
+        const [t, p] = [pick(tlsSystem, workload, clients), pick(plainSystem, workload, clients)];
+        if (t.length === 0 || p.length === 0) continue;
+        tlsRows.push([
+          `${workload} x${clients}`, label, `${f(ratio(t, p, (r) => r.ops_per_s), 2)}x`, `${f(ratio(t, p, (r) => r.p99_ms), 2)}x`,
+          `${f(ratio(t, p, (r) => r.serverCpuUsPerOp), 2)}x`, `${f(ratio(t, p, (r) => r.client_cpu_cores / r.ops_per_s), 2)}x`,
         ]);
       }
       if (bb.length > 0) {
@@ -484,6 +556,10 @@ function report(runs: readonly Run[]): void {
   if (abRows.length > 0) {
     out(`\nThis build ÷ ${otherBuild} (baton-b), median of same-repeat ratios (us/op < 1: this build spends less):`);
     out(table(['case', '', 'ops', 'p99', 'srv us/op', 'leader us/op', 'follower us/op', 'client cpu/op'], abRows));
+  }
+  if (tlsRows.length > 0) {
+    out(`\nWith mutual TLS on every listener ÷ the same system plain, median of same-repeat ratios${withAuth ? ' (Baton also enforcing a policy: the client is principal "bench")' : ''}:`);
+    out(table(['case', 'system', 'ops', 'p99', 'srv us/op', 'client cpu/op'], tlsRows));
   }
   out('srv: all three server processes of the cell over the client\'s measured window (idle CPU included); client: the Go client\'s own CPU (getrusage)');
   if (values.json === true) out(JSON.stringify({ etcd: version, connections, endpoints: endpointChoice, runs }));

@@ -3,11 +3,24 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { httpsRequest } from '../node/testing/cell-tls.js';
 
 export interface EtcdMember {
   readonly name: string;
   readonly clientPort: number;
   readonly peerPort: number;
+}
+
+/**
+ * TLS for every listener of an etcd cell (the bench's etcd-tls reference): the members' server and
+ * peer certificate (one, with IP:127.0.0.1; security/certs.ts issueMemberCert), the CA they trust,
+ * client certificates required (--client-cert-auth, --peer-client-cert-auth), and the client
+ * certificate this process's health probes present.
+ */
+export interface EtcdTls {
+  readonly ca: string;
+  readonly member: (name: string) => { readonly cert: string; readonly key: string };
+  readonly client: { readonly cert: string; readonly key: string };
 }
 
 export const etcdInstallHint =
@@ -29,22 +42,37 @@ export class EtcdCell {
     private readonly dataDir: string,
     readonly members: readonly EtcdMember[],
     private readonly binary = 'etcd',
+    private readonly tls: EtcdTls | null = null,
   ) {}
 
+  private get scheme(): string {
+    return this.tls === null ? 'http' : 'https';
+  }
+
   clientUrls(): URL[] {
-    return this.members.map((m) => new URL(`http://127.0.0.1:${m.clientPort}`));
+    return this.members.map((m) => new URL(`${this.scheme}://127.0.0.1:${m.clientPort}`));
+  }
+
+  private tlsFlags(name: string): string[] {
+    if (this.tls === null) return [];
+    const own = this.tls.member(name);
+    return [
+      '--cert-file', own.cert, '--key-file', own.key, '--trusted-ca-file', this.tls.ca, '--client-cert-auth',
+      '--peer-cert-file', own.cert, '--peer-key-file', own.key, '--peer-trusted-ca-file', this.tls.ca, '--peer-client-cert-auth',
+    ];
   }
 
   startAll(): void {
     const initialCluster = this.members
-      .map((m) => `${m.name}=http://127.0.0.1:${m.peerPort}`)
+      .map((m) => `${m.name}=${this.scheme}://127.0.0.1:${m.peerPort}`)
       .join(',');
     for (const member of this.members) {
       const dir = join(this.dataDir, member.name);
       mkdirSync(dir, { recursive: true });
-      const client = `http://127.0.0.1:${member.clientPort}`;
-      const peer = `http://127.0.0.1:${member.peerPort}`;
+      const client = `${this.scheme}://127.0.0.1:${member.clientPort}`;
+      const peer = `${this.scheme}://127.0.0.1:${member.peerPort}`;
       const child = spawn(this.binary, [
+        ...this.tlsFlags(member.name),
         '--name', member.name,
         '--data-dir', dir,
         '--listen-client-urls', client,
@@ -73,7 +101,7 @@ export class EtcdCell {
   async waitReady(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const healthy = await Promise.all(this.clientUrls().map((url) => probeHealth(url)));
+      const healthy = await Promise.all(this.clientUrls().map((url) => probeHealth(url, this.tls)));
       if (healthy.every(Boolean)) return;
       for (const [name, child] of this.processes) {
         if (child.exitCode !== null || child.signalCode !== null) {
@@ -91,8 +119,12 @@ export class EtcdCell {
   }
 }
 
-async function probeHealth(url: URL): Promise<boolean> {
+async function probeHealth(url: URL, tls: EtcdTls | null): Promise<boolean> {
   try {
+    if (tls !== null) {
+      const answer = await httpsRequest(new URL('/health', url).href, { ca: tls.ca, client: tls.client, timeoutMs: 1000 });
+      return answer.status === 200 && (JSON.parse(answer.body) as { health?: string }).health === 'true';
+    }
     const res = await fetch(new URL('/health', url), { signal: AbortSignal.timeout(1000) });
     const body = (await res.json()) as { health?: string };
     return res.status === 200 && body.health === 'true';

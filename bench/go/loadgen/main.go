@@ -15,6 +15,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -77,6 +79,9 @@ func main() {
 	leaderOnly := flag.Bool("leader-only", false, "send every request to the leader (found with Maintenance.Status)")
 	followersOnly := flag.Bool("followers-only", false, "send every request to the members that are not the leader (every write forwarded)")
 	timeout := flag.Duration("timeout", 10*time.Second, "per-request timeout")
+	caFile := flag.String("cacert", "", "TLS: trust this CA (PEM); with -cert and -key, mutual TLS")
+	certFile := flag.String("cert", "", "TLS: the client certificate (PEM)")
+	keyFile := flag.String("key", "", "TLS: the client certificate's key (PEM)")
 	flag.Parse()
 
 	if *duration <= 0 || *duration+*warmup > 600*time.Second {
@@ -111,8 +116,9 @@ func main() {
 		OutputPaths:      []string{"stderr"},
 		ErrorOutputPaths: []string{"stderr"},
 	}
+	tlsConfig := clientTLS(*caFile, *certFile, *keyFile)
 	newClient := func(eps []string) *clientv3.Client {
-		c, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, LogConfig: quiet})
+		c, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, LogConfig: quiet, TLS: tlsConfig})
 		if err != nil {
 			fail("connect %v: %v", eps, err)
 		}
@@ -301,4 +307,32 @@ func main() {
 	}
 	out, _ := json.Marshal(r)
 	fmt.Println(string(out))
+}
+
+// clientTLS: nil (plaintext) without -cacert; otherwise TLS 1.2+ trusting that CA, presenting the
+// client certificate when -cert and -key are given (the servers require one with client-cert-auth).
+func clientTLS(caFile, certFile, keyFile string) *tls.Config {
+	if caFile == "" {
+		if certFile != "" || keyFile != "" {
+			fail("-cert and -key need -cacert")
+		}
+		return nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		fail("-cacert: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		fail("-cacert %s: no PEM certificate in it", caFile)
+	}
+	config := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if certFile != "" || keyFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			fail("-cert/-key: %v", err)
+		}
+		config.Certificates = []tls.Certificate{pair}
+	}
+	return config
 }
