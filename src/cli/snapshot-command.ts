@@ -137,7 +137,7 @@ async function saveFrom(endpoint: string, file: string, keyring: Keyring | null)
     }
     if (sealer !== null) write(sealer.end());
     fsyncSync(fd);
-    const entries = sealer === null ? countEntries(fd) : openBackupFile(partial, keyring).entries;
+    const entries = sealer === null ? countEntries(fd) : (openBackupFile(partial, keyring).entries as number); // checked: counted
     closeSync(fd);
     renameSync(partial, file);
     renamed = true;

@@ -8,8 +8,9 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../base/config-error.js';
 import { writeRestoredIdentity, type RestoreRecord } from '../membership/member-identity.js';
-import { MvccStore } from '../mvcc/index.js';
-import { openBackupFile, type BackupFile } from '../snap/index.js';
+import { CorruptFileError } from '../base/errors.js';
+import { MvccStore, decodeSnapshot } from '../mvcc/index.js';
+import { namingFile, openBackupFile, type BackupFile } from '../snap/index.js';
 import { openRecordKeys, RecordSealer, SealedEngine, type Keyring } from '../keys/index.js';
 import { dataFileName, LmdbEngine } from '../storage/index.js';
 import { syncDir } from '../snap/file-io.js';
@@ -59,9 +60,21 @@ export function restoredClusterId(fileSha256: string, epoch: number, nonce: stri
   return createHash('sha256').update(identity).digest('hex').slice(0, 16);
 }
 
-/** Checks FILE once (damage names the offset) before any member is written. */
+/**
+ * Opens FILE: its hash, format and (encrypted) key are checked now; its stream is checked as each
+ * member's restore reads it (damage names the file and offset, and leaves no member directory).
+ */
 export function checkBackup(file: string, keyring: Keyring | null = null): BackupFile {
-  return openBackupFile(resolve(file), keyring);
+  return openBackupFile(resolve(file), keyring, { checkStream: false });
+}
+
+/** Reads the whole stream; throws its damage as the file's (namingFile). */
+function checkStream(backup: BackupFile): void {
+  try {
+    for (const _entry of decodeSnapshot(backup.chunks()));
+  } catch (error) {
+    throw namingFile(backup.path, error);
+  }
 }
 
 /** Writes one member's data directory; refuses a DIR that exists and is not empty. */
@@ -91,7 +104,10 @@ export async function restoreMember(backup: BackupFile, member: RestoreMember, p
   } catch (error) {
     await lmdb.close();
     rmSync(building, { recursive: true, force: true });
-    throw error;
+    // Damage may surface as another error first (a record read before the stream's checksum at
+    // its end): a stream that does not check is the cause to report, naming the file and offset.
+    if (!(error instanceof CorruptFileError)) checkStream(backup);
+    throw namingFile(backup.path, error);
   }
   await lmdb.close();
   const { old, restored } = metas;

@@ -19,8 +19,8 @@ export interface BackupFile {
   readonly sha256: string;
   /** The key-encryption key id of an encrypted backup (src/keys/sealed-file.ts), else null. */
   readonly kekId: string | null;
-  /** The stream's engine entries (meta included). */
-  readonly entries: number;
+  /** The stream's engine entries (meta included); null when opened with `checkStream: false`. */
+  readonly entries: number | null;
   /** The checked snapshot stream, read again from the file in pieces of at most 1 MiB. */
   chunks(): Iterable<Uint8Array>;
 }
@@ -36,9 +36,10 @@ const batonMagic = Buffer.from('BTSN', 'latin1');
  * backup needs `keyring` (refused naming the file and the key id it needs without it, or with
  * the wrong one); its chunks are authenticated as they are read.
  */
-export function openBackupFile(path: string, keyring: Keyring | null = null): BackupFile {
+export function openBackupFile(path: string, keyring: Keyring | null = null, options: OpenOptions = {}): BackupFile {
+  const checkStream = options.checkStream ?? true;
   const sizeBytes = fileSize(path);
-  if (sizeBytes > 0 && isSealedFile(path)) return openSealedBackup(path, keyring);
+  if (sizeBytes > 0 && isSealedFile(path)) return openSealedBackup(path, keyring, checkStream);
   const head = Buffer.alloc(Math.min(batonMagic.length, sizeBytes));
   readAt(path, head, 0);
   if (!head.equals(batonMagic)) {
@@ -49,33 +50,56 @@ export function openBackupFile(path: string, keyring: Keyring | null = null): Ba
   const sha256 = whole.digest('hex');
   const bodyBytes = etcdBodyBytes(path, sizeBytes);
   const chunks = (): Iterable<Uint8Array> => readRange(path, 0, bodyBytes ?? sizeBytes);
-  let entries = 0;
-  try {
-    for (const _entry of decodeSnapshot(chunks())) entries++;
-  } catch (error) {
-    // The stream's own check names no file: this one is (its offsets are the file's).
-    if (error instanceof CorruptFileError) throw new CorruptFileError(path, error.offset, error.reason);
-    throw error;
-  }
+  const entries = checkStream ? countEntries(path, chunks()) : null;
   return { path, framing: bodyBytes === null ? 'baton' : 'etcdctl', sizeBytes, sha256, entries, kekId: null, chunks };
 }
 
-function openSealedBackup(path: string, keyring: Keyring | null): BackupFile {
+export interface OpenOptions {
+  /**
+   * Whether to read the whole stream now (its entries counted, any damage thrown here). A restore
+   * passes false: it decodes the stream once as it writes, aborts on damage, and names the file
+   * through namingFile(), so the file is not read twice.
+   */
+  readonly checkStream?: boolean;
+}
+
+/** Entries in the stream; damage names the file (and, encrypted, the decrypted stream's offset). */
+function countEntries(path: string, chunks: Iterable<Uint8Array>): number {
+  let entries = 0;
+  try {
+    for (const _entry of decodeSnapshot(chunks)) entries++;
+  } catch (error) {
+    throw namingFile(path, error);
+  }
+  return entries;
+}
+
+/**
+ * A stream's damage as the file's: the stream's own check names no file, and its offsets are the
+ * file's (a plain backup) or the decrypted stream's (an encrypted one, every chunk authenticated,
+ * so a stream written wrong); a chunk's own damage already names the file.
+ */
+export function namingFile(path: string, error: unknown): unknown {
+  if (!(error instanceof CorruptFileError) || error.path === path) return error;
+  const sealed = sizeOf(path) > 0 && isSealedFile(path);
+  return new CorruptFileError(path, error.offset, sealed ? `decrypted stream offset ${error.offset}: ${error.reason}` : error.reason);
+}
+
+function openSealedBackup(path: string, keyring: Keyring | null, checkStream: boolean): BackupFile {
   const sealed = openSealedFile(path, keyring);
   const whole = createHash('sha256');
   for (const piece of readRange(path, 0, sealed.sizeBytes)) whole.update(piece);
   const chunks = (): Iterable<Uint8Array> => sealed.plaintext();
-  let entries = 0;
-  try {
-    for (const _entry of decodeSnapshot(chunks())) entries++;
-  } catch (error) {
-    // A chunk's damage names its file offset; the stream's own check can only name its offset in
-    // the decrypted stream (every chunk authenticated, so this is a stream written wrong).
-    if (error instanceof CorruptFileError && error.path === path) throw error;
-    if (error instanceof CorruptFileError) throw new CorruptFileError(path, error.offset, `decrypted stream offset ${error.offset}: ${error.reason}`);
-    throw error;
-  }
+  const entries = checkStream ? countEntries(path, chunks()) : null;
   return { path, framing: 'baton', sizeBytes: sealed.sizeBytes, sha256: whole.digest('hex'), entries, kekId: sealed.kekId, chunks };
+}
+
+function sizeOf(path: string): number {
+  try {
+    return fileSize(path);
+  } catch {
+    return 0;
+  }
 }
 
 /** The stream's length inside etcd's framing when the file has it (size and SHA-256 agree), else null. */

@@ -50,6 +50,9 @@ import { verifyStoreFile } from './verify-store.js';
 import { advanceTxnIds } from './nonce-advance.js';
 import type { CommitMode, LmdbEngineOptions } from './types.js';
 
+/** MDB_APPEND: the key goes after the database's last one (replaceAll checks it is above it). */
+const appendPut = { append: true } as const;
+
 export const dataFileName = 'state.mdb';
 
 export class LmdbEngine implements KvEngine {
@@ -207,7 +210,20 @@ export class LmdbEngine implements KvEngine {
       this.databases.root.transactionSync(() => {
         this.databases.kv.clearSync();
         this.databases.history?.clearSync();
-        for (const entry of entries) this.set(entry.key, entry.value);
+        // A snapshot's entries come in key order: each database is filled with LMDB's append (no
+        // tree search per key, leaf pages filled whole: about half the time of a restore) while a
+        // key is above every key already in it; any other (a long key's bucket) is a plain put.
+        const highest = new Map<Database<Uint8Array, Uint8Array>, Uint8Array>();
+        for (const { key, value } of entries) {
+          const db = this.databaseOf(key);
+          const long = isLongKey(key);
+          const stored = long ? bucketKeyOf(key) : key;
+          const top = highest.get(db);
+          const above = top === undefined || compareBytes(stored, top) > 0;
+          if (above && !long) db.putSync(key, value, appendPut);
+          else this.set(key, value);
+          if (above) highest.set(db, stored);
+        }
       });
     } finally {
       this.inWrite = false;

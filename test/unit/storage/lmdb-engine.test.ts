@@ -81,3 +81,37 @@ test('a throwing write keeps nothing; a throwing replaceAll keeps the old conten
     }
   });
 });
+
+test('replaceAll holds the same content whatever the order of its entries (appends while a key is above the rest)', async () => {
+  await withTempDir(async (dir) => {
+    const random = new SeededRandom(11n);
+    const byKey = new Map<string, { key: Uint8Array; value: Uint8Array }>();
+    for (let i = 0; i < 600; i++) {
+      const key = randomKey(random);
+      byKey.set(Buffer.from(key).toString('hex'), { key, value: Uint8Array.of(i & 0xff, i >> 8) });
+    }
+    const sorted = [...byKey.values()].sort((a, b) => compareBytes(a.key, b.key));
+    const memory = new MemoryEngine();
+    memory.replaceAll(sorted);
+    const all = { start: new Uint8Array(0), end: new Uint8Array(inlineKeyBytesMax + 300).fill(0xff) };
+    const expected = dump(memory, all);
+    // In order (a snapshot: every short key appended), reversed (none), and shuffled (some).
+    const shuffled = [...sorted];
+    for (let i = shuffled.length - 1; i > 0; i--) {
+      const j = randomInt(random, 0, i);
+      [shuffled[i], shuffled[j]] = [shuffled[j] as typeof sorted[number], shuffled[i] as typeof sorted[number]];
+    }
+    let run = 0;
+    for (const order of [sorted, [...sorted].reverse(), shuffled]) {
+      const lmdb = LmdbEngine.open({ directory: `${dir}/${run++}` });
+      try {
+        lmdb.write((writer) => writer.put(Uint8Array.of(0xff, 0xff), Uint8Array.of(1))); // replaced, not kept
+        lmdb.replaceAll(order);
+        assert.deepEqual(dump(lmdb, all), expected);
+        for (const { key, value } of sorted) assert.deepEqual(lmdb.get(key), Buffer.from(value));
+      } finally {
+        await lmdb.close();
+      }
+    }
+  });
+});
