@@ -40,7 +40,7 @@ import { etcdInstallHint, etcdVersion } from '../src/bench/etcd-cell.js';
 import { EtcdScaleCell } from '../src/bench/etcd-scale-cell.js';
 import { progressLine } from '../src/bench/matrix.js';
 import { freePorts } from '../src/bench/ports.js';
-import { killRunCommands, run as runCommand, type ScaleCell } from '../src/bench/scale-cell.js';
+import { killRunCommands, type ScaleCell } from '../src/bench/scale-cell.js';
 import {
   backupUnderLoad, churn, follower, loadKeys, replaceMember, restartMember, steadyLoad, type Log,
 } from '../src/bench/scale-phases.js';
@@ -49,7 +49,7 @@ import {
 } from '../src/bench/scale-report.js';
 import { fileBytes } from '../src/bench/host-stats.js';
 import { scaleKey, scaleValue } from '../src/bench/scale-keys.js';
-import { restoreInto, type RestorableCell } from '../src/bench/scale-restore.js';
+import { batonRestorable, restoreInto, type RestorableCell } from '../src/bench/scale-restore.js';
 import { ProcessCell } from '../src/node/testing/process-cell.js';
 
 const distDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
@@ -165,31 +165,9 @@ async function startEtcd(dir: string): Promise<ScaleCell> {
 
 /** A new cell for step 4b, made from `file` by the system's own restore tool, not started yet. */
 async function restorable(system: string, dir: string): Promise<RestorableCell> {
-  const ports = await freePorts(6);
   const last = scaleKey(keys - 1);
-  if (system === 'baton') {
-    const members = [0, 1, 2].map((i) => ({ name: `n${i + 1}`, clientPort: ports[i] as number, peerPort: ports[i + 3] as number }));
-    const processes = new ProcessCell({ dataDir: dir, output: 'pipe', members });
-    const cell = new BatonScaleCell(processes, cliPath, 3, readyTimeoutMs);
-    const initialCluster = members.map((m) => `${m.name}=${processes.peerUrl(m.name)}`).join(',');
-    return {
-      cell,
-      tool: 'baton snapshot restore (per member)',
-      async restore(file) {
-        const nonce = `scale-${process.pid}`;
-        for (const m of members) {
-          await runTool(process.execPath, [cliPath, 'snapshot', 'restore', file, '--name', m.name, '--data-dir', processes.dataDirOf(m.name),
-            '--initial-cluster', initialCluster, '--restore-nonce', nonce]);
-        }
-      },
-      startAll: () => processes.startAll(),
-      async verify() {
-        const answer = await fetch(`${processes.clientUrl('n1')}/v1/kv${last}?consistency=linearizable`);
-        const body = await answer.json() as { kvs?: { value: string }[] };
-        return answer.status === 200 && body.kvs?.[0]?.value === scaleValue.toString('latin1') ? null : `GET ${last}: ${answer.status}`;
-      },
-    };
-  }
+  if (system === 'baton') return batonRestorable(dir, cliPath, last, readyTimeoutMs);
+  const ports = await freePorts(6);
   const cell = new EtcdScaleCell({
     dataDir: dir,
     members: [0, 1, 2].map((i) => ({ name: `e${i + 1}`, clientPort: ports[i] as number, peerPort: ports[i + 3] as number })),
@@ -222,10 +200,6 @@ async function restoreBackup(system: string, file: string): Promise<ReturnType<t
     cells.delete(made.cell);
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-function runTool(command: string, args: readonly string[]): Promise<string> {
-  return runCommand(command, args, { timeoutMs: readyTimeoutMs });
 }
 
 /** Runs one step; a failure is recorded (and printed) and the bench goes on. */

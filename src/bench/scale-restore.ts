@@ -4,7 +4,11 @@
 // member started: the restore's wall time, the time from starting the processes until every
 // member is ready and serves a linearizable get of a held key, and the revision the new cell
 // starts at. The new cell is stopped and its data removed at the end.
-import type { ScaleCell } from './scale-cell.js';
+import { ProcessCell } from '../node/testing/process-cell.js';
+import { BatonScaleCell } from './baton-scale-cell.js';
+import { freePorts } from './ports.js';
+import { run as runCommand, type ScaleCell } from './scale-cell.js';
+import { scaleValue } from './scale-keys.js';
 
 export interface RestoreFigures {
   readonly tool: string;
@@ -52,5 +56,42 @@ export async function restoreInto(restorable: RestorableCell, file: string, read
     readySeconds: (ready - restored) / 1000,
     totalSeconds: (ready - began) / 1000,
     revision: await cell.revision(),
+  };
+}
+
+/**
+ * A new 3-member Baton cell in `dir` made from a backup by `baton snapshot restore`, one call per
+ * member (as an operator restores a cell of separate machines); `lastKey` is a key the backup
+ * holds with the scale value (verify reads it back, linearizably).
+ */
+export async function batonRestorable(
+  dir: string,
+  cliPath: string,
+  lastKey: string,
+  readyTimeoutMs: number,
+  /** The three calls at once, as three machines restore their members (default: one after another). */
+  concurrent = false,
+): Promise<RestorableCell> {
+  const ports = await freePorts(6);
+  const members = [0, 1, 2].map((i) => ({ name: `n${i + 1}`, clientPort: ports[i] as number, peerPort: ports[i + 3] as number }));
+  const processes = new ProcessCell({ dataDir: dir, output: 'pipe', members });
+  const cell = new BatonScaleCell(processes, cliPath, 3, readyTimeoutMs);
+  const initialCluster = members.map((m) => `${m.name}=${processes.peerUrl(m.name)}`).join(',');
+  return {
+    cell,
+    tool: `baton snapshot restore (per member, ${concurrent ? 'the three at once' : 'one after another'})`,
+    async restore(file) {
+      const nonce = `scale-${process.pid}`;
+      const restoreOne = (name: string): Promise<string> => runCommand(process.execPath, [cliPath, 'snapshot', 'restore', file, '--name', name,
+        '--data-dir', processes.dataDirOf(name), '--initial-cluster', initialCluster, '--restore-nonce', nonce], { timeoutMs: readyTimeoutMs });
+      if (concurrent) await Promise.all(members.map((m) => restoreOne(m.name)));
+      else for (const m of members) await restoreOne(m.name);
+    },
+    startAll: () => processes.startAll(),
+    async verify() {
+      const answer = await fetch(`${processes.clientUrl('n1')}/v1/kv${lastKey}?consistency=linearizable`);
+      const body = await answer.json() as { kvs?: { value: string }[] };
+      return answer.status === 200 && body.kvs?.[0]?.value === scaleValue.toString('latin1') ? null : `GET ${lastKey}: ${answer.status}`;
+    },
   };
 }
