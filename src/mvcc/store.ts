@@ -25,7 +25,7 @@ import {
   type StoredOutcome,
 } from './dedup.js';
 import { compactHistoryStep, oldestHistoryRevision } from './history-compactor.js';
-import { metaKey } from './layout.js';
+import { metaKey, tablePrefix } from './layout.js';
 import { applyMembersRecord, readMembersRecord } from './members-record.js';
 import { leaseCount, readLease, readLeases, type LeaseRecord } from './lease-state.js';
 import { readEvents, readLeaseKeys, readRange, type ReadContext } from './read.js';
@@ -493,8 +493,9 @@ export class MvccStore {
    * Replaces the whole store with a backup carried into the next fencing epoch (restore-epoch.ts),
    * atomically; returns the backup's meta and the new one. Damage in the stream aborts it all.
    */
-  restoreNextEpoch(chunks: Iterable<Uint8Array>, options: { leaseGraceMs: number }): { old: MvccMeta; restored: MvccMeta } {
+  restoreNextEpoch(chunks: Iterable<Uint8Array>, options: { leaseGraceMs: number }): { old: MvccMeta; restored: MvccMeta; keys: number } {
     let metas: { old: MvccMeta; restored: MvccMeta } | null = null;
+    let keys = 0;
     this.liveKeyCount = null;
     this.dedupOldestMs = null;
     this.compactionCache = null;
@@ -504,10 +505,18 @@ export class MvccStore {
     const onMeta = (old: MvccMeta, restored: MvccMeta): void => {
       metas = { old, restored };
     };
-    this.engine.replaceAll(restoreIntoNextEpoch(decodeSnapshot(chunks), { ...options, onMeta }));
+    const restored = restoreIntoNextEpoch(decodeSnapshot(chunks), { ...options, onMeta });
+    const current = tablePrefix.current[0] as number;
+    // The live keys counted on the way in: a count after would read every key again.
+    this.engine.replaceAll((function* counted() {
+      for (const entry of restored) {
+        if (entry.key[0] === current) keys++;
+        yield entry;
+      }
+    })());
     this.meta = loadMeta(this.engine);
     assert(metas !== null, 'the restore read the backup meta');
-    return metas;
+    return { ...(metas as { old: MvccMeta; restored: MvccMeta }), keys };
   }
 
   private readContext(): ReadContext {

@@ -98,8 +98,7 @@ export async function restoreMember(backup: BackupFile, member: RestoreMember, p
   try {
     const store = new MvccStore(engine);
     metas = store.restoreNextEpoch(backup.chunks(), { leaseGraceMs: plan.leaseGraceMs });
-    // Every key begins with "/" (base/key-name.ts): ["/", "0") is the whole key space.
-    keys = store.range({ type: 'get', key: '/', rangeEnd: Uint8Array.of(0x30), countOnly: true }).count;
+    keys = metas.keys;
     leases = store.leaseCount();
   } catch (error) {
     await lmdb.close();

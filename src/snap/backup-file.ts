@@ -15,7 +15,10 @@ export interface BackupFile {
   /** 'baton' (baton snapshot save) or 'etcdctl' (etcdctl snapshot save, etcd's framing). */
   readonly framing: 'baton' | 'etcdctl';
   readonly sizeBytes: number;
-  /** SHA-256 of the whole file (hex): the backup's identity in a restore record. */
+  /**
+   * SHA-256 of the whole file (hex): the backup's identity in a restore record. Read after a full
+   * pass over chunks() it costs nothing more; before one, it reads the file.
+   */
   readonly sha256: string;
   /** The key-encryption key id of an encrypted backup (src/keys/sealed-file.ts), else null. */
   readonly kekId: string | null;
@@ -45,13 +48,38 @@ export function openBackupFile(path: string, keyring: Keyring | null = null, opt
   if (!head.equals(batonMagic)) {
     throw new CorruptFileError(path, 0, 'not a Baton snapshot (an etcd bbolt snapshot is read by `etcdctl snapshot status`)');
   }
+  const bodyBytes = etcdBodyBytes(path, sizeBytes);
+  if (bodyBytes !== null) {
+    // etcd's framing: the stream is a prefix of the file, the hash is of all of it.
+    const sha256 = fileSha256(path, sizeBytes);
+    const chunks = (): Iterable<Uint8Array> => readRange(path, 0, bodyBytes);
+    const entries = checkStream ? countEntries(path, chunks()) : null;
+    return { path, framing: 'etcdctl', sizeBytes, sha256, entries, kekId: null, chunks };
+  }
+  // Baton's framing: the stream is the whole file, so the file's hash is taken on the way through
+  // the first full read of it (the check here, or a restore's), not in a read of its own.
+  let sha256: string | null = null;
+  const chunks = function* hashing(): Generator<Uint8Array> {
+    const whole = sha256 === null ? createHash('sha256') : null;
+    for (const piece of readRange(path, 0, sizeBytes)) {
+      whole?.update(piece);
+      yield piece;
+    }
+    if (whole !== null) sha256 ??= whole.digest('hex');
+  };
+  const entries = checkStream ? countEntries(path, chunks()) : null;
+  return {
+    path, framing: 'baton', sizeBytes, entries, kekId: null, chunks,
+    get sha256(): string {
+      return (sha256 ??= fileSha256(path, sizeBytes));
+    },
+  };
+}
+
+function fileSha256(path: string, sizeBytes: number): string {
   const whole = createHash('sha256');
   for (const piece of readRange(path, 0, sizeBytes)) whole.update(piece);
-  const sha256 = whole.digest('hex');
-  const bodyBytes = etcdBodyBytes(path, sizeBytes);
-  const chunks = (): Iterable<Uint8Array> => readRange(path, 0, bodyBytes ?? sizeBytes);
-  const entries = checkStream ? countEntries(path, chunks()) : null;
-  return { path, framing: bodyBytes === null ? 'baton' : 'etcdctl', sizeBytes, sha256, entries, kekId: null, chunks };
+  return whole.digest('hex');
 }
 
 export interface OpenOptions {
@@ -87,11 +115,10 @@ export function namingFile(path: string, error: unknown): unknown {
 
 function openSealedBackup(path: string, keyring: Keyring | null, checkStream: boolean): BackupFile {
   const sealed = openSealedFile(path, keyring);
-  const whole = createHash('sha256');
-  for (const piece of readRange(path, 0, sealed.sizeBytes)) whole.update(piece);
+  const sha256 = fileSha256(path, sealed.sizeBytes);
   const chunks = (): Iterable<Uint8Array> => sealed.plaintext();
   const entries = checkStream ? countEntries(path, chunks()) : null;
-  return { path, framing: 'baton', sizeBytes: sealed.sizeBytes, sha256: whole.digest('hex'), entries, kekId: sealed.kekId, chunks };
+  return { path, framing: 'baton', sizeBytes: sealed.sizeBytes, sha256, entries, kekId: sealed.kekId, chunks };
 }
 
 function sizeOf(path: string): number {
