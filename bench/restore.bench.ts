@@ -2,7 +2,7 @@
 // values: the scale bench's data set) restored into a NEW 3-member cell with `baton snapshot
 // restore`, one call per member, then the members started until each is ready and a linearizable
 // get of a held key answers: the restore's time, start to ready, and the total (goal: <= 60 s).
-// The backup is made without a cell (src/bench/synthetic-backup.ts: the state machine applies
+// The backup is made without a cell (bench/synthetic-backup.ts: the state machine applies
 // the puts and writes its snapshot stream, the file `baton snapshot save` would give), because
 // loading 10M keys through the API alone takes about an hour here; --backup FILE reuses a file
 // (e.g. one kept with --keep-backup FILE, or a real `baton snapshot save`).
@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { table } from '../src/bench/report.js';
 import { scaleKey } from '../src/bench/scale-keys.js';
 import { batonRestorable, restoreInto } from '../src/bench/scale-restore.js';
-import { writeSyntheticBackup } from '../src/bench/synthetic-backup.js';
+import { writeSyntheticBackup } from './synthetic-backup.js';
 
 const distDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
 const cliPath = join(distDir, 'src', 'cli', 'main.js');

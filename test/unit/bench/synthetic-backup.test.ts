@@ -1,4 +1,4 @@
-// The restore bench's backup (src/bench/synthetic-backup.ts): a real snapshot stream of exactly
+// The restore bench's backup (bench/synthetic-backup.ts): a real snapshot stream of exactly
 // the scale keys 0..N-1 with the scale value, which `baton snapshot restore` reads like any backup.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compareBytes, decodeSnapshot } from '../../../src/mvcc/index.js';
 import { scaleKey, scaleValue } from '../../../src/bench/scale-keys.js';
-import { writeSyntheticBackup } from '../../../src/bench/synthetic-backup.js';
+import { writeSyntheticBackup } from '../../../bench/synthetic-backup.js';
 import { openBackupFile } from '../../../src/snap/index.js';
 import { LmdbEngine } from '../../../src/storage/index.js';
 import { MvccStore } from '../../../src/mvcc/index.js';

@@ -6,10 +6,10 @@
 // keys would give, not an imitation of one.
 import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { EntryType, type Entry } from '../raft/types.js';
-import { MvccStore, defaultMvccLimits, encodeCommand } from '../mvcc/index.js';
-import { LmdbEngine } from '../storage/index.js';
-import { scaleKey, scaleValue } from './scale-keys.js';
+import { EntryType, type Entry } from '../src/raft/types.js';
+import { MvccStore, defaultMvccLimits, encodeCommand } from '../src/mvcc/index.js';
+import { LmdbEngine } from '../src/storage/index.js';
+import { scaleKey, scaleValue } from '../src/bench/scale-keys.js';
 
 /**
  * The key numbers 0..keys-1 in the order of their keys: put in that order, the store is built at
