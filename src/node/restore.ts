@@ -9,8 +9,8 @@ import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../base/config-error.js';
 import { writeRestoredIdentity, type RestoreRecord } from '../membership/member-identity.js';
 import { CorruptFileError } from '../base/errors.js';
-import { MvccStore, decodeSnapshot } from '../mvcc/index.js';
-import { namingFile, openBackupFile, type BackupFile } from '../snap/index.js';
+import { MvccStore } from '../mvcc/index.js';
+import { checkBackupStream, namingFile, openBackupFile, type BackupFile } from '../snap/index.js';
 import { openRecordKeys, RecordSealer, SealedEngine, type Keyring } from '../keys/index.js';
 import { dataFileName, LmdbEngine } from '../storage/index.js';
 import { syncDir } from '../snap/file-io.js';
@@ -68,15 +68,6 @@ export function checkBackup(file: string, keyring: Keyring | null = null): Backu
   return openBackupFile(resolve(file), keyring, { checkStream: false });
 }
 
-/** Reads the whole stream; throws its damage as the file's (namingFile). */
-function checkStream(backup: BackupFile): void {
-  try {
-    for (const _entry of decodeSnapshot(backup.chunks()));
-  } catch (error) {
-    throw namingFile(backup.path, error);
-  }
-}
-
 /** Writes one member's data directory; refuses a DIR that exists and is not empty. */
 export async function restoreMember(backup: BackupFile, member: RestoreMember, plan: RestorePlan): Promise<RestoredMember> {
   const dataDir = resolve(member.dataDir);
@@ -105,7 +96,7 @@ export async function restoreMember(backup: BackupFile, member: RestoreMember, p
     rmSync(building, { recursive: true, force: true });
     // Damage may surface as another error first (a record read before the stream's checksum at
     // its end): a stream that does not check is the cause to report, naming the file and offset.
-    if (!(error instanceof CorruptFileError)) checkStream(backup);
+    if (!(error instanceof CorruptFileError)) checkBackupStream(backup);
     throw namingFile(backup.path, error);
   }
   await lmdb.close();

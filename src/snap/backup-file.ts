@@ -102,6 +102,11 @@ function countEntries(path: string, chunks: Iterable<Uint8Array>): number {
   return entries;
 }
 
+/** Reads a backup's whole stream: its entry count, or its damage thrown as the file's. */
+export function checkBackupStream(backup: BackupFile): number {
+  return countEntries(backup.path, backup.chunks());
+}
+
 /**
  * A stream's damage as the file's: the stream's own check names no file, and its offsets are the
  * file's (a plain backup) or the decrypted stream's (an encrypted one, every chunk authenticated,

@@ -24,4 +24,4 @@ export type {
   SnapshotPolicyInput,
   SnapshotStoreOptions,
 } from './types.js';
-export { namingFile, openBackupFile, type BackupFile, type OpenOptions } from './backup-file.js';
+export { checkBackupStream, namingFile, openBackupFile, type BackupFile, type OpenOptions } from './backup-file.js';
