@@ -36,10 +36,10 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent } from 'node:http';
-import WebSocket from 'ws';
 import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
 import { InspectorSession } from '../src/bench/inspector.js';
 import { LatencyHistogram, type HistogramSummary } from '../src/bench/histogram.js';
+import { pool, StreamClient } from '../src/bench/stream-client.js';
 import { httpJson as sharedHttpJson, rssAnonKiB, startInspectableCell } from '../src/bench/inspectable-cell.js';
 
 const { values } = parseArgs({
@@ -89,71 +89,6 @@ const report: Record<string, unknown> = { sessions, watches, durationS, periodMs
 /** The capacity bench's calls wait up to 30 s (batches of 1,000 grants on a loaded cell). */
 function httpJson(agent: Agent, base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   return sharedHttpJson(agent, base, method, path, body, headers, 30_000);
-}
-
-/** One /v1/stream connection: requests answered by id, watch events handed to `onEvents`. */
-class StreamClient {
-  private readonly pending = new Map<number, { resolve: (frame: any) => void; reject: (error: Error) => void }>();
-  private nextId = 1;
-  onEvents: (watchId: string, frame: any, arrivedMs: number) => void = () => {};
-  /** A created watch ended by the node (slow_consumer, compacted, ...): its error body. */
-  onWatchEnd: (watchId: string, error: any) => void = () => {};
-  private constructor(private readonly ws: WebSocket) {
-    ws.on('message', (data) => {
-      const arrivedMs = performance.now();
-      const frame = JSON.parse(String(data));
-      if (typeof frame.id === 'string') {
-        if (frame.type === 'events') this.onEvents(frame.id, frame, arrivedMs);
-        const waiter = this.watchWaiters.get(frame.id);
-        if (waiter === undefined && frame.type === 'error') this.onWatchEnd(frame.id, frame.error);
-        if (waiter !== undefined && (frame.type === 'created' || frame.type === 'error')) {
-          this.watchWaiters.delete(frame.id);
-          if (frame.type === 'created') waiter.resolve(frame);
-          else waiter.reject(new Error(JSON.stringify(frame.error)));
-        }
-        return;
-      }
-      const waiter = this.pending.get(frame.id);
-      if (waiter === undefined) return;
-      this.pending.delete(frame.id);
-      if (frame.type === 'error') waiter.reject(new Error(JSON.stringify(frame.error)));
-      else waiter.resolve(frame.result);
-    });
-    ws.on('close', () => {
-      for (const waiter of this.pending.values()) waiter.reject(new Error('stream closed'));
-      this.pending.clear();
-    });
-  }
-  private readonly watchWaiters = new Map<string, { resolve: (frame: any) => void; reject: (error: Error) => void }>();
-  static async open(base: string): Promise<StreamClient> {
-    const ws = new WebSocket(`${base.replace('http', 'ws')}/v1/stream`, { perMessageDeflate: false });
-    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-    return new StreamClient(ws);
-  }
-  call(frame: Record<string, unknown>): Promise<any> {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.ws.send(JSON.stringify({ id, ...frame }));
-    });
-  }
-  watch(id: string, frame: Record<string, unknown>): Promise<any> {
-    return new Promise((resolve, reject) => {
-      this.watchWaiters.set(id, { resolve, reject });
-      this.ws.send(JSON.stringify({ id, type: 'watch', ...frame }));
-    });
-  }
-  close(): void {
-    this.ws.terminate();
-  }
-}
-
-/** Runs `task` for items 0..count-1 with `parallel` in flight. */
-async function pool(count: number, parallel: number, task: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(parallel, count) }, async () => {
-    while (next < count) await task(next++);
-  }));
 }
 
 async function grantBatches(agent: Agent, bases: readonly string[], count: number, tag: string): Promise<number[]> {
