@@ -7,10 +7,11 @@
 //      renewed every --period-ms over one WebSocket per --per-stream sessions (one keepalive frame
 //      of all its leases each period, staggered) for --duration-s: renewals/s, frame latency,
 //      sessions lost (a lease_not_found answer, a lease or key missing at the end), CPU of the
-//      leader, the cell and this client, RSS and JS heap per member and bytes per session. 8
-//      closed-loop put clients run alongside in windows of one period with renewals on and off
+//      leader, the cell and this client, RSS and JS heap per member and bytes per session. A
+//      workload of 8 closed-loop put clients and 8 lock clients (acquire + release of its own lock
+//      with its own lease) runs alongside in windows of one period with renewals on and off
 //      alternately (each session renewed every two periods, under the TTL; the same sessions
-//      held): put p99 with / without (and without any sessions, before the grants).
+//      held): put and lock-pair p99 with / without (and without any sessions, before the grants).
 //   2. session loss: --loss-share of the streams stop renewing at once; a watcher on a follower
 //      sees the keys' deletions: time from each lease's deadline (its last renewal + TTL) to its
 //      deletion seen (p50/p99/max), the revocation rate, the time until every deletion was seen;
@@ -21,13 +22,16 @@
 //      --watch-puts-per-s puts on watched keys for --duration-s: events/s, latency from the put's
 //      answer (committed and applied on the leader) to the event at the watcher (p50/p99), and
 //      every exact-key watcher's events checked against the puts acknowledged for its key (no gap,
-//      no duplicate, in order).
+//      no duplicate, in order). The write time is two halves: the watchers alone, then with a slow
+//      consumer on every member (a connection holding 10 prefix watches with prevKv over every
+//      watched key that stops reading its socket): the others' p99 in each half, and how many
+//      watchers the nodes ended as slow consumers.
 // --runs picks which of them run (default steady,loss,watches; `--runs loss` grants the sessions,
 // attaches their keys and goes straight to run 2, e.g. `--sessions 200000 --loss-share 0.5` for
 // 100,000 sessions lost at once). During run 2, 8 closed-loop put clients on the leader measure
 // what the expiry wave costs other writes (a stalled leader shows as their p99 and max).
-// Not run here: the lock workload beside the sessions, a slow consumer among the watchers, and the
-// peak mixed operations (run 4: `npm run bench`, bench:grpc). Progress on stderr; --json FILE.
+// The peak mixed operations (the brief's run 4) are `npm run bench:peak`. Progress on stderr;
+// --json FILE.
 //
 //   npm run bench:capacity                                        100,000 sessions, 100,000 watches
 //   npm run bench:capacity -- --sessions 200000 --watches 300000 --duration-s 300
@@ -173,6 +177,63 @@ function putLoad(base: string, pick: () => LatencyHistogram | null): { stop: () 
   return { stop: async () => { running = false; await Promise.all(loops); agent.destroy(); } };
 }
 
+/**
+ * 8 closed-loop lock clients on the leader, each with its own lease and lock: acquire, then
+ * release, timed as one pair (two committed commands). A lock refused or lost is counted (a lock
+ * client must never be told `lock_held` here: each lock has one contender).
+ */
+async function lockLoad(base: string, pick: () => LatencyHistogram | null): Promise<{ stop: () => Promise<{ failures: number }> }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  const clients = 8;
+  const leases: number[] = [];
+  for (let c = 0; c < clients; c++) {
+    const res = await httpJson(agent, base, 'POST', '/v1/leases', { ttl: 60 });
+    if (res.status !== 200) throw new Error(`lock load: lease grant ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+    leases.push(res.body.id as number);
+  }
+  let running = true;
+  let failures = 0;
+  // The leases outlive any run: renewed every 10 s (TTL 60) on their own.
+  const renew = setInterval(() => void httpJson(agent, base, 'POST', '/v1/leases/keepalive', { ids: leases }).catch(() => undefined), 10_000);
+  const loops = leases.map(async (lease, c) => {
+    while (running) {
+      const target = pick();
+      const started = performance.now();
+      const acquired = await httpJson(agent, base, 'POST', `/v1/locks/cap-${c}/acquire`, { lease, owner: `cap-${c}`, waitMs: 5_000 }).catch(() => null);
+      if (acquired?.status !== 200) {
+        failures++;
+        await sleep(10);
+        continue;
+      }
+      const released = await httpJson(agent, base, 'POST', `/v1/locks/cap-${c}/release`, { key: acquired.body.key }).catch(() => null);
+      if (released?.status === 200) target?.record((performance.now() - started) * 1000);
+      else {
+        failures++;
+        await sleep(10);
+      }
+    }
+  });
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+      clearInterval(renew);
+      for (const lease of leases) await httpJson(agent, base, 'DELETE', `/v1/leases/${lease}`).catch(() => undefined);
+      agent.destroy();
+      return { failures };
+    },
+  };
+}
+
+/** The put and lock loads together, each into its own histogram of the window `pick()` names. */
+interface Workload { puts: LatencyHistogram; locks: LatencyHistogram }
+async function workload(base: string, pick: () => Workload | null): Promise<{ stop: () => Promise<{ lockFailures: number }> }> {
+  const puts = putLoad(base, () => pick()?.puts ?? null);
+  const locks = await lockLoad(base, () => pick()?.locks ?? null);
+  return { stop: async () => { await puts.stop(); return { lockFailures: (await locks.stop()).failures }; } };
+}
+const newWorkload = (): Workload => ({ puts: new LatencyHistogram(), locks: new LatencyHistogram() });
+
 const summary = (h: LatencyHistogram): HistogramSummary => h.summary();
 
 /** The leader's count of leases it revoked because their TTL ran out (its /metrics). */
@@ -180,6 +241,17 @@ async function expiredTotal(agent: Agent, base: string): Promise<number> {
   const res = await httpJson(agent, base, 'GET', '/metrics');
   const match = /^etcd_debugging_server_lease_expired_total(?:\{[^}]*\})? (\d+)/m.exec(String(res.body));
   return match === null ? Number.NaN : Number(match[1]);
+}
+
+/** Watchers the nodes ended as slow consumers so far (each member's /metrics, summed). */
+async function slowConsumerEnds(agent: Agent, bases: readonly string[]): Promise<number> {
+  let total = 0;
+  for (const base of bases) {
+    const res = await httpJson(agent, base, 'GET', '/metrics');
+    const match = /^baton_watch_ended_total\{reason="slow_consumer"\} (\d+)/m.exec(String(res.body));
+    total += match === null ? 0 : Number(match[1]);
+  }
+  return total;
 }
 
 async function main(): Promise<void> {
@@ -206,12 +278,15 @@ async function main(): Promise<void> {
     log(`cell up, leader ${leaderName}; ${sessions} sessions (${sessions / perStream} streams x ${perStream}, every ${periodMs} ms, TTL ${ttlS} s), ` +
       `${watches} watches; load ${load()}`);
 
-    // Put p99 before any session exists (informative: minutes before the phase it is compared to).
-    const noSessions = new LatencyHistogram();
-    const baseline = putLoad(cell.clientUrl(leaderName), () => noSessions);
-    await sleep(runs.has('steady') ? Math.min(durationS, 20) * 1000 : 5_000);
-    await baseline.stop();
-    log(`puts without sessions: ${noSessions.count}, p50 ${ms(summary(noSessions).p50Us)} ms, p99 ${ms(summary(noSessions).p99Us)} ms`);
+    // The put and lock workload before any session exists: "without the sessions" (minutes before
+    // the windows it is compared to; the interleaved windows below compare within one phase).
+    const noSessions = newWorkload();
+    const baseline = await workload(cell.clientUrl(leaderName), () => noSessions);
+    await sleep(runs.has('steady') ? Math.min(durationS / 2, 60) * 1000 : 5_000);
+    const baselineLockFailures = (await baseline.stop()).lockFailures;
+    log(`without sessions: puts ${noSessions.puts.count}, p50 ${ms(summary(noSessions.puts).p50Us)} ms, p99 ${ms(summary(noSessions.puts).p99Us)} ms; ` +
+      `lock acquire+release pairs ${noSessions.locks.count}, p50 ${ms(summary(noSessions.locks).p50Us)} ms, p99 ${ms(summary(noSessions.locks).p99Us)} ms ` +
+      `(${baselineLockFailures} failed)`);
 
     // --- run 1: sessions --------------------------------------------------------------------
     const memBefore = await memory(members);
@@ -272,10 +347,10 @@ async function main(): Promise<void> {
       `follower ${followerBytes.rss.toFixed(0)} / ${followerBytes.heap.toFixed(0)} bytes`);
 
     // Steady: windows of one period with renewals on and off alternately (see alternateMs).
-    const puts = { on: new LatencyHistogram(), off: new LatencyHistogram() };
+    const puts = { on: newWorkload(), off: newWorkload() };
     let side: 'on' | 'off' = 'on';
     let switchedMs = performance.now();
-    const putStream = putLoad(cell.clientUrl(leaderName), () => (performance.now() - switchedMs < 250 ? null : puts[side]));
+    const putStream = await workload(cell.clientUrl(leaderName), () => (performance.now() - switchedMs < 250 ? null : puts[side]));
     const renewedAtStart = state.renewed;
     // Frames from here on only: the ones sent while keys were being attached waited behind them.
     const attachFrames = frames.summary();
@@ -299,7 +374,7 @@ async function main(): Promise<void> {
       }
     }
     state.renewing = true;
-    await putStream.stop();
+    const steadyLockFailures = (await putStream.stop()).lockFailures;
     const steadyS = (performance.now() - steadyStarted) / 1000;
     const clientCpu = process.cpuUsage(cpuStart.client);
     const cpu = {
@@ -314,7 +389,8 @@ async function main(): Promise<void> {
       whileAttaching: { frames: attachFrames, failedFrames: attachFailures },
       bytesPerSession: { leader: leaderBytes, follower: followerBytes },
       memory: Object.fromEntries(await memory(members)),
-      puts: { noSessions: summary(noSessions), renewalsOn: summary(puts.on), renewalsOff: summary(puts.off) },
+      puts: { noSessions: summary(noSessions.puts), renewalsOn: summary(puts.on.puts), renewalsOff: summary(puts.off.puts) },
+      lockPairs: { noSessions: summary(noSessions.locks), renewalsOn: summary(puts.on.locks), renewalsOff: summary(puts.off.locks), failures: steadyLockFailures },
     };
     report.sessions = run1;
     if (runs.has('steady')) log(`run 1: ${run1.renewalsPerS.toFixed(0)} renewals/s over ${steadyS.toFixed(0)} s (${run1.renewalsPerSWhileOn.toFixed(0)}/s while on; ` +
@@ -325,6 +401,10 @@ async function main(): Promise<void> {
       `(${run1.puts.renewalsOff.count}), no sessions ${ms(run1.puts.noSessions.p99Us)} ms: ` +
       `${(run1.puts.renewalsOn.p99Us / run1.puts.renewalsOff.p99Us).toFixed(2)}x interleaved, ` +
       `${(run1.puts.renewalsOn.p99Us / run1.puts.noSessions.p99Us).toFixed(2)}x the no-session baseline`);
+    if (runs.has('steady')) log(`  lock acquire+release p99: renewals on ${ms(run1.lockPairs.renewalsOn.p99Us)} ms (${run1.lockPairs.renewalsOn.count}), off ` +
+      `${ms(run1.lockPairs.renewalsOff.p99Us)} ms (${run1.lockPairs.renewalsOff.count}), no sessions ${ms(run1.lockPairs.noSessions.p99Us)} ms: ` +
+      `${(run1.lockPairs.renewalsOn.p99Us / run1.lockPairs.renewalsOff.p99Us).toFixed(2)}x interleaved, ` +
+      `${(run1.lockPairs.renewalsOn.p99Us / run1.lockPairs.noSessions.p99Us).toFixed(2)}x the no-session baseline; ${steadyLockFailures} failed`);
 
     // --- run 2: session loss -----------------------------------------------------------------
     if (runs.has('loss')) {
@@ -460,39 +540,63 @@ async function main(): Promise<void> {
     const perWatcher = Object.fromEntries(names.map((name) => [name, perItem(memWatchBefore, memWatches, name, held.get(name) as number)]));
     log(`run 3: ${watches} watches on ${connections} connections in ${watchSetupS.toFixed(1)} s; memory per idle watcher (RSS / heap after GC): ` +
       names.map((name) => `${name} ${perWatcher[name]?.rss.toFixed(0)} / ${perWatcher[name]?.heap.toFixed(0)} bytes`).join(', '));
-    // The write load: puts on watched exact keys at a fixed rate, 32 in flight at most.
+    // The write load: puts on watched exact keys at a fixed rate, 32 in flight at most, in two
+    // halves: the watchers alone, then with a slow consumer on every member (a connection that
+    // stops reading, holding 10 prefix watches with prevKv over every watched key).
     const putAgent = new Agent({ keepAlive: true, maxSockets: 32 });
     const acked = new Map<number, number[]>(); // exact watch -> revisions acknowledged for its key
-    const putTimes = new Map<string, { sentMs: number; answeredMs: number }>(); // by value
-    const writeStarted = performance.now();
-    const deliveredAtStart = eventsDelivered;
-    let inFlight = 0;
+    const putTimes = new Map<string, { sentMs: number; answeredMs: number; phase: 'alone' | 'slow' }>(); // by value
     let sent = 0;
-    const target = watchPutsPerS * durationS;
-    const writers: Promise<void>[] = [];
-    // Offered at a fixed rate, 32 in flight at most, for --duration-s (what the cell takes is reported).
-    while (sent < target && performance.now() - writeStarted < durationS * 1000) {
-      const due = writeStarted + (sent * 1000) / watchPutsPerS;
-      if (performance.now() < due || inFlight >= 32) {
-        await sleep(Math.max(1, due - performance.now()));
-        continue;
-      }
-      let w = Math.floor(Math.random() * watches);
-      if (w % 10 === 9) w--; // an exact key (its group's prefix watch sees it too)
-      sent++;
-      inFlight++;
-      const value = `v${sent}`;
-      const sentMs = performance.now();
-      writers.push(httpJson(putAgent, cell.clientUrl(leaderName), 'PUT', `/v1/kv${exactKey(w)}`, value).then((res) => {
-        if (res.status === 200 || res.status === 201) {
-          putTimes.set(value, { sentMs, answeredMs: performance.now() });
-          (acked.get(w) ?? acked.set(w, []).get(w) as number[]).push(res.body.revision as number);
+    async function writePhase(phase: 'alone' | 'slow', seconds: number): Promise<{ sent: number; seconds: number; events: number }> {
+      const started = performance.now();
+      const deliveredAtStart = eventsDelivered;
+      const sentAtStart = sent;
+      let inFlight = 0;
+      const writers: Promise<void>[] = [];
+      // Offered at a fixed rate, 32 in flight at most (what the cell takes is reported).
+      for (let n = 0; n < watchPutsPerS * seconds && performance.now() - started < seconds * 1000;) {
+        const due = started + (n * 1000) / watchPutsPerS;
+        if (performance.now() < due || inFlight >= 32) {
+          await sleep(Math.max(1, due - performance.now()));
+          continue;
         }
-      }, () => undefined).finally(() => inFlight--));
+        let w = Math.floor(Math.random() * watches);
+        if (w % 10 === 9) w--; // an exact key (its group's prefix watch sees it too)
+        n++;
+        sent++;
+        inFlight++;
+        const value = `v${sent}`;
+        const sentMs = performance.now();
+        writers.push(httpJson(putAgent, cell.clientUrl(leaderName), 'PUT', `/v1/kv${exactKey(w)}`, value).then((res) => {
+          if (res.status === 200 || res.status === 201) {
+            putTimes.set(value, { sentMs, answeredMs: performance.now(), phase });
+            (acked.get(w) ?? acked.set(w, []).get(w) as number[]).push(res.body.revision as number);
+          }
+        }, () => undefined).finally(() => inFlight--));
+      }
+      await Promise.all(writers);
+      await sleep(3_000);
+      const tookS = (performance.now() - started - 3_000) / 1000;
+      return { sent: sent - sentAtStart, seconds: tookS, events: eventsDelivered - deliveredAtStart };
     }
-    await Promise.all(writers);
-    await sleep(3_000);
-    const writeS = (performance.now() - writeStarted - 3_000) / 1000;
+    const alone = await writePhase('alone', Math.max(5, Math.round(durationS / 2)));
+    // The slow consumers: their watches created while reading, then the socket stops being read.
+    const slowClients: StreamClient[] = [];
+    const slowEnds: string[] = [];
+    for (const name of names) {
+      const slow = await StreamClient.open(cell.clientUrl(name));
+      opened.push(slow);
+      slow.onWatchEnd = (_id, error) => void slowEnds.push(String(error?.code));
+      for (let i = 0; i < 10; i++) await slow.watch(`slow-${i}`, { key: '/w/', prefix: true, prevKv: true });
+      slow.pauseReading();
+      slowClients.push(slow);
+    }
+    const endedBefore = await slowConsumerEnds(agent, bases);
+    const withSlow = await writePhase('slow', Math.max(5, Math.round(durationS / 2)));
+    const endedBySlow = (await slowConsumerEnds(agent, bases)) - endedBefore;
+    for (const slow of slowClients) slow.resumeReading();
+    await sleep(2_000);
+    const writeS = alone.seconds + withSlow.seconds;
     let gaps = 0;
     let checked = 0;
     for (const [w, revisions] of acked) {
@@ -503,27 +607,36 @@ async function main(): Promise<void> {
     }
     // Latency per delivered event: from its put's answer (the put committed and applied on the
     // leader; an event may beat the answer: counted as 0) and from the put's send (an upper bound).
-    const fromAnswer = new LatencyHistogram();
-    const fromSend = new LatencyHistogram();
+    const fromAnswer = { alone: new LatencyHistogram(), slow: new LatencyHistogram() };
+    const fromSend = { alone: new LatencyHistogram(), slow: new LatencyHistogram() };
     let beforeAnswer = 0;
     for (const [value, arrivedMs] of arrivals) {
       const times = putTimes.get(value);
       if (times === undefined) continue;
       if (arrivedMs < times.answeredMs) beforeAnswer++;
-      fromAnswer.record(Math.max(0, arrivedMs - times.answeredMs) * 1000);
-      fromSend.record((arrivedMs - times.sentMs) * 1000);
+      fromAnswer[times.phase].record(Math.max(0, arrivedMs - times.answeredMs) * 1000);
+      fromSend[times.phase].record((arrivedMs - times.sentMs) * 1000);
     }
     const run3 = {
       watches, connections, setupS: watchSetupS, perWatcher, putsPerS: sent / writeS,
-      eventsPerS: (eventsDelivered - deliveredAtStart) / writeS, answerToEvent: fromAnswer.summary(), sendToEvent: fromSend.summary(),
+      eventsPerS: (alone.events + withSlow.events) / writeS, answerToEvent: fromAnswer.alone.summary(), sendToEvent: fromSend.alone.summary(),
       eventsBeforeTheAnswer: beforeAnswer,
       watchersChecked: checked, watchersWithGapOrDuplicate: gaps,
+      slowConsumer: {
+        connections: slowClients.length, watchesEach: 10, putsPerS: withSlow.sent / withSlow.seconds,
+        answerToEvent: fromAnswer.slow.summary(), sendToEvent: fromSend.slow.summary(),
+        p99Ratio: fromAnswer.slow.summary().p99Us / fromAnswer.alone.summary().p99Us,
+        endedSlowConsumer: endedBySlow, endsSeenByTheSlowClients: slowEnds.length,
+      },
     };
     report.watches = run3;
     log(`  ${sent} puts in ${writeS.toFixed(1)} s (${run3.putsPerS.toFixed(0)}/s): ${run3.eventsPerS.toFixed(0)} events/s delivered; put answered -> event at ` +
       `the watcher p50 ${ms(run3.answerToEvent.p50Us)} ms p99 ${ms(run3.answerToEvent.p99Us)} ms (${beforeAnswer} before the answer), put sent -> event ` +
       `p50 ${ms(run3.sendToEvent.p50Us)} ms p99 ${ms(run3.sendToEvent.p99Us)} ms; ${checked} exact watchers checked against the ` +
       `acknowledged puts: ${gaps} with a gap, duplicate or reorder; load ${load()}`);
+    log(`  with a slow consumer on each member (${withSlow.sent} puts, ${run3.slowConsumer.putsPerS.toFixed(0)}/s): the others' put answered -> event p50 ` +
+      `${ms(run3.slowConsumer.answerToEvent.p50Us)} ms p99 ${ms(run3.slowConsumer.answerToEvent.p99Us)} ms: ${run3.slowConsumer.p99Ratio.toFixed(2)}x the p99 without; ` +
+      `the nodes ended ${endedBySlow} watchers as slow consumers (the slow clients saw ${slowEnds.length} ends once they read again)`);
     putAgent.destroy();
     }
     for (const inspector of members.inspectors.values()) inspector.close();
