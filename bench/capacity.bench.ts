@@ -178,23 +178,30 @@ function putLoad(base: string, pick: () => LatencyHistogram | null): { stop: () 
 }
 
 /**
- * 8 closed-loop lock clients on the leader, each with its own lease and lock: acquire, then
- * release, timed as one pair (two committed commands). A lock refused or lost is counted (a lock
- * client must never be told `lock_held` here: each lock has one contender).
+ * The lock clients' leases, granted once before anything else (a cell holds at most
+ * BATON_LEASES_MAX leases: the sessions may fill it) and renewed every 10 s (TTL 60) until `stop`.
  */
-async function lockLoad(base: string, pick: () => LatencyHistogram | null): Promise<{ stop: () => Promise<{ failures: number }> }> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 8 });
-  const clients = 8;
-  const leases: number[] = [];
-  for (let c = 0; c < clients; c++) {
+async function lockLeases(base: string, count: number): Promise<{ ids: number[]; stop: () => void }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 2 });
+  const ids: number[] = [];
+  for (let c = 0; c < count; c++) {
     const res = await httpJson(agent, base, 'POST', '/v1/leases', { ttl: 60 });
     if (res.status !== 200) throw new Error(`lock load: lease grant ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
-    leases.push(res.body.id as number);
+    ids.push(res.body.id as number);
   }
+  const renew = setInterval(() => void httpJson(agent, base, 'POST', '/v1/leases/keepalive', { ids }).catch(() => undefined), 10_000);
+  return { ids, stop: () => { clearInterval(renew); agent.destroy(); } };
+}
+
+/**
+ * Closed-loop lock clients on the leader, one per lease, each with its own lock: acquire, then
+ * release, timed as one pair (two committed commands). A refused or lost lock is counted (a
+ * client must never be told `lock_held` here: each lock has one contender).
+ */
+function lockLoad(base: string, pick: () => LatencyHistogram | null, leases: readonly number[]): { stop: () => Promise<{ failures: number }> } {
+  const agent = new Agent({ keepAlive: true, maxSockets: leases.length });
   let running = true;
   let failures = 0;
-  // The leases outlive any run: renewed every 10 s (TTL 60) on their own.
-  const renew = setInterval(() => void httpJson(agent, base, 'POST', '/v1/leases/keepalive', { ids: leases }).catch(() => undefined), 10_000);
   const loops = leases.map(async (lease, c) => {
     while (running) {
       const target = pick();
@@ -213,23 +220,14 @@ async function lockLoad(base: string, pick: () => LatencyHistogram | null): Prom
       }
     }
   });
-  return {
-    stop: async () => {
-      running = false;
-      await Promise.all(loops);
-      clearInterval(renew);
-      for (const lease of leases) await httpJson(agent, base, 'DELETE', `/v1/leases/${lease}`).catch(() => undefined);
-      agent.destroy();
-      return { failures };
-    },
-  };
+  return { stop: async () => { running = false; await Promise.all(loops); agent.destroy(); return { failures }; } };
 }
 
 /** The put and lock loads together, each into its own histogram of the window `pick()` names. */
 interface Workload { puts: LatencyHistogram; locks: LatencyHistogram }
-async function workload(base: string, pick: () => Workload | null): Promise<{ stop: () => Promise<{ lockFailures: number }> }> {
+function workload(base: string, pick: () => Workload | null, leases: readonly number[]): { stop: () => Promise<{ lockFailures: number }> } {
   const puts = putLoad(base, () => pick()?.puts ?? null);
-  const locks = await lockLoad(base, () => pick()?.locks ?? null);
+  const locks = lockLoad(base, () => pick()?.locks ?? null, leases);
   return { stop: async () => { await puts.stop(); return { lockFailures: (await locks.stop()).failures }; } };
 }
 const newWorkload = (): Workload => ({ puts: new LatencyHistogram(), locks: new LatencyHistogram() });
@@ -255,6 +253,9 @@ async function slowConsumerEnds(agent: Agent, bases: readonly string[]): Promise
 }
 
 async function main(): Promise<void> {
+  // A cell holds at most BATON_LEASES_MAX leases (1,000,000 by default): room for the sessions,
+  // the storm's and the lock clients' (the members inherit this environment).
+  if (process.env['BATON_LEASES_MAX'] === undefined && sessions > 900_000) process.env['BATON_LEASES_MAX'] = String(sessions + 100_000);
   const { cell, dataDir, names, inspectPort } = await startInspectableCell('baton-capacity-');
   const opened: StreamClient[] = [];
   try {
@@ -280,8 +281,9 @@ async function main(): Promise<void> {
 
     // The put and lock workload before any session exists: "without the sessions" (minutes before
     // the windows it is compared to; the interleaved windows below compare within one phase).
+    const lockClients = await lockLeases(cell.clientUrl(leaderName), 8);
     const noSessions = newWorkload();
-    const baseline = await workload(cell.clientUrl(leaderName), () => noSessions);
+    const baseline = workload(cell.clientUrl(leaderName), () => noSessions, lockClients.ids);
     await sleep(runs.has('steady') ? Math.min(durationS / 2, 60) * 1000 : 5_000);
     const baselineLockFailures = (await baseline.stop()).lockFailures;
     log(`without sessions: puts ${noSessions.puts.count}, p50 ${ms(summary(noSessions.puts).p50Us)} ms, p99 ${ms(summary(noSessions.puts).p99Us)} ms; ` +
@@ -350,7 +352,7 @@ async function main(): Promise<void> {
     const puts = { on: newWorkload(), off: newWorkload() };
     let side: 'on' | 'off' = 'on';
     let switchedMs = performance.now();
-    const putStream = await workload(cell.clientUrl(leaderName), () => (performance.now() - switchedMs < 250 ? null : puts[side]));
+    const putStream = workload(cell.clientUrl(leaderName), () => (performance.now() - switchedMs < 250 ? null : puts[side]), lockClients.ids);
     const renewedAtStart = state.renewed;
     // Frames from here on only: the ones sent while keys were being attached waited behind them.
     const attachFrames = frames.summary();
@@ -498,6 +500,7 @@ async function main(): Promise<void> {
       `CPU cores from the stop to the last deletion: leader ${lossCpu.leader.toFixed(2)}, cell ${lossCpu.cell.toFixed(2)}; load ${load()}`);
     }
     state.running = false;
+    lockClients.stop();
     await Promise.race([Promise.all(renewers), sleep(periodMs + 5_000)]);
     for (const stream of opened) stream.close();
     opened.length = 0;

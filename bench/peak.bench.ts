@@ -6,12 +6,14 @@
 // limit is named: the process whose CPU is saturated, or the machine's 2 cores when all of them
 // together are.
 //
-// Targets (--targets, default `cell,router`):
-//   cell    one 3-member cell, connections spread over its members;
-//   router  `baton dev --cells 2` (a control plane, two 3-member cells, the router): half of the
-//           keys in /peak-b/ (a namespace created on cell-2), half under the root (cell-1), every
-//           request through the router: over its stream when it serves one, else (--router-http)
-//           one HTTP request per operation on keep-alive connections.
+// Targets (--targets, default `cell,router1,router`):
+//   cell     one 3-member cell, connections spread over its members;
+//   router   `baton dev --cells 2` (a control plane, two 3-member cells, the router): half of the
+//            keys in /peak-b/ (a namespace created on cell-2), half under the root (cell-1), every
+//            request through the router: over its stream when it serves one, else (--router-http)
+//            one HTTP request per operation on keep-alive connections;
+//   router1  the same with one data cell (`--cells 1`, every key under the root): 2 cells vs 1
+//            under the same offered load, both through the router.
 //
 //   npm run bench:peak -- [--seconds 10] [--connections 12] [--in-flight 1,4,16,64]
 //                         [--mix get-s:40,get-l:20,put:30,txn:10] [--keys 10000] [--json FILE]
@@ -46,12 +48,12 @@ const seconds = Number(values.seconds ?? 10);
 const connections = Number(values.connections ?? 12);
 const inFlightSteps = (values['in-flight'] ?? '1,4,16,64').split(',').map(Number);
 const keyCount = Number(values.keys ?? 10_000);
-const targets = (values.targets ?? 'cell,router').split(',');
+const targets = (values.targets ?? 'cell,router1,router').split(',');
 for (const [name, value] of Object.entries({ seconds, connections, keyCount })) {
   if (!(Number.isInteger(value) && value > 0)) throw new Error(`--${name} takes a positive integer`);
 }
 if (!inFlightSteps.every((n) => Number.isInteger(n) && n > 0 && n <= 1_000)) throw new Error('--in-flight takes integers 1..1000');
-for (const target of targets) if (target !== 'cell' && target !== 'router') throw new Error(`--targets: unknown ${target} (cell, router)`);
+for (const target of targets) if (!['cell', 'router', 'router1'].includes(target)) throw new Error(`--targets: unknown ${target} (cell, router1, router)`);
 
 const kinds = ['get-s', 'get-l', 'put', 'txn'] as const;
 type Kind = (typeof kinds)[number];
@@ -241,14 +243,14 @@ async function cellTarget(): Promise<StepResult[]> {
   }
 }
 
-async function routerTarget(): Promise<{ transport: string; steps: StepResult[] }> {
+async function routerTarget(cells: 1 | 2): Promise<{ transport: string; steps: StepResult[] }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'baton-peak-router-'));
-  const run = await startDevCells({ cli: thisCli, cells: 2, dataDir });
+  const run = await startDevCells({ cli: thisCli, cells, dataDir });
   const conns: Connection[] = [];
   const agent = new Agent({ keepAlive: true, maxSockets: connections * Math.max(...inFlightSteps) });
   try {
     const routerUrl = /router (\S+)/.exec(run.line)?.[1] as string;
-    const created = await httpJson(agent, routerUrl, 'POST', '/v1/control/namespaces', { prefix: '/peak-b/', cell: 'cell-2' });
+    const created = await httpJson(agent, routerUrl, 'POST', '/v1/control/namespaces', { prefix: '/peak-b/', cell: `cell-${cells}` });
     if (created.status !== 200) throw new Error(`creating /peak-b/: ${created.status} ${JSON.stringify(created.body).slice(0, 200)}`);
     for (let i = 0; i < 100; i++) {
       const status = (await httpJson(agent, routerUrl, 'GET', '/v1/cluster/status')).body as { namespaces?: { prefix: string }[] };
@@ -257,7 +259,7 @@ async function routerTarget(): Promise<{ transport: string; steps: StepResult[] 
     }
     // Each cell's members (their command lines hold its data dir), the control plane, the router (the dev process).
     const processes = new Map<string, number[]>();
-    for (const id of ['control', 'cell-1', 'cell-2']) processes.set(id, findPids(join(dataDir, String(run.base), id)));
+    for (const id of ['control', 'cell-1', 'cell-2'].slice(0, cells + 1)) processes.set(id, findPids(join(dataDir, String(run.base), id)));
     processes.set('router', [run.child.pid as number]);
     let transport = 'http';
     if (values['router-http'] !== true) {
@@ -269,7 +271,7 @@ async function routerTarget(): Promise<{ transport: string; steps: StepResult[] 
       }
     }
     while (conns.length < connections) conns.push(transport === 'stream' ? await streamConnection(routerUrl) : httpConnection(routerUrl, agent));
-    return { transport, steps: await runSteps(`router over 2 cells, ${transport}`, conns, ['/peak-a/', '/peak-b/'], processes) };
+    return { transport, steps: await runSteps(`router over ${cells} cell${cells === 1 ? '' : 's'}, ${transport}`, conns, ['/peak-a/', '/peak-b/'], processes) };
   } finally {
     for (const conn of conns) conn.close();
     agent.destroy();
@@ -288,10 +290,11 @@ if (targets.includes('cell')) {
   report['cell'] = steps;
   addRows('one cell', steps);
 }
-if (targets.includes('router')) {
-  const { transport, steps } = await routerTarget();
-  report['router'] = { transport, steps };
-  addRows(`router, 2 cells (${transport})`, steps);
+for (const [target, cells] of [['router1', 1], ['router', 2]] as const) {
+  if (!targets.includes(target)) continue;
+  const { transport, steps } = await routerTarget(cells);
+  report[target] = { transport, cells, steps };
+  addRows(`router, ${cells} cell${cells === 1 ? '' : 's'} (${transport})`, steps);
 }
 process.stdout.write(`${table(['target', 'in flight/conn', 'ops/s', ...kinds.map((k) => `${k} p99 ms`), 'limit'], rows)}\n`);
 if (values.json !== undefined) writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
