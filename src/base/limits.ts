@@ -128,6 +128,20 @@ assert(snapshotEncodeChunkBytes <= snapshotChunkBytes, 'an encoded chunk fits a 
 assert(listsInFlightMax <= readsInFlightMax, 'lists are a share of reads');
 assert(keepaliveIdsMax * 16 <= requestBytesMax, 'a full keepalive call fits a request body');
 
+// --- The stream (/v1/stream): the node's sessions and the router's relay both hold these ---------
+
+/** JSON framing around one request in a stream frame: a frame is at most a request plus this. */
+export const streamFrameFramingBytes = 64 * KiB;
+/** Requests (put/get/txn/...) awaiting their answer on one stream connection; more is `overloaded`. */
+export const streamRequestsInFlightMax = 1_024;
+/** Watch output stops being written while a stream socket holds more than this (backpressure). */
+export const streamSocketBufferedBytesHigh = 1 * MiB;
+/** A stream connection whose socket holds more than this (it stopped reading answers) is closed. */
+export const streamSocketBufferedBytesMax = 64 * MiB;
+
+assert(streamSocketBufferedBytesHigh < streamSocketBufferedBytesMax, 'backpressure starts before a reader is cut off');
+assert(requestBytesMax + streamFrameFramingBytes <= streamSocketBufferedBytesHigh * 2, 'a maximal frame is within twice the high mark');
+
 // --- Watches ---------------------------------------------------------------------------------------
 
 /** Undelivered events and bytes per watcher; past either it ends with slow_consumer. */

@@ -7,6 +7,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { InvalidArgumentError, UnavailableError, type BatonError } from '../../base/errors.js';
+import { streamFrameFramingBytes } from '../../base/limits.js';
 import { attachServerHooks } from '../http/server-hooks.js';
 import { rawTarget } from '../http/parse.js';
 import { handshakeProblem, refuseUpgrade } from './handshake.js';
@@ -46,7 +47,7 @@ export class StreamServer {
     this.wss = new WebSocketServer({
       noServer: true,
       // A frame is at most one request (api.md's request limit) plus its JSON framing.
-      maxPayload: options.apiLimits.requestBytesMax + 64 * 1024,
+      maxPayload: options.apiLimits.requestBytesMax + streamFrameFramingBytes,
       perMessageDeflate: false,
     });
     // With a listener, ws leaves the answer to us (else it writes text/html). handshakeProblem

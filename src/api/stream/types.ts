@@ -3,6 +3,7 @@
 import type { CellApi } from '../types.js';
 import type { ApiLimits } from '../http/limits.js';
 import type { WatchLimits } from '../../watch/index.js';
+import { streamRequestsInFlightMax, streamSocketBufferedBytesHigh, streamSocketBufferedBytesMax } from '../../base/limits.js';
 
 /** What the hub carries per watcher for the transports: the client's watch id on a stream. */
 export interface WatchTag {
@@ -46,9 +47,9 @@ export interface StreamLimits {
 }
 
 export const defaultStreamLimits: StreamLimits = {
-  socketBufferedBytesHigh: 1024 * 1024,
-  socketBufferedBytesMax: 64 * 1024 * 1024,
-  requestsInFlightMax: 1024,
+  socketBufferedBytesHigh: streamSocketBufferedBytesHigh,
+  socketBufferedBytesMax: streamSocketBufferedBytesMax,
+  requestsInFlightMax: streamRequestsInFlightMax,
 };
 
 /** A decoded client frame: a JSON object with `id` and `type`. */

@@ -14,6 +14,7 @@ import { defaultWatchLimits } from '../../../src/watch/index.js';
 import { defaultLockLimits } from '../../../src/lock/lock-service.js';
 import { defaultLeaseServiceOptions } from '../../../src/lease/lease-config.js';
 import { defaultReadGateOptions } from '../../../src/kv/read-gate.js';
+import { defaultStreamLimits } from '../../../src/api/stream/index.js';
 
 
 test('the contract states the table\'s limits', () => {
@@ -47,6 +48,12 @@ test('every module\'s defaults come from the table', () => {
   assert.deepEqual(defaultLockLimits, { waitMsMax: limits.lockWaitMsMax, ownerBytesMax: limits.lockOwnerBytesMax, listMax: limits.lockListMax });
   assert.equal(defaultLeaseServiceOptions.keepaliveIdsMax, limits.keepaliveIdsMax);
   assert.equal(defaultReadGateOptions.readsInFlightMax, limits.readsInFlightMax);
+  // The node's stream sessions and the router's stream relay share these (src/router/stream-relay.ts).
+  assert.deepEqual(defaultStreamLimits, {
+    socketBufferedBytesHigh: limits.streamSocketBufferedBytesHigh,
+    socketBufferedBytesMax: limits.streamSocketBufferedBytesMax,
+    requestsInFlightMax: limits.streamRequestsInFlightMax,
+  });
 });
 
 test('the relations hold: a maximal request fits an entry, an append a frame, an event a watcher', () => {
