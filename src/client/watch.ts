@@ -86,7 +86,9 @@ export class Watch implements AsyncIterable<WatchBatch> {
     currentRevision().then(
       (revision) => {
         if (this.ended) return;
-        this.nextRevision = revision + 1;
+        // A router's status names no revision (each cell has its own): then "from now", and the
+        // server's `created` frame says where the watch starts.
+        if (Number.isSafeInteger(revision) && revision >= 0) this.nextRevision = revision + 1;
         this.subscribe();
       },
       (error: unknown) => this.end(error instanceof Error ? error : new Error(String(error))),

@@ -128,3 +128,16 @@ test('client.close() ends the loops of its open watches', async () => {
   await client.close();
   assert.equal(await loop, 'ended');
 });
+
+test('a current revision that is not one (a router\'s status has none) starts the watch from now', async () => {
+  const stream = new FakeStream();
+  const watch = new Watch(stream, '/r', {}, undefined, async () => (undefined as unknown as number));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(stream.lastWatch()['startRevision'], undefined, 'from now, not from NaN');
+  stream.deliver({ type: 'created', startRevision: 7, revision: 6 });
+  assert.equal(watch.resumeRevision, 7);
+  stream.deliver({ type: 'events', revision: 7, events: [put('/r', 7)] });
+  const [batch] = await take(watch, 1);
+  assert.equal(batch?.events[0]?.kv.modRevision, 7);
+  watch.cancel();
+});
