@@ -40,6 +40,11 @@ function txnSpans(body: Buffer, base64: boolean): KeySpan[] {
   } catch {
     throw new InvalidArgumentError('the txn body must be JSON');
   }
+  return txnSpansOf(json, base64);
+}
+
+/** Every key a txn names (compares and both branches): a POST /v1/txn body or a stream txn frame. */
+export function txnSpansOf(json: { compare?: unknown; success?: unknown; failure?: unknown }, base64: boolean): KeySpan[] {
   const keyOf = (value: unknown): string => {
     if (typeof value !== 'string') throw new InvalidArgumentError('every txn key must be a string');
     return base64 ? Buffer.from(value, 'base64').toString('utf8') : value;

@@ -4,8 +4,10 @@
 // wrong_cell names the owner; the router corrects its cache from that answer and retries once, at
 // once (no sleep). A request spanning namespaces of different cells is refused with cross_cell
 // here, before any cell is asked. Every answer carries Baton-Cell and Baton-Routing-Epoch.
+// The WebSocket stream (GET /v1/stream) is relayed per frame by stream-relay.ts.
 import { Agent, createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { once } from 'node:events';
+import type { Duplex } from 'node:stream';
 import { BatonError, CrossCellError, InvalidArgumentError, UnavailableError, WrongCellError, httpStatusOf } from '../base/errors.js';
 import { namespacesOfSpan, type KeySpan } from '../base/namespaces.js';
 import type { MapNamespace } from '../control/cell-map.js';
@@ -13,6 +15,7 @@ import { consoleAnswer, isConsolePath, loadConsoleFiles } from '../console/conso
 import { MapCache } from './map-cache.js';
 import { RouterMetrics } from './router-metrics.js';
 import { routeTarget } from './route-keys.js';
+import { StreamRelay } from './stream-relay.js';
 
 const requestBytesMax = 2 * 1024 * 1024;
 const leaderRefreshMs = 2_000;
@@ -32,6 +35,8 @@ interface Chosen {
 export class Router {
   readonly cache: MapCache;
   readonly metrics: RouterMetrics;
+  /** GET /v1/stream: each client's frames relayed to the owning cells (stream-relay.ts). */
+  readonly streams: StreamRelay;
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 256 });
   /** Each cell's leader's client URL, as its status last said. */
   private readonly leaders = new Map<string, string>();
@@ -42,7 +47,20 @@ export class Router {
 
   constructor(private readonly options: RouterOptions) {
     this.cache = new MapCache(options.control, undefined, options.log);
-    this.metrics = new RouterMetrics(() => this.cache.ageMs());
+    this.metrics = new RouterMetrics(() => this.cache.ageMs(), () => this.streams.counts());
+    this.streams = new StreamRelay({
+      routing: {
+        choose: (spans) => this.choose(spans),
+        order: (cell, endpoints) => this.order(cell, endpoints),
+        unreachable: (cell, endpoint) => {
+          if (this.leaders.get(cell) === endpoint) this.leaders.delete(cell);
+        },
+        correct: (details) => this.cache.correct(details),
+        epoch: () => this.cache.cellMap.epoch,
+      },
+      metrics: this.metrics,
+      log: options.log,
+    });
   }
 
   async start(): Promise<{ url: string }> {
@@ -52,6 +70,7 @@ export class Router {
     const server = createServer((req, res) => {
       this.serve(req, res).catch((error: unknown) => this.fail(res, error));
     });
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.streams.upgrade(req, socket, head));
     server.keepAliveTimeout = 65_000;
     server.listen(this.options.port, this.options.host);
     await once(server, 'listening');
@@ -62,6 +81,7 @@ export class Router {
   }
 
   async stop(): Promise<void> {
+    this.streams.stop();
     this.cache.stop();
     if (this.leaderTimer !== null) clearInterval(this.leaderTimer);
     this.agent.destroy();
@@ -146,8 +166,7 @@ export class Router {
 
   /** To the cell's leader first (no second hop), then its other members; connection errors only. */
   private async send(req: IncomingMessage, body: Buffer, chosen: Chosen): Promise<IncomingMessage> {
-    const leader = this.leaders.get(chosen.namespace.cell);
-    const order = leader !== undefined && chosen.endpoints.includes(leader) ? [leader, ...chosen.endpoints.filter((e) => e !== leader)] : [...chosen.endpoints];
+    const order = this.order(chosen.namespace.cell, chosen.endpoints);
     if (order.length === 0) throw new UnavailableError(`no endpoints known for cell ${chosen.namespace.cell}`);
     let last: unknown = null;
     for (const endpoint of order) {
@@ -161,6 +180,12 @@ export class Router {
       }
     }
     throw new UnavailableError(`no member of cell ${chosen.namespace.cell} answered: ${(last as Error)?.message ?? ''}`, { cell: chosen.namespace.cell });
+  }
+
+  /** A cell's endpoints in the order to try: its leader first where known (no second hop). */
+  private order(cell: string, endpoints: readonly string[]): string[] {
+    const leader = this.leaders.get(cell);
+    return leader !== undefined && endpoints.includes(leader) ? [leader, ...endpoints.filter((e) => e !== leader)] : [...endpoints];
   }
 
   /** The control plane's API through the router (baton ns/cells with --endpoints at a router). */
