@@ -120,23 +120,35 @@ const registration = (id: number): string => JSON.stringify({ addr: `10.0.${(id 
  * revision, one log entry; each key still goes with its own lease), 2 in flight per stream; a shed
  * one is sent again.
  */
-async function attachKeys(streams: readonly StreamClient[], groups: readonly (readonly number[])[]): Promise<void> {
+async function attachKeys(streams: readonly StreamClient[], groups: readonly (readonly number[])[]): Promise<number[]> {
   const perTxn = 100;
+  const lost: number[] = [];
   await Promise.all(groups.map((ids, s) => pool(Math.ceil(ids.length / perTxn), 2, async (t) => {
-    const success = ids.slice(t * perTxn, (t + 1) * perTxn).map((id) => ({ put: { key: `/svc/${id}`, value: registration(id), lease: id } }));
-    // A shed or timed-out transaction is sent again with its requestId (applied once).
-    const requestId = `keys-${ids[0]}-${t}`;
+    const mine = ids.slice(t * perTxn, (t + 1) * perTxn);
     for (let attempt = 1; ; attempt++) {
+      const success = mine.map((id) => ({ put: { key: `/svc/${id}`, value: registration(id), lease: id } }));
+      // A shed or timed-out transaction is sent again with its requestId (applied once); one
+      // without a lease that expired first is a new request.
+      const requestId = `keys-${ids[0]}-${t}-${ids.slice(t * perTxn, (t + 1) * perTxn).length - mine.length}`;
       try {
+        if (mine.length === 0) return;
         const result = await (streams[s] as StreamClient).call({ type: 'txn', compare: [], success, failure: [], requestId });
         if (result.succeeded !== true) throw new Error(`attaching keys: ${JSON.stringify(result).slice(0, 200)}`);
         return;
       } catch (error) {
+        // A session that expired before its key was attached is lost (counted); the rest go on.
+        const gone = /"code":"lease_not_found".*"id":(\d+)/.exec(String(error));
+        if (gone !== null && mine.includes(Number(gone[1]))) {
+          lost.push(Number(gone[1]));
+          mine.splice(mine.indexOf(Number(gone[1])), 1);
+          continue;
+        }
         if (attempt >= 20 || !/overloaded|unavailable|timeout/.test(String(error))) throw error;
         await sleep(100 * attempt);
       }
     }
   })));
+  return lost;
 }
 
 interface Members {
@@ -303,7 +315,8 @@ async function main(): Promise<void> {
     const lastRenewedMs = new Float64Array(ids.length);
     const indexOf = new Map(ids.map((id, i) => [id, i]));
     let frames = new LatencyHistogram();
-    const state = { renewing: true, running: true, renewed: 0, lost: 0, failedFrames: 0 };
+    const state = { renewing: true, running: true, renewed: 0, failedFrames: 0 };
+    const lostSessions = new Set<number>(); // lease_not_found answers and keys not attached
     const stopped = new Set<number>(); // streams that stopped renewing (run 2)
     const renewers = streams.map(async (stream, s) => {
       const mine = groups[s] as number[];
@@ -318,7 +331,7 @@ async function main(): Promise<void> {
           const now = performance.now();
           frames.record((now - sent) * 1000);
           for (const item of result.leases as { id: number; ttl?: number }[]) {
-            if (item.ttl === undefined) state.lost++;
+            if (item.ttl === undefined) lostSessions.add(item.id);
             else {
               state.renewed++;
               lastRenewedMs[indexOf.get(item.id) as number] = sent;
@@ -335,10 +348,11 @@ async function main(): Promise<void> {
     });
     // Keys are attached while the sessions are already renewed (attaching can take longer than a TTL).
     const keysStarted = performance.now();
-    await attachKeys(streams, groups);
+    const lostAttaching = await attachKeys(streams, groups);
+    for (const id of lostAttaching) lostSessions.add(id);
     const keysS = (performance.now() - keysStarted) / 1000;
     log(`granted ${ids.length} sessions in ${grantS.toFixed(1)} s (${(ids.length / grantS).toFixed(0)}/s), their keys in ${keysS.toFixed(1)} s ` +
-      `(${(ids.length / keysS).toFixed(0)}/s); load ${load()}`);
+      `(${(ids.length / keysS).toFixed(0)}/s); sessions expired before their key was attached: ${lostAttaching.length}; load ${load()}`);
 
     // Every session renewed once before anything is measured (the first period).
     await sleep(periodMs + 1000);
@@ -385,9 +399,9 @@ async function main(): Promise<void> {
       client: (clientCpu.user + clientCpu.system) / 1e6 / steadyS,
     };
     const run1 = {
-      grantsPerS: ids.length / grantS, keysPerS: ids.length / keysS,
+      grantsPerS: ids.length / grantS, keysPerS: ids.length / keysS, lostWhileAttaching: lostAttaching.length,
       renewalsPerS: (state.renewed - renewedAtStart) / steadyS, renewalsPerSWhileOn: renewedOn / onSeconds,
-      frames: summary(frames), lostAnswers: state.lost, failedFrames: state.failedFrames, cpu,
+      frames: summary(frames), lostSessions: lostSessions.size, failedFrames: state.failedFrames, cpu,
       whileAttaching: { frames: attachFrames, failedFrames: attachFailures },
       bytesPerSession: { leader: leaderBytes, follower: followerBytes },
       memory: Object.fromEntries(await memory(members)),
@@ -397,7 +411,7 @@ async function main(): Promise<void> {
     report.sessions = run1;
     if (runs.has('steady')) log(`run 1: ${run1.renewalsPerS.toFixed(0)} renewals/s over ${steadyS.toFixed(0)} s (${run1.renewalsPerSWhileOn.toFixed(0)}/s while on; ` +
       `offered ${(sessions * 1000 / periodMs).toFixed(0)}/s), frame p50 ${ms(run1.frames.p50Us)} ms p99 ${ms(run1.frames.p99Us)} ms, ` +
-      `lease_not_found ${state.lost}, failed frames ${state.failedFrames} (while attaching keys: p99 ${ms(attachFrames.p99Us)} ms, ${attachFailures} failed); CPU cores: leader ${cpu.leader.toFixed(2)}, cell ${cpu.cell.toFixed(2)}, ` +
+      `sessions lost (lease_not_found) ${lostSessions.size}, failed frames ${state.failedFrames} (while attaching keys: p99 ${ms(attachFrames.p99Us)} ms, ${attachFailures} failed); CPU cores: leader ${cpu.leader.toFixed(2)}, cell ${cpu.cell.toFixed(2)}, ` +
       `client ${cpu.client.toFixed(2)}; load ${load()}`);
     if (runs.has('steady')) log(`  put p99: renewals on ${ms(run1.puts.renewalsOn.p99Us)} ms (${run1.puts.renewalsOn.count}), off ${ms(run1.puts.renewalsOff.p99Us)} ms ` +
       `(${run1.puts.renewalsOff.count}), no sessions ${ms(run1.puts.noSessions.p99Us)} ms: ` +
@@ -478,7 +492,7 @@ async function main(): Promise<void> {
     const backIds = await grantBatches(agent, bases, lostIds.length, 'storm');
     const stormGrantS = (performance.now() - stormStarted) / 1000;
     const backGroups = Array.from({ length: Math.ceil(backIds.length / perStream) }, (_, s) => backIds.slice(s * perStream, (s + 1) * perStream));
-    await attachKeys(lostStreams.slice(0, backGroups.length).map((s) => streams[s] as StreamClient), backGroups);
+    const stormLost = (await attachKeys(lostStreams.slice(0, backGroups.length).map((s) => streams[s] as StreamClient), backGroups)).length;
     const stormS = (performance.now() - stormStarted) / 1000;
     const run2 = {
       lost: lostIds.length, deletionsSeen: deletedAt.size, otherDeletions: unexpected,
@@ -487,7 +501,7 @@ async function main(): Promise<void> {
       allSeenAfterStopS: (lastDelete - lossStarted) / 1000,
       keysLeft: keyCount, keysExpected: ids.length - lostIds.length, leaderChanged: leaderBefore !== leaderAfter,
       expiredByLeader: expiredAfter - expiredBefore, putsDuringLoss: putsDuringLoss.summary(), cpu: lossCpu, watcherEnded, watcherResumes: resumes, keysGoneS,
-      stormGrantS, stormS, stormSessionsPerS: backIds.length / stormS,
+      stormGrantS, stormS, stormSessionsPerS: backIds.length / stormS, stormLost,
     };
     report.loss = run2;
     log(`run 2: ${run2.lost} sessions stopped renewing; deletions seen ${run2.deletionsSeen} (others deleted: ${unexpected}); ` +
