@@ -401,9 +401,10 @@ class ClientStream {
           // (its namespace moved) is ended: the client resumes at the owner from resumeRevision.
           if (!entry.confirmed && this.resend(entry, error)) return;
         }
+        const wasOpen = entry.confirmed;
         this.forgetEntry(entry);
         this.toClient(relayed());
-        if (entry.cancelWanted && !entry.confirmed) {
+        if (entry.cancelWanted && !wasOpen) {
           const key = JSON.stringify(entry.clientId);
           const what = entry.kind === 'watch' ? `no open watch with id ${key}` : `no observation with id ${key}`;
           this.answerError(entry.clientId, new InvalidArgumentError(what));
@@ -454,10 +455,11 @@ class ClientStream {
 
   private endAll(upstream: Upstream, why: string, refusal: Record<string, unknown> | null = null): void {
     for (const entry of [...upstream.entries.values()]) {
+      const open = entry.confirmed;
       this.forgetEntry(entry);
       let error: Record<string, unknown>;
-      if (refusal !== null && !entry.confirmed) error = refusal;
-      else if (entry.kind === 'watch' && entry.confirmed) {
+      if (refusal !== null && !open) error = refusal;
+      else if (entry.kind === 'watch' && open) {
         error = { code: 'unavailable', message: `${why}: resume from lastRevision + 1`, lastRevision: entry.lastRevision };
       } else {
         error = { code: 'unavailable', message: entry.kind === 'request' ? `${why} (the outcome is unknown)` : why };
