@@ -26,6 +26,7 @@
 //      consumer on every member (a connection holding 10 prefix watches with prevKv over every
 //      watched key that stops reading its socket): the others' p99 in each half, and how many
 //      watchers the nodes ended as slow consumers.
+// --profile keeps a CPU profile of the leader over the first renewals-on and -off windows.
 // --runs picks which of them run (default steady,loss,watches; `--runs loss` grants the sessions,
 // attaches their keys and goes straight to run 2, e.g. `--sessions 200000 --loss-share 0.5` for
 // 100,000 sessions lost at once). During run 2, 8 closed-loop put clients on the leader measure
@@ -36,12 +37,13 @@
 //   npm run bench:capacity                                        100,000 sessions, 100,000 watches
 //   npm run bench:capacity -- --sessions 200000 --watches 300000 --duration-s 300
 import { rmSync, writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent } from 'node:http';
 import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
 import { InspectorSession } from '../src/bench/inspector.js';
+import { summarizeCpuProfile } from '../src/bench/cpu-profile.js';
 import { LatencyHistogram, type HistogramSummary } from '../src/bench/histogram.js';
 import { pool, StreamClient } from '../src/bench/stream-client.js';
 import { httpJson as sharedHttpJson, rssAnonKiB, startInspectableCell } from '../src/bench/inspectable-cell.js';
@@ -59,6 +61,7 @@ const { values } = parseArgs({
     'watch-puts-per-s': { type: 'string' },
     runs: { type: 'string' },
     json: { type: 'string' },
+    profile: { type: 'boolean' },
   },
   strict: true,
 });
@@ -253,6 +256,15 @@ async function expiredTotal(agent: Agent, base: string): Promise<number> {
   return match === null ? Number.NaN : Number(match[1]);
 }
 
+/** Keeps a CPU profile of the leader in tmpdir and prints its top rows (self time). */
+function logProfile(profile: unknown, phase: string): void {
+  const kept = join(tmpdir(), `baton-capacity-leader-${phase.replace(/\W+/g, '-')}-${Date.now()}.cpuprofile`);
+  writeFileSync(kept, JSON.stringify(profile));
+  const summary = summarizeCpuProfile(profile as Parameters<typeof summarizeCpuProfile>[0], '', 25);
+  log(`  leader profile, ${phase} (${(summary.durationMs / 1000).toFixed(1)} s, idle ${summary.idlePercent.toFixed(1)}%), kept at ${kept}:`);
+  for (const row of summary.rows) log(`    ${row.busyPercent.toFixed(1).padStart(5)}%  ${row.name}  ${row.location}`);
+}
+
 /** Watchers the nodes ended as slow consumers so far (each member's /metrics, summed). */
 async function slowConsumerEnds(agent: Agent, bases: readonly string[]): Promise<number> {
   let total = 0;
@@ -273,20 +285,35 @@ async function main(): Promise<void> {
   try {
     await cell.waitReady(60_000);
     const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-    let leader = 0;
-    for (let i = 0; i < 100 && leader === 0; i++) {
-      leader = (await httpJson(agent, cell.clientUrl('n1'), 'GET', '/v1/cluster/status')).body.leader as number;
-      if (leader === 0) await sleep(100);
-    }
-    const leaderName = `n${leader}`;
-    const followerName = names.find((n) => n !== leaderName) as string;
-    const members: Members = {
+    // The leader, found again before each phase (a leader change under load moves the workload
+    // and the per-leader figures with it; each change is logged and reported).
+    const leaderChanges: string[] = [];
+    let leaderName = '';
+    let followerName = '';
+    let leaderPid = 0;
+    const findLeader = async (phase: string): Promise<void> => {
+      let leader = 0;
+      for (let i = 0; i < 100 && leader === 0; i++) {
+        leader = (await httpJson(agent, cell.clientUrl('n1'), 'GET', '/v1/cluster/status').catch(() => ({ body: { leader: 0 } }))).body.leader as number;
+        if (leader === 0) await sleep(100);
+      }
+      if (leaderName !== '' && leaderName !== `n${leader}`) {
+        leaderChanges.push(`${phase}: ${leaderName} -> n${leader}`);
+        log(`the leader changed before ${phase}: ${leaderName} -> n${leader}`);
+      }
+      leaderName = `n${leader}`;
+      followerName = names.find((n) => n !== leaderName) as string;
+      leaderPid = members?.pids.get(leaderName) ?? 0;
+    };
+    let members: Members | undefined;
+    await findLeader('the start');
+    members = {
       names,
       pids: new Map(names.map((name) => [name, findPids(join(dataDir, name))[0] as number])),
       inspectors: new Map(await Promise.all(names.map(async (name) => [name, await InspectorSession.connect('127.0.0.1', inspectPort(name))] as const))),
     };
     const cellPids = [...members.pids.values()];
-    const leaderPid = members.pids.get(leaderName) as number;
+    leaderPid = members.pids.get(leaderName) as number;
     const bases = cell.clientUrls();
     log(`cell up, leader ${leaderName}; ${sessions} sessions (${sessions / perStream} streams x ${perStream}, every ${periodMs} ms, TTL ${ttlS} s), ` +
       `${watches} watches; load ${load()}`);
@@ -356,6 +383,7 @@ async function main(): Promise<void> {
 
     // Every session renewed once before anything is measured (the first period).
     await sleep(periodMs + 1000);
+    await findLeader('run 1 (after the keys were attached)');
     const memSessions = await memory(members);
     const leaderBytes = perItem(memBefore, memSessions, leaderName, ids.length);
     const followerBytes = perItem(memBefore, memSessions, followerName, ids.length);
@@ -383,7 +411,11 @@ async function main(): Promise<void> {
       state.renewing = side === 'on';
       switchedMs = performance.now();
       const renewedBefore = state.renewed;
+      // --profile: the leader's CPU over the first window of each side.
+      const profiled = values.profile === true && w < 2 ? members.inspectors.get(leaderName) as InspectorSession : null;
+      await profiled?.startProfile();
       await sleep(alternateMs);
+      if (profiled !== null) logProfile(await profiled.stopProfile(), `renewals ${side}`);
       if (side === 'on') {
         onSeconds += alternateMs / 1000;
         renewedOn += state.renewed - renewedBefore;
@@ -424,6 +456,7 @@ async function main(): Promise<void> {
 
     // --- run 2: session loss -----------------------------------------------------------------
     if (runs.has('loss')) {
+    await findLeader('run 2');
     const lostStreams = Array.from({ length: Math.max(1, Math.round(streamCount * lossShare)) }, (_, i) => i * Math.floor(1 / lossShare));
     const lostIds = lostStreams.flatMap((s) => groups[s] as number[]);
     const watcher = await StreamClient.open(cell.clientUrl(followerName));
@@ -521,6 +554,7 @@ async function main(): Promise<void> {
 
     // --- run 3: watches ----------------------------------------------------------------------
     if (runs.has('watches')) {
+    await findLeader('run 3');
     const memWatchBefore = await memory(members);
     const connections = Math.ceil(watches / watchesPerConnection);
     const watchClients: StreamClient[] = [];
@@ -658,6 +692,7 @@ async function main(): Promise<void> {
     }
     for (const inspector of members.inspectors.values()) inspector.close();
     agent.destroy();
+    report.leaderChanges = leaderChanges;
     if (values.json !== undefined) writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
   } finally {
     for (const stream of opened) stream.close();

@@ -24,9 +24,8 @@
 //   over it pauses reading from the client; a client that stops reading altogether is cut off.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { STATUS_CODES } from 'node:http';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
-import { BatonError, InvalidArgumentError, OverloadedError, QuotaExceededError, UnavailableError, httpStatusOf } from '../base/errors.js';
+import { BatonError, InvalidArgumentError, OverloadedError, QuotaExceededError, UnavailableError } from '../base/errors.js';
 import {
   requestBytesMax,
   streamFrameFramingBytes,
@@ -35,11 +34,13 @@ import {
   streamSocketBufferedBytesMax,
   watchersPerConnectionMax,
 } from '../base/limits.js';
-import { spanOf, type KeySpan } from '../base/namespaces.js';
-import { electionKeyPrefix, lockKeyPrefix } from '../base/queue-prefixes.js';
+import type { KeySpan } from '../base/namespaces.js';
 import type { MapNamespace } from '../control/cell-map.js';
 import type { RouterMetrics } from './router-metrics.js';
-import { txnSpansOf } from './route-keys.js';
+import {
+  closeGraceMs, controlTypes, eventsRevision, framePrefix, keyedTypes, knownTypes, parseFrame, refuse, salvageId, spansOf, type Id,
+} from './stream-frames.js';
+import { Upstream, type Entry, type UpstreamOwner } from './stream-upstream.js';
 
 /** What the relay asks of the router: routing decisions and what it knows of each cell. */
 export interface StreamRouting {
@@ -82,42 +83,6 @@ const defaultLimits: StreamRelayLimits = {
   pingIntervalMs: 5_000,
 };
 
-/** How long a client told to close (a refused frame, the router stopping) keeps its socket. */
-const closeGraceMs = 2_000;
-const handshakeTimeoutMs = 5_000;
-/** A refusal's body read from a cell that would not open a stream. */
-const refusalBytesMax = 64 * 1024;
-
-type Id = string | number;
-
-/** Frame types sent to the cell owning their keys, and what each one is on the relay. */
-const keyedTypes = new Map<string, 'request' | 'watch' | 'observe'>([
-  ['put', 'request'], ['get', 'request'], ['delete', 'request'], ['txn', 'request'], ['keepalive', 'request'],
-  ['lockAcquire', 'request'], ['lockRelease', 'request'], ['lockState', 'request'], ['fencingCheck', 'request'],
-  ['campaign', 'request'], ['proclaim', 'request'], ['resign', 'request'], ['leader', 'request'],
-  ['watch', 'watch'], ['observe', 'observe'],
-]);
-/** Frame types naming an open watch or observation by their id (no other field). */
-const controlTypes = new Map<string, 'watch' | 'observe'>([['cancel', 'watch'], ['progress', 'watch'], ['observeCancel', 'observe']]);
-const knownTypes = [...keyedTypes.keys(), ...controlTypes.keys()];
-
-/** One client frame on its way: kept until answered (a request) or ended (a watch). */
-interface Entry {
-  /** The id the upstream knows it by: new at every send (a re-send never meets a late answer). */
-  upId: number;
-  readonly clientId: Id;
-  readonly kind: 'request' | 'watch' | 'observe';
-  readonly fields: Readonly<Record<string, unknown>>;
-  readonly spans: readonly KeySpan[];
-  upstream: Upstream;
-  retried: boolean;
-  /** A watch created, an observation that sent its first leadership: no longer pending. */
-  confirmed: boolean;
-  /** A watch: every event at or below this was passed on (-1: not known yet). */
-  lastRevision: number;
-  /** Cancel asked before the watch was created: sent once it is. */
-  cancelWanted: boolean;
-}
 
 export class StreamRelay {
   private readonly wss: WebSocketServer;
@@ -188,7 +153,7 @@ export class StreamRelay {
   }
 }
 
-class ClientStream {
+class ClientStream implements UpstreamOwner {
   private readonly upstreams = new Map<string, Upstream>();
   /** Open (or being created) watches and observations, by the JSON text of the client's id. */
   private readonly watches = new Map<string, Entry>();
@@ -540,249 +505,4 @@ class ClientStream {
     this.observes.clear();
     this.forget();
   }
-}
-
-/** The router's stream to one cell for one client connection. */
-class Upstream {
-  readonly entries = new Map<number, Entry>();
-  private ws: WebSocket | null = null;
-  private open = false;
-  private closed = false;
-  private queue: string[] = [];
-  private next = 0;
-  private awaitingPong = false;
-  /** The cell would not open a stream (a 4xx such as a session storm's 429): its answer. */
-  private refusal: Record<string, unknown> | null = null;
-  endpoint: string | null = null;
-  private readonly written = (): void => {
-    if (this.ws !== null && this.ws.bufferedAmount <= this.owner.limits.bufferedBytesHigh) this.owner.upstreamDrained(this);
-  };
-
-  constructor(
-    private readonly owner: ClientStream,
-    readonly cell: string,
-    private readonly endpoints: readonly string[],
-    private readonly routing: StreamRouting,
-  ) {
-    this.dial();
-  }
-
-  /** Frames waiting for the connection to open. */
-  get queued(): number {
-    return this.queue.length;
-  }
-
-  send(text: string): void {
-    if (this.closed) return;
-    if (!this.open || this.ws === null) {
-      this.queue.push(text);
-      return;
-    }
-    this.ws.send(text, this.written);
-    if (this.ws.bufferedAmount > this.owner.limits.bufferedBytesHigh) this.owner.upstreamSlow(this);
-  }
-
-  pause(): void {
-    if (this.open) this.ws?.pause();
-  }
-
-  resume(): void {
-    if (this.open) this.ws?.resume();
-  }
-
-  /** A peer that vanished silently (no FIN) is noticed by its missing pong. Not while paused: it cannot read one. */
-  ping(paused: boolean): void {
-    if (!this.open || this.ws === null) return;
-    if (paused) {
-      this.awaitingPong = false;
-      return;
-    }
-    if (this.awaitingPong) {
-      this.owner.log(`stream relay: cell ${this.cell} at ${this.endpoint} did not answer a ping`);
-      this.ws.terminate();
-      return;
-    }
-    this.awaitingPong = true;
-    this.ws.ping();
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    const ws = this.ws;
-    this.ws = null;
-    if (ws === null) return;
-    if (this.open) ws.close(1000, 'the client closed its stream');
-    else ws.terminate();
-  }
-
-  private dial(): void {
-    const endpoint = this.endpoints[this.next++] as string;
-    this.endpoint = endpoint;
-    const headers: Record<string, string> = {};
-    if (this.owner.authorization !== undefined) headers['authorization'] = this.owner.authorization;
-    const ws = new WebSocket(`${endpoint.replace(/^http/, 'ws')}/v1/stream`, {
-      perMessageDeflate: false,
-      handshakeTimeout: handshakeTimeoutMs,
-      headers,
-    });
-    this.ws = ws;
-    ws.on('open', () => {
-      if (this.ws !== ws) return;
-      this.open = true;
-      if (this.owner.isPausingUpstreams) ws.pause();
-      const queue = this.queue;
-      this.queue = [];
-      for (const text of queue) this.send(text);
-    });
-    ws.on('message', (data: RawData) => {
-      if (this.ws === ws) this.owner.fromUpstream(this, (data as Buffer).toString('utf8'));
-    });
-    ws.on('pong', () => {
-      this.awaitingPong = false;
-    });
-    ws.on('unexpected-response', (_request, response: IncomingMessage) => {
-      // The cell answered the upgrade without upgrading: a stopping node (5xx) is tried at the
-      // next member; a refusal meant for the client (a session storm's 429 with Retry-After, a
-      // bad token's 401) is its answer for every frame waiting.
-      const status = response.statusCode ?? 0;
-      if (status >= 500) {
-        ws.terminate();
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      response.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size <= refusalBytesMax) chunks.push(chunk);
-      });
-      response.on('end', () => {
-        this.refusal = refusalOf(status, Buffer.concat(chunks).toString('utf8'), response.headers['retry-after']);
-        ws.terminate();
-      });
-      response.on('error', () => ws.terminate());
-    });
-    ws.on('error', () => {
-      // 'close' follows and does the work.
-    });
-    ws.on('close', () => {
-      if (this.ws !== ws && !this.closed) return;
-      const wasOpen = this.open;
-      this.open = false;
-      if (this.closed) return;
-      if (!wasOpen && this.refusal === null) {
-        // Never opened: the next member, if any (frames wait in the queue, nothing was sent).
-        this.routing.unreachable(this.cell, endpoint);
-        if (this.next < this.endpoints.length) {
-          this.dial();
-          return;
-        }
-      }
-      this.closed = true;
-      this.ws = null;
-      const why = wasOpen
-        ? `the router's stream to cell ${this.cell} at ${endpoint} closed`
-        : `no member of cell ${this.cell} accepted a stream from the router`;
-      this.owner.log(`stream relay: ${why}`);
-      this.owner.upstreamGone(this, why, this.refusal);
-    });
-  }
-}
-
-/** `{"id":N,"type":"T"`: the head of every frame a node writes. */
-const framePrefix = /^\{"id":(\d+),"type":"([A-Za-z]+)"/;
-/** After the head of an events frame: its revision (the batch's JSON starts with it). */
-const eventsRevision = /^,"type":"events","revision":(\d+)/;
-
-function refusalOf(status: number, body: string, retryAfter: string | string[] | undefined): Record<string, unknown> {
-  let error: Record<string, unknown> | undefined;
-  try {
-    error = (JSON.parse(body) as { error?: Record<string, unknown> }).error;
-  } catch {
-    // not JSON: described below
-  }
-  const refusal: Record<string, unknown> = error !== undefined && typeof error['code'] === 'string'
-    ? { ...error }
-    : { code: status === 429 ? 'overloaded' : 'unavailable', message: `the cell refused the router's stream (HTTP ${status})` };
-  const seconds = Number(typeof retryAfter === 'string' ? retryAfter : NaN);
-  if (refusal['retryAfterSeconds'] === undefined && Number.isFinite(seconds)) refusal['retryAfterSeconds'] = seconds;
-  return refusal;
-}
-
-/** The keys a frame names, by the rules of routeTarget (route-keys.ts) for its HTTP twin. */
-function spansOf(type: string, fields: Readonly<Record<string, unknown>>, namespace: string): KeySpan[] {
-  const base64 = fields['encoding'] === 'base64';
-  // A frame without a readable key goes to the root's cell, which refuses it as a node does.
-  const keyOf = (value: unknown): string => (typeof value !== 'string' ? '/' : base64 ? Buffer.from(value, 'base64').toString('utf8') : value);
-  const nameOf = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null);
-  switch (type) {
-    case 'put':
-    case 'get':
-    case 'delete':
-    case 'watch':
-      return [spanOf({ key: keyOf(fields['key']), prefix: fields['prefix'] === true })];
-    case 'txn':
-      return txnSpansOf(fields, base64);
-    case 'keepalive':
-      return [{ start: namespace, end: null }];
-    case 'lockAcquire':
-    case 'lockRelease':
-    case 'lockState':
-    case 'fencingCheck': {
-      const name = nameOf(fields[type === 'fencingCheck' ? 'lock' : 'name']);
-      return [name === null ? { start: '/', end: null } : spanOf({ key: lockKeyPrefix(name), prefix: true })];
-    }
-    default: {
-      // campaign, proclaim, resign, leader, observe
-      const name = nameOf(fields['name']);
-      return [name === null ? { start: '/', end: null } : spanOf({ key: electionKeyPrefix(name), prefix: true })];
-    }
-  }
-}
-
-/** A client frame, checked as the node checks it (src/api/stream/frame-registry.ts parseFrame). */
-function parseFrame(text: string): { id: Id; type: string; fields: Record<string, unknown> } {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new InvalidArgumentError(`malformed JSON frame: ${(error as Error).message}`);
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError('a frame is a JSON object');
-  const fields = value as Record<string, unknown>;
-  const id = fields['id'];
-  const idOk = (typeof id === 'string' && id.length > 0 && Buffer.byteLength(id) <= 128) || (typeof id === 'number' && Number.isSafeInteger(id));
-  if (!idOk) throw new InvalidArgumentError('a frame needs an id: a string of 1 to 128 bytes or an integer');
-  const type = fields['type'];
-  if (typeof type !== 'string') throw new InvalidArgumentError('a frame needs a type', { id });
-  return { id: id as Id, type, fields };
-}
-
-function salvageId(text: string): Id | null {
-  try {
-    const id = (JSON.parse(text) as { id?: unknown })?.id;
-    return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)) ? id : null;
-  } catch {
-    return null;
-  }
-}
-
-/** A refused upgrade: one JSON error answer, then the connection closes. */
-function refuse(socket: Duplex, error: BatonError, epoch: number): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const status = httpStatusOf(error.code) ?? 500;
-  const body = JSON.stringify({ error: { code: error.code, message: error.message, ...error.details } });
-  const head = [
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`,
-    'content-type: application/json',
-    `content-length: ${Buffer.byteLength(body)}`,
-    `baton-routing-epoch: ${epoch}`,
-    'connection: close',
-  ];
-  if (error.retryable) head.push('retry-after: 1');
-  socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
-  setTimeout(() => socket.destroy(), closeGraceMs).unref();
 }
