@@ -280,6 +280,9 @@ async function main(): Promise<void> {
   // A cell holds at most BATON_LEASES_MAX leases (1,000,000 by default): room for the sessions,
   // the storm's and the lock clients' (the members inherit this environment).
   if (process.env['BATON_LEASES_MAX'] === undefined && sessions > 900_000) process.env['BATON_LEASES_MAX'] = String(sessions + 100_000);
+  // Likewise a node serves at most BATON_WATCH_PER_NODE_MAX watchers (250,000 by default); the
+  // watches are spread over the three members.
+  if (process.env['BATON_WATCH_PER_NODE_MAX'] === undefined && watches > 700_000) process.env['BATON_WATCH_PER_NODE_MAX'] = String(Math.ceil(watches / 3) + 10_000);
   const { cell, dataDir, names, inspectPort } = await startInspectableCell('baton-capacity-');
   const opened: StreamClient[] = [];
   try {
@@ -406,6 +409,11 @@ async function main(): Promise<void> {
     const windows = runs.has('steady') ? Math.max(2, 2 * Math.round((durationS * 1000) / alternateMs / 2)) : 0;
     let onSeconds = 0;
     let renewedOn = 0;
+    // CPU seconds per member and this client, summed over each side's windows: does a side ask
+    // more of the 2 cores than the other (a tail from the OS's run queue, not from one process)?
+    const sideCpu = { on: new Map<string, number>(), off: new Map<string, number>() };
+    const cpuNow = (): Map<string, number> => new Map([...names.map((n) => [n, cpuSeconds([members!.pids.get(n) as number])] as const),
+      ['client', (process.cpuUsage().user + process.cpuUsage().system) / 1e6] as const]);
     for (let w = 0; w < windows; w++) {
       side = w % 2 === 0 ? 'on' : 'off';
       state.renewing = side === 'on';
@@ -414,7 +422,9 @@ async function main(): Promise<void> {
       // --profile: the leader's CPU over the first window of each side.
       const profiled = values.profile === true && w < 2 ? members.inspectors.get(leaderName) as InspectorSession : null;
       await profiled?.startProfile();
+      const cpuBefore = cpuNow();
       await sleep(alternateMs);
+      for (const [name, seconds] of cpuNow()) sideCpu[side].set(name, (sideCpu[side].get(name) ?? 0) + seconds - (cpuBefore.get(name) as number));
       if (profiled !== null) logProfile(await profiled.stopProfile(), `renewals ${side}`);
       if (side === 'on') {
         onSeconds += alternateMs / 1000;
@@ -430,6 +440,11 @@ async function main(): Promise<void> {
       cell: (cpuSeconds(cellPids) - cpuStart.cell) / steadyS,
       client: (clientCpu.user + clientCpu.system) / 1e6 / steadyS,
     };
+    const coresBySide = (): { on: Record<string, number>; off: Record<string, number> } => {
+      const of = (side: 'on' | 'off'): Record<string, number> =>
+        Object.fromEntries([...sideCpu[side]].map(([n, c]) => [n === leaderName ? `${n} (leader)` : n, c / Math.max(1, windows / 2) / (alternateMs / 1000)]));
+      return { on: of('on'), off: of('off') };
+    };
     const run1 = {
       grantsPerS: ids.length / grantS, keysPerS: ids.length / keysS, lostWhileAttaching: lostAttaching.length,
       renewalsPerS: (state.renewed - renewedAtStart) / steadyS, renewalsPerSWhileOn: renewedOn / onSeconds,
@@ -438,6 +453,7 @@ async function main(): Promise<void> {
       bytesPerSession: { leader: leaderBytes, follower: followerBytes },
       memory: Object.fromEntries(await memory(members)),
       puts: { noSessions: summary(noSessions.puts), renewalsOn: summary(puts.on.puts), renewalsOff: summary(puts.off.puts) },
+      coresBySide: coresBySide(),
       lockPairs: { noSessions: summary(noSessions.locks), renewalsOn: summary(puts.on.locks), renewalsOff: summary(puts.off.locks), failures: steadyLockFailures },
     };
     report.sessions = run1;
@@ -449,6 +465,7 @@ async function main(): Promise<void> {
       `(${run1.puts.renewalsOff.count}), no sessions ${ms(run1.puts.noSessions.p99Us)} ms: ` +
       `${(run1.puts.renewalsOn.p99Us / run1.puts.renewalsOff.p99Us).toFixed(2)}x interleaved, ` +
       `${(run1.puts.renewalsOn.p99Us / run1.puts.noSessions.p99Us).toFixed(2)}x the no-session baseline`);
+    if (runs.has('steady')) log(`  CPU cores, renewals on / off: ${Object.keys(run1.coresBySide.on).map((n) => `${n} ${(run1.coresBySide.on[n] ?? 0).toFixed(2)} / ${(run1.coresBySide.off[n] ?? 0).toFixed(2)}`).join(', ')}`);
     if (runs.has('steady')) log(`  lock acquire+release p99: renewals on ${ms(run1.lockPairs.renewalsOn.p99Us)} ms (${run1.lockPairs.renewalsOn.count}), off ` +
       `${ms(run1.lockPairs.renewalsOff.p99Us)} ms (${run1.lockPairs.renewalsOff.count}), no sessions ${ms(run1.lockPairs.noSessions.p99Us)} ms: ` +
       `${(run1.lockPairs.renewalsOn.p99Us / run1.lockPairs.renewalsOff.p99Us).toFixed(2)}x interleaved, ` +
