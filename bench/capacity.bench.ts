@@ -26,6 +26,7 @@
 //      consumer on every member (a connection holding 10 prefix watches with prevKv over every
 //      watched key that stops reading its socket): the others' p99 in each half, and how many
 //      watchers the nodes ended as slow consumers.
+// --baton-dist DIR runs the cell from another build (DIR/dist), the same client: same-run A/Bs.
 // --profile keeps a CPU profile of the leader over the first renewals-on and -off windows.
 // --runs picks which of them run (default steady,loss,watches; `--runs loss` grants the sessions,
 // attaches their keys and goes straight to run 2, e.g. `--sessions 200000 --loss-share 0.5` for
@@ -38,7 +39,7 @@
 //   npm run bench:capacity -- --sessions 200000 --watches 300000 --duration-s 300
 import { rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent } from 'node:http';
 import { cpuSeconds, findPids } from '../src/bench/proc-cpu.js';
@@ -62,6 +63,7 @@ const { values } = parseArgs({
     runs: { type: 'string' },
     json: { type: 'string' },
     profile: { type: 'boolean' },
+    'baton-dist': { type: 'string' },
   },
   strict: true,
 });
@@ -283,7 +285,9 @@ async function main(): Promise<void> {
   // Likewise a node serves at most BATON_WATCH_PER_NODE_MAX watchers (250,000 by default); the
   // watches are spread over the three members.
   if (process.env['BATON_WATCH_PER_NODE_MAX'] === undefined && watches > 700_000) process.env['BATON_WATCH_PER_NODE_MAX'] = String(Math.ceil(watches / 3) + 10_000);
-  const { cell, dataDir, names, inspectPort } = await startInspectableCell('baton-capacity-');
+  const otherDist = values['baton-dist'];
+  const { cell, dataDir, names, inspectPort } = await startInspectableCell('baton-capacity-',
+    otherDist === undefined ? undefined : join(resolve(otherDist), 'dist', 'src', 'cli', 'main.js'));
   const opened: StreamClient[] = [];
   try {
     await cell.waitReady(60_000);
