@@ -176,14 +176,19 @@ async function step(conns: readonly Connection[], prefixes: readonly string[], i
     ops += s.count;
     byKind[kind] = { perS: s.count / tookS, p50Ms: s.p50Us / 1000, p99Ms: s.p99Us / 1000 };
   }
-  return { inFlight, opsPerS: ops / tookS, byKind, refused, cpu, limit: limitOf(cpu) };
+  const single = new Set(['client', ...[...processes].filter(([, pids]) => pids.length === 1).map(([name]) => name)]);
+  return { inFlight, opsPerS: ops / tookS, byKind, refused, cpu, limit: limitOf(cpu, single) };
 }
 
-/** What limits a step: a process at a full core (Node runs JS on one), else the machine's cores. */
-function limitOf(cpu: Record<string, number>): string {
+/**
+ * What limits a step: one process at a full core (Node runs JS on one thread), else the
+ * machine's cores. `single`: the names that are one process (a cell's row sums three).
+ */
+function limitOf(cpu: Record<string, number>, single: ReadonlySet<string>): string {
   const total = Object.values(cpu).reduce((a, b) => a + b, 0);
   const [top, topCores] = Object.entries(cpu).sort((a, b) => b[1] - a[1])[0] as [string, number];
-  if (topCores >= 0.9) return `${top} at ${topCores.toFixed(2)} cores (one JS thread)`;
+  const [topSingle, topSingleCores] = Object.entries(cpu).filter(([n]) => single.has(n)).sort((a, b) => b[1] - a[1])[0] ?? ['', 0];
+  if (topSingleCores >= 0.9) return `${topSingle} at ${topSingleCores.toFixed(2)} cores (one JS thread)`;
   if (total >= 1.8) return `the machine: ${total.toFixed(2)} of 2 cores in use (${top} the largest, ${topCores.toFixed(2)})`;
   return `none saturated (${total.toFixed(2)} cores in use): latency-bound at this depth`;
 }
