@@ -7,7 +7,8 @@ const usage = `usage: baton router --control URL,URL,... [--listen URL]
   Serves the native HTTP API and forwards each request to the cell owning its namespace.
   --control URLS   the control plane's client URLs (or BATON_ROUTER_CONTROL)
   --listen URL     where to serve, default http://127.0.0.1:7000 (or BATON_ROUTER_LISTEN)
-  The WebSocket stream and the etcd gRPC facade are not routed yet: use a cell directly.`;
+  The WebSocket stream (/v1/stream) is routed frame by frame; the etcd gRPC facade is not routed
+  yet: use a cell directly.`;
 
 export async function routerCommand(args: readonly string[]): Promise<number> {
   let values;
