@@ -19,14 +19,16 @@ export const globalValueFlags = ['--endpoints', '--cacert', '--cert', '--key', '
 export const globalBooleanFlags = ['--no-discover'] as const;
 /** Flags whose value is a file name (completion offers files). */
 export const fileFlags = ['--cacert', '--cert', '--key', '--config', '--data-dir', '--cert-file', '--key-file',
-  '--trusted-ca-file', '--peer-cert-file', '--peer-key-file', '--peer-trusted-ca-file', '--client-crl-file', '--peer-crl-file'] as const;
+  '--trusted-ca-file', '--peer-cert-file', '--peer-key-file', '--peer-trusted-ca-file', '--client-crl-file', '--peer-crl-file',
+  '--client-cert-file', '--client-key-file', '--upstream-ca-file'] as const;
 export const writeOutValues = ['simple', 'json', 'table'] as const;
 
 export const commandTable: readonly CommandRow[] = [
   { name: 'server', summary: 'run one node of a cell', client: false, flags: [] /* from node/config.ts: nodeFlags */ },
   { name: 'dev', summary: 'a local 3-node cell (npm start); --cells N: cells behind a router', client: false,
     flags: ['--data-dir', '--secure', '--client-ports', '--peer-ports', '--grpc-ports', '--cells', '--base-port'] },
-  { name: 'router', summary: 'route the HTTP API to the cells owning each namespace', client: false, flags: ['--control', '--listen'] },
+  { name: 'router', summary: 'route the HTTP API to the cells owning each namespace', client: false,
+    flags: ['--control', '--listen', '--cert-file', '--key-file', '--trusted-ca-file', '--client-cert-auth', '--client-crl-file', '--client-cert-file', '--client-key-file', '--upstream-ca-file'] },
   { name: 'cells', summary: 'list and add the cells of the cell map', client: true, flags: ['--cell-endpoints'], actions: ['list', 'add'] },
   { name: 'ns', summary: 'create, list, show, delete and move namespaces', client: true, flags: ['--cell', '--to', '--wait'],
     actions: ['create', 'list', 'show', 'delete', 'move', 'move-abort'] },

@@ -2,7 +2,7 @@
 // current by a watch on the map's key; corrected from wrong_cell answers in between. When the
 // control plane is down the router keeps routing from this copy (and reconnects in the
 // background); `ageMs` says how long ago the control plane last confirmed it.
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { namespaceOf } from '../base/namespaces.js';
 import { emptyCellMap, parseCellMap, type CellMap, type MapNamespace } from '../control/cell-map.js';
 import { cellMapKey } from '../control/control-service.js';
@@ -13,6 +13,11 @@ const progressMs = 1_000;
 export interface Owner {
   readonly namespace: MapNamespace;
   readonly endpoints: readonly string[];
+}
+
+/** Makes a request to a URL of the control plane (router-tls.ts's UpstreamClient over TLS). */
+export interface ControlClient {
+  request(url: string, options: RequestOptions, answer: (res: IncomingMessage) => void): ClientRequest;
 }
 
 export class MapCache {
@@ -30,6 +35,8 @@ export class MapCache {
     private readonly controlUrls: readonly string[],
     private readonly now: () => number = () => performance.now(),
     private readonly log: (message: string) => void = () => {},
+    /** How the control plane is reached: http, or https with the router's certificate (router-tls.ts). */
+    private readonly client: ControlClient = { request: httpRequest },
   ) {}
 
   get cellMap(): CellMap {
@@ -122,7 +129,7 @@ export class MapCache {
     if (this.stopped) return;
     const base = this.controlUrls[this.next++ % this.controlUrls.length] as string;
     const keyPath = cellMapKey.split('/').map(encodeURIComponent).join('/');
-    getJson(`${base}/v1/kv${keyPath}?consistency=linearizable`).then(
+    getJson(this.client, `${base}/v1/kv${keyPath}?consistency=linearizable`).then(
       ({ status, body }) => {
         if (this.stopped) return;
         const read = body as { revision?: number; kvs?: { value: string }[]; error?: { code?: string; revision?: number } };
@@ -144,7 +151,7 @@ export class MapCache {
 
   private watch(base: string, startRevision: number): void {
     const url = `${base}/v1/watch?key=${encodeURIComponent(cellMapKey)}&startRevision=${startRevision}&progressMs=${progressMs}`;
-    const req = httpRequest(url, (res: IncomingMessage) => {
+    const req = this.client.request(url, {}, (res: IncomingMessage) => {
       if (res.statusCode !== 200) {
         res.resume();
         return this.retry(`watch at ${base}: HTTP ${res.statusCode}`);
@@ -192,9 +199,9 @@ export class MapCache {
   }
 }
 
-function getJson(url: string): Promise<{ status: number; body: unknown }> {
+function getJson(client: ControlClient, url: string): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { timeout: 2_000 }, (res) => {
+    const req = client.request(url, { timeout: 2_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {

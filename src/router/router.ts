@@ -4,8 +4,12 @@
 // wrong_cell names the owner; the router corrects its cache from that answer and retries once, at
 // once (no sleep). A request spanning namespaces of different cells is refused with cross_cell
 // here, before any cell is asked. Every answer carries Baton-Cell and Baton-Routing-Epoch.
-// The WebSocket stream (GET /v1/stream) is relayed per frame by stream-relay.ts.
-import { Agent, createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+// The WebSocket stream (GET /v1/stream) is relayed per frame by stream-relay.ts. With TLS
+// (router-tls.ts) the listener serves HTTPS and wss://, and https:// cells and control plane are
+// reached presenting the router's client certificate.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { once } from 'node:events';
 import type { Duplex } from 'node:stream';
 import { BatonError, CrossCellError, InvalidArgumentError, UnavailableError, WrongCellError, httpStatusOf } from '../base/errors.js';
@@ -14,6 +18,7 @@ import type { MapNamespace } from '../control/cell-map.js';
 import { consoleAnswer, isConsolePath, loadConsoleFiles } from '../console/console-files.js';
 import { MapCache } from './map-cache.js';
 import { RouterMetrics } from './router-metrics.js';
+import { UpstreamClient, type RouterListenerTls, type RouterTls } from './router-tls.js';
 import { routeTarget } from './route-keys.js';
 import { StreamRelay } from './stream-relay.js';
 
@@ -25,6 +30,8 @@ export interface RouterOptions {
   readonly host: string;
   readonly port: number;
   readonly log?: (message: string) => void;
+  /** TLS on the listener and towards the cells (router-tls.ts); absent: plain HTTP both ways. */
+  readonly tls?: RouterTls;
 }
 
 interface Chosen {
@@ -37,7 +44,8 @@ export class Router {
   readonly metrics: RouterMetrics;
   /** GET /v1/stream: each client's frames relayed to the owning cells (stream-relay.ts). */
   readonly streams: StreamRelay;
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  /** Connections to the cells and the control plane (https:// ones with the router's certificate). */
+  private readonly upstream: UpstreamClient;
   /** Each cell's leader's client URL, as its status last said. */
   private readonly leaders = new Map<string, string>();
   private server: Server | null = null;
@@ -46,7 +54,8 @@ export class Router {
   private readonly consoleFiles = loadConsoleFiles();
 
   constructor(private readonly options: RouterOptions) {
-    this.cache = new MapCache(options.control, undefined, options.log);
+    this.upstream = new UpstreamClient(options.tls?.upstream);
+    this.cache = new MapCache(options.control, undefined, options.log, this.upstream);
     this.metrics = new RouterMetrics(() => this.cache.ageMs(), () => this.streams.counts());
     this.streams = new StreamRelay({
       routing: {
@@ -60,6 +69,7 @@ export class Router {
       },
       metrics: this.metrics,
       log: options.log,
+      upstreamTls: () => this.upstream.tlsOptions(),
     });
   }
 
@@ -67,9 +77,11 @@ export class Router {
     this.cache.start();
     this.leaderTimer = setInterval(() => void this.refreshLeaders(), leaderRefreshMs);
     this.leaderTimer.unref();
-    const server = createServer((req, res) => {
+    const handle = (req: IncomingMessage, res: ServerResponse): void => {
       this.serve(req, res).catch((error: unknown) => this.fail(res, error));
-    });
+    };
+    const tls = this.options.tls?.listener;
+    const server = tls === undefined ? createServer(handle) : secureServer(tls, handle);
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.streams.upgrade(req, socket, head));
     server.keepAliveTimeout = 65_000;
     server.listen(this.options.port, this.options.host);
@@ -77,14 +89,14 @@ export class Router {
     this.server = server;
     const address = server.address();
     const port = typeof address === 'object' && address !== null ? address.port : this.options.port;
-    return { url: `http://${this.options.host}:${port}` };
+    return { url: `${tls === undefined ? 'http' : 'https'}://${this.options.host}:${port}` };
   }
 
   async stop(): Promise<void> {
     this.streams.stop();
     this.cache.stop();
     if (this.leaderTimer !== null) clearInterval(this.leaderTimer);
-    this.agent.destroy();
+    this.upstream.destroy();
     const server = this.server;
     if (server === null) return;
     await new Promise<void>((resolve) => {
@@ -171,7 +183,7 @@ export class Router {
     let last: unknown = null;
     for (const endpoint of order) {
       try {
-        return await sendOnce(this.agent, endpoint, req, body);
+        return await sendOnce(this.upstream, endpoint, req, body);
       } catch (error) {
         // Only a request that never reached the cell is tried elsewhere.
         if (!isConnectError(error)) throw new UnavailableError(`cell ${chosen.namespace.cell} at ${endpoint}: ${(error as Error).message}`);
@@ -225,8 +237,7 @@ export class Router {
     for (const cell of this.cache.cellMap.cells) {
       for (const endpoint of cell.endpoints) {
         try {
-          const response = await fetch(`${endpoint}/v1/cluster/status`, { signal: AbortSignal.timeout(1_000) });
-          const status = (await response.json()) as { leader?: number; members?: { id: number; clientUrl: string }[] };
+          const status = (await getJson(this.upstream, `${endpoint}/v1/cluster/status`, 1_000)) as { leader?: number; members?: { id: number; clientUrl: string }[] };
           const leader = status.members?.find((m) => m.id === status.leader)?.clientUrl;
           if (leader !== undefined && cell.endpoints.includes(leader)) this.leaders.set(cell.id, leader);
           break;
@@ -255,29 +266,63 @@ export class Router {
   }
 }
 
-/** Endpoint URL -> host and port, parsed once (not per forwarded request). */
-const endpointParts = new Map<string, { hostname: string; port: number }>();
+/**
+ * The HTTPS listener, as a node's (node/apis.ts): with a trusted CA a certificate is asked for (and
+ * required with --client-cert-auth), a revoked one is cut before a byte is read, and a reload
+ * serves the new certificate to new connections. Upgrades (the wss:// stream) arrive as on HTTP.
+ */
+function secureServer(tls: RouterListenerTls, handle: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const requestCert = tls.clientCertAuth || tls.material().ca !== undefined;
+  const server = createHttpsServer({ ...tls.material(), requestCert, rejectUnauthorized: tls.clientCertAuth }, handle);
+  server.prependListener('secureConnection', (socket: TLSSocket) => tls.admit(socket));
+  tls.onReload(() => server.setSecureContext({ ...tls.material() }));
+  return server as unknown as Server;
+}
 
-function partsOf(endpoint: string): { hostname: string; port: number } {
+/** A GET answered with JSON, through the pooled agents, bounded by `timeoutMs`. */
+function getJson(upstream: UpstreamClient, url: string, timeoutMs: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const { hostname, port, secure } = partsOf(target.origin);
+    const out = upstream.pooled(secure, { hostname, port, path: target.pathname + target.search, method: 'GET', timeout: timeoutMs }, (res) => {
+      readAll(res).then((text) => {
+        try {
+          resolve(JSON.parse(text.toString('utf8')));
+        } catch (error) {
+          reject(error as Error);
+        }
+      }, reject);
+    });
+    out.on('timeout', () => out.destroy(new Error('timed out')));
+    out.on('error', reject);
+    out.end();
+  });
+}
+
+/** Endpoint URL -> host, port and scheme, parsed once (not per forwarded request). */
+const endpointParts = new Map<string, { hostname: string; port: number; secure: boolean }>();
+
+function partsOf(endpoint: string): { hostname: string; port: number; secure: boolean } {
   let parts = endpointParts.get(endpoint);
   if (parts === undefined) {
     const url = new URL(endpoint);
-    parts = { hostname: url.hostname, port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)) };
+    const secure = url.protocol === 'https:';
+    parts = { hostname: url.hostname, port: Number(url.port || (secure ? 443 : 80)), secure };
     if (endpointParts.size > 4_096) endpointParts.clear();
     endpointParts.set(endpoint, parts);
   }
   return parts;
 }
 
-function sendOnce(agent: Agent, endpoint: string, req: IncomingMessage, body: Buffer): Promise<IncomingMessage> {
+function sendOnce(upstream: UpstreamClient, endpoint: string, req: IncomingMessage, body: Buffer): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(req.headers)) {
       if (value !== undefined && name !== 'host' && name !== 'connection' && name !== 'content-length' && name !== 'transfer-encoding') headers[name] = value;
     }
     headers['content-length'] = String(body.length);
-    const { hostname, port } = partsOf(endpoint);
-    const out = httpRequest({ hostname, port, path: req.url ?? '/', method: req.method ?? 'GET', headers, agent }, resolve);
+    const { hostname, port, secure } = partsOf(endpoint);
+    const out = upstream.pooled(secure, { hostname, port, path: req.url ?? '/', method: req.method ?? 'GET', headers }, resolve);
     out.on('error', reject);
     out.end(body);
   });

@@ -41,6 +41,7 @@ import {
   closeGraceMs, controlTypes, eventsRevision, framePrefix, keyedTypes, knownTypes, parseFrame, refuse, salvageId, spansOf, type Id,
 } from './stream-frames.js';
 import { Upstream, type Entry, type UpstreamOwner } from './stream-upstream.js';
+import type { UpstreamTlsOptions } from './router-tls.js';
 
 /** What the relay asks of the router: routing decisions and what it knows of each cell. */
 export interface StreamRouting {
@@ -62,6 +63,8 @@ export interface StreamRelayOptions {
   readonly log?: ((message: string) => void) | undefined;
   /** Bounds; the node's by default (tests lower them). */
   readonly limits?: Partial<StreamRelayLimits>;
+  /** The client certificate, key and CA for wss:// upstreams (router-tls.ts); absent: none. */
+  readonly upstreamTls?: () => UpstreamTlsOptions;
 }
 
 export interface StreamRelayLimits {
@@ -185,6 +188,11 @@ class ClientStream implements UpstreamOwner {
       if (typeof error.code === 'string' && error.code.startsWith('WS_ERR_')) setTimeout(() => ws.terminate(), closeGraceMs).unref();
       else ws.terminate();
     });
+  }
+
+  /** What a wss:// upstream presents and trusts (the router's client certificate, the cells' CA). */
+  upstreamTls(): UpstreamTlsOptions {
+    return this.options.upstreamTls?.() ?? {};
   }
 
   get upstreamCount(): number {

@@ -7,6 +7,7 @@ import WebSocket, { type RawData } from 'ws';
 import type { KeySpan } from '../base/namespaces.js';
 import type { StreamRelayLimits, StreamRouting } from './stream-relay.js';
 import { refusalOf, type Id } from './stream-frames.js';
+import type { UpstreamTlsOptions } from './router-tls.js';
 
 const handshakeTimeoutMs = 5_000;
 /** A refusal's body read from a cell that would not open a stream. */
@@ -36,6 +37,8 @@ export interface UpstreamOwner {
   readonly authorization: string | undefined;
   readonly isPausingUpstreams: boolean;
   readonly log: (message: string) => void;
+  /** The router's client certificate and the cells' CA, for a wss:// (https://) cell. */
+  upstreamTls(): UpstreamTlsOptions;
   fromUpstream(upstream: Upstream, text: string): void;
   upstreamGone(upstream: Upstream, why: string, refusal: Record<string, unknown> | null): void;
   upstreamSlow(upstream: Upstream): void;
@@ -122,6 +125,7 @@ export class Upstream {
     const headers: Record<string, string> = {};
     if (this.owner.authorization !== undefined) headers['authorization'] = this.owner.authorization;
     const ws = new WebSocket(`${endpoint.replace(/^http/, 'ws')}/v1/stream`, {
+      ...(endpoint.startsWith('https:') ? this.owner.upstreamTls() : {}),
       perMessageDeflate: false,
       handshakeTimeout: handshakeTimeoutMs,
       headers,

@@ -1,7 +1,7 @@
 // Real-process cells for tests: free loopback ports, fault proxies between every ordered pair of
 // members (so a test can cut A->B without touching B->A), and small HTTP helpers.
 import { createServer, connect, type Server, type Socket } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProcessCell } from '../../src/node/testing/process-cell.js';
@@ -118,6 +118,8 @@ export interface TestCellOptions {
   tls?: boolean;
   /** With tls: false leaves out --client-cert-auth (a client without a certificate is anonymous). */
   clientCertAuth?: boolean;
+  /** With tls: the CA to issue the cell's certificates from (copied in), so several cells (and a router) trust each other. */
+  tlsCa?: { readonly cert: string; readonly key: string };
   /** The CLI each member runs, asked at each (re)start (ProcessCellOptions.cliPathFor). */
   cliPathFor?: (name: string) => string;
 }
@@ -189,6 +191,12 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
   }
   let lastNumber = size + spareNames.length;
   const dataDir = mkdtempSync(join(tmpdir(), 'baton-cell-'));
+  if (options.tls === true && options.tlsCa !== undefined) {
+    // CellTls (ensureCa) takes the CA it finds in its directory.
+    mkdirSync(join(dataDir, 'certs'), { recursive: true, mode: 0o700 });
+    copyFileSync(options.tlsCa.cert, join(dataDir, 'certs', 'ca.pem'));
+    copyFileSync(options.tlsCa.key, join(dataDir, 'certs', 'ca-key.pem'));
+  }
   const cell = new ProcessCell({
     dataDir,
     members,
