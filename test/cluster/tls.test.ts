@@ -186,3 +186,18 @@ test('certificates rotate without a restart: after SIGHUP new connections get th
   const read = await rootRequest('n2', '/v1/kv/secure/a');
   assert.equal(read.status, 200, 'and still serves');
 });
+
+test('a TLS cell named other than cell-1: its members\' certificates name their cell, so the peers admit each other and writes replicate', async () => {
+  const payments = await startTestCell({ tls: true, extraArgs: ['--cell', 'payments'] });
+  try {
+    const material = payments.cell.tls;
+    assert.ok(material !== null);
+    const put = await httpsRequest(`${payments.cell.clientUrl('n1')}/v1/kv/pay/a`, { ca: material.ca.cert, client: material.root, method: 'PUT', body: 'p' });
+    assert.equal(put.status, 201, put.body);
+    const read = await httpsRequest(`${payments.cell.clientUrl('n3')}/v1/kv/pay/a?consistency=linearizable`, { ca: material.ca.cert, client: material.root });
+    assert.equal(read.status, 200, read.body);
+    assert.equal(JSON.parse(read.body).kvs[0].value, 'p');
+  } finally {
+    await payments.close();
+  }
+});

@@ -73,7 +73,10 @@ export class ProcessCell {
 
   constructor(private readonly options: ProcessCellOptions) {
     this.host = options.host ?? '127.0.0.1';
-    this.tls = options.tlsDir === undefined ? null : new CellTls(options.tlsDir);
+    // The members' certificates name the cell they run as (`--cell`, else cell-1): peers check it.
+    const cellFlag = options.extraArgs?.indexOf('--cell') ?? -1;
+    const cell = cellFlag >= 0 ? options.extraArgs?.[cellFlag + 1] : undefined;
+    this.tls = options.tlsDir === undefined ? null : new CellTls(options.tlsDir, cell ?? 'cell-1');
     this.scheme = this.tls === null ? 'http' : 'https';
   }
 
