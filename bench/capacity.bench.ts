@@ -416,8 +416,10 @@ async function main(): Promise<void> {
     // CPU seconds per member and this client, summed over each side's windows: does a side ask
     // more of the 2 cores than the other (a tail from the OS's run queue, not from one process)?
     const sideCpu = { on: new Map<string, number>(), off: new Map<string, number>() };
-    const cpuNow = (): Map<string, number> => new Map([...names.map((n) => [n, cpuSeconds([members!.pids.get(n) as number])] as const),
-      ['client', (process.cpuUsage().user + process.cpuUsage().system) / 1e6] as const]);
+    const cpuNow = (): Map<string, number> => {
+      const client = process.cpuUsage();
+      return new Map([...names.map((n) => [n, cpuSeconds([members!.pids.get(n) as number])] as const), ['client', (client.user + client.system) / 1e6] as const]);
+    };
     for (let w = 0; w < windows; w++) {
       side = w % 2 === 0 ? 'on' : 'off';
       state.renewing = side === 'on';

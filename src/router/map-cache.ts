@@ -129,7 +129,7 @@ export class MapCache {
     if (this.stopped) return;
     const base = this.controlUrls[this.next++ % this.controlUrls.length] as string;
     const keyPath = cellMapKey.split('/').map(encodeURIComponent).join('/');
-    getJson(this.client, `${base}/v1/kv${keyPath}?consistency=linearizable`).then(
+    getJson(this.client, `${base}/v1/kv${keyPath}?consistency=linearizable`, 2_000).then(
       ({ status, body }) => {
         if (this.stopped) return;
         const read = body as { revision?: number; kvs?: { value: string }[]; error?: { code?: string; revision?: number } };
@@ -199,9 +199,10 @@ export class MapCache {
   }
 }
 
-function getJson(client: ControlClient, url: string): Promise<{ status: number; body: unknown }> {
+/** A GET answered with JSON (a control plane's or a cell's), bounded by `timeoutMs`. */
+export function getJson(client: ControlClient, url: string, timeoutMs: number): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
-    const req = client.request(url, { timeout: 2_000 }, (res) => {
+    const req = client.request(url, { timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {

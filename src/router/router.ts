@@ -16,7 +16,7 @@ import { BatonError, CrossCellError, InvalidArgumentError, UnavailableError, Wro
 import { namespacesOfSpan, type KeySpan } from '../base/namespaces.js';
 import type { MapNamespace } from '../control/cell-map.js';
 import { consoleAnswer, isConsolePath, loadConsoleFiles } from '../console/console-files.js';
-import { MapCache } from './map-cache.js';
+import { getJson, MapCache } from './map-cache.js';
 import { RouterMetrics } from './router-metrics.js';
 import { UpstreamClient, type RouterListenerTls, type RouterTls } from './router-tls.js';
 import { routeTarget } from './route-keys.js';
@@ -237,7 +237,7 @@ export class Router {
     for (const cell of this.cache.cellMap.cells) {
       for (const endpoint of cell.endpoints) {
         try {
-          const status = (await getJson(this.upstream, `${endpoint}/v1/cluster/status`, 1_000)) as { leader?: number; members?: { id: number; clientUrl: string }[] };
+          const status = (await getJson(this.upstream, `${endpoint}/v1/cluster/status`, 1_000)).body as { leader?: number; members?: { id: number; clientUrl: string }[] };
           const leader = status.members?.find((m) => m.id === status.leader)?.clientUrl;
           if (leader !== undefined && cell.endpoints.includes(leader)) this.leaders.set(cell.id, leader);
           break;
@@ -277,26 +277,6 @@ function secureServer(tls: RouterListenerTls, handle: (req: IncomingMessage, res
   server.prependListener('secureConnection', (socket: TLSSocket) => tls.admit(socket));
   tls.onReload(() => server.setSecureContext({ ...tls.material() }));
   return server as unknown as Server;
-}
-
-/** A GET answered with JSON, through the pooled agents, bounded by `timeoutMs`. */
-function getJson(upstream: UpstreamClient, url: string, timeoutMs: number): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const target = new URL(url);
-    const { hostname, port, secure } = partsOf(target.origin);
-    const out = upstream.pooled(secure, { hostname, port, path: target.pathname + target.search, method: 'GET', timeout: timeoutMs }, (res) => {
-      readAll(res).then((text) => {
-        try {
-          resolve(JSON.parse(text.toString('utf8')));
-        } catch (error) {
-          reject(error as Error);
-        }
-      }, reject);
-    });
-    out.on('timeout', () => out.destroy(new Error('timed out')));
-    out.on('error', reject);
-    out.end();
-  });
 }
 
 /** Endpoint URL -> host, port and scheme, parsed once (not per forwarded request). */

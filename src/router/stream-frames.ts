@@ -3,10 +3,13 @@
 // answers to an upgrade that is refused.
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { BatonError, InvalidArgumentError, httpStatusOf } from '../base/errors.js';
+import { BatonError, httpStatusOf } from '../base/errors.js';
 import { spanOf, type KeySpan } from '../base/namespaces.js';
 import { electionKeyPrefix, lockKeyPrefix } from '../base/queue-prefixes.js';
 import { txnSpansOf } from './route-keys.js';
+
+// A client frame is checked as the node checks it.
+export { parseFrame, salvageId } from '../base/stream-frame.js';
 
 /** How long a client told to close (a refused frame, the router stopping) keeps its socket. */
 export const closeGraceMs = 2_000;
@@ -72,33 +75,6 @@ export function spansOf(type: string, fields: Readonly<Record<string, unknown>>,
       const name = nameOf(fields['name']);
       return [name === null ? { start: '/', end: null } : spanOf({ key: electionKeyPrefix(name), prefix: true })];
     }
-  }
-}
-
-/** A client frame, checked as the node checks it (src/api/stream/frame-registry.ts parseFrame). */
-export function parseFrame(text: string): { id: Id; type: string; fields: Record<string, unknown> } {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new InvalidArgumentError(`malformed JSON frame: ${(error as Error).message}`);
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError('a frame is a JSON object');
-  const fields = value as Record<string, unknown>;
-  const id = fields['id'];
-  const idOk = (typeof id === 'string' && id.length > 0 && Buffer.byteLength(id) <= 128) || (typeof id === 'number' && Number.isSafeInteger(id));
-  if (!idOk) throw new InvalidArgumentError('a frame needs an id: a string of 1 to 128 bytes or an integer');
-  const type = fields['type'];
-  if (typeof type !== 'string') throw new InvalidArgumentError('a frame needs a type', { id });
-  return { id: id as Id, type, fields };
-}
-
-export function salvageId(text: string): Id | null {
-  try {
-    const id = (JSON.parse(text) as { id?: unknown })?.id;
-    return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)) ? id : null;
-  } catch {
-    return null;
   }
 }
 

@@ -53,11 +53,8 @@ export const defaultStreamLimits: StreamLimits = {
 };
 
 /** A decoded client frame: a JSON object with `id` and `type`. */
-export interface Frame {
-  readonly id: string | number;
-  readonly type: string;
-  readonly fields: Readonly<Record<string, unknown>>;
-}
+import type { Frame } from '../../base/stream-frame.js';
+export type { Frame };
 
 /** What a frame handler may use: the node's API, limits, and a way to answer. */
 export interface FrameContext {
