@@ -58,6 +58,8 @@ export interface MemberStatus {
   readonly clientUrl: string;
   readonly role: 'voter' | 'learner';
   readonly healthy: boolean;
+  /** Its etcd gRPC facade's URL where this member knows it (--listen-grpc, --initial-cluster-grpc): routers relay gRPC there. */
+  readonly grpcUrl?: string;
   /**
    * The leader's replication progress: the highest log index known to be on this member. Only
    * in the leader's own answer (a follower does not know it); the web console's member table.

@@ -6,14 +6,17 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../base/config-error.js';
 import type { ReloadableTls, RouterListenerTls, RouterTls } from '../router/router-tls.js';
 import { Router } from '../router/router.js';
+import { RouterGrpc } from '../router-grpc/router-grpc.js';
 import { TlsMaterial } from '../security/tls-files.js';
 
 const usage = `usage: baton router --control URL,URL,... [--listen URL] [TLS flags]
   Serves the native HTTP API and forwards each request to the cell owning its namespace.
   --control URLS   the control plane's client URLs (or BATON_ROUTER_CONTROL); https:// for a TLS control plane
   --listen URL     where to serve, default http://127.0.0.1:7000 (or BATON_ROUTER_LISTEN); https:// with --cert-file
-  The WebSocket stream (/v1/stream) is routed frame by frame; the etcd gRPC facade is not routed
-  yet: use a cell directly.
+  --listen-grpc URL
+                   also serve etcd's v3 gRPC API there (or BATON_ROUTER_LISTEN_GRPC), relayed to the
+                   cells' facades (their members need --listen-grpc); https:// with --cert-file
+  The WebSocket stream (/v1/stream) is routed frame by frame, etcd gRPC calls call by call.
 TLS (each flag also BATON_ROUTER_<FLAG>, e.g. BATON_ROUTER_CERT_FILE; files reload on change or SIGHUP):
   --cert-file FILE, --key-file FILE   the listener's certificate: HTTPS and wss:// (TLS 1.2 minimum)
   --trusted-ca-file FILE              the CA client certificates chain to (asked for when given)
@@ -28,7 +31,7 @@ TLS (each flag also BATON_ROUTER_<FLAG>, e.g. BATON_ROUTER_CERT_FILE; files relo
   A cell sees the router's certificate, not the client's: send a user's token (Authorization:
   Bearer) through the router for the cell to authorize the user.`;
 
-const stringFlags = ['control', 'listen', 'cert-file', 'key-file', 'trusted-ca-file', 'client-crl-file', 'client-cert-file', 'client-key-file', 'upstream-ca-file'] as const;
+const stringFlags = ['control', 'listen', 'listen-grpc', 'cert-file', 'key-file', 'trusted-ca-file', 'client-crl-file', 'client-cert-file', 'client-key-file', 'upstream-ca-file'] as const;
 type StringFlag = (typeof stringFlags)[number];
 
 export interface RouterTlsFiles {
@@ -141,6 +144,18 @@ export async function routerCommand(args: readonly string[]): Promise<number> {
     console.error(`baton router: needs --control URL,... and an http:// (or https://) --listen\n\n${usage}`);
     return 2;
   }
+  let listenGrpc: URL | null = null;
+  try {
+    listenGrpc = flag('listen-grpc') === undefined ? null : new URL(flag('listen-grpc') as string);
+  } catch {
+    console.error(`baton router: --listen-grpc must be a URL like http://127.0.0.1:7200\n\n${usage}`);
+    return 2;
+  }
+  // One set of TLS flags for both listeners: both are TLS or neither is.
+  if (listenGrpc !== null && listenGrpc.protocol !== listen.protocol) {
+    console.error(`baton router: --listen-grpc must use the scheme of --listen (${listen.protocol}//)\n\n${usage}`);
+    return 2;
+  }
   const envAuth = process.env['BATON_ROUTER_CLIENT_CERT_AUTH'];
   const clientCertAuth = values['client-cert-auth'] ?? (envAuth === 'true' || envAuth === '1');
   const log = (m: string): void => console.error(`router: ${m}`);
@@ -155,6 +170,13 @@ export async function routerCommand(args: readonly string[]): Promise<number> {
   const defaultPort = listen.protocol === 'https:' ? 443 : 80;
   const router = new Router({ control, host: listen.hostname, port: Number(listen.port || defaultPort), log, tls: tls.tls });
   const { url } = await router.start();
+  if (listenGrpc !== null) {
+    const grpc = await RouterGrpc.start(router, {
+      host: listenGrpc.hostname, port: Number(listenGrpc.port || defaultPort), log,
+      ...(tls.tls.listener === undefined ? {} : { tls: tls.tls.listener }),
+    });
+    console.log(`Baton router etcd gRPC: ${grpc.url}`);
+  }
   console.log(`Baton router ready: ${url} (control ${control.join(',')})`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', () => resolve());

@@ -42,6 +42,8 @@ export interface CellServiceConfig {
   readonly requestTimeoutMs: number;
   /** What `baton snapshot restore` recorded in this member's data directory; absent or null: not restored. */
   readonly restoredFrom?: api.RestoreRecord | null;
+  /** Members' etcd gRPC URLs by name, where known: shown in the status for routers. */
+  readonly grpcUrls?: ReadonlyMap<string, string>;
 }
 
 /** What the KV service needs from the node's driver (NodeDriver). */
@@ -409,6 +411,7 @@ export class CellService implements api.CellApi, CommandProposer {
           name: member.name,
           peerUrl: member.peerUrl,
           clientUrl: member.clientUrl,
+          ...grpcUrlOf(this.config.grpcUrls, member.name),
           role: voters.has(member.id) ? 'voter' : 'learner',
           healthy: inContact.has(member.id),
           ...(leading ? matchOf(status.progress.get(member.id)) : {}),
@@ -498,4 +501,10 @@ function txnKind(request: api.TxnRequest): RequestKind {
 /** A member's match index from the leader's progress, when the leader tracks one for it. */
 function matchOf(progress: { readonly match: number } | undefined): { matchIndex?: number } {
   return progress === undefined ? {} : { matchIndex: progress.match };
+}
+
+/** A member's gRPC URL as a status field, absent when unknown (a member added without one). */
+function grpcUrlOf(urls: ReadonlyMap<string, string> | undefined, name: string): { grpcUrl?: string } {
+  const url = urls?.get(name);
+  return url === undefined ? {} : { grpcUrl: url };
 }

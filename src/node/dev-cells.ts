@@ -8,6 +8,7 @@
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Router } from '../router/router.js';
+import { RouterGrpc } from '../router-grpc/router-grpc.js';
 import { ProcessCell } from './testing/process-cell.js';
 import { takenPortProblem } from './port-check.js';
 
@@ -97,6 +98,7 @@ export async function runDevCells(argv: readonly string[]): Promise<number> {
     for (const cell of running.slice(1)) await registerCell(control.process.clientUrls(), cell.id, cell.process.clientUrls());
     const { url } = await router.start();
     await router.cache.ready(10_000);
+    process.stdout.write(`Baton dev cells: router etcd gRPC ${(await RouterGrpc.start(router, { host, port: layout.routerPort + 200 })).url}\n`);
     const cells = running.map((cell) => `${cell.id}=${cell.process.clientUrls().join(',')}`).join(' ');
     process.stdout.write(`Baton dev cells ready: router ${url} ${cells}\n`);
   } catch (error) {

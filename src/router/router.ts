@@ -39,6 +39,15 @@ interface Chosen {
   readonly endpoints: readonly string[];
 }
 
+/** A cell chosen for a request, for the router's gRPC relay (src/router-grpc). */
+export interface RoutedCell {
+  readonly cell: string;
+  /** The namespace's routing epoch (the map's for a per-cell request): Baton-Routing-Epoch. */
+  readonly epoch: number;
+  /** The cell's etcd gRPC URLs, its leader's first where known; empty: none known. */
+  readonly grpcEndpoints: readonly string[];
+}
+
 export class Router {
   readonly cache: MapCache;
   readonly metrics: RouterMetrics;
@@ -48,8 +57,12 @@ export class Router {
   private readonly upstream: UpstreamClient;
   /** Each cell's leader's client URL, as its status last said. */
   private readonly leaders = new Map<string, string>();
+  /** Members' etcd gRPC URLs by client URL, as their cells' statuses last said (the gRPC relay's). */
+  private readonly grpcUrls = new Map<string, string>();
   private server: Server | null = null;
   private leaderTimer: NodeJS.Timeout | null = null;
+  /** Listeners composed onto this router from outside src/router (the etcd gRPC relay): stopped with it. */
+  private readonly attached: { stop(): Promise<void> }[] = [];
   /** The web console (docs/console.md): in router mode it shows the cells and namespaces. */
   private readonly consoleFiles = loadConsoleFiles();
 
@@ -92,7 +105,13 @@ export class Router {
     return { url: `${tls === undefined ? 'http' : 'https'}://${this.options.host}:${port}` };
   }
 
+  /** A listener that serves through this router (src/router-grpc): router.stop() stops it first. */
+  attach(part: { stop(): Promise<void> }): void {
+    this.attached.push(part);
+  }
+
   async stop(): Promise<void> {
+    await Promise.all(this.attached.splice(0).map((part) => part.stop()));
     this.streams.stop();
     this.cache.stop();
     if (this.leaderTimer !== null) clearInterval(this.leaderTimer);
@@ -234,18 +253,55 @@ export class Router {
   }
 
   private async refreshLeaders(): Promise<void> {
-    for (const cell of this.cache.cellMap.cells) {
-      for (const endpoint of cell.endpoints) {
-        try {
-          const status = (await getJson(this.upstream, `${endpoint}/v1/cluster/status`, 1_000)).body as { leader?: number; members?: { id: number; clientUrl: string }[] };
-          const leader = status.members?.find((m) => m.id === status.leader)?.clientUrl;
-          if (leader !== undefined && cell.endpoints.includes(leader)) this.leaders.set(cell.id, leader);
-          break;
-        } catch {
-          // the next member
+    for (const cell of this.cache.cellMap.cells) await this.refreshCell(cell);
+  }
+
+  /** One cell's leader and members' gRPC URLs, from the first member that answers its status. */
+  private async refreshCell(cell: { readonly id: string; readonly endpoints: readonly string[] }): Promise<void> {
+    for (const endpoint of cell.endpoints) {
+      try {
+        const status = (await getJson(this.upstream, `${endpoint}/v1/cluster/status`, 1_000)).body as { leader?: number; members?: { id: number; clientUrl: string; grpcUrl?: unknown }[] };
+        const leader = status.members?.find((m) => m.id === status.leader)?.clientUrl;
+        if (leader !== undefined && cell.endpoints.includes(leader)) this.leaders.set(cell.id, leader);
+        for (const member of status.members ?? []) {
+          if (typeof member.grpcUrl === 'string' && cell.endpoints.includes(member.clientUrl)) this.grpcUrls.set(member.clientUrl, member.grpcUrl);
         }
+        return;
+      } catch {
+        // the next member
       }
     }
+  }
+
+  // --- for the gRPC relay (src/router-grpc): the same routing as HTTP, answers in gRPC ---
+
+  /** The one cell owning every namespace the spans touch (cross_cell if several), with its gRPC URLs. */
+  async routeGrpc(spans: readonly KeySpan[]): Promise<RoutedCell> {
+    const chosen = this.choose(spans);
+    return { cell: chosen.namespace.cell, epoch: chosen.namespace.epoch, grpcEndpoints: await this.grpcEndpointsOf(chosen) };
+  }
+
+  /** A per-cell request (maintenance, auth, compact): the cell named, else the root namespace's. */
+  async cellGrpc(cell: string | undefined): Promise<RoutedCell> {
+    const chosen = this.namedCell(cell);
+    return { cell: chosen.namespace.cell, epoch: chosen.namespace.epoch, grpcEndpoints: await this.grpcEndpointsOf(chosen) };
+  }
+
+  /** A wrong_cell answer's details into the cache; true if it changed the owner (then retry once). */
+  correct(details: Record<string, unknown>): boolean {
+    return this.cache.correct(details);
+  }
+
+  /** The material towards https:// cells (the gRPC relay's TLS credentials). */
+  upstreamTls(): ReturnType<UpstreamClient['tlsOptions']> {
+    return this.upstream.tlsOptions();
+  }
+
+  /** The gRPC URLs of the chosen cell's members, leader first; a cell not yet asked is asked now. */
+  private async grpcEndpointsOf(chosen: Chosen): Promise<string[]> {
+    const known = (): string[] => this.order(chosen.namespace.cell, chosen.endpoints).flatMap((e) => this.grpcUrls.get(e) ?? []);
+    if (known().length === 0) await this.refreshCell({ id: chosen.namespace.cell, endpoints: chosen.endpoints });
+    return known();
   }
 
   private answer(res: ServerResponse, status: number, body: unknown): void {

@@ -54,8 +54,12 @@ const allowedImports: Record<string, readonly string[]> = {
   control: ['api', 'base'],
   // The router: forwards the HTTP API by namespace, caching the control plane's cell map.
   router: ['base', 'console', 'control', 'metrics'],
+  // The router's etcd gRPC relay: the facade's HTTP/2 server, proto definitions and key mapping
+  // (src/api/grpc) over the router's routing. A unit of its own so src/router stays thin (it
+  // never imports src/api); composed by the CLI (`baton router --listen-grpc`) and `baton dev`.
+  'router-grpc': ['api', 'base', 'router'],
   // The node runs the canary on its leader (--canary): canary depends on client, never on node.
-  node: ['node/testing', 'api', 'canary', 'console', 'control', 'router', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'keys', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
+  node: ['node/testing', 'api', 'canary', 'console', 'control', 'router', 'router-grpc', 'audit', 'auth', 'base', 'compactor', 'security', 'driver', 'keys', 'kv', 'lease', 'lease/forward', 'lock', 'membership', 'metrics', 'mvcc', 'raft', 'snap',
     'storage', 'transport', 'wal', 'watch'],
   'node/testing': ['base', 'security', 'wal'],
   // The client's JSON shapes derive from the API's (types only: the client ships without the server).
@@ -66,7 +70,7 @@ const allowedImports: Record<string, readonly string[]> = {
   bench: ['api', 'node/testing'],
   // Synthetic clients over the client library, a fencing guard, and their own /metrics.
   canary: ['client', 'fencing', 'metrics'],
-  cli: ['base', 'bench', 'canary', 'client', 'keys', 'mvcc', 'node', 'raft', 'router', 'security', 'sim', 'snap'],
+  cli: ['base', 'bench', 'canary', 'client', 'keys', 'mvcc', 'node', 'raft', 'router', 'router-grpc', 'security', 'sim', 'snap'],
   fuzz: ['api', 'base', 'node/testing'],
 };
 const coreUnits = ['base', 'raft', 'mvcc', 'watch', 'lease', 'lock', 'auth'];

@@ -35,7 +35,18 @@ export class GrpcStatusError extends Error {
   }
 }
 
-export type GrpcError = Pick<StatusObject, 'code' | 'details'> & { message: string; retryAfterSeconds?: number };
+export type GrpcError = Pick<StatusObject, 'code' | 'details'> & {
+  message: string;
+  retryAfterSeconds?: number;
+  trailers?: readonly (readonly [string, string])[];
+};
+
+/**
+ * The trailer that carries wrong_cell's details (namespace, owner cell, epoch, endpoints) as JSON:
+ * a router corrects its cell map from it and retries at once (docs/design/cells.md), never by
+ * parsing the message. `-bin`: gRPC clients base64-decode it.
+ */
+export const wrongCellTrailer = 'baton-wrong-cell-bin';
 
 function make(code: status, details: string): GrpcError {
   return { code, details, message: details };
@@ -65,6 +76,10 @@ export function toGrpcError(error: unknown, logError: (error: unknown) => void):
   if (!isErrorCode(error.code)) return make(status.UNKNOWN, etcdText(error));
   const reason = error.details['reason'];
   if (reason === ('future_revision' satisfies ErrorReason)) return make(status.OUT_OF_RANGE, etcdMessages.futureRevision);
+  if (error.code === 'wrong_cell') {
+    const details = Buffer.from(JSON.stringify(error.details)).toString('base64');
+    return { ...make(errorTable[error.code].grpc, etcdText(error)), trailers: [[wrongCellTrailer, details]] };
+  }
   return withRetryAfter(make(errorTable[error.code].grpc, etcdText(error)), error);
 }
 

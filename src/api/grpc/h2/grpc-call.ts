@@ -23,6 +23,16 @@ export interface CallStatus {
   readonly message?: string;
   /** When the node said when to come back (#28: tenants' rates, the session gate): a `retry-after` trailer. */
   readonly retryAfterSeconds?: number;
+  /** More trailers (lowercase names; `-bin` values base64): wrong_cell's details for routers. */
+  readonly trailers?: readonly (readonly [string, string])[];
+}
+
+/** A call's final status as sent: code, text and the optional trailers. */
+export interface FinalStatus {
+  code: number;
+  details: string;
+  retryAfterSeconds?: number;
+  trailers?: readonly (readonly [string, string])[];
 }
 
 export type AnswerCallback = (error: CallStatus | null, value?: unknown) => void;
@@ -74,6 +84,11 @@ export class GrpcCall extends CallEvents implements StreamSink {
   private readonly answerCallback: AnswerCallback = (error, value) => this.answer(error, value);
   /** performance.now() when the handler ran (the meter's handling time); 0: not yet. */
   private startedAtMs = 0;
+  /**
+   * Extra response header fields (a router's Baton-Cell and Baton-Routing-Epoch), sent with the
+   * first message or a trailers-only answer; set before the first write. null: none.
+   */
+  responseFields: readonly (readonly [string, string])[] | null = null;
 
   constructor(
     private readonly stream: H2Stream,
@@ -84,6 +99,8 @@ export class GrpcCall extends CallEvents implements StreamSink {
     private readonly context: CallContext,
     /** etcd's auth token from the `token` (or `authorization`) metadata, if any. */
     readonly token: string | null = null,
+    /** The request's header fields (metadata), as received: a router reads its routing hints here. */
+    readonly requestHeaders: readonly (readonly [string, string])[] = [],
   ) {
     super();
     this.principal = principalOfSocket(stream.socket);
@@ -180,7 +197,7 @@ export class GrpcCall extends CallEvents implements StreamSink {
       this.finish({ code: status.INTERNAL, details: 'Error serializing response' });
       return false;
     }
-    this.stream.respond(responseHeaders);
+    this.stream.respond(this.responseFields === null ? responseHeaders : encodeHeaders(200, [['content-type', 'application/grpc'], ...this.responseFields]));
     this.route.meter?.sent(payload.length + 5);
     return this.stream.write(lengthPrefixed(payload));
   }
@@ -216,7 +233,7 @@ export class GrpcCall extends CallEvents implements StreamSink {
   }
 
   /** Ends the call with `callStatus` (trailers, or a trailers-only answer). */
-  finish(callStatus: { code: number; details: string; retryAfterSeconds?: number }): void {
+  finish(callStatus: FinalStatus): void {
     if (this.ended) return;
     this.finished = true;
     this.reader.release();
@@ -254,16 +271,17 @@ export class GrpcCall extends CallEvents implements StreamSink {
     }
   }
 
-  private send(callStatus: { code: number; details: string; retryAfterSeconds?: number }): void {
+  private send(callStatus: FinalStatus): void {
     this.countHandled(callStatus.code);
-    if (callStatus.code === status.OK && this.stream.headersSent) {
+    if (callStatus.code === status.OK && this.stream.headersSent && callStatus.trailers === undefined) {
       return this.stream.end(okTrailers);
     }
-    const fields: [string, string][] = [['grpc-status', String(callStatus.code)]];
+    const fields: (readonly [string, string])[] = [['grpc-status', String(callStatus.code)]];
     if (callStatus.details !== '') fields.push(['grpc-message', percentEncode(callStatus.details)]);
     if (callStatus.retryAfterSeconds !== undefined) fields.push(['retry-after', String(callStatus.retryAfterSeconds)]);
+    if (callStatus.trailers !== undefined) fields.push(...callStatus.trailers);
     if (this.stream.headersSent) return this.stream.end(encodeHeaders(null, fields));
-    this.stream.end(encodeHeaders(200, [['content-type', 'application/grpc'], ...fields]));
+    this.stream.end(encodeHeaders(200, [['content-type', 'application/grpc'], ...(this.responseFields ?? []), ...fields]));
   }
 
   /** Once per call; calls that never reached their handler (a bad request message) count neither way. */
@@ -282,7 +300,7 @@ export class GrpcCall extends CallEvents implements StreamSink {
 }
 
 /** A handler's error as a status: an unknown code is UNKNOWN, the text from details or message. */
-export function statusOf(error: CallStatus): { code: number; details: string; retryAfterSeconds?: number } {
+export function statusOf(error: CallStatus): FinalStatus {
   const known = typeof error?.code === 'number' && error.code >= 0 && error.code <= 16;
   const code = known ? (error.code as number) : status.UNKNOWN;
   const details =
@@ -290,7 +308,9 @@ export function statusOf(error: CallStatus): { code: number; details: string; re
     : typeof error?.message === 'string' ? error.message
     : 'Unknown error';
   const retryAfter = error?.retryAfterSeconds;
-  return typeof retryAfter === 'number' ? { code, details, retryAfterSeconds: retryAfter } : { code, details };
+  const answer: FinalStatus = typeof retryAfter === 'number' ? { code, details, retryAfterSeconds: retryAfter } : { code, details };
+  if (Array.isArray(error?.trailers)) answer.trailers = error.trailers;
+  return answer;
 }
 
 export function lengthPrefixed(payload: Buffer): Buffer {

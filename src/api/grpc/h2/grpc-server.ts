@@ -200,7 +200,7 @@ export class GrpcServer implements CallContext {
     const route = this.routes.get(path);
     const relativeMs = timeoutMs(timeout);
     const deadlineMs = relativeMs === null ? Number.POSITIVE_INFINITY : Date.now() + relativeMs;
-    const call = new GrpcCall(stream, route ?? unimplemented, deadlineMs, encoding, this, token);
+    const call = new GrpcCall(stream, route ?? unimplemented, deadlineMs, encoding, this, token, headers);
     stream.sink = call;
     if (route === undefined) {
       const details = `The server does not implement the method ${path}`;
