@@ -16,6 +16,10 @@ import { ConfigError } from '../../src/base/config-error.js';
 import { loadRouterTls, routerTlsFiles } from '../../src/cli/router-command.js';
 import { httpsRequest } from '../../src/node/testing/cell-tls.js';
 import { Router } from '../../src/router/router.js';
+import { RouterGrpc } from '../../src/router-grpc/router-grpc.js';
+import { findEtcdctl } from './etcdctl-path.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { ensureCa, issueCert, issueClientCert, type CertAuthority, type CertFiles } from '../../src/security/certs.js';
 import { freePorts, sleep, startTestCell, type TestCell } from './harness.js';
 
@@ -27,6 +31,8 @@ let cell1: TestCell;
 let router: Router;
 let routerUrl: string;
 let closeTls: () => void = () => {};
+/** The router's etcd gRPC relay on the same TLS flags (https://). */
+let grpcUrl: string;
 
 /** A request trusting the CA, as alice unless `client` says otherwise (null: no certificate). */
 async function call(url: string, method = 'GET', body?: unknown, client: CertFiles | null = alice): Promise<{ status: number; json: any }> {
@@ -43,7 +49,7 @@ before(async () => {
   alice = issueClientCert(ca, 'alice');
   [control, cell1] = await Promise.all([
     startTestCell({ size: 1, tls: true, tlsCa: ca, extraArgs: ['--cell', 'control', '--control-plane'] }),
-    startTestCell({ size: 1, tls: true, tlsCa: ca, extraArgs: ['--cell', 'cell-1'] }),
+    startTestCell({ size: 1, tls: true, tlsCa: ca, grpc: true, extraArgs: ['--cell', 'cell-1'] }),
   ]);
   const controlUrl = control.cell.clientUrls()[0] as string;
   assert.match(controlUrl, /^https:/);
@@ -66,6 +72,9 @@ before(async () => {
   router = new Router({ control: control.cell.clientUrls(), host: '127.0.0.1', port: port as number, tls: loaded.tls });
   routerUrl = (await router.start()).url;
   assert.match(routerUrl, /^https:/);
+  const [grpcPort] = await freePorts(1);
+  grpcUrl = (await RouterGrpc.start(router, { host: '127.0.0.1', port: grpcPort as number, ...(loaded.tls.listener === undefined ? {} : { tls: loaded.tls.listener }) })).url;
+  assert.match(grpcUrl, /^https:/);
   assert.ok(await router.cache.ready(10_000), 'the router read the cell map from the https:// control plane');
 }, { timeout: 60_000 });
 
@@ -171,4 +180,18 @@ test('a half-configured router does not start: the message names what is missing
     upstream: { certFile: 'c', keyFile: 'k', caFile: 'ca' },
   });
   assert.deepEqual(files({ 'upstream-ca-file': 'u' }, false, http), { listener: null, upstream: { caFile: 'u' } });
+});
+
+const etcdctlPath = findEtcdctl();
+test('etcd gRPC through the TLS router: etcdctl with a client certificate, relayed to the https:// facade', { skip: etcdctlPath === null ? 'etcdctl not installed' : false, timeout: 30_000 }, async () => {
+  const ctl = (args: string[], client: CertFiles | null = alice) => promisify(execFile)(etcdctlPath as string, [
+    `--endpoints=${grpcUrl}`, '--command-timeout=5s', `--cacert=${ca.cert}`,
+    ...(client === null ? [] : [`--cert=${client.cert}`, `--key=${client.key}`]), ...args,
+  ], { env: { ...process.env, ETCDCTL_API: '3' }, timeout: 15_000 });
+  assert.equal((await ctl(['put', 'tls/grpc', 'relayed'])).stdout.trim(), 'OK');
+  assert.equal((await ctl(['get', 'tls/grpc', '--print-value-only'])).stdout, 'relayed\n');
+  // On the cell itself: the router reached its https:// facade with the router's certificate.
+  assert.equal((await call(`${cell1.cell.clientUrls()[0]}/v1/kv/tls/grpc`)).json.kvs[0].value, 'relayed');
+  // --client-cert-auth: no certificate, no call.
+  await assert.rejects(ctl(['get', 'tls/grpc'], null));
 });
