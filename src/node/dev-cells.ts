@@ -62,6 +62,7 @@ export async function runDevCells(argv: readonly string[]): Promise<number> {
   const host = '127.0.0.1';
   const problem = await takenPortProblem([
     { what: 'the router, --base-port', host, port: layout.routerPort },
+    { what: 'the router etcd gRPC, --base-port + 200', host, port: layout.routerPort + 200 },
     ...layout.cells.flatMap((cell) => cell.members.flatMap((m) => [
       { what: `${cell.id} ${m.name} HTTP API`, host, port: m.clientPort },
       { what: `${cell.id} ${m.name} peers`, host, port: m.peerPort },
