@@ -105,6 +105,7 @@ export class UnaryRelay {
     call.on('cancelled', () => upstream?.cancel());
     const route: GrpcRoute = kind === 'bidi' ? { kind: 'lease' } : this.routeOf(method, call.request as Buffer, call);
     if (route.kind === 'router') return void call.emit('error', { code: status.UNIMPLEMENTED, details: `router: ${method.path} is not a stream` });
+    // .catch after .then: a failure while opening (no endpoint known) ends the call too.
     this.target(route, call).then(
       (target) => {
         if (call.ended) return;
@@ -122,8 +123,7 @@ export class UnaryRelay {
         }
         pipeAnswers(upstream, call);
       },
-      (error: unknown) => void call.emit('error', toGrpcError(error, this.logError)),
-    );
+    ).catch((error: unknown) => void call.emit('error', toGrpcError(error, this.logError)));
   }
 }
 
