@@ -13,9 +13,12 @@
  * would take a moving namespace at the flip's table, before its last changes, and diverge from
  * its cell's newer members. The control plane moves a namespace only while every member of both
  * cells reports at least moveProtocolNeeded (src/control/member-builds.ts).
+ * 2: an import only raises the checkpoint of a lease the cell holds already, and an import of
+ * leases alone is taken after the landing too (issue 24, leases across a move): members applying
+ * 1 and 2 side by side would store different remaining TTLs, or refuse what the other takes.
  */
-export const moveProtocol = 1;
-export const moveProtocolNeeded = 1;
+export const moveProtocol = 2;
+export const moveProtocolNeeded = 2;
 
 /** Keys per import command: the mover batches a namespace's keys into commands of this size. */
 export const importKeysPerCommandMax = 1_000;

@@ -8,6 +8,11 @@ export class EndpointSet {
   private current = 0;
   /** When the member list was last learned from the cell (monotonic ms; -Infinity = never). */
   discoveredAtMs = Number.NEGATIVE_INFINITY;
+  /**
+   * The endpoint last asked was a router (its status said so): it routes each request by its
+   * keys, so a wrong_cell it passes on (a namespace mid-move) is worth asking it again shortly.
+   */
+  routed = false;
 
   constructor(seeds: readonly string[], random: () => number) {
     const cleaned = [...new Set(seeds.map(normalize).filter((url) => url.length > 0))];
@@ -45,6 +50,7 @@ export class EndpointSet {
   /** Adopts the members a node reported (leader first); seeds stay in case all are stale. */
   learn(status: ClusterStatus, nowMs: number): void {
     this.discoveredAtMs = nowMs;
+    this.routed = (status as unknown as { router?: unknown }).router === true;
     // A router's status lists cells, not members: nothing to learn from it.
     if (!Array.isArray(status.members)) return;
     const leader = status.members.find((m) => m.id === status.leader);

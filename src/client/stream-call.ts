@@ -56,7 +56,7 @@ export async function streamCall<T>(
       error = failure;
     }
     if (signal?.aborted === true) abandon();
-    if (!(error instanceof BatonError) || !error.retryable) throw error;
+    if (!(error instanceof BatonError) || !(error.retryable || movingThroughRouter(client, error))) throw error;
     const delayMs = backoffDelayMs(policy, attempt, client.random);
     if (attempt + 1 >= policy.attemptsMax || monotonicNowMs() - startMs + delayMs > deadlineMs) {
       (error.details as Record<string, unknown>)['attempts'] = attempt + 1;
@@ -64,6 +64,16 @@ export async function streamCall<T>(
     }
     await sleep(delayMs, signal);
   }
+}
+
+/**
+ * A router passes on wrong_cell when its one re-send met a namespace between a move's fence and
+ * its landing (docs/design/cells.md): asked again after the backoff, it sends the frame to the
+ * owner of that moment. Same Request-ID, so a lock waiter resumes its queue entry there. A client
+ * talking to cells directly does not retry it: the cell it talks to will not change its answer.
+ */
+function movingThroughRouter(client: BatonClient, error: BatonError): boolean {
+  return error.code === 'wrong_cell' && client.endpoints.routed;
 }
 
 /** The answer, or a rejection as soon as the signal aborts (the answer is then ignored). */

@@ -25,6 +25,7 @@ import { ownershipTableOf, type CellMap, type MapCell } from './cell-map.js';
 import { CellRefusedError, leaderFirst, readLease, readNamespace, readNamespaceRequests, readOwnershipTable, sendImport, type NamespaceRead, type WireRequest } from './cell-calls.js';
 import type { ControlService } from './control-service.js';
 import { SourceFeed, type FeedChanges } from './source-feed.js';
+import { LeaseFollowers } from './lease-followers.js';
 import { movesToDrive, withMoveAborted, withMoveAdvanced, withMoveBlocked, withMoveCleaned, type MovePhase, type MoveRecord } from './moves.js';
 import { buildsProblem, cellBuilds } from './member-builds.js';
 import type { BatonError } from '../base/errors.js';
@@ -111,7 +112,12 @@ export class Mover {
     /** The build gate before the fence (member-builds.ts); null: it may fence. */
     private readonly buildsCheck: (cells: readonly MapCell[]) => Promise<BatonError | null> =
       async (cells) => buildsProblem(await Promise.all(cells.map(cellBuilds)), 'allow'),
-  ) {}
+  ) {
+    this.leaseFollowers = new LeaseFollowers(control, clock, log);
+  }
+
+  /** Renewals of moved keys' leases, carried from source to destination (lease-followers.ts). */
+  readonly leaseFollowers: LeaseFollowers;
 
   /** One round: drives every move with work left as far as it goes now. */
   async step(): Promise<void> {
@@ -206,6 +212,7 @@ export class Mover {
         return true;
       }
       case 'aborted': {
+        this.leaseFollowers.forget(move.prefix, move.to);
         await this.pushUntil(map, move.from); // unfenced
         await sendImport(destination, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
         await this.control.change(moverPrincipal, (current) => withMoveCleaned(current, move.id, this.clock.nowMs()));
@@ -532,6 +539,8 @@ export class Mover {
       for (const kv of puts) progress.copied.set(kv.key, kv.modRevision);
     }
     progress.through = Math.max(progress.through, floor);
+    // Their owners renew them on the source: the destination's copies (imported now) get those renewals too.
+    if (leases.size > 0) this.leaseFollowers.follow(prefix, source, destination, leases.values());
   }
 
   private async advance(move: MoveRecord, from: MovePhase, fields: Partial<MoveRecord>): Promise<void> {

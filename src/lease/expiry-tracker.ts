@@ -136,6 +136,25 @@ export class LeaseExpiryTracker {
     this.track(id, ttlMs, Math.ceil(nowMs) + ttlMs, ttlMs);
   }
 
+  /**
+   * A move imported the lease (src/mvcc/import-keys.ts): its granted TTL, and the time it has
+   * left on the source. A lease already here keeps the later of its own deadline and the
+   * source's (renewals may reach it here and there during a move: neither may cut the other
+   * short). The log raises its checkpoint the same way (import-keys.ts), so the tracker's view of
+   * it is the larger of the two as well.
+   */
+  imported(id: number, ttlMs: number, remainingMs: number, nowMs: number): void {
+    assert(remainingMs >= 0 && remainingMs <= ttlMs, 'an imported lease has its remaining TTL within its TTL');
+    const importedAtMs = Math.ceil(nowMs) + remainingMs;
+    const held = this.leases.get(id);
+    if (held === undefined || held.revokingSinceMs >= 0) {
+      this.track(id, ttlMs, importedAtMs, remainingMs);
+      return;
+    }
+    this.track(id, ttlMs, Math.max(held.expiresAtMs, importedAtMs), Math.max(held.checkpointedMs, remainingMs));
+    assert(this.leases.get(id)?.ttlMs === ttlMs, 'an imported lease renews to its granted TTL');
+  }
+
   /** A revocation was applied. */
   removed(id: number): void {
     const lease = this.leases.get(id);

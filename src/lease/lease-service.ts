@@ -131,8 +131,8 @@ export class LeaseService implements LeaseApi {
       else if (result.type === 'leaseGrantBatch') this.batchGranted(result.leases);
       else if (result.type === 'leaseRevoke') this.leaseRevoked(result.id);
       else if (result.type === 'leaseRevokeBatch') for (const lease of result.leases) this.leaseRevoked(lease.id);
-      // A move recreated these leases here: they expire after their remaining TTL.
-      else if (result.type === 'importKeys') for (const lease of result.leases) this.leaseGranted(lease.id, lease.remainingMs);
+      // A move recreated these leases here: they renew to their TTL and expire after what is left.
+      else if (result.type === 'importKeys') for (const lease of result.leases) this.leaseImported(lease);
     }
     if (this.promotedTerm === 0 && this.driver.isLeader) this.maybePromote();
   }
@@ -240,6 +240,12 @@ export class LeaseService implements LeaseApi {
   private leaseGranted(id: number, ttlMs: number): void {
     this.localTracker?.granted(id, ttlMs, this.monotonicMs());
     if (this.promotedTerm !== 0) this.tracker.granted(id, ttlMs, this.monotonicMs());
+  }
+
+  private leaseImported(lease: { readonly id: number; readonly ttlMs: number; readonly remainingMs: number }): void {
+    const remainingMs = Math.min(lease.remainingMs, lease.ttlMs);
+    this.localTracker?.imported(lease.id, lease.ttlMs, remainingMs, this.monotonicMs());
+    if (this.promotedTerm !== 0) this.tracker.imported(lease.id, lease.ttlMs, remainingMs, this.monotonicMs());
   }
 
   /** A batch's leases, all granted at one moment (one clock read for the batch). */

@@ -27,6 +27,11 @@ interface KeyWatch {
   readonly onChange: () => void;
 }
 
+interface MoveWatch {
+  readonly prefix: string;
+  readonly onMoved: () => void;
+}
+
 interface PrefixWatch {
   readonly prefix: string;
   readonly onEvents: (events: readonly MvccEvent[] | null) => void;
@@ -38,6 +43,8 @@ const eventsReadMax = lockFeedEventsReadMax;
 export class ChangeFeed {
   private readonly byKey = new Map<string, Set<KeyWatch>>();
   private readonly byPrefix = new Set<PrefixWatch>();
+  /** Waiters to wake when their queue's namespace stops taking writes here (a move's fence). */
+  private readonly moveWatches = new Set<MoveWatch>();
   private seenRevision: number;
 
   constructor(private readonly state: AppliedState) {
@@ -50,7 +57,7 @@ export class ChangeFeed {
   }
 
   get subscriptions(): number {
-    let count = this.byPrefix.size;
+    let count = this.byPrefix.size + this.moveWatches.size;
     for (const set of this.byKey.values()) count += set.size;
     return count;
   }
@@ -92,6 +99,31 @@ export class ChangeFeed {
     const watch: PrefixWatch = { prefix, onEvents };
     this.byPrefix.add(watch);
     return { cancel: () => this.byPrefix.delete(watch) };
+  }
+
+  /**
+   * Calls `onMoved` once when this cell stops taking writes under `prefix` (its namespace fenced
+   * for a move, or gone): a waiter there would otherwise sleep until its deadline, as the entry
+   * ahead of it is released on the destination, where this feed never sees it.
+   */
+  whenMoved(prefix: string, onMoved: () => void): Subscription {
+    let done = false;
+    const watch: MoveWatch = {
+      prefix,
+      onMoved: () => {
+        if (done) return;
+        done = true;
+        this.moveWatches.delete(watch);
+        onMoved();
+      },
+    };
+    this.moveWatches.add(watch);
+    return { cancel: () => { done = true; this.moveWatches.delete(watch); } };
+  }
+
+  /** Called after an applied batch that changed this cell's ownership table: `refused` judges a queue prefix. */
+  onOwnershipChanged(refused: (prefix: string) => boolean): void {
+    for (const watch of [...this.moveWatches]) if (refused(watch.prefix)) watch.onMoved();
   }
 
   /** Called after every applied batch. */

@@ -164,7 +164,7 @@ export class QueueContender {
   private async waitForGrant(request: Attempt, first: SeqPosition, deadline: number): Promise<SeqPosition> {
     let position = first;
     while (position.predecessor !== null) {
-      const woke = await this.sleep(position, deadline, request.signal);
+      const woke = await this.sleep(request.prefix, position, deadline, request.signal);
       if (woke !== 'changed') return this.giveUp(request, position, woke, deadline);
       this.metrics.wakeup();
       if (this.bugs.grantOnWake === true) {
@@ -237,12 +237,15 @@ export class QueueContender {
     );
   }
 
-  /** Resolves when the predecessor or our own entry is gone, or the wait ends. */
-  private sleep(position: SeqPosition, deadline: number, signal: AbortSignal | undefined): Promise<'changed' | 'deadline' | 'aborted'> {
+  /** Resolves when the predecessor or our own entry is gone, the queue's namespace is fenced here, or the wait ends. */
+  private sleep(prefix: string, position: SeqPosition, deadline: number, signal: AbortSignal | undefined): Promise<'changed' | 'deadline' | 'aborted'> {
     return new Promise((resolve) => {
       const subscriptions = [
         this.feed.whenGone(position.predecessor as KeyValue, () => done('changed')),
         this.feed.whenGone(position.kv, () => done('changed')),
+        // Fenced for a move: the committed check that follows is refused with wrong_cell, which
+        // ends this attempt at once; the client goes on with the Request-ID on the destination.
+        this.feed.whenMoved(prefix, () => done('changed')),
       ];
       const timer = this.clock.after(Math.max(0, deadline - this.clock.monotonicMs()), () => done('deadline'));
       const onAbort = (): void => done('aborted');

@@ -13,7 +13,7 @@ import { currentRange } from './layout.js';
 import { applyLeaseCommand, applyLeaseRevokeBatch, checkPutLeases } from './lease-apply.js';
 import { applySeqCommand } from './seq-apply.js';
 import { applyPolicySet } from './policy-record.js';
-import { applyImportKeys, parseImportRecord } from './import-keys.js';
+import { applyImportKeys } from './import-keys.js';
 import { applyOwnershipSet } from './ownership-record.js';
 import { applyTenantsSet } from './tenants-record.js';
 import { checkPutQuotas, tenantsOf } from './tenant-usage.js';
@@ -72,8 +72,7 @@ export function applyCommand(
   if (op.type === 'tenantsSet') return { result: { type: 'tenantsSet', version: applyTenantsSet(writer, op), revision: meta.revision }, meta };
   if (op.type === 'importKeys') {
     const applied = applyImportKeys(writer, meta, op.record, limits, tenants, context.liveKeys);
-    const leases = parseImportRecord(op.record).leases;
-    return { result: { type: 'importKeys', imported: applied.imported, leases, revision: applied.meta.revision }, meta: applied.meta };
+    return { result: { type: 'importKeys', imported: applied.imported, leases: applied.leases, revision: applied.meta.revision }, meta: applied.meta };
   }
   if (op.type === 'ownershipSet') {
     return { result: { type: 'ownershipSet', epoch: applyOwnershipSet(writer, op).table.epoch, revision: meta.revision }, meta };

@@ -9,14 +9,16 @@
 // (hence every fencing token: a key's create revision) greater than any the source issued for
 // the namespace. Only keys of `prefix` are touched, and only while this cell does not own it
 // (while it does, its own writes are the truth): a late or repeated import after the flip is
-// refused and changes nothing.
+// refused and changes nothing. One exception touches no key: an import of leases alone (a
+// follower carrying renewals from the source) is taken whoever owns the namespace, and only
+// raises the remaining TTL of leases this cell holds (never cuts one, never recreates one).
 //
 // The record's format: src/base/namespace-import.ts.
 import { InvalidArgumentError, PreconditionFailedError } from '../base/errors.js';
 import type { TenantRecord } from '../base/tenants.js';
 import { accountKeyChange } from './tenant-usage.js';
 import { noTally, type LiveKeyTally } from './live-keys.js';
-import { importKeysPerCommandMax, importRecordBytesMax, type ImportRecord } from '../base/namespace-import.js';
+import { importKeysPerCommandMax, importRecordBytesMax, type ImportLease, type ImportRecord } from '../base/namespace-import.js';
 import { namespaceEnd, namespaceProblem } from '../base/namespaces.js';
 import { assert } from '../base/assert.js';
 import { emptyBytes, utf8 } from './bytes.js';
@@ -102,10 +104,11 @@ export function applyImportKeys(
   tenants: readonly TenantRecord[] = [],
   /** Keys created and removed here count to the store's live keys (live-keys.ts). */
   liveKeys: LiveKeyTally = noTally(),
-): { meta: MvccMeta; imported: number } {
+): { meta: MvccMeta; imported: number; leases: ImportLease[] } {
   const record = parseImportRecord(bytes);
   const ownership = readOwnershipRecord(writer);
   if (ownership === null) throw new PreconditionFailedError('this cell was never given an ownership table: it owns every key, nothing is imported into it');
+  if (isLeasesOnly(record)) return { meta, imported: 0, leases: raiseHeldLeases(writer, record.leases, limits) };
   const owner = ownership.resolve(record.prefix);
   // A namespace landing here (its move flipped, the last changes not in yet) is still imported into.
   if (owner.prefix === record.prefix && owner.cell === ownership.table.cell && owner.landingFrom === undefined) {
@@ -133,8 +136,13 @@ export function applyImportKeys(
     }
   }
   for (const lease of record.leases) {
-    if (readLease(writer, lease.id) === null) grantLease(writer, { ttlMs: lease.ttlMs, id: lease.id }, limits);
-    checkpointLeases(writer, [{ id: lease.id, remainingMs: Math.min(lease.remainingMs, lease.ttlMs) }], limits);
+    const held = readLease(writer, lease.id);
+    if (held === null) grantLease(writer, { ttlMs: lease.ttlMs, id: lease.id }, limits);
+    const remainingMs = Math.min(lease.remainingMs, lease.ttlMs);
+    // A lease imported before (or renewed here meanwhile) is only raised: the time it was promised
+    // here must survive an election here, and the source's later figure is never more than that.
+    checkpointLeases(writer, [{ id: lease.id, remainingMs: held === null ? remainingMs : Math.max(held.remainingMs, remainingMs) }], limits);
+    assert((readLease(writer, lease.id)?.ttlMs ?? 0) === lease.ttlMs, 'an imported lease keeps its granted TTL');
   }
   if (record.clear) {
     const range = { start: utf8(record.prefix), end: utf8(namespaceEnd(record.prefix)) };
@@ -159,7 +167,31 @@ export function applyImportKeys(
   if (own !== undefined) storeLandedTable(writer, own);
   const revision = Math.max(meta.revision, record.floor);
   assert(revision >= meta.revision, 'an import never lowers the revision');
-  return { meta: { ...meta, revision }, imported: record.puts.length };
+  return { meta: { ...meta, revision }, imported: record.puts.length, leases: [...record.leases] };
+}
+
+/**
+ * Renewals of moved keys' leases, carried from the source (src/control/lease-follower.ts): leases
+ * and nothing else. Taken also once this cell owns the namespace (it touches no key), and only
+ * raises a lease this cell holds with that TTL: one that ended here stays ended.
+ */
+function isLeasesOnly(record: ImportRecord): boolean {
+  return record.leases.length > 0 && record.puts.length === 0 && record.deletes.length === 0 && !record.clear
+    && record.floor === 0 && record.own === undefined && (record.requests ?? []).length === 0;
+}
+
+/** The leases raised (those held here with the same TTL), for the lease service's tracker. */
+function raiseHeldLeases(writer: KvWriter, leases: readonly ImportLease[], limits: MvccLimits): ImportLease[] {
+  const raised: ImportLease[] = [];
+  for (const lease of leases) {
+    const held = readLease(writer, lease.id);
+    if (held === null || held.ttlMs !== lease.ttlMs) continue;
+    const remainingMs = Math.max(held.remainingMs, Math.min(lease.remainingMs, lease.ttlMs));
+    checkpointLeases(writer, [{ id: lease.id, remainingMs }], limits);
+    raised.push(lease);
+  }
+  assert(raised.length <= leases.length, 'a leases-only import raises only leases it names');
+  return raised;
 }
 
 /** Drops a key's current record and lease attachment, leaving no event (it is not a delete here). */

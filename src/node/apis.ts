@@ -97,6 +97,14 @@ export async function startApis(
     mover.step().catch((error: unknown) => log.warn(`mover: ${(error as Error).message}`)).finally(() => (moving = false));
   }, 100);
   moverTimer?.unref();
+  // Renewals of moved keys' leases, carried from source to destination (src/control/lease-followers.ts).
+  let following = false;
+  const followTimer = mover === null ? null : setInterval(() => {
+    if (following) return;
+    following = true;
+    mover.leaseFollowers.round(driver.isLeader).catch((error: unknown) => log.warn(`lease follower: ${(error as Error).message}`)).finally(() => (following = false));
+  }, 500);
+  followTimer?.unref();
   // The web console's files (dist/ui, beside dist/src), read once: docs/console.md.
   const consoleFiles = loadConsoleFiles();
   const handler = createHttpHandler({
@@ -191,6 +199,7 @@ export async function startApis(
       clearInterval(regressionWatch);
       if (reconciler !== null) clearInterval(reconciler);
       if (moverTimer !== null) clearInterval(moverTimer);
+      if (followTimer !== null) clearInterval(followTimer);
       await watches.stop();
       stream.close();
       const closed = new Promise<void>((resolve) => http.close(() => resolve()));

@@ -40,11 +40,20 @@ export function createNodeLocks(options: {
     localRange: (request) => cell.localRange(request),
   };
   const contender = new QueueContender(lockCell, feed, clock, metrics, { requestTimeoutMs: options.requestTimeoutMs });
+  // A move's fence (or any ownership change) wakes the waiters of queues this cell stops writing.
+  let ownershipChanges = options.store.lastOwnershipChange().count;
+  const onApplied = (): void => {
+    feed.onApplied();
+    const changes = options.store.lastOwnershipChange().count;
+    if (changes === ownershipChanges) return;
+    ownershipChanges = changes;
+    feed.onOwnershipChanged((prefix) => options.store.refuseCommand({ type: 'delete', key: prefix, prefix: true }) !== null);
+  };
   return {
     locks: new LockService(lockCell, contender, options.guard, () => Date.now(), defaultLockLimits),
     elections: new ElectionService(lockCell, contender, feed, options.guard, defaultLockLimits),
     feed,
-    onApplied: () => feed.onApplied(),
+    onApplied,
     stop: () => contender.stop(),
   };
 }

@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { http, sleep, startTestCell, type TestCell } from './harness.js';
 import { oldBuild, thisCli } from './old-build.js';
 import { baton } from './cli-run.js';
+import { moveProtocol, moveProtocolNeeded } from '../../src/base/namespace-import.js';
 
 const build = oldBuild('11b80a2', 'BATON_LANDING_OLD_BUILD');
 const skip = typeof build === 'string' ? build : false;
@@ -95,7 +96,7 @@ async function valueOn(cellId: string, key: string): Promise<string | null> {
 test('a move to a cell with a member on a build without landing imports is refused, naming it; after its restart on this build the move completes', { skip, timeout: 240_000 }, async () => {
   const old = await http(`${(cells['cell-2'] as TestCell).cell.clientUrl('n3')}/v1/cluster/status`);
   assert.equal(old.body.moveProtocol, undefined, 'the old build reports no move protocol');
-  assert.equal((await http(`${(cells['cell-2'] as TestCell).cell.clientUrl('n1')}/v1/cluster/status`)).body.moveProtocol, 1);
+  assert.equal((await http(`${(cells['cell-2'] as TestCell).cell.clientUrl('n1')}/v1/cluster/status`)).body.moveProtocol, moveProtocol);
   const n3Id = old.body.member as number;
 
   const refused = await http(`${controlUrl()}/v1/control/moves`, json({ prefix: '/gate/', to: 'cell-2' }));
@@ -103,7 +104,7 @@ test('a move to a cell with a member on a build without landing imports is refus
   assert.equal(refused.body.error.code, 'precondition_failed');
   const message = refused.body.error.message as string;
   assert.match(message, new RegExp(`cell cell-2 member n3 \\(id ${n3Id}, ${(cells['cell-2'] as TestCell).cell.clientUrl('n3')}\\) runs a build with move protocol 0`));
-  assert.match(message, /every member of cell-1 and cell-2 on a build with move protocol 1 or newer/);
+  assert.match(message, new RegExp(`every member of cell-1 and cell-2 on a build with move protocol ${moveProtocolNeeded} or newer`));
   assert.deepEqual(refused.body.error.members.map((m: { cell: string; name: string }) => `${m.cell}/${m.name}`), ['cell-2/n3'], 'only the old member is named');
   // The CLI says the same and fails.
   const cli = await baton(['ns', 'move', '/gate/', '--to', 'cell-2', '--endpoints', controlUrl()]);
@@ -117,7 +118,7 @@ test('a move to a cell with a member on a build without landing imports is refus
   assert.equal((await http(`${(cells['cell-1'] as TestCell).cell.clientUrl('n2')}/v1/kv/gate/after-refusal`, { method: 'PUT', body: 'r' })).status, 201);
 
   await restartOn('cell-2', 'n3', false);
-  assert.equal((await http(`${(cells['cell-2'] as TestCell).cell.clientUrl('n3')}/v1/cluster/status`)).body.moveProtocol, 1);
+  assert.equal((await http(`${(cells['cell-2'] as TestCell).cell.clientUrl('n3')}/v1/cluster/status`)).body.moveProtocol, moveProtocol);
   const started = await http(`${controlUrl()}/v1/control/moves`, json({ prefix: '/gate/', to: 'cell-2' }));
   assert.equal(started.status, 200, JSON.stringify(started.body));
   await untilReleased('cell-2');

@@ -16,33 +16,36 @@ const member = (id: number, protocol: number | null): MemberBuild => ({
   id, name: `n${id}`, clientUrl: `http://127.0.0.1:${9000 + id}`, moveProtocol: protocol, storeFormat: protocol === null ? null : 4,
 });
 const cell = (id: string, ...members: MemberBuild[]): CellBuilds => ({ cell: id, members });
+/** A member on a build the gate takes, and one on the landing build before it (protocol 1). */
+const ok = moveProtocolNeeded;
+const landingOnly = 1;
 
 test('this build reports the move protocol the gate needs', () => {
   assert.ok(moveProtocol >= moveProtocolNeeded);
 });
 
 test('every member on a landing build: no problem, whether or not silence is allowed', () => {
-  const cells = [cell('cell-1', member(1, 1), member(2, 1), member(3, 1)), cell('cell-2', member(4, 1), member(5, 2))];
+  const cells = [cell('cell-1', member(1, ok), member(2, ok), member(3, ok)), cell('cell-2', member(4, ok), member(5, ok + 1))];
   assert.equal(buildsProblem(cells, 'refuse'), null);
   assert.equal(buildsProblem(cells, 'allow'), null);
 });
 
 test('an older member in either cell refuses the move, naming each older member and what is needed', () => {
   for (const silent of ['refuse', 'allow'] as const) {
-    const problem = buildsProblem([cell('cell-1', member(1, 1), member(2, 0)), cell('cell-2', member(4, 1), member(5, 0), member(6, null))], silent);
+    const problem = buildsProblem([cell('cell-1', member(1, ok), member(2, 0)), cell('cell-2', member(4, ok), member(5, landingOnly), member(6, null))], silent);
     assert.ok(problem instanceof PreconditionFailedError, String(problem));
     assert.match(problem.message, /cell cell-1 member n2 \(id 2, http:\/\/127\.0\.0\.1:9002\) runs a build with move protocol 0 \(none reported: older than landing imports\), store format 4/);
-    assert.match(problem.message, /cell cell-2 member n5 \(id 5, http:\/\/127\.0\.0\.1:9005\)/);
-    assert.match(problem.message, /every member of cell-1 and cell-2 on a build with move protocol 1 or newer/);
+    assert.match(problem.message, /cell cell-2 member n5 \(id 5, http:\/\/127\.0\.0\.1:9005\) runs a build with move protocol 1, store format 4/);
+    assert.match(problem.message, new RegExp(`every member of cell-1 and cell-2 on a build with move protocol ${moveProtocolNeeded} or newer`));
     assert.deepEqual((problem.details['members'] as { cell: string; id: number }[]).map((m) => `${m.cell}/${m.id}`), ['cell-1/2', 'cell-2/5']);
   }
 });
 
 test('a member that does not answer holds nothing; a cell none of whose members answers refuses a start (unavailable), not a fence', () => {
-  const silentMember = [cell('cell-1', member(1, 1), member(2, null)), cell('cell-2', member(4, 1))];
+  const silentMember = [cell('cell-1', member(1, ok), member(2, null)), cell('cell-2', member(4, ok))];
   assert.equal(buildsProblem(silentMember, 'refuse'), null);
   assert.equal(buildsProblem(silentMember, 'allow'), null);
-  const silentCell = [cell('cell-1', member(1, 1)), { cell: 'cell-2', members: null }];
+  const silentCell = [cell('cell-1', member(1, ok)), { cell: 'cell-2', members: null }];
   const refused = buildsProblem(silentCell, 'refuse');
   assert.ok(refused instanceof UnavailableError, String(refused));
   assert.match(refused.message, /no member of cell cell-2 answered its status/);

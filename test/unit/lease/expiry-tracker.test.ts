@@ -135,3 +135,17 @@ test('a lease re-filed many times still expires at its last deadline, and is che
   assert.deepEqual(tracker.expired(last + 20_000), []);
   assert.deepEqual(tracker.checkpoints(last + 20_000), []);
 });
+
+test('an imported lease renews to its granted TTL, and a re-import never moves its deadline earlier', () => {
+  const tracker = new LeaseExpiryTracker(defaultExpiryTrackerOptions);
+  tracker.imported(7, 10_000, 4_000, 0);
+  assert.equal(tracker.remainingMs(7, 0), 4_000);
+  assert.deepEqual(tracker.renew(7, 1_000), { ttlMs: 10_000, resetCheckpoint: true }, 'a renewal gives the full TTL, after a reset');
+  assert.equal(tracker.remainingMs(7, 1_000), 10_000);
+  tracker.imported(7, 10_000, 2_000, 2_000); // the source's older figure arrives late
+  assert.equal(tracker.remainingMs(7, 2_000), 9_000, 'not cut short');
+  tracker.imported(7, 10_000, 10_000, 5_000); // a renewal on the source, carried over
+  assert.equal(tracker.remainingMs(7, 5_000), 10_000);
+  assert.deepEqual(tracker.expired(14_999), []);
+  assert.deepEqual(tracker.expired(15_000), [7]);
+});

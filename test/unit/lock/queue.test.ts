@@ -450,3 +450,28 @@ test('stop() ends every retrying withdrawal at once: no retry timer outlives a s
   assert.ok((outcome.error as Error | null) instanceof UnavailableError, 'the withdrawal gave up with its last error');
   assert.equal(proposals, 1, 'no attempt after stop()');
 });
+
+test('a move\'s fence ends the waits of that lock at once with wrong_cell, leaving the entries to move; other locks wait on', async () => {
+  const { cell, clock, counts, locks } = setup();
+  await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
+  await locks.acquire('m', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
+  const outcomes: string[] = [];
+  const waiter = (name: string, lease: number) => locks.acquire(name, { lease, owner: name, waitMs: 60_000 }, undefined, '').then(
+    () => outcomes.push(`${name} granted`), (error: { code?: string }) => outcomes.push(`${name} ${error.code}`));
+  const l = waiter('l', 2);
+  void waiter('m', 3);
+  await settle();
+  assert.equal(counts.waiting, 2);
+  const fenced = {
+    epoch: 2, cell: 'cell-1',
+    namespaces: [{ prefix: '/', cell: 'cell-1', epoch: 1 }, { prefix: '/locks/l/', cell: 'cell-1', epoch: 1, fencedTo: 'cell-2' }],
+    cells: [{ id: 'cell-1', endpoints: ['http://a:1'] }, { id: 'cell-2', endpoints: ['http://b:1'] }],
+  };
+  cell.apply({ type: 'ownershipSet', record: new TextEncoder().encode(JSON.stringify(fenced)) });
+  cell.feed.onOwnershipChanged((prefix) => cell.store.refuseCommand({ type: 'delete', key: prefix, prefix: true }) !== null);
+  await l;
+  assert.deepEqual(outcomes, ['l wrong_cell'], 'ended at the fence, not at its deadline');
+  assert.equal(clock.now, 0);
+  assert.equal(cell.store.range({ type: 'get', key: '/locks/l/', prefix: true }).count, 2, 'its entry stays: it moves with the namespace');
+  assert.equal(counts.waiting, 1, 'the waiter of the other lock waits on');
+});

@@ -122,3 +122,29 @@ test('imported keys count to their tenant (#28): later deletes and revocations k
   assert.deepEqual([codeOf(flipped), codeOf(deleted), codeOf(revoked)], ['applied', 'applied', 'applied']);
   assert.deepEqual(store.tenantUsage('pay'), { keys: 0, bytes: 0, leases: 0 });
 });
+
+test('leases across a move: a re-import only raises a lease; an import of leases alone is taken after the landing and raises only leases held', () => {
+  const { store, apply } = batchCell();
+  apply(table(2, 'cell-1'));
+  const lease = { id: 77, ttlMs: 10_000 };
+  apply(importOf({ prefix: '/pay/', clear: true, floor: 5, puts: [kv('/pay/s', 'S', 4, 4, 1, 77)], deletes: [], leases: [{ ...lease, remainingMs: 6_000 }] }));
+  assert.equal(store.lease(77)?.remainingMs, 6_000);
+  // A later import read less time left (nobody renewed on the source since): the checkpoint stays.
+  apply(importOf({ prefix: '/pay/', clear: false, floor: 6, puts: [kv('/pay/s', 'S2', 4, 6, 2, 77)], deletes: [], leases: [{ ...lease, remainingMs: 2_000 }] }));
+  assert.equal(store.lease(77)?.remainingMs, 6_000, 'an import never cuts a lease short');
+  // Owned now: keys are refused, leases alone are taken (renewals carried from the source).
+  apply(table(3, 'cell-2'));
+  const [raised] = apply(importOf({ prefix: '/pay/', clear: false, floor: 0, puts: [], deletes: [], leases: [{ ...lease, remainingMs: 9_000 }] }));
+  assert.equal(codeOf(raised), 'applied');
+  assert.equal(store.lease(77)?.remainingMs, 9_000);
+  const [keys] = apply(importOf({ prefix: '/pay/', clear: false, floor: 0, puts: [kv('/pay/t', 'T', 7, 7, 1, 77)], deletes: [], leases: [{ ...lease, remainingMs: 9_000 }] }));
+  assert.equal(codeOf(keys), 'precondition_failed', 'keys are still refused once owned');
+  // A lease this cell does not hold (ended here), or holds with another TTL, is not recreated or touched.
+  const [absent] = apply(importOf({ prefix: '/pay/', clear: false, floor: 0, puts: [], deletes: [], leases: [{ id: 78, ttlMs: 10_000, remainingMs: 9_000 }] }));
+  assert.equal(codeOf(absent), 'applied');
+  assert.equal(store.lease(78), null);
+  apply({ type: 'leaseGrant', ttlMs: 20_000, id: 79 });
+  apply(importOf({ prefix: '/pay/', clear: false, floor: 0, puts: [], deletes: [], leases: [{ id: 79, ttlMs: 10_000, remainingMs: 1_000 }] }));
+  assert.deepEqual({ ttl: store.lease(79)?.ttlMs, remaining: store.lease(79)?.remainingMs }, { ttl: 20_000, remaining: 20_000 });
+  assert.equal(store.range({ type: 'get', key: '/pay/s' }).kvs[0]?.lease, 77);
+});

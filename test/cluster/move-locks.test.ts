@@ -1,0 +1,121 @@
+// Lock waiters across a namespace move (docs/design/cells.md, "Locks across a move"), on real
+// processes: a control cell, two data cells and a router (in the test's process). Four client
+// library processes' worth of clients, all pointed at the router: one holds lock `pay` (namespace
+// /locks/pay/ on cell-1), three wait behind it in a known order. The namespace moves to cell-2
+// while they wait; then the holder releases. Checked: the waiters are granted in their queue
+// order, on cell-2, each within seconds of the release before it (not at the end of its wait),
+// each with a fencing token above the previous holder's; whenever a lock is
+// granted the previous holder's token is no longer valid (the fencing check on the new owner);
+// no session was lost; the waiters' acquire calls never failed (the fence ended their waits on
+// the source with wrong_cell, and the client went on with the same Request-ID through the router).
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { freePorts, http, sleep, startTestCell, type TestCell } from './harness.js';
+import { Router } from '../../src/router/router.js';
+import { BatonClient } from '../../src/client/index.js';
+import type { Lock, Session } from '../../src/client/index.js';
+
+let control: TestCell;
+let cell1: TestCell;
+let cell2: TestCell;
+let router: Router;
+let routerUrl: string;
+
+const json = (body: unknown): RequestInit => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+
+before(async () => {
+  [control, cell1, cell2] = await Promise.all([
+    startTestCell({ size: 1, extraArgs: ['--cell', 'control', '--control-plane'] }),
+    startTestCell({ size: 1, extraArgs: ['--cell', 'cell-1'] }),
+    startTestCell({ size: 1, extraArgs: ['--cell', 'cell-2'] }),
+  ]);
+  const controlUrl = control.cell.clientUrls()[0] as string;
+  for (const [id, cell] of [['cell-1', cell1], ['cell-2', cell2]] as const) {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const added = await http(`${controlUrl}/v1/control/cells`, json({ id, endpoints: cell.cell.clientUrls() }));
+      if (added.status === 200 && added.body.pending.length === 0) break;
+      await sleep(200);
+    }
+  }
+  assert.equal((await http(`${controlUrl}/v1/control/namespaces`, json({ prefix: '/locks/pay/', cell: 'cell-1' }))).status, 200);
+  const [port] = await freePorts(1);
+  router = new Router({ control: control.cell.clientUrls(), host: '127.0.0.1', port: port as number });
+  routerUrl = (await router.start()).url;
+  assert.ok(await router.cache.ready(10_000), 'the router read the cell map');
+  const until = Date.now() + 10_000;
+  while (!router.cache.namespaces().has('/locks/pay/') && Date.now() < until) await sleep(50);
+}, { timeout: 120_000 });
+
+after(async () => {
+  await router?.stop();
+  await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));
+});
+
+/** The queue of lock `pay` on `url` (holder first), as entry keys. */
+async function queueOn(url: string): Promise<string[]> {
+  const state = await http(`${url}/v1/locks/pay`);
+  if (state.status !== 200) return [];
+  return [state.body.holder, ...state.body.queue].filter((e) => e !== null).map((e: { key: string }) => e.key);
+}
+
+test('waiters queued on a lock keep their order and get increasing tokens across a move of its namespace', { timeout: 90_000 }, async () => {
+  const controlUrl = control.cell.clientUrls()[0] as string;
+  const source = cell1.cell.clientUrls()[0] as string;
+  const destination = cell2.cell.clientUrls()[0] as string;
+  const clients = Array.from({ length: 4 }, () => new BatonClient({ endpoints: [routerUrl] }));
+  try {
+    const sessions = await Promise.all(clients.map((client) => client.session({ ttlSeconds: 6 })));
+    const lost: string[] = [];
+    sessions.forEach((session, i) => session.on('lost', (error) => lost.push(`${i}: ${error.message}`)));
+    const holder = await (clients[0] as BatonClient).locks(sessions[0] as Session).acquire('pay', { owner: 'holder', waitMs: 0 }) as Lock;
+    // The waiters queue one after another (each seen in the queue before the next asks).
+    const order: string[] = [];
+    const granted: Promise<Lock>[] = [];
+    for (let i = 1; i <= 3; i++) {
+      const owner = `waiter-${i}`;
+      granted.push((clients[i] as BatonClient).locks(sessions[i] as Session).acquire('pay', { owner, waitMs: 60_000 }).then((lock) => {
+        order.push(owner);
+        return lock;
+      }));
+      for (let poll = 0; poll < 100 && (await queueOn(source)).length < i + 1; poll++) await sleep(50);
+      assert.equal((await queueOn(source)).length, i + 1, `${owner} is queued on the source`);
+    }
+    const queued = await queueOn(source);
+    granted.forEach((p) => p.catch(() => undefined)); // failures are asserted below
+
+    const started = await http(`${controlUrl}/v1/control/moves`, json({ prefix: '/locks/pay/', to: 'cell-2' }));
+    assert.equal(started.status, 200, JSON.stringify(started.body));
+    let move: { phase: string; cleaned?: boolean } = started.body.move;
+    for (let poll = 0; poll < 600 && !(move.phase === 'released' && move.cleaned === true); poll++) {
+      await sleep(100);
+      move = (await http(`${controlUrl}/v1/control/namespaces/locks/pay/`)).body.move;
+      assert.notEqual(move.phase, 'aborted', JSON.stringify(move));
+    }
+    assert.equal(move.phase, 'released', JSON.stringify(move));
+    assert.deepEqual(await queueOn(destination), queued, 'the queue is on the destination in the same order');
+    await sleep(1_000); // the waiters re-attach on the destination (a wait there would grant nothing yet)
+    assert.deepEqual(order, [], 'nobody was granted while the holder held');
+
+    let previous = holder;
+    await holder.release();
+    let releasedAtMs = Date.now();
+    for (let i = 1; i <= 3; i++) {
+      const lock = await (granted[i - 1] as Promise<Lock>);
+      const waitedMs = Date.now() - releasedAtMs;
+      assert.ok(waitedMs < 5_000, `waiter-${i} was granted ${waitedMs} ms after the release (not at the end of its wait)`);
+      assert.equal(lock.owner, `waiter-${i}`);
+      assert.ok(lock.token > previous.token, `waiter-${i}'s token ${lock.token} is above the previous holder's ${previous.token}`);
+      const stale = await (clients[i] as BatonClient).locks(sessions[i] as Session).check('pay', previous.token);
+      assert.equal(stale.valid, false, 'the previous holder\'s token no longer passes the fencing check');
+      assert.equal(stale.currentToken, lock.token);
+      previous = lock;
+      await lock.release();
+      releasedAtMs = Date.now();
+    }
+    assert.deepEqual(order, ['waiter-1', 'waiter-2', 'waiter-3'], 'granted in queue order');
+    assert.deepEqual(lost, [], 'no session was lost');
+    console.log(`tokens: holder ${holder.token}, then ${(await Promise.all(granted)).map((l) => l.token).join(', ')}`);
+  } finally {
+    await Promise.all(clients.map((client) => client.close()));
+  }
+});
