@@ -26,6 +26,7 @@ interface WatchRequestMessage {
 }
 interface WatchResponseMessage {
   watch_id?: string;
+  created?: boolean;
   canceled?: boolean;
 }
 
@@ -54,6 +55,11 @@ export function serveWatchRelay(call: GrpcCall, deps: WatchRelayDeps): void {
   const upstreams = new Map<string, Upstream>();
   /** Open (or being created) watch id -> the cell holding it. Invariant: its cell is in `upstreams`. */
   const watchCells = new Map<number, string>();
+  /**
+   * Per cell, the ids of creates sent and not yet answered, in order: a cell answers its creates in
+   * order, and a refused one (created + canceled) may carry id -1, so the queue names it.
+   */
+  const creating = new Map<string, number[]>();
   let nextId = 0;
   let done = false;
   /** Requests are handled one at a time, in order: a create waits for its route before the next. */
@@ -116,6 +122,7 @@ export function serveWatchRelay(call: GrpcCall, deps: WatchRelayDeps): void {
     if (done) return;
     const upstream = open(target);
     watchCells.set(id, target.cell);
+    creating.get(target.cell)?.push(id);
     upstream.write(codec.encodeRequest({ create_request: { ...request, watch_id: String(id) } }));
   }
 
@@ -144,6 +151,7 @@ export function serveWatchRelay(call: GrpcCall, deps: WatchRelayDeps): void {
     const upstream = channels.bidi(url, watchPath, forwardMetadata(call.requestHeaders), call.getDeadline());
     router.metrics.forwarded(target.cell);
     upstreams.set(target.cell, upstream);
+    creating.set(target.cell, []);
     upstream.on('data', (bytes: Buffer) => {
       if (done) return;
       forget(bytes, target.cell);
@@ -156,7 +164,7 @@ export function serveWatchRelay(call: GrpcCall, deps: WatchRelayDeps): void {
     return upstream;
   }
 
-  /** A watch the cell canceled no longer holds its id. */
+  /** A watch the cell canceled (or refused to create: wrong_cell, a bad range) no longer holds its id. */
   function forget(bytes: Buffer, cell: string): void {
     let answer: WatchResponseMessage;
     try {
@@ -164,7 +172,8 @@ export function serveWatchRelay(call: GrpcCall, deps: WatchRelayDeps): void {
     } catch {
       return;
     }
-    const id = Number(answer.watch_id ?? '-1');
+    const created = answer.created === true ? creating.get(cell)?.shift() : undefined;
+    const id = created ?? Number(answer.watch_id ?? '-1');
     if (answer.canceled === true && watchCells.get(id) === cell) watchCells.delete(id);
   }
 }

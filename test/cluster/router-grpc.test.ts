@@ -79,6 +79,39 @@ async function valueOn(cell: TestCell, key: string): Promise<string | number> {
   return answer.status === 200 ? answer.body.kvs[0].value : answer.status;
 }
 
+/** A raw etcd Watch stream (grpc-js on etcd's protos) to `url` (or host:port): send requests, take answers in order. */
+function watchStream(url: string): { send(request: unknown): void; next(): Promise<any>; close(): void } {
+  const Watch = makeGenericClientConstructor(etcdServices().Watch, 'Watch');
+  const target = url.includes('://') ? new URL(url).host : url;
+  const client = new Watch(target, credentials.createInsecure()) as unknown as Client & { Watch: () => any };
+  const call = client.Watch();
+  const answers: any[] = [];
+  let wake: (() => void) | null = null;
+  call.on('data', (answer: unknown) => {
+    answers.push(answer);
+    wake?.();
+  });
+  call.on('error', () => {});
+  return {
+    send: (request) => call.write(request),
+    async next() {
+      const until = Date.now() + 10_000;
+      while (answers.length === 0) {
+        if (Date.now() > until) assert.fail('no watch answer in 10 s');
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, 200);
+        });
+      }
+      return answers.shift();
+    },
+    close() {
+      call.cancel();
+      client.close();
+    },
+  };
+}
+
 async function metric(name: string, cell: string): Promise<number> {
   const text = (await http(`${routerUrl}/metrics`)).body as string;
   const line = text.split('\n').find((l) => l.startsWith(`${name}{cell="${cell}"}`));
@@ -200,6 +233,23 @@ test('watch through the router: etcdctl sees puts; etcd3 watches two cells on on
   }
 });
 
+test('a cell refuses an etcd watch of another cell\'s namespace (wrong_cell), never a silent watch', { timeout: 20_000 }, async () => {
+  const direct = watchStream(cell1.cell.grpcEndpoint('n1'));
+  try {
+    direct.send({ create_request: { key: Buffer.from('alpha/'), range_end: Buffer.from('alpha0') } });
+    const refused = await direct.next();
+    assert.equal(refused.created, true);
+    assert.equal(refused.canceled, true);
+    assert.match(refused.cancel_reason, /namespace \/alpha\/ is owned by cell cell-2/);
+    direct.send({ create_request: { key: Buffer.from('beta/'), range_end: Buffer.from('beta0') } });
+    const created = await direct.next();
+    assert.equal(created.created, true);
+    assert.equal(created.canceled, false, 'its own namespace is watched');
+  } finally {
+    direct.close();
+  }
+});
+
 test('leases through the router: grant, put with the lease, keep-alive, timetolive, revoke', { skip: noEtcdctl, timeout: 30_000 }, async () => {
   const granted = await etcdctl(['lease', 'grant', '60']);
   const id = /lease ([0-9a-f]+) granted/.exec(granted)?.[1];
@@ -244,9 +294,28 @@ test('a namespace moved under a stale router: one wrong_cell, then the owner ans
   router.cache.setMapForTest(stale); // a router that missed the move
   assert.equal(router.cache.namespaces().get('/gamma/')?.cell, 'cell-1');
   const wrongBefore = await metric('baton_router_wrong_cell_total', 'cell-1');
-  assert.equal(await etcdctl(['get', 'gamma/k', '--print-value-only']), 'before\n');
+  // A watch created through the stale router reaches the old owner, which refuses it naming the new one.
+  const watch = watchStream(grpcUrl);
+  try {
+    watch.send({ create_request: { key: Buffer.from('gamma/'), range_end: Buffer.from('gamma0'), watch_id: '7' } });
+    const refused = await watch.next();
+    assert.equal(refused.canceled, true);
+    assert.match(refused.cancel_reason, /namespace \/gamma\/ is owned by cell cell-2/);
+    assert.equal(await etcdctl(['get', 'gamma/k', '--print-value-only']), 'before\n');
+    // The get's wrong_cell corrected the router: the same watch id (freed by the refusal) now reaches cell-2.
+    watch.send({ create_request: { key: Buffer.from('gamma/'), range_end: Buffer.from('gamma0'), watch_id: '7' } });
+    const created = await watch.next();
+    assert.deepEqual([created.watch_id, created.created, created.canceled], ['7', true, false]);
+    await etcdctl(['put', 'gamma/w', 'seen']);
+    const event = await watch.next();
+    assert.equal(event.watch_id, '7');
+    assert.equal(event.events[0].kv.value.toString(), 'seen');
+  } finally {
+    watch.close();
+  }
   assert.equal(await metric('baton_router_wrong_cell_total', 'cell-1') - wrongBefore, 1, 'one wrong_cell from the old owner');
   assert.equal((await etcdctl(['put', 'gamma/k2', 'after'])).trim(), 'OK');
+  assert.equal(await valueOn(cell2, '/gamma/w'), 'seen');
   assert.equal(await valueOn(cell2, '/gamma/k2'), 'after');
   assert.equal(await metric('baton_router_wrong_cell_total', 'cell-1') - wrongBefore, 1, 'the correction held: no second wrong_cell');
 });

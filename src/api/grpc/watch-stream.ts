@@ -98,6 +98,10 @@ export function serveWatchStream(
 
   function create(request: NonNullable<WatchRequestMsg['create_request']>): void {
     const plan = rangePlan(request.key, request.range_end);
+    // A cell with an ownership table refuses a watch of another cell's namespace (wrong_cell) or of
+    // several cells' (cross_cell), as the native watches: never a silent watch of nothing. Only a
+    // key or an exact prefix is judged: a filtered range watches a wider covering prefix here.
+    if (plan.filter === null) service.checkOwned({ key: plan.key, prefix: plan.prefix });
     const startRevision = int(request.start_revision, 'start_revision');
     let id = int(request.watch_id, 'watch_id');
     if (id !== 0 && entries.has(id)) {
