@@ -250,6 +250,18 @@ test('a cell refuses an etcd watch of another cell\'s namespace (wrong_cell), ne
   }
 });
 
+test('a watch through the router over namespaces of two cells is refused, naming them', { timeout: 20_000 }, async () => {
+  const watch = watchStream(grpcUrl);
+  try {
+    watch.send({ create_request: { key: Buffer.from([0]), range_end: Buffer.from([0]) } });
+    const refused = await watch.next();
+    assert.deepEqual([refused.created, refused.canceled], [true, true]);
+    assert.match(refused.cancel_reason, /spans namespaces in different cells \(.*\/alpha\/ on cell-2.*\)/);
+  } finally {
+    watch.close();
+  }
+});
+
 test('leases through the router: grant, put with the lease, keep-alive, timetolive, revoke', { skip: noEtcdctl, timeout: 30_000 }, async () => {
   const granted = await etcdctl(['lease', 'grant', '60']);
   const id = /lease ([0-9a-f]+) granted/.exec(granted)?.[1];
@@ -260,6 +272,29 @@ test('leases through the router: grant, put with the lease, keep-alive, timetoli
   assert.match(await etcdctl(['lease', 'timetolive', id, '--keys']), /attached keys\(\[beta\/leased\]\)/);
   assert.match(await etcdctl(['lease', 'revoke', id]), new RegExp(`lease ${id} revoked`));
   assert.equal(await valueOn(cell1, '/beta/leased'), 404, 'the revoke deleted the key');
+  // etcdctl's lease is the root cell's: a key of cell-2 cannot take it (the key's cell knows no such lease).
+  const rootLease = /lease ([0-9a-f]+) granted/.exec(await etcdctl(['lease', 'grant', '60']))?.[1] as string;
+  assert.match(await etcdctlFails(['put', 'alpha/leased', 'v', `--lease=${rootLease}`]), /requested lease not found/);
+  await etcdctl(['lease', 'revoke', rootLease]);
+});
+
+test('a lease granted with baton-namespace metadata lives in that namespace\'s cell', { skip: noEtcdctl, timeout: 30_000 }, async () => {
+  const Lease = makeGenericClientConstructor(etcdServices().Lease, 'Lease');
+  const lease = new Lease(new URL(grpcUrl).host, credentials.createInsecure()) as unknown as Client & Record<'LeaseGrant' | 'LeaseRevoke', (...args: unknown[]) => any>;
+  const inAlpha = new Metadata();
+  inAlpha.set('baton-namespace', '/alpha/');
+  const call = (method: 'LeaseGrant' | 'LeaseRevoke', request: unknown): Promise<any> =>
+    new Promise((resolve, reject) => lease[method](request, inAlpha, (error: Error | null, value: unknown) => (error === null ? resolve(value) : reject(error))));
+  try {
+    const granted = await call('LeaseGrant', { TTL: '60' });
+    const id = BigInt(granted.ID).toString(16);
+    assert.equal((await etcdctl(['put', 'alpha/leased', 'v', `--lease=${id}`])).trim(), 'OK');
+    assert.equal(await valueOn(cell2, '/alpha/leased'), 'v');
+    await call('LeaseRevoke', { ID: granted.ID });
+    assert.equal(await valueOn(cell2, '/alpha/leased'), 404, 'revoked on cell-2: its key is gone');
+  } finally {
+    lease.close();
+  }
 });
 
 test('lock and elect through the router', { skip: noEtcdctl, timeout: 30_000 }, async () => {
@@ -340,4 +375,20 @@ test('baton router --listen-grpc as its own process', { skip: noEtcdctl, timeout
     child.kill('SIGTERM');
     assert.equal(await exited, 0, out);
   }
+});
+
+test('etcd auth through the router: the token a user gets is passed on and checked by the cell', { skip: noEtcdctl, timeout: 40_000 }, async () => {
+  // Users and auth are per cell: through the router without baton-cell, the root's cell (cell-1).
+  for (const args of [['user', 'add', 'root:rootpw'], ['role', 'add', 'root'], ['user', 'grant-role', 'root', 'root']]) await etcdctl(args);
+  assert.match(await etcdctl(['auth', 'enable']), /Authentication Enabled/);
+  try {
+    assert.match(await etcdctlFails(['put', 'beta/auth', 'anonymous']), /permission denied|user name is empty/);
+    assert.equal((await etcdctl(['--user', 'root:rootpw', 'put', 'beta/auth', 'as-root'])).trim(), 'OK');
+    assert.equal(await etcdctl(['--user', 'root:rootpw', 'get', 'beta/auth', '--print-value-only']), 'as-root\n');
+    // The token is cell-1's (signed with its policy's key): cell-2 does not accept it.
+    assert.match(await etcdctlFails(['--user', 'root:rootpw', 'put', 'alpha/auth', 'x']), /invalid auth token/);
+  } finally {
+    await etcdctl(['--user', 'root:rootpw', 'auth', 'disable']);
+  }
+  assert.equal((await etcdctl(['put', 'beta/auth', 'open-again'])).trim(), 'OK');
 });
