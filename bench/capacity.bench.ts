@@ -148,8 +148,9 @@ async function attachKeys(streams: readonly StreamClient[], groups: readonly (re
           mine.splice(mine.indexOf(Number(gone[1])), 1);
           continue;
         }
-        if (attempt >= 20 || !/overloaded|unavailable|timeout/.test(String(error))) throw error;
-        await sleep(100 * attempt);
+        // Up to about a minute: a leader change under this load can take several seconds to settle.
+        if (attempt >= 40 || !/overloaded|unavailable|timeout/.test(String(error))) throw error;
+        await sleep(Math.min(2_000, 100 * attempt));
       }
     }
   })));
@@ -267,6 +268,27 @@ function logProfile(profile: unknown, phase: string): void {
   for (const row of summary.rows) log(`    ${row.busyPercent.toFixed(1).padStart(5)}%  ${row.name}  ${row.location}`);
 }
 
+/** A histogram's cumulative bucket counts on the leader's /metrics, by upper bound ("+Inf" last). */
+async function leaderHistogram(agent: Agent, base: string, name: string): Promise<Map<string, number>> {
+  const res = await httpJson(agent, base, 'GET', '/metrics');
+  const buckets = new Map<string, number>();
+  const pattern = new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\d+)`, 'gm');
+  for (const match of String(res.body).matchAll(pattern)) buckets.set(match[1] as string, Number(match[2]));
+  return buckets;
+}
+
+/** What fell in each bucket between two reads of one histogram: "le=count" for non-empty buckets. */
+function bucketDiff(before: Map<string, number>, after: Map<string, number>): string {
+  const rows: string[] = [];
+  let previous = 0;
+  for (const [le, cumulative] of after) {
+    const here = cumulative - (before.get(le) ?? 0);
+    if (here - previous > 0) rows.push(`<=${le}: ${here - previous}`);
+    previous = here;
+  }
+  return rows.join(', ');
+}
+
 /** Watchers the nodes ended as slow consumers so far (each member's /metrics, summed). */
 async function slowConsumerEnds(agent: Agent, bases: readonly string[]): Promise<number> {
   let total = 0;
@@ -354,10 +376,17 @@ async function main(): Promise<void> {
     const stopped = new Set<number>(); // streams that stopped renewing (run 2)
     const renewers = streams.map(async (stream, s) => {
       const mine = groups[s] as number[];
+      // Each stream keeps its slot (s/streamCount of the period) for the whole run. A late answer or
+      // a failure renews at once or 500 ms later but never moves the slot: moved, the streams one
+      // slow round answered together would renew together from then on (clumps of hundreds of
+      // frames, seen after the keys' attach phase, that a steady population does not send).
       let next = performance.now() + (s / streamCount) * periodMs;
+      let retryAtMs = -1;
       while (state.running) {
-        await sleep(Math.max(0, next - performance.now()));
-        next += periodMs;
+        const retrying = retryAtMs >= 0;
+        await sleep(Math.max(0, (retrying ? retryAtMs : next) - performance.now()));
+        retryAtMs = -1;
+        if (!retrying) next += periodMs;
         if (!state.running || stopped.has(s) || !state.renewing) continue;
         const sent = performance.now();
         try {
@@ -374,10 +403,11 @@ async function main(): Promise<void> {
         } catch {
           // Shed (overloaded) or cut: renew again soon, not a period later (the TTL runs).
           state.failedFrames++;
-          next = performance.now() + 500;
+          retryAtMs = performance.now() + 500;
           continue;
         }
-        next = Math.max(next, performance.now());
+        // Answered more than a period late: one renewal at once, then the slot again.
+        while (next + periodMs < performance.now()) next += periodMs;
       }
     });
     // Keys are attached while the sessions are already renewed (attaching can take longer than a TTL).
@@ -409,6 +439,9 @@ async function main(): Promise<void> {
     frames = new LatencyHistogram();
     state.failedFrames = 0;
     const cpuStart = { leader: cpuSeconds([leaderPid]), cell: cpuSeconds(cellPids), client: process.cpuUsage() };
+    // The leadership confirmations renewals waited on: how long each took, how many frames shared one.
+    const leaderBase = cell.clientUrl(leaderName);
+    const roundsBefore = { seconds: await leaderHistogram(agent, leaderBase, 'baton_lease_confirm_round_seconds'), keepalives: await leaderHistogram(agent, leaderBase, 'baton_lease_confirm_round_keepalives') };
     const steadyStarted = performance.now();
     const windows = runs.has('steady') ? Math.max(2, 2 * Math.round((durationS * 1000) / alternateMs / 2)) : 0;
     let onSeconds = 0;
@@ -438,6 +471,10 @@ async function main(): Promise<void> {
       }
     }
     state.renewing = true;
+    if (runs.has('steady')) {
+      log(`  leader's confirmation rounds (duration s): ${bucketDiff(roundsBefore.seconds, await leaderHistogram(agent, leaderBase, 'baton_lease_confirm_round_seconds'))}`);
+      log(`  keepalive frames per round: ${bucketDiff(roundsBefore.keepalives, await leaderHistogram(agent, leaderBase, 'baton_lease_confirm_round_keepalives'))}`);
+    }
     const steadyLockFailures = (await putStream.stop()).lockFailures;
     const steadyS = (performance.now() - steadyStarted) / 1000;
     const clientCpu = process.cpuUsage(cpuStart.client);

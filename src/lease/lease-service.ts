@@ -46,6 +46,8 @@ export interface LeaseServiceDeps {
   readonly guard: AccessGuard;
   /** Told each keepalive served here (renewed or forwarded), with its duration in ms: the renewal latency metric. */
   readonly onKeepalive?: (ms: number, ok: boolean) => void;
+  /** Told each leadership confirmation renewals waited on: its duration in ms and how many keepalives shared it. */
+  readonly onConfirmRound?: (ms: number, keepalives: number) => void;
   /**
    * New sessions per second on this member (#28 session storms): a grant or a batch grant past it
    * throws 429 overloaded with staggered guidance (src/base/session-gate.ts). Absent or null: none.
@@ -228,6 +230,7 @@ export class LeaseService implements LeaseApi {
 
   private endConfirm(waiters: readonly { resolve: () => void; reject: (error: Error) => void }[], error: Error | null): void {
     this.confirmInFlight = false;
+    this.deps.onConfirmRound?.(this.monotonicMs() - this.lastConfirmStartMs, waiters.length);
     for (const waiter of waiters) {
       if (error === null) waiter.resolve();
       else waiter.reject(error);

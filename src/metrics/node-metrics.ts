@@ -43,6 +43,8 @@ export class NodeMetrics {
   readonly requests = this.registry.add(new Counter('baton_http_requests_total', 'HTTP requests by status code'));
   readonly watchEventLagSeconds = this.registry.add(new Histogram('baton_watch_event_lag_seconds', 'Watch event lag on this member: a revision applied to its batch handed to a client connection'));
   readonly keepaliveSeconds = this.registry.add(new Histogram('baton_lease_keepalive_seconds', 'Lease renewal latency: a keepalive served here (renewed on the leader or forwarded to it)'));
+  readonly confirmRoundSeconds = this.registry.add(new Histogram('baton_lease_confirm_round_seconds', 'Leader: a leadership confirmation that renewals waited on (a ReadIndex round), start to answer'));
+  readonly confirmRoundKeepalives = this.registry.add(new Histogram('baton_lease_confirm_round_keepalives', 'Leader: keepalives (frames of up to 1,000 leases) that shared one leadership confirmation', [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000])).child();
   readonly keepaliveFailures = this.registry.add(new Counter('baton_lease_keepalive_failures_total', 'Keepalives served here that failed (no leader, overloaded, lease unknown)')).child();
 
   constructor(core: RaftApi, read: NodeMetricsSource) {

@@ -436,6 +436,10 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
         metrics.keepaliveSeconds.observe(ms / 1000);
         if (!ok) metrics.keepaliveFailures.inc();
       },
+      onConfirmRound: (ms, keepalives) => {
+        metrics.confirmRoundSeconds.observe(ms / 1000);
+        metrics.confirmRoundKeepalives.observe(keepalives);
+      },
     },
     { ...defaultLeaseServiceOptions, requestTimeoutMs: config.requestTimeoutMs },
   );
