@@ -249,7 +249,7 @@ export class BatonClient {
   watch(key: string, options: WatchOptions = {}): Watch {
     const forget = (): boolean => this.watches.delete(watch);
     const currentRevision = async (): Promise<number> => (await this.status()).revision;
-    const watch: Watch = new Watch(this.stream, key, options, forget, currentRevision);
+    const watch: Watch = new Watch(this.stream, key, options, forget, currentRevision, () => this.endpoints.routed);
     this.watches.add(watch);
     return watch;
   }

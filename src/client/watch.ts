@@ -5,6 +5,9 @@
 // revisions per batch, in order; the iterator also drops any event below its resume point, so
 // a replay can never surface a duplicate. `compacted` is not resumable without a re-read: the
 // iterator throws CompactedError (details.compactRevision) and the caller re-reads and resumes.
+// Through a router, a watch ended by a namespace move (`wrong_cell` at the fence, lastRevision =
+// the fence) is re-created the same way: the router then sends it to the namespace's new cell,
+// which serves it from the fence + 1 without gap or duplicate (docs/design/cells.md).
 import { CompactedError, SlowConsumerError, type BatonError } from '../base/errors.js';
 import { ClosedError, errorFromWire } from './errors.js';
 import type { ServerFrame, StreamConnection, StreamSubscriber } from './stream-connection.js';
@@ -76,6 +79,8 @@ export class Watch implements AsyncIterable<WatchBatch> {
      * (without it, the re-created watch could only start "from now" again).
      */
     currentRevision?: () => Promise<number>,
+    /** Whether the stream reaches a router (then a move's `wrong_cell` end is resumed, see the top). */
+    private readonly routed: () => boolean = () => false,
   ) {
     this.nextRevision = options.startRevision ?? 0;
     options.signal?.addEventListener('abort', () => this.cancel(), { once: true });
@@ -182,7 +187,8 @@ export class Watch implements AsyncIterable<WatchBatch> {
   private onEnded(id: string, error: BatonError): void {
     this.stream.unsubscribe(id);
     this.currentId = null;
-    if (error instanceof CompactedError || !resumableCodes.has(error.code)) {
+    const moved = error.code === 'wrong_cell' && this.routed();
+    if (error instanceof CompactedError || !(resumableCodes.has(error.code) || moved)) {
       this.end(error);
       return;
     }

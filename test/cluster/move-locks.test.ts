@@ -8,11 +8,13 @@
 // granted the previous holder's token is no longer valid (the fencing check on the new owner);
 // no session was lost; the waiters' acquire calls never failed (the fence ended their waits on
 // the source with wrong_cell, and the client went on with the same Request-ID through the router).
+// Second test: a holder's watch of its own key (followKey) follows the lock across a move: the key
+// deleted on the destination afterwards aborts the holder's signal with LockNotHeldError.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { freePorts, http, sleep, startTestCell, type TestCell } from './harness.js';
 import { Router } from '../../src/router/router.js';
-import { BatonClient } from '../../src/client/index.js';
+import { BatonClient, LockNotHeldError } from '../../src/client/index.js';
 import type { Lock, Session } from '../../src/client/index.js';
 
 let control: TestCell;
@@ -37,19 +39,35 @@ before(async () => {
       await sleep(200);
     }
   }
-  assert.equal((await http(`${controlUrl}/v1/control/namespaces`, json({ prefix: '/locks/pay/', cell: 'cell-1' }))).status, 200);
+  for (const prefix of ['/locks/pay/', '/locks/audit/']) {
+    assert.equal((await http(`${controlUrl}/v1/control/namespaces`, json({ prefix, cell: 'cell-1' }))).status, 200);
+  }
   const [port] = await freePorts(1);
   router = new Router({ control: control.cell.clientUrls(), host: '127.0.0.1', port: port as number });
   routerUrl = (await router.start()).url;
   assert.ok(await router.cache.ready(10_000), 'the router read the cell map');
   const until = Date.now() + 10_000;
-  while (!router.cache.namespaces().has('/locks/pay/') && Date.now() < until) await sleep(50);
+  while (!router.cache.namespaces().has('/locks/audit/') && Date.now() < until) await sleep(50);
 }, { timeout: 120_000 });
 
 after(async () => {
   await router?.stop();
   await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));
 });
+
+/** Moves `prefix` to cell-2 and waits until the move is released and cleaned. */
+async function moveToCell2(prefix: string): Promise<void> {
+  const controlUrl = control.cell.clientUrls()[0] as string;
+  const started = await http(`${controlUrl}/v1/control/moves`, json({ prefix, to: 'cell-2' }));
+  assert.equal(started.status, 200, JSON.stringify(started.body));
+  let move: { phase: string; cleaned?: boolean } = started.body.move;
+  for (let poll = 0; poll < 600 && !(move.phase === 'released' && move.cleaned === true); poll++) {
+    await sleep(100);
+    move = (await http(`${controlUrl}/v1/control/namespaces${prefix}`)).body.move;
+    assert.notEqual(move.phase, 'aborted', JSON.stringify(move));
+  }
+  assert.equal(move.phase, 'released', JSON.stringify(move));
+}
 
 /** The queue of lock `pay` on `url` (holder first), as entry keys. */
 async function queueOn(url: string): Promise<string[]> {
@@ -59,7 +77,6 @@ async function queueOn(url: string): Promise<string[]> {
 }
 
 test('waiters queued on a lock keep their order and get increasing tokens across a move of its namespace', { timeout: 90_000 }, async () => {
-  const controlUrl = control.cell.clientUrls()[0] as string;
   const source = cell1.cell.clientUrls()[0] as string;
   const destination = cell2.cell.clientUrls()[0] as string;
   const clients = Array.from({ length: 4 }, () => new BatonClient({ endpoints: [routerUrl] }));
@@ -83,15 +100,7 @@ test('waiters queued on a lock keep their order and get increasing tokens across
     const queued = await queueOn(source);
     granted.forEach((p) => p.catch(() => undefined)); // failures are asserted below
 
-    const started = await http(`${controlUrl}/v1/control/moves`, json({ prefix: '/locks/pay/', to: 'cell-2' }));
-    assert.equal(started.status, 200, JSON.stringify(started.body));
-    let move: { phase: string; cleaned?: boolean } = started.body.move;
-    for (let poll = 0; poll < 600 && !(move.phase === 'released' && move.cleaned === true); poll++) {
-      await sleep(100);
-      move = (await http(`${controlUrl}/v1/control/namespaces/locks/pay/`)).body.move;
-      assert.notEqual(move.phase, 'aborted', JSON.stringify(move));
-    }
-    assert.equal(move.phase, 'released', JSON.stringify(move));
+    await moveToCell2('/locks/pay/');
     assert.deepEqual(await queueOn(destination), queued, 'the queue is on the destination in the same order');
     await sleep(1_000); // the waiters re-attach on the destination (a wait there would grant nothing yet)
     assert.deepEqual(order, [], 'nobody was granted while the holder held');
@@ -117,5 +126,23 @@ test('waiters queued on a lock keep their order and get increasing tokens across
     console.log(`tokens: holder ${holder.token}, then ${(await Promise.all(granted)).map((l) => l.token).join(', ')}`);
   } finally {
     await Promise.all(clients.map((client) => client.close()));
+  }
+});
+
+test('a holder\'s watch of its own key follows the lock across a move: deleted on the destination, its signal aborts', { timeout: 60_000 }, async () => {
+  const client = new BatonClient({ endpoints: [routerUrl] });
+  try {
+    const session = await client.session({ ttlSeconds: 6 });
+    const lock = await client.locks(session).acquire('audit', { waitMs: 0 });
+    await moveToCell2('/locks/audit/');
+    await sleep(1_000); // the holder's watch, ended by the fence, is re-created on the destination
+    assert.equal(lock.signal.aborted, false, 'the move itself takes nothing from the holder');
+    const destination = cell2.cell.clientUrls()[0] as string;
+    assert.equal((await http(`${destination}/v1/kv${lock.key}`, { method: 'DELETE' })).status, 200, 'an operator deletes the holder\'s key');
+    for (let poll = 0; poll < 50 && !lock.signal.aborted; poll++) await sleep(100);
+    assert.ok(lock.signal.aborted, 'the holder heard of it');
+    assert.ok(lock.signal.reason instanceof LockNotHeldError, String(lock.signal.reason));
+  } finally {
+    await client.close();
   }
 });
