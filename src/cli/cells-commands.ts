@@ -1,8 +1,8 @@
 // `baton cells list|add` and `baton ns create|list|show|delete`: the control plane's cell map
 // (docs/api/control.md), through --endpoints at the control plane or a router (which forwards
 // /v1/control to it).
-import { errorFromWire } from '../client/index.js';
-import { exitCodes, parseCommand, printJson, printTable, requirePositionals, runWithClient, UsageError } from './client-command.js';
+import { errorFromWire, fetchTransport, httpsTransport, type HttpAnswer, type HttpRequest } from '../client/index.js';
+import { exitCodes, parseCommand, parsedClientTls, printJson, printTable, requirePositionals, runWithClient, UsageError } from './client-command.js';
 
 const cellsHelp = `usage: baton cells list
        baton cells add ID --cell-endpoints URL,URL,...
@@ -119,25 +119,35 @@ function printResult(format: string, answer: unknown, what: string): void {
   console.log(`${what} (map epoch ${epoch})${waiting}`);
 }
 
-/** One request to the first endpoint that answers; an error answer becomes its typed error. */
-export async function call(endpoints: string[] | undefined, method: string, path: string, body?: unknown): Promise<unknown> {
+/**
+ * One request to the first endpoint that answers; an error answer becomes its typed error. Over
+ * https:// with --cacert/--cert/--key (a TLS control plane or router: `baton dev --cells N --secure`).
+ */
+export async function call(endpoints: string[] | undefined, method: HttpRequest['method'], path: string, body?: unknown): Promise<unknown> {
   const seeds = endpoints ?? ['http://127.0.0.1:7000'];
-  let lastError: unknown = null;
-  for (const endpoint of seeds) {
-    let response: Response;
-    try {
-      response = await fetch(`${endpoint}${path}`, {
-        method,
-        ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
-        signal: AbortSignal.timeout(15_000),
-      });
-    } catch (error) {
-      lastError = error;
-      continue;
+  const tls = parsedClientTls();
+  const secure = tls === undefined ? null : httpsTransport(tls);
+  try {
+    let lastError: unknown = null;
+    for (const endpoint of seeds) {
+      const transport = secure !== null && endpoint.startsWith('https:') ? secure.transport : fetchTransport;
+      let answer: HttpAnswer;
+      try {
+        answer = await transport({
+          method, url: `${endpoint}${path}`, timeoutMs: 15_000,
+          headers: body === undefined ? {} : { 'content-type': 'application/json' },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+      } catch (error) {
+        lastError = error;
+        continue;
+      }
+      const json = JSON.parse(answer.text) as { error?: unknown };
+      if (answer.status < 200 || answer.status >= 300) throw errorFromWire(json.error);
+      return json;
     }
-    const json = (await response.json()) as { error?: unknown };
-    if (!response.ok) throw errorFromWire(json.error);
-    return json;
+    throw errorFromWire({ code: 'unavailable', message: `no endpoint answered (${(lastError as Error)?.message ?? ''})` });
+  } finally {
+    secure?.close();
   }
-  throw errorFromWire({ code: 'unavailable', message: `no endpoint answered (${(lastError as Error)?.message ?? ''})` });
 }

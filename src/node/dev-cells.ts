@@ -4,19 +4,27 @@
 // ports B+10(c+1)+1..3, peer ports 100 above, gRPC ports 200 above (B=7000: control 7011-7013,
 // cell-1 7021-7023, cell-2 7031-7033 ...). Data in DIR/control and DIR/cell-K. Once every cell is
 // ready the data cells are registered with the control plane (the first gets the root namespace
-// '/'), and one line beginning `Baton dev cells ready:` names the router and every cell.
+// '/'), and one line beginning `Baton dev cells ready:` names the router and every cell. With
+// --secure everything speaks TLS under one throwaway CA (dev-cells-tls.ts), as `baton dev --secure`.
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Router } from '../router/router.js';
 import { RouterGrpc } from '../router-grpc/router-grpc.js';
+import { httpsRequest } from './testing/cell-tls.js';
 import { ProcessCell } from './testing/process-cell.js';
+import type { CertFiles } from '../security/certs.js';
+import { devCellsTls, type DevCellsTls } from './dev-cells-tls.js';
 import { takenPortProblem } from './port-check.js';
 
 export const devCellsUsage = `usage: baton dev --cells N [--data-dir DIR] [--base-port B]
   Runs a control-plane cell, N data cells (cell-1..cell-N) of 3 processes each and a router.
   --cells N        1..8 data cells
   --base-port B    the router's port, default 7000; cells at B+11.., B+21.., ... (peers +100, gRPC +200)
-  --data-dir DIR   default ./data/dev-cells (or BATON_DATA_DIR)`;
+  --data-dir DIR   default ./data/dev-cells (or BATON_DATA_DIR)
+  --secure         one throwaway CA and certificates in DIR/certs (openssl): TLS on every member's
+                   client and peer listeners (client certificates required, node identity between
+                   members) and on the router's HTTPS, stream and gRPC listeners; the router
+                   presents its own client certificate (principal "router") to the cells`;
 
 export interface DevCellsLayout {
   readonly routerPort: number;
@@ -41,7 +49,10 @@ export async function runDevCells(argv: readonly string[]): Promise<number> {
   try {
     values = parseArgs({
       args: [...argv],
-      options: { cells: { type: 'string' }, 'data-dir': { type: 'string' }, 'base-port': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        cells: { type: 'string' }, 'data-dir': { type: 'string' }, 'base-port': { type: 'string' }, secure: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
       strict: true,
     }).values;
   } catch (error) {
@@ -74,21 +85,33 @@ export async function runDevCells(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const dataDir = resolve(values['data-dir'] ?? process.env['BATON_DATA_DIR'] ?? './data/dev-cells');
+  const log = (m: string): void => void process.stderr.write(`router: ${m}\n`);
+  let tls: DevCellsTls | null;
+  try {
+    // Made before the cells: their CellTls finds this CA and revocation list in the directory.
+    tls = values.secure === true ? devCellsTls(join(dataDir, 'certs'), log) : null;
+  } catch (error) {
+    process.stderr.write(`Baton dev cells cannot start: certificates: ${(error as Error).message}\n`);
+    return 1;
+  }
   const running = layout.cells.map((cell) => ({
     id: cell.id,
     process: new ProcessCell({
       dataDir: join(dataDir, cell.id), host, output: 'inherit', members: cell.members,
       extraArgs: ['--cell', cell.id, ...(cell.control ? ['--control-plane'] : [])],
+      ...(tls === null ? {} : { tlsDir: tls.dir, tlsFilesByCell: true }),
     }),
   }));
   const control = running[0] as (typeof running)[number];
-  const router = new Router({ control: control.process.clientUrls(), host, port: layout.routerPort, log: (m) => process.stderr.write(`router: ${m}\n`) });
+  const root = control.process.tls?.root;
+  const router = new Router({ control: control.process.clientUrls(), host, port: layout.routerPort, log, ...(tls === null ? {} : { tls: tls.router }) });
   let stopping = false;
   const stop = async (): Promise<void> => {
     if (stopping) return;
     stopping = true;
     process.stdout.write('Baton dev cells stopping\n');
     await router.stop();
+    tls?.close();
     await Promise.all(running.map((cell) => cell.process.stopAll()));
   };
   process.on('SIGINT', () => void stop());
@@ -96,12 +119,15 @@ export async function runDevCells(argv: readonly string[]): Promise<number> {
   try {
     for (const cell of running) cell.process.startAll();
     await Promise.all(running.map((cell) => cell.process.waitReady(60_000)));
-    for (const cell of running.slice(1)) await registerCell(control.process.clientUrls(), cell.id, cell.process.clientUrls());
+    const asRoot = tls === null || root === undefined ? null : { ca: tls.ca.cert, client: root };
+    for (const cell of running.slice(1)) await registerCell(control.process.clientUrls(), cell.id, cell.process.clientUrls(), asRoot);
     const { url } = await router.start();
     await router.cache.ready(10_000);
-    process.stdout.write(`Baton dev cells: router etcd gRPC ${(await RouterGrpc.start(router, { host, port: layout.routerPort + 200 })).url}\n`);
+    const grpc = await RouterGrpc.start(router, { host, port: layout.routerPort + 200, ...(tls?.router.listener === undefined ? {} : { tls: tls.router.listener }) });
+    process.stdout.write(`Baton dev cells: router etcd gRPC ${grpc.url}\n`);
     const cells = running.map((cell) => `${cell.id}=${cell.process.clientUrls().join(',')}`).join(' ');
     process.stdout.write(`Baton dev cells ready: router ${url} ${cells}\n`);
+    if (tls !== null && root !== undefined) process.stdout.write(secureHowTo(tls, root, url, grpc.url));
   } catch (error) {
     process.stderr.write(`Baton dev cells failed to start: ${(error as Error).message}\n`);
     await stop();
@@ -111,18 +137,45 @@ export async function runDevCells(argv: readonly string[]): Promise<number> {
   return stopping ? 0 : 1;
 }
 
-/** Adds (or re-adds, on a restart: same endpoints, a no-op in effect) a data cell to the map. */
-export async function registerCell(controlUrls: readonly string[], id: string, endpoints: readonly string[]): Promise<void> {
+/** How to call the secured setup, as `baton dev --secure` prints it (paths a user needs). */
+function secureHowTo(tls: DevCellsTls, root: CertFiles, routerUrl: string, grpcUrl: string): string {
+  const files = `--cacert ${tls.ca.cert} --cert ${root.cert} --key ${root.key}`;
+  return `TLS everywhere, one CA ${tls.ca.cert}; the root principal's certificate is ${root.cert} (key ${root.key})\n`
+    + `  baton put /hello world --endpoints ${routerUrl} ${files}\n`
+    + `  baton ns list --endpoints ${routerUrl} ${files}\n`
+    + `  curl ${files} ${routerUrl}/v1/kv/hello\n`
+    + `  ETCDCTL_API=3 etcdctl --endpoints=${grpcUrl} ${files} get hello\n`
+    + `The router presents ${tls.routerClient.cert} to the cells (principal "router"): through it, per-user\n`
+    + '  authorization is by tokens (docs/security.md "The router").\n'
+    + `More principals: baton certs client NAME --dir ${tls.dir}; revoke one: baton certs revoke FILE --dir ${tls.dir}`
+    + ` (every member and the router read ${tls.crl})\n`;
+}
+
+/** A POST to the control plane, over https (trusting `tls.ca`, presenting `tls.client`) when given. */
+async function postJson(url: string, body: unknown, tls: { ca: string; client: CertFiles } | null): Promise<{ ok: boolean; status: number; text: string }> {
+  const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+  if (tls !== null) {
+    const answer = await httpsRequest(url, { ...init, ca: tls.ca, client: tls.client, timeoutMs: 5_000 });
+    return { ok: answer.status >= 200 && answer.status < 300, status: answer.status, text: answer.body };
+  }
+  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(5_000) });
+  return { ok: response.ok, status: response.status, text: await response.text() };
+}
+
+/**
+ * Adds (or re-adds, on a restart: same endpoints, a no-op in effect) a data cell to the map.
+ * `tls`: a TLS control plane, called as root (the CA to trust and the root client certificate).
+ */
+export async function registerCell(
+  controlUrls: readonly string[], id: string, endpoints: readonly string[], tls: { ca: string; client: CertFiles } | null = null,
+): Promise<void> {
   let last = '';
   for (let attempt = 0; attempt < 20; attempt++) {
     for (const url of controlUrls) {
       try {
-        const response = await fetch(`${url}/v1/control/cells`, {
-          method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id, endpoints }), signal: AbortSignal.timeout(5_000),
-        });
-        const text = await response.text();
+        const response = await postJson(`${url}/v1/control/cells`, { id, endpoints }, tls);
         if (response.ok) return;
-        last = `HTTP ${response.status} ${text}`;
+        last = `HTTP ${response.status} ${response.text}`;
       } catch (error) {
         last = (error as Error).message;
       }

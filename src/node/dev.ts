@@ -17,6 +17,7 @@ const usage = `usage: baton dev [--data-dir DIR] [--secure] [--client-ports P1,P
                    client certificates required, the CA's revocation list DIR/certs/crl.pem read by every member
   A port already taken stops it at once (exit 2), naming the port.
   --cells N        instead: a control plane, N data cells (cell-1..cell-N) and a router
+                   (with --secure: one CA for all of them, TLS on the router's listeners too)
   --base-port B    with --cells: the router's port (default 7000), the cells' above it
                    (baton dev --cells 1 --help has the layout)`;
 

@@ -69,10 +69,15 @@ export function issueCert(ca: CertAuthority, options: IssueOptions): CertFiles {
   return files;
 }
 
-/** A member's certificate: its identity URI for peers, the loopback names for its client listeners. */
-export function issueMemberCert(ca: CertAuthority, cell: string, member: string, hosts: readonly string[] = ['127.0.0.1', 'localhost']): CertFiles {
+/**
+ * A member's certificate: its identity URI for peers, the loopback names for its client listeners.
+ * `fileName` (default the member's name): cells sharing one CA directory need distinct files.
+ */
+export function issueMemberCert(
+  ca: CertAuthority, cell: string, member: string, hosts: readonly string[] = ['127.0.0.1', 'localhost'], fileName = member,
+): CertFiles {
   const altNames = [`URI:baton://${cell}/${member}`, ...hosts.map((host) => (/^[\d.]+$|:/.test(host) ? `IP:${host}` : `DNS:${host}`))];
-  return issueCert(ca, { name: member, commonName: member, altNames, usage: 'server+client' });
+  return issueCert(ca, { name: fileName, commonName: member, altNames, usage: 'server+client' });
 }
 
 /** A client principal's certificate (the CN is the principal, as etcd's --client-cert-auth reads it). */

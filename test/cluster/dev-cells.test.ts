@@ -1,33 +1,43 @@
 // `baton dev --cells 2` as a user runs it: a control plane, two data cells of 3 processes and a
 // router come up and print one ready line naming the router and every cell; a namespace created
-// through the router lands a key on its cell; SIGTERM stops everything with exit 0.
+// through the router lands a key on its cell; SIGTERM stops everything with exit 0. With --secure
+// (issues 24/25) every listener is TLS under one CA: the CLI's put/get, ns create/move and etcdctl
+// through the https:// router with the printed files work, and a client without a certificate
+// gets nothing.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cliPath } from './cli-run.js';
+import { baton, cliPath } from './cli-run.js';
+import { findEtcdctl } from './etcdctl-path.js';
+import { promisify } from 'node:util';
+import { httpsRequest } from '../../src/node/testing/cell-tls.js';
 import { http } from './harness.js';
 import { findChromium, HeadlessBrowser } from './headless-browser.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'baton-dev-cells-'));
 let child: ChildProcess | null = null;
+/** Every `baton dev` started, so a failed test leaves none running. */
+const startedAll: ChildProcess[] = [];
 after(async () => {
-  if (child !== null && child.exitCode === null) {
-    child.kill('SIGTERM');
-    await new Promise((resolve) => child?.once('exit', resolve));
+  for (const one of startedAll) {
+    if (one.exitCode !== null || one.signalCode !== null) continue;
+    one.kill('SIGTERM');
+    await new Promise((resolve) => one.once('exit', resolve));
   }
   rmSync(scratch, { recursive: true, force: true });
 });
 
 /** Starts `baton dev --cells 2` on a base port; resolves with its ready line, or null if a port was taken. */
-function startDev(basePort: number): Promise<string | null> {
-  const started = spawn(process.execPath, [cliPath, 'dev', '--cells', '2', '--base-port', String(basePort), '--data-dir', join(scratch, String(basePort))], {
+function startDev(basePort: number, extraArgs: readonly string[] = [], printed: string[] = []): Promise<string | null> {
+  const started = spawn(process.execPath, [cliPath, 'dev', '--cells', '2', '--base-port', String(basePort), '--data-dir', join(scratch, String(basePort)), ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child = started;
+  startedAll.push(started);
   let out = '';
   let err = '';
   return new Promise((resolve, reject) => {
@@ -35,6 +45,7 @@ function startDev(basePort: number): Promise<string | null> {
     started.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
     started.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString('utf8');
+      printed.splice(0, printed.length, out);
       const line = out.split('\n').find((l) => l.startsWith('Baton dev cells ready:'));
       if (line !== undefined) {
         clearTimeout(timer);
@@ -49,13 +60,20 @@ function startDev(basePort: number): Promise<string | null> {
   });
 }
 
-test('baton dev --cells 2: one ready line, a working router, a clean stop', { timeout: 240_000 }, async () => {
+/** `baton dev --cells 2 ARGS` on free ports: its ready line, base port and what it printed so far. */
+async function startDevSomewhere(extraArgs: readonly string[] = []): Promise<{ line: string | null; base: number; printed: string[] }> {
   let line: string | null = null;
   let base = 0;
+  const printed: string[] = [];
   for (let attempt = 0; attempt < 4 && line === null; attempt++) {
     base = 20_000 + 1_000 * Math.floor(Math.random() * 40);
-    line = await startDev(base);
+    line = await startDev(base, extraArgs, printed);
   }
+  return { line, base, printed };
+}
+
+test('baton dev --cells 2: one ready line, a working router, a clean stop', { timeout: 240_000 }, async () => {
+  const { line, base } = await startDevSomewhere();
   assert.ok(line !== null, 'found free ports');
   const router = `http://127.0.0.1:${base}`;
   assert.match(line, new RegExp(`^Baton dev cells ready: router ${router} control=\\S+ cell-1=\\S+ cell-2=\\S+$`));
@@ -121,3 +139,48 @@ async function routerConsole(router: string): Promise<void> {
     await browser.close();
   }
 }
+
+test('baton dev --cells 2 --secure: TLS everywhere under one CA; the CLI and etcdctl through the https:// router', { timeout: 240_000 }, async () => {
+  const { line, base, printed } = await startDevSomewhere(['--secure']);
+  assert.ok(line !== null, 'found free ports');
+  const router = `https://127.0.0.1:${base}`;
+  assert.match(line, new RegExp(`^Baton dev cells ready: router ${router} control=https://\\S+ cell-1=https://\\S+ cell-2=https://\\S+$`));
+  // The files a user needs, as printed (the CA, the root principal's certificate and key).
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const howTo = /baton put \/hello world --endpoints (\S+) --cacert (\S+) --cert (\S+) --key (\S+)/.exec(printed.join(''));
+  assert.ok(howTo !== null, `the TLS files are printed:\n${printed.join('')}`);
+  const [, endpoint, cacert, cert, key] = howTo as unknown as [string, string, string, string, string];
+  assert.equal(endpoint, router);
+  const as = ['--endpoints', router, '--cacert', cacert, '--cert', cert, '--key', key];
+  const ok = async (args: string[]): Promise<string> => {
+    const run = await baton([...args, ...as]);
+    assert.equal(run.code, 0, `baton ${args.join(' ')}: ${run.stderr}`);
+    return run.stdout;
+  };
+  await ok(['put', '/hello', 'world']);
+  assert.match(await ok(['get', '/hello']), /world/);
+  await ok(['ns', 'create', '/sec/', '--cell', 'cell-2']);
+  assert.match(await ok(['ns', 'list']), /\/sec\/, cell-2/);
+  // The router learns the namespace through its watch of the map.
+  for (let i = 0; i < 50 && (await httpsRequest(`${router}/v1/kv/sec/k`, { ca: cacert, client: { cert, key }, method: 'PUT', body: 'v' })).status !== 201; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.match(await ok(['ns', 'move', '/sec/', '--to', 'cell-1', '--wait']), /released/);
+  assert.match(await ok(['get', '/sec/k']), /\bv\b/);
+  assert.match(await ok(['ns', 'list']), /\/sec\/, cell-1/);
+  // Without a certificate, or over plain HTTP, nothing.
+  await assert.rejects(httpsRequest(`${router}/v1/kv/hello`, { ca: cacert }));
+  assert.notEqual((await baton(['get', '/hello', '--endpoints', router, '--cacert', cacert])).code, 0);
+  const etcdctl = findEtcdctl();
+  if (etcdctl !== null) {
+    const grpc = /router etcd gRPC (\S+)/.exec(printed.join(''))?.[1] as string;
+    assert.match(grpc, /^https:/);
+    const got = await promisify(execFile)(etcdctl, [`--endpoints=${grpc}`, `--cacert=${cacert}`, `--cert=${cert}`, `--key=${key}`, 'get', 'sec/k', '--print-value-only'], {
+      env: { ...process.env, ETCDCTL_API: '3' }, timeout: 15_000,
+    });
+    assert.equal(got.stdout, 'v\n');
+  }
+  const running = child as ChildProcess;
+  running.kill('SIGTERM');
+  assert.equal(await new Promise((resolve) => running.once('exit', resolve)), 0);
+});

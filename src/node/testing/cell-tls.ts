@@ -15,7 +15,11 @@ export class CellTls {
   readonly crl: string;
   private readonly members = new Map<string, CertFiles>();
 
-  constructor(readonly dir: string, private readonly cell = 'cell-1') {
+  /**
+   * `filesByCell`: member files are `<cell>-<member>.pem`, so several cells can share one CA
+   * directory (`baton dev --cells N --secure`: one CA, one revocation list, n1 in every cell).
+   */
+  constructor(readonly dir: string, private readonly cell = 'cell-1', private readonly filesByCell = false) {
     this.ca = ensureCa(dir);
     this.root = issueClientCert(this.ca, 'root');
     this.crl = join(dir, 'crl.pem');
@@ -25,15 +29,20 @@ export class CellTls {
   /** The member's certificate, made the first time it is asked for. */
   member(name: string): CertFiles {
     let files = this.members.get(name);
-    if (files === undefined) this.members.set(name, (files = issueMemberCert(this.ca, this.cell, name)));
+    if (files === undefined) this.members.set(name, (files = this.issue(name)));
     return files;
   }
 
   /** A new key and certificate for the member in the same files (a rotation). */
   reissueMember(name: string): CertFiles {
-    const files = issueMemberCert(this.ca, this.cell, name);
+    const files = this.issue(name);
     this.members.set(name, files);
     return files;
+  }
+
+  private issue(name: string): CertFiles {
+    const fileName = this.filesByCell ? `${this.cell}-${name}` : name;
+    return issueMemberCert(this.ca, this.cell, name, undefined, fileName);
   }
 
   /** The node flags: TLS on every listener, client certificates required, mutual TLS between members. */

@@ -43,6 +43,8 @@ export interface ProcessCellOptions {
    * the anonymous principal (the authorization tests need one); default true.
    */
   readonly clientCertAuth?: boolean;
+  /** With TLS: member files named `<cell>-<member>`, for cells sharing one tlsDir (cell-tls.ts). */
+  readonly tlsFilesByCell?: boolean;
   /**
    * The CLI a member runs, asked at each start (a rolling-upgrade test starts some members from
    * another build's DIR/dist/src/cli/main.js and switches them one by one); absent: this build's.
@@ -76,7 +78,7 @@ export class ProcessCell {
     // The members' certificates name the cell they run as (`--cell`, else cell-1): peers check it.
     const cellFlag = options.extraArgs?.indexOf('--cell') ?? -1;
     const cell = cellFlag >= 0 ? options.extraArgs?.[cellFlag + 1] : undefined;
-    this.tls = options.tlsDir === undefined ? null : new CellTls(options.tlsDir, cell ?? 'cell-1');
+    this.tls = options.tlsDir === undefined ? null : new CellTls(options.tlsDir, cell ?? 'cell-1', options.tlsFilesByCell === true);
     this.scheme = this.tls === null ? 'http' : 'https';
   }
 
