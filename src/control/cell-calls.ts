@@ -1,7 +1,7 @@
 // What the mover asks of the data cells over their native HTTP API (docs/api/control.md): read a
 // namespace's keys with their revisions, look up a lease's remaining TTL, send an import record.
-// Each call goes to the cell's members in turn until one answers; a definite answer (2xx, 4xx) is
-// final, a connection failure or 5xx tries the next member.
+// Each call goes to the cell's members in turn until one answers; a definite answer (2xx, 4xx but
+// 429) is final, a connection failure, 429 or 5xx tries the next member.
 import { UnavailableError } from '../base/errors.js';
 import type { ImportedKey as KeyValue } from '../base/namespace-import.js';
 import type { MapCell } from './cell-map.js';
@@ -29,7 +29,8 @@ async function call(cell: MapCell, path: string, init: RequestInit = {}): Promis
       const body = (await response.json()) as Record<string, unknown>;
       if (response.ok) return body;
       const error = (body['error'] ?? {}) as { code?: string; message?: string };
-      if (response.status < 500) throw new CellRefusedError(cell.id, response.status, error.code ?? '', error.message ?? '');
+      // 429 (overloaded: a leader behind on its commits) passes: the mover tries again, never aborts on it.
+      if (response.status < 500 && response.status !== 429) throw new CellRefusedError(cell.id, response.status, error.code ?? '', error.message ?? '');
       last = `HTTP ${response.status}`;
     } catch (error) {
       if (error instanceof CellRefusedError) throw error;

@@ -56,6 +56,7 @@ test('a session renewing through a move keeps its key on the destination; a leas
   const destination = cell2.cell.clientUrls()[0] as string;
   assert.equal((await http(`${controlUrl}/v1/control/namespaces`, json({ prefix: '/ml/', cell: 'cell-1' }))).status, 200);
   const client = new BatonClient({ endpoints: cell1.cell.clientUrls() });
+  let renewing = true;
   try {
     const session = await client.session({ ttlSeconds: ttlMs / 1000 });
     let lost: Error | null = null;
@@ -66,7 +67,6 @@ test('a session renewing through a move keeps its key on the destination; a leas
     const idleId = idle.body.id as number;
     assert.equal((await http(`${source}/v1/kv/ml/idle`, { method: 'PUT', body: 'idle', headers: { 'lease-id': String(idleId) } })).status, 201);
     // Renewed by hand, every second, until the move is over.
-    let renewing = true;
     let lastRenewal = { sentAtMs: 0, answeredAtMs: 0 };
     const renewer = (async () => {
       while (renewing) {
@@ -77,6 +77,7 @@ test('a session renewing through a move keeps its key on the destination; a leas
         await sleep(1_000);
       }
     })();
+    renewer.catch(() => undefined); // awaited below; a failure after the test ended is not its result
 
     const name = cell2.cell.names()[0] as string;
     destinationDisk.set(name, { fsyncDelayMs: 1_500 });
@@ -121,6 +122,7 @@ test('a session renewing through a move keeps its key on the destination; a leas
     assert.ok(afterRequestMs >= ttlMs - 50, `not before its deadline on the source (${afterRequestMs} ms after the renewal was asked)`);
     assert.ok(lateMs <= 2_500, `not much after its deadline (${lateMs} ms late)`);
   } finally {
+    renewing = false;
     await client.close();
   }
 });
