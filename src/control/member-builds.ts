@@ -97,7 +97,7 @@ export function buildsProblem(cells: readonly CellBuilds[], silentCell: 'refuse'
       + `${member.moveProtocol === 0 ? ' (none reported: older than landing imports)' : ''}, store format ${member.storeFormat ?? 'unknown'}`);
     return new PreconditionFailedError(
       `${list.join('; ')}: moving a namespace needs every member of ${ids} on a build with move protocol ${moveProtocolNeeded} or newer `
-      + `(landing imports); restart ${older.length === 1 ? 'it' : 'them'} on such a build first`,
+      + `(landing imports, leases carried across moves); restart ${older.length === 1 ? 'it' : 'them'} on such a build first`,
       {
         moveProtocolNeeded,
         members: older.map(({ cell, member }) => ({ cell, id: member.id, name: member.name, clientUrl: member.clientUrl, moveProtocol: member.moveProtocol, storeFormat: member.storeFormat })),
