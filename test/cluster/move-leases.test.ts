@@ -7,11 +7,13 @@
 // expire the session's lease mid-move and delete its key. Checked: after the move the session's key
 // is on the destination for three TTLs while the session renews (and the session is never lost),
 // and the lease left alone ends there about one TTL after its last renewal on the source (not
-// early, and not much later).
+// early, and not much later). Second test: the control leader, which carries the renewals, is
+// killed after a move; the next leader follows the released move's leases again (read on the
+// destination), so a session renewing on the source keeps its moved key for three more TTLs.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FaultControls } from '../faults/fault-controls.js';
-import { http, sleep, startTestCell, type TestCell } from './harness.js';
+import { findLeader, http, sleep, startTestCell, type TestCell } from './harness.js';
 import { BatonClient } from '../../src/client/index.js';
 
 let control: TestCell;
@@ -24,7 +26,7 @@ const json = (body: unknown): RequestInit => ({ method: 'POST', body: JSON.strin
 
 before(async () => {
   [control, cell1, cell2] = await Promise.all([
-    startTestCell({ size: 1, extraArgs: ['--cell', 'control', '--control-plane'] }),
+    startTestCell({ size: 3, extraArgs: ['--cell', 'control', '--control-plane'] }),
     startTestCell({ size: 1, extraArgs: ['--cell', 'cell-1'] }),
     startTestCell({ size: 1, extraArgs: ['--cell', 'cell-2'], nodeArgs: (name) => destinationDisk.nodeArgs(name) }),
   ]);
@@ -123,6 +125,51 @@ test('a session renewing through a move keeps its key on the destination; a leas
     assert.ok(lateMs <= 2_500, `not much after its deadline (${lateMs} ms late)`);
   } finally {
     renewing = false;
+    await client.close();
+  }
+});
+
+/** The control cell's answer from whichever member answers (one may be killed): up to 20 s of rounds. */
+async function anyControl(path: string, init?: RequestInit) {
+  for (let round = 0; round < 200; round++) {
+    for (const url of control.cell.clientUrls()) {
+      try {
+        const answer = await http(`${url}${path}`, { ...init, timeoutMs: 3_000 });
+        if (answer.status < 500) return answer;
+      } catch {
+        // a killed member: the next one
+      }
+    }
+    await sleep(100);
+  }
+  throw new Error(`no control member answered ${path}`);
+}
+
+test('a new control leader carries the renewals of a released move\'s leases', { timeout: 90_000 }, async () => {
+  const destination = cell2.cell.clientUrls()[0] as string;
+  assert.equal((await anyControl('/v1/control/namespaces', json({ prefix: '/ml2/', cell: 'cell-1' }))).status, 200);
+  const client = new BatonClient({ endpoints: cell1.cell.clientUrls() });
+  try {
+    const session = await client.session({ ttlSeconds: ttlMs / 1000 });
+    await client.put('/ml2/held', 'mine', { lease: session.leaseId });
+    const started = await anyControl('/v1/control/moves', json({ prefix: '/ml2/', to: 'cell-2' }));
+    assert.equal(started.status, 200, JSON.stringify(started.body));
+    let move: { phase: string; cleaned?: boolean } = started.body.move;
+    for (let poll = 0; poll < 600 && !(move.phase === 'released' && move.cleaned === true); poll++) {
+      await sleep(100);
+      move = (await anyControl('/v1/control/namespaces/ml2/')).body.move;
+    }
+    assert.equal(move.phase, 'released', JSON.stringify(move));
+    const leader = await findLeader(control);
+    control.cell.signal(leader, 'SIGKILL');
+    await control.cell.waitExit(leader);
+    const watchUntilMs = Date.now() + 3 * ttlMs;
+    while (Date.now() < watchUntilMs) {
+      assert.equal(await leaseOfKey(destination, '/ml2/held'), session.leaseId, 'the session\'s key is on the destination with its lease');
+      await sleep(200);
+    }
+    assert.ok(session.isSafe(), 'the session renews on the source all along');
+  } finally {
     await client.close();
   }
 });
