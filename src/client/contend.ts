@@ -14,12 +14,13 @@
 //   the lock for everyone, for ever. So after the caller hears "unknown", the same repeat (same
 //   Request-ID, no wait) goes on in the background until the cell answers definitely (see
 //   settle.ts).
-import { LockHeldError } from '../base/errors.js';
+import { BatonError, LockHeldError } from '../base/errors.js';
 import type { BatonClient } from './client.js';
 import { monotonicNowMs } from './clock.js';
 import type { OwnerSession } from './coordination.js';
 import { newRequestId } from './retry.js';
 import { isUnknownOutcome, settleInBackground, type ClosableSession } from './settle.js';
+import { withdrawMovedEntry } from './moved-entry.js';
 import { streamCall } from './stream-call.js';
 
 /** Extra time an attempt may take beyond the wait it asked for (commit, network). */
@@ -40,6 +41,11 @@ export interface ContendRequest<T> {
   readonly giveBack: (granted: T) => Record<string, unknown>;
   /** Tests: how long background settling may take before it ends the session instead. */
   readonly settleMsMax?: number | undefined;
+}
+
+/** A wait the fence of a namespace move ended: its answer names the entry that moved (src/lock/queue.ts). */
+function movedEntry(error: unknown): boolean {
+  return error instanceof BatonError && error.code === 'wrong_cell' && typeof error.details['entry'] === 'string';
 }
 
 export async function contend<T>(client: BatonClient, request: ContendRequest<T>): Promise<T> {
@@ -70,6 +76,11 @@ export async function contend<T>(client: BatonClient, request: ContendRequest<T>
       if (withdrawn && restart < restartsMax) continue;
       // An abandoned call (signal aborted) was handed to onAbandon already.
       if (isUnknownOutcome(error) && !request.signal.aborted) settle();
+      // Moved with its namespace to a cell this client's stream does not reach (through a router
+      // the call goes on there instead): withdrawn there, or it would hold the lock for everyone.
+      if (movedEntry(error) && !request.signal.aborted) {
+        withdrawMovedEntry(client, { frame: request.frame, requestId, giveBack: request.giveBack, signal: request.session.signal });
+      }
       throw error;
     }
   }

@@ -8,9 +8,10 @@
 // A wait's end is answered within `answerGraceMs`: a proposal can take the node's whole request
 // timeout, so the checks and the withdrawal around the deadline race a timer, and past it the
 // answer admits the outcome is unknown (`timeout`; the retry with the Request-ID withdraws).
-import { BatonError, LeaseNotFoundError, LockHeldError, LockNotHeldError, TimeoutError } from '../base/errors.js';
+import { BatonError, LeaseNotFoundError, LockHeldError, LockNotHeldError, TimeoutError, WrongCellError } from '../base/errors.js';
 import { cellWork, type CommandProposer, type KeyValue, type Origin, type Proposed, type RangeRequest, type RangeResult, type SeqPosition, type TxnRequest } from '../mvcc/index.js';
 import type { ChangeFeed } from './change-feed.js';
+import { assert } from '../base/assert.js';
 
 /** What the queue logic needs from the node: the log (propose) and its reads. */
 export interface QueueCell extends CommandProposer {
@@ -269,6 +270,7 @@ export class QueueContender {
     try {
       return await this.checkUntil(request, position, deadline);
     } catch (error) {
+      if (error instanceof WrongCellError) throw movedAway(error, position.kv);
       if (!(error instanceof LockNotHeldError) || !request.retried) throw error;
       this.metrics.gaveUp('lost');
       throw heldError(this.cell.localRange({ type: 'get', key: request.prefix, prefix: true, limit: 1, skipCount: true }).kvs[0] ?? position.owner);
@@ -487,6 +489,18 @@ export interface QueueBugs {
 function asThisAttempt(next: SeqPosition, current: SeqPosition): SeqPosition {
   if (next.kv.modRevision === current.kv.modRevision) return next;
   return { ...next, kv: { ...next.kv, modRevision: current.kv.modRevision } };
+}
+
+/**
+ * A wait ended by a move of its namespace (the fence): the answer names the entry, which stays
+ * queued and moves with the namespace, so the client knows there is one to resume or withdraw
+ * on the new owner (a wrong_cell before any entry existed names none).
+ */
+function movedAway(error: WrongCellError, entry: KeyValue): WrongCellError {
+  const details = error.details as Record<string, unknown>;
+  assert(details['entry'] === undefined, 'a refusal names no entry of its own');
+  details['entry'] = entry.key;
+  return error;
 }
 
 function unconfirmedWithdrawal(): TimeoutError {

@@ -8,6 +8,9 @@
 // granted the previous holder's token is no longer valid (the fencing check on the new owner);
 // no session was lost; the waiters' acquire calls never failed (the fence ended their waits on
 // the source with wrong_cell, and the client went on with the same Request-ID through the router).
+// A fourth waiter talks to cell-1 directly (no router): its stream cannot follow the lock, so its
+// acquire ends with wrong_cell naming its entry, and the client withdraws that entry on cell-2
+// (else it would hold the lock for everyone once at the head): the lock is free at the end.
 // Second test: a holder's watch of its own key (followKey) follows the lock across a move: the key
 // deleted on the destination afterwards aborts the holder's signal with LockNotHeldError.
 import { after, before, test } from 'node:test';
@@ -97,11 +100,22 @@ test('waiters queued on a lock keep their order and get increasing tokens across
       for (let poll = 0; poll < 100 && (await queueOn(source)).length < i + 1; poll++) await sleep(50);
       assert.equal((await queueOn(source)).length, i + 1, `${owner} is queued on the source`);
     }
+    // The direct client queues last.
+    const direct = new BatonClient({ endpoints: cell1.cell.clientUrls() });
+    clients.push(direct);
+    const directSession = await direct.session({ ttlSeconds: 6 });
+    const directWait = direct.locks(directSession).acquire('pay', { owner: 'direct', waitMs: 60_000 }).then(
+      () => 'granted', (error: { code?: string; details?: Record<string, unknown> }) => `${error.code} ${String(error.details?.['entry'] !== undefined)}`);
+    for (let poll = 0; poll < 100 && (await queueOn(source)).length < 5; poll++) await sleep(50);
     const queued = await queueOn(source);
+    assert.equal(queued.length, 5, 'the direct waiter is queued last');
     granted.forEach((p) => p.catch(() => undefined)); // failures are asserted below
 
     await moveToCell2('/locks/pay/');
-    assert.deepEqual(await queueOn(destination), queued, 'the queue is on the destination in the same order');
+    assert.deepEqual((await queueOn(destination)).slice(0, 4), queued.slice(0, 4), 'the queue is on the destination in the same order');
+    assert.equal(await directWait, 'wrong_cell true', 'the direct waiter heard wrong_cell naming its entry');
+    for (let poll = 0; poll < 100 && (await queueOn(destination)).includes(queued[4] as string); poll++) await sleep(100);
+    assert.deepEqual(await queueOn(destination), queued.slice(0, 4), 'the direct waiter\'s entry was withdrawn on the destination');
     await sleep(1_000); // the waiters re-attach on the destination (a wait there would grant nothing yet)
     assert.deepEqual(order, [], 'nobody was granted while the holder held');
 
@@ -122,6 +136,7 @@ test('waiters queued on a lock keep their order and get increasing tokens across
       releasedAtMs = Date.now();
     }
     assert.deepEqual(order, ['waiter-1', 'waiter-2', 'waiter-3'], 'granted in queue order');
+    assert.deepEqual(await queueOn(destination), [], 'the lock is free: no entry left behind');
     assert.deepEqual(lost, [], 'no session was lost');
     console.log(`tokens: holder ${holder.token}, then ${(await Promise.all(granted)).map((l) => l.token).join(', ')}`);
   } finally {

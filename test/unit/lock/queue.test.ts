@@ -451,13 +451,14 @@ test('stop() ends every retrying withdrawal at once: no retry timer outlives a s
   assert.equal(proposals, 1, 'no attempt after stop()');
 });
 
-test('a move\'s fence ends the waits of that lock at once with wrong_cell, leaving the entries to move; other locks wait on', async () => {
+test('a move\'s fence ends the waits of that lock at once with wrong_cell naming the entry, left to move; other locks wait on', async () => {
   const { cell, clock, counts, locks } = setup();
   await locks.acquire('l', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
   await locks.acquire('m', { lease: 1, owner: 'a', waitMs: 0 }, undefined, '');
   const outcomes: string[] = [];
   const waiter = (name: string, lease: number) => locks.acquire(name, { lease, owner: name, waitMs: 60_000 }, undefined, '').then(
-    () => outcomes.push(`${name} granted`), (error: { code?: string }) => outcomes.push(`${name} ${error.code}`));
+    () => outcomes.push(`${name} granted`),
+    (error: { code?: string; details?: Record<string, unknown> }) => outcomes.push(`${name} ${error.code} ${String(error.details?.['entry']).startsWith('/locks/l/')}`));
   const l = waiter('l', 2);
   void waiter('m', 3);
   await settle();
@@ -470,7 +471,7 @@ test('a move\'s fence ends the waits of that lock at once with wrong_cell, leavi
   cell.apply({ type: 'ownershipSet', record: new TextEncoder().encode(JSON.stringify(fenced)) });
   cell.feed.onOwnershipChanged((prefix) => cell.store.refuseCommand({ type: 'delete', key: prefix, prefix: true }) !== null);
   await l;
-  assert.deepEqual(outcomes, ['l wrong_cell'], 'ended at the fence, not at its deadline');
+  assert.deepEqual(outcomes, ['l wrong_cell true'], 'ended at the fence, not at its deadline, naming its entry');
   assert.equal(clock.now, 0);
   assert.equal(cell.store.range({ type: 'get', key: '/locks/l/', prefix: true }).count, 2, 'its entry stays: it moves with the namespace');
   assert.equal(counts.waiting, 1, 'the waiter of the other lock waits on');
