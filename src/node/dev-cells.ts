@@ -146,7 +146,8 @@ function secureHowTo(tls: DevCellsTls, root: CertFiles, routerUrl: string, grpcU
     + `  curl ${files} ${routerUrl}/v1/kv/hello\n`
     + `  ETCDCTL_API=3 etcdctl --endpoints=${grpcUrl} ${files} get hello\n`
     + `The router presents ${tls.routerClient.cert} to the cells (principal "router"): through it, per-user\n`
-    + '  authorization is by tokens (docs/security.md "The router").\n'
+    + '  authorization is by tokens; with authorization on a data cell, bind the control plane there:\n'
+    + '  "cell:control": ["root"] (docs/security.md "The router").\n'
     + `More principals: baton certs client NAME --dir ${tls.dir}; revoke one: baton certs revoke FILE --dir ${tls.dir}`
     + ` (every member and the router read ${tls.crl})\n`;
 }

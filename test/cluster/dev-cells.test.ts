@@ -33,7 +33,7 @@ after(async () => {
 
 /** Starts `baton dev --cells 2` on a base port; resolves with its ready line, or null if a port was taken. */
 function startDev(basePort: number, extraArgs: readonly string[] = [], printed: string[] = []): Promise<string | null> {
-  const started = spawn(process.execPath, [cliPath, 'dev', '--cells', '2', '--base-port', String(basePort), '--data-dir', join(scratch, String(basePort)), ...extraArgs], {
+  const started = spawn(process.execPath, [cliPath, 'dev', '--cells', '2', '--base-port', String(basePort), '--data-dir', join(scratch, `${basePort}-${startedAll.length}`), ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child = started;
