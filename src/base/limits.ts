@@ -83,6 +83,15 @@ assert(snapshotChunkBytes + entryFramingBytes <= frameBytesMax, 'a snapshot chun
 
 /** Proposals waiting for their outcome on one node; beyond it, 429 overloaded at once. */
 export const proposalsPendingMax = 10_000;
+/**
+ * Bytes of proposals a follower has forwarded to its leader and not yet seen answered; past it,
+ * 429 overloaded at once (a proposal is admitted whatever its size when none is outstanding).
+ * Forwarded proposals share the peer connection with heartbeats and their answers: unbounded,
+ * a write flood through the followers put megabytes of them ahead of every heartbeat answer in
+ * the TCP stream to a busy leader, and read rounds, lease renewals and check-quorum waited
+ * seconds behind them (#31: renewals failed and the leader changed while keys were attached).
+ */
+export const forwardedBytesMax = 2 * MiB;
 /** Readys on their way to disk at once: the WAL group-commits them (put p50 -30% over one). */
 export const readysInFlightMax = 8;
 /**

@@ -20,6 +20,8 @@ export interface DriverOptions {
   readonly requestTimeoutMs: number;
   /** Proposals waiting for their outcome; beyond it new ones are refused (429 overloaded). */
   readonly proposalsPendingMax?: number;
+  /** Bytes of proposals forwarded to the leader and not answered yet (limits.forwardedBytesMax). */
+  readonly forwardedBytesMax?: number;
   /** Take a snapshot (and release the log below it) every this many applied entries... */
   readonly snapshotEntries: number;
   /** ...or once this many bytes of entries were written since the last one (default 64 MiB). */
@@ -77,6 +79,8 @@ interface ProposalWaiter<Outcome> {
   resolve(outcome: Outcome): void;
   reject(error: Error): void;
   cancelTimer(): void;
+  /** Its framed size when this follower forwarded it to the leader, else 0. */
+  readonly forwardedBytes: number;
 }
 
 /** A Ready handed to the disk (or with nothing to write) that has not completed yet. */
@@ -118,6 +122,8 @@ export class NodeDriver<Outcome> {
   private role: Role = 'follower';
   private nextReadContext: number;
   private readonly proposals = new Map<string, ProposalWaiter<Outcome>>();
+  /** Sum of the pending proposals' forwardedBytes. */
+  private forwardedBytes = 0;
   private readonly reads = new Map<number, ReadWaiter>();
   /** Confirmed reads waiting for apply, in ascending read-index order of arrival. */
   private confirmedReads: number[] = [];
@@ -318,21 +324,38 @@ export class NodeDriver<Outcome> {
     // A view, not a copy (ids from newProposalId are Buffers already).
     const key = Buffer.from(proposalId.buffer, proposalId.byteOffset, proposalId.byteLength).toString('hex');
     assert(!this.proposals.has(key), 'proposal ids are unique');
+    let forwardedBytes = 0;
     if (this.role === 'leader') {
       const result = this.core.propose(data);
       if (!result.ok) return Promise.reject(refusalError(result.reason));
-    } else if (!this.core.forwardProposal(data)) {
-      return Promise.reject(new UnavailableError('no leader', { leader: this.leader }));
+    } else {
+      const max = this.options.forwardedBytesMax ?? limits.forwardedBytesMax;
+      if (this.forwardedBytes > 0 && this.forwardedBytes + data.byteLength > max) {
+        return Promise.reject(new OverloadedError('this member has too many bytes of writes forwarded to the leader and not yet answered; retry shortly'));
+      }
+      if (!this.core.forwardProposal(data)) return Promise.reject(new UnavailableError('no leader', { leader: this.leader }));
+      forwardedBytes = data.byteLength;
+      this.forwardedBytes += forwardedBytes;
     }
     const promise = new Promise<Outcome>((resolve, reject) => {
       const timer = this.timers.setTimeout(() => {
-        this.proposals.delete(key);
+        this.takeProposal(key);
         reject(new TimeoutError('the outcome is unknown: retry with the same Request-ID'));
       }, this.options.requestTimeoutMs);
-      this.proposals.set(key, { resolve, reject, cancelTimer: () => timer.cancel() });
+      this.proposals.set(key, { resolve, reject, cancelTimer: () => timer.cancel(), forwardedBytes });
     });
     this.schedulePump();
     return promise;
+  }
+
+  /** Removes a pending proposal (answered, refused or timed out) and frees its forwarded bytes. */
+  private takeProposal(key: string): ProposalWaiter<Outcome> | undefined {
+    const waiter = this.proposals.get(key);
+    if (waiter === undefined) return undefined;
+    this.proposals.delete(key);
+    this.forwardedBytes -= waiter.forwardedBytes;
+    assert(this.forwardedBytes >= 0, 'forwarded bytes are counted once per proposal');
+    return waiter;
   }
 
   /** Resolves once this node has applied everything committed before the call (ReadIndex). */
@@ -359,6 +382,7 @@ export class NodeDriver<Outcome> {
       waiter.reject(new TimeoutError('the node stopped: the outcome is unknown'));
     }
     this.proposals.clear();
+    this.forwardedBytes = 0;
     for (const read of this.reads.values()) {
       read.cancelTimer();
       read.reject(error);
@@ -611,9 +635,8 @@ export class NodeDriver<Outcome> {
     assert(outcomes.length === entries.length, 'one outcome per applied entry');
     proposalIds.forEach((id, i) => {
       if (id === null) return;
-      const waiter = this.proposals.get(id);
+      const waiter = this.takeProposal(id);
       if (waiter === undefined) return;
-      this.proposals.delete(id);
       waiter.cancelTimer();
       waiter.resolve(outcomes[i] as Outcome);
     });
@@ -643,9 +666,8 @@ export class NodeDriver<Outcome> {
   private failRefused(message: RaftMessage & { type: 'proposeRefused' }): void {
     for (const head of message.commands) {
       const key = proposalIdOfHead(head);
-      const waiter = key === null ? undefined : this.proposals.get(key);
-      if (key === null || waiter === undefined) continue; // not ours, or answered already
-      this.proposals.delete(key);
+      const waiter = key === null ? undefined : this.takeProposal(key);
+      if (waiter === undefined) continue; // not ours, or answered already
       waiter.cancelTimer();
       waiter.reject(refusalError(message.reason));
     }

@@ -94,3 +94,36 @@ test('a follower fails a forwarded proposal the moment the leader refuses it', a
   await assert.rejects(moved, UnavailableError);
   driver.stop();
 });
+
+test('a follower bounds the bytes it has forwarded to the leader and not yet seen answered', async () => {
+  const timers: Timers = { setTimeout: () => ({ cancel: () => {} }), monotonicMs: () => 0 };
+  const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
+    hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
+    initialConfState: { voters: [1, 2, 3], votersOutgoing: [], learners: [] }, appliedIndex: 0,
+  }, new SeededRandom(9n));
+  const disk = new HeldDisk();
+  const sent: RaftMessage[] = [];
+  const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
+    { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000, forwardedBytesMax: 3_000 }, { onFatal: (e) => { throw e; } });
+  driver.start([]);
+  driver.receive([{ type: 'heartbeat', from: 2, to: 1, term: 1, commit: 0, readRound: 0, contact: [2] }]);
+  await settle(disk);
+  // A proposal bigger than the bound goes when nothing is outstanding (a maximal write is never refused for good)...
+  const big = driver.propose(driver.newProposalId(), new Uint8Array(4_000));
+  // ...and then nothing more until it is answered: its bytes sit ahead of heartbeat answers.
+  await assert.rejects(driver.propose(driver.newProposalId(), new Uint8Array(10)), OverloadedError);
+  await settle(disk);
+  const forwards = sent.flatMap((m) => (m.type === 'propose' ? m.commands : []));
+  assert.equal(forwards.length, 1, 'only the first was forwarded');
+  driver.receive([{ type: 'proposeRefused', from: 2, to: 1, term: 1, reason: 'notLeader', commands: [frameHead(forwards[0]!)] }]);
+  await assert.rejects(big, UnavailableError);
+  // Answered (here refused): its bytes are free again, and small writes fit under the bound together.
+  const small = [driver.propose(driver.newProposalId(), new Uint8Array(1_000)), driver.propose(driver.newProposalId(), new Uint8Array(1_000))];
+  await assert.rejects(driver.propose(driver.newProposalId(), new Uint8Array(1_000)), OverloadedError, 'the third passes 3,000 bytes with framing');
+  await settle(disk);
+  const more = sent.flatMap((m) => (m.type === 'propose' ? m.commands : [])).slice(1);
+  assert.equal(more.length, 2);
+  driver.receive([{ type: 'proposeRefused', from: 2, to: 1, term: 1, reason: 'notLeader', commands: more.map((c) => frameHead(c)) }]);
+  for (const p of small) await assert.rejects(p, UnavailableError);
+  driver.stop();
+});
