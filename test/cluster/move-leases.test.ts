@@ -41,7 +41,7 @@ before(async () => {
 }, { timeout: 120_000 });
 
 after(async () => {
-  await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));
+  await Promise.all([control, cell1, cell2].map((cell) => cell?.close())); // also removes their data directories
   destinationDisk.close();
 });
 

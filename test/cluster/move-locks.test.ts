@@ -55,7 +55,7 @@ before(async () => {
 
 after(async () => {
   await router?.stop();
-  await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));
+  await Promise.all([control, cell1, cell2].map((cell) => cell?.close())); // also removes their data directories
 });
 
 /** Moves `prefix` to cell-2 and waits until the move is released and cleaned. */
