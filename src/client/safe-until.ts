@@ -43,7 +43,13 @@ export function defaultSafetyMarginMs(ttlMs: number): number {
   return Math.min(ttlMs / 2, Math.max(500, ttlMs / 10));
 }
 
-/** When to send the next renewal: a third of the TTL after the last acknowledged send. */
-export function renewalDelayMs(ttlMs: number): number {
-  return Math.max(200, Math.floor(ttlMs / 3));
+/**
+ * When to send the next renewal: a third of the TTL after the last acknowledged send, less up to a
+ * fifth of that at random (`random` in [0, 1)). Sessions a leader answered together (one
+ * leadership round releases every keepalive that waited on it) would otherwise renew together
+ * from then on: at 1M sessions such herds of hundreds of frames held puts behind one long turn of
+ * the leader's event loop (#31). Never later than a third: two renewals still fit in a TTL.
+ */
+export function renewalDelayMs(ttlMs: number, random = 0): number {
+  return Math.max(200, Math.floor((ttlMs / 3) * (1 - 0.2 * random)));
 }

@@ -104,7 +104,7 @@ export class Session extends EventEmitter<{ lost: [SessionLostError]; renewed: [
     this.renewals++;
     // Timers first: a slow 'renewed' listener cannot delay the next renewal's scheduling.
     this.armLossTimer();
-    this.scheduleRenewal(renewalDelayMs(grantedTtlMs));
+    this.scheduleRenewal(renewalDelayMs(grantedTtlMs, this.client.random()));
     // Synchronous on purpose: the worker mode copies safeUntil to shared memory right here.
     this.emit('renewed', this.safe.valueMs);
   }

@@ -347,3 +347,20 @@ export async function putSurely(url: string, body: string, attempts = 20): Promi
   }
   throw new Error(`PUT ${url}: no definite answer after ${attempts} attempts`);
 }
+
+/**
+ * Adds data cells to a control plane (POST /v1/control/cells) and waits until each has taken the
+ * cell map (`pending` empty), asking again every 200 ms for up to 10 s per cell.
+ */
+export async function registerCells(controlUrl: string, cells: Iterable<readonly [string, TestCell]>): Promise<void> {
+  for (const [id, cell] of cells) {
+    for (let attempt = 1; ; attempt++) {
+      const added = await http(`${controlUrl}/v1/control/cells`, {
+        method: 'POST', body: JSON.stringify({ id, endpoints: cell.cell.clientUrls() }), headers: { 'content-type': 'application/json' },
+      });
+      if (added.status === 200 && added.body.pending.length === 0) break;
+      if (attempt >= 50) throw new Error(`cell ${id} never took the map: ${added.status} ${JSON.stringify(added.body)}`);
+      await sleep(200);
+    }
+  }
+}

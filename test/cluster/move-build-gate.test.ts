@@ -11,7 +11,7 @@
 // otherwise) or BATON_LANDING_OLD_BUILD=DIR.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { http, sleep, startTestCell, type TestCell } from './harness.js';
+import { http, sleep, startTestCell, type TestCell, registerCells } from './harness.js';
 import { oldBuild, thisCli } from './old-build.js';
 import { baton } from './cli-run.js';
 import { moveProtocol, moveProtocolNeeded } from '../../src/base/namespace-import.js';
@@ -38,14 +38,7 @@ before(async () => {
   ]);
   cells['cell-1'] = cell1;
   cells['cell-2'] = cell2;
-  for (const [id, cell] of Object.entries(cells)) {
-    for (let attempt = 0; ; attempt++) {
-      const added = await http(`${controlUrl()}/v1/control/cells`, json({ id, endpoints: cell.cell.clientUrls() }));
-      if (added.status === 200 && added.body.pending.length === 0) break;
-      assert.ok(attempt < 50, `cell ${id} never took the map: ${JSON.stringify(added.body)}`);
-      await sleep(200);
-    }
-  }
+  await registerCells(controlUrl(), Object.entries(cells));
   assert.equal((await http(`${controlUrl()}/v1/control/namespaces`, json({ prefix: '/gate/', cell: 'cell-1' }))).status, 200);
   for (let i = 0; i < 20; i++) {
     const put = await http(`${cell1.cell.clientUrl('n1')}/v1/kv/gate/k${i}`, { method: 'PUT', body: `v${i}` });

@@ -8,7 +8,7 @@
 // destination acknowledged nothing.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findLeader, http, sleep, startTestCell, type TestCell } from './harness.js';
+import { findLeader, http, sleep, startTestCell, type TestCell, registerCells } from './harness.js';
 
 let control: TestCell;
 const cells: Record<string, TestCell> = {};
@@ -25,13 +25,7 @@ before(async () => {
   cells['cell-1'] = cell1;
   cells['cell-2'] = cell2;
   const controlUrl = control.cell.clientUrls()[0] as string;
-  for (const [id, cell] of Object.entries(cells)) {
-    for (let attempt = 0; attempt < 50; attempt++) {
-      const added = await http(`${controlUrl}/v1/control/cells`, json({ id, endpoints: cell.cell.clientUrls() }));
-      if (added.status === 200 && added.body.pending.length === 0) break;
-      await sleep(200);
-    }
-  }
+  await registerCells(controlUrl, Object.entries(cells));
   assert.equal((await http(`${controlUrl}/v1/control/namespaces`, json({ prefix: '/kill/', cell: 'cell-1' }))).status, 200);
 }, { timeout: 180_000 });
 

@@ -13,7 +13,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FaultControls } from '../faults/fault-controls.js';
-import { findLeader, http, sleep, startTestCell, type TestCell } from './harness.js';
+import { findLeader, http, sleep, startTestCell, type TestCell, registerCells } from './harness.js';
 import { BatonClient } from '../../src/client/index.js';
 
 let control: TestCell;
@@ -31,13 +31,7 @@ before(async () => {
     startTestCell({ size: 1, extraArgs: ['--cell', 'cell-2'], nodeArgs: (name) => destinationDisk.nodeArgs(name) }),
   ]);
   const controlUrl = control.cell.clientUrls()[0] as string;
-  for (const [id, cell] of [['cell-1', cell1], ['cell-2', cell2]] as const) {
-    for (let attempt = 0; attempt < 50; attempt++) {
-      const added = await http(`${controlUrl}/v1/control/cells`, json({ id, endpoints: cell.cell.clientUrls() }));
-      if (added.status === 200 && added.body.pending.length === 0) break;
-      await sleep(200);
-    }
-  }
+  await registerCells(controlUrl, [['cell-1', cell1], ['cell-2', cell2]] as const);
 }, { timeout: 120_000 });
 
 after(async () => {

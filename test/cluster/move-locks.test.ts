@@ -15,7 +15,7 @@
 // deleted on the destination afterwards aborts the holder's signal with LockNotHeldError.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freePorts, http, sleep, startTestCell, type TestCell } from './harness.js';
+import { freePorts, http, sleep, startTestCell, type TestCell, registerCells } from './harness.js';
 import { Router } from '../../src/router/router.js';
 import { BatonClient, LockNotHeldError } from '../../src/client/index.js';
 import type { Lock, Session } from '../../src/client/index.js';
@@ -35,13 +35,7 @@ before(async () => {
     startTestCell({ size: 1, extraArgs: ['--cell', 'cell-2'] }),
   ]);
   const controlUrl = control.cell.clientUrls()[0] as string;
-  for (const [id, cell] of [['cell-1', cell1], ['cell-2', cell2]] as const) {
-    for (let attempt = 0; attempt < 50; attempt++) {
-      const added = await http(`${controlUrl}/v1/control/cells`, json({ id, endpoints: cell.cell.clientUrls() }));
-      if (added.status === 200 && added.body.pending.length === 0) break;
-      await sleep(200);
-    }
-  }
+  await registerCells(controlUrl, [['cell-1', cell1], ['cell-2', cell2]] as const);
   for (const prefix of ['/locks/pay/', '/locks/audit/']) {
     assert.equal((await http(`${controlUrl}/v1/control/namespaces`, json({ prefix, cell: 'cell-1' }))).status, 200);
   }

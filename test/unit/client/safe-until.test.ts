@@ -41,3 +41,18 @@ test('default margin and renewal pace', () => {
   }
   assert.throws(() => new SafeUntil(-1), RangeError);
 });
+
+test('renewals are spread: sessions answered together do not renew together again', () => {
+  // Up to a fifth earlier than a third of the TTL, never later.
+  assert.equal(renewalDelayMs(9_000, 0), 3_000);
+  assert.equal(renewalDelayMs(9_000, 0.5), 2_700);
+  assert.equal(renewalDelayMs(9_000, 0.999_999), 2_400);
+  // A herd of 1,000 sessions acknowledged at one instant, with the client's random draws: their
+  // next renewals cover most of the 600 ms window instead of one instant.
+  let seed = 12345;
+  const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const next = Array.from({ length: 1_000 }, () => renewalDelayMs(9_000, random()));
+  assert.ok(Math.max(...next) - Math.min(...next) > 500, 'spread over the window');
+  assert.ok(next.every((ms) => ms >= 2_400 && ms <= 3_000));
+  assert.ok(new Set(next.map((ms) => Math.floor(ms / 100))).size >= 6, 'no bucket of 100 ms holds them all');
+});
