@@ -34,7 +34,7 @@ import type { OwnerSession } from './coordination.js';
 import { Election } from './election.js';
 import { Locks } from './lock.js';
 import { Services } from './services.js';
-import { InvalidArgumentError, KeyNotFoundError } from '../base/errors.js';
+import { InvalidArgumentError, KeyNotFoundError, type BatonError } from '../base/errors.js';
 import { keyNameProblem } from '../base/key-name.js';
 
 export interface MutationOptions {
@@ -97,6 +97,12 @@ export class BatonClient {
   /** Long-lived helpers (service sets, leader observers) that end with the client. */
   private readonly closers = new Set<() => void>();
   private closed = false;
+  /**
+   * Set by a cells client (cells-client.ts) on its per-cell clients: on wrong_cell, the owning
+   * cell's client (its cache updated from the answer), or null. HTTP calls and stream requests
+   * then retry there once, at once.
+   */
+  private redirectToCell: ((error: BatonError) => Promise<BatonClient | null>) | null = null;
   private readonly tls: ClientTls | null;
 
   constructor(options: ClientOptions = {}) {
@@ -115,6 +121,20 @@ export class BatonClient {
       this.random,
       options.discover ?? true,
     );
+  }
+
+  /** The wrong_cell hook set by followCells, or null (a client of one cell). */
+  get cellRedirect(): ((error: BatonError) => Promise<BatonClient | null>) | null {
+    return this.redirectToCell;
+  }
+
+  /**
+   * Internal (cells-client.ts): wrong_cell answers go to `redirect`, which names the owning cell's
+   * client; this client's own endpoints stay those of its cell.
+   */
+  followCells(redirect: (error: BatonError) => Promise<BatonClient | null>): void {
+    this.redirectToCell = redirect;
+    this.caller.redirect = async (error) => (await redirect(error))?.endpoints ?? null;
   }
 
   /** True once close() was called. */

@@ -58,6 +58,12 @@ export class HttpCaller {
 
   /** Set by the client's close(): calls still retrying give up at their next attempt. */
   closed = false;
+  /**
+   * Set by a cells client (cells-client.ts): on wrong_cell, the owning cell's endpoints for the
+   * rest of this call (the cache updated from the answer), or null to give up. Unset, the caller
+   * follows the answer's endpoints itself (EndpointSet.follow).
+   */
+  redirect: ((error: BatonError) => Promise<EndpointSet | null>) | null = null;
 
   async call<T>(request: CallRequest): Promise<CallAnswer<T>> {
     const requestId = request.mutation ? (request.requestId ?? newRequestId()) : undefined;
@@ -69,9 +75,10 @@ export class HttpCaller {
     const startMs = this.clock.monotonicMs();
     const deadlineMs = request.deadlineMs ?? this.policy.deadlineMs;
     let followed = false;
+    let endpoints = this.endpoints;
     for (let attempt = 0; ; attempt++) {
       throwIfAborted(request.signal);
-      const endpoint = this.endpoints.pick();
+      const endpoint = endpoints.pick();
       const outcome = await this.attempt(endpoint, request, headers, attempt);
       throwIfAborted(request.signal);
       if (!(outcome instanceof BatonError)) {
@@ -84,6 +91,13 @@ export class HttpCaller {
       const error = answered ? errorFromHttp(outcome.status, outcome.text) : outcome;
       // Stale routing: the cell named the owner. Go there once, at once (no backoff sleep).
       const owner = error.code === 'wrong_cell' ? error.details['endpoints'] : undefined;
+      if (!followed && error.code === 'wrong_cell' && this.redirect !== null && attempt + 1 < this.policy.attemptsMax) {
+        followed = true;
+        const target = await this.redirect(error);
+        if (target === null) throw error;
+        endpoints = target;
+        continue;
+      }
       if (!followed && Array.isArray(owner) && owner.length > 0 && attempt + 1 < this.policy.attemptsMax) {
         followed = true;
         this.endpoints.follow(owner.filter((url): url is string => typeof url === 'string'));
@@ -91,7 +105,7 @@ export class HttpCaller {
       }
       if (!isRetryable(error)) throw error;
       // This node cannot serve now (no leader, dead, partitioned): the next attempt goes elsewhere.
-      if (error.code === 'unavailable' || error.code === 'timeout') this.endpoints.failed(endpoint);
+      if (error.code === 'unavailable' || error.code === 'timeout') endpoints.failed(endpoint);
       const retryAfterMs = answered ? parseRetryAfterMs(outcome.header('retry-after')) : undefined;
       const delayMs = backoffDelayMs(this.policy, attempt, this.random, retryAfterMs);
       const elapsedMs = this.clock.monotonicMs() - startMs;

@@ -8,6 +8,10 @@ export type {
   MutationOptions,
   PutOptions,
 } from './client.js';
+export { BatonCellsClient, CellLocks } from './cells-client.js';
+export type { CellSessionOptions, CellsClientOptions } from './cells-client.js';
+export { CellMap } from './cell-map.js';
+export type { CellMapBody, MapNamespace } from './cell-map.js';
 export { Session } from './session.js';
 export type { SessionOptions } from './session.js';
 export { WorkerSession } from './worker-session.js';

@@ -39,6 +39,9 @@ export async function streamCall<T>(
   const startMs = monotonicNowMs();
   const deadlineMs = options.deadlineMs ?? policy.deadlineMs;
   let sent = false;
+  // The client whose stream carries the next attempt: another cell's after a wrong_cell followed.
+  let target = client;
+  let followed = false;
   const abandon = (): never => {
     if (sent) options.onAbandon?.(requestId);
     throw signal?.reason;
@@ -50,12 +53,22 @@ export async function streamCall<T>(
     let error: unknown;
     try {
       sent = true;
-      const answer = client.stream.request(body, options.attemptTimeoutMs ?? policy.attemptTimeoutMs);
+      const answer = target.stream.request(body, options.attemptTimeoutMs ?? policy.attemptTimeoutMs);
       return (await untilAborted(answer, signal)) as T;
     } catch (failure) {
       error = failure;
     }
     if (signal?.aborted === true) abandon();
+    // Talking to cells directly (a cells client): stale routing is corrected in one round trip,
+    // the cache updated from the answer and the frame sent to the owner's stream at once, with
+    // the same Request-ID (a waiter the fence ended resumes its moved entry there, as through a router).
+    if (error instanceof BatonError && error.code === 'wrong_cell' && !followed && client.cellRedirect !== null && attempt + 1 < policy.attemptsMax) {
+      followed = true;
+      const owner = await client.cellRedirect(error);
+      if (owner === null) throw error;
+      target = owner;
+      continue;
+    }
     if (!(error instanceof BatonError) || !(error.retryable || movingThroughRouter(client, error))) throw error;
     const delayMs = backoffDelayMs(policy, attempt, client.random);
     if (attempt + 1 >= policy.attemptsMax || monotonicNowMs() - startMs + delayMs > deadlineMs) {
