@@ -207,7 +207,7 @@ interface ClientOptions {
   readonly reads: ReadConsistency;
 }
 
-async function clientLoop(options: ClientOptions): Promise<void> {
+export async function clientLoop(options: ClientOptions): Promise<void> {
   const { recorder, process, client, keys } = options;
   const random = new SeededRandom(options.seed * 1_000n + BigInt(process));
   // What this client last saw per key: CAS from it, so some swaps succeed.
