@@ -1,0 +1,113 @@
+// The cells client (src/client/cells-client.ts) on real processes: a control plane and two data
+// cells, no router. The client reads the cell map from the control plane and talks to the cells
+// directly: keys of namespaces on both cells land in their own cell (read on each cell directly:
+// the owner has the key, the other cell refuses it with wrong_cell), a txn spanning both is refused
+// before sending (cross_cell), a session opened for /locks/pay/ (cell-2) holds lock pay there, and
+// after a namespace moves from cell-1 to cell-2 the client's next request to it succeeds after
+// exactly one wrong_cell retry (counted by the client), the following one with none.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { http, sleep, startTestCell, type TestCell, registerCells } from './harness.js';
+import { BatonCellsClient, CrossCellError } from '../../src/client/index.js';
+
+let control: TestCell;
+let cell1: TestCell;
+let cell2: TestCell;
+
+const json = (body: unknown): RequestInit => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+
+before(async () => {
+  [control, cell1, cell2] = await Promise.all([
+    startTestCell({ size: 1, extraArgs: ['--cell', 'control', '--control-plane'] }),
+    startTestCell({ size: 1, extraArgs: ['--cell', 'cell-1'] }),
+    startTestCell({ size: 1, extraArgs: ['--cell', 'cell-2'] }),
+  ]);
+  const controlUrl = control.cell.clientUrls()[0] as string;
+  await registerCells(controlUrl, [['cell-1', cell1], ['cell-2', cell2]] as const);
+  const namespaces = [['/app2/', 'cell-2'], ['/locks/pay/', 'cell-2'], ['/mv/', 'cell-1']] as const;
+  for (const [prefix, cell] of namespaces) {
+    const created = await http(`${controlUrl}/v1/control/namespaces`, json({ prefix, cell }));
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+  }
+  // Each cell has the table once the map's pending list is empty: wait for it.
+  for (let poll = 0; poll < 100; poll++) {
+    const owned = await http(`${cell2.cell.clientUrls()[0] as string}/v1/kv/app2/probe`);
+    if (owned.status !== 421) break;
+    await sleep(100);
+  }
+}, { timeout: 120_000 });
+
+after(async () => {
+  await Promise.all([control, cell1, cell2].map((cell) => cell?.close())); // also removes their data directories
+});
+
+/** Moves `prefix` to cell-2 and waits until the move is released and cleaned. */
+async function moveToCell2(prefix: string): Promise<void> {
+  const controlUrl = control.cell.clientUrls()[0] as string;
+  const started = await http(`${controlUrl}/v1/control/moves`, json({ prefix, to: 'cell-2' }));
+  assert.equal(started.status, 200, JSON.stringify(started.body));
+  let move: { phase: string; cleaned?: boolean } = started.body.move;
+  for (let poll = 0; poll < 300 && !(move.phase === 'released' && move.cleaned === true); poll++) {
+    await sleep(100);
+    move = (await http(`${controlUrl}/v1/control/namespaces${prefix}`)).body.move;
+    assert.notEqual(move.phase, 'aborted', JSON.stringify(move));
+  }
+  assert.equal(move.phase, 'released', JSON.stringify(move));
+}
+
+/** The key's value on one cell read directly (null: absent), or `wrong_cell` when the cell refuses it. */
+async function onCell(cell: TestCell, key: string): Promise<string | null> {
+  const answer = await http(`${cell.cell.clientUrls()[0] as string}/v1/kv${key}`);
+  if (answer.status === 421) return answer.body.error.code as string;
+  if (answer.status === 404) return null;
+  assert.equal(answer.status, 200, JSON.stringify(answer.body));
+  return answer.body.kvs[0].value as string;
+}
+
+test('a client without a router routes keys to their cells, holds a lock on cell-2 and follows a move with one retry', { timeout: 60_000 }, async () => {
+  const client = await BatonCellsClient.connect({ control: control.cell.clientUrls() });
+  try {
+    assert.equal(client.mapLoads, 1);
+    await client.put('/app1/a', 'one');
+    await client.put('/app2/b', 'two');
+    await client.put('/mv/k', 'before');
+    assert.equal((await client.getValue('/app1/a'))?.value, 'one');
+    assert.equal((await client.getValue('/app2/b'))?.value, 'two');
+    // Each key is in its own cell, and only there.
+    assert.equal(await onCell(cell1, '/app1/a'), 'one');
+    assert.equal(await onCell(cell2, '/app1/a'), 'wrong_cell');
+    assert.equal(await onCell(cell2, '/app2/b'), 'two');
+    assert.equal(await onCell(cell1, '/app2/b'), 'wrong_cell');
+    assert.equal(await onCell(cell1, '/mv/k'), 'before');
+    assert.equal(client.wrongCellRetries, 0, 'a fresh map: no wrong_cell');
+
+    // A txn over both cells is refused before anything is sent.
+    const txn = { compare: [], success: [{ put: { key: '/app1/t', value: '1' } }, { put: { key: '/app2/t', value: '1' } }], failure: [] };
+    await assert.rejects(client.txn(txn as never), CrossCellError);
+    assert.equal(await onCell(cell1, '/app1/t'), null);
+
+    // A lock on cell-2, held by a session whose lease lives there.
+    const session = await client.session({ namespace: '/locks/pay/', ttlSeconds: 6 });
+    assert.equal(client.cellOfSession(session), 'cell-2');
+    const lock = await client.locks(session).acquire('pay', { waitMs: 0, owner: 'cells-test' });
+    const state = await http(`${cell2.cell.clientUrls()[0] as string}/v1/locks/pay`);
+    assert.equal(state.status, 200, JSON.stringify(state.body));
+    assert.equal(state.body.holder.key, lock.key);
+    assert.ok(lock.token > 0);
+    assert.equal((await client.lockState('pay')).holder?.key, lock.key);
+    assert.equal((await lock.release()).released, true);
+
+    // The namespace moves; the client's cache still says cell-1.
+    await moveToCell2('/mv/');
+    assert.equal(await onCell(cell2, '/mv/k'), 'before');
+    assert.equal((await client.getValue('/mv/k'))?.value, 'before');
+    assert.equal(client.wrongCellRetries, 1, 'exactly one wrong_cell retry');
+    await client.put('/mv/k', 'after');
+    assert.equal(client.wrongCellRetries, 1, 'the cache learned the new owner');
+    assert.equal(await onCell(cell2, '/mv/k'), 'after');
+    assert.equal(await onCell(cell1, '/mv/k'), 'wrong_cell');
+    assert.equal(client.mapLoads, 2, 'one map read at start, one for the session');
+  } finally {
+    await client.close();
+  }
+});
