@@ -61,15 +61,21 @@ export async function streamCall<T>(
     if (signal?.aborted === true) abandon();
     // Talking to cells directly (a cells client): stale routing is corrected in one round trip,
     // the cache updated from the answer and the frame sent to the owner's stream at once, with
-    // the same Request-ID (a waiter the fence ended resumes its moved entry there, as through a router).
-    if (error instanceof BatonError && error.code === 'wrong_cell' && !followed && client.cellRedirect !== null && attempt + 1 < policy.attemptsMax) {
-      followed = true;
-      const owner = await client.cellRedirect(error);
+    // the same Request-ID (a waiter the fence ended resumes its moved entry there, as through a
+    // router). A later wrong_cell (the destination still landing the namespace) is asked again
+    // after the backoff, as a router's passed-on wrong_cell is, at the owner of that moment.
+    const redirect = client.cellRedirect;
+    const moved = error instanceof BatonError && error.code === 'wrong_cell' && redirect !== null;
+    if (moved && attempt + 1 < policy.attemptsMax) {
+      const owner = await redirect(error as BatonError);
       if (owner === null) throw error;
       target = owner;
-      continue;
+      if (!followed) {
+        followed = true;
+        continue;
+      }
     }
-    if (!(error instanceof BatonError) || !(error.retryable || movingThroughRouter(client, error))) throw error;
+    if (!(error instanceof BatonError) || !(error.retryable || moved || movingThroughRouter(client, error))) throw error;
     const delayMs = backoffDelayMs(policy, attempt, client.random);
     if (attempt + 1 >= policy.attemptsMax || monotonicNowMs() - startMs + delayMs > deadlineMs) {
       (error.details as Record<string, unknown>)['attempts'] = attempt + 1;

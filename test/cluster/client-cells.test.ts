@@ -5,6 +5,9 @@
 // before sending (cross_cell), a session opened for /locks/pay/ (cell-2) holds lock pay there, and
 // after a namespace moves from cell-1 to cell-2 the client's next request to it succeeds after
 // exactly one wrong_cell retry (counted by the client), the following one with none.
+// Second test: a waiter on a lock whose namespace moves goes on waiting on the new owner (its
+// wait, ended by the fence, re-sent there with its Request-ID) and is granted when the holder
+// releases (the release, sent to the old cell, follows wrong_cell to the new one).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { http, sleep, startTestCell, type TestCell, registerCells } from './harness.js';
@@ -24,7 +27,7 @@ before(async () => {
   ]);
   const controlUrl = control.cell.clientUrls()[0] as string;
   await registerCells(controlUrl, [['cell-1', cell1], ['cell-2', cell2]] as const);
-  const namespaces = [['/app2/', 'cell-2'], ['/locks/pay/', 'cell-2'], ['/mv/', 'cell-1']] as const;
+  const namespaces = [['/app2/', 'cell-2'], ['/locks/pay/', 'cell-2'], ['/mv/', 'cell-1'], ['/locks/mvlock/', 'cell-1']] as const;
   for (const [prefix, cell] of namespaces) {
     const created = await http(`${controlUrl}/v1/control/namespaces`, json({ prefix, cell }));
     assert.equal(created.status, 200, JSON.stringify(created.body));
@@ -107,6 +110,42 @@ test('a client without a router routes keys to their cells, holds a lock on cell
     assert.equal(await onCell(cell2, '/mv/k'), 'after');
     assert.equal(await onCell(cell1, '/mv/k'), 'wrong_cell');
     assert.equal(client.mapLoads, 2, 'one map read at start, one for the session');
+  } finally {
+    await client.close();
+  }
+});
+
+test('a lock waiter goes on waiting across a move of the lock\'s namespace and is granted on the new cell', { timeout: 60_000 }, async () => {
+  const client = await BatonCellsClient.connect({ control: control.cell.clientUrls() });
+  try {
+    const holderSession = await client.session({ namespace: '/locks/mvlock/', ttlSeconds: 6 });
+    const waiterSession = await client.session({ namespace: '/locks/mvlock/', ttlSeconds: 6 });
+    assert.equal(client.cellOfSession(waiterSession), 'cell-1');
+    const lost: string[] = [];
+    for (const session of [holderSession, waiterSession]) session.on('lost', (error) => lost.push(error.message));
+    const holder = await client.locks(holderSession).acquire('mvlock', { waitMs: 0, owner: 'holder' });
+    const waiting = client.locks(waiterSession).acquire('mvlock', { waitMs: 40_000, owner: 'waiter' });
+    waiting.catch(() => undefined); // asserted below
+    const source = cell1.cell.clientUrls()[0] as string;
+    let queued = 0;
+    for (let poll = 0; poll < 100 && queued < 1; poll++) {
+      await sleep(50);
+      queued = (await http(`${source}/v1/locks/mvlock`)).body.queue?.length ?? 0;
+    }
+    assert.equal(queued, 1, 'the waiter is queued on cell-1');
+    const retriesBefore = client.wrongCellRetries;
+    await moveToCell2('/locks/mvlock/');
+    assert.equal((await holder.release()).released, true, 'the release followed the lock to cell-2');
+    const startMs = Date.now();
+    const granted = await waiting;
+    console.log(`granted ${Date.now() - startMs} ms after the release; wrong_cell retries ${client.wrongCellRetries - retriesBefore}`);
+    assert.ok(Date.now() - startMs < 10_000, 'granted soon after the release, not at the end of its wait');
+    assert.ok(granted.token > holder.token, `token ${granted.token} above ${holder.token}`);
+    const state = await http(`${cell2.cell.clientUrls()[0] as string}/v1/locks/mvlock`);
+    assert.equal(state.body.holder?.key, granted.key, 'held on cell-2');
+    assert.ok(client.wrongCellRetries > retriesBefore);
+    assert.deepEqual(lost, []);
+    await granted.release();
   } finally {
     await client.close();
   }

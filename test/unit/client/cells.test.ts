@@ -30,14 +30,14 @@ const wrongCell = (namespace: string, cell: string, epoch: number, endpoints: st
 const putOk = { created: true, version: 1, revision: 3 };
 
 /** A cells client whose control plane serves `map()` and whose cells answer with `cell(request)`. */
-function fakeCells(map: () => unknown, cell: (request: HttpRequest) => HttpAnswer) {
+function fakeCells(map: () => unknown, cell: (request: HttpRequest) => HttpAnswer, retry: { delayMsBase?: number; delayMsMax?: number } = {}) {
   const requests: HttpRequest[] = [];
   const sleeps: number[] = [];
   const client = new BatonCellsClient({
     control: ['http://control'],
     discover: false,
     random: () => 0.5,
-    retry: { delayMsBase: 10_000, delayMsMax: 10_000 },
+    retry: { delayMsBase: 10_000, delayMsMax: 10_000, ...retry },
     clock: { monotonicMs: () => 0, sleep: async (ms) => void sleeps.push(ms) },
     transport: async (request) => {
       requests.push(request);
@@ -169,5 +169,28 @@ test('a session lives in its namespace\'s cell; a lock of another cell is refuse
     });
   } finally {
     await client.close();
+  }
+});
+
+test('on the stream, a second wrong_cell (the owner still landing the namespace) is asked again after the backoff', async () => {
+  const state = { holder: null, waiters: [], revision: 5 };
+  let refusals = 0;
+  const second = await FakeStreamServer.start((received) => {
+    if (refusals++ === 0) error(received, { code: 'wrong_cell', message: 'landing', namespace: '/locks/pay/', cell: 'cell-2', epoch: 6, endpoints: [] });
+    else result(received, state);
+  });
+  const first = await FakeStreamServer.start((received) =>
+    error(received, { code: 'wrong_cell', message: 'moved', namespace: '/locks/pay/', cell: 'cell-2', epoch: 6, endpoints: [second.url] }));
+  const map = (): unknown => mapBody(5, [{ id: 'cell-1', endpoints: [first.url] }, { id: 'cell-2', endpoints: [second.url] }],
+    [{ prefix: '/', cell: 'cell-1', epoch: 1 }]);
+  const { client } = fakeCells(map, () => answer(404, {}), { delayMsBase: 20, delayMsMax: 20 });
+  try {
+    assert.deepEqual(await client.lockState('pay'), state);
+    assert.equal(first.frames('lockState').length, 1);
+    assert.equal(second.frames('lockState').length, 2);
+  } finally {
+    await client.close();
+    await first.close();
+    await second.close();
   }
 });
