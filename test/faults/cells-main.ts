@@ -1,8 +1,9 @@
-// `npm run faults -- --cells 2 --time 60 --seed S [--clients 5] [--keys 3] [--kinds K,...]
-//   [--history FILE]`: the fault run across cells (cells-run.ts). --kinds keeps the kinds it names
-// that a run across cells has (cells-nemesis.ts) and says which it leaves out, so one command line
-// serves both modes. Prints the summary and one result line (moves, write windows, violations);
-// exits 1 on a violation, 2 when a checker could not decide.
+// `npm run faults -- --cells 2 --time 60 --seed S [--clients 5] [--lock-clients 3] [--keys 3]
+//   [--kinds K,...] [--reads serializable] [--history FILE]`: the fault run across cells
+// (cells-run.ts). --kinds keeps the kinds it names that a run across cells has (cells-nemesis.ts)
+// and says which it leaves out, so one command line serves both modes. Prints the summary and one
+// result line (moves, write windows, violations); exits 1 on a violation, 2 when a checker could
+// not decide. `--reads serializable` is the self-test: stale reads must be reported.
 import { writeFileSync } from 'node:fs';
 import { runCellsFaults } from './cells-run.js';
 import { cellsFaultKinds, type CellsFaultKind } from './cells-nemesis.js';
@@ -22,8 +23,10 @@ export async function cellsMain(flag: (name: string, fallback: string) => string
     timeS,
     cellCount,
     clients: Number(flag('clients', '5')),
+    lockClients: Number(flag('lock-clients', '3')),
     keys: Number(flag('keys', '3')),
     kinds,
+    reads: flag('reads', 'linearizable') === 'serializable' ? 'serializable' : 'linearizable',
     onHistory: (events) => {
       const path = flag('history', '');
       if (path !== '') writeFileSync(path, events.map((e) => JSON.stringify(e)).join('\n') + '\n');

@@ -5,15 +5,19 @@
 // members. Then every fault heals, final reads are taken through the router, and the history is
 // checked per namespace: linearizability per key and durability need no revisions, so they hold
 // across a move unchanged (a key's history is one register wherever its namespace lives).
-// Not yet here: the lock workload (its lease must be granted on the namespace's cell, which the
-// client does not do through a router) and the watch checker (it compares revisions, which are
-// per cell; a watch across a move restarts at the destination's revisions).
+// The lock workload (lock-client.ts) runs on the lock's own namespace, moved like the others, with
+// its leases on the namespace's cell (namespace-lease-client.ts); lock safety needs no revisions
+// either: tokens are compared among themselves, and a move keeps them increasing.
+// Not yet here: the watch checker (it compares revisions, which are per cell: a watch across a
+// move restarts at the destination's revisions) and the lease workload (its keys would need the
+// same namespaced leases).
 import { performance } from 'node:perf_hooks';
 import { SeededRandom } from '../../src/base/random.js';
 import type { BatonClient } from '../../src/client/index.js';
 import {
   checkDurability,
   checkLinearizable,
+  checkLockSafety,
   isKvRecord,
   pairHistory,
   type HistoryEvent,
@@ -24,7 +28,10 @@ import {
 import { describeWindows, startMover, type MoveOutcome } from './cells-mover.js';
 import { startCellsNemesis, type CellsFaultKind } from './cells-nemesis.js';
 import { startCells } from './cells-setup.js';
-import { faultClient, type Recorder } from './kv-client.js';
+import { MemoryFencingGuard } from '../../src/fencing/index.js';
+import { faultClient, faultClientOptions, type ReadConsistency, type Recorder } from './kv-client.js';
+import { lockLoop, lockName } from './lock-client.js';
+import { NamespaceLeaseClient, historyLeaseId } from './namespace-lease-client.js';
 import { clientLoop, finalReads } from './runner.js';
 
 export interface CellsRunOptions {
@@ -32,9 +39,12 @@ export interface CellsRunOptions {
   readonly seed: bigint;
   readonly cellCount?: number;
   readonly clients?: number;
+  readonly lockClients?: number;
   /** Keys per namespace. */
   readonly keys?: number;
   readonly kinds?: readonly CellsFaultKind[];
+  /** `serializable`: the checker's self-test (stale reads from a cut-off member must be caught). */
+  readonly reads?: ReadConsistency;
   readonly onHistory?: (events: readonly HistoryEvent[]) => void;
 }
 
@@ -52,7 +62,8 @@ const namespaces = ['a/', 'b/'] as const;
 export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRunSummary> {
   const cellCount = options.cellCount ?? 2;
   const keys = namespaces.flatMap((ns) => Array.from({ length: options.keys ?? 3 }, (_, i) => `${ns}k${i}`));
-  const prefixes = namespaces.map((ns) => `/faults/${ns}`);
+  const lockPrefix = `/locks/${lockName}/`;
+  const prefixes = [...namespaces.map((ns) => `/faults/${ns}`), lockPrefix];
   const setup = await startCells({ cellCount, prefixes });
   const started = performance.now();
   const events: HistoryEvent[] = [];
@@ -61,6 +72,10 @@ export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRun
   const clients: BatonClient[] = Array.from({ length: options.clients ?? 5 }, () =>
     faultClient([setup.router.url], () => random.uint32() / 2 ** 32, 1_500),
   );
+  const lockClients = Array.from({ length: options.lockClients ?? 3 }, () =>
+    new NamespaceLeaseClient(setup.router.url, lockPrefix, faultClientOptions([setup.router.url], () => random.uint32() / 2 ** 32, 1_500)),
+  );
+  const guard = new MemoryFencingGuard();
   try {
     const deadline = recorder.now() + options.timeS * 1_000;
     const nemesis = startCellsNemesis(setup, options.seed, recorder.now, options.kinds);
@@ -72,16 +87,21 @@ export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRun
       now: recorder.now,
       seed: options.seed,
     });
-    await Promise.all(
-      clients.map((client, process) =>
-        clientLoop({ recorder, process, client, keys, deadline, seed: options.seed, reads: 'linearizable' }),
+    await Promise.all([
+      ...clients.map((client, process) =>
+        clientLoop({ recorder, process, client, keys, deadline, seed: options.seed, reads: options.reads ?? 'linearizable' }),
       ),
-    );
+      ...lockClients.map((client, i) => {
+        const process = clients.length + 2 * i;
+        return lockLoop({ recorder, process, renewProcess: process + 1, client, guard, deadline, seed: options.seed, leaseHistoryId: historyLeaseId });
+      }),
+    ]);
     await nemesis.stop();
     await mover.done;
-    const finalValues = await finalReads(recorder, clients.length, clients[0] as BatonClient, keys);
+    const finalValues = await finalReads(recorder, clients.length + 2 * lockClients.length, clients[0] as BatonClient, keys);
     options.onHistory?.(events);
-    const records = pairHistory(events).filter(isKvRecord);
+    const all = pairHistory(events);
+    const records = all.filter(isKvRecord);
     const lines = [`faults: ${[...nemesis.counts].map(([kind, n]) => `${kind}=${n}`).join(' ') || 'none'}`];
     const verdicts: Verdict[] = [];
     let violations = 0;
@@ -91,6 +111,14 @@ export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRun
       verdicts.push(...checked.verdicts);
       violations += checked.violations;
     }
+    const locks = checkLockSafety(all);
+    const writes = all.filter((r) => r.operation.type === 'guarded-write' && r.status === 'ok');
+    const rejected = writes.filter((r) => r.result?.type === 'guarded-write' && !r.result.accepted).length;
+    const grants = all.filter((r) => r.operation.type === 'acquire' && r.status === 'ok').length;
+    lines.push(`namespace ${lockPrefix}: locks ${locks.verdict} (${grants} grants, ${writes.length} fenced writes, ${rejected} stale ones rejected)`);
+    for (const violation of locks.violations.slice(0, 10)) lines.push(`  ${violation.kind}: ${violation.message}`);
+    verdicts.push(locks.verdict);
+    violations += locks.violations.length;
     lines.push(...mover.outcomes.map((o) => `  move ${o.prefix} -> ${o.to}: ${o.phase}${o.windowMs !== undefined ? ` (window ${o.windowMs} ms)` : ''}${o.error !== undefined ? ` ${o.error}` : ''}`));
     lines.push(...nemesis.log.map((line) => `  nemesis ${line}`));
     const count = (phase: string): number => mover.outcomes.filter((o) => o.phase === phase).length;
@@ -100,7 +128,7 @@ export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRun
     const verdict: Verdict = verdicts.includes('violation') ? 'violation' : verdicts.every((v) => v === 'ok') ? 'ok' : 'unknown';
     return { verdict, lines, result, moves: mover.outcomes };
   } finally {
-    await Promise.all(clients.map((client) => client.close()));
+    await Promise.all([...clients, ...lockClients].map((client) => client.close()));
     await setup.close();
   }
 }

@@ -29,14 +29,17 @@ export type ReadConsistency = 'linearizable' | 'serializable';
 
 /** Retries bounded so one operation ends within a few seconds even while a fault lasts. */
 export function faultClient(urls: readonly string[], random: () => number, attemptTimeoutMs: number): BatonClient {
-  const options: ClientOptions = {
+  return new BatonClient(faultClientOptions(urls, random, attemptTimeoutMs));
+}
+
+export function faultClientOptions(urls: readonly string[], random: () => number, attemptTimeoutMs: number): ClientOptions {
+  return {
     endpoints: urls,
     random,
     // The member list is the seed list here; discovery would only put everyone on the leader.
     discover: false,
     retry: { attemptsMax: 4, delayMsBase: 50, delayMsMax: 500, deadlineMs: attemptTimeoutMs * 2, attemptTimeoutMs },
   };
-  return new BatonClient(options);
 }
 
 /** Records `operation`, runs `call`, records its completion. Reads never end `info`. */

@@ -6,7 +6,7 @@
 // hands the lock on) and then writes with its old token, which the guard must reject once a
 // newer holder wrote. History processes: the worker's own, and a second one for its renewals.
 import { SeededRandom, randomInt } from '../../src/base/random.js';
-import { Locks, monotonicNowMs, type BatonClient, type Lock, type OwnerSession } from '../../src/client/index.js';
+import { Locks, monotonicNowMs, type BatonClient, type LeaseGrant, type Lock, type OwnerSession } from '../../src/client/index.js';
 import type { LockResult } from '../../src/check/index.js';
 import type { FencingGuard } from '../../src/fencing/index.js';
 import { sleep } from '../cluster/harness.js';
@@ -29,6 +29,8 @@ export interface LockLoopOptions {
   readonly seed: bigint;
   /** One hold in this many pauses past its TTL (default 4). */
   readonly pauseOneIn?: number;
+  /** A lease's name in the history (default its id; across cells ids repeat, so id@cell). */
+  readonly leaseHistoryId?: (grant: LeaseGrant) => string;
 }
 
 /** A lease this worker renews itself, seen by Locks as its session. */
@@ -39,6 +41,8 @@ class RecordedSession implements OwnerSession {
   constructor(
     readonly leaseId: number,
     grantSentMs: number,
+    /** The lease's name in the history. */
+    readonly historyId: string = String(leaseId),
   ) {
     this.safeUntil = grantSentMs + ttlMs - safetyMarginMs;
   }
@@ -57,14 +61,14 @@ export async function lockLoop(options: LockLoopOptions): Promise<void> {
     const sentMs = monotonicNowMs();
     const granted = await recorded<LockResult>(recorder, process, { type: 'lease-grant', ttlMs }, async () => {
       const grant = await client.leaseGrant(ttlMs / 1000);
-      return { type: 'lease-grant', leaseId: String(grant.id) };
+      return { type: 'lease-grant', leaseId: options.leaseHistoryId?.(grant) ?? String(grant.id) };
     });
     if (granted.type !== 'ok' || granted.result.type !== 'lease-grant') {
       await sleep(200);
       continue;
     }
     const leaseId = granted.result.leaseId;
-    const session = new RecordedSession(Number(leaseId), sentMs);
+    const session = new RecordedSession(Number.parseInt(leaseId, 10), sentMs, leaseId);
     const renewing = renew(options, session);
     try {
       await holdOnce(options, random, session, leaseId);
@@ -119,7 +123,7 @@ async function holdOnce(
 /** Renews every ~TTL/4 while the session is wanted; each renewal is a recorded keepalive. */
 async function renew(options: LockLoopOptions, session: RecordedSession): Promise<void> {
   const { recorder, renewProcess, client } = options;
-  const leaseId = String(session.leaseId);
+  const leaseId = session.historyId;
   while (!session.signal.aborted) {
     await Promise.race([sleep(ttlMs / 4), new Promise((resolve) => session.signal.addEventListener('abort', resolve))]);
     if (session.signal.aborted) return;
@@ -138,7 +142,7 @@ async function renew(options: LockLoopOptions, session: RecordedSession): Promis
 
 async function revoke(options: LockLoopOptions, leaseId: string): Promise<void> {
   await recorded<LockResult>(options.recorder, options.process, { type: 'lease-revoke', leaseId }, async () => {
-    await options.client.leaseRevoke(Number(leaseId));
+    await options.client.leaseRevoke(Number.parseInt(leaseId, 10));
     return { type: 'lease-revoke' };
   });
 }
