@@ -100,7 +100,7 @@ export class BatonClient {
   /**
    * Set by a cells client (cells-client.ts) on its per-cell clients: on wrong_cell, the owning
    * cell's client (its cache updated from the answer), or null. HTTP calls and stream requests
-   * then retry there once, at once.
+   * then retry there at once (HTTP once; the stream asks a later wrong_cell again after the backoff).
    */
   private redirectToCell: ((error: BatonError) => Promise<BatonClient | null>) | null = null;
   private readonly tls: ClientTls | null;
