@@ -10,6 +10,9 @@ export interface MoveOutcome {
   readonly to: string;
   /** `released`, `aborted`, `refused` (the start was not taken) or `unfinished` (out of time). */
   readonly phase: string;
+  /** When the move was asked for and seen ended, on the run's clock (to set beside the faults). */
+  readonly startedMs: number;
+  readonly endedMs: number;
   /** The write window the control plane measured (fence to the destination's table). */
   readonly windowMs?: number;
   readonly error?: string;
@@ -47,11 +50,12 @@ export function startMover(options: {
       const started = await call('/v1/control/moves', {
         method: 'POST', body: JSON.stringify({ prefix, to }), headers: { 'content-type': 'application/json' },
       });
+      const startedMs = options.now();
       if (started?.status !== 200) {
-        outcomes.push({ prefix, to, phase: 'refused', error: `${started?.status ?? 'no answer'} ${JSON.stringify(started?.body ?? '')}` });
+        outcomes.push({ prefix, to, phase: 'refused', startedMs, endedMs: startedMs, error: `${started?.status ?? 'no answer'} ${JSON.stringify(started?.body ?? '')}` });
         continue;
       }
-      outcomes.push(await followMove(call, prefix, to));
+      outcomes.push({ ...(await followMove(call, prefix, to)), startedMs, endedMs: options.now() });
     }
   })();
   return { outcomes, done };
@@ -61,7 +65,7 @@ async function followMove(
   call: (path: string) => Promise<{ status: number; body: any } | null>,
   prefix: string,
   to: string,
-): Promise<MoveOutcome> {
+): Promise<Omit<MoveOutcome, 'startedMs' | 'endedMs'>> {
   const started = Date.now();
   let move: { phase?: string; cleaned?: boolean; windowMs?: number; error?: string } = {};
   while (Date.now() - started < finishMsMax) {

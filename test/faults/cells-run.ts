@@ -119,7 +119,7 @@ export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRun
     for (const violation of locks.violations.slice(0, 10)) lines.push(`  ${violation.kind}: ${violation.message}`);
     verdicts.push(locks.verdict);
     violations += locks.violations.length;
-    lines.push(...mover.outcomes.map((o) => `  move ${o.prefix} -> ${o.to}: ${o.phase}${o.windowMs !== undefined ? ` (window ${o.windowMs} ms)` : ''}${o.error !== undefined ? ` ${o.error}` : ''}`));
+    lines.push(...mover.outcomes.map((o) => `  ${o.startedMs.toFixed(0)}-${o.endedMs.toFixed(0)} ms: move ${o.prefix} -> ${o.to}: ${o.phase}${o.windowMs !== undefined ? ` (window ${o.windowMs} ms)` : ''}${o.error !== undefined ? ` ${o.error}` : ''}`));
     lines.push(...nemesis.log.map((line) => `  nemesis ${line}`));
     const count = (phase: string): number => mover.outcomes.filter((o) => o.phase === phase).length;
     const result =
