@@ -16,9 +16,12 @@
  * 2: an import only raises the checkpoint of a lease the cell holds already, and an import of
  * leases alone is taken after the landing too (issue 24, leases across a move): members applying
  * 1 and 2 side by side would store different remaining TTLs, or refuse what the other takes.
+ * 3: leases carry their origin cell and the record its destination; a lease the destination
+ * holds under the same id but from another origin refuses the import (lease ids repeat across
+ * cells: protocol 2 merged two owners' leases there), and imported leases keep their origin.
  */
-export const moveProtocol = 2;
-export const moveProtocolNeeded = 2;
+export const moveProtocol = 3;
+export const moveProtocolNeeded = 3;
 
 /** Keys per import command: the mover batches a namespace's keys into commands of this size. */
 export const importKeysPerCommandMax = 1_000;
@@ -38,6 +41,12 @@ export interface ImportLease {
   readonly id: number;
   readonly ttlMs: number;
   readonly remainingMs: number;
+  /**
+   * The cell that granted the lease (move protocol 3). Lease ids are counted per cell, so two
+   * cells hold unrelated leases under one id: a lease is the same lease on two cells only when it
+   * has the same id and the same origin. Absent in older records (taken as the same lease).
+   */
+  readonly origin?: string;
 }
 
 export interface ImportRecord {
@@ -55,6 +64,8 @@ export interface ImportRecord {
   readonly puts: readonly ImportedKey[];
   readonly deletes: readonly string[];
   readonly leases: readonly ImportLease[];
+  /** The cell the record is for (move protocol 3): a lease it holds without an origin was granted there. */
+  readonly destination?: string;
   /** Dedup records of the namespace's requests (Request-ID and record bytes), written if unknown here. */
   readonly requests?: readonly { readonly id: Uint8Array; readonly record: Uint8Array }[];
   /**

@@ -60,11 +60,15 @@ export async function readNamespace(cell: MapCell, prefix: string): Promise<Name
   };
 }
 
-/** A lease's granted TTL and remaining time on `cell` (null: gone, e.g. expired meanwhile). */
-export async function readLease(cell: MapCell, id: number): Promise<{ id: number; ttlMs: number; remainingMs: number } | null> {
+/**
+ * A lease's granted TTL, remaining time and origin on `cell` (null: gone, e.g. expired meanwhile).
+ * The origin is the cell that granted it: `cell` itself unless a move brought it there.
+ */
+export async function readLease(cell: MapCell, id: number): Promise<{ id: number; ttlMs: number; remainingMs: number; origin: string } | null> {
   try {
-    const body = (await call(cell, `/v1/leases/${id}`)) as { ttlMs: number; grantedTtl: number };
-    return { id, ttlMs: Math.round(body.grantedTtl * 1000), remainingMs: Math.max(1, body.ttlMs) };
+    const body = (await call(cell, `/v1/leases/${id}`)) as { ttlMs: number; grantedTtl: number; origin?: unknown };
+    const origin = typeof body.origin === 'string' && body.origin.length > 0 ? body.origin : cell.id;
+    return { id, ttlMs: Math.round(body.grantedTtl * 1000), remainingMs: Math.max(1, body.ttlMs), origin };
   } catch (error) {
     if (error instanceof CellRefusedError && error.code === 'lease_not_found') return null;
     throw error;

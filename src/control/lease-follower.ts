@@ -95,8 +95,10 @@ export class LeaseFollower {
 
   /** One import of leases alone on the destination: it raises each to what the source gave it. */
   private async carry(renewed: readonly { lease: ImportLease; deadlineMs: number }[]): Promise<void> {
-    const leases = renewed.map((r) => ({ id: r.lease.id, ttlMs: r.lease.ttlMs, remainingMs: Math.min(r.lease.remainingMs, r.lease.ttlMs) }));
-    await sendImport(this.destination, encodeImportRecord({ prefix: this.prefix, clear: false, floor: 0, puts: [], deletes: [], leases }));
+    // With its origin: the destination raises only its copy of this lease, never another cell's lease of the same id.
+    const leases = renewed.map((r) => ({ id: r.lease.id, ttlMs: r.lease.ttlMs, remainingMs: Math.min(r.lease.remainingMs, r.lease.ttlMs),
+      ...(r.lease.origin === undefined ? {} : { origin: r.lease.origin }) }));
+    await sendImport(this.destination, encodeImportRecord({ prefix: this.prefix, clear: false, floor: 0, puts: [], deletes: [], leases, destination: this.destination.id }));
     for (const { lease, deadlineMs } of renewed) {
       const carried = this.carriedDeadlines.get(lease.id);
       if (carried !== undefined) this.carriedDeadlines.set(lease.id, { ...carried, deadlineMs: Math.max(carried.deadlineMs, deadlineMs) });

@@ -530,7 +530,7 @@ export class Mover {
       const withRequests = lastOne ? requests : [];
       const batchLeases = [...new Set(puts.map((kv) => kv.lease).filter((id) => id !== 0))].map((id) => leases.get(id) as ImportLease);
       await sendImport(destination, encodeImportRecord({
-        prefix, clear: clear && first, floor, epoch, puts, deletes: deleting, leases: batchLeases, requests: withRequests.map(wireToRequest),
+        prefix, clear: clear && first, floor, epoch, puts, deletes: deleting, leases: batchLeases, destination: destination.id, requests: withRequests.map(wireToRequest),
         ...(lastOne && own !== undefined ? { own } : {}),
       }));
       this.noteRequests(progress, withRequests);

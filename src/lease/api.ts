@@ -20,6 +20,8 @@ export interface LeaseInfo {
   readonly grantedTtl: number;
   readonly keys: readonly string[];
   readonly revision: number;
+  /** The cell that granted it, when a namespace move brought it to this cell (absent: granted here). */
+  readonly origin?: string;
 }
 
 export interface LeaseListItem {

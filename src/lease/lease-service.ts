@@ -25,7 +25,7 @@ export interface LeaseDriver {
 /** What the service reads from the replicated state (the MVCC store). */
 export type LeaseStore = Pick<
   MvccStore,
-  'appliedTerm' | 'revision' | 'limits' | 'lease' | 'leases' | 'leasesPage' | 'keysOfLease' | 'storeFormat'
+  'appliedTerm' | 'revision' | 'limits' | 'lease' | 'leaseOrigin' | 'leases' | 'leasesPage' | 'keysOfLease' | 'storeFormat'
 >;
 
 /** Everything from outside, injected: the simulator runs the service on simulated time. */
@@ -554,6 +554,8 @@ export class LeaseService implements LeaseApi {
       grantedTtl: lease.ttlMs / 1000,
       keys: this.store.keysOfLease(id),
       revision: this.store.revision,
+      // Where a namespace move brought it from: a mover copying it on tells it from another cell's lease of the same id.
+      ...(this.store.leaseOrigin(id) === null ? {} : { origin: this.store.leaseOrigin(id) as string }),
     };
   }
 

@@ -24,7 +24,7 @@ import { assert } from '../base/assert.js';
 import { emptyBytes, utf8 } from './bytes.js';
 import { checkEpochRoom } from './epoch.js';
 import { currentKey, currentRange, leaseKey } from './layout.js';
-import { adjustLeaseKeyCount, grantLease, readLease, checkpointLeases } from './lease-state.js';
+import { adjustLeaseKeyCount, grantLease, readLease, checkpointLeases, leaseOrigin, setLeaseOrigin } from './lease-state.js';
 import { decodeDedupRecord } from './dedup-record.js';
 import { importRequests } from './namespace-requests.js';
 import { landingProblem, readOwnershipRecord, storeLandedTable } from './ownership-record.js';
@@ -72,9 +72,17 @@ export function parseImportRecord(bytes: Uint8Array): ImportRecord {
     };
   });
   const deletes = (list(raw['deletes'], 'deletes') as unknown[]).map(inNamespace);
-  const leases = list(raw['leases'], 'leases').map((l) => ({
-    id: count(l['id'], 'lease id'), ttlMs: count(l['ttlMs'], 'ttlMs'), remainingMs: count(l['remainingMs'], 'remainingMs'),
-  }));
+  const cellName = (value: unknown, what: string): string | undefined => {
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string' || value.length === 0 || value.length > cellNameBytesMax) throw new InvalidArgumentError(`an import record's ${what} is a cell id`);
+    return value;
+  };
+  const leases = list(raw['leases'], 'leases').map((l) => {
+    const origin = cellName(l['origin'], 'lease origin');
+    const lease = { id: count(l['id'], 'lease id'), ttlMs: count(l['ttlMs'], 'ttlMs'), remainingMs: count(l['remainingMs'], 'remainingMs') };
+    return origin === undefined ? lease : { ...lease, origin };
+  });
+  const destination = cellName(raw['destination'], 'destination');
   const epoch = raw['epoch'] === undefined ? 0 : count(raw['epoch'], 'epoch');
   const requests = raw['requests'] === undefined ? [] : list(raw['requests'], 'requests').map((r) => {
     if (typeof r['id'] !== 'string' || typeof r['record'] !== 'string') throw new InvalidArgumentError('an imported request is {id, record} in base64');
@@ -90,7 +98,8 @@ export function parseImportRecord(bytes: Uint8Array): ImportRecord {
   });
   const own = raw['own'];
   if (own !== undefined && typeof own !== 'string') throw new InvalidArgumentError('an import record\'s own is an ownership table as JSON text');
-  const parsed = { prefix, clear: raw['clear'] === true, floor: count(raw['floor'], 'floor'), epoch, puts, deletes, leases, requests };
+  const parsed = { prefix, clear: raw['clear'] === true, floor: count(raw['floor'], 'floor'), epoch, puts, deletes, leases, requests,
+    ...(destination === undefined ? {} : { destination }) };
   return own === undefined ? parsed : { ...parsed, own };
 }
 
@@ -108,7 +117,7 @@ export function applyImportKeys(
   const record = parseImportRecord(bytes);
   const ownership = readOwnershipRecord(writer);
   if (ownership === null) throw new PreconditionFailedError('this cell was never given an ownership table: it owns every key, nothing is imported into it');
-  if (isLeasesOnly(record)) return { meta, imported: 0, leases: raiseHeldLeases(writer, record.leases, limits) };
+  if (isLeasesOnly(record)) return { meta, imported: 0, leases: raiseHeldLeases(writer, record.leases, limits, record.destination) };
   const owner = ownership.resolve(record.prefix);
   // A namespace landing here (its move flipped, the last changes not in yet) is still imported into.
   if (owner.prefix === record.prefix && owner.cell === ownership.table.cell && owner.landingFrom === undefined) {
@@ -129,6 +138,10 @@ export function applyImportKeys(
     if (held !== null && held.ttlMs !== lease.ttlMs) {
       throw new PreconditionFailedError(`lease ${lease.id} exists on this cell with another TTL: the namespace's lease cannot be recreated here`, { id: lease.id });
     }
+    if (held !== null && !sameLease(writer, lease, record.destination)) {
+      throw new PreconditionFailedError(`lease ${lease.id} on this cell was granted by ${heldOrigin(writer, lease.id, record.destination)}, the namespace's lease ${lease.id} by ${lease.origin}: ` +
+        'lease ids repeat across cells, and one id cannot hold both', { id: lease.id });
+    }
   }
   for (const kv of record.puts) {
     if (kv.lease !== 0 && readLease(writer, kv.lease) === null && !record.leases.some((l) => l.id === kv.lease)) {
@@ -137,7 +150,10 @@ export function applyImportKeys(
   }
   for (const lease of record.leases) {
     const held = readLease(writer, lease.id);
-    if (held === null) grantLease(writer, { ttlMs: lease.ttlMs, id: lease.id }, limits);
+    if (held === null) {
+      grantLease(writer, { ttlMs: lease.ttlMs, id: lease.id }, limits);
+      if (lease.origin !== undefined && lease.origin !== record.destination) setLeaseOrigin(writer, lease.id, lease.origin);
+    }
     const remainingMs = Math.min(lease.remainingMs, lease.ttlMs);
     // A lease imported before (or renewed here meanwhile) is only raised: the time it was promised
     // here must survive an election here, and the source's later figure is never more than that.
@@ -181,11 +197,11 @@ function isLeasesOnly(record: ImportRecord): boolean {
 }
 
 /** The leases raised (those held here with the same TTL), for the lease service's tracker. */
-function raiseHeldLeases(writer: KvWriter, leases: readonly ImportLease[], limits: MvccLimits): ImportLease[] {
+function raiseHeldLeases(writer: KvWriter, leases: readonly ImportLease[], limits: MvccLimits, destination: string | undefined): ImportLease[] {
   const raised: ImportLease[] = [];
   for (const lease of leases) {
     const held = readLease(writer, lease.id);
-    if (held === null || held.ttlMs !== lease.ttlMs) continue;
+    if (held === null || held.ttlMs !== lease.ttlMs || !sameLease(writer, lease, destination)) continue;
     const remainingMs = Math.max(held.remainingMs, Math.min(lease.remainingMs, lease.ttlMs));
     checkpointLeases(writer, [{ id: lease.id, remainingMs }], limits);
     raised.push(lease);
@@ -209,4 +225,21 @@ function removeCurrent(writer: KvWriter, keyBytes: Uint8Array, tenants: readonly
     writer.delete(leaseKey(prev.lease, keyBytes));
     adjustLeaseKeyCount(writer, prev.lease, -1);
   }
+}
+
+/** Cell ids are short names (`cell-1`); bounded like the rest of a record's fields. */
+const cellNameBytesMax = 256;
+
+/** The cell that granted lease `id` held here: its recorded origin, else this cell (`destination`). */
+function heldOrigin(reader: KvWriter, id: number, destination: string | undefined): string {
+  return leaseOrigin(reader, id) ?? destination ?? 'this cell';
+}
+
+/**
+ * Whether the lease this cell holds under `lease.id` is the record's lease: the same origin. A
+ * record of an older mover (no origin or destination) cannot tell: taken as the same, as then.
+ */
+function sameLease(reader: KvWriter, lease: ImportLease, destination: string | undefined): boolean {
+  if (lease.origin === undefined || destination === undefined) return true;
+  return (leaseOrigin(reader, lease.id) ?? destination) === lease.origin;
 }

@@ -8,6 +8,8 @@
 //
 //   'g' id:8           ttlMs:8 remainingMs:8 keyCount:4
 //   'n'                nextId:8 leaseCount:8   (absent = no lease granted yet)
+//   'o' id:8           origin cell id (UTF-8): a lease a namespace move brought from the cell
+//                      that granted it (absent = granted here); removed with the lease
 import { assert } from '../base/assert.js';
 import {
   InvalidArgumentError,
@@ -22,6 +24,7 @@ import type { KvReader, KvWriter, MvccLimits } from './types.js';
 
 const grantPrefix = Uint8Array.of(0x67);
 const counterKey = Uint8Array.of(0x6e);
+const originPrefix = Uint8Array.of(0x6f);
 const recordBytes = 20;
 
 export interface LeaseRecord {
@@ -70,6 +73,23 @@ function writeCounter(writer: KvWriter, counter: Counter): void {
   writeU64(out, 0, counter.nextId);
   writeU64(out, 8, counter.leaseCount);
   writer.put(counterKey, out);
+}
+
+function originKey(id: number): Uint8Array {
+  return concatBytes([originPrefix, u64Bytes(id)]);
+}
+
+/** The cell that granted lease `id`, when a namespace move brought it here; null: granted here (or absent). */
+export function leaseOrigin(reader: KvReader, id: number): string | null {
+  const stored = reader.get(originKey(id));
+  return stored === undefined ? null : Buffer.from(stored).toString('utf8');
+}
+
+/** Records where an imported lease was granted (the lease exists here). */
+export function setLeaseOrigin(writer: KvWriter, id: number, origin: string): void {
+  assert(readLease(writer, id) !== null, 'an origin is recorded for a lease held here');
+  assert(origin.length > 0, 'an origin names a cell');
+  writer.put(originKey(id), new Uint8Array(Buffer.from(origin, 'utf8')));
 }
 
 export function readLease(reader: KvReader, id: number): LeaseRecord | null {
@@ -233,12 +253,14 @@ function leaseIdsFrom(source: KvReader, from: number): { has(id: number): boolea
   };
 }
 
-/** Removes the lease record (its keys must already be deleted). */
+/** Removes the lease record (its keys must already be deleted) and its origin. */
 export function removeLease(writer: KvWriter, id: number): void {
   const lease = readLease(writer, id);
   if (lease === null) throw new LeaseNotFoundError(`lease ${id} not found`, { id });
   assert(lease.keyCount === 0, 'a lease is removed only after its keys');
   writer.delete(grantKey(id));
+  // A later lease granted here under this id must not pass for the imported one.
+  writer.delete(originKey(id));
   const counter = readCounter(writer);
   assert(counter.leaseCount >= 1, 'a present lease is counted');
   writeCounter(writer, { nextId: counter.nextId, leaseCount: counter.leaseCount - 1 });

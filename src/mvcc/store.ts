@@ -27,7 +27,7 @@ import {
 import { compactHistoryStep, oldestHistoryRevision } from './history-compactor.js';
 import { metaKey, tablePrefix } from './layout.js';
 import { applyMembersRecord, readMembersRecord } from './members-record.js';
-import { leaseCount, readLease, readLeases, type LeaseRecord } from './lease-state.js';
+import { leaseCount, leaseOrigin, readLease, readLeases, type LeaseRecord } from './lease-state.js';
 import { readEvents, readLeaseKeys, readRange, type ReadContext } from './read.js';
 import { decodeMeta, encodeMeta, initialMeta } from './records.js';
 import { decodeSnapshot, encodeSnapshot } from './snapshot-stream.js';
@@ -325,6 +325,12 @@ export class MvccStore {
   lease(id: number): LeaseRecord | null {
     validateCount(id, 'lease');
     return readLease(this.engine, id);
+  }
+
+  /** The cell that granted lease `id` when a namespace move brought it here; null when granted here. */
+  leaseOrigin(id: number): string | null {
+    validateCount(id, 'lease');
+    return leaseOrigin(this.engine, id);
   }
 
   /** Every lease, ascending by id: a new leader's expiry tracker starts from these. */

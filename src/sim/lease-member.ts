@@ -49,6 +49,7 @@ export function createSimLeaseService(
       return applier.store.storeFormat;
     },
     lease: (id) => applier.store.lease(id),
+    leaseOrigin: (id) => applier.store.leaseOrigin(id),
     leases: () => applier.store.leases(),
     leasesPage: (afterId, limit) => applier.store.leasesPage(afterId, limit),
     keysOfLease: (id) => applier.store.keysOfLease(id),

@@ -148,3 +148,45 @@ test('leases across a move: a re-import only raises a lease; an import of leases
   assert.deepEqual({ ttl: store.lease(79)?.ttlMs, remaining: store.lease(79)?.remainingMs }, { ttl: 20_000, remaining: 20_000 });
   assert.equal(store.range({ type: 'get', key: '/pay/s' }).kvs[0]?.lease, 77);
 });
+
+test('lease ids repeat across cells: an import tells the moved lease from this cell\'s lease of the same id by its origin', () => {
+  const { store, apply } = batchCell();
+  apply(table(2, 'cell-1'));
+  // This cell (cell-2) granted lease 50 to its own client; cell-1 granted its own lease 50 to another.
+  apply({ type: 'leaseGrant', ttlMs: 10_000, id: 50 });
+  const theirs = { id: 50, ttlMs: 10_000, remainingMs: 4_000, origin: 'cell-1' };
+  const [collision] = apply(importOf({ prefix: '/pay/', clear: true, floor: 5, puts: [kv('/pay/x', 'X', 4, 4, 1, 50)], deletes: [], leases: [theirs], destination: 'cell-2' }));
+  assert.equal(codeOf(collision), 'precondition_failed', 'two owners\' leases are never merged under one id');
+  assert.equal(store.range({ type: 'get', key: '/pay/', prefix: true }).count, 0, 'and nothing of the import is written');
+  assert.deepEqual(store.keysOfLease(50), []);
+  assert.equal(store.leaseOrigin(50), null);
+  // A lease cell-2 does not hold comes with its origin, and a later import of the same lease raises it.
+  const moved = { id: 60, ttlMs: 10_000, origin: 'cell-1' };
+  apply(importOf({ prefix: '/pay/', clear: true, floor: 5, puts: [kv('/pay/y', 'Y', 4, 4, 1, 60)], deletes: [], leases: [{ ...moved, remainingMs: 3_000 }], destination: 'cell-2' }));
+  assert.equal(store.leaseOrigin(60), 'cell-1');
+  const [again] = apply(importOf({ prefix: '/pay/', clear: false, floor: 6, puts: [kv('/pay/y', 'Y2', 4, 6, 2, 60)], deletes: [], leases: [{ ...moved, remainingMs: 5_000 }], destination: 'cell-2' }));
+  assert.equal(codeOf(again), 'applied');
+  assert.equal(store.lease(60)?.remainingMs, 5_000);
+  const [third] = apply(importOf({ prefix: '/pay/', clear: false, floor: 6, puts: [kv('/pay/z', 'Z', 6, 6, 1, 60)], deletes: [], leases: [{ ...moved, origin: 'cell-3', remainingMs: 5_000 }], destination: 'cell-2' }));
+  assert.equal(codeOf(third), 'precondition_failed', 'another cell\'s lease 60 is not this one');
+  // Coming home: a lease this cell granted, moved back from another cell, is the same lease.
+  apply({ type: 'leaseGrant', ttlMs: 10_000, id: 70 });
+  const [home] = apply(importOf({ prefix: '/pay/', clear: false, floor: 6, puts: [kv('/pay/h', 'H', 6, 6, 1, 70)], deletes: [], leases: [{ id: 70, ttlMs: 10_000, remainingMs: 2_000, origin: 'cell-2' }], destination: 'cell-2' }));
+  assert.equal(codeOf(home), 'applied');
+  assert.deepEqual(store.keysOfLease(70), ['/pay/h']);
+  assert.equal(store.leaseOrigin(70), null);
+  // Owned now: renewals carried by an import of leases alone raise the moved lease, never this cell's own lease 50.
+  apply(table(3, 'cell-2'), { type: 'leaseCheckpoint', leases: [{ id: 50, remainingMs: 1_000 }, { id: 60, remainingMs: 1_000 }] });
+  apply(importOf({ prefix: '/pay/', clear: false, floor: 0, puts: [], deletes: [], leases: [{ ...theirs, remainingMs: 9_000 }, { ...moved, remainingMs: 9_000 }], destination: 'cell-2' }));
+  assert.equal(store.lease(50)?.remainingMs, 1_000, 'cell-2\'s own lease 50 is not kept alive by cell-1\'s renewals');
+  assert.equal(store.lease(60)?.remainingMs, 9_000);
+  // A revoked lease takes its origin with it: a later lease granted here under that id is this cell's own.
+  apply({ type: 'leaseRevoke', id: 60 });
+  assert.equal(store.leaseOrigin(60), null);
+  apply({ type: 'leaseGrant', ttlMs: 10_000, id: 60 });
+  apply(importOf({ prefix: '/pay/', clear: false, floor: 0, puts: [], deletes: [], leases: [{ ...moved, remainingMs: 9_000 }], destination: 'cell-2' }));
+  assert.equal(store.lease(60)?.remainingMs, 10_000);
+  apply({ type: 'leaseCheckpoint', leases: [{ id: 60, remainingMs: 1_000 }] });
+  apply(importOf({ prefix: '/pay/', clear: false, floor: 0, puts: [], deletes: [], leases: [{ ...moved, remainingMs: 9_000 }], destination: 'cell-2' }));
+  assert.equal(store.lease(60)?.remainingMs, 1_000, 'the new lease 60 is not the moved one');
+});
