@@ -76,6 +76,11 @@ export class HttpCaller {
     const deadlineMs = request.deadlineMs ?? this.policy.deadlineMs;
     let followed = false;
     let endpoints = this.endpoints;
+    // A mutation attempt that may have applied (no answer, or timeout/unavailable): from then on a
+    // wrong_cell proves nothing. A cell judges ownership before it looks up the Request-ID, so a
+    // source fenced after applying the first attempt refuses the retry (fault run across cells,
+    // seed 3: a put reported refused was read back later).
+    let mayHaveApplied = false;
     for (let attempt = 0; ; attempt++) {
       throwIfAborted(request.signal);
       const endpoint = endpoints.pick();
@@ -89,6 +94,8 @@ export class HttpCaller {
       }
       const answered = !(outcome instanceof BatonError);
       const error = answered ? errorFromHttp(outcome.status, outcome.text) : outcome;
+      const ambiguous = mayHaveApplied && error.code === 'wrong_cell';
+      if (request.mutation && (!answered || error.code === 'timeout' || error.code === 'unavailable')) mayHaveApplied = true;
       // Stale routing: the cell named the owner. Go there once, at once (no backoff sleep).
       const owner = error.code === 'wrong_cell' ? error.details['endpoints'] : undefined;
       if (!followed && error.code === 'wrong_cell' && this.redirect !== null && attempt + 1 < this.policy.attemptsMax) {
@@ -98,12 +105,13 @@ export class HttpCaller {
         endpoints = target;
         continue;
       }
-      if (!followed && Array.isArray(owner) && owner.length > 0 && attempt + 1 < this.policy.attemptsMax) {
+      if ((!followed || ambiguous) && Array.isArray(owner) && owner.length > 0 && attempt + 1 < this.policy.attemptsMax) {
         followed = true;
         this.endpoints.follow(owner.filter((url): url is string => typeof url === 'string'));
         continue;
       }
-      if (!isRetryable(error)) throw error;
+      // Asked again (with backoff) until the owner answers from its Request-ID record, or given up as unknown.
+      if (!isRetryable(error) && !ambiguous) throw error;
       // This node cannot serve now (no leader, dead, partitioned): the next attempt goes elsewhere.
       if (error.code === 'unavailable' || error.code === 'timeout') endpoints.failed(endpoint);
       const retryAfterMs = answered ? parseRetryAfterMs(outcome.header('retry-after')) : undefined;
@@ -111,6 +119,10 @@ export class HttpCaller {
       const elapsedMs = this.clock.monotonicMs() - startMs;
       if (attempt + 1 >= this.policy.attemptsMax || elapsedMs + delayMs > deadlineMs) {
         (error.details as Record<string, unknown>)['attempts'] = attempt + 1;
+        if (ambiguous) {
+          throw new TimeoutError('the outcome is unknown: an earlier attempt may have applied before its namespace moved; retry with the same Request-ID',
+            { ...error.details, cause: error.code });
+        }
         throw error;
       }
       await this.clock.sleep(delayMs);

@@ -138,3 +138,26 @@ test('keys are percent-encoded per segment; headers carry the preconditions', as
   assert.equal(requests[0]?.headers['if-version'], '0');
   assert.equal(requests[0]?.headers['lease-id'], '81');
 });
+
+const wrongCell = (endpoints: string[]) => answer(421, { error: { code: 'wrong_cell', message: 'moved', namespace: '/pay/', cell: 'cell-2', epoch: 4, endpoints } });
+
+test('wrong_cell after an attempt that may have applied is not a refusal: asked again, then reported as an unknown outcome', async () => {
+  // The first attempt timed out (it may have applied on the source before its fence); the source
+  // then refuses the retry with wrong_cell before looking up its Request-ID, and so does the owner while it lands.
+  const { client, requests } = fakeClient((_request, attempt) => (attempt === 0 ? timeout() : wrongCell(['http://d'])), { attemptsMax: 4 });
+  const error = await client.put('/pay/a', 'v').then(() => null, (e: unknown) => e as Error & { code?: string; retryable?: boolean });
+  assert.equal(error?.code, 'timeout', `not a definite refusal: ${error?.message}`);
+  assert.equal(error?.retryable, true);
+  assert.equal(requests.length, 4, 'every attempt was used');
+  assert.equal(new Set(requests.map((r) => r.headers['request-id'])).size, 1, 'one Request-ID throughout');
+  // The owner answering from its Request-ID record ends it with the first outcome.
+  const { client: second } = fakeClient((_request, attempt) => [timeout(), wrongCell(['http://d']), wrongCell(['http://d']), answer(201, ok)][attempt] as HttpAnswer | Error, { attemptsMax: 4 });
+  assert.deepEqual(await second.put('/pay/a', 'v'), ok);
+});
+
+test('wrong_cell on a first attempt is followed once, then passed on as the refusal it is', async () => {
+  const { client, requests } = fakeClient(() => wrongCell(['http://d']), { attemptsMax: 4 });
+  const error = await client.put('/pay/a', 'v').then(() => null, (e: unknown) => e as Error & { code?: string });
+  assert.equal(error?.code, 'wrong_cell');
+  assert.equal(requests.length, 2);
+});
