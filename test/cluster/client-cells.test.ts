@@ -10,7 +10,7 @@
 // releases (the release, sent to the old cell, follows wrong_cell to the new one).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { http, sleep, startTestCell, type TestCell, registerCells } from './harness.js';
+import { http, sleep, startTestCell, type TestCell, registerCells, moveAndWait } from './harness.js';
 import { BatonCellsClient, CrossCellError } from '../../src/client/index.js';
 
 let control: TestCell;
@@ -45,18 +45,7 @@ after(async () => {
 });
 
 /** Moves `prefix` to cell-2 and waits until the move is released and cleaned. */
-async function moveToCell2(prefix: string): Promise<void> {
-  const controlUrl = control.cell.clientUrls()[0] as string;
-  const started = await http(`${controlUrl}/v1/control/moves`, json({ prefix, to: 'cell-2' }));
-  assert.equal(started.status, 200, JSON.stringify(started.body));
-  let move: { phase: string; cleaned?: boolean } = started.body.move;
-  for (let poll = 0; poll < 300 && !(move.phase === 'released' && move.cleaned === true); poll++) {
-    await sleep(100);
-    move = (await http(`${controlUrl}/v1/control/namespaces${prefix}`)).body.move;
-    assert.notEqual(move.phase, 'aborted', JSON.stringify(move));
-  }
-  assert.equal(move.phase, 'released', JSON.stringify(move));
-}
+const moveToCell2 = (prefix: string): Promise<void> => moveAndWait(control.cell.clientUrls()[0] as string, prefix, 'cell-2');
 
 /** The key's value on one cell read directly (null: absent), or `wrong_cell` when the cell refuses it. */
 async function onCell(cell: TestCell, key: string): Promise<string | null> {

@@ -364,3 +364,36 @@ export async function registerCells(controlUrl: string, cells: Iterable<readonly
     }
   }
 }
+
+/**
+ * Moves `prefix` to cell `to` through the control plane and waits until the move is released and
+ * cleaned (polled every 100 ms, up to `polls` times); an aborted move fails at once.
+ */
+export async function moveAndWait(controlUrl: string, prefix: string, to: string, polls = 300): Promise<void> {
+  const post = { method: 'POST', body: JSON.stringify({ prefix, to }), headers: { 'content-type': 'application/json' } };
+  const started = await http(`${controlUrl}/v1/control/moves`, post);
+  if (started.status !== 200) throw new Error(`the move of ${prefix} to ${to} was refused: ${started.status} ${JSON.stringify(started.body)}`);
+  let move: { phase: string; cleaned?: boolean } = started.body.move;
+  for (let poll = 0; poll < polls && !(move.phase === 'released' && move.cleaned === true); poll++) {
+    await sleep(100);
+    move = (await http(`${controlUrl}/v1/control/namespaces${prefix}`)).body.move;
+    if (move.phase === 'aborted') throw new Error(`the move of ${prefix} aborted: ${JSON.stringify(move)}`);
+  }
+  if (move.phase !== 'released') throw new Error(`the move of ${prefix} did not finish: ${JSON.stringify(move)}`);
+}
+
+/** The first answer below 500 from any member of `cell` (one may be killed): up to 20 s of rounds. */
+export async function anyMember(cell: TestCell, path: string, init?: RequestInit): Promise<HttpAnswer> {
+  for (let round = 0; round < 200; round++) {
+    for (const url of cell.cell.clientUrls()) {
+      try {
+        const answer = await http(`${url}${path}`, { ...init, timeoutMs: 3_000 });
+        if (answer.status < 500) return answer;
+      } catch {
+        // a killed member: the next one
+      }
+    }
+    await sleep(100);
+  }
+  throw new Error(`no member answered ${path}`);
+}

@@ -14,7 +14,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FaultControls } from '../faults/fault-controls.js';
-import { findLeader, http, sleep, startTestCell, type TestCell, registerCells } from './harness.js';
+import { findLeader, http, sleep, startTestCell, type TestCell, registerCells, anyMember } from './harness.js';
 
 let control: TestCell;
 let cell1: TestCell;
@@ -33,21 +33,8 @@ before(async () => {
   await registerCells(controlUrl, [['cell-1', cell1], ['cell-2', cell2]] as const);
 }, { timeout: 120_000 });
 
-/** The control cell's answer from whichever member answers (one may be killed): up to 20 s of rounds. */
-async function anyControl(path: string, init?: RequestInit) {
-  for (let round = 0; round < 200; round++) {
-    for (const url of control.cell.clientUrls()) {
-      try {
-        const answer = await http(`${url}${path}`, { ...init, timeoutMs: 3_000 });
-        if (answer.status < 500) return answer;
-      } catch {
-        // a killed member: the next one
-      }
-    }
-    await sleep(100);
-  }
-  throw new Error(`no control member answered ${path}`);
-}
+/** The control cell's answer from whichever member answers (one may be killed). */
+const anyControl = (path: string, init?: RequestInit) => anyMember(control, path, init);
 
 after(async () => {
   await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));

@@ -13,7 +13,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FaultControls } from '../faults/fault-controls.js';
-import { findLeader, http, sleep, startTestCell, type TestCell, registerCells } from './harness.js';
+import { findLeader, http, sleep, startTestCell, type TestCell, registerCells, anyMember } from './harness.js';
 import { BatonClient } from '../../src/client/index.js';
 
 let control: TestCell;
@@ -123,21 +123,8 @@ test('a session renewing through a move keeps its key on the destination; a leas
   }
 });
 
-/** The control cell's answer from whichever member answers (one may be killed): up to 20 s of rounds. */
-async function anyControl(path: string, init?: RequestInit) {
-  for (let round = 0; round < 200; round++) {
-    for (const url of control.cell.clientUrls()) {
-      try {
-        const answer = await http(`${url}${path}`, { ...init, timeoutMs: 3_000 });
-        if (answer.status < 500) return answer;
-      } catch {
-        // a killed member: the next one
-      }
-    }
-    await sleep(100);
-  }
-  throw new Error(`no control member answered ${path}`);
-}
+/** The control cell's answer from whichever member answers (one may be killed). */
+const anyControl = (path: string, init?: RequestInit) => anyMember(control, path, init);
 
 test('a new control leader carries the renewals of a released move\'s leases', { timeout: 90_000 }, async () => {
   const destination = cell2.cell.clientUrls()[0] as string;

@@ -15,7 +15,7 @@
 // deleted on the destination afterwards aborts the holder's signal with LockNotHeldError.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freePorts, http, sleep, startTestCell, type TestCell, registerCells } from './harness.js';
+import { freePorts, http, sleep, startTestCell, type TestCell, registerCells, moveAndWait } from './harness.js';
 import { Router } from '../../src/router/router.js';
 import { BatonClient, LockNotHeldError } from '../../src/client/index.js';
 import type { Lock, Session } from '../../src/client/index.js';
@@ -53,18 +53,7 @@ after(async () => {
 });
 
 /** Moves `prefix` to cell-2 and waits until the move is released and cleaned. */
-async function moveToCell2(prefix: string): Promise<void> {
-  const controlUrl = control.cell.clientUrls()[0] as string;
-  const started = await http(`${controlUrl}/v1/control/moves`, json({ prefix, to: 'cell-2' }));
-  assert.equal(started.status, 200, JSON.stringify(started.body));
-  let move: { phase: string; cleaned?: boolean } = started.body.move;
-  for (let poll = 0; poll < 600 && !(move.phase === 'released' && move.cleaned === true); poll++) {
-    await sleep(100);
-    move = (await http(`${controlUrl}/v1/control/namespaces${prefix}`)).body.move;
-    assert.notEqual(move.phase, 'aborted', JSON.stringify(move));
-  }
-  assert.equal(move.phase, 'released', JSON.stringify(move));
-}
+const moveToCell2 = (prefix: string): Promise<void> => moveAndWait(control.cell.clientUrls()[0] as string, prefix, 'cell-2', 600);
 
 /** The queue of lock `pay` on `url` (holder first), as entry keys. */
 async function queueOn(url: string): Promise<string[]> {
