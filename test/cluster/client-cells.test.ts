@@ -10,7 +10,7 @@
 // releases (the release, sent to the old cell, follows wrong_cell to the new one).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { http, sleep, startTestCell, type TestCell, registerCells, moveAndWait } from './harness.js';
+import { http, sleep, type TestCell, moveAndWait, startTwoCells } from './harness.js';
 import { BatonCellsClient, CrossCellError } from '../../src/client/index.js';
 
 let control: TestCell;
@@ -20,13 +20,8 @@ let cell2: TestCell;
 const json = (body: unknown): RequestInit => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 
 before(async () => {
-  [control, cell1, cell2] = await Promise.all([
-    startTestCell({ size: 1, extraArgs: ['--cell', 'control', '--control-plane'] }),
-    startTestCell({ size: 1, extraArgs: ['--cell', 'cell-1'] }),
-    startTestCell({ size: 1, extraArgs: ['--cell', 'cell-2'] }),
-  ]);
+  [control, cell1, cell2] = await startTwoCells();
   const controlUrl = control.cell.clientUrls()[0] as string;
-  await registerCells(controlUrl, [['cell-1', cell1], ['cell-2', cell2]] as const);
   const namespaces = [['/app2/', 'cell-2'], ['/locks/pay/', 'cell-2'], ['/mv/', 'cell-1'], ['/locks/mvlock/', 'cell-1']] as const;
   for (const [prefix, cell] of namespaces) {
     const created = await http(`${controlUrl}/v1/control/namespaces`, json({ prefix, cell }));

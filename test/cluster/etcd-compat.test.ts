@@ -17,7 +17,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findEtcdctl } from './etcdctl-path.js';
-import { http, sleep, startTestCell, type TestCell } from './harness.js';
+import { http, sleep, startTestCell, type TestCell, until } from './harness.js';
 
 const run = promisify(execFile);
 const etcdctlPath = findEtcdctl();
@@ -80,14 +80,6 @@ function etcdctlProcess(args: string[]): { child: ChildProcess; output: () => st
       await exited;
     },
   };
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 const native = (path: string, init?: RequestInit): ReturnType<typeof http> => http(`${cell.cell.clientUrl('n1')}${path}`, init);

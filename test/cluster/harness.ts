@@ -397,3 +397,29 @@ export async function anyMember(cell: TestCell, path: string, init?: RequestInit
   }
   throw new Error(`no member answered ${path}`);
 }
+
+/**
+ * A control plane (`--cell control --control-plane`, `controlSize` members) and two data cells
+ * (`cell-1`, `cell-2`; one member each unless their options say otherwise), started at once and
+ * registered with the control plane.
+ */
+export async function startTwoCells(options: { controlSize?: number; cell1?: TestCellOptions; cell2?: TestCellOptions } = {}): Promise<[TestCell, TestCell, TestCell]> {
+  const dataCell = (id: string, extra: TestCellOptions = {}): Promise<TestCell> =>
+    startTestCell({ size: 1, ...extra, extraArgs: ['--cell', id, ...(extra.extraArgs ?? [])] });
+  const started = await Promise.all([
+    startTestCell({ size: options.controlSize ?? 1, extraArgs: ['--cell', 'control', '--control-plane'] }),
+    dataCell('cell-1', options.cell1),
+    dataCell('cell-2', options.cell2),
+  ]);
+  await registerCells(started[0].cell.clientUrls()[0] as string, [['cell-1', started[1]], ['cell-2', started[2]]]);
+  return started;
+}
+
+/** Polls `check` every 50 ms until it holds; fails naming `what` after `timeoutMs`. */
+export async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}

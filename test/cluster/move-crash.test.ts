@@ -14,7 +14,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FaultControls } from '../faults/fault-controls.js';
-import { findLeader, http, sleep, startTestCell, type TestCell, registerCells, anyMember } from './harness.js';
+import { findLeader, http, sleep, type TestCell, anyMember, startTwoCells } from './harness.js';
 
 let control: TestCell;
 let cell1: TestCell;
@@ -24,13 +24,7 @@ const destinationDisk = new FaultControls([]);
 const json = (body: unknown): RequestInit => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 
 before(async () => {
-  [control, cell1, cell2] = await Promise.all([
-    startTestCell({ size: 3, extraArgs: ['--cell', 'control', '--control-plane'] }),
-    startTestCell({ size: 1, extraArgs: ['--cell', 'cell-1'] }),
-    startTestCell({ size: 1, extraArgs: ['--cell', 'cell-2'], nodeArgs: (name) => destinationDisk.nodeArgs(name) }),
-  ]);
-  const controlUrl = control.cell.clientUrls()[0] as string;
-  await registerCells(controlUrl, [['cell-1', cell1], ['cell-2', cell2]] as const);
+  [control, cell1, cell2] = await startTwoCells({ controlSize: 3, cell2: { nodeArgs: (name) => destinationDisk.nodeArgs(name) } });
 }, { timeout: 120_000 });
 
 /** The control cell's answer from whichever member answers (one may be killed). */

@@ -15,7 +15,7 @@
 // deleted on the destination afterwards aborts the holder's signal with LockNotHeldError.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freePorts, http, sleep, startTestCell, type TestCell, registerCells, moveAndWait } from './harness.js';
+import { freePorts, http, sleep, type TestCell, moveAndWait, startTwoCells } from './harness.js';
 import { Router } from '../../src/router/router.js';
 import { BatonClient, LockNotHeldError } from '../../src/client/index.js';
 import type { Lock, Session } from '../../src/client/index.js';
@@ -29,13 +29,8 @@ let routerUrl: string;
 const json = (body: unknown): RequestInit => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 
 before(async () => {
-  [control, cell1, cell2] = await Promise.all([
-    startTestCell({ size: 1, extraArgs: ['--cell', 'control', '--control-plane'] }),
-    startTestCell({ size: 1, extraArgs: ['--cell', 'cell-1'] }),
-    startTestCell({ size: 1, extraArgs: ['--cell', 'cell-2'] }),
-  ]);
+  [control, cell1, cell2] = await startTwoCells();
   const controlUrl = control.cell.clientUrls()[0] as string;
-  await registerCells(controlUrl, [['cell-1', cell1], ['cell-2', cell2]] as const);
   for (const prefix of ['/locks/pay/', '/locks/audit/']) {
     assert.equal((await http(`${controlUrl}/v1/control/namespaces`, json({ prefix, cell: 'cell-1' }))).status, 200);
   }

@@ -12,7 +12,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { credentials, makeGenericClientConstructor, Metadata, type Client } from '@grpc/grpc-js';
 import { Etcd3 } from 'etcd3';
-import { freePorts, http, sleep, startTestCell, type TestCell } from './harness.js';
+import { freePorts, http, sleep, startTestCell, type TestCell, until } from './harness.js';
 import { findEtcdctl } from './etcdctl-path.js';
 import { cliPath } from './cli-run.js';
 import { Router } from '../../src/router/router.js';
@@ -63,14 +63,6 @@ function etcdctlProcess(args: string[]): { output: () => string; stop: () => Pro
       await exited;
     },
   };
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 /** A key's value read on one cell directly (native API), or the HTTP status (421: not its namespace). */
