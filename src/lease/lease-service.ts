@@ -547,6 +547,8 @@ export class LeaseService implements LeaseApi {
     const lease = this.store.lease(id);
     if (lease === null) throw new LeaseNotFoundError(`lease ${id} not found`, { id });
     const remainingMs = this.tracker.remainingMs(id, this.monotonicMs()) ?? lease.remainingMs;
+    // Where a namespace move brought it from: a mover copying it on tells it from another cell's lease of the same id.
+    const leaseOrigin = this.store.leaseOrigin(id);
     return {
       id,
       ttl: Math.floor(remainingMs / 1000),
@@ -554,8 +556,7 @@ export class LeaseService implements LeaseApi {
       grantedTtl: lease.ttlMs / 1000,
       keys: this.store.keysOfLease(id),
       revision: this.store.revision,
-      // Where a namespace move brought it from: a mover copying it on tells it from another cell's lease of the same id.
-      ...(this.store.leaseOrigin(id) === null ? {} : { origin: this.store.leaseOrigin(id) as string }),
+      ...(leaseOrigin === null ? {} : { origin: leaseOrigin }),
     };
   }
 
