@@ -6,14 +6,15 @@ import type { MemberId } from '../raft/index.js';
 import { TransportError, TransportErrorReason } from './errors.js';
 import { FrameKind, encodeFrame, expectEnd, type Frame } from './frame.js';
 
-import { protocolVersion, protocolVersionMin, speaksVersion } from './protocol.js';
+import { controlChannelVersion, protocolVersion, protocolVersionMin, speaksVersion } from './protocol.js';
 
 export { protocolVersion, protocolVersionMin } from './protocol.js';
 const magic = 0x4e544142; // "BATN" in little-endian bytes
 const clusterIdBytesMax = 255;
 const reasonBytesMax = 1024; // with the frame header, well under controlFrameBytesMax
 
-export const Channel = { raft: 1, snapshot: 2 } as const;
+/** What a connection carries: Raft's bulk (appends, proposals), one snapshot, or small control messages. */
+export const Channel = { raft: 1, snapshot: 2, control: 3 } as const;
 export type Channel = (typeof Channel)[keyof typeof Channel];
 
 export interface Handshake {
@@ -57,7 +58,7 @@ export function decodeHandshake(frame: Frame): Handshake {
   const from = r.u64('from');
   const to = r.u64('to');
   expectEnd(r);
-  if (channel !== Channel.raft && channel !== Channel.snapshot) {
+  if (channel !== Channel.raft && channel !== Channel.snapshot && channel !== Channel.control) {
     throw new TransportError(TransportErrorReason.invalidValue, `unknown channel ${channel}`);
   }
   return { version, channel, clusterId, from, to };
@@ -87,6 +88,9 @@ export function checkHandshake(
     // Version 3 dialers parse this (fallbackVersion): keep the "protocol version N, expected" head.
     return `protocol version ${handshake.version}, expected ${protocolVersionMin} to ${protocolVersion} ` +
       `(this member speaks ${protocolVersion})`;
+  }
+  if (handshake.channel === Channel.control && handshake.version < controlChannelVersion) {
+    return `a control channel needs protocol version ${controlChannelVersion}, got ${handshake.version}`;
   }
   if (handshake.clusterId !== local.clusterId) {
     return `cluster ${handshake.clusterId}, this member belongs to ${local.clusterId}`;

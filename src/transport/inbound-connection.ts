@@ -1,5 +1,6 @@
 // One accepted connection: it must open with a valid handshake (else it is refused and logged),
-// then carries either Raft message frames or a single snapshot stream. Any malformed frame ends
+// then carries either Raft message and lease frames (a raft or control channel: the same frames,
+// split by size and urgency on the sending side) or a single snapshot stream. Any malformed frame ends
 // the connection: after a bad length nothing later in the stream can be trusted to line up.
 import type { Socket } from 'node:net';
 import type { MemberId, RaftMessage } from '../raft/index.js';
@@ -38,8 +39,8 @@ export interface InboundContext {
   readonly onSnapshot: (snapshot: IncomingSnapshot) => Promise<void>;
   /** With TLS: why this connection's certificate does not speak for member `from` (null: it does). */
   readonly checkIdentity: ((from: MemberId, socket: Socket) => string | null) | undefined;
-  /** A member's newer raft connection replaces its older one (a restarted peer). */
-  readonly registerRaftConnection: (from: MemberId, socket: Socket) => void;
+  /** A member's newer connection on a channel replaces its older one (a restarted peer). */
+  readonly registerConnection: (from: MemberId, channel: Channel, socket: Socket) => void;
 }
 
 interface Connection {
@@ -139,9 +140,9 @@ function admit(
   context: InboundContext,
 ): SnapshotReceiver | null {
   socket.write(encodeReply(FrameKind.handshakeReply, { accepted: true, reason: '' }));
-  if (handshake.channel === Channel.raft) {
+  if (handshake.channel === Channel.raft || handshake.channel === Channel.control) {
     socket.setKeepAlive(true, 5000);
-    context.registerRaftConnection(handshake.from, socket);
+    context.registerConnection(handshake.from, handshake.channel, socket);
     return null;
   }
   return new SnapshotReceiver(socket, handshake, context);

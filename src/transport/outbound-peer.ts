@@ -1,5 +1,5 @@
-// One peer's outbound Raft channel: a bounded queue, one TCP connection, one socket write per
-// flush, and reconnects with jittered exponential backoff. Raft tolerates lost messages but not
+// One peer's outbound channel (raft or control, handshake.ts): a bounded queue, one TCP
+// connection, one socket write per flush, and reconnects with jittered exponential backoff. Raft tolerates lost messages but not
 // unbounded memory, so whatever cannot be queued or delivered is dropped, counted and reported
 // (the leader then probes the follower instead of streaming to it blindly).
 import type { Socket } from 'node:net';
@@ -19,6 +19,8 @@ import type { PeerAddress, PeerStats, TransportLimits, TransportLogger } from '.
 
 export interface OutboundContext {
   readonly memberId: MemberId;
+  /** What this connection carries; a control channel is dialled only in protocolVersion. */
+  readonly channel: typeof Channel.raft | typeof Channel.control;
   readonly clusterId: string;
   readonly limits: TransportLimits;
   readonly logger: TransportLogger;
@@ -78,6 +80,16 @@ export class OutboundPeer {
   /** The protocol version queued messages are encoded in (messageBytes takes it for `size`). */
   version(): number {
     return this.speaks;
+  }
+
+  /** The version the listener accepted on the current connection (null: not connected or no answer yet). */
+  acceptedVersion(): number | null {
+    return this.accepted;
+  }
+
+  /** Can a message or frame be queued now (not closed, not backing off after a failure)? */
+  canTake(): boolean {
+    return this.state !== 'closed' && this.state !== 'backoff';
   }
 
   /** Queues a message of `size` encoded bytes, or drops it (counted) when it cannot go. */
@@ -234,7 +246,7 @@ export class OutboundPeer {
       // Messages follow the handshake at once: waiting a round trip for the reply would delay
       // the first heartbeat; if the listener refuses, it discards them and Raft resends.
       socket.write(encodeHandshake({
-        version: this.speaks, channel: Channel.raft, clusterId: this.context.clusterId,
+        version: this.speaks, channel: this.context.channel, clusterId: this.context.clusterId,
         from: this.context.memberId, to: this.id,
       }));
       this.state = 'connected';
@@ -249,7 +261,9 @@ export class OutboundPeer {
           const reply = decodeReply(frame, FrameKind.handshakeReply);
           if (!reply.accepted) {
             if (isRemovalRefusal(reply.reason)) this.context.onRemoved?.();
-            this.fallback = fallbackVersion(reply.reason, this.speaks);
+            // A control channel has no older version to fall back to: the caller uses the raft one.
+            this.fallback = this.context.channel === Channel.control ? null
+              : fallbackVersion(reply.reason, this.speaks);
             if (this.fallback !== null) {
               this.context.logger.info({ peer: this.id, tried: this.speaks, version: this.fallback },
                 'peer speaks an older protocol version: dialling again with it');
@@ -264,7 +278,8 @@ export class OutboundPeer {
           socket.setTimeout(0); // from here on, stalled writes are watched by flush()
         }
       } catch (error) {
-        this.context.logger.warn({ peer: this.id, error: String(error) }, 'peer refused us');
+        this.context.logger.warn({ peer: this.id, channel: this.context.channel, error: String(error) },
+          'peer refused us');
         socket.destroy();
       }
     });

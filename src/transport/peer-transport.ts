@@ -1,7 +1,10 @@
-// The node's Raft transport: a listener for peers' connections and, per peer, one outbound
-// connection fed by a bounded queue. send() only queues; one flush per event-loop turn writes
-// each peer's queue as one buffer, which is where batching's 10x over write-per-message comes
-// from. Snapshot messages leave on streams of their own so they never delay a heartbeat.
+// The node's Raft transport: a listener for peers' connections and, per peer, two outbound
+// connections fed by bounded queues: the raft channel for appends and forwarded proposals, the
+// control channel for everything small that someone waits on (heartbeats, answers, votes, reads,
+// lease frames), so that megabytes of entries never delay a heartbeat's answer, a read round or
+// a renewal. send() only queues; one flush per event-loop turn writes each queue as one buffer,
+// which is where batching's 10x over write-per-message comes from. Snapshot messages leave on
+// streams of their own.
 import { createServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { crc32 } from 'node:zlib';
@@ -10,8 +13,10 @@ import type { MemberId, RaftMessage } from '../raft/index.js';
 import { messageBytesIn } from './codec.js';
 import { encodeLeaseFrame, type LeasePeerMessage } from './lease-frames.js';
 import { acceptConnection, type InboundContext, type InboundCounters } from './inbound-connection.js';
+import { Channel } from './handshake.js';
 import { resolveTransportLimits } from './limits.js';
 import { OutboundPeer } from './outbound-peer.js';
+import { controlChannelVersion, travelsBulk } from './protocol.js';
 import { dialPeer, identityRefusal } from './peer-tls.js';
 import { collectSnapshotInMemory } from './snapshot-receiver.js';
 import { sendSnapshotStream } from './snapshot-sender.js';
@@ -27,9 +32,12 @@ export class PeerTransport {
   readonly limits: TransportLimits;
   private readonly logger: TransportLogger;
   private readonly peers = new Map<MemberId, OutboundPeer>();
+  /** Each peer's control channel, used once its raft channel's listener accepted controlChannelVersion. */
+  private readonly controls = new Map<MemberId, OutboundPeer>();
   /** Members removed while this process ran: told so when they dial (bounded by the ids ever added). */
   private readonly removed = new Set<MemberId>();
-  private readonly inboundRaft = new Map<MemberId, Socket>();
+  /** Each member's current inbound connection per channel (key: inboundKey). */
+  private readonly inboundLinks = new Map<string, Socket>();
   private readonly inboundSockets = new Set<Socket>();
   private readonly counters: InboundCounters = {
     receivedMessages: 0, receivedFrames: 0, rejectedConnections: 0, corruptFrames: 0, receivedBytes: new Map(),
@@ -99,7 +107,7 @@ export class PeerTransport {
         void this.sendSnapshot(message, inMemorySnapshot(message.snapshot.data, this.limits));
         continue;
       }
-      const peer = this.peers.get(message.to);
+      const peer = this.linkFor(message.to, travelsBulk(message.type));
       if (peer === undefined) {
         this.logger.warn({ to: message.to, type: message.type }, 'message to unknown member');
         continue;
@@ -145,12 +153,12 @@ export class PeerTransport {
   }
 
   /**
-   * Queues a lease frame for member `to` on its Raft connection (flushed with this turn's
+   * Queues a lease frame for member `to` on its control connection (else its raft one; flushed with this turn's
    * messages). False when it cannot go now (unknown member, closed, or the connection is backing
    * off after a failure): the caller should use another path or fail fast.
    */
   sendLease(to: MemberId, message: LeasePeerMessage): boolean {
-    const peer = this.peers.get(to);
+    const peer = this.linkFor(to, false);
     if (this.closed || peer === undefined) return false;
     if (!peer.enqueueFrame(encodeLeaseFrame(message))) return false;
     this.scheduleFlush();
@@ -163,14 +171,19 @@ export class PeerTransport {
     assert(Number.isInteger(address.port) && address.port > 0 && address.port < 65536, 'port');
     if (id === this.options.memberId) return;
     const existing = this.peers.get(id);
-    if (existing !== undefined) return existing.setAddress(address);
-    this.peers.set(id, new OutboundPeer(id, address, {
-      memberId: this.options.memberId, clusterId: this.options.clusterId, limits: this.limits,
-      logger: this.logger, random: this.options.random ?? mathRandom,
-      scheduleFlush: () => this.scheduleFlush(),
-      dial: (address, to) => dialPeer(address, to, this.options.tls),
-      onRemoved: () => this.options.onRemovedByPeer?.(id),
-    }));
+    if (existing !== undefined) {
+      this.controls.get(id)?.setAddress(address);
+      return existing.setAddress(address);
+    }
+    for (const channel of [Channel.raft, Channel.control] as const) {
+      (channel === Channel.raft ? this.peers : this.controls).set(id, new OutboundPeer(id, address, {
+        memberId: this.options.memberId, clusterId: this.options.clusterId, channel,
+        limits: this.limits, logger: this.logger, random: this.options.random ?? mathRandom,
+        scheduleFlush: () => this.scheduleFlush(),
+        dial: (address, to) => dialPeer(address, to, this.options.tls),
+        onRemoved: () => this.options.onRemovedByPeer?.(id),
+      }));
+    }
     this.removed.delete(id);
   }
 
@@ -179,13 +192,34 @@ export class PeerTransport {
     this.removed.add(id);
     this.peers.get(id)?.close();
     this.peers.delete(id);
-    this.inboundRaft.get(id)?.destroy();
-    this.inboundRaft.delete(id);
+    this.controls.get(id)?.close();
+    this.controls.delete(id);
+    for (const channel of [Channel.raft, Channel.control]) {
+      this.inboundLinks.get(inboundKey(id, channel))?.destroy();
+      this.inboundLinks.delete(inboundKey(id, channel));
+    }
+  }
+
+  /**
+   * Where a message to `to` goes: a bulky one on the raft channel; a small one on the control
+   * channel when the peer speaks it (its listener accepted controlChannelVersion on the raft
+   * channel) and that connection is not backing off, else on the raft channel too.
+   */
+  private linkFor(to: MemberId, bulk: boolean): OutboundPeer | undefined {
+    const raft = this.peers.get(to);
+    if (raft === undefined || bulk) return raft;
+    const control = this.controls.get(to);
+    const speaks = raft.acceptedVersion();
+    if (control === undefined || speaks === null || speaks < controlChannelVersion) return raft;
+    return control.canTake() ? control : raft;
   }
 
   stats(): TransportStats {
     const peers = new Map<MemberId, PeerStats>();
-    for (const [id, peer] of this.peers) peers.set(id, peer.stats());
+    for (const [id, peer] of this.peers) {
+      const control = this.controls.get(id)?.stats();
+      peers.set(id, control === undefined ? peer.stats() : withControl(peer.stats(), control));
+    }
     return { peers, ...this.counters, receivedBytes: new Map(this.counters.receivedBytes) };
   }
 
@@ -196,6 +230,7 @@ export class PeerTransport {
     if (this.flushScheduled !== null) clearImmediate(this.flushScheduled);
     this.flushScheduled = null;
     for (const peer of this.peers.values()) peer.close();
+    for (const peer of this.controls.values()) peer.close();
     this.snapshotAbort.abort();
     for (const socket of this.inboundSockets) socket.destroy();
     await Promise.all([
@@ -230,9 +265,14 @@ export class PeerTransport {
     this.flushScheduled = null;
     if (this.closed) return;
     for (const peer of this.peers.values()) {
+      // The control channel first: its small messages are the ones someone waits on.
+      const control = this.controls.get(peer.id);
+      control?.flush();
       peer.flush();
-      if (peer.takeUnreachable()) this.options.reportUnreachable?.(peer.id);
-      if (peer.takeNoLedger()) this.options.reportNoLedger?.(peer.id);
+      const lost = peer.takeUnreachable();
+      if ((control?.takeUnreachable() ?? false) || lost) this.options.reportUnreachable?.(peer.id);
+      const noLedger = peer.takeNoLedger();
+      if ((control?.takeNoLedger() ?? false) || noLedger) this.options.reportNoLedger?.(peer.id);
     }
   }
 
@@ -241,8 +281,8 @@ export class PeerTransport {
     this.inboundSockets.add(socket);
     socket.on('close', () => {
       this.inboundSockets.delete(socket);
-      for (const [id, raftSocket] of this.inboundRaft) {
-        if (raftSocket === socket) this.inboundRaft.delete(id);
+      for (const [key, linkSocket] of this.inboundLinks) {
+        if (linkSocket === socket) this.inboundLinks.delete(key);
       }
     });
     acceptConnection(socket, this.inboundContext());
@@ -269,14 +309,36 @@ export class PeerTransport {
       onLeaseMessage: this.options.onLeaseMessage,
       onSnapshot: this.options.onSnapshot ??
         collectSnapshotInMemory(this.limits, this.options.onMessages),
-      registerRaftConnection: (from, socket) => {
-        const previous = this.inboundRaft.get(from);
-        this.inboundRaft.set(from, socket);
+      registerConnection: (from, channel, socket) => {
+        const key = inboundKey(from, channel);
+        const previous = this.inboundLinks.get(key);
+        this.inboundLinks.set(key, socket);
         // The peer reconnected (it restarted, or its old connection is half-open): keep one.
         if (previous !== undefined && previous !== socket) previous.destroy();
       },
     };
   }
+}
+
+function inboundKey(from: MemberId, channel: Channel): string {
+  return `${from}/${channel}`;
+}
+
+/** A peer's figures over both its channels: counters add up; connection and version are the raft channel's. */
+function withControl(raft: PeerStats, control: PeerStats): PeerStats {
+  return {
+    ...raft,
+    controlConnected: control.connected,
+    queuedMessages: raft.queuedMessages + control.queuedMessages,
+    queuedBytes: raft.queuedBytes + control.queuedBytes,
+    sentMessages: raft.sentMessages + control.sentMessages,
+    sentWrites: raft.sentWrites + control.sentWrites,
+    sentFrames: raft.sentFrames + control.sentFrames,
+    sentBytes: raft.sentBytes + control.sentBytes,
+    droppedMessages: raft.droppedMessages + control.droppedMessages,
+    connectAttempts: raft.connectAttempts + control.connectAttempts,
+    connectFailures: raft.connectFailures + control.connectFailures,
+  };
 }
 
 /** In-memory snapshot data (small snapshots) as bounded chunks: views, not copies. */

@@ -128,6 +128,8 @@ export interface PeerStats {
    * connected, or no answer yet): the newest version both builds speak (protocol.ts).
    */
   readonly acceptedVersion: number | null;
+  /** Is the peer's control channel connected (absent: the figures are one channel's)? */
+  readonly controlConnected?: boolean;
   readonly queuedMessages: number;
   readonly queuedBytes: number;
   readonly sentMessages: number;

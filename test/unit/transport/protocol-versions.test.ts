@@ -1,9 +1,10 @@
-// Mixed protocol versions, upgrade steps: a member speaks versions 2 to 5 (4's wire is 3's: it
-// says the build applies store format 3; 5's wire is 4's: it applies format 4), a connection speaks
+// Mixed protocol versions, upgrade steps: a member speaks versions 2 to 6 (4's wire is 3's: it
+// says the build applies store format 3; 5's wire is 4's: it applies format 4; 6's wire is 5's:
+// its listener also takes a control channel, control-channel.test.ts), a connection speaks
 // the version its dialer named when the listener speaks it too (min of the two), and anything
 // else is refused with a reason naming both versions and the range. A version 2 heartbeat is
 // byte for byte what version 2 members write (no contact list) and decodes with contact null;
-// a member of version 4 dials a version 2 listener (which refuses 4, naming 2) again in 2 and a
+// a member of version 6 dials a version 2 listener (which refuses 4, naming 2) again in 2 and a
 // version 3 listener (which refuses 4, naming 2 to 3) again in 3, a version 4 listener again in 4,
 // and says which version each peer accepted (what the leader's store upgrade reads).
 // Version 4 also adds the peer ledger's two messages, which never travel on an older connection.
@@ -41,8 +42,8 @@ function decode(bytes: Buffer, version: number): RaftMessage {
   return message;
 }
 
-test('this build speaks versions 2 to 5', () => {
-  assert.equal(protocolVersion, 5);
+test('this build speaks versions 2 to 6', () => {
+  assert.equal(protocolVersion, 6);
   assert.equal(protocolVersionMin, 2);
 });
 
@@ -68,7 +69,7 @@ test('a version 2 heartbeat is the version 2 format exactly, and decodes with co
 
 const ledgerTypes = new Set(['ledgerQuery', 'ledgerReport']);
 
-test('every other message type is the same in versions 2, 3, 4 and 5', () => {
+test('every other message type is the same in versions 2, 3, 4, 5 and 6', () => {
   const random = new SeededRandom(0x2233n);
   for (const type of messageTypes) {
     if (ledgerTypes.has(type)) continue;
@@ -76,6 +77,7 @@ test('every other message type is the same in versions 2, 3, 4 and 5', () => {
       const message = randomMessage(random, type, { from: 1 + (i % 5), to: 50 + i });
       assert.deepEqual(encode(message, 4), encode(message, 3), `${type}: version 4 changes nothing`);
       assert.deepEqual(encode(message, 5), encode(message, 4), `${type}: version 5 changes nothing`);
+      assert.deepEqual(encode(message, 6), encode(message, 5), `${type}: version 6 changes nothing`);
       const v2 = encode(message, 2);
       assert.deepEqual(normalize(decode(v2, 2)), normalize(type === 'heartbeat' ? { ...message, contact: null } as RaftMessage : message));
       assert.deepEqual(normalize(decode(encode(message, 3), 3)), normalize(message), `${type} #${i}`);
@@ -120,15 +122,20 @@ test('frames of version 2 messages round-trip through readMessagesBody', () => {
 const local = { memberId: 2, clusterId: 'c1', isMember: (id: number) => id === 1 || id === 3 };
 const good: Handshake = { version: protocolVersion, channel: Channel.raft, clusterId: 'c1', from: 1, to: 2 };
 
-test('the handshake accepts versions 2 to 5 and refuses others naming both versions and the range', () => {
-  assert.equal(checkHandshake({ ...good, version: 5 }, local), null, '5 with 5: speaks 5');
-  assert.equal(checkHandshake({ ...good, version: 4 }, local), null, '4 with 5: speaks 4');
-  assert.equal(checkHandshake({ ...good, version: 3 }, local), null, '3 with 5: speaks 3');
-  assert.equal(checkHandshake({ ...good, version: 2 }, local), null, '2 with 5: speaks 2');
-  for (const version of [0, 1, 6]) {
+test('the handshake accepts versions 2 to 6 and refuses others naming both versions and the range', () => {
+  assert.equal(checkHandshake({ ...good, version: 6 }, local), null, '6 with 6: speaks 6');
+  assert.equal(checkHandshake({ ...good, version: 5 }, local), null, '5 with 6: speaks 5');
+  assert.equal(checkHandshake({ ...good, version: 4 }, local), null, '4 with 6: speaks 4');
+  assert.equal(checkHandshake({ ...good, version: 3 }, local), null, '3 with 6: speaks 3');
+  assert.equal(checkHandshake({ ...good, version: 2 }, local), null, '2 with 6: speaks 2');
+  for (const version of [0, 1, 7]) {
     assert.equal(checkHandshake({ ...good, version }, local),
-      `protocol version ${version}, expected 2 to 5 (this member speaks 5)`);
+      `protocol version ${version}, expected 2 to 6 (this member speaks 6)`);
   }
+  // A control channel exists from version 6 on.
+  assert.equal(checkHandshake({ ...good, channel: Channel.control, version: 6 }, local), null);
+  assert.equal(checkHandshake({ ...good, channel: Channel.control, version: 5 }, local),
+    'a control channel needs protocol version 6, got 5');
 });
 
 test('a refused dialer finds the version to try again in', () => {
@@ -140,8 +147,10 @@ test('a refused dialer finds the version to try again in', () => {
   assert.equal(fallbackVersion('protocol version 4, expected 2 to 3 (this member speaks 3)', 4), 3);
   // Version 4 builds' refusal of this build (they speak 2 to 4): dial again in 4.
   assert.equal(fallbackVersion('protocol version 5, expected 2 to 4 (this member speaks 4)', 5), 4);
-  // This build's refusal, read by a later build (a version 6 member against this one speaks 5).
-  assert.equal(fallbackVersion(checkHandshake({ ...good, version: 6 }, local) ?? '', 6), 5);
+  // Version 5 builds' refusal of this build (they speak 2 to 5): dial again in 5.
+  assert.equal(fallbackVersion('protocol version 6, expected 2 to 5 (this member speaks 5)', 6), 5);
+  // This build's refusal, read by a later build (a version 7 member against this one speaks 6).
+  assert.equal(fallbackVersion(checkHandshake({ ...good, version: 7 }, local) ?? '', 7), 6);
   assert.equal(fallbackVersion(checkHandshake({ ...good, version: 1 }, local) ?? '', 1), null);
   assert.equal(fallbackVersion('cluster c2, this member belongs to c1', 3), null);
 });
@@ -199,7 +208,7 @@ async function startV2Listener(memberId: number, speaks: readonly [number, numbe
   };
 }
 
-test('a version 5 member dials a version 2 listener again in version 2; heartbeats arrive, ledger queries stay home', async () => {
+test('a version 6 member dials a version 2 listener again in version 2; heartbeats arrive, ledger queries stay home', async () => {
   const old = await startV2Listener(2);
   const n1 = await startNode(1);
   n1.transport.addPeer(2, { host: '127.0.0.1', port: old.port });
@@ -211,7 +220,7 @@ test('a version 5 member dials a version 2 listener again in version 2; heartbea
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     await until(() => old.received.length > 0, 'a heartbeat in version 2');
-    assert.deepEqual(old.handshakes.slice(0, 2), [5, 2], 'tried 5, then 2');
+    assert.deepEqual(old.handshakes.slice(0, 2), [6, 2], 'tried 6, then 2');
     assert.ok(old.received.every((m) => m.type === 'heartbeat'), 'only heartbeats arrived');
     await until(() => n1.transport.stats().peers.get(2)?.acceptedVersion === 2, 'accepted in 2');
     const got = old.received[0] as RaftMessage;
@@ -224,7 +233,7 @@ test('a version 5 member dials a version 2 listener again in version 2; heartbea
   }
 });
 
-test('a version 5 member dials a version 3 listener again in 3 and says so; a version 5 listener accepts 5', async () => {
+test('a version 6 member dials a version 3 listener again in 3 and says so; a version 6 listener accepts 6', async () => {
   const old = await startV2Listener(2, [2, 3]);
   const n1 = await startNode(1);
   const n3 = await startNode(3);
@@ -239,11 +248,11 @@ test('a version 5 member dials a version 3 listener again in 3 and says so; a ve
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     await until(() => old.received.length > 0 && n3.received.length > 0, 'heartbeats to both');
-    assert.deepEqual(old.handshakes.slice(0, 2), [5, 3], 'tried 5, then 3');
+    assert.deepEqual(old.handshakes.slice(0, 2), [6, 3], 'tried 6, then 3');
     const got = old.received[0] as RaftMessage;
     assert.deepEqual(got.type === 'heartbeat' ? got.contact : undefined, [1, 2], 'version 3 carries the contact list');
     await until(() => n1.transport.stats().peers.get(2)?.acceptedVersion === 3, 'the old member accepted 3');
-    await until(() => n1.transport.stats().peers.get(3)?.acceptedVersion === 5, 'the new member accepted 5');
+    await until(() => n1.transport.stats().peers.get(3)?.acceptedVersion === 6, 'the new member accepted 6');
     // The old member goes away: what it accepted is forgotten with the connection.
     await old.close();
     await until(() => n1.transport.stats().peers.get(2)?.acceptedVersion === null, 'forgotten once the connection closed');
@@ -254,7 +263,7 @@ test('a version 5 member dials a version 3 listener again in 3 and says so; a ve
   }
 });
 
-test('a version 5 member dials a version 4 listener (a format-3 build) again in 4 and says so', async () => {
+test('a version 6 member dials a version 4 listener (a format-3 build) again in 4 and says so', async () => {
   const old = await startV2Listener(2, [2, 4]);
   const n1 = await startNode(1);
   n1.transport.addPeer(2, { host: '127.0.0.1', port: old.port });
@@ -265,7 +274,7 @@ test('a version 5 member dials a version 4 listener (a format-3 build) again in 
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     await until(() => old.received.length > 0, 'a heartbeat in version 4');
-    assert.deepEqual(old.handshakes.slice(0, 2), [5, 4], 'tried 5, then 4');
+    assert.deepEqual(old.handshakes.slice(0, 2), [6, 4], 'tried 6, then 4');
     // What the leader's store upgrade reads: this member applies format 3, not 4.
     await until(() => n1.transport.stats().peers.get(2)?.acceptedVersion === 4, 'the old member accepted 4');
   } finally {
@@ -274,7 +283,29 @@ test('a version 5 member dials a version 4 listener (a format-3 build) again in 
   }
 });
 
-test('a version 5 member accepts a version 2 dialer, reads its heartbeats, and refuses version 1', async () => {
+test('a version 6 member dials a version 5 listener again in 5 and sends it everything on the raft channel', async () => {
+  const old = await startV2Listener(2, [2, 5]);
+  const n1 = await startNode(1);
+  n1.transport.addPeer(2, { host: '127.0.0.1', port: old.port });
+  try {
+    const hb: RaftMessage = { type: 'heartbeat', from: 1, to: 2, term: 1, commit: 0, readRound: 0, contact: [1, 2] };
+    // (What was sent on the refused first connection is lost, as on any dropped connection.)
+    for (let i = 0; i < 200 && old.received.length < 30; i++) {
+      n1.transport.send([{ ...hb, commit: i }]);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await until(() => old.received.length >= 30, 'heartbeats, on the raft connection');
+    // A control channel would have been a third handshake (in 6, refused by a 2-to-5 listener).
+    assert.deepEqual(old.handshakes, [6, 5], 'tried 6, then 5; no control channel dialled');
+    assert.equal(n1.transport.stats().peers.get(2)?.acceptedVersion, 5);
+    assert.equal(n1.transport.stats().peers.get(2)?.controlConnected, false);
+  } finally {
+    await n1.transport.close();
+    await old.close();
+  }
+});
+
+test('a version 6 member accepts a version 2 dialer, reads its heartbeats, and refuses version 1', async () => {
   const n2 = await startNode(2);
   n2.transport.addPeer(1, { host: '127.0.0.1', port: 1 });
   const { port } = n2.transport.address();
@@ -304,7 +335,7 @@ test('a version 5 member accepts a version 2 dialer, reads its heartbeats, and r
     assert.deepEqual(n2.received[0], { ...hb, contact: null });
     const before = n2.transport.stats().rejectedConnections;
     const refused = await dial(1, []);
-    assert.deepEqual(refused, { accepted: false, reason: 'protocol version 1, expected 2 to 5 (this member speaks 5)' });
+    assert.deepEqual(refused, { accepted: false, reason: 'protocol version 1, expected 2 to 6 (this member speaks 6)' });
     assert.equal(n2.transport.stats().rejectedConnections, before + 1, 'counted');
     assert.ok(n2.warnings.includes('peer connection refused'), 'logged');
   } finally {
