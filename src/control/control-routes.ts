@@ -3,7 +3,8 @@
 //   GET    /v1/control/cells                 {epoch, cells}
 //   POST   /v1/control/cells                 {id, endpoints}: add a cell (or replace its endpoints)
 //   GET    /v1/control/namespaces            the whole cell map {epoch, cells, namespaces}
-//   POST   /v1/control/namespaces            {prefix, cell}: create a namespace on a cell
+//   POST   /v1/control/namespaces            {prefix, cell}: create a namespace on a cell (on
+//                                            another cell than its parent's: a move, namespace-create.ts)
 //   GET    /v1/control/namespaces/PREFIX     one namespace with its cell's endpoints
 //   DELETE /v1/control/namespaces/PREFIX     delete one (only if its parent is on the same cell)
 //   GET    /v1/control/moves                 {moves}: open and recently finished move records
@@ -17,10 +18,11 @@ import { readJson } from '../api/http/body.js';
 import { bodyObject, pathSegment, stringField } from '../api/http/json-fields.js';
 import type { RouteGroup, RouteRequest } from '../api/http/handler.js';
 import { sendJson } from '../api/http/respond.js';
-import { namespaceInfo, parentOf, withCell, withNamespace, withoutNamespace, type CellMap, type MapCell } from './cell-map.js';
+import { namespaceInfo, withCell, withoutNamespace, type CellMap, type MapCell } from './cell-map.js';
 import { checkMoveBuilds } from './member-builds.js';
 import type { ControlService } from './control-service.js';
 import { latestMove, withMoveAborted, withMoveStarted } from './moves.js';
+import { createNamespace, createdInfo } from './namespace-create.js';
 
 const cellsPath = '/v1/control/cells';
 const namespacesPath = '/v1/control/namespaces';
@@ -75,22 +77,8 @@ export function createControlRoutes(control: ControlService, admin: { checkAdmin
     if (path === namespacesPath && method === 'POST') {
       const body = bodyObject(await readJson(request.req, request.limits.requestBytesMax), ['prefix', 'cell']);
       const prefix = stringField(body, 'prefix');
-      const cellId = stringField(body, 'cell');
-      const before = (await control.read(principal)).map;
-      withNamespace(before, prefix, cellId); // the request's own errors before any cell is asked
-      const parent = parentOf(before, prefix);
-      if (parent.cell !== cellId) {
-        // The keys under the prefix are the parent's cell's today: refuse rather than strand them.
-        const parentCell = before.cells.find((c) => c.id === parent.cell);
-        const count = parentCell === undefined ? 0 : await control.countKeys(parentCell, prefix);
-        if (count > 0) {
-          throw new InvalidArgumentError(`cell ${parent.cell} holds ${count} keys under ${prefix} (namespace ${parent.prefix}): a namespace with keys is moved, not created`, {
-            cell: parent.cell, count,
-          });
-        }
-      }
-      const map = await control.change(principal, (current) => withNamespace(current, prefix, cellId));
-      return answerChange(request, control, map, namespaceInfo(map, prefix));
+      const created = await createNamespace(control, principal, prefix, stringField(body, 'cell'));
+      return answerChange(request, control, created.map, createdInfo(created, prefix));
     }
     if (path.startsWith(`${namespacesPath}/`) && method === 'DELETE') {
       const prefix = prefixOf(path);
