@@ -41,11 +41,11 @@ export function applyLeaseCommand(
   const writer = revisions.writer;
   switch (op.type) {
     case 'leaseGrant': {
-      const lease = grantLease(writer, { ttlMs: op.ttlMs, id: op.id }, limits);
+      const lease = grantLease(writer, { ttlMs: op.ttlMs, id: op.id }, limits, revisions.storeFormat);
       return { type: 'leaseGrant', id: lease.id, ttlMs: lease.ttlMs, revision: revisions.finalRevision };
     }
     case 'leaseGrantBatch': {
-      const leases = grantLeases(writer, op.grants, limits).map((lease) => ({ id: lease.id, ttlMs: lease.ttlMs }));
+      const leases = grantLeases(writer, op.grants, limits, revisions.storeFormat).map((lease) => ({ id: lease.id, ttlMs: lease.ttlMs }));
       return { type: 'leaseGrantBatch', leases, revision: revisions.finalRevision };
     }
     case 'leaseRevoke': {

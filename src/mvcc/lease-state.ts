@@ -8,9 +8,13 @@
 //
 //   'g' id:8           ttlMs:8 remainingMs:8 keyCount:4
 //   'n'                nextId:8 leaseCount:8   (absent = no lease granted yet)
+//                      From store format 5, an id the cell assigns is at least its cell's base
+//                      (leaseIdBase), so two cells never assign the same id (but for cells whose
+//                      16-bit tags collide, 1 in 65,535 pairs; a move then refuses the lease, 412)
 //   'o' id:8           origin cell id (UTF-8): a lease a namespace move brought from the cell
 //                      that granted it (absent = granted here); removed with the lease
 import { assert } from '../base/assert.js';
+import { crc32 } from '../base/crc32.js';
 import {
   InvalidArgumentError,
   LeaseNotFoundError,
@@ -19,8 +23,9 @@ import {
 } from '../base/errors.js';
 import { concatBytes, prefixEnd, readU32, readU64, u64Bytes, writeU32, writeU64 } from './bytes.js';
 import { currentKey } from './layout.js';
-import { decodeRecord } from './records.js';
-import type { KvReader, KvWriter, MvccLimits } from './types.js';
+import { readOwnershipRecord } from './ownership-record.js';
+import { decodeRecord, storeFormatLeaseIdBase } from './records.js';
+import type { KvReader, KvWriter, MvccLimits, StoreFormat } from './types.js';
 
 const grantPrefix = Uint8Array.of(0x67);
 const counterKey = Uint8Array.of(0x6e);
@@ -39,6 +44,38 @@ export interface LeaseRecord {
 interface Counter {
   readonly nextId: number;
   readonly leaseCount: number;
+}
+
+/** Ids one cell may assign: 2^37 (over 10^11) from its base. */
+export const leaseIdSpan = 2 ** 37;
+
+/**
+ * Where the ids a cell assigns start (store format 5): its tag, 1 to 65,535 from its cell id,
+ * times leaseIdSpan: at most 2^53 - 1 with the whole span, so every id stays a safe integer.
+ */
+export function leaseIdBase(cellId: string): number {
+  return (1 + (crc32(new TextEncoder().encode(cellId)) % 65_535)) * leaseIdSpan;
+}
+
+/**
+ * The first id the counter may assign: its next id, raised to the cell's base in format 5 once
+ * the cell has an ownership table naming it (a cell of no control plane keeps small ids). Only
+ * read while the counter is below every base: a raised counter stays above its base.
+ */
+function firstAssignable(reader: KvReader, counter: Counter, storeFormat: StoreFormat): number {
+  if (storeFormat < storeFormatLeaseIdBase || counter.nextId >= leaseIdSpan) return counter.nextId;
+  const cell = readOwnershipRecord(reader)?.table.cell;
+  return cell === undefined ? counter.nextId : Math.max(counter.nextId, leaseIdBase(cell));
+}
+
+/**
+ * Does granting `id` move a counter about to assign `start`? Below format 5, any id at or past it
+ * (so an id once granted is never assigned again). From format 5, only an id in the counter's own
+ * range: a lease a move brought from another cell's range, or a client's id there, is never
+ * assigned here anyway, and must not carry this cell's counter into that range.
+ */
+function movesCounter(id: number, start: number, storeFormat: StoreFormat): boolean {
+  return storeFormat < storeFormatLeaseIdBase || Math.floor(id / leaseIdSpan) === Math.floor(start / leaseIdSpan);
 }
 
 function grantKey(id: number): Uint8Array {
@@ -129,6 +166,7 @@ export function grantLease(
   writer: KvWriter,
   request: { ttlMs: number; id?: number | undefined },
   limits: MvccLimits,
+  storeFormat: StoreFormat,
 ): LeaseRecord {
   validateLeaseTtl(request.ttlMs, limits);
   const counter = readCounter(writer);
@@ -137,18 +175,19 @@ export function grantLease(
       limit: limits.leasesMax,
     });
   }
+  const start = firstAssignable(writer, counter, storeFormat);
   let id = request.id;
   if (id !== undefined) {
     if (readLease(writer, id) !== null) throw new InvalidArgumentError(`lease ${id} already exists`, { id });
   } else {
     // Client-chosen ids may sit ahead of the counter: skip them (each is skipped at most once).
-    id = counter.nextId;
+    id = start;
     while (readLease(writer, id) !== null) id++;
   }
   assert(id >= 1 && Number.isSafeInteger(id), 'lease ids are positive safe integers');
   const lease: LeaseRecord = { id, ttlMs: request.ttlMs, remainingMs: request.ttlMs, keyCount: 0 };
   writer.put(grantKey(id), encodeLease(lease));
-  const nextId = id >= counter.nextId ? id + 1 : counter.nextId;
+  const nextId = movesCounter(id, start, storeFormat) ? Math.max(start, id + 1) : start;
   writeCounter(writer, { nextId, leaseCount: counter.leaseCount + 1 });
   return lease;
 }
@@ -161,6 +200,7 @@ export function grantLeases(
   writer: KvWriter,
   grants: readonly { ttlMs: number; id?: number | undefined }[],
   limits: MvccLimits,
+  storeFormat: StoreFormat,
 ): LeaseRecord[] {
   const counter = readCounter(writer);
   if (counter.leaseCount + grants.length > limits.leasesMax) {
@@ -181,8 +221,9 @@ export function grantLeases(
   const named = grants.some((grant) => grant.id !== undefined)
     ? new Set(grants.flatMap((grant) => (grant.id === undefined ? [] : [grant.id])))
     : null;
-  const existing = leaseIdsFrom(writer, counter.nextId);
-  let next = counter.nextId;
+  const start = firstAssignable(writer, counter, storeFormat);
+  let next = start;
+  const existing = leaseIdsFrom(writer, next);
   const ids = new Array<number>(grants.length);
   try {
     for (let i = 0; i < grants.length; i++) {
@@ -201,7 +242,7 @@ export function grantLeases(
   // One record per lease and the counter once (not once per grant: half the batch's writes),
   // ending where grant after grant would: past the highest id, counting every lease. Keys and
   // records are written from one scratch each (the engine copies them: KvWriter.put).
-  let nextId = counter.nextId;
+  let nextId = start;
   const key = new Uint8Array(9);
   key[0] = grantPrefix[0] as number;
   const record = new Uint8Array(recordBytes);
@@ -215,7 +256,7 @@ export function grantLeases(
     writeU64(record, 8, ttlMs);
     writeU32(record, 16, 0);
     writer.put(key, record);
-    nextId = Math.max(nextId, id + 1);
+    if (movesCounter(id, start, storeFormat)) nextId = Math.max(nextId, id + 1);
     leases[i] = { id, ttlMs, remainingMs: ttlMs, keyCount: 0 };
   }
   writeCounter(writer, { nextId, leaseCount: counter.leaseCount + grants.length });

@@ -255,11 +255,13 @@ export function tombstone(key: string, revision: number): KeyValue {
 }
 
 /** The store format a store writes: its meta record's first byte (format 1: stores before it). */
-export const storeFormatLatest: StoreFormat = 4;
+export const storeFormatLatest: StoreFormat = 5;
 /** The first store format whose cell may be sent leaseGrantBatch (op 19): see StoreFormat. */
 export const storeFormatGrantBatch: StoreFormat = 3;
 /** The first store format whose cell may be sent leaseRevokeBatch (op 21): see StoreFormat. */
 export const storeFormatRevokeBatch: StoreFormat = 4;
+/** The first store format whose cell assigns lease ids from its cell's base (lease-state.ts). */
+export const storeFormatLeaseIdBase: StoreFormat = 5;
 
 /** A new store writes the latest format; a store with a meta record, the one it names. */
 export const initialMeta: MvccMeta = {
@@ -293,7 +295,7 @@ export function decodeMeta(bytes: Uint8Array): MvccMeta {
   const reader = new ByteReader(bytes, 'stored', 'meta record');
   const format = reader.u8();
   // A newer version's store: going on would write records it cannot read back the same way.
-  if (format !== 1 && format !== 2 && format !== 3 && format !== 4) reader.fail(`store format ${format} (this version writes 1 to 4)`);
+  if (!Number.isInteger(format) || format < 1 || format > storeFormatLatest) reader.fail(`store format ${format} (this version writes 1 to ${storeFormatLatest})`);
   const meta = {
     appliedIndex: reader.u64(),
     appliedTerm: reader.u64(),

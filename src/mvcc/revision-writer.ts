@@ -16,6 +16,11 @@ export class RevisionWriter {
   /** Events written so far in this revision; their seq is their position. */
   private eventCount = 0;
 
+  /** The store format this command writes (its meta's). */
+  get storeFormat(): StoreFormat {
+    return this.format;
+  }
+
   constructor(
     readonly writer: KvWriter,
     /** The cell revision before this command. */

@@ -606,10 +606,14 @@ export const defaultMvccLimits: MvccLimits = {
  * headers, events without the new value, binary dedup outcomes; 3 = format 2's records, and
  * every member can apply leaseGrantBatch (op 19), so a leader may propose it (older versions
  * refuse op 19 as malformed); 4 = the same, and every member can also apply leaseRevokeBatch (op
- * 21: the leader's expiry, many leases per entry; older versions refuse op 21 as malformed).
- * Replicated: every member writes the format its state names, so the same log gives the same bytes.
+ * 21: the leader's expiry, many leases per entry; older versions refuse op 21 as malformed); 5 =
+ * the same records, and lease ids a cell assigns start at its cell's base (lease-state.ts
+ * leaseIdBase: ids granted in different cells differ, so a moved lease keeps its id; older
+ * versions would assign the next small id, so the leader moves a store here only once every member
+ * applies it). Replicated: every member writes the format its state names, so the same log gives
+ * the same bytes.
  */
-export type StoreFormat = 1 | 2 | 3 | 4;
+export type StoreFormat = 1 | 2 | 3 | 4 | 5;
 
 /** The persistent bookkeeping, written in the same storage transaction as the state it describes. */
 export interface MvccMeta {

@@ -13,11 +13,13 @@
 import type { Timers } from '../base/timers.js';
 import { cellWork, storeFormatLatest, type CommandProposer, type StoreFormat } from '../mvcc/index.js';
 import type { ConfState, MemberId, Role } from '../raft/index.js';
-import { storeFormat3Version, storeFormat4Version } from '../transport/index.js';
+import { storeFormat3Version, storeFormat4Version, storeFormat5Version } from '../transport/index.js';
 import type { NodeLogger } from './node.js';
 
 /** The peer protocol version from which a member's build applies each store format. */
-const peerVersionApplying: Readonly<Partial<Record<StoreFormat, number>>> = { 3: storeFormat3Version, 4: storeFormat4Version };
+const peerVersionApplying: Readonly<Partial<Record<StoreFormat, number>>> = {
+  3: storeFormat3Version, 4: storeFormat4Version, 5: storeFormat5Version,
+};
 
 /** How often the leader looks (a rolling upgrade's last restart is followed within about this long). */
 export const storeUpgradeCheckMs = 1_000;

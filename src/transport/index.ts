@@ -42,7 +42,7 @@ export {
   type FramePieces,
 } from './frame.js';
 export { Channel, protocolVersion, type Handshake } from './handshake.js';
-export { storeFormat3Version, storeFormat4Version } from './protocol.js';
+export { storeFormat3Version, storeFormat4Version, storeFormat5Version } from './protocol.js';
 export { reconnectDelayMs } from './backoff.js';
 export { WireReader } from './wire-reader.js';
 export { WireWriter } from './wire-writer.js';

@@ -1,7 +1,8 @@
 // Peer protocol versions (wire format at the top of codec.ts). A member speaks every version from
 // protocolVersionMin to protocolVersion; a connection speaks the version its dialer's handshake
 // named, which the listener accepts only within its own range (so it is min(dialer, listener)).
-// Version 6: version 5's bytes; a member speaking it accepts a control channel (handshake channel
+// Version 6: version 5's bytes; a member speaking it applies store format 5 (lease ids from the
+// cell's base), and accepts a control channel (handshake channel
 // 3) beside the raft channel: heartbeats, answers, votes, reads and lease frames travel there, so
 // they never queue behind megabytes of appends or forwarded proposals (etcd's rafthttp keeps its
 // appends on a stream of their own for the same reason). Dialled only to a peer whose listener
@@ -44,6 +45,8 @@ export function carriesMessage(type: string, version: number): boolean {
 export const storeFormat3Version = 4;
 /** The first version whose members apply store format 4 (leaseRevokeBatch): see store-upgrade.ts. */
 export const storeFormat4Version = 5;
+/** The first version whose members apply store format 5 (lease ids from the cell's base). */
+export const storeFormat5Version = 6;
 
 export function speaksVersion(version: number): boolean {
   return version >= protocolVersionMin && version <= protocolVersion;

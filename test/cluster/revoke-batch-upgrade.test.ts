@@ -3,7 +3,7 @@
 // directory and all three members start on it. n1 and n2 are restarted on this build and n1 is
 // made the leader: with n3 still old, the store stays at format 3 (n3 could not apply op 21), the
 // leader says why, and 200 expiring leases take at least 200 log entries. Then n3 is restarted on
-// this build: every member reports format 4 within seconds, 1,000 expiring leases (each with a
+// this build: every member reports format 5 (the newest) within seconds, 1,000 expiring leases (each with a
 // key) take a handful of entries, their keys are gone on every member, and the members' content
 // hashes agree. Needs git history with 21b9183 (skipped otherwise) or BATON_FORMAT3_BUILD=DIR.
 import { after, test } from 'node:test';
@@ -52,7 +52,7 @@ async function entriesToExpire(cell: TestCell, ids: readonly number[]): Promise<
   return ((await status(cell, leader)).commitIndex as number) - before;
 }
 
-test('a format-3 cell moves to format 4 once its last old member runs this build, and expires leases in batches then', { skip: typeof build === 'string' ? build : false, timeout: 300_000 }, async (t) => {
+test('a format-3 cell moves to format 5 (the newest) once its last old member runs this build, and expires leases in batches then', { skip: typeof build === 'string' ? build : false, timeout: 300_000 }, async (t) => {
   assert.ok(typeof build !== 'string');
   const { cell, restartOnThisBuild } = await startMixedCell(build.cli);
   try {
@@ -64,14 +64,14 @@ test('a format-3 cell moves to format 4 once its last old member runs this build
     await makeLeader(cell, 'n1');
     await sleep(3_000); // three looks of the upgrader
     for (const name of ['n1', 'n2']) assert.equal((await status(cell, name)).storeFormat, 3, `${name} stays at format 3 while n3 is old`);
-    assert.match(cell.cell.tail('n1', 400), /not moving to 4 yet: member \d+ speaks peer protocol 4 \(format 4 needs 5\)/);
+    assert.match(cell.cell.tail('n1', 400), /not moving to 5 yet: member \d+ speaks peer protocol 4 \(format 4 needs 5\)/);
     const mixedIds = await grantExpiring(cell, 'n2', 200, 'mixed', false);
     const mixed = await entriesToExpire(cell, mixedIds);
     assert.ok(mixed >= 200, `one entry per expired lease while n3 is old: ${mixed} entries for 200`);
     t.diagnostic(`format 3: ${mixed} entries to expire 200 leases`);
 
     await restartOnThisBuild('n3');
-    t.diagnostic(`every member at format 4 ${await everyMemberAtFormat(cell, 4)} ms after n3 was ready on this build`);
+    t.diagnostic(`every member at format 5 ${await everyMemberAtFormat(cell, 5)} ms after n3 was ready on this build`);
     const batchedIds = await grantExpiring(cell, 'n3', 1000, 'new', true);
     const batched = await entriesToExpire(cell, batchedIds);
     // A few revocation entries, plus checkpoints of the unrenewed leases and heartbeat-free noise.

@@ -1,9 +1,9 @@
-// A cell made by an older build moves its store to format 4 by itself once every member runs this
+// A cell made by an older build moves its store to the newest format (5) by itself once every member runs this
 // build, with real processes: 769102f (store format 2, peer protocol 3, no leaseGrantBatch) is
 // built into a temporary directory and all three members start on it. n1 and n2 are restarted on
 // this build and n1 is made the leader: with n3 still old, the store stays at format 2 (n3 could
 // not apply op 19), the leader says why, and a batch of grants still goes one log entry per lease
-// and is alive on every member. Then n3 is restarted on this build: every member reports format 4
+// and is alive on every member. Then n3 is restarted on this build: every member reports format 5 (the newest)
 // within seconds, a batch of 1,000 grants is a handful of entries, every lease granted before and
 // after is on every member, and the members' content hashes agree. Needs git history with 769102f
 // (skipped otherwise) or BATON_FORMAT2_BUILD=DIR, a tree already built there.
@@ -49,7 +49,7 @@ async function everyMemberHas(cell: TestCell, ids: readonly number[]): Promise<v
   }
 }
 
-test('a format-2 cell moves to format 4 once its last old member runs this build, and batches grants then', { skip: typeof build === 'string' ? build : false, timeout: 300_000 }, async (t) => {
+test('a format-2 cell moves to format 5 (the newest) once its last old member runs this build, and batches grants then', { skip: typeof build === 'string' ? build : false, timeout: 300_000 }, async (t) => {
   assert.ok(typeof build !== 'string');
   const { cell, restartOnThisBuild } = await startMixedCell(build.cli);
   try {
@@ -63,14 +63,14 @@ test('a format-2 cell moves to format 4 once its last old member runs this build
     await makeLeader(cell, 'n1');
     await sleep(3_000); // three looks of the upgrader
     for (const name of ['n1', 'n2']) assert.equal((await status(cell, name)).storeFormat, 2, `${name} stays at format 2 while n3 is old`);
-    assert.match(cell.cell.tail('n1', 400), /not moving to 4 yet: member \d+ speaks peer protocol 3 \(format 3 needs 4\)/);
+    assert.match(cell.cell.tail('n1', 400), /not moving to 5 yet: member \d+ speaks peer protocol 3 \(format 3 needs 4\)/);
     const mixed = await grantBatch(cell, 'n2', 200, 'mixed-1');
     assert.ok(mixed.entries >= 200, `one entry per grant while n3 is old: ${mixed.entries} entries for 200`);
     granted.push(...mixed.ids);
     await everyMemberHas(cell, mixed.ids);
 
     await restartOnThisBuild('n3');
-    t.diagnostic(`every member at format 4 ${await everyMemberAtFormat(cell, 4)} ms after n3 was ready on this build`);
+    t.diagnostic(`every member at format 5 ${await everyMemberAtFormat(cell, 5)} ms after n3 was ready on this build`);
     const leader = await findLeader(cell);
     assert.match(cell.cell.tail(leader, 400), /proposing upgradeStore/);
     const batched = await grantBatch(cell, 'n3', 1000, 'new-1');

@@ -168,9 +168,9 @@ function serviceOver(store: MvccStore): { service: LeaseService; proposed: Comma
   return { service, proposed };
 }
 
-test('grantMany: one leaseGrantBatch entry in a new store (format 4, above 3), with per-lease answers', async () => {
+test('grantMany: one leaseGrantBatch entry in a new store (format 5, above 3), with per-lease answers', async () => {
   const store = new MvccStore(new MemoryEngine(), limits);
-  assert.equal(store.storeFormat, 4);
+  assert.equal(store.storeFormat, 5);
   const { service, proposed } = serviceOver(store);
   const answer = await service.grantMany({ ttlMs: 5_000, count: 4 }, 'b-1', '');
   assert.deepEqual(proposed, ['leaseGrantBatch']);

@@ -123,7 +123,7 @@ test('the meta record: its first byte is the store format; format 1 as before; n
     assert.deepEqual(decodeMeta(bytes), { ...meta, storeFormat });
   }
   const newer = encodeMeta({ ...meta, storeFormat: 2 });
-  newer[0] = 5;
+  newer[0] = 6;
   assert.throws(() => decodeMeta(newer), AssertionError);
 });
 

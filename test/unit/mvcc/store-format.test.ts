@@ -143,14 +143,14 @@ test('upgraded through the log, an old store answers as one that wrote format 2 
   assert.ok(upgradeOutcome?.type === 'applied' && upgradeOutcome.result.type === 'upgradeStore');
   assert.equal(upgraded.storeFormat, 2);
   const upgradedOutcomes = applyAll(upgraded, shifted(late, 1));
-  // Fresh: the latest format (4: format 2's records) from the first entry; the upgrade entry to
+  // Fresh: the latest format (5: format 2's records) from the first entry; the upgrade entry to
   // 2 is refused there (never back) and changes nothing.
   const fresh = new MvccStore(new MemoryEngine(), limits);
-  assert.equal(fresh.storeFormat, 4);
+  assert.equal(fresh.storeFormat, 5);
   applyAll(fresh, early);
   const freshUpgrade = fresh.applyBatch([upgradeEntry(fixture.early + 1)])[0];
   assert.ok(freshUpgrade?.type === 'failed' && freshUpgrade.error.code === 'invalid_argument');
-  assert.equal(fresh.storeFormat, 4);
+  assert.equal(fresh.storeFormat, 5);
   const freshOutcomes = applyAll(fresh, shifted(late, 1));
   // Every outcome as the old code answered it (Request-ID replays of old records included).
   const oldOutcomes = applyAll(restored(fixture.snapshotEarly), late);
@@ -210,7 +210,7 @@ test('upgradeStore: the same format again changes nothing; an older or unknown f
   const hash = store.hash();
   const [same] = store.applyBatch([entry(at + 1, 1)]);
   assert.ok(same?.type === 'applied' && same.result.type === 'upgradeStore' && same.result.storeFormat === 1);
-  const [future] = store.applyBatch([entry(at + 2, 5)]);
+  const [future] = store.applyBatch([entry(at + 2, 6)]);
   assert.ok(future?.type === 'failed' && future.error.code === 'invalid_argument', 'a format this version does not write');
   assert.equal(store.storeFormat, 1);
   assert.equal(store.hash(), hash, 'refused and repeated upgrades change no state');
