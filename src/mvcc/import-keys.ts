@@ -23,12 +23,12 @@ import { namespaceEnd, namespaceProblem } from '../base/namespaces.js';
 import { assert } from '../base/assert.js';
 import { emptyBytes, utf8 } from './bytes.js';
 import { checkEpochRoom } from './epoch.js';
-import { currentKey, currentRange, leaseKey } from './layout.js';
+import { currentKey, currentRange, historyKey, leaseKey, revisionIndexKey, revisionIndexSeq } from './layout.js';
 import { adjustLeaseKeyCount, grantLease, readLease, checkpointLeases, leaseOrigin, setLeaseOrigin } from './lease-state.js';
 import { decodeDedupRecord } from './dedup-record.js';
 import { importRequests } from './namespace-requests.js';
 import { landingProblem, readOwnershipRecord, storeLandedTable } from './ownership-record.js';
-import { decodeRecord, encodeRecordScratch } from './records.js';
+import { decodeRecord, decodeStoredEvent, encodeEventScratch, encodeRecordScratch, recordModRevision } from './records.js';
 import type { KeyValue, KvWriter, MvccLimits, MvccMeta } from './types.js';
 
 export { encodeImportRecord, importKeysPerCommandMax, importRecordBytesMax } from '../base/namespace-import.js';
@@ -151,7 +151,7 @@ export function applyImportKeys(
   for (const lease of record.leases) {
     const held = readLease(writer, lease.id);
     if (held === null) {
-      grantLease(writer, { ttlMs: lease.ttlMs, id: lease.id }, limits);
+      grantLease(writer, { ttlMs: lease.ttlMs, id: lease.id }, limits, meta.storeFormat);
       if (lease.origin !== undefined && lease.origin !== record.destination) setLeaseOrigin(writer, lease.id, lease.origin);
     }
     const remainingMs = Math.min(lease.remainingMs, lease.ttlMs);
@@ -215,6 +215,7 @@ function removeCurrent(writer: KvWriter, keyBytes: Uint8Array, tenants: readonly
   const stored = writer.get(currentKey(keyBytes));
   if (stored === undefined) return;
   const prev = decodeRecord('', stored, true);
+  keepLastPutValue(writer, keyBytes, stored);
   if (tenants.length > 0) {
     const key = new TextDecoder().decode(keyBytes);
     accountKeyChange(writer, tenants, key, { bytes: decodeRecord(key, stored).value.length, lease: prev.lease }, null);
@@ -225,6 +226,27 @@ function removeCurrent(writer: KvWriter, keyBytes: Uint8Array, tenants: readonly
     writer.delete(leaseKey(prev.lease, keyBytes));
     adjustLeaseKeyCount(writer, prev.lease, -1);
   }
+}
+
+/**
+ * A format-2 put event carries no value: history reads it from the key's current record (its last
+ * put) or from the next event's prevKv. An import removes current records without an event (a
+ * clear when a namespace leaves, a key replaced by the source's copy), so before one goes, the
+ * key's last put event, if it is here, is rewritten in format 1's form, which carries the value:
+ * a watch catching up from before the import still reads it (it stopped the node with an assert).
+ * The content hash reads events in format 2's form (content-form.ts), so it does not change.
+ */
+function keepLastPutValue(writer: KvWriter, keyBytes: Uint8Array, stored: Uint8Array): void {
+  const revision = recordModRevision(stored);
+  const indexValue = writer.get(revisionIndexKey(keyBytes, revision));
+  if (indexValue === undefined) return; // no event of it here (an imported record, or compacted)
+  const eventKey = historyKey(revision, revisionIndexSeq(indexValue));
+  const bytes = writer.get(eventKey);
+  if (bytes === undefined) return;
+  const event = decodeStoredEvent(revision, bytes);
+  if (event.type !== 'put' || event.kv !== null) return;
+  const kv = decodeRecord(event.key, stored);
+  writer.put(eventKey, encodeEventScratch({ type: 'put', revision, kv, prevKv: event.prevKv }, keyBytes, 1).slice());
 }
 
 /** Cell ids are short names (`cell-1`); bounded like the rest of a record's fields. */
