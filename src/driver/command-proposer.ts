@@ -27,7 +27,8 @@ export interface LogProposerOptions {
   /**
    * The proposing member's authorization check (src/auth's guard): a refused write costs no log
    * entry and is refused also without a leader. Apply decides again, on the state it applies on.
-   * The Request-ID lets a retry of a request already applied through (apply answers it from its record).
+   * The Request-ID lets a retry of a request already applied through (apply answers it from its
+   * record).
    */
   readonly admit?: (origin: Origin, op: Command, requestId: string | undefined) => BatonError | null;
   /**

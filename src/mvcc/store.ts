@@ -239,7 +239,8 @@ export class MvccStore {
     // The Request-ID first, then ownership: a retry of a request applied here before its namespace
     // was fenced or left gets its first outcome (its answer was lost, the write happened), not
     // wrong_cell; an identical retry only (another body with the ID: request_id_reused, as always).
-    // Either way nothing is written, so members of older versions (ownership first) keep the same state.
+    // Either way nothing is written, so members of older versions (ownership first) keep the same
+    // state.
     if (requestIdBytes !== null && this.bugs.dedupOff !== true) {
       const earlier = dedupLookup(writer, { requestId: requestIdBytes, clockMs, op: envelope.op }, this.limits);
       if (earlier !== null) {
@@ -389,22 +390,27 @@ export class MvccStore {
     return null;
   }
 
-  /** Whether apply would answer `op` with `requestId` from its record (or as request_id_reused) at the clock applied here. */
+  /** The same for a read. */
+  refuseRead(request: RangeRequest): BatonError | null {
+    const ownership = this.ownership();
+    return ownership === null ? null : ownership.refuse(spansOfRead(request));
+  }
+
+  /**
+   * Whether apply would answer `op` with `requestId` from its record (or as request_id_reused), at
+   * the dedup clock applied here.
+   */
   private holdsRecordOf(requestId: string, op: Command): boolean {
     if (this.bugs.dedupOff === true) return false;
     let requestIdBytes: Uint8Array;
     try {
       requestIdBytes = validateRequestId(requestId, this.limits);
-    } catch {
+    } catch (error) {
+      if (!(error instanceof BatonError)) throw error;
       return false; // the proposer refuses it anyway; ownership is its first answer, as before
     }
-    return dedupLookup(this.engine, { requestId: requestIdBytes, clockMs: this.meta.dedupClockMs, op }, this.limits) !== null;
-  }
-
-  /** The same for a read. */
-  refuseRead(request: RangeRequest): BatonError | null {
-    const ownership = this.ownership();
-    return ownership === null ? null : ownership.refuse(spansOfRead(request));
+    const clockMs = this.meta.dedupClockMs;
+    return dedupLookup(this.engine, { requestId: requestIdBytes, clockMs, op }, this.limits) !== null;
   }
 
   private refuseUnowned(writer: KvWriter, op: Command): BatonError | null {
