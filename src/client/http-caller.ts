@@ -77,9 +77,10 @@ export class HttpCaller {
     let followed = false;
     let endpoints = this.endpoints;
     // A mutation attempt that may have applied (no answer, or timeout/unavailable): from then on a
-    // wrong_cell proves nothing. A cell judges ownership before it looks up the Request-ID, so a
-    // source fenced after applying the first attempt refuses the retry (fault run across cells,
-    // seed 3: a put reported refused was read back later).
+    // wrong_cell proves nothing (fault run across cells, seed 3: a put reported refused was read
+    // back later). A cell answers a retry from its Request-ID record before judging ownership, but
+    // a record can be missing where the retry lands: expired (the dedup window), or not yet on a
+    // destination still landing the namespace (a record applied late on the source).
     let mayHaveApplied = false;
     for (let attempt = 0; ; attempt++) {
       throwIfAborted(request.signal);

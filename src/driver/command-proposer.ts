@@ -27,8 +27,10 @@ export interface LogProposerOptions {
   /**
    * The proposing member's authorization check (src/auth's guard): a refused write costs no log
    * entry and is refused also without a leader. Apply decides again, on the state it applies on.
+   * The Request-ID lets a retry of a request already applied through (apply answers it from its
+   * record).
    */
-  readonly admit?: (origin: Origin, op: Command) => BatonError | null;
+  readonly admit?: (origin: Origin, op: Command, requestId: string | undefined) => BatonError | null;
   /**
    * What must be durable before `op` is answered (the audit log's record of an audited change):
    * a promise to wait for, or null (every other command: no wait, no allocation).
@@ -49,7 +51,7 @@ export class LogProposer implements CommandProposer {
     const { memberId, limits, wallMs, monotonicMs, onProposed, onFailed, onRefused, admit, beforeAnswer, sourceAddress } = this.options;
     let command: Uint8Array;
     try {
-      const refused = admit?.(origin, op) ?? null;
+      const refused = admit?.(origin, op, requestId) ?? null;
       if (refused !== null) return Promise.reject(refused);
       const address = origin === undefined ? undefined : sourceAddress?.();
       command = encodeCommand({

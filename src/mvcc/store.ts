@@ -235,18 +235,23 @@ export class MvccStore {
     let next: MvccMeta = { ...meta, dedupClockMs: clockMs };
     this.pruneDedup(writer, clockMs);
     const requestId = envelope.requestId ?? null;
-    // Judged at apply against the table of this position in the log, before dedup: a refused
-    // request did not happen here (nothing recorded), whatever the proposer checked earlier.
-    const unowned = this.refuseUnowned(writer, envelope.op);
-    if (unowned !== null) {
-      return { outcome: { type: 'failed', ...base, duplicate: false, requestId, error: unowned }, meta: next };
-    }
     const requestIdBytes = requestId === null ? null : utf8(requestId);
+    // The Request-ID first, then ownership: a retry of a request applied here before its namespace
+    // was fenced or left gets its first outcome (its answer was lost, the write happened), not
+    // wrong_cell; an identical retry only (another body with the ID: request_id_reused, as always).
+    // Either way nothing is written, so members of older versions (ownership first) keep the same
+    // state.
     if (requestIdBytes !== null && this.bugs.dedupOff !== true) {
       const earlier = dedupLookup(writer, { requestId: requestIdBytes, clockMs, op: envelope.op }, this.limits);
       if (earlier !== null) {
         return { outcome: toOutcome(earlier, { ...base, requestId, duplicate: true }), meta: next };
       }
+    }
+    // Judged at apply against the table of this position in the log: a refused request did not
+    // happen here (nothing recorded), whatever the proposer checked earlier.
+    const unowned = this.refuseUnowned(writer, envelope.op);
+    if (unowned !== null) {
+      return { outcome: { type: 'failed', ...base, duplicate: false, requestId, error: unowned }, meta: next };
     }
     let stored: StoredOutcome;
     try {
@@ -372,16 +377,40 @@ export class MvccStore {
     return this.ownershipCache;
   }
 
-  /** wrong_cell or cross_cell for a command naming keys this cell does not own alone; else null. */
-  refuseCommand(op: Command): BatonError | null {
+  /**
+   * wrong_cell or cross_cell for a command naming keys this cell does not own alone; else null.
+   * With its Request-ID: null also when this cell holds a record of that ID (a retry of a request
+   * applied here before its namespace left): apply answers it from the record, as it decides
+   * ownership after the lookup (an entry spent on such a retry only).
+   */
+  refuseCommand(op: Command, requestId?: string): BatonError | null {
     const ownership = this.ownership();
-    return ownership === null ? null : ownership.refuse(spansOfCommand(op), true);
+    const refused = ownership === null ? null : ownership.refuse(spansOfCommand(op), true);
+    if (refused === null || requestId === undefined || !this.holdsRecordOf(requestId, op)) return refused;
+    return null;
   }
 
   /** The same for a read. */
   refuseRead(request: RangeRequest): BatonError | null {
     const ownership = this.ownership();
     return ownership === null ? null : ownership.refuse(spansOfRead(request));
+  }
+
+  /**
+   * Whether apply would answer `op` with `requestId` from its record (or as request_id_reused), at
+   * the dedup clock applied here.
+   */
+  private holdsRecordOf(requestId: string, op: Command): boolean {
+    if (this.bugs.dedupOff === true) return false;
+    let requestIdBytes: Uint8Array;
+    try {
+      requestIdBytes = validateRequestId(requestId, this.limits);
+    } catch (error) {
+      if (!(error instanceof BatonError)) throw error;
+      return false; // the proposer refuses it anyway; ownership is its first answer, as before
+    }
+    const clockMs = this.meta.dedupClockMs;
+    return dedupLookup(this.engine, { requestId: requestIdBytes, clockMs, op }, this.limits) !== null;
   }
 
   private refuseUnowned(writer: KvWriter, op: Command): BatonError | null {

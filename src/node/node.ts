@@ -423,8 +423,9 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     onRefused: (error) => admission.countRefusal(error),
     // Authorization, then ownership (wrong_cell / cross_cell): a refused write costs no entry. Apply
     // decides both again on the state it applies on (an ownership change may commit in between).
-    admit: (origin, op) =>
-      (audit?.failed === true && isAuditedCommand(op) ? audit.refusal() : guard.command(origin, op)) ?? store.refuseCommand(op),
+    // A Request-ID this cell holds a record of is not refused wrong_cell: apply answers the retry.
+    admit: (origin, op, requestId) =>
+      (audit?.failed === true && isAuditedCommand(op) ? audit.refusal() : guard.command(origin, op)) ?? store.refuseCommand(op, requestId),
     ...(audit === null ? {} : { beforeAnswer: (op: Command) => (isAuditedCommand(op) ? audit.flushed() : null), sourceAddress: currentSource }),
   });
   // Session storms (#28): a bounded rate of new sessions (grants, stream opens) with staggered guidance.

@@ -142,8 +142,8 @@ test('keys are percent-encoded per segment; headers carry the preconditions', as
 const wrongCell = (endpoints: string[]) => answer(421, { error: { code: 'wrong_cell', message: 'moved', namespace: '/pay/', cell: 'cell-2', epoch: 4, endpoints } });
 
 test('wrong_cell after an attempt that may have applied is not a refusal: asked again, then reported as an unknown outcome', async () => {
-  // The first attempt timed out (it may have applied on the source before its fence); the source
-  // then refuses the retry with wrong_cell before looking up its Request-ID, and so does the owner while it lands.
+  // The first attempt timed out (it may have applied on the source before its fence); a cell that
+  // holds no record of it (expired, or a destination still landing without it) refuses the retry with wrong_cell.
   const { client, requests } = fakeClient((_request, attempt) => (attempt === 0 ? timeout() : wrongCell(['http://d'])), { attemptsMax: 4 });
   const error = await client.put('/pay/a', 'v').then(() => null, (e: unknown) => e as Error & { code?: string; retryable?: boolean });
   assert.equal(error?.code, 'timeout', `not a definite refusal: ${error?.message}`);
