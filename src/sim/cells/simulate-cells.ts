@@ -28,14 +28,16 @@ const membersPerCell = 3;
 const setupWaitMs = 20_000;
 /** After the faults: the open move and the clients must finish within this (then the final reads). */
 const settleBudgetMs = 20_000;
-const clientsAfterFaultsMs = 500;
+/** Moves go on a while on healed cells (each seed moves something), the clients a little longer. */
+const movesAfterFaultsMs = 1_500;
+const clientsAfterFaultsMs = 2_000;
 const stepsMaxDefault = 4_000_000;
 
 export async function simulateCells(options: CellsOptions): Promise<CellsResult> {
   const root = new SeededRandom(options.seed);
   const cellCount = options.cells ?? 2;
   const prefixes = options.namespaces ?? ['/a/', '/b/', '/c/'];
-  const faultPhaseMs = options.faultPhaseMs ?? randomInt(root.fork(1), 3_000, 6_000);
+  const faultPhaseMs = options.faultPhaseMs ?? randomInt(root.fork(1), 3_000, 7_000);
   const stats = emptyCellsStats();
   const worlds: World[] = [];
   const nemeses: Nemesis[] = [];
@@ -97,7 +99,7 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
     control.startReconciler();
     router.startRefreshing();
     workload.start(Math.max(loop.nowMs, faultPhaseMs) + clientsAfterFaultsMs);
-    await mover.run(faultPhaseMs);
+    await mover.run(faultPhaseMs + movesAfterFaultsMs);
     const deadline = Math.max(loop.nowMs, faultPhaseMs) + settleBudgetMs;
     while (!workload.idle()) {
       if (loop.nowMs > deadline) {
