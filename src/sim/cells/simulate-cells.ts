@@ -95,7 +95,7 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
   const main = async (): Promise<void> => {
     // Setup: every cell applies its first table (before it, a cell owns every key).
     await Promise.all(ids.map((id) => control.pushUntil(map, id, setupWaitMs)));
-    checker.arm();
+    if (options.ownerChecks !== false) checker.arm();
     control.startReconciler();
     router.startRefreshing();
     workload.start(Math.max(loop.nowMs, faultPhaseMs) + clientsAfterFaultsMs);

@@ -23,6 +23,11 @@ export interface CellsOptions {
   /** Faults and moves run in [0, faultPhaseMs); drawn from the seed when absent. */
   readonly faultPhaseMs?: number;
   readonly bugs?: CellsBugs;
+  /**
+   * Off: only the clients' checkers judge (tokens grow, no acknowledged write lost), to show they
+   * catch a broken move on their own (teeth); the cells' apply-side checks stay quiet.
+   */
+  readonly ownerChecks?: boolean;
   /** One line per event when set (each cell's lines name the cell). */
   readonly trace?: (line: string) => void;
   /** Stop after this many steps (all cells and the clients together). */
