@@ -11,6 +11,7 @@ export interface SimCellsFlags {
   readonly profile: Scenario['profile'] | undefined;
   readonly faultPhaseMs: number | undefined;
   readonly trace: boolean;
+  readonly watches: boolean;
 }
 
 export const cellsBugNames = ['skip-fence', 'skip-floor'] as const;
@@ -22,6 +23,7 @@ export async function simCellsCommand(flags: SimCellsFlags): Promise<number> {
     ...(flags.profile === undefined ? [] : [`--profile ${flags.profile}`]),
     ...(flags.faultPhaseMs === undefined ? [] : [`--fault-phase-ms ${flags.faultPhaseMs}`]),
     ...flags.bugs.map((bug) => `--cells-bug ${bug}`),
+    ...(flags.watches ? ['--watches'] : []),
   ].join(' ');
   const started = performance.now();
   let failed = 0;
@@ -29,7 +31,7 @@ export async function simCellsCommand(flags: SimCellsFlags): Promise<number> {
   let aborted = 0;
   for (const seed of flags.seeds) {
     const result = await simulateCells({
-      seed, cells: flags.cells, bugs,
+      seed, cells: flags.cells, bugs, watches: flags.watches,
       ...(flags.profile === undefined ? {} : { profile: flags.profile }),
       ...(flags.faultPhaseMs === undefined ? {} : { faultPhaseMs: flags.faultPhaseMs }),
       ...(flags.trace ? { trace: (line: string) => console.log(line) } : {}),
@@ -39,6 +41,7 @@ export async function simCellsCommand(flags: SimCellsFlags): Promise<number> {
     aborted += s.movesAborted;
     console.log(`seed ${seed}: moves ${s.movesReleased} released, ${s.movesAborted} aborted; writes ${s.writesAcknowledged} acknowledged, ` +
       `${s.writesUnknown} unknown; lock grants ${s.lockGrants}; wrong_cell followed ${s.wrongCellFollowed}; crashes ${s.crashes}; ` +
+      (flags.watches ? `watches ended by moves ${s.watchesEndedByMoves}; ` : '') +
       `violations ${result.violations.length}`);
     if (result.violations.length === 0) continue;
     failed++;

@@ -39,9 +39,10 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                    as real nodes do; off by default so that seeds replay as before it existed)
        baton sim --world cells [--seeds N] [--seed-start S] [--seed S] [--trace] [--cells N]
                  [--profile calm|mixed|chaos|swarm] [--fault-phase-ms MS]
-                 [--cells-bug skip-fence|skip-floor] (issue 24: N data cells of three members,
+                 [--cells-bug skip-fence|skip-floor] [--watches] (issue 24: N data cells of three members,
                    namespaces moved between them under each cell's nemesis; prints each seed's
-                   moves and violations)`;
+                   moves and violations; --watches adds watchers per namespace, checked exact
+                   across moves: it finds open bugs, so it is off by default)`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
   let parsed;
@@ -277,7 +278,7 @@ async function simWorld(values: ReturnType<typeof parseSimArgs>['values'], seeds
     console.error(usage);
     return 2;
   }
-  return simCellsCommand({ seeds, cells, bugs, profile, faultPhaseMs, trace: values.trace === true });
+  return simCellsCommand({ seeds, cells, bugs, profile, faultPhaseMs, trace: values.trace === true, watches: values.watches === true });
 }
 
 /** Violations the core's own assertions raise, not the sim's checkers. */
@@ -313,6 +314,7 @@ function parseSimArgs(args: readonly string[]) {
       world: { type: 'string' },
       cells: { type: 'string' },
       'cells-bug': { type: 'string', multiple: true },
+      watches: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,

@@ -9,7 +9,7 @@
 //      accepting it is already at or above them (the move's revision floor).
 import { assert } from '../../base/assert.js';
 import { namespaceOf } from '../../base/namespaces.js';
-import { decodeCommand, defaultMvccLimits, type Command } from '../../mvcc/index.js';
+import { decodeCommand, defaultMvccLimits, type Command, type MvccEvent, type MvccStore } from '../../mvcc/index.js';
 import type { Entry } from '../../raft/index.js';
 import type { SimNode } from '../sim-node.js';
 import type { WorldHooks } from '../types.js';
@@ -27,6 +27,8 @@ export class OwnerChecker {
   private readonly views = new Map<string, CellView>();
   /** Per namespace: the highest revision of a write any cell applied for it, and where. */
   private readonly highest = new Map<string, { revision: number; cell: string }>();
+  /** Per namespace: its events by revision, as the cells that took its writes applied them (checker 4's reference). */
+  readonly history = new Map<string, Map<number, readonly MvccEvent[]>>();
   /** Off until every cell applied its first table (before, a cell owns every key). */
   armed = false;
 
@@ -83,7 +85,7 @@ export class OwnerChecker {
       }
       for (const prefix of view.accepting) if (!before.has(prefix)) this.startedAccepting(cellId, prefix, store.revision, entry.index);
     }
-    if (wrote && entry.type === 0) this.onWrite(cellId, entry, store.revision);
+    if (wrote && entry.type === 0) this.onWrite(cellId, entry, store);
   }
 
   private startedAccepting(cellId: string, prefix: string, revision: number, index: number): void {
@@ -98,7 +100,8 @@ export class OwnerChecker {
     }
   }
 
-  private onWrite(cellId: string, entry: Entry, revision: number): void {
+  private onWrite(cellId: string, entry: Entry, store: MvccStore): void {
+    const revision = store.revision;
     // The driver hands the state machine its entries unframed: this is the command itself.
     if (entry.data.byteLength === 0) return;
     const op = decodeCommand(entry.data, defaultMvccLimits).op;
@@ -115,7 +118,16 @@ export class OwnerChecker {
         this.loop.report('revisions grow per namespace', `${cellId} applied a write to ${prefix} at revision ${revision}, not above ${highest.revision} applied on ${highest.cell}`);
       }
       this.highest.set(prefix, { revision, cell: cellId });
+      const events = store.events({ startRevision: revision, limit: 1_000 }).filter((e) => e.revision === revision && e.kv.key.startsWith(prefix));
+      let byRevision = this.history.get(prefix);
+      if (byRevision === undefined) this.history.set(prefix, (byRevision = new Map()));
+      byRevision.set(revision, events);
     }
+  }
+
+  /** The highest revision any cell applied a write of `prefix` at (0: none). */
+  highestRevision(prefix: string): number {
+    return this.highest.get(prefix)?.revision ?? 0;
   }
 
   /** The tracked namespaces a write touches. */

@@ -94,6 +94,7 @@ export class SimMover {
       map = this.control.change((m) => withMoveAdvanced(m, id, 'catching-up', {}, this.loop.nowMs));
       fenceAskedMs.at = this.loop.nowMs;
       const fenceRevision = await this.control.pushUntil(map, source.id, beforeFenceMs);
+      this.loop.note(`move ${tag} of ${prefix}: fence applied on ${source.id} at revision ${fenceRevision}`);
       void this.control.pushOnce(map, destination.id).catch(() => {});
       // Read after the fence applied there: every write the source accepted is in it.
       read = await this.readUntil(source, prefix, this.loop.nowMs + stepWaitMs * 4);

@@ -41,7 +41,20 @@ export class SimRouter {
     for (const n of this.control.map.namespaces) this.correct(n.prefix, n.cell, n.epoch);
   }
 
-  private correct(prefix: string, cell: string, epoch: number): void {
+  /** The cell the cache names for `prefix` now. */
+  cellOf(prefix: string): string {
+    const routed = this.cache.get(prefix);
+    assert(routed !== undefined, `namespace ${prefix} is in the map`);
+    return routed.cell;
+  }
+
+  /** The epoch of the cached assignment of `prefix`. */
+  epochOf(prefix: string): number {
+    return this.cache.get(prefix)?.epoch ?? 0;
+  }
+
+  /** Takes an owner a refusal named, if its epoch is newer than the cached one. */
+  correct(prefix: string, cell: string, epoch: number): void {
     const held = this.cache.get(prefix);
     if (held === undefined || epoch > held.epoch) this.cache.set(prefix, { cell, epoch });
   }

@@ -7,6 +7,7 @@
 import { SeededRandom, randomInt } from '../../base/random.js';
 import { emptyCellMap, withCell, withNamespace, type CellMap } from '../../control/cell-map.js';
 import { defaultMvccLimits } from '../../mvcc/index.js';
+import { defaultWatchLimits } from '../../watch/index.js';
 import type { MemberId } from '../../raft/index.js';
 import { createCore } from '../core-factory.js';
 import { mvccStateMachine } from '../mvcc-machine.js';
@@ -16,6 +17,7 @@ import { emptyStats, endFaults, scheduleFaults } from '../simulate.js';
 import type { Scenario } from '../types.js';
 import { World } from '../world.js';
 import { CellsLoop } from './cells-loop.js';
+import { CellsWatchers } from './cells-watchers.js';
 import { CellsWorkload } from './cells-workload.js';
 import { OwnerChecker } from './owner-checker.js';
 import { SimCell } from './sim-cell.js';
@@ -67,6 +69,12 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
   for (const [i, world] of worlds.entries()) {
     const id = ids[i] as string;
     world.hooks = checker.hooksFor(id);
+    // Every member runs the production watch hub (watch-member.ts); the reference history is the checker's.
+    if (options.watches === true) {
+      const bugs = options.watchBugs ?? {};
+      const limits = options.watchBugs === undefined ? defaultWatchLimits : { ...defaultWatchLimits, readEventsMax: 2 };
+      world.watches = { limits, bugs, recordHistory: () => {} };
+    }
     const voters: MemberId[] = [1, 2, 3];
     for (const member of voters) world.addMember(member, { voters, votersOutgoing: [], learners: [] });
     const nemesisRandom = (cellRandoms[i] as SeededRandom).fork(4);
@@ -83,6 +91,7 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
   const router = new SimRouter(control, loop, stats);
   const workload = new CellsWorkload(loop, router, root.fork(2), prefixes, stats);
   const mover = new SimMover(control, loop, root.fork(3), stats, bugs);
+  const watchers = new CellsWatchers(loop, control, router, checker, root.fork(4));
 
   const healAt = (): void => {
     for (const [i, world] of worlds.entries()) {
@@ -98,6 +107,7 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
     if (options.ownerChecks !== false) checker.arm();
     control.startReconciler();
     router.startRefreshing();
+    if (options.watches === true) watchers.start(prefixes);
     workload.start(Math.max(loop.nowMs, faultPhaseMs) + clientsAfterFaultsMs);
     await mover.run(faultPhaseMs + movesAfterFaultsMs);
     const deadline = Math.max(loop.nowMs, faultPhaseMs) + settleBudgetMs;
@@ -122,6 +132,9 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
       }
       workload.checkFinal(prefix, read.kvs, owner);
     }
+    // Checker (4) at the end: every watcher delivered through its namespace's last write.
+    while (options.watches === true && !watchers.settled(deadline)) await loop.sleep(50);
+    stats.watchesEndedByMoves = watchers.movedEnds;
   };
 
   let done = false;

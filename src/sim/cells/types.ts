@@ -1,4 +1,5 @@
 // The shapes of a cells run (issue 24): options, the planted bugs of the teeth tests, the result.
+import type { WatchBugs } from '../../watch/index.js';
 import type { Scenario, Violation } from '../types.js';
 
 /**
@@ -28,6 +29,13 @@ export interface CellsOptions {
    * catch a broken move on their own (teeth); the cells' apply-side checks stay quiet.
    */
   readonly ownerChecks?: boolean;
+  /**
+   * Checker (4), watchers per namespace on the members' watch hubs (cells-watchers.ts). Off by
+   * default: it finds open bugs (docs: the report of the cells world) that fail most seeds.
+   */
+  readonly watches?: boolean;
+  /** A broken watch hub (teeth for checker 4); with it, history reads are cut small (2 events). */
+  readonly watchBugs?: WatchBugs;
   /** One line per event when set (each cell's lines name the cell). */
   readonly trace?: (line: string) => void;
   /** Stop after this many steps (all cells and the clients together). */
@@ -49,6 +57,8 @@ export interface CellsStats {
   landingRetries: number;
   crashes: number;
   elections: number;
+  /** Watches a move ended at its fence (wrong_cell) and that resumed at the new owner. */
+  watchesEndedByMoves: number;
 }
 
 export interface CellsResult {
@@ -65,6 +75,6 @@ export interface CellsResult {
 export function emptyCellsStats(): CellsStats {
   return {
     movesStarted: 0, movesReleased: 0, movesAborted: 0, writesAcknowledged: 0, writesUnknown: 0, writesRefused: 0,
-    casFailed: 0, lockGrants: 0, wrongCellFollowed: 0, landingRetries: 0, crashes: 0, elections: 0,
+    casFailed: 0, lockGrants: 0, wrongCellFollowed: 0, landingRetries: 0, crashes: 0, elections: 0, watchesEndedByMoves: 0,
   };
 }
