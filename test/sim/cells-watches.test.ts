@@ -20,7 +20,7 @@ function describe(result: CellsResult): string {
 
 test('watches follow namespaces across moves with no gap or duplicate (seeds clear of the open bugs)', async () => {
   let endedByMoves = 0;
-  for (const seed of [1n, 2n, 10n, 12n]) {
+  for (const seed of [2n, 4n, 6n, 7n]) {
     const result = await simulateCells({ seed, watches: true });
     assert.deepEqual(result.violations, [], `seed ${seed}: ${describe(result)}; reproduce with: npm run sim -- --world cells --watches --seed ${seed} --trace`);
     endedByMoves += result.stats.watchesEndedByMoves;
@@ -34,18 +34,18 @@ test('teeth: a hub that loses the revision it cut a history read at is caught', 
 });
 
 test('open: history reads after a move released a namespace (store assertion)', { todo: 'src/mvcc read.ts keyAfter: a put event of a cleared key has no kv' }, async () => {
-  const result = await simulateCells({ seed: 9n, watches: true });
+  const result = await simulateCells({ seed: 5n, watches: true });
   assert.deepEqual(result.violations, [], describe(result));
 });
 
 test('open: a watch ended by a move claims a later revision than the fence', { todo: 'src/watch hub endMoved / watch-service: the fence revision per namespace' }, async () => {
-  for (const seed of [4n, 33n]) {
+  for (const seed of [3n, 8n]) {
     const result = await simulateCells({ seed, watches: true });
     assert.deepEqual(result.violations, [], `seed ${seed}: ${describe(result)}`);
   }
 });
 
 test('open: a watch resumed at the new owner from before the fence', { todo: 'cells.md: the destination does not refuse a start at or below its floor' }, async () => {
-  const result = await simulateCells({ seed: 8n, watches: true });
+  const result = await simulateCells({ seed: 1n, watches: true });
   assert.deepEqual(result.violations, [], describe(result));
 });

@@ -1,35 +1,87 @@
-// The control plane of the cells world: the cell map, changed only with the control plane's own
-// pure functions (src/control/cell-map.ts, moves.ts), and pushed to the data cells as
-// ownershipSet commands cut by ownershipTableOf, as control-service.ts pushes them. It is one
-// deterministic object here, not a Raft group of its own: the map's replication is the control
-// cell's ordinary kv (tested elsewhere); what the cells world checks is the data cells' side.
-// A reconciler pushes the current map to every cell not known to hold its epoch, every 100 ms.
+// The control plane of the cells world: a cell of its own (a Raft group of three, under its own
+// nemesis) whose state is the cell map in one key, changed as control-service.ts changes it: a
+// linearizable read, the next map computed with the control plane's pure functions
+// (src/control/cell-map.ts, moves.ts), written back by a txn comparing the key's modRevision.
+// Tables cut by ownershipTableOf are pushed to the data cells as ownershipSet commands; a
+// reconciler pushes the last written map to every cell not known to hold its epoch (100 ms).
 import { BatonError } from '../../base/errors.js';
-import { ownershipTableOf, type CellMap } from '../../control/cell-map.js';
+import { ownershipTableOf, parseCellMap, type CellMap } from '../../control/cell-map.js';
+import { fromUtf8, utf8 } from '../../mvcc/index.js';
 import type { CellsLoop } from './cells-loop.js';
 import type { SimCell } from './sim-cell.js';
 import type { CellsBugs } from './types.js';
 
 const reconcileEveryMs = 100;
 const pushRetryMs = 20;
+/** The control plane's one key (as src/control/control-service.ts keeps it). */
+export const mapKey = '/baton/control/map';
+/** How long one change may keep failing (no leader, lost answers) before it throws. */
+const changeWaitMs = 30_000;
 
 export class SimControl {
   /** The map's epoch each cell is known to hold (from push answers). */
   private readonly heldEpoch = new Map<string, number>();
   private readonly pushing = new Set<string>();
+  private changes = 0;
 
   constructor(
+    /** The map as last written (or read) on the control cell: what routers and the reconciler use. */
     public map: CellMap,
     readonly cells: ReadonlyMap<string, SimCell>,
     private readonly loop: CellsLoop,
     private readonly bugs: CellsBugs,
+    private readonly controlCell: SimCell,
   ) {}
 
-  /** One change of the map (the control plane's compare-and-set always wins here: one writer). */
-  change(next: (map: CellMap) => CellMap): CellMap {
-    this.map = next(this.map);
-    this.loop.note(`map epoch ${this.map.epoch}: ${JSON.stringify(this.map.namespaces.map((n) => `${n.prefix}@${n.cell}`))} ${JSON.stringify((this.map.moves ?? []).filter((m) => m.cleaned !== true).map((m) => `${m.prefix}:${m.phase}`))}`);
-    return this.map;
+  /** Writes the first map (the setup). */
+  async bootstrap(): Promise<void> {
+    await this.change(() => this.map);
+  }
+
+  /**
+   * One change: read the map, compute `next` of it, write it if the key is unchanged since the
+   * read. A lost answer is settled by the next read (the map written is there, or not: `next` of
+   * a map already changed throws, as a second advance of a move record does).
+   */
+  async change(next: (map: CellMap) => CellMap): Promise<CellMap> {
+    const deadline = this.loop.nowMs + changeWaitMs;
+    let tried: string | null = null;
+    for (;;) {
+      if (this.loop.nowMs > deadline) throw new Error(`the control cell took no change of the map in ${changeWaitMs} ms`);
+      const read = await this.readMap();
+      if (read === null) {
+        await this.loop.sleep(pushRetryMs);
+        continue;
+      }
+      if (tried !== null && read.text === tried) return this.wrote(read.map);
+      const wanted = next(read.map);
+      tried = JSON.stringify(wanted);
+      const answer = await this.controlCell.propose({
+        type: 'txn',
+        compare: [{ key: mapKey, target: 'modRevision', op: '==', value: read.modRevision }],
+        success: [{ type: 'put', key: mapKey, value: utf8(tried) }],
+        failure: [],
+      }, `map-${++this.changes}`);
+      if (answer.kind === 'applied' && answer.outcome.result.type === 'txn' && answer.outcome.result.succeeded) return this.wrote(wanted);
+      if (answer.kind === 'refused') throw answer.error;
+      await this.loop.sleep(pushRetryMs);
+    }
+  }
+
+  private wrote(map: CellMap): CellMap {
+    this.map = map;
+    this.loop.note(`map epoch ${map.epoch}: ${JSON.stringify(map.namespaces.map((n) => `${n.prefix}@${n.cell}`))} ${JSON.stringify((map.moves ?? []).filter((m) => m.cleaned !== true).map((m) => `${m.prefix}:${m.phase}`))}`);
+    return map;
+  }
+
+  /** The map and its key's modRevision, read linearizably on the control cell (empty before the setup). */
+  private async readMap(): Promise<{ map: CellMap; text: string; modRevision: number } | null> {
+    const read = await this.controlCell.readNamespace(mapKey);
+    if (read === null) return null;
+    const kv = read.kvs.find((k) => k.key === mapKey);
+    if (kv === undefined) return { map: this.map, text: '', modRevision: 0 };
+    const text = fromUtf8(kv.value);
+    return { map: parseCellMap(JSON.parse(text)), text, modRevision: kv.modRevision };
   }
 
   startReconciler(): void {

@@ -56,6 +56,9 @@ export class SimMover {
       this.busy = true;
       try {
         await this.move(moved.prefix, to);
+      } catch (error) {
+        // Not started (the control cell took no change): nothing to undo; try another later.
+        this.loop.note(`move of ${moved.prefix} to ${to} not started: ${(error as Error).message}`);
       } finally {
         this.busy = false;
       }
@@ -67,7 +70,7 @@ export class SimMover {
   }
 
   async move(prefix: string, to: string): Promise<void> {
-    const started = this.control.change((map) => withMoveStarted(map, prefix, to, this.loop.nowMs));
+    const started = await this.control.change((map) => withMoveStarted(map, prefix, to, this.loop.nowMs));
     const record = (started.moves ?? []).find((m) => m.prefix === prefix && m.phase === 'copying');
     if (record === undefined) throw new Error(`the move of ${prefix} has a record`);
     const id = record.id;
@@ -83,7 +86,7 @@ export class SimMover {
       let read = await this.readUntil(source, prefix, deadline);
       await this.importUntil(destination, tag + '-copy', { prefix, clear: true, puts: read.kvs, deletes: [], floor: read.revision, epoch: started.epoch }, deadline);
       for (const kv of read.kvs) copied.set(kv.key, kv.modRevision);
-      let map = this.control.change((m) => withMoveAdvanced(m, id, 'copying', { copyRevision: read.revision }, this.loop.nowMs));
+      let map = await this.control.change((m) => withMoveAdvanced(m, id, 'copying', { copyRevision: read.revision }, this.loop.nowMs));
       for (let round = 0; round < catchUpRounds; round++) {
         read = await this.readUntil(source, prefix, deadline);
         const { puts, deletes } = difference(read, copied);
@@ -91,7 +94,7 @@ export class SimMover {
         remember(copied, puts, deletes);
       }
       // fenced: the source applies the fence (a committed step); from here the move rolls forward.
-      map = this.control.change((m) => withMoveAdvanced(m, id, 'catching-up', {}, this.loop.nowMs));
+      map = await this.control.change((m) => withMoveAdvanced(m, id, 'catching-up', {}, this.loop.nowMs));
       fenceAskedMs.at = this.loop.nowMs;
       const fenceRevision = await this.control.pushUntil(map, source.id, beforeFenceMs);
       this.loop.note(`move ${tag} of ${prefix}: fence applied on ${source.id} at revision ${fenceRevision}`);
@@ -101,16 +104,16 @@ export class SimMover {
       const floor = Math.max(read.revision, fenceRevision);
       const last = difference(read, copied);
       // flipped: the commit point; the landing brings the last changes, the floor and the table.
-      map = this.control.change((m) => withMoveAdvanced(m, id, 'fenced', { fenceRevision: floor }, this.loop.nowMs));
+      map = await this.control.change((m) => withMoveAdvanced(m, id, 'fenced', { fenceRevision: floor }, this.loop.nowMs));
       const own = new TextDecoder().decode(this.control.tableOf(map, to, prefix));
       await this.importUntil(destination, tag + '-land', { prefix, clear: false, puts: last.puts, deletes: last.deletes, floor, epoch: map.epoch, own }, this.loop.nowMs + stepWaitMs * 4);
       this.windowsMs.push(this.loop.nowMs - fenceAskedMs.at);
       void this.control.pushOnce(map, source.id, prefix).catch(() => {});
       // released: the source's table loses it, then its copy goes.
-      map = this.control.change((m) => withMoveAdvanced(m, id, 'flipped', { windowMs: this.loop.nowMs - fenceAskedMs.at }, this.loop.nowMs));
+      map = await this.control.change((m) => withMoveAdvanced(m, id, 'flipped', { windowMs: this.loop.nowMs - fenceAskedMs.at }, this.loop.nowMs));
       await this.control.pushUntil(map, source.id, stepWaitMs * 4);
       await this.importUntil(source, tag + '-release', { prefix, clear: true, puts: [], deletes: [], floor: 0 }, this.loop.nowMs + stepWaitMs * 4);
-      this.control.change((m) => withMoveCleaned(m, id, this.loop.nowMs));
+      await this.control.change((m) => withMoveCleaned(m, id, this.loop.nowMs));
       this.stats.movesReleased++;
       this.loop.note(`move ${tag} of ${prefix} ${source.id} -> ${to} released, fence revision ${floor}`);
     } catch (error) {
@@ -126,14 +129,14 @@ export class SimMover {
 
   /** Before the flip: the source unfenced by a newer table, the destination's copy cleared. */
   private async abort(id: number, tag: string, prefix: string, source: SimCell, destination: SimCell, why: string): Promise<void> {
-    const map = this.control.change((m) => withMoveAborted(m, prefix, why, this.loop.nowMs));
+    const map = await this.control.change((m) => withMoveAborted(m, prefix, why, this.loop.nowMs));
     this.stats.movesAborted++;
     this.loop.note(`move ${tag} of ${prefix} aborted: ${why}`);
     const until = this.loop.nowMs + stepWaitMs * 4;
     try {
       await this.control.pushUntil(map, source.id, stepWaitMs * 4);
       await this.importUntil(destination, tag + '-abort', { prefix, clear: true, puts: [], deletes: [], floor: 0 }, until);
-      this.control.change((m) => withMoveCleaned(m, id, this.loop.nowMs));
+      await this.control.change((m) => withMoveCleaned(m, id, this.loop.nowMs));
     } catch (error) {
       this.loop.report('move liveness', `move ${tag} of ${prefix} could not be rolled back: ${(error as Error).message}`);
     }

@@ -1,7 +1,7 @@
-// One cells run from a seed (issue 24): N data cells, each a simulated Raft group of three running
-// the production driver and the real MVCC store (ownership tables, imports), under each cell's
-// own drawn nemesis; the control plane's map; a routing layer; clients per namespace; a move
-// driver moving namespaces back and forth. Setup gives every cell its table; then faults, moves
+// One cells run from a seed (issue 24): N data cells and a control cell, each a simulated Raft
+// group of three running the production driver and the real MVCC store (ownership tables,
+// imports; the control cell holds the cell map), each under its own drawn nemesis; a routing
+// layer; clients per namespace; a move driver moving namespaces back and forth. Setup gives every cell its table; then faults, moves
 // and writes run until the fault phase ends; then the cells heal, the last move and the clients
 // finish, and every namespace is read on its owner. The checkers run inside every step.
 import { SeededRandom, randomInt } from '../../base/random.js';
@@ -44,9 +44,11 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
   const worlds: World[] = [];
   const nemeses: Nemesis[] = [];
   const cellRandoms: SeededRandom[] = [];
-  for (let i = 0; i < cellCount; i++) {
+  // The data cells, then the control cell (the last world).
+  const names = [...Array.from({ length: cellCount }, (_, i) => `cell-${i + 1}`), 'control'];
+  for (const [i, name] of names.entries()) {
     // One fork per cell, and per subsystem inside it, as simulate() forks a single cell's.
-    const cellRoot = root.fork(100 + i);
+    const cellRoot = root.fork(name === 'control' ? 200 : 100 + i);
     const drawn = drawScenario(cellRoot.fork(1), options.profile);
     const scenario: Scenario = {
       ...drawn, voterCount: membersPerCell, learnerCount: 0, faultPhaseMs,
@@ -57,20 +59,23 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
     };
     const randoms = { network: cellRoot.fork(2), disk: cellRoot.fork(3), cores: cellRoot.fork(6), ticks: cellRoot.fork(7) };
     const trace = options.trace;
-    const simOptions = { seed: options.seed, driver: 'server' as const, ...(trace === undefined ? {} : { trace: (line: string) => trace(`cell-${i + 1} ${line}`) }) };
+    const simOptions = { seed: options.seed, driver: 'server' as const, ...(trace === undefined ? {} : { trace: (line: string) => trace(`${name} ${line}`) }) };
     worlds.push(new World(scenario, randoms, simOptions, createCore, mvccStateMachine(defaultMvccLimits, 32), emptyStats()));
     cellRandoms.push(cellRoot);
   }
   const loop = new CellsLoop(worlds, options.trace);
-  const ids = worlds.map((_, i) => `cell-${i + 1}`);
+  const ids = names.slice(0, cellCount);
   const checker = new OwnerChecker(loop, prefixes, ids);
   const cells = new Map<string, SimCell>();
+  let controlCell: SimCell | null = null;
   let map: CellMap = emptyCellMap;
   for (const [i, world] of worlds.entries()) {
-    const id = ids[i] as string;
-    world.hooks = checker.hooksFor(id);
+    const id = names[i] as string;
+    const data = id !== 'control';
+    // Before the members start: their drivers take the hooks and watch hubs at boot.
+    if (data) world.hooks = checker.hooksFor(id);
     // Every member runs the production watch hub (watch-member.ts); the reference history is the checker's.
-    if (options.watches === true) {
+    if (data && options.watches === true) {
       const bugs = options.watchBugs ?? {};
       const limits = options.watchBugs === undefined ? defaultWatchLimits : { ...defaultWatchLimits, readEventsMax: 2 };
       world.watches = { limits, bugs, recordHistory: () => {} };
@@ -82,12 +87,17 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
     world.onLeaderElected = (node) => nemesis.onLeaderElected(node);
     scheduleFaults(world, nemesis, nemesisRandom);
     nemeses.push(nemesis);
-    cells.set(id, new SimCell(id, world, loop, (cellRandoms[i] as SeededRandom).fork(5)));
+    const cell = new SimCell(id, world, loop, (cellRandoms[i] as SeededRandom).fork(5));
+    if (!data) {
+      controlCell = cell;
+      continue;
+    }
+    cells.set(id, cell);
     map = withCell(map, { id, endpoints: voters.map((m) => `http://${id}.sim:${m}`) });
   }
   for (const [i, prefix] of prefixes.entries()) map = withNamespace(map, prefix, ids[i % ids.length] as string);
   const bugs = options.bugs ?? {};
-  const control = new SimControl(map, cells, loop, bugs);
+  const control = new SimControl(map, cells, loop, bugs, controlCell as SimCell);
   const router = new SimRouter(control, loop, stats);
   const workload = new CellsWorkload(loop, router, root.fork(2), prefixes, stats);
   const mover = new SimMover(control, loop, root.fork(3), stats, bugs);
@@ -102,7 +112,9 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
   loop.at(faultPhaseMs, healAt);
 
   const main = async (): Promise<void> => {
-    // Setup: every cell applies its first table (before it, a cell owns every key).
+    // Setup: the control cell holds the map, every data cell applies its first table (before
+    // it, a cell owns every key).
+    await control.bootstrap();
     await Promise.all(ids.map((id) => control.pushUntil(map, id, setupWaitMs)));
     if (options.ownerChecks !== false) checker.arm();
     control.startReconciler();
