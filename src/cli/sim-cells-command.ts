@@ -12,6 +12,7 @@ export interface SimCellsFlags {
   readonly faultPhaseMs: number | undefined;
   readonly trace: boolean;
   readonly watches: boolean;
+  readonly mover: 'real' | 'sim';
 }
 
 export const cellsBugNames = ['skip-fence', 'skip-floor'] as const;
@@ -24,6 +25,7 @@ export async function simCellsCommand(flags: SimCellsFlags): Promise<number> {
     ...(flags.faultPhaseMs === undefined ? [] : [`--fault-phase-ms ${flags.faultPhaseMs}`]),
     ...flags.bugs.map((bug) => `--cells-bug ${bug}`),
     ...(flags.watches ? ['--watches'] : []),
+    ...(flags.mover === 'sim' ? ['--mover sim'] : []),
   ].join(' ');
   const started = performance.now();
   let failed = 0;
@@ -31,7 +33,7 @@ export async function simCellsCommand(flags: SimCellsFlags): Promise<number> {
   let aborted = 0;
   for (const seed of flags.seeds) {
     const result = await simulateCells({
-      seed, cells: flags.cells, bugs, watches: flags.watches,
+      seed, cells: flags.cells, bugs, watches: flags.watches, mover: flags.mover,
       ...(flags.profile === undefined ? {} : { profile: flags.profile }),
       ...(flags.faultPhaseMs === undefined ? {} : { faultPhaseMs: flags.faultPhaseMs }),
       ...(flags.trace ? { trace: (line: string) => console.log(line) } : {}),

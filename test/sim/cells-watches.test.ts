@@ -34,18 +34,17 @@ test('teeth: a hub that loses the revision it cut a history read at is caught', 
 });
 
 test('open: history reads after a move released a namespace (store assertion)', { todo: 'src/mvcc read.ts keyAfter: a put event of a cleared key has no kv' }, async () => {
-  const result = await simulateCells({ seed: 5n, watches: true });
+  const result = await simulateCells({ seed: 1n, watches: true });
   assert.deepEqual(result.violations, [], describe(result));
 });
 
 test('open: a watch ended by a move claims a later revision than the fence', { todo: 'src/watch hub endMoved / watch-service: the fence revision per namespace' }, async () => {
-  for (const seed of [3n, 8n]) {
-    const result = await simulateCells({ seed, watches: true });
-    assert.deepEqual(result.violations, [], `seed ${seed}: ${describe(result)}`);
-  }
+  // Seen with the simulator's own move driver (its timing puts a lagging source member there).
+  const result = await simulateCells({ seed: 8n, watches: true, mover: 'sim' });
+  assert.deepEqual(result.violations, [], describe(result));
 });
 
 test('open: a watch resumed at the new owner from before the fence', { todo: 'cells.md: the destination does not refuse a start at or below its floor' }, async () => {
-  const result = await simulateCells({ seed: 1n, watches: true });
+  const result = await simulateCells({ seed: 12n, watches: true });
   assert.deepEqual(result.violations, [], describe(result));
 });

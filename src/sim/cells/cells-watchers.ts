@@ -84,8 +84,10 @@ export class CellsWatchers {
     const patrol = (): void => {
       for (const watcher of this.watchers) {
         if (watcher.binding === null) continue;
+        // A quiet namespace sends nothing: only a member gone or stopped (no pong, for a client) moves it.
         if (!this.alive(watcher.binding)) this.resume(watcher, 'member gone');
-        else if (this.loop.nowMs - watcher.lastPullMs > stallMs) this.resume(watcher, 'no progress');
+        else if (this.stuck(watcher.binding) && this.loop.nowMs - watcher.lastPullMs > stallMs) this.resume(watcher, 'member stopped or behind');
+        else this.schedulePull(watcher); // a pull skipped while its member was stopped is not asked for again
       }
       this.loop.at(this.loop.nowMs + stallMs, patrol);
     };
@@ -94,10 +96,11 @@ export class CellsWatchers {
 
   /** True once every watcher delivered through its namespace's last write; reports laggards at the deadline. */
   settled(deadlineMs: number): boolean {
-    const behind = this.watchers.filter((w) => w.lastRevision < this.owners.highestRevision(w.prefix));
+    const behind = this.watchers.filter((w) => [...(this.owners.history.get(w.prefix)?.keys() ?? [])].some((revision) => revision > w.lastRevision));
     if (behind.length === 0) return true;
     if (this.loop.nowMs < deadlineMs) return false;
-    this.loop.report('watchers catch up', behind.map((w) => `${w.prefix} at ${w.lastRevision} of ${this.owners.highestRevision(w.prefix)} (${w.binding?.cell ?? 'no cell'}, ${w.resumes} resumes)`).join(', '));
+    const invariantOf = behind.some((w) => !w.crossedWithoutEnd) ? 'watchers catch up' : crossedInvariant;
+    this.loop.report(invariantOf, behind.map((w) => `${w.prefix} at ${w.lastRevision} of ${this.owners.highestRevision(w.prefix)} (${w.binding?.cell ?? 'no cell'}, ${w.resumes} resumes)`).join(', '));
     return true;
   }
 
@@ -139,6 +142,14 @@ export class CellsWatchers {
     this.loop.at(this.loop.nowMs + retryMs, () => this.open(watcher, start));
   }
 
+  /** Stopped (SIGSTOP), or behind its cell's leader (cut off, or removed from the cell but running). */
+  private stuck(binding: Binding): boolean {
+    const world = this.control.cells.get(binding.cell)?.world;
+    const node = world?.nodes.get(binding.member);
+    const leader = world?.leader() ?? null;
+    return node?.state === 'paused' || (node !== undefined && leader !== null && node.appliedIndex < leader.commitIndex);
+  }
+
   private alive(binding: Binding): boolean {
     const node = this.control.cells.get(binding.cell)?.world.nodes.get(binding.member);
     return node !== undefined && (node.state === 'running' || node.state === 'paused') && node.incarnation === binding.incarnation
@@ -156,10 +167,10 @@ export class CellsWatchers {
     if (!this.alive(binding)) return this.resume(watcher, 'member gone');
     const node = this.control.cells.get(binding.cell)?.world.nodes.get(binding.member);
     if (node?.state !== 'running') return; // a paused member sends nothing; the patrol moves on
-    watcher.lastPullMs = this.loop.nowMs;
     for (let i = 0; i < pullOutputsMax; i++) {
       const output = binding.connection.next();
       if (output === null) return;
+      watcher.lastPullMs = this.loop.nowMs; // something arrived
       if (!this.take(watcher, output)) return;
     }
     this.schedulePull(watcher);

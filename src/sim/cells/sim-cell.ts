@@ -5,7 +5,7 @@
 import { BatonError, OverloadedError, UnavailableError } from '../../base/errors.js';
 import type { Random } from '../../base/random.js';
 import { chance, pick } from '../../base/random.js';
-import { defaultMvccLimits, encodeCommand, type ApplyOutcome, type Command, type KeyValue } from '../../mvcc/index.js';
+import { defaultMvccLimits, encodeCommand, type ApplyOutcome, type Command, type KeyValue, type MvccStore } from '../../mvcc/index.js';
 import type { SimNode } from '../sim-node.js';
 import type { World } from '../world.js';
 import type { CellsLoop } from './cells-loop.js';
@@ -77,17 +77,22 @@ export class SimCell {
    * driver's ReadIndex), then its store is read. Null: no member could serve it now.
    */
   async readNamespace(prefix: string): Promise<NamespaceRead | null> {
+    const read = await this.readStore((store) => ({ revision: store.revision, kvs: store.range({ type: 'get', key: prefix, prefix: true }).kvs }));
+    return read ?? null;
+  }
+
+  /** `read` of a member's store after it confirmed its leadership (ReadIndex); undefined: not served now. */
+  async readStore<T>(read: (store: MvccStore) => T): Promise<T | undefined> {
     const node = this.world.leader() ?? this.member();
     const binding = node?.serverDriver ?? null;
-    if (node === null || binding === null) return null;
+    if (node === null || binding === null) return undefined;
     const incarnation = node.incarnation;
     const confirmed = binding.driver.linearizableRead().then(() => true, () => false);
     const ok = await Promise.race([confirmed, this.loop.sleep(callTimeoutMs).then(() => false)]);
     // The member may have crashed since: its store is gone with that incarnation.
-    if (!ok || node.incarnation !== incarnation || node.state !== 'running') return null;
+    if (!ok || node.incarnation !== incarnation || node.state !== 'running') return undefined;
     const store = node.serverDriver?.mvccStore ?? null;
-    if (store === null) return null;
-    const result = store.range({ type: 'get', key: prefix, prefix: true });
-    return { revision: store.revision, kvs: result.kvs };
+    if (store === null) return undefined;
+    return read(store);
   }
 }

@@ -4,7 +4,7 @@
 // (src/control/cell-map.ts, moves.ts), written back by a txn comparing the key's modRevision.
 // Tables cut by ownershipTableOf are pushed to the data cells as ownershipSet commands; a
 // reconciler pushes the last written map to every cell not known to hold its epoch (100 ms).
-import { BatonError } from '../../base/errors.js';
+import { BatonError, PreconditionFailedError, UnavailableError } from '../../base/errors.js';
 import { ownershipTableOf, parseCellMap, type CellMap } from '../../control/cell-map.js';
 import { fromUtf8, utf8 } from '../../mvcc/index.js';
 import type { CellsLoop } from './cells-loop.js';
@@ -68,6 +68,38 @@ export class SimControl {
     }
   }
 
+  /** The map and its modRevision as the control cell holds them (linearizable); null: no read served. */
+  async read(): Promise<{ map: CellMap; modRevision: number } | null> {
+    const read = await this.readMap();
+    return read === null ? null : { map: read.map, modRevision: read.modRevision };
+  }
+
+  /**
+   * ControlService.changeFrom's semantics, for the control plane's own Mover: up to 8 compare-and-
+   * sets from `known` or a fresh read; an unknown outcome throws (as a node's txn times out), and
+   * the mover's next round reads the record again.
+   */
+  async changeOnce(known: { map: CellMap; modRevision: number } | null, change: (map: CellMap) => CellMap): Promise<{ map: CellMap; modRevision: number }> {
+    let current = known;
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const read = current ?? (await this.read());
+      current = null;
+      if (read === null) throw new UnavailableError('the control cell served no read of the map');
+      const next = change(read.map);
+      if (next === read.map) return read;
+      const answer = await this.controlCell.propose({
+        type: 'txn',
+        compare: [{ key: mapKey, target: 'modRevision', op: '==', value: read.modRevision }],
+        success: [{ type: 'put', key: mapKey, value: utf8(JSON.stringify(next)) }],
+        failure: [],
+      }, `map-${++this.changes}`);
+      if (answer.kind === 'refused') throw answer.error;
+      if (answer.kind !== 'applied' || answer.outcome.result.type !== 'txn') throw new UnavailableError(`a change of the map: ${answer.kind}`);
+      if (answer.outcome.result.succeeded) return { map: this.wrote(next), modRevision: answer.outcome.result.revision };
+    }
+    throw new PreconditionFailedError('the cell map changed under 8 attempts in a row: try again');
+  }
+
   private wrote(map: CellMap): CellMap {
     this.map = map;
     this.loop.note(`map epoch ${map.epoch}: ${JSON.stringify(map.namespaces.map((n) => `${n.prefix}@${n.cell}`))} ${JSON.stringify((map.moves ?? []).filter((m) => m.cleaned !== true).map((m) => `${m.prefix}:${m.phase}`))}`);
@@ -81,7 +113,10 @@ export class SimControl {
     const kv = read.kvs.find((k) => k.key === mapKey);
     if (kv === undefined) return { map: this.map, text: '', modRevision: 0 };
     const text = fromUtf8(kv.value);
-    return { map: parseCellMap(JSON.parse(text)), text, modRevision: kv.modRevision };
+    const map = parseCellMap(JSON.parse(text));
+    // A change whose answer was lost shows here: the cached map catches up (epochs only grow).
+    if (map.epoch > this.map.epoch) this.map = map;
+    return { map, text, modRevision: kv.modRevision };
   }
 
   startReconciler(): void {

@@ -23,6 +23,7 @@ import { OwnerChecker } from './owner-checker.js';
 import { SimCell } from './sim-cell.js';
 import { SimControl } from './sim-control.js';
 import { SimMover } from './sim-mover.js';
+import { RealMoverDriver } from './real-mover.js';
 import { SimRouter } from './sim-router.js';
 import { emptyCellsStats, type CellsOptions, type CellsResult, type CellsStats } from './types.js';
 import { assert } from '../../base/assert.js';
@@ -58,7 +59,7 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
   const parts: Actors = {
     options, loop, prefixes, faultPhaseMs, stats, checker, control, router, cells: started.cells,
     workload: new CellsWorkload(loop, router, root.fork(2), prefixes, stats),
-    mover: new SimMover(control, loop, root.fork(3), stats, bugs),
+    mover: options.mover === 'sim' ? new SimMover(control, loop, root.fork(3), stats, bugs) : new RealMoverDriver(control, loop, root.fork(3), stats, bugs),
     watchers: new CellsWatchers(loop, control, router, checker, root.fork(4)),
   };
   loop.at(faultPhaseMs, () => {
@@ -159,7 +160,7 @@ interface Actors {
   readonly router: SimRouter;
   readonly cells: ReadonlyMap<string, SimCell>;
   readonly workload: CellsWorkload;
-  readonly mover: SimMover;
+  readonly mover: SimMover | RealMoverDriver;
   readonly watchers: CellsWatchers;
 }
 

@@ -25,6 +25,12 @@ export interface CellsOptions {
   readonly faultPhaseMs?: number;
   readonly bugs?: CellsBugs;
   /**
+   * Which code moves namespaces. 'real' (default): the control plane's Mover (src/control/mover.ts)
+   * through the simulator's doors (real-mover.ts). 'sim': the simulator's own move driver
+   * (sim-mover.ts), the same commands in the same order without the mover's machinery.
+   */
+  readonly mover?: 'real' | 'sim';
+  /**
    * Off: only the clients' checkers judge (tokens grow, no acknowledged write lost), to show they
    * catch a broken move on their own (teeth); the cells' apply-side checks stay quiet.
    */
