@@ -5,6 +5,7 @@ import { drawSweep, mvccStateMachine, parseSeed, simulate, simulateAsync } from 
 import { defaultMvccLimits } from '../mvcc/index.js';
 import type { RaftBugs } from '../raft/index.js';
 import type { MvccBugs, SimOptions, SimResult } from '../sim/index.js';
+import { cellsBugNames, simCellsCommand } from './sim-cells-command.js';
 
 const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace]
                  [--profile classic|calm|mixed|chaos|swarm] (swarm: each seed draws its own fault
@@ -35,7 +36,14 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                  [--older-copy] (opt-in fault: members restarted on an older copy of their data;
                    kv seeds on the sim's driver; implies --ledger-check: docs/design/older-copy.md)
                  [--ledger-check] (members ask their peers what they promised after each restart,
-                   as real nodes do; off by default so that seeds replay as before it existed)`;
+                   as real nodes do; off by default so that seeds replay as before it existed)
+       baton sim --world cells [--seeds N] [--seed-start S] [--seed S] [--trace] [--cells N]
+                 [--profile calm|mixed|chaos|swarm] [--fault-phase-ms MS]
+                 [--cells-bug skip-fence|skip-floor] [--watches] [--mover real|sim] (issue 24: N data cells of three members,
+                   namespaces moved between them under each cell's nemesis; prints each seed's
+                   moves and violations; --watches adds watchers per namespace, checked exact
+                   across moves: it finds open bugs, so it is off by default; --mover sim: the
+                   simulator's own move driver instead of the control plane's Mover)`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
   let parsed;
@@ -50,6 +58,14 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     console.log(usage);
     return 0;
   }
+  const seeds =
+    values.seed !== undefined
+      ? [parseSeed(values.seed)]
+      : Array.from(
+          { length: Number(values.seeds ?? '100') },
+          (_, i) => parseSeed(values['seed-start'] ?? '1') + BigInt(i),
+        );
+  if (values.world !== undefined) return simWorld(values, seeds);
   const profileFlag = values.profile;
   if (profileFlag !== undefined && profileFlag !== 'classic' && profileFlag !== 'calm' && profileFlag !== 'mixed' && profileFlag !== 'chaos' && profileFlag !== 'swarm') {
     console.error(usage);
@@ -66,13 +82,6 @@ export async function simCommand(args: readonly string[]): Promise<number> {
     values['state-machine'] === undefined;
   const bugs: Record<string, boolean> = {};
   for (const bug of values.bug ?? []) bugs[bug] = true;
-  const seeds =
-    values.seed !== undefined
-      ? [parseSeed(values.seed)]
-      : Array.from(
-          { length: Number(values.seeds ?? '100') },
-          (_, i) => parseSeed(values['seed-start'] ?? '1') + BigInt(i),
-        );
   const workloadFlag = values.workload ?? 'kv';
   if (workloadFlag !== 'kv' && workloadFlag !== 'leases' && workloadFlag !== 'locks') {
     console.error(usage);
@@ -256,6 +265,25 @@ export async function simCommand(args: readonly string[]): Promise<number> {
   return failed === 0 ? 0 : 1;
 }
 
+/** `--world cells` (the only other world): its own flags, checked here. */
+async function simWorld(values: ReturnType<typeof parseSimArgs>['values'], seeds: readonly bigint[]): Promise<number> {
+  const cells = Number(values.cells ?? '2');
+  const profile = values.profile;
+  const faultPhaseMs = values['fault-phase-ms'] === undefined ? undefined : Number(values['fault-phase-ms']);
+  const bugs = values['cells-bug'] ?? [];
+  const valid = values.world === 'cells' && Number.isSafeInteger(cells) && cells >= 2 && cells <= 8
+    && (profile === undefined || profile === 'calm' || profile === 'mixed' || profile === 'chaos' || profile === 'swarm')
+    && (faultPhaseMs === undefined || (Number.isSafeInteger(faultPhaseMs) && faultPhaseMs > 0))
+    && bugs.every((bug) => (cellsBugNames as readonly string[]).includes(bug))
+    && (values.mover === undefined || values.mover === 'real' || values.mover === 'sim');
+  if (!valid) {
+    console.error(usage);
+    return 2;
+  }
+  return simCellsCommand({ seeds, cells, bugs, profile, faultPhaseMs, trace: values.trace === true, watches: values.watches === true,
+    mover: values.mover === 'sim' ? 'sim' : 'real' });
+}
+
 /** Violations the core's own assertions raise, not the sim's checkers. */
 const coreAssertions = new Set(['assertion failed', 'exception']);
 
@@ -286,6 +314,11 @@ function parseSimArgs(args: readonly string[]) {
       'lock-bug': { type: 'string', multiple: true },
       'store-bug': { type: 'string', multiple: true },
       'watch-bug': { type: 'string', multiple: true },
+      world: { type: 'string' },
+      cells: { type: 'string' },
+      'cells-bug': { type: 'string', multiple: true },
+      watches: { type: 'boolean', default: false },
+      mover: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,

@@ -128,3 +128,19 @@ export async function readOwnershipTable(cell: MapCell): Promise<{
   const body = (await call(cell, '/v1/cluster/ownership')) as { table: unknown };
   return (body.table ?? null) as Awaited<ReturnType<typeof readOwnershipTable>>;
 }
+
+/**
+ * Everything the mover asks of the data cells, as one interface: these HTTP calls in a node, and
+ * calls into simulated cells in the simulator's cells world (src/sim/cells), which drives the
+ * same Mover.
+ */
+export interface CellCalls {
+  readNamespace(cell: MapCell, prefix: string): Promise<NamespaceRead>;
+  readLease(cell: MapCell, id: number): Promise<{ id: number; ttlMs: number; remainingMs: number; origin: string } | null>;
+  sendImport(cell: MapCell, record: Uint8Array): Promise<{ imported: number; revision: number }>;
+  leaderFirst(cell: MapCell): Promise<MapCell>;
+  readNamespaceRequests(cell: MapCell, prefix: string, sinceMs: number): Promise<WireRequest[]>;
+  readOwnershipTable(cell: MapCell): ReturnType<typeof readOwnershipTable>;
+}
+
+export const httpCellCalls: CellCalls = { readNamespace, readLease, sendImport, leaderFirst, readNamespaceRequests, readOwnershipTable };

@@ -22,7 +22,7 @@
 //   aborted      before the flip only: the source is unfenced, the destination's copy removed
 import { encodeImportRecord, importKeysPerCommandMax, type ImportedKey as KeyValue, type ImportLease } from '../base/namespace-import.js';
 import { ownershipTableOf, type CellMap, type MapCell } from './cell-map.js';
-import { CellRefusedError, leaderFirst, readLease, readNamespace, readNamespaceRequests, readOwnershipTable, sendImport, type NamespaceRead, type WireRequest } from './cell-calls.js';
+import { CellRefusedError, httpCellCalls, type CellCalls, type NamespaceRead, type WireRequest } from './cell-calls.js';
 import type { ControlService } from './control-service.js';
 import { SourceFeed, type FeedChanges } from './source-feed.js';
 import { LeaseFollowers } from './lease-followers.js';
@@ -59,7 +59,7 @@ interface Progress {
   /** The source revision everything imported so far is complete through. */
   through: number;
   /** The source's changes streamed since `through` (a watch), while catching up. */
-  feed?: SourceFeed;
+  feed?: MoverFeed;
   /** Request-IDs whose dedup records were copied, and the newest stamp among them. */
   readonly requestIds: Set<string>;
   requestsStampMs: number;
@@ -99,19 +99,42 @@ export interface MoverClock {
   nowMs(): number;
 }
 
+/** What the mover asks of the control plane (ControlService in a node). */
+export type MoverControl = Pick<ControlService, 'read' | 'localMap' | 'change' | 'changeFrom' | 'pushOne' | 'pushFence'>;
+
+/** A source's changes of a namespace from a revision on (SourceFeed: an SSE watch in a node). */
+export type MoverFeed = Pick<SourceFeed, 'wait' | 'take' | 'live' | 'failed' | 'fenceRevision' | 'untilFenced' | 'close'>;
+
+/**
+ * The mover's doors to the world: the cells' API, the source feeds, and its pauses. A node uses
+ * HTTP, SSE and timers (httpMoverIo); the simulator's cells world passes its own, on simulated time.
+ */
+export interface MoverIo {
+  readonly calls: CellCalls;
+  openFeed(source: MapCell, prefix: string, startRevision: number): MoverFeed;
+  sleep(ms: number): Promise<void>;
+}
+
+export const httpMoverIo: MoverIo = {
+  calls: httpCellCalls,
+  openFeed: (source, prefix, startRevision) => new SourceFeed(source, prefix, startRevision),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
 export class Mover {
   private readonly progress = new Map<number, Progress>();
   /** Figures of finished moves (this leader's): fence -> destination table, ms. */
   readonly windows: number[] = [];
 
   constructor(
-    private readonly control: ControlService,
+    private readonly control: MoverControl,
     private readonly clock: MoverClock = { nowMs: () => Date.now() },
     private readonly log: { warn(message: string): void; info(message: string): void } = { warn: () => {}, info: () => {} },
     private readonly observer: MoveObserver = quietObserver,
     /** The build gate before the fence (member-builds.ts); null: it may fence. */
     private readonly buildsCheck: (cells: readonly MapCell[]) => Promise<BatonError | null> =
       async (cells) => buildsProblem(await Promise.all(cells.map(cellBuilds)), 'allow'),
+    private readonly io: MoverIo = httpMoverIo,
   ) {
     this.leaseFollowers = new LeaseFollowers(control, clock, log);
   }
@@ -150,7 +173,7 @@ export class Mover {
     let destination = cellOf(map, move.to);
     switch (move.phase) {
       case 'copying': {
-        const read = await readNamespace(source, move.prefix);
+        const read = await this.io.calls.readNamespace(source, move.prefix);
         const progress: Progress = { copied: new Map(), through: read.revision, requestIds: new Set(), requestsStampMs: -1 };
         await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, map.epoch);
         this.forget(move.id);
@@ -160,7 +183,7 @@ export class Mover {
       }
       case 'catching-up': {
         // Leaders first, for the window's proposals and the feed (learnt before the window).
-        [source, destination] = await Promise.all([leaderFirst(source), leaderFirst(destination)]);
+        [source, destination] = await Promise.all([this.io.calls.leaderFirst(source), this.io.calls.leaderFirst(destination)]);
         const progress = await this.progressOf(move, source, destination, map.epoch);
         if (!(await this.stream(move, source, destination, progress, map.epoch))) {
           for (let round = 0; round < catchUpRoundsMax; round++) {
@@ -205,7 +228,7 @@ export class Mover {
       case 'released': {
         if (move.cleaned !== false) return true;
         await this.pushUntil(map, move.from); // the source no longer owns it, so it may be cleared
-        await sendImport(source, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
+        await this.io.calls.sendImport(source, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
         await this.control.change(moverPrincipal, (current) => withMoveCleaned(current, move.id, this.clock.nowMs()));
         this.observer.finished('released');
         this.forget(move.id);
@@ -214,7 +237,7 @@ export class Mover {
       case 'aborted': {
         this.leaseFollowers.forget(move.prefix, move.to);
         await this.pushUntil(map, move.from); // unfenced
-        await sendImport(destination, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
+        await this.io.calls.sendImport(destination, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
         await this.control.change(moverPrincipal, (current) => withMoveCleaned(current, move.id, this.clock.nowMs()));
         this.observer.finished('aborted');
         this.forget(move.id);
@@ -281,7 +304,7 @@ export class Mover {
       feed?.close();
       progress.feed = undefined;
       // Read after the fence applied: every write the source accepted for the namespace is in it.
-      const read = await readNamespace(source, move.prefix);
+      const read = await this.io.calls.readNamespace(source, move.prefix);
       fenceRevision = read.revision;
       last = this.differenceOf(read, progress);
     }
@@ -336,7 +359,7 @@ export class Mover {
   /** Whether the destination took the namespace (its landing applied): its table owns it, not landing. */
   private async landed(destination: MapCell, map: CellMap, prefix: string): Promise<boolean> {
     const assigned = map.namespaces.find((n) => n.prefix === prefix);
-    const table = await readOwnershipTable(destination);
+    const table = await this.io.calls.readOwnershipTable(destination);
     const entry = table?.namespaces.find((n) => n.prefix === prefix);
     return assigned !== undefined && entry !== undefined && table !== null && table.cell === destination.id && entry.cell === destination.id
       && entry.landingFrom === undefined && entry.epoch >= assigned.epoch;
@@ -348,7 +371,7 @@ export class Mover {
     known?.feed?.close();
     if (known !== undefined) known.feed = undefined;
     const progress: Progress = known ?? { copied: new Map(), through: 0, requestIds: new Set(), requestsStampMs: -1 };
-    const read = await readNamespace(source, move.prefix);
+    const read = await this.io.calls.readNamespace(source, move.prefix);
     const requests = await this.sendRequests(destination, move.prefix, await this.newRequests(source, move.prefix, progress), progress, map.epoch, requestsPerImport);
     const floor = Math.max(read.revision, move.fenceRevision ?? 0);
     if (known === undefined) {
@@ -389,7 +412,7 @@ export class Mover {
    * small (then the fence), bounded in time. False: the feed failed (the caller reads instead).
    */
   private async stream(move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress, epoch: number): Promise<boolean> {
-    progress.feed ??= new SourceFeed(source, move.prefix, progress.through + 1);
+    progress.feed ??= this.io.openFeed(source, move.prefix, progress.through + 1);
     const feed = progress.feed;
     const until = this.clock.nowMs() + streamCatchUpMs;
     for (;;) {
@@ -417,7 +440,7 @@ export class Mover {
 
   /** The namespace's Request-ID records on the source not copied yet (from the last stamp, less a margin). */
   private async newRequests(source: MapCell, prefix: string, progress: Progress): Promise<WireRequest[]> {
-    return (await readNamespaceRequests(source, prefix, this.requestsSince(progress))).filter((r) => !progress.requestIds.has(r.id));
+    return (await this.io.calls.readNamespaceRequests(source, prefix, this.requestsSince(progress))).filter((r) => !progress.requestIds.has(r.id));
   }
 
   private requestsSince(progress: Progress): number {
@@ -433,7 +456,7 @@ export class Mover {
     const sending = requests.slice(0, requests.length - kept.length);
     for (let i = 0; i < sending.length; i += requestsPerImport) {
       const batch = sending.slice(i, i + requestsPerImport);
-      await sendImport(destination, encodeImportRecord({ prefix, clear: false, floor: 0, epoch, puts: [], deletes: [], leases: [], requests: batch.map(wireToRequest) }));
+      await this.io.calls.sendImport(destination, encodeImportRecord({ prefix, clear: false, floor: 0, epoch, puts: [], deletes: [], leases: [], requests: batch.map(wireToRequest) }));
       this.noteRequests(progress, batch);
     }
     return kept;
@@ -470,7 +493,7 @@ export class Mover {
   private async progressOf(move: MoveRecord, source: MapCell, destination: MapCell, epoch: number): Promise<Progress> {
     const known = this.progress.get(move.id);
     if (known !== undefined) return known;
-    const read = await readNamespace(source, move.prefix);
+    const read = await this.io.calls.readNamespace(source, move.prefix);
     const progress: Progress = { copied: new Map(), through: read.revision, requestIds: new Set(), requestsStampMs: -1 };
     await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, epoch);
     this.progress.set(move.id, progress);
@@ -482,7 +505,7 @@ export class Mover {
    * read's revision). Returns the number of changes.
    */
   private async catchUp(move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress, epoch: number): Promise<number> {
-    const read = await readNamespace(source, move.prefix);
+    const read = await this.io.calls.readNamespace(source, move.prefix);
     const { puts, deletes } = this.differenceOf(read, progress);
     await this.importAll(source, destination, move.prefix, puts, deletes, false, read.revision, progress, epoch);
     return puts.length + deletes.length;
@@ -500,7 +523,7 @@ export class Mover {
     const leaseIds = [...new Set(kvs.map((kv) => kv.lease).filter((id) => id !== 0))];
     const leases = new Map<number, ImportLease>();
     await Promise.all(leaseIds.map(async (id) => {
-      const lease = await readLease(source, id);
+      const lease = await this.io.calls.readLease(source, id);
       if (lease !== null) leases.set(id, lease);
     }));
     // A key whose lease ended meanwhile is being deleted on the source: not copied.
@@ -529,7 +552,7 @@ export class Mover {
       const lastOne = i === batches.length - 1;
       const withRequests = lastOne ? requests : [];
       const batchLeases = [...new Set(puts.map((kv) => kv.lease).filter((id) => id !== 0))].map((id) => leases.get(id) as ImportLease);
-      await sendImport(destination, encodeImportRecord({
+      await this.io.calls.sendImport(destination, encodeImportRecord({
         prefix, clear: clear && first, floor, epoch, puts, deletes: deleting, leases: batchLeases, destination: destination.id, requests: withRequests.map(wireToRequest),
         ...(lastOne && own !== undefined ? { own } : {}),
       }));
@@ -559,7 +582,7 @@ export class Mover {
     for (;;) {
       if (await this.control.pushOne(map, cellId, leaderFirst)) return;
       if (this.clock.nowMs() > deadline) throw new Error(`cell ${cellId} did not take the ownership table of epoch ${map.epoch}`);
-      await new Promise((resolve) => setTimeout(resolve, pushRetryMs));
+      await this.io.sleep(pushRetryMs);
     }
   }
 

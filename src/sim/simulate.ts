@@ -224,7 +224,7 @@ function maxRevision(world: World): number {
   return revision;
 }
 
-function scheduleFaults(world: World, nemesis: Nemesis, random: SeededRandom): void {
+export function scheduleFaults(world: World, nemesis: Nemesis, random: SeededRandom): void {
   const s = world.scenario;
   const next = (): void => {
     const atMs =
@@ -349,7 +349,7 @@ function emitProgress(world: World): void {
 }
 
 /** Heal everything: no partitions, no loss, every paused member resumed, every crashed one up. */
-function endFaults(world: World): void {
+export function endFaults(world: World): void {
   world.cancelPendingCrashes();
   world.network.healAll();
   world.network.faults.lossRate = 0;

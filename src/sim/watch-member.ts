@@ -41,6 +41,10 @@ export function createSimWatches(applier: MvccApplier, env: SimWatchEnv, timers:
   };
   const hub = new WatchHub<number>(source, env.limits, env.bugs);
   let leaderless = false;
+  // As the node's watch service (src/api/stream/watch-service.ts): after a batch holding an
+  // ownership change, watches of a namespace fenced or moved away end with wrong_cell at the
+  // fence. Runs without cells never change ownership, so this never fires there.
+  let ownershipChanges = applier.store.lastOwnershipChange().count;
   let timer: { cancel(): void } | null = null;
   const watches: SimWatches = {
     hub,
@@ -50,6 +54,12 @@ export function createSimWatches(applier: MvccApplier, env: SimWatchEnv, timers:
     onApplied: () => {
       env.recordHistory(source);
       hub.onApplied();
+      const change = applier.store.lastOwnershipChange();
+      if (change.count !== ownershipChanges) {
+        ownershipChanges = change.count;
+        const store = applier.store;
+        hub.endMoved((spec) => store.refuseCommand({ type: 'delete', key: spec.key, prefix: spec.prefix }), Math.min(change.revision, hub.revision));
+      }
     },
     onLeaderChange: (leader) => {
       if (leader !== 0) {

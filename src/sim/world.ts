@@ -110,6 +110,11 @@ export class World implements NodeWorld {
     this.schedule(atMs, { type: 'action', name, run });
   }
 
+  /** When the next event is due (null: none): a loop over several worlds runs the earliest. */
+  nextEventMs(): number | null {
+    return this.queue.peekTime();
+  }
+
   /** Process one event; false when there is nothing left to do. */
   runStep(): boolean {
     const next = this.queue.pop();
