@@ -93,8 +93,8 @@ export class LockHeldError extends BatonError {
 }
 export class CompactedError extends BatonError {
   readonly code = 'compacted';
-  constructor(compactRevision: number) {
-    super(`revisions up to ${compactRevision} are compacted`, { compactRevision });
+  constructor(compactRevision: number, message = `revisions up to ${compactRevision} are compacted`, details: Record<string, unknown> = {}) {
+    super(message, { ...details, compactRevision });
   }
 }
 export class FutureRevisionError extends BatonError {

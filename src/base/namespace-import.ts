@@ -74,6 +74,13 @@ export interface ImportRecord {
    * cell owns the namespace from the entry that holds its last changes and floor: one commit.
    */
   readonly own?: string;
+  /**
+   * With `own`: the source's fence revision (every write it accepted for the namespace is at or
+   * below it; at most `floor`). This cell holds the namespace's whole history above it, so a
+   * watch resumed here from fence + 1 is served; at or below it one is refused (compacted).
+   * Absent: the floor is taken (a mover that does not send it).
+   */
+  readonly fence?: number;
 }
 
 export function encodeImportRecord(record: ImportRecord): Uint8Array {

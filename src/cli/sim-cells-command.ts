@@ -43,7 +43,7 @@ export async function simCellsCommand(flags: SimCellsFlags): Promise<number> {
     aborted += s.movesAborted;
     console.log(`seed ${seed}: moves ${s.movesReleased} released, ${s.movesAborted} aborted; writes ${s.writesAcknowledged} acknowledged, ` +
       `${s.writesUnknown} unknown; lock grants ${s.lockGrants}; wrong_cell followed ${s.wrongCellFollowed}; crashes ${s.crashes}; ` +
-      (flags.watches ? `watches ended by moves ${s.watchesEndedByMoves}; ` : '') +
+      (flags.watches ? `watches ended by moves ${s.watchesEndedByMoves}, read again at a floor ${s.watchRereads}; ` : '') +
       `violations ${result.violations.length}`);
     if (result.violations.length === 0) continue;
     failed++;

@@ -28,6 +28,7 @@ import { adjustLeaseKeyCount, grantLease, readLease, checkpointLeases, leaseOrig
 import { decodeDedupRecord } from './dedup-record.js';
 import { importRequests } from './namespace-requests.js';
 import { landingProblem, readOwnershipRecord, storeLandedTable } from './ownership-record.js';
+import { recordLandingFloor } from './namespace-bounds.js';
 import { decodeRecord, decodeStoredEvent, encodeEventScratch, encodeRecordScratch, recordModRevision } from './records.js';
 import type { KeyValue, KvWriter, MvccLimits, MvccMeta } from './types.js';
 
@@ -98,8 +99,11 @@ export function parseImportRecord(bytes: Uint8Array): ImportRecord {
   });
   const own = raw['own'];
   if (own !== undefined && typeof own !== 'string') throw new InvalidArgumentError('an import record\'s own is an ownership table as JSON text');
-  const parsed = { prefix, clear: raw['clear'] === true, floor: count(raw['floor'], 'floor'), epoch, puts, deletes, leases, requests,
-    ...(destination === undefined ? {} : { destination }) };
+  const floor = count(raw['floor'], 'floor');
+  const fence = raw['fence'] === undefined ? undefined : count(raw['fence'], 'fence');
+  if (fence !== undefined && (own === undefined || fence > floor)) throw new InvalidArgumentError('an import record\'s fence comes with own, at most its floor');
+  const parsed = { prefix, clear: raw['clear'] === true, floor, epoch, puts, deletes, leases, requests,
+    ...(destination === undefined ? {} : { destination }), ...(fence === undefined ? {} : { fence }) };
   return own === undefined ? parsed : { ...parsed, own };
 }
 
@@ -180,7 +184,13 @@ export function applyImportKeys(
   }
   importRequests(writer, record.requests ?? []);
   // Last: from this entry on the cell owns the namespace, with every key and the floor above.
-  if (own !== undefined) storeLandedTable(writer, own);
+  if (own !== undefined) {
+    storeLandedTable(writer, own);
+    // Watches here start above the source's fence (or the floor): nothing of the source's is here.
+    const after = readOwnershipRecord(writer);
+    assert(after !== null, 'a landing leaves a table');
+    recordLandingFloor(writer, { prefix: record.prefix, floor: record.fence ?? record.floor, after });
+  }
   const revision = Math.max(meta.revision, record.floor);
   assert(revision >= meta.revision, 'an import never lowers the revision');
   return { meta: { ...meta, revision }, imported: record.puts.length, leases: [...record.leases] };

@@ -7,6 +7,7 @@ import { readTenantUsage, tenantsOf } from './tenant-usage.js';
 import type { TenantRecord, TenantUsage } from '../base/tenants.js';
 import { namespaceRequests, type NamespaceRequestPage } from './namespace-requests.js';
 import { readOwnershipRecord, spansOfCommand, spansOfRead, type Ownership } from './ownership-record.js';
+import { readNamespaceBounds, updateNamespaceFences, watchBoundsOf, type NamespaceBounds } from './namespace-bounds.js';
 import { assert } from '../base/assert.js';
 import { BatonError } from '../base/errors.js';
 import { EntryType, type Entry } from '../raft/types.js';
@@ -85,6 +86,8 @@ export class MvccStore {
    * An ownershipSet drops it before it applies; an aborted batch or a restore drops it too.
    */
   private ownershipCache: Ownership | null | undefined = undefined;
+  /** A cache (not state) of the namespace bounds record (namespace-bounds.ts), dropped with the table's. */
+  private boundsCache: NamespaceBounds | null = null;
   /**
    * A cache (not state) of the decoded tenant table, which every put and delete consults at apply
    * (#28): reading and decoding it per command cost ~8% of a put. undefined = not read yet. A
@@ -177,6 +180,7 @@ export class MvccStore {
       this.compactionCache = null;
       this.policyCache = null;
       this.ownershipCache = undefined;
+      this.boundsCache = null;
       this.tenantsCache = undefined;
       throw error;
     }
@@ -262,7 +266,12 @@ export class MvccStore {
       if (denied !== null) throw denied;
       if (envelope.op.type === 'policySet') this.policyCache = null;
       // (A move's landing import changes the table too.)
-      if (envelope.op.type === 'ownershipSet' || envelope.op.type === 'importKeys') this.ownershipCache = undefined;
+      const tableChange = envelope.op.type === 'ownershipSet' || envelope.op.type === 'importKeys';
+      const before = tableChange ? readOwnershipRecord(writer) : null;
+      if (tableChange) {
+        this.ownershipCache = undefined;
+        this.boundsCache = null;
+      }
       const tenants = (this.tenantsCache ??= tenantsOf(writer));
       let applied;
       try {
@@ -272,6 +281,8 @@ export class MvccStore {
         if (envelope.op.type === 'tenantsSet') this.tenantsCache = undefined;
       }
       next = applied.meta;
+      // Where each namespace's history ends here (watches end at it): namespace-bounds.ts.
+      if (tableChange) updateNamespaceFences(writer, { before, after: readOwnershipRecord(writer), revision: next.revision });
       stored = { ok: true, result: applied.result };
       if (envelope.op.type === 'ownershipSet') this.ownershipChange = { count: this.ownershipChange.count + 1, revision: next.revision };
     } catch (error) {
@@ -369,6 +380,23 @@ export class MvccStore {
 
   lastOwnershipChange(): { count: number; revision: number } {
     return this.ownershipChange;
+  }
+
+  /**
+   * For a watch of `spec` (docs/design/cells.md "How revisions map"): `fence`, when this cell no
+   * longer takes writes for its keys, the revision its history of them ends at (wrong_cell there,
+   * with the refusal); `floor`, the revision at or below which this cell does not hold their
+   * history since they landed here (0: none).
+   */
+  watchBounds(spec: { key: string; prefix: boolean }): { fence: { error: BatonError; revision: number } | null; floor: number } {
+    const ownership = this.ownership();
+    if (ownership === null) return { fence: null, floor: 0 };
+    const bounds = (this.boundsCache ??= readNamespaceBounds(this.engine));
+    const found = watchBoundsOf(bounds, ownership, spec);
+    const error = this.refuseCommand({ type: 'delete', key: spec.key, prefix: spec.prefix });
+    if (error === null) return { fence: null, floor: found.floor };
+    // A table applied before this build kept no fence: the revision now is the closest known.
+    return { fence: { error, revision: found.fence ?? this.meta.revision }, floor: found.floor };
   }
 
   /** The namespace-ownership table as applied here; null: never given one (owns every key). */
@@ -519,6 +547,7 @@ export class MvccStore {
     this.compactionCache = null;
     this.policyCache = null;
     this.ownershipCache = undefined;
+    this.boundsCache = null;
     this.tenantsCache = undefined;
     this.engine.replaceAll(decodeSnapshot(chunks));
     this.meta = loadMeta(this.engine);
@@ -536,6 +565,7 @@ export class MvccStore {
     this.compactionCache = null;
     this.policyCache = null;
     this.ownershipCache = undefined;
+    this.boundsCache = null;
     this.tenantsCache = undefined;
     const onMeta = (old: MvccMeta, restored: MvccMeta): void => {
       metas = { old, restored };

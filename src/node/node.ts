@@ -462,7 +462,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
     limits: config.tuning.watchLimits, onEventLag: (seconds) => metrics.watchEventLagSeconds.observe(seconds),
   }, (spec) => store.refuseRead({ type: 'get', key: spec.key, prefix: spec.prefix }), watchQuotas, {
     lastChange: () => store.lastOwnershipChange(),
-    refuseWrites: (spec) => store.refuseCommand({ type: 'delete', key: spec.key, prefix: spec.prefix }),
+    bounds: (spec) => store.watchBounds(spec),
   });
   addNodeGauges(metrics, state, peers.transport, driver, leases);
   const tenantSources = { tenants: () => store.tenantTable(), usage: (name: string) => store.tenantUsage(name), admission, watchQuotas, fair, sessions };

@@ -39,11 +39,12 @@ export function createSimWatches(applier: MvccApplier, env: SimWatchEnv, timers:
     },
     events: (options) => applier.store.events(options),
   };
-  const hub = new WatchHub<number>(source, env.limits, env.bugs);
+  // The store is read through the applier: a snapshot install replaces it.
+  const hub = new WatchHub<number>(source, env.limits, env.bugs, null, { bounds: (spec) => applier.store.watchBounds(spec) });
   let leaderless = false;
   // As the node's watch service (src/api/stream/watch-service.ts): after a batch holding an
-  // ownership change, watches of a namespace fenced or moved away end with wrong_cell at the
-  // fence. Runs without cells never change ownership, so this never fires there.
+  // ownership change, watches of a namespace fenced or moved away end with wrong_cell at its
+  // fence (each namespace's own, as the store recorded it at apply). Runs without cells never change ownership, so this never fires there.
   let ownershipChanges = applier.store.lastOwnershipChange().count;
   let timer: { cancel(): void } | null = null;
   const watches: SimWatches = {
@@ -53,13 +54,13 @@ export function createSimWatches(applier: MvccApplier, env: SimWatchEnv, timers:
     },
     onApplied: () => {
       env.recordHistory(source);
-      hub.onApplied();
+      // Before the fan-out, as the node's watch service (hub.endMoved says why).
       const change = applier.store.lastOwnershipChange();
       if (change.count !== ownershipChanges) {
         ownershipChanges = change.count;
-        const store = applier.store;
-        hub.endMoved((spec) => store.refuseCommand({ type: 'delete', key: spec.key, prefix: spec.prefix }), Math.min(change.revision, hub.revision));
+        hub.endMoved();
       }
+      hub.onApplied();
     },
     onLeaderChange: (leader) => {
       if (leader !== 0) {

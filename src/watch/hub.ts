@@ -18,6 +18,7 @@ import {
   type WatchBugs,
   type WatchEndReason,
   type WatchLimits,
+  type WatchNamespaces,
   type WatchOutput,
   type WatchSource,
   type WatchSpec,
@@ -39,6 +40,8 @@ export class WatchHub<Tag> {
     private readonly bugs: WatchBugs = {},
     /** Tenants' watch quotas on this node (#28): watches, buffered bytes, event rate; null: none. */
     private readonly tenantQuotas: TenantWatchQuotas | null = null,
+    /** Where this cell's history of each namespace ends and begins across moves; null: one cell. */
+    private readonly namespaces: WatchNamespaces | null = null,
   ) {
     assert(limits.readEventsMax >= 1 && limits.catchUpReadsPerStepMax >= 1, 'reads make progress');
     assert(limits.bufferedEventsMax >= 1 && limits.bufferedBytesMax >= 1, 'buffers hold something');
@@ -97,13 +100,23 @@ export class WatchHub<Tag> {
     }
     // Last: a watch refused for another reason takes no slot of its tenant.
     const account = this.tenantQuotas?.admit(spec.key, resuming) ?? null;
-    const start = spec.startRevision === 0 ? this.hubRevision + 1 : spec.startRevision;
+    const bounds = this.namespaces?.bounds(spec) ?? null;
+    const fence = bounds?.fence ?? null;
+    const closing = fence !== null && fence.revision <= this.hubRevision ? { error: fence.error, fenceRevision: fence.revision } : null;
+    // "From now" of a namespace that left: this cell's revision is no revision of the namespace
+    // (its new owner counts on from its own floor), so now is the fence; the end says so.
+    const now = closing === null ? this.hubRevision + 1 : closing.fenceRevision + 1;
+    const start = spec.startRevision === 0 ? now : spec.startRevision;
     const watcher = new Watcher<Tag>(tag, spec, start, connection);
     watcher.tenant = account;
     watcher.readLimit = this.limits.readEventsMax;
+    watcher.closing = closing;
+    watcher.historyFloor = bounds?.floor ?? 0;
     this.watcherCount++;
     connection.watchers.add(watcher);
-    if (start === this.hubRevision + 1) this.join(watcher);
+    // Closing or refused: its first step ends it (as a compacted start), after its history to the fence.
+    if (closing !== null || start <= watcher.historyFloor) connection.markReady(watcher);
+    else if (start === this.hubRevision + 1) this.join(watcher);
     else if (start > this.hubRevision + 1) this.wait(watcher);
     else connection.markReady(watcher);
     return watcher;
@@ -206,22 +219,25 @@ export class WatchHub<Tag> {
   }
 
   /**
-   * Ends with wrong_cell every watcher `judge` refuses (its namespace was fenced or moved away at
-   * `fenceRevision`: this cell has no event of it above that). Each first delivers what it has
-   * queued and what history still holds for it up to the hub's revision, so a client that
-   * resumes on the destination from `fenceRevision + 1` misses nothing and sees nothing twice.
-   * Call right after onApplied(). Returns how many watchers were told to end.
+   * Ends with wrong_cell every watcher whose namespace was fenced or moved away (the hub's
+   * namespaces give each its own fence: this cell has no event of it above that). Each first
+   * delivers what it has queued and what history still holds for it up to its fence, so a client
+   * that resumes on the destination from fence + 1 misses nothing and sees nothing twice. Call
+   * right BEFORE onApplied() of a batch that changed ownership: its fan-out would hand a synced
+   * watcher a batch through the batch's last revision, past a fence inside it (a claim the
+   * destination's revisions contradict). Returns how many were told to end.
    */
-  endMoved(judge: (spec: WatchSpec) => BatonError | null, fenceRevision: number): number {
-    assert(fenceRevision <= this.hubRevision, 'a fence the hub has fanned out');
+  endMoved(): number {
+    if (this.namespaces === null) return 0;
     let count = 0;
     for (const connection of this.connections) {
       for (const watcher of [...connection.watchers]) {
         if (watcher.state === 'ended' || watcher.closing !== null) continue;
-        const error = judge(watcher.spec);
-        if (error === null) continue;
+        const fence = this.namespaces.bounds(watcher.spec).fence;
+        if (fence === null) continue;
+        assert(fence.revision <= this.source.revision, 'a fence the store has applied');
         count++;
-        watcher.closing = { error, fenceRevision };
+        watcher.closing = { error: fence.error, fenceRevision: fence.revision };
         if (watcher.state === 'waiting') {
           // Starts after the fence: nothing of it was or will be here.
           this.closeMoved(watcher);
@@ -299,7 +315,15 @@ export class WatchHub<Tag> {
 
   /** One catch-up step: a batch of matching events, a progress batch, or null (joined/ended). */
   private catchUp(watcher: Watcher<Tag>): WatchBatch | null {
-    // A closing watcher reads no further than its fence (nothing of its namespace is above it).
+    if (watcher.nextRevision <= watcher.historyFloor) {
+      // Landed from another cell, which holds these revisions of the namespace: this cell does not.
+      const floor = watcher.historyFloor;
+      this.end(watcher, 'compacted', new CompactedError(floor, `this cell holds the watched namespace's history only above revision ${floor} (it arrived from another cell): read it again and watch from ${floor + 1}`, { floor }));
+      return null;
+    }
+    // A closing watcher reads no further than its fence (nothing of its namespace is above it);
+    // it is stepped only after the batch holding its fence was fanned out (endMoved).
+    assert(watcher.closing === null || watcher.closing.fenceRevision <= this.hubRevision, 'a fence the hub has fanned out');
     const through = watcher.closing === null ? this.hubRevision : Math.min(this.hubRevision, watcher.closing.fenceRevision);
     for (let reads = 0; reads < this.limits.catchUpReadsPerStepMax; reads++) {
       if (watcher.nextRevision > through) {

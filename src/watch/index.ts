@@ -12,6 +12,7 @@ export type { TenantWatchDeps } from './tenant-quotas.js';
 export type {
   WatchBatch,
   WatchBugs,
+  WatchNamespaces,
   WatchEndReason,
   WatchFilter,
   WatchLimits,

@@ -65,6 +65,17 @@ export interface WatchSource {
   events(options: { startRevision: number; limit: number }): readonly MvccEvent[];
 }
 
+/**
+ * What a cell knows of the namespaces a watch spans across moves (docs/design/cells.md "How
+ * revisions map"; MvccStore.watchBounds satisfies it). `fence`: this cell no longer takes writes
+ * for them (fenced or moved away) and holds none of their events above `revision`; a watch of
+ * them ends there with `error` (wrong_cell). `floor`: they landed here from another cell, which
+ * holds their events at or below it; this cell does not (0: none).
+ */
+export interface WatchNamespaces {
+  bounds(spec: WatchSpec): { readonly fence: { readonly error: BatonError; readonly revision: number } | null; readonly floor: number };
+}
+
 /** Deliberately broken rules, for the simulator's teeth tests only. */
 export interface WatchBugs {
   /**

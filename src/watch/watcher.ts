@@ -46,6 +46,11 @@ export class Watcher<Tag> {
    * what it has queued and what history holds up to the hub's revision, then ends with this.
    */
   closing: { error: BatonError; fenceRevision: number } | null = null;
+  /**
+   * Its namespace landed here from another cell, which holds its events at or below this (0:
+   * none): a start at or below it ends at the first step with compacted, never a silent gap.
+   */
+  historyFloor = 0;
   /** Allocated on first use: a watcher that never received anything carries no array. */
   private queue: WatchBatch[] | null = null;
   private queueHead = 0;

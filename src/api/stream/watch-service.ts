@@ -2,7 +2,7 @@
 // its transports (SSE and the stream) register so that a stopping node ends every stream
 // cleanly: each watcher hears `unavailable` with its last revision, then its socket closes.
 import { UnavailableError, type BatonError } from '../../base/errors.js';
-import { WatchHub, defaultWatchLimits, type TenantWatchQuotas, type WatchBatch, type WatchSource, type WatchSpec } from '../../watch/index.js';
+import { WatchHub, defaultWatchLimits, type TenantWatchQuotas, type WatchBatch, type WatchNamespaces, type WatchSource, type WatchSpec } from '../../watch/index.js';
 import { EventLag } from './event-lag.js';
 import { watchAccesses, type AccessGuard } from '../../auth/index.js';
 import { defaultWatchServiceOptions, type WatchServiceOptions, type WatchTag } from './types.js';
@@ -30,17 +30,15 @@ export class WatchService {
     /** Tenants' watch quotas on this node (#28, src/watch/tenant-quotas.ts); null: none. */
     readonly tenantQuotas: TenantWatchQuotas | null = null,
     /**
-     * Moves: the latest ownership change applied here (a counter and the revision it applied at)
-     * and the judge of writes under the table now applied. A watch whose keys this cell no longer
-     * takes writes for (fenced or moved away) ends with wrong_cell after what it has to deliver.
+     * Moves: the latest ownership change applied here (a counter) and where this cell's history of
+     * each namespace ends and begins (MvccStore.watchBounds). A watch whose keys this cell no longer
+     * takes writes for (fenced or moved away) ends with wrong_cell at its namespace's fence, after
+     * what it has to deliver; one starting at or below a landed namespace's floor is compacted.
      */
-    private readonly moves: {
-      lastChange(): { count: number; revision: number };
-      refuseWrites(spec: { key: string; prefix: boolean }): BatonError | null;
-    } | null = null,
+    private readonly moves: (WatchNamespaces & { lastChange(): { count: number } }) | null = null,
   ) {
     this.options = { ...defaultWatchServiceOptions, limits: defaultWatchLimits, ...options };
-    this.hub = new WatchHub<WatchTag>(source, this.options.limits, {}, tenantQuotas);
+    this.hub = new WatchHub<WatchTag>(source, this.options.limits, {}, tenantQuotas, moves);
     const onLag = this.options.onEventLag;
     this.lag = onLag === undefined ? null : new EventLag(source.revision, onLag);
   }
@@ -57,14 +55,16 @@ export class WatchService {
 
   /** Call after every applied batch (the driver's onApplied). */
   onApplied(): void {
-    if (!this.stopping) this.hub.onApplied();
+    // Ownership first: a watch of a namespace fenced in this batch must not be handed the batch's
+    // fan-out through a revision past its fence (hub.endMoved).
     if (this.moves !== null && !this.stopping) {
       const change = this.moves.lastChange();
       if (change.count !== this.ownershipChanges) {
         this.ownershipChanges = change.count;
-        this.hub.endMoved((spec) => this.moves?.refuseWrites(spec) ?? null, Math.min(change.revision, this.hub.revision));
+        this.hub.endMoved();
       }
     }
+    if (!this.stopping) this.hub.onApplied();
     this.lag?.applied(this.hub.revision);
   }
 

@@ -55,6 +55,8 @@ interface CellsWatcher {
   lastPullMs: number;
   resumes: number;
   movedEnds: number;
+  /** Refused compacted at a new owner's floor (it holds none of the source's events): read again. */
+  rereads: number;
 }
 
 export class CellsWatchers {
@@ -73,10 +75,15 @@ export class CellsWatchers {
     return this.watchers.reduce((sum, w) => sum + w.movedEnds, 0);
   }
 
+  /** Watches a new owner refused at its floor (compacted), which the client read again. */
+  get rereads(): number {
+    return this.watchers.reduce((sum, w) => sum + w.rereads, 0);
+  }
+
   start(prefixes: readonly string[]): void {
     for (const prefix of prefixes) {
       const watcher: CellsWatcher = {
-        prefix, cell: this.router.cellOf(prefix), epoch: this.router.epochOf(prefix), crossedWithoutEnd: false, lastRevision: 0, binding: null, opening: false, lastPullMs: 0, resumes: 0, movedEnds: 0,
+        prefix, cell: this.router.cellOf(prefix), epoch: this.router.epochOf(prefix), crossedWithoutEnd: false, lastRevision: 0, binding: null, opening: false, lastPullMs: 0, resumes: 0, movedEnds: 0, rereads: 0,
       };
       this.watchers.push(watcher);
       this.open(watcher, 0);
@@ -181,6 +188,17 @@ export class CellsWatchers {
     if (output.type === 'batch') {
       this.check(watcher, output.batch.revision, output.batch.events);
       return true;
+    }
+    const floor = output.reason === 'compacted' ? output.error?.details['floor'] : undefined;
+    if (typeof floor === 'number') {
+      // A new owner refused a start at or below its floor (the source holds those events): the
+      // client was told, and reads the namespace again and watches from after the floor, as after
+      // any compaction. Not a silent gap; the sequence goes on from there.
+      watcher.rereads++;
+      watcher.lastRevision = Math.max(watcher.lastRevision, floor);
+      watcher.crossedWithoutEnd = false;
+      this.resume(watcher, `compacted at the owner's floor ${floor}: read again`);
+      return false;
     }
     // Whatever ended it, nothing of the namespace may lie between what it delivered and its claim.
     this.check(watcher, output.lastRevision, []);

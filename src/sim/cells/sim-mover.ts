@@ -106,7 +106,7 @@ export class SimMover {
       // flipped: the commit point; the landing brings the last changes, the floor and the table.
       map = await this.control.change((m) => withMoveAdvanced(m, id, 'fenced', { fenceRevision: floor }, this.loop.nowMs));
       const own = new TextDecoder().decode(this.control.tableOf(map, to, prefix));
-      await this.importUntil(destination, tag + '-land', { prefix, clear: false, puts: last.puts, deletes: last.deletes, floor, epoch: map.epoch, own }, this.loop.nowMs + stepWaitMs * 4);
+      await this.importUntil(destination, tag + '-land', { prefix, clear: false, puts: last.puts, deletes: last.deletes, floor, fence: fenceRevision, epoch: map.epoch, own }, this.loop.nowMs + stepWaitMs * 4);
       this.windowsMs.push(this.loop.nowMs - fenceAskedMs.at);
       void this.control.pushOnce(map, source.id, prefix).catch(() => {});
       // released: the source's table loses it, then its copy goes.
@@ -160,10 +160,13 @@ export class SimMover {
   /** Proposes one import (one Request-ID across its retries) until applied; a refusal throws. */
   private async importUntil(
     cell: SimCell, requestId: string,
-    record: { prefix: string; clear: boolean; puts: readonly ImportedKey[]; deletes: readonly string[]; floor: number; epoch?: number; own?: string },
+    record: { prefix: string; clear: boolean; puts: readonly ImportedKey[]; deletes: readonly string[]; floor: number; epoch?: number; own?: string; fence?: number },
     deadlineMs: number,
   ): Promise<void> {
-    const bytes = encodeImportRecord({ ...record, floor: this.floor(record.floor), leases: [], destination: cell.id });
+    const floor = this.floor(record.floor);
+    // The source's fence with the landing: watches resumed from fence + 1 are served there (never above the floor sent).
+    const fence = record.fence === undefined ? {} : { fence: Math.min(record.fence, floor) };
+    const bytes = encodeImportRecord({ ...record, ...fence, floor, leases: [], destination: cell.id });
     for (;;) {
       const answer = await cell.propose({ type: 'importKeys', record: bytes }, requestId);
       if (answer.kind === 'applied') return;

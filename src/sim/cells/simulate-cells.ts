@@ -198,4 +198,5 @@ async function finish(a: Actors, deadline: number): Promise<void> {
   }
   while (a.options.watches === true && !a.watchers.settled(deadline)) await loop.sleep(50);
   a.stats.watchesEndedByMoves = a.watchers.movedEnds;
+  a.stats.watchRereads = a.watchers.rereads;
 }

@@ -65,6 +65,8 @@ export interface CellsStats {
   elections: number;
   /** Watches a move ended at its fence (wrong_cell) and that resumed at the new owner. */
   watchesEndedByMoves: number;
+  /** Watches a new owner refused at its floor (compacted: the source holds those events), read again. */
+  watchRereads: number;
 }
 
 export interface CellsResult {
@@ -81,6 +83,6 @@ export interface CellsResult {
 export function emptyCellsStats(): CellsStats {
   return {
     movesStarted: 0, movesReleased: 0, movesAborted: 0, writesAcknowledged: 0, writesUnknown: 0, writesRefused: 0,
-    casFailed: 0, lockGrants: 0, wrongCellFollowed: 0, landingRetries: 0, crashes: 0, elections: 0, watchesEndedByMoves: 0,
+    casFailed: 0, lockGrants: 0, wrongCellFollowed: 0, landingRetries: 0, crashes: 0, elections: 0, watchesEndedByMoves: 0, watchRereads: 0,
   };
 }

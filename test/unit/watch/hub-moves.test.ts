@@ -5,10 +5,12 @@
 // other namespaces go on.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { WrongCellError } from '../../../src/base/errors.js';
-import { MemoryEngine, MvccStore, utf8 } from '../../../src/mvcc/index.js';
-import { WatchHub, defaultWatchLimits, type WatchOutput, type WatchSpec } from '../../../src/watch/index.js';
-import { commandEntry } from './model.js';
+import { utf8, type Command, type MvccStore } from '../../../src/mvcc/index.js';
+import { encodeImportRecord } from '../../../src/mvcc/import-keys.js';
+import type { WatchHub, WatchOutput, WatchSpec } from '../../../src/watch/index.js';
+import { WatchService } from '../../../src/api/stream/watch-service.js';
+import { AccessGuard } from '../../../src/auth/index.js';
+import { batchCell } from '../mvcc/store-cells.js';
 import { drain, revisionsOf } from './hub-outputs.js';
 
 const spec = (key: string, more: Partial<WatchSpec> = {}): WatchSpec => ({
@@ -17,18 +19,38 @@ const spec = (key: string, more: Partial<WatchSpec> = {}): WatchSpec => ({
 
 const endOf = (outputs: WatchOutput<string>[], tag: string) => outputs.find((o) => o.type === 'end' && o.tag === tag);
 
-const moved = new WrongCellError({ namespace: '/mv/', cell: 'cell-2', epoch: 7, endpoints: ['http://127.0.0.1:1'] });
-const judge = (s: WatchSpec) => (s.key.startsWith('/mv/') ? moved : null);
+/** cell-1's table at `epoch`: /mv/ as given (owned, fenced towards cell-2, moved to cell-2, landing). */
+export function tableOf(epoch: number, mv: Record<string, unknown>): Command {
+  const json = JSON.stringify({
+    epoch, cell: 'cell-1',
+    namespaces: [{ prefix: '/', cell: 'cell-1', epoch: 1 }, { prefix: '/mv/', epoch: 6, ...mv }],
+    cells: [{ id: 'cell-1', endpoints: ['http://127.0.0.1:1'] }, { id: 'cell-2', endpoints: ['http://127.0.0.1:2'] }],
+  });
+  return { type: 'ownershipSet', record: utf8(json) };
+}
+export const owned = { cell: 'cell-1' };
+export const fenced = { cell: 'cell-1', fencedTo: 'cell-2' };
+
+/** A real store with cell-1's table owning /mv/, and the node's watch service on it, wired as src/node/node.ts does. */
+export function cellWithHub(): { store: MvccStore; hub: WatchHub<string>; apply(...ops: Command[]): void; put(key: string): void } {
+  const { store, apply: applyBatch } = batchCell();
+  const service = new WatchService(store, new AccessGuard(store), {}, null, null, {
+    lastChange: () => store.lastOwnershipChange(),
+    bounds: (s) => store.watchBounds(s),
+  });
+  const apply = (...ops: Command[]): void => {
+    for (const outcome of applyBatch(...ops)) assert.equal(outcome.type, 'applied', JSON.stringify(outcome));
+    service.onApplied();
+  };
+  apply(tableOf(5, owned));
+  // The hub never reads its tags: these tests tag watches with strings.
+  const hub = service.hub as unknown as WatchHub<string>;
+  return { store, hub, apply, put: (key) => apply({ type: 'put', key, value: utf8('v') }) };
+}
 
 test('a moved namespace\'s watchers deliver everything up to the fence, then end with wrong_cell; others go on', () => {
-  const store = new MvccStore(new MemoryEngine());
-  const hub = new WatchHub<string>(store, defaultWatchLimits);
-  let index = 0;
-  const put = (key: string): void => {
-    store.applyBatch([commandEntry(++index, { type: 'put', key, value: utf8('v') })]);
-    hub.onApplied();
-  };
-  put('/mv/a'); // revision 1
+  const { store, hub, apply, put } = cellWithHub();
+  put('/mv/a'); // revision 1 (the table moves no revision)
   const c = hub.openConnection(() => {}, () => true);
   hub.create(c, 'synced', spec('/mv/'));
   hub.create(c, 'history', spec('/mv/', { startRevision: 1 }));
@@ -39,7 +61,8 @@ test('a moved namespace\'s watchers deliver everything up to the fence, then end
   put('/mv/c'); // 4: the last write of /mv/ before the fence; nothing delivered yet
   put('/other/w'); // 5: the fence applies after it
   const fence = store.revision;
-  assert.equal(hub.endMoved(judge, fence), 3, 'the three /mv/ watchers are closing');
+  apply(tableOf(6, fenced));
+  assert.equal(hub.ended.wrong_cell + [...c.watchers].filter((w) => w.closing !== null).length, 3, 'the three /mv/ watchers are closing');
   hub.progress([...c.watchers].find((w) => w.tag === 'synced')!);
   put('/other/y'); // 6: after the fence, other namespaces go on
   const out = drain(c);
@@ -64,7 +87,85 @@ test('a moved namespace\'s watchers deliver everything up to the fence, then end
   assert.equal(hub.size, 1);
   assert.equal(hub.ended.wrong_cell, 3);
   // A second ownership change does not end them twice; the other watcher is still live.
-  assert.equal(hub.endMoved(judge, store.revision), 0);
+  apply(tableOf(7, { cell: 'cell-2' }));
+  assert.equal(hub.endMoved(), 0);
   put('/other/z');
   assert.deepEqual(revisionsOf(drain(c), 'other'), [7]);
+});
+
+test('a watch created on a fenced namespace, from now or from history, ends at the fence: not at a later table\'s revision', () => {
+  const { store, hub, apply, put } = cellWithHub();
+  put('/mv/a'); // 1
+  put('/other/x'); // 2: the fence applies after it
+  apply(tableOf(6, fenced));
+  const fence = store.revision;
+  put('/other/y'); // 3: reads, and so watches, go on at the fenced source
+  put('/other/z'); // 4
+  const c = hub.openConnection(() => {}, () => true);
+  const late = hub.create(c, 'late', spec('/mv/'));
+  assert.equal(late.startRevision, fence + 1, '"now" of a namespace that left is its fence: this cell\'s revision is not the namespace\'s');
+  hub.create(c, 'history', spec('/mv/', { startRevision: 1 }));
+  hub.create(c, 'ahead', spec('/mv/', { startRevision: 40 }));
+  // The flip's table (still fenced here) applies later, at a higher revision.
+  put('/other/w'); // 5
+  apply(tableOf(7, { ...fenced, epoch: 7 }));
+  const out = drain(c);
+  assert.deepEqual(revisionsOf(out, 'history'), [1]);
+  for (const tag of ['late', 'history']) {
+    const end = endOf(out, tag);
+    assert.ok(end?.type === 'end' && end.reason === 'wrong_cell', `${tag} ended with wrong_cell`);
+    assert.equal(end.lastRevision, fence, `${tag}: resume on the destination right after the fence`);
+  }
+  const ahead = endOf(out, 'ahead');
+  assert.ok(ahead?.type === 'end' && ahead.reason === 'wrong_cell');
+  assert.equal(ahead.lastRevision, 39, 'an explicit start above the fence is the client\'s own: resumed there');
+  assert.equal(hub.size, 0);
+});
+
+test('a member that applies the fence with later entries in one batch ends watches at the fence', () => {
+  const { store, hub, apply } = cellWithHub();
+  const put = (key: string): Command => ({ type: 'put', key, value: utf8('v') });
+  apply(put('/mv/a')); // 1
+  const c = hub.openConnection(() => {}, () => true);
+  hub.create(c, 'synced', spec('/mv/'));
+  // One applied batch: a write of /mv/ (2), the fence, a write elsewhere (3), the flip's table (at 3).
+  const fence = 2;
+  apply(put('/mv/b'), tableOf(6, fenced), put('/other/x'), tableOf(7, { ...fenced, epoch: 7 }));
+  assert.equal(store.revision, fence + 1);
+  const out = drain(c);
+  assert.deepEqual(revisionsOf(out, 'synced'), [2]);
+  assert.ok(out.every((o) => o.tag !== 'synced' || o.type !== 'batch' || o.batch.revision <= fence), 'no batch claims a revision past the fence');
+  const end = endOf(out, 'synced');
+  assert.ok(end?.type === 'end' && end.reason === 'wrong_cell');
+  assert.equal(end.lastRevision, fence, 'the fence, not the revision of the batch\'s last table');
+  assert.equal(end.error?.details['cell'], 'cell-2');
+});
+
+test('a namespace that landed here: a watch from at or below the source\'s fence is refused compacted, from above it is served', () => {
+  const { store, hub, apply, put } = cellWithHub();
+  for (let i = 0; i < 20; i++) put(`/other/${i}`); // this cell's own revisions: 1..20
+  // /mv/ moves here from cell-2: imported while landing, then the landing (floor 120, the source's fence 100).
+  apply(tableOf(6, { cell: 'cell-2' }));
+  apply(tableOf(7, { cell: 'cell-1', epoch: 7, landingFrom: 'cell-2' }));
+  const landed = JSON.parse(new TextDecoder().decode((tableOf(7, { cell: 'cell-1', epoch: 7 }) as { record: Uint8Array }).record)) as unknown;
+  apply({ type: 'importKeys', record: encodeImportRecord({
+    prefix: '/mv/', clear: true, floor: 120, fence: 100, epoch: 7, deletes: [], leases: [],
+    puts: [{ key: '/mv/a', value: utf8('A'), createRevision: 90, modRevision: 95, version: 2, lease: 0 }], own: JSON.stringify(landed),
+  }) });
+  assert.equal(store.revision, 120);
+  put('/mv/b'); // 121: the destination's first event of /mv/
+  const c = hub.openConnection(() => {}, () => true);
+  hub.create(c, 'resumed', spec('/mv/', { startRevision: 101 }));
+  hub.create(c, 'crossed', spec('/mv/', { startRevision: 96 }));
+  hub.create(c, 'old', spec('/mv/', { startRevision: 1 }));
+  hub.create(c, 'other', spec('/other/', { startRevision: 1 }));
+  const out = drain(c);
+  assert.deepEqual(revisionsOf(out, 'resumed'), [121], 'from the source\'s fence + 1: everything after the move');
+  for (const tag of ['crossed', 'old']) {
+    const end = endOf(out, tag);
+    assert.ok(end?.type === 'end' && end.reason === 'compacted', `${tag}: refused, not served with the source's last events missing`);
+    assert.equal(end.error?.details['compactRevision'], 100);
+    assert.equal(revisionsOf(out, tag).length, 0);
+  }
+  assert.equal(revisionsOf(out, 'other').length, 20, 'namespaces that never moved are served from their start');
 });
