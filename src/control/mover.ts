@@ -316,7 +316,7 @@ export class Mover {
     const recorded = flipped.map.moves?.find((m) => m.id === move.id)?.fenceRevision ?? fenceRevision;
     const land = async (): Promise<void> => {
       const requests = await this.sendRequests(destination, move.prefix, await lateRequests, progress, flipped.map.epoch, requestsPerImport);
-      await this.importAll(source, destination, move.prefix, last.puts, last.deletes, false, Math.max(fenceRevision, recorded), progress, flipped.map.epoch, requests, landingTable(flipped.map, move));
+      await this.importAll(source, destination, move.prefix, last.puts, last.deletes, false, Math.max(fenceRevision, recorded), progress, flipped.map.epoch, requests, landingTable(flipped.map, move), recorded);
     };
     // Changes taken from the feed left it: if the landing fails, the next attempt reads instead.
     await (fromFeed ? this.importFromFeed(progress, land) : land());
@@ -376,10 +376,10 @@ export class Mover {
     const floor = Math.max(read.revision, move.fenceRevision ?? 0);
     if (known === undefined) {
       // Nothing known of what the destination holds: the whole namespace, clearing it first.
-      await this.importAll(source, destination, move.prefix, read.kvs, [], true, floor, progress, map.epoch, requests, landingTable(map, move));
+      await this.importAll(source, destination, move.prefix, read.kvs, [], true, floor, progress, map.epoch, requests, landingTable(map, move), move.fenceRevision);
     } else {
       const last = this.differenceOf(read, known);
-      await this.importAll(source, destination, move.prefix, last.puts, last.deletes, false, floor, progress, map.epoch, requests, landingTable(map, move));
+      await this.importAll(source, destination, move.prefix, last.puts, last.deletes, false, floor, progress, map.epoch, requests, landingTable(map, move), move.fenceRevision);
     }
     this.progress.set(move.id, progress);
     this.log.info(`move ${move.id} of ${move.prefix}: landed on ${move.to} from a read of the fenced source at revision ${read.revision}`);
@@ -514,11 +514,13 @@ export class Mover {
   /**
    * Imports keys (with the leases they name, at their remaining TTL) in bounded batches. `own`
    * (the landing) and `requests` ride with the last batch; an import with nothing still raises
-   * the floor (and lands).
+   * the floor (and lands). `fence` (with `own`): the move record's fence revision, so the
+   * destination serves a watch resumed from fence + 1 even when the floor is above it (a read
+   * after the fence, not the feed, gave the last changes).
    */
   private async importAll(
     source: MapCell, destination: MapCell, prefix: string, kvs: readonly KeyValue[], deletes: readonly string[],
-    clear: boolean, floor: number, progress: Progress, epoch: number, requests: readonly WireRequest[] = [], own?: string,
+    clear: boolean, floor: number, progress: Progress, epoch: number, requests: readonly WireRequest[] = [], own?: string, fence?: number,
   ): Promise<void> {
     const leaseIds = [...new Set(kvs.map((kv) => kv.lease).filter((id) => id !== 0))];
     const leases = new Map<number, ImportLease>();
@@ -554,7 +556,7 @@ export class Mover {
       const batchLeases = [...new Set(puts.map((kv) => kv.lease).filter((id) => id !== 0))].map((id) => leases.get(id) as ImportLease);
       await this.io.calls.sendImport(destination, encodeImportRecord({
         prefix, clear: clear && first, floor, epoch, puts, deletes: deleting, leases: batchLeases, destination: destination.id, requests: withRequests.map(wireToRequest),
-        ...(lastOne && own !== undefined ? { own } : {}),
+        ...(lastOne && own !== undefined ? { own, ...(fence === undefined ? {} : { fence: Math.min(fence, floor) }) } : {}),
       }));
       this.noteRequests(progress, withRequests);
       if (clear && first) progress.copied.clear();
