@@ -165,7 +165,7 @@ class SimCellCalls implements CellCalls {
   }
 
   async sendImport(cell: MapCell, record: Uint8Array): Promise<{ imported: number; revision: number }> {
-    const bytes = this.bugs.skipFloor === true ? utf8(JSON.stringify({ ...(JSON.parse(fromUtf8(record)) as object), floor: 0 })) : record;
+    const bytes = this.bugs.skipFloor === true ? utf8(JSON.stringify({ ...(JSON.parse(fromUtf8(record)) as object), floor: 0, fence: undefined })) : record;
     const answer = await this.cell(cell).propose({ type: 'importKeys', record: bytes }, undefined);
     if (answer.kind === 'applied' && answer.outcome.result.type === 'importKeys') {
       return { imported: answer.outcome.result.imported, revision: answer.outcome.result.revision };
