@@ -1,12 +1,14 @@
 // `npm run faults -- --cells 2 --time 60 --seed S [--clients 5] [--lock-clients 3] [--keys 3]
-//   [--kinds K,...] [--reads serializable] [--history FILE]`: the fault run across cells
-// (cells-run.ts). --kinds keeps the kinds it names that a run across cells has (cells-nemesis.ts)
-// and says which it leaves out, so one command line serves both modes. Prints the summary and one
+//   [--kinds K,...] [--reads serializable] [--watch-teeth drop|dup] [--history FILE]`: the fault
+// run across cells (cells-run.ts). --kinds keeps the kinds it names that a run across cells has
+// (cells-nemesis.ts) and says which it leaves out, so one command line serves both modes. Prints the summary and one
 // result line (moves, write windows, violations); exits 1 on a violation, 2 when a checker could
-// not decide. `--reads serializable` is the self-test: stale reads must be reported.
+// not decide. `--reads serializable` is the self-test: stale reads must be reported; so is
+// `--watch-teeth drop|dup`: a watcher's recorder loses or repeats one event, which must be reported.
 import { writeFileSync } from 'node:fs';
 import { runCellsFaults } from './cells-run.js';
 import { cellsFaultKinds, type CellsFaultKind } from './cells-nemesis.js';
+import type { WatchTeeth } from './cells-watcher.js';
 
 export async function cellsMain(flag: (name: string, fallback: string) => string): Promise<number> {
   const seed = BigInt(flag('seed', String(Date.now() % 100_000)));
@@ -27,6 +29,7 @@ export async function cellsMain(flag: (name: string, fallback: string) => string
     keys: Number(flag('keys', '3')),
     kinds,
     reads: flag('reads', 'linearizable') === 'serializable' ? 'serializable' : 'linearizable',
+    watchTeeth: watchTeeth(flag('watch-teeth', 'none')),
     onHistory: (events) => {
       const path = flag('history', '');
       if (path !== '') writeFileSync(path, events.map((e) => JSON.stringify(e)).join('\n') + '\n');
@@ -38,4 +41,9 @@ export async function cellsMain(flag: (name: string, fallback: string) => string
   console.log(`result: ${summary.verdict === 'ok' ? 'ok' : summary.verdict.toUpperCase()}; ${summary.result}` +
     (summary.verdict === 'ok' ? '' : ` (run again: npm run faults -- --cells ${cellCount} --time ${timeS} --seed ${seed})`));
   return summary.verdict === 'ok' ? 0 : summary.verdict === 'violation' ? 1 : 2;
+}
+
+function watchTeeth(text: string): WatchTeeth {
+  if (text !== 'none' && text !== 'drop' && text !== 'dup') throw new Error(`--watch-teeth is drop or dup, not ${text}`);
+  return text;
 }

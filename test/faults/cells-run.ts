@@ -8,9 +8,10 @@
 // The lock workload (lock-client.ts) runs on the lock's own namespace, moved like the others, with
 // its leases on the namespace's cell (namespace-lease-client.ts); lock safety needs no revisions
 // either: tokens are compared among themselves, and a move keeps them increasing.
-// Not yet here: the watch checker (it compares revisions, which are per cell: a watch across a
-// move restarts at the destination's revisions) and the lease workload (its keys would need the
-// same namespaced leases).
+// Watches (cells-watch-run.ts): per kv namespace a watcher through the router and one directly on
+// the cells, from revision 1, resumed after wrong_cell ends and dropped connections; checked
+// against the run's history, since revisions are per cell (cells-watch-check.ts).
+// Not yet here: the lease workload (its keys would need the same namespaced leases).
 import { performance } from 'node:perf_hooks';
 import { SeededRandom } from '../../src/base/random.js';
 import type { BatonClient } from '../../src/client/index.js';
@@ -28,6 +29,8 @@ import {
 import { describeWindows, startMover, type MoveOutcome } from './cells-mover.js';
 import { startCellsNemesis, type CellsFaultKind } from './cells-nemesis.js';
 import { startCells } from './cells-setup.js';
+import { checkNamespaceWatchers, startNamespaceWatchers, type NamespaceWatchers } from './cells-watch-run.js';
+import type { WatchTeeth } from './cells-watcher.js';
 import { MemoryFencingGuard } from '../../src/fencing/index.js';
 import { faultClient, faultClientOptions, type ReadConsistency, type Recorder } from './kv-client.js';
 import { lockLoop, lockName } from './lock-client.js';
@@ -46,6 +49,8 @@ export interface CellsRunOptions {
   /** `serializable`: the checker's self-test (stale reads from a cut-off member must be caught). */
   readonly reads?: ReadConsistency;
   readonly onHistory?: (events: readonly HistoryEvent[]) => void;
+  /** The watch checker's self-test: one watcher loses (`drop`) or repeats (`dup`) one event. */
+  readonly watchTeeth?: WatchTeeth;
 }
 
 export interface CellsRunSummary {
@@ -76,7 +81,9 @@ export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRun
     new NamespaceLeaseClient(setup.router.url, lockPrefix, faultClientOptions([setup.router.url], () => random.uint32() / 2 ** 32, 1_500)),
   );
   const guard = new MemoryFencingGuard();
+  let watchers: NamespaceWatchers[] = [];
   try {
+    watchers = startNamespaceWatchers(setup, namespaces, recorder.now, options.watchTeeth ?? 'none');
     const deadline = recorder.now() + options.timeS * 1_000;
     const nemesis = startCellsNemesis(setup, options.seed, recorder.now, options.kinds);
     const mover = startMover({
@@ -111,6 +118,10 @@ export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRun
       verdicts.push(...checked.verdicts);
       violations += checked.violations;
     }
+    const watched = await checkNamespaceWatchers(setup, watchers, records, finalValues);
+    lines.push(...watched.lines);
+    verdicts.push(...watched.verdicts);
+    violations += watched.violations;
     const locks = checkLockSafety(all);
     const writes = all.filter((r) => r.operation.type === 'guarded-write' && r.status === 'ok');
     const rejected = writes.filter((r) => r.result?.type === 'guarded-write' && !r.result.accepted).length;
@@ -124,10 +135,12 @@ export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRun
     const count = (phase: string): number => mover.outcomes.filter((o) => o.phase === phase).length;
     const result =
       `moves ${count('released')} released, ${count('aborted')} aborted, ${count('refused') + count('unfinished')} refused or unfinished; ` +
-      `write windows ${describeWindows(mover.outcomes)}; violations ${violations}`;
+      `write windows ${describeWindows(mover.outcomes)}; watch events checked ${watched.events}; violations ${violations}`;
     const verdict: Verdict = verdicts.includes('violation') ? 'violation' : verdicts.every((v) => v === 'ok') ? 'ok' : 'unknown';
     return { verdict, lines, result, moves: mover.outcomes };
   } finally {
+    // Watchers first: with the cells gone they would only retry their connections.
+    await Promise.all(watchers.flatMap((w) => w.watchers).map((w) => w.finish('', 0, 0)));
     await Promise.all([...clients, ...lockClients].map((client) => client.close()));
     await setup.close();
   }

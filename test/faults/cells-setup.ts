@@ -12,6 +12,8 @@ export interface CellsSetup {
   /** Data cells by id (`cell-1`, ...). */
   readonly cells: ReadonlyMap<string, TestCell>;
   readonly router: RouterProcess;
+  /** The cell each prefix was created on. */
+  readonly owners: ReadonlyMap<string, string>;
   close(): Promise<void>;
 }
 
@@ -68,14 +70,16 @@ export async function startCells(options: { cellCount: number; prefixes: readonl
   };
   try {
     await registerCells(control.cell.clientUrls()[0] as string, cells);
+    const owners = new Map<string, string>();
     for (const [i, prefix] of options.prefixes.entries()) {
       const cell = ids[i % ids.length] as string;
+      owners.set(prefix, cell);
       const created = await http(`${control.cell.clientUrls()[0]}/v1/control/namespaces`, json({ prefix, cell }));
       if (created.status !== 200) throw new Error(`namespace ${prefix}: ${created.status} ${JSON.stringify(created.body)}`);
     }
     router.start();
     for (const prefix of options.prefixes) await waitRouted(router.url, prefix);
-    return { control, cells, router, close };
+    return { control, cells, router, owners, close };
   } catch (error) {
     await close();
     throw error;
