@@ -239,6 +239,11 @@ export class Router {
     }
     answer.pipe(res);
     res.on('close', () => answer.destroy());
+    // An upstream that dies mid-answer (a member killed under a watch) cuts the client's connection
+    // too: pipe() leaves it open and silent for ever, and the client would never resume elsewhere.
+    answer.on('close', () => {
+      if (!answer.complete) res.destroy();
+    });
   }
 
   private status(): unknown {
