@@ -72,6 +72,7 @@ export async function checkNamespaceWatchers(
     );
     lines.push(...watchers.map((w) => `  watcher ${w.describe()}`));
     for (const v of report.violations.slice(0, 10)) lines.push(`  ${v.kind} (${v.watcher}): ${v.message}`);
+    for (const w of watchers) lines.push(...w.crossedMoves().map((c) => `  ${w.id} resumed across a move without its end: ${c}`));
     // Not ok: each watcher's connections, to set beside the moves and the faults.
     if (verdict !== 'ok') {
       for (const w of watchers) lines.push(...w.segments.slice(0, 40).map((s) => `    ${w.id}: ${describeSegment(s)}`));

@@ -93,6 +93,24 @@ export class CellsWatcher {
     return caught;
   }
 
+  /**
+   * Connections that resumed on another cell than the previous one without its wrong_cell end (a
+   * move completed while the watcher was disconnected): the destination has no history of the
+   * namespace from before its landing, so what the source wrote between the watcher's last
+   * revision and the fence cannot be delivered (docs/design/cells.md "How revisions map").
+   */
+  crossedMoves(): string[] {
+    const out: string[] = [];
+    for (let i = 1; i < this.segments.length; i++) {
+      const before = this.segments[i - 1] as WatchSegment;
+      const now = this.segments[i] as WatchSegment;
+      if (now.cell !== before.cell && !before.end.startsWith('wrong_cell')) {
+        out.push(`${before.cell} -> ${now.cell} at ${now.openedMs.toFixed(0)} ms from ${now.startRevision} (${before.cell} ended: ${before.end})`);
+      }
+    }
+    return out;
+  }
+
   /** `router 812 events, 9 connections (4 wrong_cell, 3 dropped, 1 refused)`. */
   describe(): string {
     const count = (after: WatchSegment['after']): number => this.segments.filter((s) => s.after === after).length;
