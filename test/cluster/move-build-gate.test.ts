@@ -8,7 +8,10 @@
 // (the control plane stopped meanwhile, so the move cannot have fenced): the move waits before
 // its fence, its record says why, the source keeps taking writes; once the member runs this
 // build again the move completes with those writes. Needs git history with 11b80a2 (skipped
-// otherwise) or BATON_LANDING_OLD_BUILD=DIR.
+// otherwise) or BATON_LANDING_OLD_BUILD=DIR. The old build reads stores up to format 4 and this
+// one creates format 5 (lease ids from the cell's base): so every data member starts on the old
+// build (its stores in format 4) and all but cell-2/n3 move to this build before the tests, with
+// the store upgrade off (inherited by the members), as docs/deploy.md says for an undoable roll.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { http, sleep, startTestCell, type TestCell, registerCells } from './harness.js';
@@ -20,8 +23,9 @@ const build = oldBuild('11b80a2', 'BATON_LANDING_OLD_BUILD');
 const skip = typeof build === 'string' ? build : false;
 let control: TestCell;
 const cells: Record<string, TestCell> = {};
-/** Members (cell/name) running the old build. */
-const onOld = new Set<string>(['cell-2/n3']);
+/** Members (cell/name) running the old build: at first every data member (see above). */
+const onOld = new Set<string>(['cell-1/n1', 'cell-1/n2', 'cell-1/n3', 'cell-2/n1', 'cell-2/n2', 'cell-2/n3']);
+process.env.BATON_STORE_UPGRADE = 'off';
 
 const json = (body: unknown): RequestInit => ({ method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 const controlUrl = (): string => control.cell.clientUrls()[0] as string;
@@ -44,7 +48,10 @@ before(async () => {
     const put = await http(`${cell1.cell.clientUrl('n1')}/v1/kv/gate/k${i}`, { method: 'PUT', body: `v${i}` });
     assert.ok(put.status === 200 || put.status === 201, JSON.stringify(put.body));
   }
-}, { timeout: 240_000 });
+  for (const [cellId, name] of [['cell-1', 'n1'], ['cell-1', 'n2'], ['cell-1', 'n3'], ['cell-2', 'n1'], ['cell-2', 'n2']] as const) {
+    await restartOn(cellId, name, false);
+  }
+}, { timeout: 300_000 });
 
 after(async () => {
   await Promise.all([control, ...Object.values(cells)].map((cell) => cell?.cell.stopAll()));
