@@ -47,9 +47,14 @@ export class LeaseFollower {
     return this.carriedDeadlines.size;
   }
 
-  /** Leases just imported on the destination with what they had left on the source. */
-  follow(leases: Iterable<ImportLease>): void {
-    const now = this.clock.nowMs();
+  /**
+   * Leases just imported on the destination with what they had left on the source, read at
+   * `readAtMs` or later. Their deadlines count from the read, not from now: the destination counts
+   * from its apply, which may be seconds before the import's answer reached here, so a deadline
+   * from now would wait out the owner's next renewals before carrying one (the destination's
+   * copy then ran out first: move-leases.test, a loaded machine, each fsync 1.5 s).
+   */
+  follow(leases: Iterable<ImportLease>, readAtMs: number): void {
     for (const lease of leases) {
       assert(lease.remainingMs <= lease.ttlMs, 'a followed lease has its remaining TTL within its TTL');
       const known = this.carriedDeadlines.get(lease.id);
@@ -57,7 +62,7 @@ export class LeaseFollower {
         this.dropped++;
         continue;
       }
-      this.carriedDeadlines.set(lease.id, { ttlMs: lease.ttlMs, deadlineMs: Math.max(known?.deadlineMs ?? 0, now + lease.remainingMs) });
+      this.carriedDeadlines.set(lease.id, { ttlMs: lease.ttlMs, deadlineMs: Math.max(known?.deadlineMs ?? 0, readAtMs + lease.remainingMs) });
     }
   }
 

@@ -21,14 +21,14 @@ export class LeaseFollowers {
     private readonly log: { warn(message: string): void },
   ) {}
 
-  /** Leases of `prefix`'s keys just imported on `destination`, with what they had left on `source`. */
-  follow(prefix: string, source: MapCell, destination: MapCell, leases: Iterable<ImportLease>): void {
+  /** Leases of `prefix`'s keys just imported on `destination`, with what they had left on `source` when read (at `readAtMs` or later). */
+  follow(prefix: string, source: MapCell, destination: MapCell, leases: Iterable<ImportLease>, readAtMs: number): void {
     let follower = this.followers.get(prefix);
     if (follower === undefined || follower.source.id !== source.id || follower.destination.id !== destination.id) {
       follower = new LeaseFollower(prefix, source, destination, this.clock);
       this.followers.set(prefix, follower);
     }
-    follower.follow(leases);
+    follower.follow(leases, readAtMs);
   }
 
   /** The move of `prefix` to `destinationId` was aborted: its keys are not there any more. */
@@ -79,7 +79,8 @@ export class LeaseFollowers {
     if (source === undefined || destination === undefined) return;
     const read = await readNamespace(destination, move.prefix);
     const ids = [...new Set(read.kvs.map((kv) => kv.lease).filter((id) => id !== 0))];
+    const readAtMs = this.clock.nowMs();
     const leases = (await Promise.all(ids.map((id) => readLease(destination, id)))).filter((lease) => lease !== null);
-    if (leases.length > 0) this.follow(move.prefix, source, destination, leases);
+    if (leases.length > 0) this.follow(move.prefix, source, destination, leases, readAtMs);
   }
 }

@@ -524,6 +524,8 @@ export class Mover {
   ): Promise<void> {
     const leaseIds = [...new Set(kvs.map((kv) => kv.lease).filter((id) => id !== 0))];
     const leases = new Map<number, ImportLease>();
+    // Before the reads: the source's deadlines are at least this plus what each had left.
+    const leasesReadAtMs = this.clock.nowMs();
     await Promise.all(leaseIds.map(async (id) => {
       const lease = await this.io.calls.readLease(source, id);
       if (lease !== null) leases.set(id, lease);
@@ -558,14 +560,15 @@ export class Mover {
         prefix, clear: clear && first, floor, epoch, puts, deletes: deleting, leases: batchLeases, destination: destination.id, requests: withRequests.map(wireToRequest),
         ...(lastOne && own !== undefined ? { own, ...(fence === undefined ? {} : { fence: Math.min(fence, floor) }) } : {}),
       }));
+      // Their owners renew them on the source: the destination's copies (imported now) get those
+      // renewals too, from this batch on (a long copy's first batches would otherwise wait for the last).
+      if (batchLeases.length > 0) this.leaseFollowers.follow(prefix, source, destination, batchLeases, leasesReadAtMs);
       this.noteRequests(progress, withRequests);
       if (clear && first) progress.copied.clear();
       for (const key of deleting) progress.copied.delete(key);
       for (const kv of puts) progress.copied.set(kv.key, kv.modRevision);
     }
     progress.through = Math.max(progress.through, floor);
-    // Their owners renew them on the source: the destination's copies (imported now) get those renewals too.
-    if (leases.size > 0) this.leaseFollowers.follow(prefix, source, destination, leases.values());
   }
 
   private async advance(move: MoveRecord, from: MovePhase, fields: Partial<MoveRecord>): Promise<void> {

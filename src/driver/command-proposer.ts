@@ -4,12 +4,13 @@
 // that is an assertion here instead of a check (and a 500) in every service.
 import { assert } from '../base/assert.js';
 import type { BatonError } from '../base/errors.js';
+import type { ProposeOptions } from './driver.js';
 import { encodeCommand, type ApplyOutcome, type Command, type CommandProposer, type MvccLimits, type Origin, type Proposed } from '../mvcc/index.js';
 
 /** What the proposer needs from the driver (NodeDriver, or the simulator's member binding). */
 export interface ProposalLog {
   newProposalId(): Uint8Array;
-  propose(proposalId: Uint8Array, command: Uint8Array): Promise<ApplyOutcome>;
+  propose(proposalId: Uint8Array, command: Uint8Array, options?: ProposeOptions): Promise<ApplyOutcome>;
 }
 
 export interface LogProposerOptions {
@@ -47,7 +48,7 @@ export class LogProposer implements CommandProposer {
   ) {}
 
   /** Not an async function: one closure and one promise per write instead of an async frame. */
-  propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>> {
+  propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin, options?: ProposeOptions): Promise<Proposed<C>> {
     const { memberId, limits, wallMs, monotonicMs, onProposed, onFailed, onRefused, admit, beforeAnswer, sourceAddress } = this.options;
     let command: Uint8Array;
     try {
@@ -62,7 +63,7 @@ export class LogProposer implements CommandProposer {
       return Promise.reject(error);
     }
     const started = monotonicMs();
-    return this.log.propose(this.log.newProposalId(), command).then((outcome) => {
+    return this.log.propose(this.log.newProposalId(), command, options).then((outcome) => {
       onProposed?.((monotonicMs() - started) / 1000);
       if (outcome.type === 'failed') onRefused?.(outcome.error);
       const wait = beforeAnswer?.(op) ?? null;

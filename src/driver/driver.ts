@@ -70,6 +70,16 @@ export interface DriverOptions {
   readonly readContextStart?: number;
 }
 
+export interface ProposeOptions {
+  /**
+   * Not shed by the leader's age bound (uncommittedAgeMsMax): a small command that keeps a promise
+   * made elsewhere, sent at a bounded rate (a move's lease renewals carried to the destination:
+   * shed while its disk is slow, the lease ends there and deletes keys whose owner renews in
+   * time). Forwarded by a follower it has no such pass: its sender tries the leader too.
+   */
+  readonly urgent?: boolean;
+}
+
 export interface DriverEvents {
   /** A Ready's I/O failed: the node must stop (a failed fdatasync cannot be retried safely). */
   onFatal(error: Error): void;
@@ -311,13 +321,13 @@ export class NodeDriver<Outcome> {
    * Rejects with UnavailableError when no leader is known (nothing was proposed) and with
    * TimeoutError when the outcome is unknown (it may still commit: retry with the Request-ID).
    */
-  propose(proposalId: Uint8Array, command: Uint8Array): Promise<Outcome> {
+  propose(proposalId: Uint8Array, command: Uint8Array, options: ProposeOptions = {}): Promise<Outcome> {
     if (this.stopped) return Promise.reject(new UnavailableError('the node is stopping'));
     this.assertStarted();
     if (this.proposals.size >= (this.options.proposalsPendingMax ?? limits.proposalsPendingMax)) {
       return Promise.reject(new OverloadedError('too many proposals in flight on this node; retry later'));
     }
-    if (this.role === 'leader' && this.overloaded()) {
+    if (this.role === 'leader' && options.urgent !== true && this.overloaded()) {
       return Promise.reject(new OverloadedError('the leader is behind: its oldest uncommitted entry waits too long; retry later'));
     }
     const data = frameCommand(proposalId, command);

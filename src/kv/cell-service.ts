@@ -1,7 +1,7 @@
 // The cell as the API sees it: mutations become commands in the Raft log (with the Request-ID
 // and the proposer's clock inside, so dedup is replicated state), linearizable reads wait for a
 // ReadIndex confirmation, serializable reads are answered from local state and say so.
-import { encodeTenants, type StoredPolicy } from '../mvcc/index.js';
+import { encodeTenants, isLeasesOnly, leasesOnlyImportBytesMax, parseImportRecord, type StoredPolicy } from '../mvcc/index.js';
 import type { TenantRecord, TenantUsage } from '../base/tenants.js';
 import { UnavailableError } from '../base/errors.js';
 import { moveProtocol } from '../base/namespace-import.js';
@@ -236,7 +236,9 @@ export class CellService implements api.CellApi, CommandProposer {
 
   /** A move's import into this cell (src/mvcc/import-keys.ts), through the log. */
   async importKeys(record: Uint8Array, principal: string): Promise<{ imported: number; revision: number }> {
-    const { result } = await this.propose({ type: 'importKeys', record }, undefined, principal);
+    // Renewals carried to a moved namespace's leases are not shed by a slow leader (ProposeOptions).
+    const urgent = record.byteLength <= leasesOnlyImportBytesMax && isLeasesOnly(parseImportRecord(record));
+    const { result } = await this.propose({ type: 'importKeys', record }, undefined, principal, { urgent });
     return { imported: result.imported, revision: result.revision };
   }
 
@@ -449,8 +451,8 @@ export class CellService implements api.CellApi, CommandProposer {
   }
 
   /** Any command through the log (locks and elections use the queue commands). */
-  propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>> {
-    return this.proposer.propose(op, requestId, origin);
+  propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin, options?: { readonly urgent?: boolean }): Promise<Proposed<C>> {
+    return this.proposer.propose(op, requestId, origin, options);
   }
 
   /**

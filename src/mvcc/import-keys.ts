@@ -107,6 +107,9 @@ export function parseImportRecord(bytes: Uint8Array): ImportRecord {
   return own === undefined ? parsed : { ...parsed, own };
 }
 
+/** Past this size an import is not looked into for being leases alone (one is at most ~100 KiB: 1,000 leases). */
+export const leasesOnlyImportBytesMax = 256 * 1024;
+
 /** Applies an import: returns the meta with the raised revision. Every check before any write. */
 export function applyImportKeys(
   writer: KvWriter,
@@ -201,7 +204,7 @@ export function applyImportKeys(
  * and nothing else. Taken also once this cell owns the namespace (it touches no key), and only
  * raises a lease this cell holds with that TTL: one that ended here stays ended.
  */
-function isLeasesOnly(record: ImportRecord): boolean {
+export function isLeasesOnly(record: ImportRecord): boolean {
   return record.leases.length > 0 && record.puts.length === 0 && record.deletes.length === 0 && !record.clear
     && record.floor === 0 && record.own === undefined && (record.requests ?? []).length === 0;
 }

@@ -75,3 +75,4 @@ export type {
   UpgradeStoreResult,
 } from './types.js';
 export { currentKey, tablesWithData } from './layout.js';
+export { isLeasesOnly, leasesOnlyImportBytesMax, parseImportRecord } from './import-keys.js';

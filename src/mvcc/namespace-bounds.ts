@@ -86,11 +86,11 @@ export function recordLandingFloor(writer: KvWriter, change: { prefix: string; f
 }
 
 /**
- * For a watch of `spec`: the fence of its keys here (the highest fence among the namespaces it
+ * For a watch (or a past read) of `spec`: the fence of its keys here (the highest fence among the namespaces it
  * spans that this cell no longer takes writes for; null: none of them) and the history floor (the
  * highest floor among them; 0: none).
  */
-export function watchBoundsOf(bounds: NamespaceBounds, table: Ownership | null, spec: { key: string; prefix: boolean }): { fence: number | null; floor: number } {
+export function watchBoundsOf(bounds: NamespaceBounds, table: Ownership | null, spec: Parameters<typeof spanOf>[0]): { fence: number | null; floor: number } {
   if (table === null) return { fence: null, floor: 0 };
   let fence: number | null = null;
   let floor = 0;

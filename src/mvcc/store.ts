@@ -9,7 +9,7 @@ import { namespaceRequests, type NamespaceRequestPage } from './namespace-reques
 import { readOwnershipRecord, spansOfCommand, spansOfRead, type Ownership } from './ownership-record.js';
 import { readNamespaceBounds, updateNamespaceFences, watchBoundsOf, type NamespaceBounds } from './namespace-bounds.js';
 import { assert } from '../base/assert.js';
-import { BatonError } from '../base/errors.js';
+import { BatonError, CompactedError } from '../base/errors.js';
 import { EntryType, type Entry } from '../raft/types.js';
 import { applyCommand } from './apply-command.js';
 import { countLiveKeys, type LiveKeyTally } from './live-keys.js';
@@ -319,7 +319,23 @@ export class MvccStore {
 
   /** A read at the current revision or a retained past one (serializable: local state). */
   range(request: RangeRequest): RangeResult {
+    const revision = request.revision ?? 0;
+    if (revision !== 0 && revision < this.meta.revision) this.checkHistoryFloor(request, revision);
     return readRange(this.readContext(), request, false);
+  }
+
+  /**
+   * A past read of a namespace that landed here at `floor`: below it, its state was the source's
+   * (its history is there, none of it here: imports write no events), so compacted, as for a
+   * watch. At or above it the imported records are the namespace's state (the source took no
+   * write after its fence), which is what a past read finds.
+   */
+  private checkHistoryFloor(request: RangeRequest, revision: number): void {
+    const ownership = this.ownership();
+    if (ownership === null) return;
+    const bounds = (this.boundsCache ??= readNamespaceBounds(this.engine));
+    const { floor } = watchBoundsOf(bounds, ownership, request);
+    if (revision < floor) throw new CompactedError(floor, `the history below revision ${floor} of a namespace that moved here is on the cell it came from`);
   }
 
   /** Events at or after `startRevision`, in order (watch catch-up). */

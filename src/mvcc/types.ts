@@ -513,7 +513,8 @@ export const cellWork: Origin = undefined;
 
 /** The one write path: a command through the log, answered with its own result type. */
 export interface CommandProposer {
-  propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin): Promise<Proposed<C>>;
+  /** `urgent`: not shed by a leader behind on its commits (src/driver's ProposeOptions). */
+  propose<C extends Command>(op: C, requestId: string | undefined, origin: Origin, options?: { readonly urgent?: boolean }): Promise<Proposed<C>>;
 }
 
 interface OutcomeBase {

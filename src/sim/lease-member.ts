@@ -67,8 +67,8 @@ export function createSimLeaseService(
 export function mvccLog(driver: NodeDriver<AppliedOutcome>, nextProposalId: () => Uint8Array): ProposalLog {
   return {
     newProposalId: nextProposalId,
-    propose: async (proposalId, command) => {
-      const outcome = (await driver.propose(proposalId, command)).mvcc;
+    propose: async (proposalId, command, options) => {
+      const outcome = (await driver.propose(proposalId, command, options)).mvcc;
       assert(outcome !== undefined, 'an MVCC command applies with an MVCC outcome');
       return outcome;
     },

@@ -33,11 +33,29 @@ after(async () => {
   destinationDisk.close();
 });
 
-/** The key's lease on `url` (linearizable), or null when the key is not there. */
+/** What the control members logged about following leases (a failure's explanation). */
+function followerWarnings(): string {
+  return control.cell.names().flatMap((name) => control.cell.tail(name, 400).split('\n').filter((line) => /lease/.test(line)).slice(-15).map((line) => `${name}: ${line}`)).join('\n');
+}
+
+/**
+ * The key's lease on `url` (linearizable), or null when the key is not there. A read the member
+ * could not serve (a timeout, 5xx, 429: a loaded machine) says nothing about the key: asked again.
+ */
 async function leaseOfKey(url: string, key: string): Promise<number | null> {
-  const answer = await http(`${url}/v1/kv${key}?consistency=linearizable`, { timeoutMs: 5_000 });
-  if (answer.status !== 200) return null;
-  return (answer.body.kvs[0]?.lease as number | undefined) ?? null;
+  let last = '';
+  for (let attempt = 0; attempt < 10; attempt++) {
+    try {
+      const answer = await http(`${url}/v1/kv${key}?consistency=linearizable`, { timeoutMs: 5_000 });
+      if (answer.status === 404) return null;
+      if (answer.status === 200) return (answer.body.kvs[0]?.lease as number | undefined) ?? null;
+      last = `${answer.status} ${JSON.stringify(answer.body)}`;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    await sleep(200);
+  }
+  throw new Error(`${url} did not answer a read of ${key}: ${last}`);
 }
 
 test('a session renewing through a move keeps its key on the destination; a lease left alone ends there on time', { timeout: 90_000 }, async () => {
@@ -94,7 +112,15 @@ test('a session renewing through a move keeps its key on the destination; a leas
     const watchUntilMs = Date.now() + 3 * ttlMs;
     let idleGoneAtMs: number | null = null;
     while (Date.now() < watchUntilMs) {
-      assert.equal(await leaseOfKey(destination, '/ml/held'), session.leaseId, 'the session\'s key is on the destination with its lease');
+      const held = await leaseOfKey(destination, '/ml/held');
+      if (held !== session.leaseId) {
+        const onDestination = await http(`${destination}/v1/leases/${session.leaseId}`);
+        const onSource = await http(`${source}/v1/leases/${session.leaseId}`);
+        const key = await http(`${destination}/v1/kv/ml/held?consistency=linearizable`);
+        assert.fail(`the session's key is on the destination with its lease (${Date.now() - startedAtMs - moveMs} ms after the move): ` +
+          `key ${key.status} ${JSON.stringify(key.body)}; lease on the destination ${JSON.stringify(onDestination.body)}, on the source ${JSON.stringify(onSource.body)}; ` +
+          `the control members said:\n${followerWarnings()}`);
+      }
       if (idleGoneAtMs === null && (await leaseOfKey(destination, '/ml/idle')) === null) idleGoneAtMs = Date.now();
       await sleep(100);
     }

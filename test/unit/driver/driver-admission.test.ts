@@ -2,7 +2,7 @@
 // clients' timeout: once its oldest uncommitted entry has waited past `uncommittedAgeMsMax`, its
 // own proposals fail with OverloadedError (429) and forwarded ones are refused back to their
 // follower (whose requests then fail at once, 429, instead of at their timeout); once the backlog
-// commits, proposals are taken again.
+// commits, proposals are taken again. A leader's own urgent proposals are never shed by the bound.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OverloadedError, UnavailableError } from '../../../src/base/errors.js';
@@ -49,6 +49,8 @@ test('an overloaded leader refuses proposals until its backlog commits', async (
   const second = driver.propose(driver.newProposalId(), new Uint8Array([2]));
   nowMs += 2;
   await assert.rejects(driver.propose(driver.newProposalId(), new Uint8Array([3])), OverloadedError);
+  // An urgent command (a move's lease renewal carried over) is taken all the same.
+  const urgent = driver.propose(driver.newProposalId(), new Uint8Array([4]), { urgent: true });
   const forwarded = frameCommand(new Uint8Array(16).fill(9), new Uint8Array(500));
   driver.receive([{ type: 'propose', from: 2, to: 1, term: 1, commands: [forwarded] }]);
   assert.equal(driver.forwardedRefused, 1, 'a forwarded proposal is not appended...');
@@ -59,7 +61,7 @@ test('an overloaded leader refuses proposals until its backlog commits', async (
 
   // The backlog commits: new proposals are welcome again.
   await settle(disk);
-  assert.ok((await first) > 0 && (await second) > 0);
+  assert.ok((await first) > 0 && (await second) > 0 && (await urgent) > 0);
   const third = driver.propose(driver.newProposalId(), new Uint8Array([5]));
   await settle(disk);
   assert.ok((await third) > 0);

@@ -70,3 +70,24 @@ test('a landing records its floor (the source\'s fence when named) and drops the
   ok({ type: 'ownershipSet', record: utf8(JSON.stringify({ epoch: 7, cell: 'cell-1', namespaces: [{ prefix: '/', cell: 'cell-1', epoch: 1 }], cells: [] })) });
   assert.deepEqual(store.watchBounds(mv), { fence: null, floor: 0 }, 'a namespace gone from the table leaves no bounds');
 });
+
+test('a past read of a landed namespace below its floor is compacted (its history is on the source); at or above it, the imported state', () => {
+  const { store, ok } = commandCell({ store: new MvccStore(new MemoryEngine()) });
+  ok(tableOf(5, { cell: 'cell-2' }));
+  ok(put('/x'));
+  ok(tableOf(6, { cell: 'cell-1', epoch: 7, landingFrom: 'cell-2' }));
+  const own = new TextDecoder().decode((tableOf(6, { cell: 'cell-1', epoch: 7 }) as { record: Uint8Array }).record);
+  const kv = (key: string, revision: number) => ({ key, value: utf8('from the source'), version: 1, createRevision: revision, modRevision: revision, lease: 0 });
+  // The source's keys, last written at its revisions 30 and 35, land here with floor and fence 40.
+  ok({ type: 'importKeys', record: encodeImportRecord({ prefix: '/mv/', clear: true, floor: 40, fence: 40, epoch: 6, puts: [kv('/mv/a', 30), kv('/mv/b', 35)], deletes: [], leases: [], own }) });
+  ok(put('/mv/a'));
+  ok(put('/x'));
+  const read = (revision: number) => store.range({ type: 'get', key: '/mv/', prefix: true, revision });
+  for (const below of [1, 2, 30, 39]) {
+    assert.throws(() => read(below), (error: Error & { code?: string }) => error.code === 'compacted', `revision ${below}: compacted, not a guess`);
+    assert.throws(() => store.range({ type: 'get', key: '/', prefix: true, revision: below }), (error: Error & { code?: string }) => error.code === 'compacted', 'a range spanning it too');
+  }
+  assert.deepEqual(read(40).kvs.map((k) => [k.key, k.modRevision]), [['/mv/a', 30], ['/mv/b', 35]], 'at the floor: the state the source fenced');
+  assert.deepEqual(read(store.revision - 1).kvs.map((k) => [k.key, k.modRevision]), [['/mv/a', store.revision - 1], ['/mv/b', 35]], 'after its first write here');
+  assert.equal(store.range({ type: 'get', key: '/x', revision: 2 }).kvs.length, 1, 'other namespaces keep their history');
+});
