@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { assert } from '../base/assert.js';
 import * as limits from '../base/limits.js';
 import { TimeoutError, UnavailableError, OverloadedError } from '../base/errors.js';
+import { ForwardGate } from './forward-gate.js';
 import {
   EntryType, type ConfChange, type Entry, type HardState, type MemberId, type ProposeResult, type RaftApi, type RaftMessage,
   type RaftStatus, type Ready, type Role, type SnapshotMeta,
@@ -22,6 +23,11 @@ export interface DriverOptions {
   readonly proposalsPendingMax?: number;
   /** Bytes of proposals forwarded to the leader and not answered yet (limits.forwardedBytesMax). */
   readonly forwardedBytesMax?: number;
+  /**
+   * How long a write may wait, first come first served, for room under forwardedBytesMax before
+   * it is refused unsent (429); default requestTimeoutMs / 2 (src/driver/forward-gate.ts).
+   */
+  readonly forwardWaitMsMax?: number;
   /** Take a snapshot (and release the log below it) every this many applied entries... */
   readonly snapshotEntries: number;
   /** ...or once this many bytes of entries were written since the last one (default 64 MiB). */
@@ -90,7 +96,9 @@ interface ProposalWaiter<Outcome> {
   reject(error: Error): void;
   cancelTimer(): void;
   /** Its framed size when this follower forwarded it to the leader, else 0. */
-  readonly forwardedBytes: number;
+  forwardedBytes: number;
+  /** Set while it waits in the forward gate's queue for room (not sent yet). */
+  queued: boolean;
 }
 
 /** A Ready handed to the disk (or with nothing to write) that has not completed yet. */
@@ -132,8 +140,8 @@ export class NodeDriver<Outcome> {
   private role: Role = 'follower';
   private nextReadContext: number;
   private readonly proposals = new Map<string, ProposalWaiter<Outcome>>();
-  /** Sum of the pending proposals' forwardedBytes. */
-  private forwardedBytes = 0;
+  /** A follower's forwarded bytes in flight (the sum of the pending proposals' forwardedBytes) and the queue before them. */
+  private readonly forwardGate: ForwardGate;
   private readonly reads = new Map<number, ReadWaiter>();
   /** Confirmed reads waiting for apply, in ascending read-index order of arrival. */
   private confirmedReads: number[] = [];
@@ -190,6 +198,7 @@ export class NodeDriver<Outcome> {
       : null;
     this.durableIndex = core.status().lastIndex;
     this.uncommittedAgeMsMax = options.uncommittedAgeMsMax ?? options.requestTimeoutMs / 2;
+    this.forwardGate = new ForwardGate(options.forwardedBytesMax ?? limits.forwardedBytesMax, options.forwardWaitMsMax ?? options.requestTimeoutMs / 2);
     this.nextReadContext = options.readContextStart ?? randomBytes(6).readUIntBE(0, 6) + 1;
     assert(Number.isSafeInteger(this.nextReadContext) && this.nextReadContext > 0, 'read contexts are positive safe integers');
   }
@@ -276,6 +285,8 @@ export class NodeDriver<Outcome> {
     if (this.stopped) return;
     this.assertStarted();
     this.core.tick();
+    // Writes waiting for room to be forwarded: past their wait, or this member leads now.
+    this.sendWaiting();
     // A timer callback: the heartbeats leave with the rest of this turn's traffic (see pump).
     this.pump(false);
     this.checkpoints?.tick();
@@ -335,37 +346,91 @@ export class NodeDriver<Outcome> {
     const key = Buffer.from(proposalId.buffer, proposalId.byteOffset, proposalId.byteLength).toString('hex');
     assert(!this.proposals.has(key), 'proposal ids are unique');
     let forwardedBytes = 0;
+    let queued = false;
     if (this.role === 'leader') {
       const result = this.core.propose(data);
       if (!result.ok) return Promise.reject(refusalError(result.reason));
     } else {
-      const max = this.options.forwardedBytesMax ?? limits.forwardedBytesMax;
-      if (this.forwardedBytes > 0 && this.forwardedBytes + data.byteLength > max) {
-        return Promise.reject(new OverloadedError('this member has too many bytes of writes forwarded to the leader and not yet answered; retry shortly'));
+      const admission = this.forwardGate.admit(data.byteLength);
+      if (admission === 'full') {
+        return Promise.reject(new OverloadedError('this member has too many bytes of writes forwarded to the leader or waiting to be; retry shortly'));
       }
-      if (!this.core.forwardProposal(data)) return Promise.reject(new UnavailableError('no leader', { leader: this.leader }));
-      forwardedBytes = data.byteLength;
-      this.forwardedBytes += forwardedBytes;
+      if (admission === 'queue') {
+        this.forwardGate.enqueue(key, data, this.timers.monotonicMs());
+        queued = true;
+      } else {
+        if (!this.core.forwardProposal(data)) return Promise.reject(new UnavailableError('no leader', { leader: this.leader }));
+        forwardedBytes = data.byteLength;
+        this.forwardGate.sent(forwardedBytes);
+      }
     }
     const promise = new Promise<Outcome>((resolve, reject) => {
       const timer = this.timers.setTimeout(() => {
-        this.takeProposal(key);
-        reject(new TimeoutError('the outcome is unknown: retry with the same Request-ID'));
+        const waiter = this.takeProposal(key);
+        reject(waiter?.queued === true
+          ? new OverloadedError('this member could not forward the write in time (too many bytes ahead of it); it was not sent: retry')
+          : new TimeoutError('the outcome is unknown: retry with the same Request-ID'));
       }, this.options.requestTimeoutMs);
-      this.proposals.set(key, { resolve, reject, cancelTimer: () => timer.cancel(), forwardedBytes });
+      this.proposals.set(key, { resolve, reject, cancelTimer: () => timer.cancel(), forwardedBytes, queued });
     });
     this.schedulePump();
     return promise;
   }
 
-  /** Removes a pending proposal (answered, refused or timed out) and frees its forwarded bytes. */
+  /** Removes a pending proposal (answered, refused or timed out) and frees its forwarded bytes for the next waiting. */
   private takeProposal(key: string): ProposalWaiter<Outcome> | undefined {
     const waiter = this.proposals.get(key);
     if (waiter === undefined) return undefined;
     this.proposals.delete(key);
-    this.forwardedBytes -= waiter.forwardedBytes;
-    assert(this.forwardedBytes >= 0, 'forwarded bytes are counted once per proposal');
+    if (waiter.queued) this.forwardGate.drop(key);
+    else if (waiter.forwardedBytes > 0) {
+      this.forwardGate.answered(waiter.forwardedBytes);
+      this.sendWaiting();
+    }
     return waiter;
+  }
+
+  /**
+   * Sends the forward gate's waiting proposals that fit now, oldest first; refuses those that
+   * waited too long (never sent: 429). A member that leads now proposes them itself.
+   */
+  private sendWaiting(): void {
+    const gate = this.forwardGate;
+    if (gate.waiting === 0) return;
+    for (let late = gate.expired(this.timers.monotonicMs()); late !== null; late = gate.expired(this.timers.monotonicMs())) {
+      const waiter = this.proposals.get(late.key);
+      assert(waiter?.queued === true, 'a queued proposal has its waiter');
+      waiter.queued = false;
+      this.takeProposal(late.key);
+      waiter.cancelTimer();
+      waiter.reject(new OverloadedError('this member could not forward the write soon enough (too many bytes ahead of it); it was not sent: retry'));
+    }
+    if (this.role === 'leader') {
+      for (const waiting of gate.drain()) this.sendQueued(waiting, true);
+    } else {
+      for (let next = gate.next(); next !== null; next = gate.next()) this.sendQueued(next, false);
+    }
+    this.schedulePump();
+  }
+
+  private sendQueued(waiting: { key: string; data: Uint8Array }, leading: boolean): void {
+    const waiter = this.proposals.get(waiting.key);
+    assert(waiter?.queued === true, 'a queued proposal has its waiter');
+    waiter.queued = false;
+    let refusal: Error | null = null;
+    if (leading) {
+      const result = this.core.propose(waiting.data);
+      if (!result.ok) refusal = refusalError(result.reason);
+    } else if (this.core.forwardProposal(waiting.data)) {
+      waiter.forwardedBytes = waiting.data.byteLength;
+      this.forwardGate.sent(waiter.forwardedBytes);
+    } else {
+      refusal = new UnavailableError('no leader', { leader: this.leader });
+    }
+    if (refusal === null) return;
+    this.proposals.delete(waiting.key);
+    waiter.cancelTimer();
+    waiter.reject(refusal);
   }
 
   /** Resolves once this node has applied everything committed before the call (ReadIndex). */
@@ -392,7 +457,7 @@ export class NodeDriver<Outcome> {
       waiter.reject(new TimeoutError('the node stopped: the outcome is unknown'));
     }
     this.proposals.clear();
-    this.forwardedBytes = 0;
+    this.forwardGate.reset();
     for (const read of this.reads.values()) {
       read.cancelTimer();
       read.reject(error);

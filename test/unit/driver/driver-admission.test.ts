@@ -97,8 +97,9 @@ test('a follower fails a forwarded proposal the moment the leader refuses it', a
   driver.stop();
 });
 
-test('a follower bounds the bytes it has forwarded to the leader and not yet seen answered', async () => {
-  const timers: Timers = { setTimeout: () => ({ cancel: () => {} }), monotonicMs: () => 0 };
+test('a follower bounds the bytes it has forwarded to the leader and not yet seen answered; writes wait their turn for room', async () => {
+  let nowMs = 0;
+  const timers: Timers = { setTimeout: () => ({ cancel: () => {} }), monotonicMs: () => nowMs };
   const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
     hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
     initialConfState: { voters: [1, 2, 3], votersOutgoing: [], learners: [] }, appliedIndex: 0,
@@ -106,26 +107,52 @@ test('a follower bounds the bytes it has forwarded to the leader and not yet see
   const disk = new HeldDisk();
   const sent: RaftMessage[] = [];
   const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
-    { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000, forwardedBytesMax: 3_000 }, { onFatal: (e) => { throw e; } });
+    { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000, forwardedBytesMax: 3_000, forwardWaitMsMax: 1_000 }, { onFatal: (e) => { throw e; } });
   driver.start([]);
   driver.receive([{ type: 'heartbeat', from: 2, to: 1, term: 1, commit: 0, readRound: 0, contact: [2] }]);
   await settle(disk);
+  const forwarded = () => sent.flatMap((m) => (m.type === 'propose' ? m.commands : []));
+  const refuse = (commands: readonly Uint8Array[]) =>
+    driver.receive([{ type: 'proposeRefused', from: 2, to: 1, term: 1, reason: 'notLeader', commands: commands.map((c) => frameHead(c)) }]);
   // A proposal bigger than the bound goes when nothing is outstanding (a maximal write is never refused for good)...
   const big = driver.propose(driver.newProposalId(), new Uint8Array(4_000));
-  // ...and then nothing more until it is answered: its bytes sit ahead of heartbeat answers.
-  await assert.rejects(driver.propose(driver.newProposalId(), new Uint8Array(10)), OverloadedError);
+  // ...and the next ones wait for room, in order, in a queue bounded in bytes too.
+  const first = driver.propose(driver.newProposalId(), new Uint8Array(10));
+  const second = driver.propose(driver.newProposalId(), new Uint8Array(2_000));
+  await assert.rejects(driver.propose(driver.newProposalId(), new Uint8Array(2_000)), OverloadedError, 'past the queue\'s bytes: 429 at once');
   await settle(disk);
-  const forwards = sent.flatMap((m) => (m.type === 'propose' ? m.commands : []));
-  assert.equal(forwards.length, 1, 'only the first was forwarded');
-  driver.receive([{ type: 'proposeRefused', from: 2, to: 1, term: 1, reason: 'notLeader', commands: [frameHead(forwards[0]!)] }]);
+  assert.equal(forwarded().length, 1, 'only the first was forwarded: its bytes sit ahead of heartbeat answers');
+  refuse(forwarded());
   await assert.rejects(big, UnavailableError);
-  // Answered (here refused): its bytes are free again, and small writes fit under the bound together.
-  const small = [driver.propose(driver.newProposalId(), new Uint8Array(1_000)), driver.propose(driver.newProposalId(), new Uint8Array(1_000))];
-  await assert.rejects(driver.propose(driver.newProposalId(), new Uint8Array(1_000)), OverloadedError, 'the third passes 3,000 bytes with framing');
+  // Answered (here refused): the waiting ones go, oldest first.
   await settle(disk);
-  const more = sent.flatMap((m) => (m.type === 'propose' ? m.commands : [])).slice(1);
-  assert.equal(more.length, 2);
-  driver.receive([{ type: 'proposeRefused', from: 2, to: 1, term: 1, reason: 'notLeader', commands: more.map((c) => frameHead(c)) }]);
-  for (const p of small) await assert.rejects(p, UnavailableError);
+  const framing = forwarded()[0]!.byteLength - 4_000;
+  assert.deepEqual(forwarded().slice(1).map((c) => c.byteLength - framing), [10, 2_000], 'sent in the order they came');
+
+  // Nothing overtakes a waiting write: a small one that would fit waits behind it.
+  const third = driver.propose(driver.newProposalId(), new Uint8Array(2_000));
+  const fourth = driver.propose(driver.newProposalId(), new Uint8Array(10));
+  await settle(disk);
+  assert.equal(forwarded().length, 3, 'the third does not fit beside the 2,000 bytes out; the fourth waits behind it');
+  refuse(forwarded().slice(1, 3));
+  await assert.rejects(first, UnavailableError);
+  await assert.rejects(second, UnavailableError);
+  await settle(disk);
+  assert.equal(forwarded().length, 5, 'room again: both sent');
+  refuse(forwarded().slice(3));
+  await assert.rejects(third, UnavailableError);
+  await assert.rejects(fourth, UnavailableError);
+
+  // A write that waited past the bound is refused, never sent (429: safe to retry as new).
+  const blocker = driver.propose(driver.newProposalId(), new Uint8Array(4_000));
+  const late = driver.propose(driver.newProposalId(), new Uint8Array(10));
+  await settle(disk);
+  nowMs += 1_001;
+  driver.tick();
+  await assert.rejects(late, OverloadedError);
+  await settle(disk);
+  assert.equal(forwarded().length, 6, 'only the blocker went');
+  refuse(forwarded().slice(5));
+  await assert.rejects(blocker, UnavailableError);
   driver.stop();
 });
