@@ -6,9 +6,8 @@
 // spanning cells is 400 cross_cell; the router keeps serving with the control plane gone.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { http, sleep, startTestCell, type TestCell } from './harness.js';
-import { Router } from '../../src/router/router.js';
-import { freePorts } from './harness.js';
+import { http, sleep, startRouter, startTwoCells, type TestCell } from './harness.js';
+import type { Router } from '../../src/router/router.js';
 import { BatonClient } from '../../src/client/index.js';
 import { baton } from './cli-run.js';
 
@@ -38,21 +37,8 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
 }
 
 before(async () => {
-  [control, cell1, cell2] = await Promise.all([
-    startTestCell({ size: 1, extraArgs: ['--cell', 'control', '--control-plane'] }),
-    startTestCell({ size: 3, extraArgs: ['--cell', 'cell-1'] }),
-    startTestCell({ size: 3, extraArgs: ['--cell', 'cell-2'] }),
-  ]);
-  const controlUrl = control.cell.clientUrls()[0] as string;
-  for (const [id, cell] of [['cell-1', cell1], ['cell-2', cell2]] as const) {
-    const added = await http(`${controlUrl}/v1/control/cells`, json('POST', { id, endpoints: cell.cell.clientUrls() }));
-    assert.equal(added.status, 200, JSON.stringify(added.body));
-    assert.deepEqual(added.body.pending, [], 'every cell took the map');
-  }
-  const [port] = await freePorts(1);
-  router = new Router({ control: control.cell.clientUrls(), host: '127.0.0.1', port: port as number });
-  routerUrl = (await router.start()).url;
-  assert.ok(await router.cache.ready(10_000), 'the router read the cell map');
+  [control, cell1, cell2] = await startTwoCells({ cell1: { size: 3 }, cell2: { size: 3 } });
+  ({ router, url: routerUrl } = await startRouter(control));
 }, { timeout: 120_000 });
 
 after(async () => {

@@ -5,6 +5,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProcessCell } from '../../src/node/testing/process-cell.js';
+import { Router } from '../../src/router/router.js';
 
 /**
  * Free loopback ports for a test cell, drawn at random below the kernel's ephemeral range
@@ -413,6 +414,20 @@ export async function startTwoCells(options: { controlSize?: number; cell1?: Tes
   ]);
   await registerCells(started[0].cell.clientUrls()[0] as string, [['cell-1', started[1]], ['cell-2', started[2]]]);
   return started;
+}
+
+/**
+ * A plain-HTTP router on a free loopback port in front of `control`'s cell map, started once it
+ * read the map (and, with `knows`, once the map it read has that namespace).
+ */
+export async function startRouter(control: TestCell, options: { knows?: string } = {}): Promise<{ router: Router; url: string }> {
+  const [port] = await freePorts(1);
+  const router = new Router({ control: control.cell.clientUrls(), host: '127.0.0.1', port: port as number });
+  const { url } = await router.start();
+  if (!(await router.cache.ready(10_000))) throw new Error('the router never read the cell map');
+  const known = options.knows;
+  if (known !== undefined) await until(`the router knows ${known}`, () => router.cache.namespaces().has(known));
+  return { router, url };
 }
 
 /** Polls `check` every 50 ms until it holds; fails naming `what` after `timeoutMs`. */

@@ -15,8 +15,8 @@
 // deleted on the destination afterwards aborts the holder's signal with LockNotHeldError.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freePorts, http, sleep, type TestCell, moveAndWait, startTwoCells } from './harness.js';
-import { Router } from '../../src/router/router.js';
+import { http, sleep, type TestCell, moveAndWait, startRouter, startTwoCells } from './harness.js';
+import type { Router } from '../../src/router/router.js';
 import { BatonClient, LockNotHeldError } from '../../src/client/index.js';
 import type { Lock, Session } from '../../src/client/index.js';
 
@@ -34,12 +34,7 @@ before(async () => {
   for (const prefix of ['/locks/pay/', '/locks/audit/']) {
     assert.equal((await http(`${controlUrl}/v1/control/namespaces`, json({ prefix, cell: 'cell-1' }))).status, 200);
   }
-  const [port] = await freePorts(1);
-  router = new Router({ control: control.cell.clientUrls(), host: '127.0.0.1', port: port as number });
-  routerUrl = (await router.start()).url;
-  assert.ok(await router.cache.ready(10_000), 'the router read the cell map');
-  const until = Date.now() + 10_000;
-  while (!router.cache.namespaces().has('/locks/audit/') && Date.now() < until) await sleep(50);
+  ({ router, url: routerUrl } = await startRouter(control, { knows: '/locks/audit/' }));
 }, { timeout: 120_000 });
 
 after(async () => {

@@ -9,8 +9,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { freePorts, http, sleep, startTestCell, type TestCell } from './harness.js';
-import { Router } from '../../src/router/router.js';
+import { http, sleep, startRouter, startTestCell, type TestCell } from './harness.js';
+import type { Router } from '../../src/router/router.js';
 import { BatonClient } from '../../src/client/index.js';
 
 let control: TestCell;
@@ -113,13 +113,7 @@ before(async () => {
   const created = await http(`${controlUrl}/v1/control/namespaces`, json('POST', { prefix: '/payments/', cell: 'cell-2' }));
   assert.equal(created.status, 200, JSON.stringify(created.body));
   assert.deepEqual(created.body.pending, [], 'both cells took the map');
-  const [port] = await freePorts(1);
-  router = new Router({ control: control.cell.clientUrls(), host: '127.0.0.1', port: port as number });
-  routerUrl = (await router.start()).url;
-  assert.ok(await router.cache.ready(10_000), 'the router read the cell map');
-  const until = Date.now() + 10_000;
-  while (!router.cache.namespaces().has('/payments/') && Date.now() < until) await sleep(50);
-  assert.ok(router.cache.namespaces().has('/payments/'), 'the router knows /payments/');
+  ({ router, url: routerUrl } = await startRouter(control, { knows: '/payments/' }));
 }, { timeout: 120_000 });
 
 after(async () => {

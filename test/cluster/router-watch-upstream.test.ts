@@ -6,8 +6,8 @@
 // across cells: a watcher through the router silent for 5 s after a data cell's leader was killed).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { freePorts, http, sleep, startTwoCells, type TestCell } from './harness.js';
-import { Router } from '../../src/router/router.js';
+import { http, sleep, startRouter, startTwoCells, type TestCell } from './harness.js';
+import type { Router } from '../../src/router/router.js';
 
 let control: TestCell;
 let cell1: TestCell;
@@ -17,10 +17,7 @@ let routerUrl: string;
 
 before(async () => {
   [control, cell1, cell2] = await startTwoCells();
-  const [port] = await freePorts(1);
-  router = new Router({ control: control.cell.clientUrls(), host: '127.0.0.1', port: port as number });
-  routerUrl = (await router.start()).url;
-  assert.ok(await router.cache.ready(10_000), 'the router read the cell map');
+  ({ router, url: routerUrl } = await startRouter(control));
 }, { timeout: 120_000 });
 
 after(async () => {
