@@ -95,3 +95,19 @@ test('a value no operation wrote, and a final value that is not the key\'s last 
   assert.deepEqual(kinds(check([{ id: 'w', events: invented, complete: true }])), ['not-written']);
   assert.deepEqual(kinds(check([{ id: 'w', events: history, complete: true }], [], new Map([['a/k0', 'v3'], ['a/k1', 'v4']]))), ['final']);
 });
+
+test('a watch refused compacted reads the namespace again: its read is checked, and what comes after it', () => {
+  // Disconnected during the move, refused compacted on cell-2, it read k0 = v3, k1 = v2 at 8 (read answered at 60 ms).
+  const reread = { afterEvents: 2, revision: 8, values: new Map([['/faults/a/k0', 'v3'], ['/faults/a/k1', 'v2']]), readMs: 60 };
+  const events = [...history.slice(0, 2), ...history.slice(4)];
+  const clean = check([{ id: 'w', events, complete: true, snapshots: [reread] }, { id: 'direct', events: history, complete: true }]);
+  assert.deepEqual(clean.violations, [], 'what it skipped before its read is no gap');
+  assert.deepEqual([clean.completeWatchers, clean.rereadWatchers], [2, 1]);
+  // A value the read saw that no operation wrote.
+  const invented = { ...reread, values: new Map([['/faults/a/k0', 'v9']]) };
+  assert.deepEqual(kinds(check([{ id: 'w', events, complete: true, snapshots: [invented] }])), ['read-not-written']);
+  // A write acknowledged and invoked after the read must still be delivered.
+  assert.deepEqual(kinds(check([{ id: 'w', events: events.filter((e) => e.value !== 'v5'), complete: true, snapshots: [reread] }])), ['gap', 'final']);
+  // Events and the read in order must end at the final values.
+  assert.deepEqual(kinds(check([{ id: 'w', events: events.slice(0, 3), complete: true, snapshots: [{ ...reread, readMs: 200 }] }])), ['final']);
+});

@@ -56,7 +56,10 @@ export async function checkNamespaceWatchers(
     const end = await finalPoint(setup.router.url, keyPath(ns));
     const complete = await Promise.all(watchers.map((w) => (end === null ? w.finish('', 0, 0) : w.finish(end.cell, end.revision, finishMs))));
     const report = checkNamespaceWatches({
-      watches: watchers.map((w, i) => ({ id: w.id, events: w.events(), complete: complete[i] as boolean })),
+      watches: watchers.map((w, i) => ({
+        id: w.id, events: w.events(), complete: complete[i] as boolean,
+        snapshots: w.snapshots().map(({ afterEvents, snapshot }) => ({ afterEvents, ...snapshot })),
+      })),
       records: records.filter((r) => r.operation.key.startsWith(ns)),
       finals: new Map([...finals].filter(([key]) => key.startsWith(ns))),
       keyOf: (key) => workloadKey(ns, key),
@@ -68,7 +71,8 @@ export async function checkNamespaceWatchers(
     const through = end === null ? 'no final revision' : `through ${end.cell}@${end.revision}`;
     lines.push(
       `namespace /faults/${ns}: watch ${verdict} (${report.eventsChecked} events checked, ` +
-        `${report.completeWatchers}/${watchers.length} watchers complete ${through})`,
+        `${report.completeWatchers}/${watchers.length} watchers complete ${through}` +
+        `${report.rereadWatchers > 0 ? `, ${report.rereadWatchers} of them re-read after compacted (checked from their last read)` : ''})`,
     );
     lines.push(...watchers.map((w) => `  watcher ${w.describe()}`));
     for (const v of report.violations.slice(0, 10)) lines.push(`  ${v.kind} (${v.watcher}): ${v.message}`);

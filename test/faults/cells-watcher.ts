@@ -6,7 +6,11 @@
 // - after a dropped connection (router or member killed) from the revision after the last event
 //   or progress it saw, on the same cell's next member (directly) or through the router;
 // - after a refusal at creation (`421 wrong_cell`: a stale router or a cell the namespace left)
-//   from the same revision, on the named cell (directly) or through the router again.
+//   from the same revision, on the named cell (directly) or through the router again;
+// - after `compacted` (it crossed a move without the move's end, and the destination does not hold
+//   the source's last events: docs/design/cells.md) by reading the namespace again (linearizable)
+//   and watching from the read's revision + 1, as etcd's clients do after a compaction. The read
+//   is kept as the segment's snapshot: the checker checks its values and what came after it.
 // Every connection is one segment (the cell that served it, why it was opened, how it ended), and
 // every event keeps the cell that delivered it, for the checker (cells-watch-check.ts).
 import type { CellEvent } from './cells-watch-check.js';
@@ -15,14 +19,22 @@ export interface WatchSegment {
   /** The cell that answered (its `Baton-Cell` header). */
   cell: string;
   readonly startRevision: number;
-  /** Why this connection was opened. */
-  readonly after: 'start' | 'wrong_cell' | 'dropped' | 'refused';
+  /** Why this connection was opened (`reread`: no connection, a read of the namespace after `compacted`). */
+  readonly after: 'start' | 'wrong_cell' | 'dropped' | 'refused' | 'reread';
+  /** With `reread`: the namespace as read at `revision` (each key's value), answered at `readMs` on the run's clock. */
+  snapshot?: WatchSnapshot;
   readonly events: CellEvent[];
   progressRevision: number;
   end: string;
   /** When it was answered and when it ended, on the run's clock. */
   readonly openedMs: number;
   endedMs: number;
+}
+
+export interface WatchSnapshot {
+  readonly revision: number;
+  readonly values: ReadonlyMap<string, string>;
+  readonly readMs: number;
 }
 
 /** `drop` or `dup`: the recorder loses or repeats one delivered event (the checker's teeth). */
@@ -54,7 +66,7 @@ export class CellsWatcher {
   private cell: string;
   /** Connections that failed without a segment or ended abnormally, by cause (status, silent, error). */
   private readonly failures = new Map<string, number>();
-  /** Set once the watch stopped for good (compacted, or out of attempts). */
+  /** Set once the watch stopped for good (out of attempts). */
   private gaveUp: string | null = null;
 
   constructor(
@@ -115,7 +127,7 @@ export class CellsWatcher {
   describe(): string {
     const count = (after: WatchSegment['after']): number => this.segments.filter((s) => s.after === after).length;
     return `${this.id} ${this.events().length} events, ${this.segments.length} connections ` +
-      `(after wrong_cell ${count('wrong_cell')}, dropped ${count('dropped')}, refused ${count('refused')})` +
+      `(after wrong_cell ${count('wrong_cell')}, dropped ${count('dropped')}, refused ${count('refused')}; re-read after compacted ${this.rereads()})` +
       (this.failures.size > 0 ? `; failed ${[...this.failures].map(([k, n]) => `${k}=${n}`).join(' ')}` : '') +
       (this.gaveUp !== null ? `, gave up: ${this.gaveUp}` : '');
   }
@@ -131,8 +143,10 @@ export class CellsWatcher {
       segment.endedMs = this.now();
       if (this.abort.signal.aborted) return;
       if (ended.type === 'compacted') {
-        this.gaveUp = 'compacted';
-        return;
+        // Read the namespace again and watch on from there (a failed read: the watch is asked again).
+        if (!(await this.reread(this.url(attempt)))) await new Promise((resolve) => setTimeout(resolve, 100));
+        after = 'reread';
+        continue;
       }
       if (ended.type === 'wrong_cell') {
         this.next = ended.resumeRevision;
@@ -148,6 +162,51 @@ export class CellsWatcher {
       if (ended.type !== 'wrong_cell') await new Promise((resolve) => setTimeout(resolve, 100));
     }
     if (!this.abort.signal.aborted) this.gaveUp = 'out of attempts';
+  }
+
+  /**
+   * After `compacted`: the namespace as a linearizable read sees it, kept as a segment of its own;
+   * the watch goes on from its revision + 1. A refusal naming another cell moves there first.
+   */
+  private async reread(url: string): Promise<boolean> {
+    const openedMs = this.now();
+    try {
+      const res = await fetch(`${url}/v1/kv${encodeURI(this.prefix)}?prefix=true&consistency=linearizable`, { signal: AbortSignal.timeout(silentMsMax) });
+      const body = (await res.json()) as { revision?: number; more?: boolean; kvs?: { key: string; value: string }[]; error?: { code?: string; cell?: string } };
+      if (res.status === 421 && body.error?.code === 'wrong_cell' && body.error.cell !== undefined) this.cell = body.error.cell;
+      if (res.status !== 200 || body.revision === undefined || body.more === true) {
+        this.failures.set(`reread ${res.status}`, (this.failures.get(`reread ${res.status}`) ?? 0) + 1);
+        return false;
+      }
+      const cell = res.headers.get('baton-cell') ?? this.cell;
+      const snapshot = { revision: body.revision, values: new Map((body.kvs ?? []).map((kv) => [kv.key, kv.value])), readMs: this.now() };
+      this.segments.push({
+        cell, startRevision: this.next, after: 'reread', events: [], progressRevision: body.revision, end: `read at ${body.revision}`,
+        openedMs, endedMs: snapshot.readMs, snapshot,
+      });
+      this.cell = cell;
+      this.next = body.revision + 1;
+      return true;
+    } catch {
+      this.failures.set('reread error', (this.failures.get('reread error') ?? 0) + 1);
+      return false;
+    }
+  }
+
+  /** Each re-read's snapshot with the number of events delivered before it. */
+  snapshots(): { afterEvents: number; snapshot: WatchSnapshot }[] {
+    const out: { afterEvents: number; snapshot: WatchSnapshot }[] = [];
+    let delivered = 0;
+    for (const segment of this.segments) {
+      if (segment.snapshot !== undefined) out.push({ afterEvents: delivered, snapshot: segment.snapshot });
+      delivered += segment.events.length;
+    }
+    return out;
+  }
+
+  /** Segments that read the namespace again after `compacted`. */
+  rereads(): number {
+    return this.segments.filter((s) => s.snapshot !== undefined).length;
   }
 
   private url(attempt: number): string {
