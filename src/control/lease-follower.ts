@@ -12,7 +12,7 @@
 import { assert } from '../base/assert.js';
 import { encodeImportRecord, type ImportLease } from '../base/namespace-import.js';
 import type { MapCell } from './cell-map.js';
-import { readLease, sendImport } from './cell-calls.js';
+import { httpCellCalls, type CellCalls } from './cell-calls.js';
 
 /** Followed leases per move: past it, the rest are not followed (counted in `dropped`). */
 export const followedLeasesMax = 1_000;
@@ -24,6 +24,9 @@ const readsInFlightMax = 16;
 export interface FollowerClock {
   nowMs(): number;
 }
+
+/** The cells' calls a follower makes (HTTP in a node; injected by tests). */
+export type FollowerCalls = Pick<CellCalls, 'readLease' | 'sendImport' | 'readNamespace'>;
 
 export class LeaseFollower {
   /** Lease id -> its granted TTL and the source deadline (clock ms) last carried to the destination. */
@@ -39,6 +42,7 @@ export class LeaseFollower {
     readonly source: MapCell,
     readonly destination: MapCell,
     private readonly clock: FollowerClock,
+    private readonly calls: FollowerCalls = httpCellCalls,
   ) {
     assert(source.id !== destination.id, 'a follower carries renewals between two cells');
   }
@@ -84,7 +88,7 @@ export class LeaseFollower {
     for (let i = 0; i < ids.length; i += readsInFlightMax) {
       await Promise.all(ids.slice(i, i + readsInFlightMax).map(async (id) => {
         const readAtMs = this.clock.nowMs();
-        const lease = await readLease(this.source, id);
+        const lease = await this.calls.readLease(this.source, id);
         // Ended on the source (expired or revoked): the destination's copy ends at the deadline carried last.
         if (lease === null) {
           this.carriedDeadlines.delete(id);
@@ -103,7 +107,7 @@ export class LeaseFollower {
     // With its origin: the destination raises only its copy of this lease, never another cell's lease of the same id.
     const leases = renewed.map((r) => ({ id: r.lease.id, ttlMs: r.lease.ttlMs, remainingMs: Math.min(r.lease.remainingMs, r.lease.ttlMs),
       ...(r.lease.origin === undefined ? {} : { origin: r.lease.origin }) }));
-    await sendImport(this.destination, encodeImportRecord({ prefix: this.prefix, clear: false, floor: 0, puts: [], deletes: [], leases, destination: this.destination.id }));
+    await this.calls.sendImport(this.destination, encodeImportRecord({ prefix: this.prefix, clear: false, floor: 0, puts: [], deletes: [], leases, destination: this.destination.id }));
     for (const { lease, deadlineMs } of renewed) {
       const carried = this.carriedDeadlines.get(lease.id);
       if (carried !== undefined) this.carriedDeadlines.set(lease.id, { ...carried, deadlineMs: Math.max(carried.deadlineMs, deadlineMs) });

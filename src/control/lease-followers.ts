@@ -3,10 +3,10 @@
 // leader's memory only: a new leader follows again what the map's released moves left on their
 // destinations (their keys' leases, read there), and a member that stops leading forgets them.
 import type { ImportLease } from '../base/namespace-import.js';
-import { readLease, readNamespace } from './cell-calls.js';
+import { httpCellCalls } from './cell-calls.js';
 import type { CellMap, MapCell } from './cell-map.js';
 import type { ControlService } from './control-service.js';
-import { LeaseFollower, type FollowerClock } from './lease-follower.js';
+import { LeaseFollower, type FollowerCalls, type FollowerClock } from './lease-follower.js';
 import { latestMove, type MoveRecord } from './moves.js';
 
 export class LeaseFollowers {
@@ -19,13 +19,14 @@ export class LeaseFollowers {
     private readonly control: Pick<ControlService, 'localMap'>,
     private readonly clock: FollowerClock,
     private readonly log: { warn(message: string): void },
+    private readonly calls: FollowerCalls = httpCellCalls,
   ) {}
 
   /** Leases of `prefix`'s keys just imported on `destination`, with what they had left on `source` when read (at `readAtMs` or later). */
   follow(prefix: string, source: MapCell, destination: MapCell, leases: Iterable<ImportLease>, readAtMs: number): void {
     let follower = this.followers.get(prefix);
     if (follower === undefined || follower.source.id !== source.id || follower.destination.id !== destination.id) {
-      follower = new LeaseFollower(prefix, source, destination, this.clock);
+      follower = new LeaseFollower(prefix, source, destination, this.clock, this.calls);
       this.followers.set(prefix, follower);
     }
     follower.follow(leases, readAtMs);
@@ -77,10 +78,10 @@ export class LeaseFollowers {
     const source = map.cells.find((c) => c.id === move.from);
     const destination = map.cells.find((c) => c.id === move.to);
     if (source === undefined || destination === undefined) return;
-    const read = await readNamespace(destination, move.prefix);
+    const read = await this.calls.readNamespace(destination, move.prefix);
     const ids = [...new Set(read.kvs.map((kv) => kv.lease).filter((id) => id !== 0))];
     const readAtMs = this.clock.nowMs();
-    const leases = (await Promise.all(ids.map((id) => readLease(destination, id)))).filter((lease) => lease !== null);
+    const leases = (await Promise.all(ids.map((id) => this.calls.readLease(destination, id)))).filter((lease) => lease !== null);
     if (leases.length > 0) this.follow(move.prefix, source, destination, leases, readAtMs);
   }
 }

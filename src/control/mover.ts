@@ -136,7 +136,7 @@ export class Mover {
       async (cells) => buildsProblem(await Promise.all(cells.map(cellBuilds)), 'allow'),
     private readonly io: MoverIo = httpMoverIo,
   ) {
-    this.leaseFollowers = new LeaseFollowers(control, clock, log);
+    this.leaseFollowers = new LeaseFollowers(control, clock, log, io.calls);
   }
 
   /** Renewals of moved keys' leases, carried from source to destination (lease-followers.ts). */
