@@ -156,3 +156,41 @@ test('a follower bounds the bytes it has forwarded to the leader and not yet see
   await assert.rejects(blocker, UnavailableError);
   driver.stop();
 });
+
+test('a follower that becomes leader proposes the writes waiting for room itself', async () => {
+  const timers: Timers = { setTimeout: () => ({ cancel: () => {} }), monotonicMs: () => 0 };
+  const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
+    hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
+    initialConfState: { voters: [1, 2, 3], votersOutgoing: [], learners: [] }, appliedIndex: 0,
+  }, new SeededRandom(10n));
+  const disk = new HeldDisk();
+  const sent: RaftMessage[] = [];
+  const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
+    { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000, forwardedBytesMax: 3_000 }, { onFatal: (e) => { throw e; } });
+  driver.start([]);
+  driver.receive([{ type: 'heartbeat', from: 2, to: 1, term: 1, commit: 0, readRound: 0, contact: [2] }]);
+  await settle(disk);
+  const big = driver.propose(driver.newProposalId(), new Uint8Array(4_000));
+  const waiting = driver.propose(driver.newProposalId(), new Uint8Array([42]));
+  big.catch(() => undefined);
+  await settle(disk);
+  assert.equal(sent.filter((m) => m.type === 'propose').length, 1, 'the second waits for room');
+  // Member 2 goes silent; this member campaigns and member 3 grants its (pre-)votes.
+  core.campaign();
+  for (let round = 0; round < 4 && !driver.isLeader; round++) {
+    driver.flush();
+    await settle(disk);
+    const asked = sent.filter((m) => (m.type === 'preVote' || m.type === 'vote') && m.to === 3).at(-1);
+    if (asked === undefined) continue;
+    driver.receive([{ type: asked.type === 'vote' ? 'voteResponse' : 'preVoteResponse', from: 3, to: 1, term: asked.term, reject: false }]);
+  }
+  await settle(disk);
+  assert.equal(driver.isLeader, true);
+  driver.tick();
+  await settle(disk);
+  // Appended by this leader (after its term's empty entry), not forwarded.
+  assert.equal(core.status().lastIndex, 2, 'the waiting write was proposed by the new leader');
+  assert.equal(sent.filter((m) => m.type === 'propose').length, 1, 'and not forwarded');
+  driver.stop();
+  await assert.rejects(waiting); // stopped before it committed: outcome unknown
+});
