@@ -149,8 +149,9 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
     try {
       await nemesis.stop();
     } catch (error) {
-      // The cell did not come back: say what the nemesis did before.
-      throw new Error(`${(error as Error).message}\nnemesis:\n${nemesis.log.join('\n')}`, { cause: error });
+      // The cell did not come back: say what the nemesis did before, and what each member said last.
+      const said = cell.cell.names().map((name) => `--- ${name}\n${cell.cell.tail(name, 25)}`).join('\n');
+      throw new Error(`${(error as Error).message}\nnemesis:\n${nemesis.log.join('\n')}\nmembers:\n${said}`, { cause: error });
     }
     const finalProcess = clients + leaseClients + 2 * lockClients;
     const finalValues = await finalReads(recorder, finalProcess, kvClients[0] as BatonClient, keys);
