@@ -49,6 +49,12 @@ export interface ReadOptions {
   readonly consistency: Consistency;
   /** Wait (bounded) until this node has applied at least this revision. */
   readonly minRevision?: number;
+  /**
+   * A linearizable read of a namespace fenced here for a move (administration: the mover's read
+   * after the fence). Anyone else's is refused wrong_cell: the destination may take writes from
+   * any moment after the fence, so the source's answer could be stale.
+   */
+  readonly fenced?: boolean;
 }
 
 export interface MemberStatus {

@@ -46,7 +46,8 @@ function keyPath(prefix: string): string {
 
 /** Every key of the namespace with value, version, revisions and lease, from one read view. */
 export async function readNamespace(cell: MapCell, prefix: string): Promise<NamespaceRead> {
-  const body = (await call(cell, `/v1/kv${keyPath(prefix)}?prefix=true&encoding=base64`)) as {
+  // `fenced`: after a move's fence the source serves this read to the mover (administration) only.
+  const body = (await call(cell, `/v1/kv${keyPath(prefix)}?prefix=true&encoding=base64&fenced=true`)) as {
     revision: number; more: boolean; kvs: { key: string; value: string; version: number; createRevision: number; modRevision: number; lease: number }[];
   };
   if (body.more) throw new UnavailableError(`namespace ${prefix} on ${cell.id} did not fit one read: too large to move in this version`);

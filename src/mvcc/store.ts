@@ -434,10 +434,10 @@ export class MvccStore {
     return null;
   }
 
-  /** The same for a read. */
-  refuseRead(request: RangeRequest): BatonError | null {
+  /** The same for a read; a linearizable one is refused for a fenced namespace too (cell-service.ts). */
+  refuseRead(request: RangeRequest, linearizable = false): BatonError | null {
     const ownership = this.ownership();
-    return ownership === null ? null : ownership.refuse(spansOfRead(request));
+    return ownership === null ? null : ownership.refuse(spansOfRead(request), linearizable);
   }
 
   /**

@@ -126,11 +126,13 @@ test('kill -9 of the control leader with the move flipped and not landed (destin
       move = (await anyControl('/v1/control/namespaces/land/')).body.move;
     }
     assert.equal(move.phase, 'flipped', JSON.stringify(move));
-    // The source keeps the namespace fenced: writes refused naming the destination, reads served.
+    // The source keeps the namespace fenced: writes and linearizable reads refused naming the
+    // destination, serializable reads served.
     const refused = await http(`${source}/v1/kv/land/late`, { method: 'PUT', body: 'x' });
     assert.equal(refused.status, 421);
     assert.equal(refused.body.error.cell, 'cell-2');
-    assert.equal((await http(`${source}/v1/kv/land/k0-0`)).status, 200);
+    assert.equal((await http(`${source}/v1/kv/land/k0-0`)).status, 421);
+    assert.equal((await http(`${source}/v1/kv/land/k0-0?consistency=serializable`)).status, 200);
     control.cell.signal(leader, 'SIGKILL');
     await control.cell.waitExit(leader);
   } finally {

@@ -267,6 +267,7 @@ async function getKey(
   const limit = query.integer('limit', 0);
   const keysOnly = query.flag('keysOnly');
   const countOnly = query.flag('countOnly');
+  const fenced = query.flag('fenced');
   query.rejectUnknown();
   const result = await readKeys(cell, 
     {
@@ -277,7 +278,7 @@ async function getKey(
       ...(limit !== undefined ? { limit } : {}),
       ...(revision !== undefined ? { revision } : {}),
     },
-    { consistency, ...(minRevision !== undefined ? { minRevision } : {}) },
+    { consistency, ...(minRevision !== undefined ? { minRevision } : {}), ...(fenced ? { fenced } : {}) },
     principal,
   );
   sendJson(res, context, 200, { ...rangeJson(result, encoding), consistency }, result.revision);
