@@ -14,6 +14,7 @@
 // Every connection is one segment (the cell that served it, why it was opened, how it ended), and
 // every event keeps the cell that delivered it, for the checker (cells-watch-check.ts).
 import type { CellEvent } from './cells-watch-check.js';
+import { sseData } from './sse-data.js';
 
 export interface WatchSegment {
   /** The cell that answered (its `Baton-Cell` header). */
@@ -253,20 +254,10 @@ export class CellsWatcher {
   }
 
   private async read(body: AsyncIterable<Uint8Array>, live: WatchSegment, alive: () => void): Promise<Ended> {
-    const decoder = new TextDecoder();
-    let buffered = '';
-    for await (const chunk of body) {
-      alive();
-      buffered += decoder.decode(chunk, { stream: true });
-      const lines = buffered.split('\n');
-      buffered = lines.pop() ?? '';
-      for (const line of lines) {
-        if (!line.startsWith('data: ')) continue;
-        const batch = JSON.parse(line.slice(6)) as Batch;
-        if (batch.error !== undefined) return this.ended(batch.error, live);
-        for (const event of batch.events ?? []) this.take(live, event);
-        if (batch.revision !== undefined) live.progressRevision = Math.max(live.progressRevision, batch.revision);
-      }
+    for await (const batch of sseData<Batch>(body, alive)) {
+      if (batch.error !== undefined) return this.ended(batch.error, live);
+      for (const event of batch.events ?? []) this.take(live, event);
+      if (batch.revision !== undefined) live.progressRevision = Math.max(live.progressRevision, batch.revision);
     }
     if (!this.abort.signal.aborted) live.end = 'dropped';
     return { type: 'dropped' };

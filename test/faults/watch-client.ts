@@ -3,6 +3,7 @@
 // connection becomes one WatchRecord, so the checker judges every stream on its own: exact,
 // in order, and complete up to the last progress revision it announced.
 import type { CommittedEvent, WatchRecord } from '../../src/check/index.js';
+import { sseData } from './sse-data.js';
 
 interface Batch {
   revision?: number;
@@ -75,26 +76,17 @@ export class WatchSession {
     try {
       const res = await fetch(`${url}/v1/watch?${query}`, { signal: this.abort.signal });
       if (res.status !== 200 || res.body === null) return null;
-      const decoder = new TextDecoder();
-      let buffered = '';
-      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-        buffered += decoder.decode(chunk, { stream: true });
-        const lines = buffered.split('\n');
-        buffered = lines.pop() ?? '';
-        for (const line of lines) {
-          if (!line.startsWith('data: ')) continue;
-          const batch = JSON.parse(line.slice(6)) as Batch;
-          if (batch.error !== undefined) {
-            if (batch.error.code !== 'compacted') return null;
-            return { type: 'compacted', compactRevision: batch.error.compactRevision ?? 0 };
-          }
-          for (const event of batch.events ?? []) {
-            const value = event.type === 'delete' ? null : event.kv.value;
-            connection.received.push({ revision: event.kv.modRevision, key: event.kv.key, type: event.type, value });
-          }
-          if (batch.revision !== undefined) {
-            connection.progressRevision = Math.max(connection.progressRevision, batch.revision);
-          }
+      for await (const batch of sseData<Batch>(res.body as AsyncIterable<Uint8Array>)) {
+        if (batch.error !== undefined) {
+          if (batch.error.code !== 'compacted') return null;
+          return { type: 'compacted', compactRevision: batch.error.compactRevision ?? 0 };
+        }
+        for (const event of batch.events ?? []) {
+          const value = event.type === 'delete' ? null : event.kv.value;
+          connection.received.push({ revision: event.kv.modRevision, key: event.kv.key, type: event.type, value });
+        }
+        if (batch.revision !== undefined) {
+          connection.progressRevision = Math.max(connection.progressRevision, batch.revision);
         }
       }
     } catch {

@@ -13,6 +13,7 @@ import {
 import { NodeDriver } from '../../../src/driver/driver.js';
 import { frameCommand, frameHead } from '../../../src/driver/entry-frame.js';
 import type { Timers } from '../../../src/driver/types.js';
+import type { DriverOptions } from '../../../src/driver/driver.js';
 import { CountingMachine, HeldDisk } from './driver-doubles.js';
 
 
@@ -25,19 +26,31 @@ async function settle(disk: HeldDisk): Promise<void> {
   }
 }
 
-test('an overloaded leader refuses proposals until its backlog commits', async () => {
-  let nowMs = 0;
-  const timers: Timers = { setTimeout: () => ({ cancel: () => {} }), monotonicMs: () => nowMs };
+/**
+ * Member 1 of a 3-voter cell, following member 2 (its heartbeat of term 1 said so): the driver,
+ * its core and disk, and every message it sent. `voters: [1]` instead starts it alone, not following.
+ */
+async function startMember(seed: bigint, options: Partial<DriverOptions>, timers: Timers, voters: number[] = [1, 2, 3]) {
   const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
     hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
-    initialConfState: { voters: [1], votersOutgoing: [], learners: [] }, appliedIndex: 0,
-  }, new SeededRandom(7n));
+    initialConfState: { voters, votersOutgoing: [], learners: [] }, appliedIndex: 0,
+  }, new SeededRandom(seed));
   const disk = new HeldDisk();
   const sent: RaftMessage[] = [];
   const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
-    { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000, readysInFlightMax: 4, uncommittedAgeMsMax: 1_000 },
-    { onFatal: (e) => { throw e; } });
+    { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000, ...options }, { onFatal: (e) => { throw e; } });
   driver.start([]);
+  if (voters.length > 1) {
+    driver.receive([{ type: 'heartbeat', from: 2, to: 1, term: 1, commit: 0, readRound: 0, contact: [2] }]);
+    await settle(disk);
+  }
+  return { core, disk, sent, driver };
+}
+
+test('an overloaded leader refuses proposals until its backlog commits', async () => {
+  let nowMs = 0;
+  const timers: Timers = { setTimeout: () => ({ cancel: () => {} }), monotonicMs: () => nowMs };
+  const { core, disk, sent, driver } = await startMember(7n, { readysInFlightMax: 4, uncommittedAgeMsMax: 1_000 }, timers, [1]);
   core.campaign();
   driver.tick();
   await settle(disk);
@@ -69,18 +82,8 @@ test('an overloaded leader refuses proposals until its backlog commits', async (
 
 test('a follower fails a forwarded proposal the moment the leader refuses it', async () => {
   const timers: Timers = { setTimeout: () => ({ cancel: () => {} }), monotonicMs: () => 0 };
-  const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
-    hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
-    initialConfState: { voters: [1, 2, 3], votersOutgoing: [], learners: [] }, appliedIndex: 0,
-  }, new SeededRandom(8n));
-  const disk = new HeldDisk();
-  const sent: RaftMessage[] = [];
-  const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
-    { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000 }, { onFatal: (e) => { throw e; } });
-  driver.start([]);
   // Member 2 leads term 1 (its heartbeat says so); timers never fire, so only a refusal can answer.
-  driver.receive([{ type: 'heartbeat', from: 2, to: 1, term: 1, commit: 0, readRound: 0, contact: [2] }]);
-  await settle(disk);
+  const { disk, sent, driver } = await startMember(8n, {}, timers);
   const full = driver.propose(driver.newProposalId(), new Uint8Array([1]));
   const moved = driver.propose(driver.newProposalId(), new Uint8Array([2]));
   await settle(disk);
@@ -100,17 +103,7 @@ test('a follower fails a forwarded proposal the moment the leader refuses it', a
 test('a follower bounds the bytes it has forwarded to the leader and not yet seen answered; writes wait their turn for room', async () => {
   let nowMs = 0;
   const timers: Timers = { setTimeout: () => ({ cancel: () => {} }), monotonicMs: () => nowMs };
-  const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
-    hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
-    initialConfState: { voters: [1, 2, 3], votersOutgoing: [], learners: [] }, appliedIndex: 0,
-  }, new SeededRandom(9n));
-  const disk = new HeldDisk();
-  const sent: RaftMessage[] = [];
-  const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
-    { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000, forwardedBytesMax: 3_000, forwardWaitMsMax: 1_000 }, { onFatal: (e) => { throw e; } });
-  driver.start([]);
-  driver.receive([{ type: 'heartbeat', from: 2, to: 1, term: 1, commit: 0, readRound: 0, contact: [2] }]);
-  await settle(disk);
+  const { disk, sent, driver } = await startMember(9n, { forwardedBytesMax: 3_000, forwardWaitMsMax: 1_000 }, timers);
   const forwarded = () => sent.flatMap((m) => (m.type === 'propose' ? m.commands : []));
   const refuse = (commands: readonly Uint8Array[]) =>
     driver.receive([{ type: 'proposeRefused', from: 2, to: 1, term: 1, reason: 'notLeader', commands: commands.map((c) => frameHead(c)) }]);
@@ -159,17 +152,7 @@ test('a follower bounds the bytes it has forwarded to the leader and not yet see
 
 test('a follower that becomes leader proposes the writes waiting for room itself', async () => {
   const timers: Timers = { setTimeout: () => ({ cancel: () => {} }), monotonicMs: () => 0 };
-  const core = createRaftNode({ ...defaultRaftConfig, id: 1 }, {
-    hardState: { term: 0, vote: 0, commit: 0 }, snapshot: null, entries: [],
-    initialConfState: { voters: [1, 2, 3], votersOutgoing: [], learners: [] }, appliedIndex: 0,
-  }, new SeededRandom(10n));
-  const disk = new HeldDisk();
-  const sent: RaftMessage[] = [];
-  const driver = new NodeDriver(core, disk, new CountingMachine(), { send: (m) => sent.push(...m) }, timers,
-    { requestTimeoutMs: 10_000, snapshotEntries: 1_000_000, forwardedBytesMax: 3_000 }, { onFatal: (e) => { throw e; } });
-  driver.start([]);
-  driver.receive([{ type: 'heartbeat', from: 2, to: 1, term: 1, commit: 0, readRound: 0, contact: [2] }]);
-  await settle(disk);
+  const { core, disk, sent, driver } = await startMember(10n, { forwardedBytesMax: 3_000 }, timers);
   const big = driver.propose(driver.newProposalId(), new Uint8Array(4_000));
   const waiting = driver.propose(driver.newProposalId(), new Uint8Array([42]));
   big.catch(() => undefined);
