@@ -55,6 +55,12 @@ export interface ReadOptions {
    * any moment after the fence, so the source's answer could be stale.
    */
   readonly fenced?: boolean;
+  /**
+   * A prefix read of a namespace's own keys (administration: a move's reads, a creation's count):
+   * the keys of these namespaces nested in it are left out, and the read is judged for the
+   * namespace alone, wherever the nested ones are (docs/design/cells.md "Nested namespaces").
+   */
+  readonly exclude?: readonly string[];
 }
 
 export interface MemberStatus {

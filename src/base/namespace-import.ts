@@ -19,9 +19,14 @@
  * 3: leases carry their origin cell and the record its destination; a lease the destination
  * holds under the same id but from another origin refuses the import (lease ids repeat across
  * cells: protocol 2 merged two owners' leases there), and imported leases keep their origin.
+ * 4: `exclude` (the namespaces nested in the moving one): a clear leaves their keys alone and a
+ * put or delete of one is refused. A member on 3 ignores the field and would clear a nested
+ * namespace's keys, so a namespace with namespaces nested in it moves only while every member of
+ * both cells reports 4 (nestedMoveProtocolNeeded); other moves still need 3.
  */
-export const moveProtocol = 3;
+export const moveProtocol = 4;
 export const moveProtocolNeeded = 3;
+export const nestedMoveProtocolNeeded = 4;
 
 /** Keys per import command: the mover batches a namespace's keys into commands of this size. */
 export const importKeysPerCommandMax = 1_000;
@@ -81,6 +86,12 @@ export interface ImportRecord {
    * Absent: the floor is taken (a mover that does not send it).
    */
   readonly fence?: number;
+  /**
+   * The namespaces nested in `prefix` (move protocol 4): their keys are theirs, not the moving
+   * namespace's, by the longest-prefix rule, and may be on this cell (a nested namespace of the
+   * destination or the source). The record never names one of their keys; a clear skips them.
+   */
+  readonly exclude?: readonly string[];
 }
 
 export function encodeImportRecord(record: ImportRecord): Uint8Array {

@@ -11,6 +11,7 @@ export const namespacesMax = 1_000;
 export const namespaceBytesMax = 512;
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 /** Why `prefix` is not a namespace (a sentence), or null when it is one. */
 export function namespaceProblem(prefix: string): string | null {
@@ -65,6 +66,44 @@ export function namespacesOfSpan(prefixes: readonly string[], span: KeySpan): Se
     }
   }
   return found;
+}
+
+/** The namespaces of `prefixes` nested in `prefix` (below it, not itself), sorted. */
+export function nestedNamespaces(prefixes: Iterable<string>, prefix: string): string[] {
+  return [...prefixes].filter((p) => p !== prefix && p.startsWith(prefix)).sort();
+}
+
+/**
+ * A namespace's own keys as ranges: its prefix's range less the ranges of the namespaces nested
+ * in it (`nested`, each under `prefix`), whose keys are theirs by the longest-prefix rule. A move
+ * of the namespace copies, clears and judges these ranges only, so a nested namespace stays where
+ * it is, on the source, the destination or a third cell. Each span ends (exclusive) at a nested
+ * prefix or at the namespace's end; empty spans are left out.
+ */
+export function ownSpans(prefix: string, nested: readonly string[]): KeySpan[] {
+  const holes = nested
+    .filter((n) => n !== prefix && n.startsWith(prefix))
+    .map((n) => ({ start: encoder.encode(n), end: encoder.encode(namespaceEnd(n)) }))
+    .sort((a, b) => compareBytes(a.start, b.start));
+  const spans: KeySpan[] = [];
+  let from = encoder.encode(prefix);
+  for (const hole of holes) {
+    if (compareBytes(hole.start, from) < 0) {
+      // Nested in a hole already cut (`/a/b/c/` inside `/a/b/`): its keys are skipped already.
+      if (compareBytes(hole.end, from) > 0) from = hole.end;
+      continue;
+    }
+    if (compareBytes(from, hole.start) < 0) spans.push({ start: decoder.decode(from), end: hole.start });
+    from = hole.end;
+  }
+  const end = encoder.encode(namespaceEnd(prefix));
+  if (compareBytes(from, end) < 0) spans.push({ start: decoder.decode(from), end });
+  return spans;
+}
+
+/** Whether `key` is one of `prefix`'s own keys: under it and under none of `nested`. */
+export function isOwnKey(prefix: string, nested: readonly string[], key: string): boolean {
+  return key.startsWith(prefix) && !nested.some((n) => n !== prefix && n.startsWith(prefix) && key.startsWith(n));
 }
 
 function prefixEndBytes(prefix: Uint8Array): Uint8Array {

@@ -13,7 +13,13 @@ export interface SimCellsFlags {
   readonly trace: boolean;
   readonly watches: boolean;
   readonly mover: 'real' | 'sim';
+  /** A namespace nested in another (/a/n/ in /a/): each moves without the other. */
+  readonly nested: boolean;
 }
+
+/** The namespaces of a seed: three side by side, and with `nested` one inside the first. */
+const flatNamespaces = ['/a/', '/b/', '/c/'];
+const nestedNamespaces = ['/a/', '/a/n/', '/b/', '/c/'];
 
 export const cellsBugNames = ['skip-fence', 'skip-floor'] as const;
 
@@ -26,6 +32,7 @@ export async function simCellsCommand(flags: SimCellsFlags): Promise<number> {
     ...flags.bugs.map((bug) => `--cells-bug ${bug}`),
     ...(flags.watches ? ['--watches'] : []),
     ...(flags.mover === 'sim' ? ['--mover sim'] : []),
+    ...(flags.nested ? ['--nested'] : []),
   ].join(' ');
   const started = performance.now();
   let failed = 0;
@@ -33,7 +40,7 @@ export async function simCellsCommand(flags: SimCellsFlags): Promise<number> {
   let aborted = 0;
   for (const seed of flags.seeds) {
     const result = await simulateCells({
-      seed, cells: flags.cells, bugs, watches: flags.watches, mover: flags.mover,
+      seed, cells: flags.cells, bugs, watches: flags.watches, mover: flags.mover, namespaces: flags.nested ? nestedNamespaces : flatNamespaces,
       ...(flags.profile === undefined ? {} : { profile: flags.profile }),
       ...(flags.faultPhaseMs === undefined ? {} : { faultPhaseMs: flags.faultPhaseMs }),
       ...(flags.trace ? { trace: (line: string) => console.log(line) } : {}),

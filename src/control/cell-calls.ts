@@ -40,14 +40,22 @@ async function call(cell: MapCell, path: string, init: RequestInit = {}): Promis
   throw new UnavailableError(`cell ${cell.id} did not answer ${path.split('?')[0]}: ${last}`, { cell: cell.id });
 }
 
+/** `&exclude=...` per nested namespace (a read of a namespace's own keys). */
+export function excludeQuery(nested: readonly string[]): string {
+  return nested.map((n) => `&exclude=${encodeURIComponent(n)}`).join('');
+}
+
 function keyPath(prefix: string): string {
   return prefix.split('/').map(encodeURIComponent).join('/');
 }
 
-/** Every key of the namespace with value, version, revisions and lease, from one read view. */
-export async function readNamespace(cell: MapCell, prefix: string): Promise<NamespaceRead> {
+/**
+ * Every key of the namespace with value, version, revisions and lease, from one read view; the
+ * keys of `nested` (namespaces nested in it) left out: they are not the namespace's.
+ */
+export async function readNamespace(cell: MapCell, prefix: string, nested: readonly string[] = []): Promise<NamespaceRead> {
   // `fenced`: after a move's fence the source serves this read to the mover (administration) only.
-  const body = (await call(cell, `/v1/kv${keyPath(prefix)}?prefix=true&encoding=base64&fenced=true`)) as {
+  const body = (await call(cell, `/v1/kv${keyPath(prefix)}?prefix=true&encoding=base64&fenced=true${excludeQuery(nested)}`)) as {
     revision: number; more: boolean; kvs: { key: string; value: string; version: number; createRevision: number; modRevision: number; lease: number }[];
   };
   if (body.more) throw new UnavailableError(`namespace ${prefix} on ${cell.id} did not fit one read: too large to move in this version`);
@@ -136,7 +144,7 @@ export async function readOwnershipTable(cell: MapCell): Promise<{
  * same Mover.
  */
 export interface CellCalls {
-  readNamespace(cell: MapCell, prefix: string): Promise<NamespaceRead>;
+  readNamespace(cell: MapCell, prefix: string, nested?: readonly string[]): Promise<NamespaceRead>;
   readLease(cell: MapCell, id: number): Promise<{ id: number; ttlMs: number; remainingMs: number; origin: string } | null>;
   sendImport(cell: MapCell, record: Uint8Array): Promise<{ imported: number; revision: number }>;
   leaderFirst(cell: MapCell): Promise<MapCell>;

@@ -6,7 +6,7 @@
 import { InvalidArgumentError, KeyNotFoundError, PreconditionFailedError } from '../base/errors.js';
 import type { MoveRecord } from './moves.js';
 import { isOpen, parseMoves } from './moves.js';
-import { namespaceOf, namespaceProblem, namespacesMax, rootNamespace } from '../base/namespaces.js';
+import { namespaceOf, namespaceProblem, namespacesMax, nestedNamespaces, rootNamespace } from '../base/namespaces.js';
 
 export interface MapCell {
   readonly id: string;
@@ -86,6 +86,11 @@ export function withoutNamespace(map: CellMap, prefix: string): CellMap {
 }
 
 /** The namespace whose keys a new or removed `prefix` takes from or gives back to. */
+/** The namespaces nested in `prefix` (their keys are theirs: a move of `prefix` leaves them be). */
+export function nestedIn(map: CellMap, prefix: string): string[] {
+  return nestedNamespaces(map.namespaces.map((n) => n.prefix), prefix);
+}
+
 export function parentOf(map: CellMap, prefix: string): MapNamespace {
   const prefixes = map.namespaces.map((n) => n.prefix).filter((p) => p !== prefix);
   const parent = namespaceOf(prefixes, prefix);
@@ -101,9 +106,13 @@ export function namespaceInfo(map: CellMap, prefix: string): MapNamespace & { en
   return { ...entry, endpoints: map.cells.find((c) => c.id === entry.cell)?.endpoints ?? [] };
 }
 
-/** An open move of `prefix` or of a namespace `prefix` is nested in (or nested in `prefix`). */
+/**
+ * An open move of `prefix` or of a namespace `prefix` is nested in (or nested in `prefix`), or one
+ * whose old copy is not cleared yet: that clear leaves out the namespaces nested in the moved one
+ * as the mover last read the map, so one created meanwhile could lose the keys its own move brought.
+ */
 export function openMoveOver(map: CellMap, prefix: string): MoveRecord | undefined {
-  return (map.moves ?? []).find((m) => isOpen(m) && (prefix.startsWith(m.prefix) || m.prefix.startsWith(prefix)));
+  return (map.moves ?? []).find((m) => (isOpen(m) || m.cleaned === false) && (prefix.startsWith(m.prefix) || m.prefix.startsWith(prefix)));
 }
 
 /**

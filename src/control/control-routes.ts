@@ -18,8 +18,8 @@ import { readJson } from '../api/http/body.js';
 import { bodyObject, pathSegment, stringField } from '../api/http/json-fields.js';
 import type { RouteGroup, RouteRequest } from '../api/http/handler.js';
 import { sendJson } from '../api/http/respond.js';
-import { namespaceInfo, withCell, withoutNamespace, type CellMap, type MapCell } from './cell-map.js';
-import { checkMoveBuilds } from './member-builds.js';
+import { namespaceInfo, nestedIn, withCell, withoutNamespace, type CellMap, type MapCell } from './cell-map.js';
+import { checkMoveBuilds, protocolNeeded } from './member-builds.js';
 import type { ControlService } from './control-service.js';
 import { latestMove, withMoveAborted, withMoveStarted } from './moves.js';
 import { createNamespace, createdInfo } from './namespace-create.js';
@@ -57,7 +57,7 @@ export function createControlRoutes(control: ControlService, admin: { checkAdmin
       const before = (await control.read(principal)).map;
       const started = withMoveStarted(before, prefix, to, Date.now());
       const from = started.moves?.at(-1)?.from as string;
-      await checkMoveBuilds([from, to].map((id) => before.cells.find((c) => c.id === id) as MapCell), 'refuse');
+      await checkMoveBuilds([from, to].map((id) => before.cells.find((c) => c.id === id) as MapCell), 'refuse', protocolNeeded(nestedIn(before, prefix)));
       const map = await control.change(principal, (current) => withMoveStarted(current, prefix, to, Date.now()));
       return answer(request, { epoch: map.epoch, move: latestMove(map, prefix) });
     }

@@ -4,6 +4,7 @@
 // change the map is pushed to every data cell as its ownership table; cells not reached then are
 // pushed again by the reconciler on the control cell's leader until each has the map's epoch.
 import { InvalidArgumentError, PreconditionFailedError, UnavailableError } from '../base/errors.js';
+import { excludeQuery } from './cell-calls.js';
 import { emptyCellMap, ownershipTableOf, parseCellMap, type CellMap, type MapCell } from './cell-map.js';
 
 /** Reserved: the cell map's key in the control cell. */
@@ -175,12 +176,15 @@ export class ControlService {
     return null;
   }
 
-  /** Keys under `prefix` on `cell` (a new namespace may not strand keys its parent's cell holds). */
-  async countKeys(cell: MapCell, prefix: string): Promise<number> {
+  /**
+   * Keys under `prefix` on `cell` (a new namespace may not strand keys its parent's cell holds),
+   * those of the namespaces `nested` in it left out (theirs, wherever they are).
+   */
+  async countKeys(cell: MapCell, prefix: string, nested: readonly string[] = []): Promise<number> {
     const path = prefix.split('/').map(encodeURIComponent).join('/');
     for (const endpoint of cell.endpoints) {
       try {
-        const response = await fetch(`${endpoint}/v1/kv${path}?prefix=true&countOnly=true`, { signal: AbortSignal.timeout(pushTimeoutMs) });
+        const response = await fetch(`${endpoint}/v1/kv${path}?prefix=true&countOnly=true${excludeQuery(nested)}`, { signal: AbortSignal.timeout(pushTimeoutMs) });
         const body = (await response.json()) as { count?: unknown; error?: { message?: string } };
         if (response.ok && typeof body.count === 'number') return body.count;
         // A definite no (e.g. cross_cell: namespaces of other cells are nested under the prefix).

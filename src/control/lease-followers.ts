@@ -4,7 +4,7 @@
 // destinations (their keys' leases, read there), and a member that stops leading forgets them.
 import type { ImportLease } from '../base/namespace-import.js';
 import { httpCellCalls } from './cell-calls.js';
-import type { CellMap, MapCell } from './cell-map.js';
+import { nestedIn, type CellMap, type MapCell } from './cell-map.js';
 import type { ControlService } from './control-service.js';
 import { LeaseFollower, type FollowerCalls, type FollowerClock } from './lease-follower.js';
 import { latestMove, type MoveRecord } from './moves.js';
@@ -78,7 +78,7 @@ export class LeaseFollowers {
     const source = map.cells.find((c) => c.id === move.from);
     const destination = map.cells.find((c) => c.id === move.to);
     if (source === undefined || destination === undefined) return;
-    const read = await this.calls.readNamespace(destination, move.prefix);
+    const read = await this.calls.readNamespace(destination, move.prefix, nestedIn(map, move.prefix));
     const ids = [...new Set(read.kvs.map((kv) => kv.lease).filter((id) => id !== 0))];
     const readAtMs = this.clock.nowMs();
     const leases = (await Promise.all(ids.map((id) => this.calls.readLease(destination, id)))).filter((lease) => lease !== null);

@@ -6,7 +6,7 @@
 // control plane looks before it starts a move and again before the fence: every member of both
 // cells must report moveProtocol >= moveProtocolNeeded in its own /v1/cluster/status.
 import { PreconditionFailedError, UnavailableError, type BatonError } from '../base/errors.js';
-import { moveProtocolNeeded } from '../base/namespace-import.js';
+import { moveProtocolNeeded, nestedMoveProtocolNeeded } from '../base/namespace-import.js';
 import type { MapCell } from './cell-map.js';
 
 const statusTimeoutMs = 2_000;
@@ -82,24 +82,25 @@ function described(cell: string, member: MemberBuild): string {
  * namespace off a cell with a member down, when an operator most wants to). A cell none of whose
  * members answers stops it only where `silentCell` is 'refuse' (the start: nothing could be copied).
  */
-export function buildsProblem(cells: readonly CellBuilds[], silentCell: 'refuse' | 'allow'): BatonError | null {
+export function buildsProblem(cells: readonly CellBuilds[], silentCell: 'refuse' | 'allow', needed = moveProtocolNeeded): BatonError | null {
   const ids = cells.map((c) => c.cell).join(' and ');
   const older: { cell: string; member: MemberBuild }[] = [];
   const silent: string[] = [];
   for (const { cell, members } of cells) {
     if (members === null) silent.push(cell);
     for (const member of members ?? []) {
-      if (member.moveProtocol !== null && member.moveProtocol < moveProtocolNeeded) older.push({ cell, member });
+      if (member.moveProtocol !== null && member.moveProtocol < needed) older.push({ cell, member });
     }
   }
   if (older.length > 0) {
     const list = older.map(({ cell, member }) => `${described(cell, member)} runs a build with move protocol ${member.moveProtocol}`
       + `${member.moveProtocol === 0 ? ' (none reported: older than landing imports)' : ''}, store format ${member.storeFormat ?? 'unknown'}`);
     return new PreconditionFailedError(
-      `${list.join('; ')}: moving a namespace needs every member of ${ids} on a build with move protocol ${moveProtocolNeeded} or newer `
-      + `(landing imports, leases carried across moves); restart ${older.length === 1 ? 'it' : 'them'} on such a build first`,
+      `${list.join('; ')}: moving ${needed > moveProtocolNeeded ? 'a namespace with namespaces nested in it' : 'a namespace'} needs every member of ${ids} `
+      + `on a build with move protocol ${needed} or newer (${needed > moveProtocolNeeded ? 'imports that leave nested namespaces alone' : 'landing imports, leases carried across moves'}); `
+      + `restart ${older.length === 1 ? 'it' : 'them'} on such a build first`,
       {
-        moveProtocolNeeded,
+        moveProtocolNeeded: needed,
         members: older.map(({ cell, member }) => ({ cell, id: member.id, name: member.name, clientUrl: member.clientUrl, moveProtocol: member.moveProtocol, storeFormat: member.storeFormat })),
       },
     );
@@ -110,8 +111,13 @@ export function buildsProblem(cells: readonly CellBuilds[], silentCell: 'refuse'
   return null;
 }
 
+/** The protocol a move of `prefix` needs: more with namespaces nested in it (namespace-import.ts). */
+export function protocolNeeded(nested: readonly string[]): number {
+  return nested.length > 0 ? nestedMoveProtocolNeeded : moveProtocolNeeded;
+}
+
 /** Throws buildsProblem's error for a move between `cells` now. */
-export async function checkMoveBuilds(cells: readonly MapCell[], silentCell: 'refuse' | 'allow'): Promise<void> {
-  const problem = buildsProblem(await Promise.all(cells.map(cellBuilds)), silentCell);
+export async function checkMoveBuilds(cells: readonly MapCell[], silentCell: 'refuse' | 'allow', needed = moveProtocolNeeded): Promise<void> {
+  const problem = buildsProblem(await Promise.all(cells.map(cellBuilds)), silentCell, needed);
   if (problem !== null) throw problem;
 }

@@ -21,13 +21,14 @@
 //   released     the destination took it; the source's copy is removed (an import with `clear`)
 //   aborted      before the flip only: the source is unfenced, the destination's copy removed
 import { encodeImportRecord, importKeysPerCommandMax, type ImportedKey as KeyValue, type ImportLease } from '../base/namespace-import.js';
-import { ownershipTableOf, type CellMap, type MapCell } from './cell-map.js';
+import { nestedIn, ownershipTableOf, type CellMap, type MapCell } from './cell-map.js';
+import { isOwnKey } from '../base/namespaces.js';
 import { CellRefusedError, httpCellCalls, type CellCalls, type NamespaceRead, type WireRequest } from './cell-calls.js';
 import type { ControlService } from './control-service.js';
 import { SourceFeed, type FeedChanges } from './source-feed.js';
 import { LeaseFollowers } from './lease-followers.js';
 import { movesToDrive, withMoveAborted, withMoveAdvanced, withMoveBlocked, withMoveCleaned, type MovePhase, type MoveRecord } from './moves.js';
-import { buildsProblem, cellBuilds } from './member-builds.js';
+import { buildsProblem, cellBuilds, protocolNeeded } from './member-builds.js';
 import type { BatonError } from '../base/errors.js';
 
 /** The control cell acts as root on its own work. */
@@ -41,10 +42,13 @@ const streamImportEveryMs = 25;
 /** After the fence: how long the source's watch may take to end at it before a full read instead. */
 const feedFenceWaitMs = 2_000;
 /**
- * Dedup records are listed by stamp (a proposer's clock at proposal): one applied after a record
- * already copied may carry a slightly older stamp, so each later read goes back this far.
+ * Dedup records are listed by stamp, and a record's stamp is the source's replicated dedup clock
+ * when it applied (src/mvcc/dedup.ts), which only moves forward: every record applied after a
+ * listing is stamped at or above the newest stamp that listing returned. So each later listing
+ * starts at that stamp (inclusive: records of the same stamp are filtered by id), and the fence's
+ * answer carries only the records of the last moments, not seconds of them
+ * (namespace-requests.test.ts shows a late-proposed record listed this way).
  */
-const requestStampMarginMs = 3_000;
 const requestsPerImport = 1_000;
 /** Import records stay well under a request's size (src/base/limits.ts). */
 const importBatchBytes = 768 * 1024;
@@ -123,6 +127,12 @@ export const httpMoverIo: MoverIo = {
 
 export class Mover {
   private readonly progress = new Map<number, Progress>();
+  /**
+   * The namespaces nested in each moving one, from the map the step acts on. Their keys are theirs
+   * and stay where they are: every read, import and clear of the move leaves them out. None can be
+   * created or moved while the move is open (cell-map.ts), so the list holds for the whole move.
+   */
+  private readonly nestedOf = new Map<string, readonly string[]>();
   /** Figures of finished moves (this leader's): fence -> destination table, ms. */
   readonly windows: number[] = [];
 
@@ -132,8 +142,8 @@ export class Mover {
     private readonly log: { warn(message: string): void; info(message: string): void } = { warn: () => {}, info: () => {} },
     private readonly observer: MoveObserver = quietObserver,
     /** The build gate before the fence (member-builds.ts); null: it may fence. */
-    private readonly buildsCheck: (cells: readonly MapCell[]) => Promise<BatonError | null> =
-      async (cells) => buildsProblem(await Promise.all(cells.map(cellBuilds)), 'allow'),
+    private readonly buildsCheck: (cells: readonly MapCell[], needed: number) => Promise<BatonError | null> =
+      async (cells, needed) => buildsProblem(await Promise.all(cells.map(cellBuilds)), 'allow', needed),
     private readonly io: MoverIo = httpMoverIo,
   ) {
     this.leaseFollowers = new LeaseFollowers(control, clock, log, io.calls);
@@ -169,11 +179,12 @@ export class Mover {
   /** Does the record's phase; true when nothing more is to be done for it now. */
   private async act(known: { map: CellMap; modRevision: number }, move: MoveRecord): Promise<boolean> {
     const map = known.map;
+    this.nestedOf.set(move.prefix, nestedIn(map, move.prefix));
     let source = cellOf(map, move.from);
     let destination = cellOf(map, move.to);
     switch (move.phase) {
       case 'copying': {
-        const read = await this.io.calls.readNamespace(source, move.prefix);
+        const read = await this.io.calls.readNamespace(source, move.prefix, this.nested(move.prefix));
         const progress: Progress = { copied: new Map(), through: read.revision, requestIds: new Set(), requestsStampMs: -1 };
         await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, map.epoch);
         this.forget(move.id);
@@ -204,7 +215,7 @@ export class Mover {
       case 'fenced': {
         // A new leader resuming a fence: an older member found now aborts it (waiting here would
         // keep the namespace unwritable; the abort unfences the source).
-        const problem = await this.buildsCheck([source, destination]);
+        const problem = await this.buildsCheck([source, destination], protocolNeeded(this.nested(move.prefix)));
         if (problem !== null) {
           this.log.warn(`move ${move.id} of ${move.prefix}: aborted before its flip: ${problem.message}`);
           await this.control.change(moverPrincipal, (current) => withMoveAborted(current, move.prefix, problem.message, this.clock.nowMs()));
@@ -228,7 +239,7 @@ export class Mover {
       case 'released': {
         if (move.cleaned !== false) return true;
         await this.pushUntil(map, move.from); // the source no longer owns it, so it may be cleared
-        await this.io.calls.sendImport(source, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
+        await this.io.calls.sendImport(source, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [], ...this.excluding(move.prefix) }));
         await this.control.change(moverPrincipal, (current) => withMoveCleaned(current, move.id, this.clock.nowMs()));
         this.observer.finished('released');
         this.forget(move.id);
@@ -237,7 +248,7 @@ export class Mover {
       case 'aborted': {
         this.leaseFollowers.forget(move.prefix, move.to);
         await this.pushUntil(map, move.from); // unfenced
-        await this.io.calls.sendImport(destination, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [] }));
+        await this.io.calls.sendImport(destination, encodeImportRecord({ prefix: move.prefix, clear: true, floor: 0, puts: [], deletes: [], leases: [], ...this.excluding(move.prefix) }));
         await this.control.change(moverPrincipal, (current) => withMoveCleaned(current, move.id, this.clock.nowMs()));
         this.observer.finished('aborted');
         this.forget(move.id);
@@ -297,14 +308,14 @@ export class Mover {
       // Every change the source accepted for the namespace is at or below the fence the watch ended at.
       fenceRevision = feed.fenceRevision as number;
       mark('feed ended')();
-      last = this.changesOf(feed.take(), progress);
+      last = this.changesOf(move.prefix, feed.take(), progress);
       fromFeed = true;
     } else {
       if (feed !== undefined) this.log.warn(`move ${move.id} of ${move.prefix}: the source's feed did not end at the fence (${feed.failed ?? 'timed out'}): reading the namespace instead`);
       feed?.close();
       progress.feed = undefined;
       // Read after the fence applied: every write the source accepted for the namespace is in it.
-      const read = await this.io.calls.readNamespace(source, move.prefix);
+      const read = await this.io.calls.readNamespace(source, move.prefix, this.nested(move.prefix));
       fenceRevision = read.revision;
       last = this.differenceOf(read, progress);
     }
@@ -343,7 +354,7 @@ export class Mover {
   private async buildsAllowFence(move: MoveRecord, progress: Progress, source: MapCell, destination: MapCell): Promise<boolean> {
     const now = this.clock.nowMs();
     if (progress.buildsRecheckAtMs !== undefined && now < progress.buildsRecheckAtMs) return false;
-    const problem = await this.buildsCheck([source, destination]);
+    const problem = await this.buildsCheck([source, destination], protocolNeeded(this.nested(move.prefix)));
     if (problem === null) {
       progress.buildsRecheckAtMs = undefined;
       return true;
@@ -371,7 +382,7 @@ export class Mover {
     known?.feed?.close();
     if (known !== undefined) known.feed = undefined;
     const progress: Progress = known ?? { copied: new Map(), through: 0, requestIds: new Set(), requestsStampMs: -1 };
-    const read = await this.io.calls.readNamespace(source, move.prefix);
+    const read = await this.io.calls.readNamespace(source, move.prefix, this.nested(move.prefix));
     const requests = await this.sendRequests(destination, move.prefix, await this.newRequests(source, move.prefix, progress), progress, map.epoch, requestsPerImport);
     const floor = Math.max(read.revision, move.fenceRevision ?? 0);
     if (known === undefined) {
@@ -385,11 +396,16 @@ export class Mover {
     this.log.info(`move ${move.id} of ${move.prefix}: landed on ${move.to} from a read of the fenced source at revision ${read.revision}`);
   }
 
-  /** A feed's changes as an import: puts, and deletes of keys the destination holds. */
-  private changesOf(taken: FeedChanges, progress: Progress): { puts: KeyValue[]; deletes: string[] } {
+  /**
+   * A feed's changes as an import: puts, and deletes of keys the destination holds. The watch of
+   * the prefix sees the writes of namespaces nested in it on the source too: those are left out.
+   */
+  private changesOf(prefix: string, taken: FeedChanges, progress: Progress): { puts: KeyValue[]; deletes: string[] } {
     const puts: KeyValue[] = [];
     const deletes: string[] = [];
+    const nested = this.nested(prefix);
     for (const [key, kv] of taken.changes) {
+      if (nested.length > 0 && !isOwnKey(prefix, nested, key)) continue;
       if (kv !== null) puts.push(kv);
       else if (progress.copied.has(key)) deletes.push(key);
     }
@@ -434,17 +450,17 @@ export class Mover {
   private async importChanges(
     source: MapCell, destination: MapCell, prefix: string, taken: FeedChanges, floor: number, progress: Progress, epoch: number,
   ): Promise<void> {
-    const { puts, deletes } = this.changesOf(taken, progress);
+    const { puts, deletes } = this.changesOf(prefix, taken, progress);
     await this.importAll(source, destination, prefix, puts, deletes, false, floor, progress, epoch);
   }
 
-  /** The namespace's Request-ID records on the source not copied yet (from the last stamp, less a margin). */
+  /** The namespace's Request-ID records on the source not copied yet (from the newest stamp copied). */
   private async newRequests(source: MapCell, prefix: string, progress: Progress): Promise<WireRequest[]> {
     return (await this.io.calls.readNamespaceRequests(source, prefix, this.requestsSince(progress))).filter((r) => !progress.requestIds.has(r.id));
   }
 
   private requestsSince(progress: Progress): number {
-    return progress.requestsStampMs < 0 ? 0 : Math.max(0, progress.requestsStampMs - requestStampMarginMs);
+    return Math.max(0, progress.requestsStampMs);
   }
 
   /**
@@ -456,7 +472,7 @@ export class Mover {
     const sending = requests.slice(0, requests.length - kept.length);
     for (let i = 0; i < sending.length; i += requestsPerImport) {
       const batch = sending.slice(i, i + requestsPerImport);
-      await this.io.calls.sendImport(destination, encodeImportRecord({ prefix, clear: false, floor: 0, epoch, puts: [], deletes: [], leases: [], requests: batch.map(wireToRequest) }));
+      await this.io.calls.sendImport(destination, encodeImportRecord({ prefix, clear: false, floor: 0, epoch, puts: [], deletes: [], leases: [], requests: batch.map(wireToRequest), ...this.excluding(prefix) }));
       this.noteRequests(progress, batch);
     }
     return kept;
@@ -484,6 +500,16 @@ export class Mover {
     }
   }
 
+  private nested(prefix: string): readonly string[] {
+    return this.nestedOf.get(prefix) ?? [];
+  }
+
+  /** An import record's `exclude` for the move of `prefix` (absent when nothing is nested in it). */
+  private excluding(prefix: string): { exclude?: readonly string[] } {
+    const nested = this.nested(prefix);
+    return nested.length === 0 ? {} : { exclude: nested };
+  }
+
   private forget(id: number): void {
     this.progress.get(id)?.feed?.close();
     this.progress.delete(id);
@@ -493,7 +519,7 @@ export class Mover {
   private async progressOf(move: MoveRecord, source: MapCell, destination: MapCell, epoch: number): Promise<Progress> {
     const known = this.progress.get(move.id);
     if (known !== undefined) return known;
-    const read = await this.io.calls.readNamespace(source, move.prefix);
+    const read = await this.io.calls.readNamespace(source, move.prefix, this.nested(move.prefix));
     const progress: Progress = { copied: new Map(), through: read.revision, requestIds: new Set(), requestsStampMs: -1 };
     await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, epoch);
     this.progress.set(move.id, progress);
@@ -505,7 +531,7 @@ export class Mover {
    * read's revision). Returns the number of changes.
    */
   private async catchUp(move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress, epoch: number): Promise<number> {
-    const read = await this.io.calls.readNamespace(source, move.prefix);
+    const read = await this.io.calls.readNamespace(source, move.prefix, this.nested(move.prefix));
     const { puts, deletes } = this.differenceOf(read, progress);
     await this.importAll(source, destination, move.prefix, puts, deletes, false, read.revision, progress, epoch);
     return puts.length + deletes.length;
@@ -558,6 +584,7 @@ export class Mover {
       const batchLeases = [...new Set(puts.map((kv) => kv.lease).filter((id) => id !== 0))].map((id) => leases.get(id) as ImportLease);
       await this.io.calls.sendImport(destination, encodeImportRecord({
         prefix, clear: clear && first, floor, epoch, puts, deletes: deleting, leases: batchLeases, destination: destination.id, requests: withRequests.map(wireToRequest),
+        ...this.excluding(prefix),
         ...(lastOne && own !== undefined ? { own, ...(fence === undefined ? {} : { fence: Math.min(fence, floor) }) } : {}),
       }));
       // Their owners renew them on the source: the destination's copies (imported now) get those

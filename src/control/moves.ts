@@ -88,12 +88,9 @@ export function withMoveStarted(map: CellMap, prefix: string, to: string, nowMs:
   if (entry.cell === to) throw new InvalidArgumentError(`namespace ${prefix} is on ${to} already`);
   const open = (map.moves ?? []).find((m) => isOpen(m) && (m.prefix.startsWith(prefix) || prefix.startsWith(m.prefix)));
   if (open !== undefined) throw new PreconditionFailedError(`a move of ${open.prefix} is open (${open.phase})`, { move: open });
-  // The move copies and later clears the prefix's whole key range: a namespace nested in it would
-  // be swept along. (Move nested namespaces first, or delete them.)
-  const nested = map.namespaces.filter((n) => n.prefix !== prefix && n.prefix.startsWith(prefix));
-  if (nested.length > 0) {
-    throw new InvalidArgumentError(`namespace ${prefix} has namespaces nested in it (${nested.map((n) => n.prefix).join(', ')}): moving it with them is not supported`);
-  }
+  // Namespaces nested in it stay where they are: the move copies and clears its own keys only
+  // (ownSpans), and none may be created or moved while it moves (the open-move check above,
+  // cell-map.ts withNamespace).
   const epoch = map.epoch + 1;
   const move: MoveRecord = { id: epoch, prefix, from: entry.cell, to, phase: 'copying', startedAtMs: nowMs, updatedAtMs: nowMs };
   return {

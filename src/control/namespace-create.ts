@@ -6,9 +6,9 @@
 // and lands it like any move, and a write that raced the creation moves with P instead of being
 // stranded. The answer comes once the move is released (or aborted, undone).
 import { InvalidArgumentError, UnavailableError } from '../base/errors.js';
-import { namespaceInfo, parentOf, withNamespace, withoutNamespace, type CellMap, type MapCell } from './cell-map.js';
+import { namespaceInfo, nestedIn, parentOf, withNamespace, withoutNamespace, type CellMap, type MapCell } from './cell-map.js';
 import type { ControlService } from './control-service.js';
-import { checkMoveBuilds } from './member-builds.js';
+import { checkMoveBuilds, protocolNeeded } from './member-builds.js';
 import { isOpen, latestMove, withMoveStarted, type MoveRecord } from './moves.js';
 
 export interface CreateOptions {
@@ -18,7 +18,7 @@ export interface CreateOptions {
   readonly nowMs: () => number;
   readonly sleep: (ms: number) => Promise<void>;
   /** The move build gate (member-builds.ts): every member of both cells must take landing imports. */
-  readonly checkBuilds: (cells: readonly MapCell[]) => Promise<void>;
+  readonly checkBuilds: (cells: readonly MapCell[], needed: number) => Promise<void>;
 }
 
 export const defaultCreateOptions: CreateOptions = {
@@ -26,7 +26,7 @@ export const defaultCreateOptions: CreateOptions = {
   pollMs: 50,
   nowMs: () => Date.now(),
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-  checkBuilds: (cells) => checkMoveBuilds(cells, 'refuse'),
+  checkBuilds: (cells, needed) => checkMoveBuilds(cells, 'refuse', needed),
 };
 
 export interface Created {
@@ -45,17 +45,14 @@ export async function createNamespace(
   const before = (await control.read(principal)).map;
   withNamespace(before, prefix, cellId); // the request's own errors before any cell is asked
   const parent = parentOf(before, prefix);
-  const nested = before.namespaces.some((n) => n.prefix !== prefix && n.prefix.startsWith(prefix));
-  if (parent.cell === cellId || nested) {
-    // The parent's own cell: nothing changes hands. Nested namespaces: a move cannot carry them
-    // (moves.ts), so such a creation keeps the plain change and its check (the gap in cells.md).
-    if (parent.cell !== cellId) await refuseKeys(control, before, parent.cell, parent.prefix, prefix);
-    return { map: await control.change(principal, (current) => withNamespace(current, prefix, cellId)) };
-  }
+  // The parent's own cell: nothing changes hands.
+  if (parent.cell === cellId) return { map: await control.change(principal, (current) => withNamespace(current, prefix, cellId)) };
   // A namespace with keys is moved, not created: a quick answer for the common mistake. A write
-  // racing past this check is carried by the move below.
-  await refuseKeys(control, before, parent.cell, parent.prefix, prefix);
-  await options.checkBuilds([parent.cell, cellId].map((id) => before.cells.find((c) => c.id === id) as MapCell));
+  // racing past this check is carried by the move below. Keys of namespaces nested in P are
+  // theirs: neither counted nor moved (the move leaves them where they are).
+  const nested = nestedIn(before, prefix);
+  await refuseKeys(control, before, parent.cell, parent.prefix, prefix, nested);
+  await options.checkBuilds([parent.cell, cellId].map((id) => before.cells.find((c) => c.id === id) as MapCell), protocolNeeded(nested));
   const started = await control.change(principal, (current) => {
     const home = parentOf(current, prefix).cell;
     const created = withNamespace(current, prefix, home);
@@ -68,7 +65,8 @@ export async function createNamespace(
   for (;;) {
     const { map } = await control.read(principal);
     const now = (map.moves ?? []).find((m) => m.id === move.id);
-    if (now === undefined || now.phase === 'released') return now === undefined ? { map } : { map, move: now };
+    // Released and its old copy cleared: until then no namespace may be created in it (cell-map.ts).
+    if (now === undefined || (now.phase === 'released' && now.cleaned !== false)) return now === undefined ? { map } : { map, move: now };
     if (now.phase === 'aborted') {
       // Undo: P goes back into its parent on the parent's cell (which held it all along).
       const undone = await control.change(principal, (current) => (
@@ -84,9 +82,9 @@ export async function createNamespace(
   }
 }
 
-async function refuseKeys(control: ControlService, map: CellMap, cellId: string, parentPrefix: string, prefix: string): Promise<void> {
+async function refuseKeys(control: ControlService, map: CellMap, cellId: string, parentPrefix: string, prefix: string, nested: readonly string[]): Promise<void> {
   const cell = map.cells.find((c) => c.id === cellId);
-  const count = cell === undefined ? 0 : await control.countKeys(cell, prefix);
+  const count = cell === undefined ? 0 : await control.countKeys(cell, prefix, nested);
   if (count > 0) {
     throw new InvalidArgumentError(`cell ${cellId} holds ${count} keys under ${prefix} (namespace ${parentPrefix}): a namespace with keys is moved, not created`, {
       cell: cellId, count,

@@ -3,7 +3,8 @@
 // ReadIndex confirmation, serializable reads are answered from local state and say so.
 import { encodeTenants, isLeasesOnly, leasesOnlyImportBytesMax, parseImportRecord, type StoredPolicy } from '../mvcc/index.js';
 import type { TenantRecord, TenantUsage } from '../base/tenants.js';
-import { UnavailableError } from '../base/errors.js';
+import { InvalidArgumentError, UnavailableError } from '../base/errors.js';
+import { namespaceProblem, namespacesMax, ownSpans } from '../base/namespaces.js';
 import { moveProtocol } from '../base/namespace-import.js';
 import { readAccesses, type AccessGuard } from '../auth/index.js';
 import {
@@ -297,8 +298,8 @@ export class CellService implements api.CellApi, CommandProposer {
     // it, a member behind its cell (cut off, or replaying its log after a restart) holds an older
     // table and would refuse for certain with wrong_cell naming the namespace's former owner, which
     // the mover took as the source's refusal and aborted a move (fault run across cells, seed 3).
-    if (options.fenced === true) this.guard.checkAdmin(principal);
-    if (options.consistency !== 'linearizable') this.checkOwned(request, false);
+    if (options.fenced === true || options.exclude !== undefined) this.guard.checkAdmin(principal);
+    if (options.consistency !== 'linearizable') for (const part of ownParts(request, options)) this.checkOwned(part, false);
     const entered = this.tenanted() ? this.enter([request.key], 'read', this.rangeWork(request), null, principal) : null;
     const admitted = entered instanceof Promise ? await entered : entered;
     let release: () => void;
@@ -379,9 +380,30 @@ export class CellService implements api.CellApi, CommandProposer {
     if (options.minRevision !== undefined) await this.waitForRevision(options.minRevision);
     this.guard.check(principal, () => readAccesses(request));
     // Again on the state read: a read must not answer for a namespace this cell gave up meanwhile.
-    this.checkOwned(request, options.consistency === 'linearizable', options.fenced === true);
-    const result = this.store.range({ type: 'get', ...request });
-    return { revision: result.revision, count: result.count, more: result.more, kvs: result.kvs };
+    const parts = ownParts(request, options);
+    for (const part of parts) this.checkOwned(part, options.consistency === 'linearizable', options.fenced === true);
+    if (parts.length === 1) {
+      const result = this.store.range({ type: 'get', ...(parts[0] as api.RangeRequest) });
+      return { revision: result.revision, count: result.count, more: result.more, kvs: result.kvs };
+    }
+    // A namespace's own ranges, read back to back (no await between them: one state), the limit
+    // counted across them.
+    const combined: { revision: number; count: number; more: boolean; kvs: api.RangeResult['kvs'][number][] } = { revision: 0, count: 0, more: false, kvs: [] };
+    for (const part of parts) {
+      const left = request.limit !== undefined && request.limit > 0 ? request.limit - combined.kvs.length : 0;
+      if (request.limit !== undefined && request.limit > 0 && left <= 0) {
+        const rest = this.store.range({ type: 'get', ...part, countOnly: true });
+        combined.count += rest.count;
+        combined.more ||= rest.count > 0;
+        continue;
+      }
+      const result = this.store.range({ type: 'get', ...part, ...(left > 0 ? { limit: left } : {}) });
+      combined.revision = result.revision;
+      combined.count += result.count;
+      combined.more ||= result.more;
+      combined.kvs.push(...result.kvs);
+    }
+    return combined;
   }
 
   /** A linearizable read of the MVCC store (not counted against the read gate: small, internal). */
@@ -522,4 +544,25 @@ function matchOf(progress: { readonly match: number } | undefined): { matchIndex
 function grpcUrlOf(urls: ReadonlyMap<string, string> | undefined, name: string): { grpcUrl?: string } {
   const url = urls?.get(name);
   return url === undefined ? {} : { grpcUrl: url };
+}
+
+/**
+ * The ranges a read covers: itself, or with `exclude` (a namespace's own keys, administration) the
+ * namespace's range less its nested namespaces' (src/base/namespaces.ts ownSpans). Refused unless
+ * the read is a prefix read of a namespace and every excluded prefix a namespace nested in it.
+ */
+function ownParts(request: api.RangeRequest, options: api.ReadOptions): api.RangeRequest[] {
+  const exclude = options.exclude;
+  if (exclude === undefined || exclude.length === 0) return [request];
+  if (request.prefix !== true || namespaceProblem(request.key) !== null) {
+    throw new InvalidArgumentError('exclude reads a namespace\'s own keys: the read must be a prefix read of a namespace (a prefix ending in /)');
+  }
+  if (exclude.length > namespacesMax) throw new InvalidArgumentError(`exclude names at most ${namespacesMax} namespaces`);
+  for (const nested of exclude) {
+    if (nested === request.key || !nested.startsWith(request.key) || namespaceProblem(nested) !== null) {
+      throw new InvalidArgumentError(`exclude names namespaces nested in ${request.key}, not ${JSON.stringify(nested)}`);
+    }
+  }
+  const { prefix: _prefix, ...rest } = request;
+  return ownSpans(request.key, exclude).map((span) => ({ ...rest, key: span.start, rangeEnd: span.end as Uint8Array }));
 }

@@ -19,7 +19,7 @@ import type { TenantRecord } from '../base/tenants.js';
 import { accountKeyChange } from './tenant-usage.js';
 import { noTally, type LiveKeyTally } from './live-keys.js';
 import { importKeysPerCommandMax, importRecordBytesMax, type ImportLease, type ImportRecord } from '../base/namespace-import.js';
-import { namespaceEnd, namespaceProblem } from '../base/namespaces.js';
+import { isOwnKey, namespaceProblem, namespacesMax, ownSpans } from '../base/namespaces.js';
 import { assert } from '../base/assert.js';
 import { emptyBytes, utf8 } from './bytes.js';
 import { checkEpochRoom } from './epoch.js';
@@ -49,8 +49,14 @@ export function parseImportRecord(bytes: Uint8Array): ImportRecord {
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new InvalidArgumentError(`an import record's ${what} must be a count`);
     return value;
   };
+  const exclude = raw['exclude'] === undefined ? [] : raw['exclude'];
+  if (!Array.isArray(exclude) || exclude.length > namespacesMax
+    || !exclude.every((n): n is string => typeof n === 'string' && n !== prefix && n.startsWith(prefix) && namespaceProblem(n) === null)) {
+    throw new InvalidArgumentError(`an import record's exclude lists namespaces nested in ${prefix} (at most ${namespacesMax})`);
+  }
   const inNamespace = (key: unknown): string => {
     if (typeof key !== 'string' || !key.startsWith(prefix)) throw new InvalidArgumentError(`an imported key must be under ${prefix}`);
+    if (!isOwnKey(prefix, exclude, key)) throw new InvalidArgumentError(`imported key ${key} is in a namespace nested in ${prefix} (${exclude.find((n) => key.startsWith(n))}), not in ${prefix}`);
     return key;
   };
   const list = (value: unknown, what: string): Record<string, unknown>[] => {
@@ -103,7 +109,7 @@ export function parseImportRecord(bytes: Uint8Array): ImportRecord {
   const fence = raw['fence'] === undefined ? undefined : count(raw['fence'], 'fence');
   if (fence !== undefined && (own === undefined || fence > floor)) throw new InvalidArgumentError('an import record\'s fence comes with own, at most its floor');
   const parsed = { prefix, clear: raw['clear'] === true, floor, epoch, puts, deletes, leases, requests,
-    ...(destination === undefined ? {} : { destination }), ...(fence === undefined ? {} : { fence }) };
+    ...(destination === undefined ? {} : { destination }), ...(fence === undefined ? {} : { fence }), ...(exclude.length === 0 ? {} : { exclude }) };
   return own === undefined ? parsed : { ...parsed, own };
 }
 
@@ -168,9 +174,11 @@ export function applyImportKeys(
     assert((readLease(writer, lease.id)?.ttlMs ?? 0) === lease.ttlMs, 'an imported lease keeps its granted TTL');
   }
   if (record.clear) {
-    const range = { start: utf8(record.prefix), end: utf8(namespaceEnd(record.prefix)) };
+    // The namespace's own ranges: keys of a namespace nested in it stay (they are not moving).
     const keys: Uint8Array[] = [];
-    for (const entry of writer.range(currentRange(range))) keys.push(entry.key.slice(1));
+    for (const span of ownSpans(record.prefix, record.exclude ?? [])) {
+      for (const entry of writer.range(currentRange({ start: utf8(span.start), end: span.end as Uint8Array }))) keys.push(entry.key.slice(1));
+    }
     for (const keyBytes of keys) removeCurrent(writer, keyBytes, tenants, liveKeys);
   }
   for (const key of record.deletes) removeCurrent(writer, utf8(key), tenants, liveKeys);

@@ -268,6 +268,7 @@ async function getKey(
   const keysOnly = query.flag('keysOnly');
   const countOnly = query.flag('countOnly');
   const fenced = query.flag('fenced');
+  const exclude = query.strings('exclude');
   query.rejectUnknown();
   const result = await readKeys(cell, 
     {
@@ -278,7 +279,7 @@ async function getKey(
       ...(limit !== undefined ? { limit } : {}),
       ...(revision !== undefined ? { revision } : {}),
     },
-    { consistency, ...(minRevision !== undefined ? { minRevision } : {}), ...(fenced ? { fenced } : {}) },
+    { consistency, ...(minRevision !== undefined ? { minRevision } : {}), ...(fenced ? { fenced } : {}), ...(exclude.length > 0 ? { exclude } : {}) },
     principal,
   );
   sendJson(res, context, 200, { ...rangeJson(result, encoding), consistency }, result.revision);

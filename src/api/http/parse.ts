@@ -89,6 +89,12 @@ export class Query {
     return this.params.get(name) ?? undefined;
   }
 
+  /** Every value of a repeated parameter (`?exclude=/a/b/&exclude=/a/c/`), in order. */
+  strings(name: string): string[] {
+    (this.used ??= new Set()).add(name);
+    return this.params.getAll(name);
+  }
+
   flag(name: string): boolean {
     const value = this.string(name);
     if (value === undefined || value === 'false') return false;

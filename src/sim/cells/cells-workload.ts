@@ -7,6 +7,7 @@
 //  (3) no acknowledged write lost: a compare-and-set that fails finds a value its client wrote
 //      (the last acknowledged one, or one whose outcome was unknown), and so does the final read
 //      of every key on the namespace's owner after the run.
+import { isOwnKey } from '../../base/namespaces.js';
 import type { Random } from '../../base/random.js';
 import { chance, randomInt } from '../../base/random.js';
 import { fromUtf8, utf8, type KeyValue, type TxnResult } from '../../mvcc/index.js';
@@ -173,9 +174,10 @@ export class CellsWorkload {
   }
 
   /** The final read of one namespace on its owner, against every key's client history. */
-  checkFinal(prefix: string, kvs: readonly KeyValue[], cell: string): void {
+  /** `kvs`: the namespace's own keys as its owner holds them (those of namespaces nested in it are theirs). */
+  checkFinal(prefix: string, kvs: readonly KeyValue[], cell: string, nested: readonly string[] = []): void {
     const held = new Map(kvs.map((kv) => [kv.key, fromUtf8(kv.value)]));
-    for (const key of [...this.keys.keys()].filter((k) => k.startsWith(prefix)).sort()) {
+    for (const key of [...this.keys.keys()].filter((k) => isOwnKey(prefix, nested, k)).sort()) {
       this.judgeFound(key, held.get(key) ?? null, `the final read on ${cell}`);
     }
   }

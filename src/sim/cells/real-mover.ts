@@ -152,8 +152,8 @@ class SimCellCalls implements CellCalls {
     return found;
   }
 
-  async readNamespace(cell: MapCell, prefix: string): Promise<NamespaceRead> {
-    const read = await this.cell(cell).readNamespace(prefix);
+  async readNamespace(cell: MapCell, prefix: string, nested: readonly string[] = []): Promise<NamespaceRead> {
+    const read = await this.cell(cell).readNamespace(prefix, nested);
     if (read === null) throw new UnavailableError(`cell ${cell.id} served no read of ${prefix}`, { cell: cell.id });
     return { revision: read.revision, kvs: read.kvs.map((kv): ImportedKey => ({ ...kv })) };
   }

@@ -2,6 +2,7 @@
 // member's production driver (the leader when one is known, else any running member, which
 // forwards), and a linearizable read of a namespace. What the HTTP edge of a real cell does for
 // the control plane's cell-calls.ts and for a router, as calls into the simulated members.
+import { ownSpans } from '../../base/namespaces.js';
 import { BatonError, OverloadedError, UnavailableError } from '../../base/errors.js';
 import type { Random } from '../../base/random.js';
 import { chance, pick } from '../../base/random.js';
@@ -76,8 +77,14 @@ export class SimCell {
    * Every key of `prefix` at one revision, linearizable: a member confirms its leadership (the
    * driver's ReadIndex), then its store is read. Null: no member could serve it now.
    */
-  async readNamespace(prefix: string): Promise<NamespaceRead | null> {
-    const read = await this.readStore((store) => ({ revision: store.revision, kvs: store.range({ type: 'get', key: prefix, prefix: true }).kvs }));
+  async readNamespace(prefix: string, nested: readonly string[] = []): Promise<NamespaceRead | null> {
+    // The namespace's own keys: those of namespaces nested in it are theirs (ownSpans).
+    const read = await this.readStore((store) => ({
+      revision: store.revision,
+      kvs: nested.length === 0
+        ? store.range({ type: 'get', key: prefix, prefix: true }).kvs // any prefix (the control cell's map key too)
+        : ownSpans(prefix, nested).flatMap((span) => store.range({ type: 'get', key: span.start, rangeEnd: span.end as Uint8Array }).kvs),
+    }));
     return read ?? null;
   }
 

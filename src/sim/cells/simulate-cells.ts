@@ -4,8 +4,9 @@
 // layer; clients per namespace; a move driver moving namespaces back and forth. Setup gives every cell its table; then faults, moves
 // and writes run until the fault phase ends; then the cells heal, the last move and the clients
 // finish, and every namespace is read on its owner. The checkers run inside every step.
+import { nestedNamespaces } from '../../base/namespaces.js';
 import { SeededRandom, randomInt } from '../../base/random.js';
-import { emptyCellMap, withCell, withNamespace, type CellMap } from '../../control/cell-map.js';
+import { emptyCellMap, nestedIn, withCell, withNamespace, type CellMap } from '../../control/cell-map.js';
 import { defaultMvccLimits } from '../../mvcc/index.js';
 import { defaultWatchLimits } from '../../watch/index.js';
 import type { MemberId } from '../../raft/index.js';
@@ -173,7 +174,9 @@ async function runActors(a: Actors): Promise<void> {
   if (a.options.ownerChecks !== false) a.checker.arm();
   a.control.startReconciler();
   a.router.startRefreshing();
-  if (a.options.watches === true) a.watchers.start(a.prefixes);
+  // A watch of a prefix with namespaces nested in it spans them all (cross_cell once they are
+  // apart): the watchers, checked per namespace, watch the namespaces that have none.
+  if (a.options.watches === true) a.watchers.start(a.prefixes.filter((p) => nestedNamespaces(a.prefixes, p).length === 0));
   a.workload.start(Math.max(a.loop.nowMs, a.faultPhaseMs) + clientsAfterFaultsMs);
   await a.mover.run(a.faultPhaseMs + movesAfterFaultsMs);
   await finish(a, Math.max(a.loop.nowMs, a.faultPhaseMs) + settleBudgetMs);
@@ -188,13 +191,14 @@ async function finish(a: Actors, deadline: number): Promise<void> {
   }
   for (const prefix of a.prefixes) {
     const owner = a.control.map.namespaces.find((n) => n.prefix === prefix)?.cell as string;
+    const nested = nestedIn(a.control.map, prefix);
     let read = null;
     while (read === null) {
       if (loop.nowMs > deadline) return loop.report('liveness', `no read of ${prefix} on ${owner} served ${settleBudgetMs} ms after the faults`);
-      read = await (a.cells.get(owner) as SimCell).readNamespace(prefix);
+      read = await (a.cells.get(owner) as SimCell).readNamespace(prefix, nested);
       if (read === null) await loop.sleep(50);
     }
-    a.workload.checkFinal(prefix, read.kvs, owner);
+    a.workload.checkFinal(prefix, read.kvs, owner, nested);
   }
   while (a.options.watches === true && !a.watchers.settled(deadline)) await loop.sleep(50);
   a.stats.watchesEndedByMoves = a.watchers.movedEnds;

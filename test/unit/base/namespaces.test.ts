@@ -3,7 +3,7 @@
 // exactly the namespaces that hold one of its keys.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { namespaceOf, namespaceProblem, namespacesOfSpan, spanOf } from '../../../src/base/namespaces.js';
+import { isOwnKey, namespaceOf, namespaceProblem, namespacesOfSpan, nestedNamespaces, ownSpans, spanOf } from '../../../src/base/namespaces.js';
 
 const prefixes = ['/', '/payments/', '/payments/eu/', '/tenants/acme/'];
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -42,4 +42,23 @@ test('a single key touches one namespace; a prefix or range every namespace hold
   assert.deepEqual(touched({ start: '/payments/a', end: bytes('/payments/b') }), ['/payments/']);
   // Ends exactly where /payments/eu/ starts: the end is exclusive.
   assert.deepEqual(touched({ start: '/payments/a', end: bytes('/payments/eu/') }), ['/payments/']);
+});
+
+test("a namespace's own keys leave out the namespaces nested in it, and only those", () => {
+  const all = ['/', '/a/', '/a/b/', '/a/b/c/', '/a/d/', '/ab/', '/z/'];
+  const nested = nestedNamespaces(all, '/a/');
+  assert.deepEqual(nested, ['/a/b/', '/a/b/c/', '/a/d/']);
+  const text = (span: { start: string; end: Uint8Array | null }): [string, string] => [span.start, new TextDecoder().decode(span.end ?? new Uint8Array())];
+  // /a/b/c/ lies inside /a/b/'s hole; /ab/ is not under /a/ at all.
+  assert.deepEqual(ownSpans('/a/', nested).map(text), [['/a/', '/a/b/'], ['/a/b0', '/a/d/'], ['/a/d0', '/a0']]);
+  assert.deepEqual(ownSpans('/a/', []).map(text), [['/a/', '/a0']], 'none nested: the prefix range');
+  assert.deepEqual(ownSpans('/a/', ['/a/']).map(text), [['/a/', '/a0']], 'itself is not nested in itself');
+  assert.deepEqual(ownSpans('/a/', ['/a/x/']).map(text), [['/a/', '/a/x/'], ['/a/x0', '/a0']]);
+  // Every own span resolves to /a/ alone; every key the spans leave out resolves to a nested one.
+  for (const span of ownSpans('/a/', nested)) assert.deepEqual([...namespacesOfSpan(all, span)], ['/a/']);
+  for (const key of ['/a/', '/a/1', '/a/b', '/a/b0x', '/a/c/1', '/a/d', '/a/e/9']) assert.equal(isOwnKey('/a/', nested, key), true, key);
+  for (const key of ['/a/b/', '/a/b/1', '/a/b/c/2', '/a/d/x', '/ab/1', '/b/']) assert.equal(isOwnKey('/a/', nested, key), false, key);
+  for (const key of ['/a/1', '/a/b0x', '/a/c/1', '/a/e/9']) {
+    assert.ok(ownSpans('/a/', nested).some((s) => key >= s.start && Buffer.compare(Buffer.from(key), Buffer.from(s.end as Uint8Array)) < 0), key);
+  }
 });

@@ -7,8 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PreconditionFailedError, UnavailableError } from '../../../src/base/errors.js';
-import { moveProtocol, moveProtocolNeeded } from '../../../src/base/namespace-import.js';
-import { buildsProblem, type CellBuilds, type MemberBuild } from '../../../src/control/member-builds.js';
+import { moveProtocol, moveProtocolNeeded, nestedMoveProtocolNeeded } from '../../../src/base/namespace-import.js';
+import { buildsProblem, protocolNeeded, type CellBuilds, type MemberBuild } from '../../../src/control/member-builds.js';
 import { parseCellMap, withCell, withNamespace } from '../../../src/control/cell-map.js';
 import { withMoveAdvanced, withMoveBlocked, withMoveStarted } from '../../../src/control/moves.js';
 
@@ -70,4 +70,15 @@ test('the blocked note: same epoch, parsed back, replaced only when it changes, 
   assert.equal(fenced.moves?.[0]?.phase, 'fenced');
   assert.equal('blocked' in (fenced.moves?.[0] ?? {}), false, 'the fence clears the note');
   assert.equal('blocked' in (withMoveBlocked(blocked, id, 'catching-up', null).moves?.[0] ?? {}), false);
+});
+
+test('a namespace with namespaces nested in it needs protocol 4 on every member (imports that leave them alone)', () => {
+  assert.equal(protocolNeeded([]), moveProtocolNeeded);
+  assert.equal(protocolNeeded(['/pay/eu/']), nestedMoveProtocolNeeded);
+  assert.ok(moveProtocol >= nestedMoveProtocolNeeded, 'this build moves them');
+  const protocol3 = [cell('cell-1', member(1, 3), member(2, nestedMoveProtocolNeeded)), cell('cell-2', member(4, nestedMoveProtocolNeeded))];
+  assert.equal(buildsProblem(protocol3, 'refuse'), null, 'a plain move still goes on protocol 3');
+  const problem = buildsProblem(protocol3, 'refuse', protocolNeeded(['/pay/eu/']));
+  assert.ok(problem instanceof PreconditionFailedError, String(problem));
+  assert.match(problem.message, /member n1 .* move protocol 3.*moving a namespace with namespaces nested in it needs every member of cell-1 and cell-2 on a build with move protocol 4/);
 });

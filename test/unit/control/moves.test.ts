@@ -1,7 +1,8 @@
 // Move records in the cell map (src/control/moves.ts): the phases advance one at a time by
 // compare-and-set, the fence shows up in the source's ownership table only, the flip assigns the
 // namespace to the destination under a new epoch, an abort works until the flip and not after,
-// and a namespace with namespaces nested in it (or the root) is refused.
+// the root is refused, and a namespace with namespaces nested in it moves without them (none can
+// be created in it until its move is over and its old copy cleared).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ownershipTableOf, parseCellMap, withCell, withNamespace, type CellMap } from '../../../src/control/cell-map.js';
@@ -65,13 +66,26 @@ test('an abort before the flip unfences the source and leaves the namespace wher
   assert.throws(() => withMoveAdvanced(map, id, 'fenced', {}, 5), /is aborted/);
 });
 
-test('moves are refused for the root, a namespace with nested ones, a second open move, an unknown cell', () => {
+test('moves are refused for the root, a second open move, an unknown cell; one with nested namespaces is not', () => {
   const map = twoCells();
   assert.throws(() => withMoveStarted(map, '/', 'cell-2', 1), /root/);
-  assert.throws(() => withMoveStarted(withNamespace(map, '/pay/eu/', 'cell-1'), '/pay/', 'cell-2', 1), /nested/);
+  const withNested = withMoveStarted(withNamespace(map, '/pay/eu/', 'cell-1'), '/pay/', 'cell-2', 1);
+  assert.equal(withNested.moves?.at(-1)?.prefix, '/pay/');
+  assert.equal(withNested.namespaces.find((n) => n.prefix === '/pay/eu/')?.cell, 'cell-1', 'the nested one stays');
+  assert.throws(() => withMoveStarted(withNested, '/pay/eu/', 'cell-2', 2), /open/, 'nor moves while its parent moves');
   assert.throws(() => withMoveStarted(map, '/pay/', 'cell-3', 1), /no cell cell-3/);
   assert.throws(() => withMoveStarted(map, '/pay/', 'cell-1', 1), /already/);
   const moving = withMoveStarted(map, '/pay/', 'cell-2', 1);
   assert.throws(() => withMoveStarted(moving, '/pay/', 'cell-2', 2), /open/);
   assert.throws(() => withNamespace(moving, '/pay/eu/', 'cell-1'), /is moving/);
+  // Released, its old copy not cleared yet: still no namespace created in it (that clear leaves
+  // out the nested namespaces the mover knew of).
+  let done = moving;
+  const id = done.moves?.at(-1)?.id as number;
+  for (const [from, fields] of [['copying', {}], ['catching-up', {}], ['fenced', { fenceRevision: 9 }], ['flipped', {}]] as const) {
+    done = withMoveAdvanced(done, id, from, fields, 3);
+  }
+  assert.equal(done.moves?.at(-1)?.phase, 'released');
+  assert.throws(() => withNamespace(done, '/pay/eu/', 'cell-2'), /is moving/);
+  assert.equal(withNamespace(withMoveCleaned(done, id, 4), '/pay/eu/', 'cell-2').namespaces.some((n) => n.prefix === '/pay/eu/'), true);
 });

@@ -190,3 +190,34 @@ test('lease ids repeat across cells: an import tells the moved lease from this c
   apply(importOf({ prefix: '/pay/', clear: false, floor: 0, puts: [], deletes: [], leases: [{ ...moved, remainingMs: 9_000 }], destination: 'cell-2' }));
   assert.equal(store.lease(60)?.remainingMs, 1_000, 'the new lease 60 is not the moved one');
 });
+
+test("an import's clear leaves the keys of namespaces nested in it, and it never names one of their keys", () => {
+  // cell-2 holds /pay/eu/ (its own, nested in /pay/, which moves here from cell-1): the copy's
+  // first batch clears /pay/'s range here, and /pay/eu/'s keys must survive it.
+  const { store, apply } = batchCell();
+  apply({
+    type: 'ownershipSet',
+    record: text(JSON.stringify({
+      epoch: 3, cell: 'cell-2',
+      namespaces: [{ prefix: '/', cell: 'cell-2', epoch: 1 }, { prefix: '/pay/', cell: 'cell-1', epoch: 2 }, { prefix: '/pay/eu/', cell: 'cell-2', epoch: 3 }],
+      cells: [{ id: 'cell-1', endpoints: ['http://a:1'] }, { id: 'cell-2', endpoints: ['http://b:1'] }],
+    })),
+  });
+  assert.equal(codeOf(apply({ type: 'put', key: '/pay/eu/1', value: text('eu') })[0]), 'applied');
+  const first = { prefix: '/pay/', clear: true, floor: 50, puts: [kv('/pay/a', 'A', 10, 20, 1)], deletes: [], leases: [] };
+  assert.equal(codeOf(apply(importOf({ ...first, exclude: ['/pay/eu/'] }))[0]), 'applied');
+  const keys = (): string[] => store.range({ type: 'get', key: '/pay/', prefix: true }).kvs.map((k) => k.key);
+  assert.deepEqual(keys(), ['/pay/a', '/pay/eu/1'], 'the nested namespace kept its key');
+  // A record naming a nested namespace's key is refused whole (400), changing nothing.
+  const [named] = apply(importOf({ ...first, clear: false, puts: [kv('/pay/eu/2', 'X', 10, 20, 1)], exclude: ['/pay/eu/'] }));
+  assert.equal(codeOf(named), 'invalid_argument');
+  const [deleted] = apply(importOf({ ...first, clear: false, puts: [], deletes: ['/pay/eu/1'], exclude: ['/pay/eu/'] }));
+  assert.equal(codeOf(deleted), 'invalid_argument');
+  // An exclude that is not nested in the prefix is malformed.
+  assert.equal(codeOf(apply(importOf({ ...first, exclude: ['/other/'] }))[0]), 'invalid_argument');
+  assert.deepEqual(keys(), ['/pay/a', '/pay/eu/1']);
+  // Without exclude (what a protocol-3 mover sends) the clear takes the whole range: why a move of
+  // a namespace with nested ones needs every member on protocol 4 (member-builds.ts).
+  assert.equal(codeOf(apply(importOf({ ...first, puts: [] }))[0]), 'applied');
+  assert.deepEqual(keys(), []);
+});

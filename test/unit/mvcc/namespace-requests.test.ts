@@ -100,3 +100,30 @@ test('an import whose request record does not decode is refused whole, before it
   assert.ok(refused.type === 'failed' && refused.error.code === 'invalid_argument', JSON.stringify(refused));
   assert.equal(destination.store.range({ type: 'get', key: '/pay/', prefix: true }).kvs.length, 0);
 });
+
+test('records are stamped with the cell\'s dedup clock at apply: one applied late is listed from the newest stamp already seen', () => {
+  // The mover lists a namespace's records again from the newest stamp it copied (no margin): that
+  // is complete only because a record's stamp is the cell's replicated dedup clock when it applied
+  // (it only moves forward), not its proposer's stamp. A proposal stamped long before the
+  // others (it waited in a queue, or its member's clock is behind) applies with today's clock.
+  const store = new MvccStore(new MemoryEngine());
+  let index = 0;
+  const apply = (op: Command, requestId: string, proposedAtMs: number, source: number): void => {
+    index++;
+    const data = encodeCommand({ proposedAtMs, source, op, requestId }, defaultMvccLimits);
+    const [outcome] = store.applyBatch([{ index, term: 1, type: EntryType.normal, data }]);
+    assert.equal(outcome?.type, 'applied');
+  };
+  apply(table(2, 'cell-1', 'cell-1'), 'table', 1_000, 1);
+  for (const [i, at] of [10_000, 11_000, 12_000].entries()) apply(put(`/pay/k${i}`, 'x'), `early-${i}`, at, 1);
+  const first = store.namespaceRequests('/pay/', { sinceMs: 0, after: null, scanMax: 100 });
+  const newest = Math.max(...first.requests.map((r) => r.stampMs));
+  assert.deepEqual(first.requests.map((r) => Buffer.from(r.id).toString()), ['early-0', 'early-1', 'early-2']);
+  // Applied now, proposed 9-11 s before the newest listed: from member 1 (reordered) and member 2.
+  apply(put('/pay/late', 'x'), 'late-1', 1_000, 1);
+  apply(put('/pay/late2', 'x'), 'late-2', 1_500, 2);
+  const again = store.namespaceRequests('/pay/', { sinceMs: newest, after: null, scanMax: 100 });
+  const ids = again.requests.map((r) => Buffer.from(r.id).toString());
+  assert.ok(ids.includes('late-1') && ids.includes('late-2'), `listed from stamp ${newest}: ${ids.join(', ')}`);
+  assert.ok(again.requests.every((r) => r.stampMs >= newest), 'every record applied after the listing is stamped at or above it');
+});
