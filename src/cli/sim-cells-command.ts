@@ -15,6 +15,8 @@ export interface SimCellsFlags {
   readonly mover: 'real' | 'sim';
   /** A namespace nested in another (/a/n/ in /a/): each moves without the other. */
   readonly nested: boolean;
+  /** The real mover's source feed on the members' watch hubs (sim-feed.ts). */
+  readonly feed: boolean;
 }
 
 /** The namespaces of a seed: three side by side, and with `nested` one inside the first. */
@@ -33,6 +35,7 @@ export async function simCellsCommand(flags: SimCellsFlags): Promise<number> {
     ...(flags.watches ? ['--watches'] : []),
     ...(flags.mover === 'sim' ? ['--mover sim'] : []),
     ...(flags.nested ? ['--nested'] : []),
+    ...(flags.feed ? ['--feed'] : []),
   ].join(' ');
   const started = performance.now();
   let failed = 0;
@@ -40,7 +43,7 @@ export async function simCellsCommand(flags: SimCellsFlags): Promise<number> {
   let aborted = 0;
   for (const seed of flags.seeds) {
     const result = await simulateCells({
-      seed, cells: flags.cells, bugs, watches: flags.watches, mover: flags.mover, namespaces: flags.nested ? nestedNamespaces : flatNamespaces,
+      seed, cells: flags.cells, bugs, watches: flags.watches, mover: flags.mover, namespaces: flags.nested ? nestedNamespaces : flatNamespaces, feed: flags.feed,
       ...(flags.profile === undefined ? {} : { profile: flags.profile }),
       ...(flags.faultPhaseMs === undefined ? {} : { faultPhaseMs: flags.faultPhaseMs }),
       ...(flags.trace ? { trace: (line: string) => console.log(line) } : {}),

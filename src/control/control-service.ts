@@ -38,6 +38,17 @@ export interface PushReport {
   readonly pending: readonly string[];
 }
 
+/** The source's answer to a move's fence (PUT /v1/cluster/ownership?requestsOf=...). */
+export interface FenceAnswer {
+  /** The namespace's Request-ID records since the asked stamp; null: too many, or not said. */
+  readonly requests: unknown[] | null;
+  /** The revision the table applied at: at or above the fence (the fence itself if this push fenced). */
+  readonly revision: number | null;
+  /** Where a watch of the namespace's prefix ends on the source (its fence); absent: not said. */
+  readonly watchFence?: number;
+  readonly timing?: string;
+}
+
 export class ControlService {
   /** The epoch each cell is known to hold (memory only: a new leader pushes once more). */
   private readonly acked = new Map<string, number>();
@@ -147,7 +158,7 @@ export class ControlService {
    * namespace's Request-ID records as of the table's apply there. Null: not pushed, or the records
    * did not come with the answer (the caller reads them instead).
    */
-  async pushFence(map: CellMap, cell: MapCell, requestsOf: { prefix: string; sinceMs: number }): Promise<{ requests: unknown[] | null; revision: number | null; timing?: string } | null> {
+  async pushFence(map: CellMap, cell: MapCell, requestsOf: { prefix: string; sinceMs: number }): Promise<FenceAnswer | null> {
     const table = ownershipTableOf(map, cell.id);
     const query = `?requestsOf=${encodeURIComponent(requestsOf.prefix)}&requestsSinceMs=${requestsOf.sinceMs}`;
     for (const endpoint of cell.endpoints) {
@@ -156,7 +167,7 @@ export class ControlService {
           method: 'PUT', body: table, headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(pushTimeoutMs),
         });
         const text = await response.text();
-        const body = JSON.parse(text) as { requests?: unknown[] | null; revision?: unknown; appliedInMs?: unknown; requestsInMs?: unknown };
+        const body = JSON.parse(text) as { requests?: unknown[] | null; revision?: unknown; appliedInMs?: unknown; requestsInMs?: unknown; watchFence?: unknown };
         if (response.status === 412) return { requests: null, revision: null };
         if (!response.ok) continue;
         this.acked.set(cell.id, Math.max(map.epoch, this.acked.get(cell.id) ?? 0));
@@ -167,6 +178,7 @@ export class ControlService {
         // The revision the table applied at: at or above the fence (the fence itself if this push fenced).
         return {
           requests: Array.isArray(body.requests) ? body.requests : null, revision: typeof body.revision === 'number' ? body.revision : null,
+          ...(typeof body.watchFence === 'number' ? { watchFence: body.watchFence } : {}),
           ...(timing === undefined ? {} : { timing }),
         };
       } catch (error) {

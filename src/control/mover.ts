@@ -24,7 +24,7 @@ import { encodeImportRecord, importKeysPerCommandMax, type ImportedKey as KeyVal
 import { nestedIn, ownershipTableOf, type CellMap, type MapCell } from './cell-map.js';
 import { isOwnKey } from '../base/namespaces.js';
 import { CellRefusedError, httpCellCalls, type CellCalls, type NamespaceRead, type WireRequest } from './cell-calls.js';
-import type { ControlService } from './control-service.js';
+import type { ControlService, FenceAnswer } from './control-service.js';
 import { SourceFeed, type FeedChanges } from './source-feed.js';
 import { LeaseFollowers } from './lease-followers.js';
 import { movesToDrive, withMoveAborted, withMoveAdvanced, withMoveBlocked, withMoveCleaned, type MovePhase, type MoveRecord } from './moves.js';
@@ -202,12 +202,17 @@ export class Mover {
             if (changed <= catchUpSmallEnough) break;
           }
         }
-        // The namespace's Request-IDs so far; the few stamped meanwhile go with the last changes.
-        await this.sendRequests(destination, move.prefix, await this.newRequests(source, move.prefix, progress), progress, map.epoch);
         // No fence while a member of either cell runs a build without landing imports (replaced
         // since the start): the move waits here, the source writable, the catch-up going on.
         if (!(await this.buildsAllowFence(move, progress, source, destination))) return true;
-        const fenced = await this.control.changeFrom(moverPrincipal, known, (current) => withMoveAdvanced(current, move.id, 'catching-up', {}, this.clock.nowMs()));
+        // The namespace's Request-IDs so far, copied while the record changes (the few stamped
+        // meanwhile ride with the last changes: the later this copy, the fewer in the window).
+        const copied = this.sendRequests(destination, move.prefix, await this.newRequests(source, move.prefix, progress), progress, map.epoch);
+        copied.catch(() => {});
+        const fencing = this.control.changeFrom(moverPrincipal, known, (current) => withMoveAdvanced(current, move.id, 'catching-up', {}, this.clock.nowMs()));
+        fencing.catch(() => {});
+        await copied;
+        const fenced = await fencing;
         this.left(move, 'catching-up');
         await this.fenceAndFlip(fenced, move, source, destination, progress);
         return false;
@@ -304,14 +309,14 @@ export class Mover {
     let last: { puts: KeyValue[]; deletes: string[] };
     const feed = progress.feed;
     let fromFeed = false;
-    if (feed !== undefined && (await feed.untilFenced(feedFenceWaitMs))) {
+    if (feed !== undefined && (await feed.untilFenced(feedFenceWaitMs)) && this.endedAtFence(move, feed, fence)) {
       // Every change the source accepted for the namespace is at or below the fence the watch ended at.
       fenceRevision = feed.fenceRevision as number;
       mark('feed ended')();
       last = this.changesOf(move.prefix, feed.take(), progress);
       fromFeed = true;
     } else {
-      if (feed !== undefined) this.log.warn(`move ${move.id} of ${move.prefix}: the source's feed did not end at the fence (${feed.failed ?? 'timed out'}): reading the namespace instead`);
+      if (feed !== undefined && feed.fenceRevision === null) this.log.warn(`move ${move.id} of ${move.prefix}: the source's feed did not end at the fence (${feed.failed ?? 'timed out'}): reading the namespace instead`);
       feed?.close();
       progress.feed = undefined;
       // Read after the fence applied: every write the source accepted for the namespace is in it.
@@ -321,16 +326,19 @@ export class Mover {
     }
     steps.push(this.clock.nowMs());
     flipping ??= flip(fenceRevision);
-    const flipped = await flipping;
-    this.observer.left('fenced', this.clock.nowMs() - (steps[0] as number));
-    steps.push(this.clock.nowMs());
-    const recorded = flipped.map.moves?.find((m) => m.id === move.id)?.fenceRevision ?? fenceRevision;
-    const land = async (): Promise<void> => {
+    const flipAndLand = async (): Promise<{ map: CellMap; modRevision: number }> => {
+      const flipped = await flipping;
+      this.observer.left('fenced', this.clock.nowMs() - (steps[0] as number));
+      steps.push(this.clock.nowMs());
+      const recorded = flipped.map.moves?.find((m) => m.id === move.id)?.fenceRevision ?? fenceRevision;
       const requests = await this.sendRequests(destination, move.prefix, await lateRequests, progress, flipped.map.epoch, requestsPerImport);
       await this.importAll(source, destination, move.prefix, last.puts, last.deletes, false, Math.max(fenceRevision, recorded), progress, flipped.map.epoch, requests, landingTable(flipped.map, move), recorded);
+      return flipped;
     };
-    // Changes taken from the feed left it: if the landing fails, the next attempt reads instead.
-    await (fromFeed ? this.importFromFeed(progress, land) : land());
+    // Changes taken from the feed left it: if the flip or the landing fails, the next attempt
+    // reads the fenced source instead (the cells simulator with --feed, seed 29090: a flip whose
+    // compare-and-set was lost, retried with the feed's last changes gone, landed without them).
+    const flipped = await (fromFeed ? this.importFromFeed(progress, flipAndLand) : flipAndLand());
     progress.landed = true;
     steps.push(this.clock.nowMs());
     // The source stops serving reads of it now (they would miss the destination's writes), not
@@ -344,7 +352,7 @@ export class Mover {
     this.windows.push(windowMs);
     if (this.windows.length > 1_000) this.windows.shift();
     this.log.info(`move ${move.id} of ${move.prefix} flipped to ${move.to}: writes paused at most ${windowMs} ms `
-      + `(fence ${split[0]}${fence?.timing === undefined ? '' : ` [${fence.timing}]`}, last changes ${split[1]} [${marks.join(', ')}], flip ${split[2]}, destination table ${split[3]} ms), fence revision ${recorded}`);
+      + `(fence ${split[0]}${fence?.timing === undefined ? '' : ` [${fence.timing}]`}, last changes ${split[1]} [${marks.join(', ')}], flip ${split[2]}, destination table ${split[3]} ms), fence revision ${flipped.map.moves?.find((m) => m.id === move.id)?.fenceRevision ?? fenceRevision}`);
   }
 
   /**
@@ -394,6 +402,21 @@ export class Mover {
     }
     this.progress.set(move.id, progress);
     this.log.info(`move ${move.id} of ${move.prefix}: landed on ${move.to} from a read of the fenced source at revision ${read.revision}`);
+  }
+
+  /**
+   * Whether the feed's end is this move's fence: the revision a watch of the prefix ends at on the
+   * source as its answer to the fence says. A member behind its cell replays older tables, and its
+   * hub ends the same watch at the fence of whatever they took away (an earlier move of the
+   * namespace, a nested namespace of another cell) with none of the later changes in it (the
+   * cells simulator with --feed --nested, seed 29904: ended at 4, the fence was at 119). Not
+   * known (no answer, an older source): not trusted; the fenced source is read instead.
+   */
+  private endedAtFence(move: MoveRecord, feed: MoverFeed, fence: FenceAnswer | null): boolean {
+    if (fence?.watchFence !== undefined && feed.fenceRevision === fence.watchFence) return true;
+    this.log.warn(`move ${move.id} of ${move.prefix}: the source's feed ended at revision ${feed.fenceRevision}, `
+      + `the fence is at ${fence?.watchFence ?? 'a revision not answered'}: reading the namespace instead`);
+    return false;
   }
 
   /**
@@ -490,9 +513,9 @@ export class Mover {
    * fails, the feed is dropped, so the next attempt reads the whole namespace (complete) rather
    * than go on from a feed that no longer holds them.
    */
-  private async importFromFeed(progress: Progress, run: () => Promise<void>): Promise<void> {
+  private async importFromFeed<T>(progress: Progress, run: () => Promise<T>): Promise<T> {
     try {
-      await run();
+      return await run();
     } catch (error) {
       progress.feed?.close('an import of its changes failed');
       progress.feed = undefined;

@@ -227,6 +227,12 @@ export class CellService implements api.CellApi, CommandProposer {
     epoch: number; revision: number; requests?: { id: string; record: string; stampMs: number }[] | null;
     /** A fence's: ms from its proposal to its apply here, and of the records' scan (the mover's window log). */
     appliedInMs?: number; requestsInMs?: number;
+    /**
+     * A fence's: the revision a watch of the namespace's prefix ends at here (wrong_cell), or null
+     * (not fenced). The mover takes its feed's end as the fence only when it is this one: a member
+     * replaying old tables can end the same watch at an older revision (cells.md).
+     */
+    watchFence?: number | null;
   }> {
     const proposedAt = performance.now();
     const { result } = await this.propose({ type: 'ownershipSet', record }, undefined, principal);
@@ -239,6 +245,7 @@ export class CellService implements api.CellApi, CommandProposer {
     return {
       epoch: result.epoch, revision: result.revision,
       appliedInMs: Math.round(appliedAt - proposedAt), requestsInMs: Math.round(performance.now() - appliedAt),
+      watchFence: this.store.watchBounds({ key: requestsOf.prefix, prefix: true }).fence?.revision ?? null,
       requests: page.next !== null ? null : page.requests.map((r) => ({ id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64'), stampMs: r.stampMs })),
     };
   }

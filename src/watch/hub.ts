@@ -240,8 +240,18 @@ export class WatchHub<Tag> {
         watcher.closing = { error: fence.error, fenceRevision: fence.revision };
         if (watcher.state === 'waiting') {
           // Starts after the fence: nothing of it was or will be here.
-          this.closeMoved(watcher);
-          continue;
+          if (watcher.startRevision > fence.revision) {
+            this.closeMoved(watcher);
+            continue;
+          }
+          // It waited for a start the batch being applied reaches (a member catching up: one
+          // batch carries the revisions from its start to the fence and beyond). Those up to the
+          // fence are this cell's and are delivered first: it reads them from history once the
+          // batch is fanned out, as any closing watcher does (the cells simulator with --feed,
+          // seed 29333: ended at the fence with its start..fence never delivered, a move's feed
+          // took that end as "every change is in it" and lost writes).
+          this.waiting.delete(watcher);
+          watcher.state = 'catchingUp';
         }
         if (watcher.state === 'synced') {
           // Everything up to the hub's revision is queued: drain the queue, then end (catchUp joins).

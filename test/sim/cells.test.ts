@@ -80,3 +80,31 @@ test('teeth: the clients\' own checkers catch both broken moves', async () => {
   const floor = await firstCaught({ bugs: { skipFloor: true }, ownerChecks: false }, ['tokens grow per namespace'], 12);
   assert.ok(floor !== null, 'without the floor, a client is acknowledged a revision below one it saw before');
 });
+
+test('with the source feed (the mover\'s streaming catch-up and its fence proof) the checkers hold', async () => {
+  // 29090, 29113, 29120, 29156: a flip whose compare-and-set was lost after the feed's last
+  // changes were taken; the retry landed without them (acknowledged writes lost) until the
+  // mover dropped the feed on a failed flip as on a failed landing. 29333: the feed's watch on a
+  // member behind its start ended at the fence without its start..fence (src/watch/hub.ts endMoved).
+  let released = 0;
+  for (const seed of [1n, 2n, 3n, 4n, 5n, 29090n, 29113n, 29333n]) {
+    const result = await simulateCells({ seed, feed: true });
+    assert.deepEqual(result.violations, [], `seed ${seed}: ${describe(result)}; reproduce with: npm run sim -- --world cells --feed --seed ${seed} --trace`);
+    released += result.stats.movesReleased;
+  }
+  assert.ok(released >= 7, `${released} moves released`);
+});
+
+test('a namespace and one nested in it move apart and every checker holds', async () => {
+  const namespaces = ['/a/', '/a/n/', '/b/', '/c/'];
+  for (const seed of [1n, 2n, 3n, 4n, 5n]) {
+    const result = await simulateCells({ seed, namespaces, feed: true });
+    assert.deepEqual(result.violations, [], `seed ${seed}: ${describe(result)}; reproduce with: npm run sim -- --world cells --nested --feed --seed ${seed} --trace`);
+  }
+  // 29904: the feed's watch was taken by a member replaying the log from the start; its hub ended
+  // it at the nested namespace's old fence (revision 4), long before the move's own fence, and the
+  // mover landed without the namespace's later writes, until it checked the end against the
+  // source's answer to the fence.
+  const replaying = await simulateCells({ seed: 29904n, namespaces, feed: true, watches: true });
+  assert.deepEqual(replaying.violations, [], `seed 29904: ${describe(replaying)}; reproduce with: npm run sim -- --world cells --nested --feed --watches --seed 29904 --trace`);
+});

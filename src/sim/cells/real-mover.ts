@@ -2,15 +2,16 @@
 // MoverControl) implemented over the simulated cells instead of HTTP, SSE and timers. The map
 // changes are the control cell's compare-and-sets, the pushes ownershipSet commands, the imports
 // importKeys commands, the reads linearizable reads of a member's store, the Request-ID records the
-// store's own listing. Not simulated: the source feed (an SSE watch in a node; here it fails at
-// once, so the mover takes its documented fallback, rounds of reads and a read after the fence)
-// and the build gate (every simulated member runs this build). The planted bugs act at these
+// store's own listing. The source feed (an SSE watch in a node) is a watch on a source member's
+// hub with `feed` (sim-feed.ts); without it the feed fails at once, so the mover takes its
+// documented fallback, rounds of reads and a read after the fence. Not simulated: the build gate (every simulated member runs this build). The planted bugs act at these
 // doors: skipFence through the tables (sim-control.ts), skipFloor by zeroing each import's floor.
 import { BatonError, UnavailableError } from '../../base/errors.js';
 import type { ImportedKey } from '../../base/namespace-import.js';
 import { CellRefusedError, type CellCalls, type NamespaceRead, type WireRequest } from '../../control/cell-calls.js';
 import type { CellMap, MapCell } from '../../control/cell-map.js';
 import { Mover, type MoverControl, type MoverFeed, type MoverIo } from '../../control/mover.js';
+import type { FenceAnswer } from '../../control/control-service.js';
 import type { FeedChanges } from '../../control/source-feed.js';
 import { withMoveStarted, movesToDrive } from '../../control/moves.js';
 import type { Random } from '../../base/random.js';
@@ -18,6 +19,7 @@ import { pick, randomInt } from '../../base/random.js';
 import { fromUtf8, utf8 } from '../../mvcc/index.js';
 import type { CellsLoop } from './cells-loop.js';
 import type { SimCell } from './sim-cell.js';
+import { SimSourceFeed } from './sim-feed.js';
 import type { SimControl } from './sim-control.js';
 import type { CellsBugs, CellsStats } from './types.js';
 
@@ -42,10 +44,15 @@ export class RealMoverDriver {
     private readonly random: Random,
     private readonly stats: CellsStats,
     bugs: CellsBugs,
+    /** With a random: source feeds on the members' watch hubs (sim-feed.ts); null: none (the mover reads). */
+    feedRandom: Random | null = null,
   ) {
     const io: MoverIo = {
       calls: new SimCellCalls(control, loop, bugs),
-      openFeed: () => failedFeed,
+      openFeed: (source, prefix, startRevision) => {
+        const cell = control.cells.get(source.id);
+        return feedRandom === null || cell === undefined ? failedFeed : new SimSourceFeed(loop, cell, prefix, startRevision, feedRandom);
+      },
       sleep: (ms) => loop.sleep(ms),
     };
     const log = { warn: (m: string) => loop.note(`mover: ${m}`), info: (m: string) => loop.note(`mover: ${m}`) };
@@ -130,12 +137,15 @@ class SimMoverControl implements MoverControl {
     }
   }
 
-  async pushFence(map: CellMap, cell: MapCell): Promise<{ requests: unknown[] | null; revision: number | null } | null> {
+  async pushFence(map: CellMap, cell: MapCell, requestsOf: { prefix: string; sinceMs: number }): Promise<FenceAnswer | null> {
     try {
-      const revision = await this.control.pushOnce(map, cell.id);
+      const revision = await this.control.push(map, cell.id);
       if (revision === null) return null;
-      // 0: the cell held a newer table (as the HTTP push's 412); the records are read after it.
-      return { requests: null, revision: revision === 0 ? null : revision };
+      // The cell held a newer table (as the HTTP push's 412): the records are read after it.
+      if (revision === 'newer') return { requests: null, revision: null };
+      // Where a watch of the prefix ends on the source now (a node answers it from the member that applied the push).
+      const watchFence = await this.control.cells.get(cell.id)?.readStore((store) => store.watchBounds({ key: requestsOf.prefix, prefix: true }).fence?.revision ?? null);
+      return { requests: null, revision, ...(typeof watchFence === 'number' ? { watchFence } : {}) };
     } catch {
       return null;
     }

@@ -151,6 +151,12 @@ export class SimControl {
    * revision at that entry), 0 when the cell holds a newer table already, null when unknown.
    */
   async pushOnce(map: CellMap, cellId: string, landed?: string): Promise<number | null> {
+    const pushed = await this.push(map, cellId, landed);
+    return pushed === 'newer' ? 0 : pushed;
+  }
+
+  /** As pushOnce, telling a cell at revision 0 from one holding a newer table ('newer'). */
+  async push(map: CellMap, cellId: string, landed?: string): Promise<number | 'newer' | null> {
     const cell = this.cells.get(cellId);
     if (cell === undefined) throw new Error(`no cell ${cellId}`);
     const answer = await cell.propose({ type: 'ownershipSet', record: this.tableOf(map, cellId, landed) }, undefined);
@@ -164,7 +170,7 @@ export class SimControl {
       const current = answer.error instanceof BatonError ? answer.error.details['current'] : undefined;
       if (answer.error.code === 'precondition_failed' && typeof current === 'number') {
         this.noteHeld(cellId, current);
-        return 0;
+        return 'newer';
       }
       throw answer.error;
     }

@@ -31,6 +31,11 @@ export interface CellsOptions {
    */
   readonly mover?: 'real' | 'sim';
   /**
+   * The real mover's source feed on the source members' watch hubs (sim-feed.ts) instead of none
+   * (the mover's fallback, rounds of reads). Off by default so that seeds replay as before it.
+   */
+  readonly feed?: boolean;
+  /**
    * Off: only the clients' checkers judge (tokens grow, no acknowledged write lost), to show they
    * catch a broken move on their own (teeth); the cells' apply-side checks stay quiet.
    */

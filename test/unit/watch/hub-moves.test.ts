@@ -141,6 +141,32 @@ test('a member that applies the fence with later entries in one batch ends watch
   assert.equal(end.error?.details['cell'], 'cell-2');
 });
 
+test('a watch waiting for a start a catching-up member reaches in the fence\'s batch delivers its start..fence, then ends', () => {
+  // A member behind its cell takes a watch from revision 3 (a move's feed, from after its copy)
+  // while it stands at 1; one applied batch then brings 2..5 and the fence. The watch must
+  // deliver 3..4 (its namespace's writes up to the fence) before it ends at the fence: before the
+  // fix it ended at once claiming the fence, and the feed that took it lost those writes.
+  const { store, hub, apply } = cellWithHub();
+  const put = (key: string): Command => ({ type: 'put', key, value: utf8('v') });
+  apply(put('/mv/a')); // 1
+  const c = hub.openConnection(() => {}, () => true);
+  hub.create(c, 'feed', spec('/mv/', { startRevision: 3 }));
+  hub.create(c, 'after', spec('/mv/', { startRevision: 9 }));
+  apply(put('/mv/b'), put('/mv/c'), put('/other/x'), put('/mv/d'), tableOf(6, fenced), put('/other/y')); // 2, 3, 4, 5, fence at 5, 6
+  const fence = 5;
+  assert.equal(store.revision, fence + 1);
+  const out = drain(c);
+  assert.deepEqual(revisionsOf(out, 'feed'), [3, 5], 'its start up to the fence, nothing after it');
+  const end = endOf(out, 'feed');
+  assert.ok(end?.type === 'end' && end.reason === 'wrong_cell');
+  assert.equal(end.lastRevision, fence);
+  assert.ok(out.indexOf(end) > out.findIndex((o) => o.tag === 'feed' && o.type === 'batch'), 'the end after its events');
+  const after = endOf(out, 'after');
+  assert.ok(after?.type === 'end' && after.reason === 'wrong_cell', 'a start past the fence ends at once');
+  assert.equal(after.lastRevision, 8, 'resume from its own start');
+  assert.deepEqual(revisionsOf(out, 'after'), []);
+});
+
 test('a namespace that landed here: a watch from at or below the source\'s fence is refused compacted, from above it is served', () => {
   const { store, hub, apply, put } = cellWithHub();
   for (let i = 0; i < 20; i++) put(`/other/${i}`); // this cell's own revisions: 1..20
