@@ -1,10 +1,11 @@
 // `npm run faults -- --cells 2 --time 60 --seed S [--clients 5] [--lock-clients 3] [--keys 3]
-//   [--kinds K,...] [--reads serializable] [--watch-teeth drop|dup] [--history FILE]`: the fault
+//   [--kinds K,...] [--reads serializable] [--watch-teeth drop|dup] [--nested true] [--history FILE]`: the fault
 // run across cells (cells-run.ts). --kinds keeps the kinds it names that a run across cells has
 // (cells-nemesis.ts) and says which it leaves out, so one command line serves both modes. Prints the summary and one
 // result line (moves, write windows, violations); exits 1 on a violation, 2 when a checker could
 // not decide. `--reads serializable` is the self-test: stale reads must be reported; so is
 // `--watch-teeth drop|dup`: a watcher's recorder loses or repeats one event, which must be reported.
+// `--nested true`: /faults/a/n/ (on the other cell) inside /faults/a/, each moved without the other.
 import { writeFileSync } from 'node:fs';
 import { runCellsFaults } from './cells-run.js';
 import { cellsFaultKinds, type CellsFaultKind } from './cells-nemesis.js';
@@ -30,6 +31,7 @@ export async function cellsMain(flag: (name: string, fallback: string) => string
     kinds,
     reads: flag('reads', 'linearizable') === 'serializable' ? 'serializable' : 'linearizable',
     watchTeeth: watchTeeth(flag('watch-teeth', 'none')),
+    nested: flag('nested', 'false') === 'true',
     onHistory: (events) => {
       const path = flag('history', '');
       if (path !== '') writeFileSync(path, events.map((e) => JSON.stringify(e)).join('\n') + '\n');
@@ -39,7 +41,7 @@ export async function cellsMain(flag: (name: string, fallback: string) => string
     (left.length > 0 ? ` (not run across cells: ${left.join(',')})` : ''));
   for (const line of summary.lines) console.log(line);
   console.log(`result: ${summary.verdict === 'ok' ? 'ok' : summary.verdict.toUpperCase()}; ${summary.result}` +
-    (summary.verdict === 'ok' ? '' : ` (run again: npm run faults -- --cells ${cellCount} --time ${timeS} --seed ${seed})`));
+    (summary.verdict === 'ok' ? '' : ` (run again: npm run faults -- --cells ${cellCount} --time ${timeS} --seed ${seed}${flag('nested', 'false') === 'true' ? ' --nested true' : ''})`));
   return summary.verdict === 'ok' ? 0 : summary.verdict === 'violation' ? 1 : 2;
 }
 

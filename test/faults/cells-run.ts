@@ -51,6 +51,8 @@ export interface CellsRunOptions {
   readonly onHistory?: (events: readonly HistoryEvent[]) => void;
   /** The watch checker's self-test: one watcher loses (`drop`) or repeats (`dup`) one event. */
   readonly watchTeeth?: WatchTeeth;
+  /** A namespace nested in another on the other cell (/faults/a/n/ in /faults/a/): each moves without the other. */
+  readonly nested?: boolean;
 }
 
 export interface CellsRunSummary {
@@ -61,11 +63,15 @@ export interface CellsRunSummary {
   readonly moves: readonly MoveOutcome[];
 }
 
-/** The namespaces, as key names under the kv workload's prefix (/faults/). */
-const namespaces = ['a/', 'b/'] as const;
+/** The namespaces, as key names under the kv workload's prefix (/faults/); `nested` adds a/n/ in a/. */
+const flatNamespaces = ['a/', 'b/'] as const;
+const nestedNamespaces = ['a/', 'a/n/', 'b/'] as const;
 
 export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRunSummary> {
   const cellCount = options.cellCount ?? 2;
+  const namespaces: readonly string[] = options.nested === true ? nestedNamespaces : flatNamespaces;
+  // A watch of a prefix with a namespace nested in it on another cell is refused (cross_cell): watchers watch the others.
+  const leaves = namespaces.filter((ns) => !namespaces.some((other) => other !== ns && other.startsWith(ns)));
   const keys = namespaces.flatMap((ns) => Array.from({ length: options.keys ?? 3 }, (_, i) => `${ns}k${i}`));
   const lockPrefix = `/locks/${lockName}/`;
   const prefixes = [...namespaces.map((ns) => `/faults/${ns}`), lockPrefix];
@@ -83,7 +89,7 @@ export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRun
   const guard = new MemoryFencingGuard();
   let watchers: NamespaceWatchers[] = [];
   try {
-    watchers = startNamespaceWatchers(setup, namespaces, recorder.now, options.watchTeeth ?? 'none');
+    watchers = startNamespaceWatchers(setup, leaves, recorder.now, options.watchTeeth ?? 'none');
     const deadline = recorder.now() + options.timeS * 1_000;
     const nemesis = startCellsNemesis(setup, options.seed, recorder.now, options.kinds);
     const mover = startMover({
@@ -113,7 +119,7 @@ export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRun
     const verdicts: Verdict[] = [];
     let violations = 0;
     for (const ns of namespaces) {
-      const checked = checkNamespace(ns, records, finalValues);
+      const checked = checkNamespace(ns, namespaces, records, finalValues);
       lines.push(...checked.lines);
       verdicts.push(...checked.verdicts);
       violations += checked.violations;
@@ -149,11 +155,14 @@ export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRun
 /** The checkers over one namespace's keys: its history is one register space per key. */
 function checkNamespace(
   ns: string,
+  all: readonly string[],
   records: readonly OperationRecord<KvOperation>[],
   finalValues: ReadonlyMap<string, string | null>,
 ): { lines: string[]; verdicts: Verdict[]; violations: number } {
-  const mine = records.filter((r) => r.operation.key.startsWith(ns));
-  const finals = new Map([...finalValues].filter(([key]) => key.startsWith(ns)));
+  // A key is the longest namespace's that starts it (a/n/k0 is a/n/'s, not a/'s).
+  const owns = (key: string): boolean => key.startsWith(ns) && !all.some((other) => other.length > ns.length && other.startsWith(ns) && key.startsWith(other));
+  const mine = records.filter((r) => owns(r.operation.key));
+  const finals = new Map([...finalValues].filter(([key]) => owns(key)));
   const linear = checkLinearizable(mine, { stepsMax: 20_000_000 });
   const durable = checkDurability({ records: mine, finalValues: finals });
   const ok = mine.filter((r) => r.status === 'ok').length;
