@@ -35,7 +35,7 @@ export async function simCellsCommand(flags: SimCellsFlags): Promise<number> {
     ...(flags.watches ? ['--watches'] : []),
     ...(flags.mover === 'sim' ? ['--mover sim'] : []),
     ...(flags.nested ? ['--nested'] : []),
-    ...(flags.feed ? ['--feed'] : []),
+    ...(flags.feed ? [] : ['--no-feed']),
   ].join(' ');
   const started = performance.now();
   let failed = 0;

@@ -39,12 +39,12 @@ const usage = `usage: baton sim [--seeds N] [--seed-start S] [--seed S] [--trace
                    as real nodes do; off by default so that seeds replay as before it existed)
        baton sim --world cells [--seeds N] [--seed-start S] [--seed S] [--trace] [--cells N]
                  [--profile calm|mixed|chaos|swarm] [--fault-phase-ms MS]
-                 [--cells-bug skip-fence|skip-floor] [--watches] [--nested] [--feed] [--mover real|sim] (issue 24: N data cells of three members,
+                 [--cells-bug skip-fence|skip-floor] [--watches] [--nested] [--no-feed] [--mover real|sim] (issue 24: N data cells of three members,
                    namespaces moved between them under each cell's nemesis; prints each seed's
                    moves and violations; --watches adds watchers per namespace, checked exact
                    across moves: it finds open bugs, so it is off by default; --nested adds /a/n/
-                   inside /a/, each moved without the other; --feed: the mover's source feed on
-                   the members' watch hubs (else it catches up by reads); --mover sim: the
+                   inside /a/, each moved without the other; --no-feed: no source feed for the
+                   mover (it catches up by reads, as seeds ran before session 28); --mover sim: the
                    simulator's own move driver instead of the control plane's Mover)`;
 
 export async function simCommand(args: readonly string[]): Promise<number> {
@@ -283,7 +283,7 @@ async function simWorld(values: ReturnType<typeof parseSimArgs>['values'], seeds
     return 2;
   }
   return simCellsCommand({ seeds, cells, bugs, profile, faultPhaseMs, trace: values.trace === true, watches: values.watches === true,
-    mover: values.mover === 'sim' ? 'sim' : 'real', nested: values.nested === true, feed: values.feed === true });
+    mover: values.mover === 'sim' ? 'sim' : 'real', nested: values.nested === true, feed: values['no-feed'] !== true });
 }
 
 /** Violations the core's own assertions raise, not the sim's checkers. */
@@ -321,7 +321,7 @@ function parseSimArgs(args: readonly string[]) {
       'cells-bug': { type: 'string', multiple: true },
       watches: { type: 'boolean', default: false },
       nested: { type: 'boolean', default: false },
-      feed: { type: 'boolean', default: false },
+      'no-feed': { type: 'boolean', default: false },
       mover: { type: 'string' },
       help: { type: 'boolean', default: false },
     },

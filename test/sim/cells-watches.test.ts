@@ -48,7 +48,8 @@ test('a watch ended by a move resumes right after the namespace\'s fence (it cla
 });
 
 test('a watch resumed at the new owner from before the fence is refused, not served with a gap (fixed)', async () => {
-  const result = await simulateCells({ seed: 12n, watches: true });
+  // Found without the source feed (seed 12 draws this case only so).
+  const result = await simulateCells({ seed: 12n, watches: true, feed: false });
   assert.deepEqual(result.violations, [], describe(result));
   assert.ok(result.stats.watchRereads > 0, 'the new owner refused the start at its floor and the client read again');
 });

@@ -1,6 +1,7 @@
 // The cells world (issue 24, src/sim/cells): two data cells and a control cell of three members
 // each, the control plane's own Mover moving namespaces back and forth under each cell's nemesis
 // while clients write through a routing layer.
+// The mover's source feed runs on the members' watch hubs (the default since session 28).
 // A sweep runs clean (one writer per namespace at every instant, revisions and lock tokens only
 // growing per namespace across cells, no acknowledged write lost) and replays exactly; with the
 // fence or the revision floor left out of the moves, the checkers fail within a few seeds, both
@@ -17,10 +18,13 @@ function describe(result: CellsResult): string {
   return first === undefined ? 'clean' : `${first.invariant}: ${first.detail.split('\n')[0] ?? ''}`;
 }
 
-/** The first seed of 1..budget whose run reports one of `invariants`, or null. */
+/**
+ * The first seed of 1..budget whose run reports one of `invariants`, or null. Without the source
+ * feed (as the budgets were measured before the sim had it): the teeth are the checkers'.
+ */
 async function firstCaught(options: Omit<CellsOptions, 'seed'>, invariants: readonly string[], budget: number): Promise<{ seed: bigint; result: CellsResult } | null> {
   for (let seed = 1n; seed <= BigInt(budget); seed++) {
-    const result = await simulateCells({ ...options, seed });
+    const result = await simulateCells({ ...options, feed: false, seed });
     if (result.violations.some((v) => invariants.includes(v.invariant))) return { seed, result };
   }
   return null;
@@ -62,14 +66,14 @@ test('a cells seed replays exactly', async () => {
 test('teeth: a move without the fence leaves two cells accepting writes', async () => {
   const caught = await firstCaught({ bugs: { skipFence: true } }, ['one writer per namespace'], 5);
   assert.ok(caught !== null, 'skipping the fence is caught within 5 seeds');
-  const clean = await simulateCells({ seed: caught.seed });
+  const clean = await simulateCells({ seed: caught.seed, feed: false });
   assert.deepEqual(clean.violations, [], `seed ${caught.seed} runs clean with the fence: ${describe(clean)}`);
 });
 
 test('teeth: a move without the revision floor lets the destination reuse revisions', async () => {
   const caught = await firstCaught({ bugs: { skipFloor: true } }, ['revision floor', 'revisions grow per namespace'], 8);
   assert.ok(caught !== null, 'skipping the floor is caught within 8 seeds');
-  const clean = await simulateCells({ seed: caught.seed });
+  const clean = await simulateCells({ seed: caught.seed, feed: false });
   assert.deepEqual(clean.violations, [], `seed ${caught.seed} runs clean with the floor: ${describe(clean)}`);
 });
 
@@ -81,7 +85,7 @@ test('teeth: the clients\' own checkers catch both broken moves', async () => {
   assert.ok(floor !== null, 'without the floor, a client is acknowledged a revision below one it saw before');
 });
 
-test('with the source feed (the mover\'s streaming catch-up and its fence proof) the checkers hold', async () => {
+test('with the source feed (the default) on the seeds that found its holes, the checkers hold', async () => {
   // 29090, 29113, 29120, 29156: a flip whose compare-and-set was lost after the feed's last
   // changes were taken; the retry landed without them (acknowledged writes lost) until the
   // mover dropped the feed on a failed flip as on a failed landing. 29333: the feed's watch on a

@@ -60,7 +60,7 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
   const parts: Actors = {
     options, loop, prefixes, faultPhaseMs, stats, checker, control, router, cells: started.cells,
     workload: new CellsWorkload(loop, router, root.fork(2), prefixes, stats),
-    mover: options.mover === 'sim' ? new SimMover(control, loop, root.fork(3), stats, bugs) : new RealMoverDriver(control, loop, root.fork(3), stats, bugs, options.feed === true ? root.fork(9) : null),
+    mover: options.mover === 'sim' ? new SimMover(control, loop, root.fork(3), stats, bugs) : new RealMoverDriver(control, loop, root.fork(3), stats, bugs, options.feed !== false ? root.fork(9) : null),
     watchers: new CellsWatchers(loop, control, router, checker, root.fork(4)),
   };
   loop.at(faultPhaseMs, () => {
@@ -127,7 +127,7 @@ function startCells(
     // Before the members start: their drivers take the hooks and watch hubs at boot.
     if (data) world.hooks = checker.hooksFor(id);
     // Every member runs the production watch hub (watch-member.ts); the reference history is the checker's.
-    if (data && (options.watches === true || options.feed === true)) {
+    if (data && (options.watches === true || options.feed !== false)) {
       const limits = options.watchBugs === undefined ? defaultWatchLimits : { ...defaultWatchLimits, readEventsMax: 2 };
       world.watches = { limits, bugs: options.watchBugs ?? {}, recordHistory: () => {} };
     }

@@ -31,8 +31,9 @@ export interface CellsOptions {
    */
   readonly mover?: 'real' | 'sim';
   /**
-   * The real mover's source feed on the source members' watch hubs (sim-feed.ts) instead of none
-   * (the mover's fallback, rounds of reads). Off by default so that seeds replay as before it.
+   * The real mover's source feed on the source members' watch hubs (sim-feed.ts); false: none
+   * (the mover's fallback, rounds of reads, as every seed ran before session 28: replay lines
+   * written before then mean `--no-feed`).
    */
   readonly feed?: boolean;
   /**
