@@ -38,7 +38,7 @@ export const commandTable: readonly CommandRow[] = [
   { name: 'sim', summary: 'simulator seed sweep', client: false,
     flags: ['--seeds', '--seed-start', '--seed', '--trace', '--catch-rate', '--profile', '--fault-phase-ms', '--driver',
       '--snapshots', '--state-machine', '--workload', '--bug', '--lease-bug', '--lock-bug', '--store-bug', '--watch-bug', '--older-copy', '--ledger-check', '--tenants',
-      '--world', '--cells', '--cells-bug', '--watches', '--mover'] },
+      '--world', '--cells', '--cells-bug', '--watches', '--nested', '--no-feed', '--mover'] },
   { name: 'sim-demo', summary: 'a simulated cell narrated in this process', client: false, flags: [] },
   { name: 'bench', summary: 'closed-loop load against a running cell', client: false,
     flags: ['--endpoints', '--workload', '--clients', '--duration-s', '--warmup-s', '--repeats', '--system', '--json'] },
