@@ -330,6 +330,11 @@ export async function findLeader(cell: TestCell, among = cell.names, timeoutMs =
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A JSON POST for `http`, answered within `timeoutMs` (the control plane's calls wait on moves). */
+export const postJson = (body: unknown, timeoutMs = 20_000): RequestInit & { timeoutMs: number } => ({
+  method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, timeoutMs,
+});
+
 /**
  * PUT until the outcome is known, retrying timeouts and unavailability with the same Request-ID
  * (so a first attempt that committed late is not applied twice). Returns the answer body.

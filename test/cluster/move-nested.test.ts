@@ -7,24 +7,18 @@
 // moves only its own keys (before, the count took the nested keys and refused it).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { http, startTwoCells, until, type TestCell } from './harness.js';
+import { http, moveAndWait, postJson as post, startTwoCells, type TestCell } from './harness.js';
 
-let control: TestCell;
-let cell1: TestCell;
-let cell2: TestCell;
-
-const post = (body: unknown): RequestInit & { timeoutMs: number } => ({
-  method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, timeoutMs: 20_000,
-});
-const controlUrl = (): string => control.cell.clientUrls()[0] as string;
-const urlOf = (cell: string): string => ((cell === 'cell-1' ? cell1 : cell2).cell.clientUrls()[0] as string);
+let cells: [TestCell, TestCell, TestCell];
+const controlUrl = (): string => cells[0].cell.clientUrls()[0] as string;
+const urlOf = (cell: string): string => ((cell === 'cell-1' ? cells[1] : cells[2]).cell.clientUrls()[0] as string);
 
 before(async () => {
-  [control, cell1, cell2] = await startTwoCells(); // the root namespace is cell-1's
+  cells = await startTwoCells(); // control, cell-1, cell-2; the root namespace is cell-1's
 }, { timeout: 120_000 });
 
 after(async () => {
-  await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));
+  await Promise.all((cells ?? []).map((cell) => cell.cell.stopAll()));
 });
 
 async function create(prefix: string, cell: string): Promise<void> {
@@ -46,18 +40,6 @@ async function read(cell: string, key: string): Promise<{ status: number; value?
   return { status: 200, value: res.body.kvs[0].value, modRevision: res.body.kvs[0].modRevision };
 }
 
-async function move(prefix: string, to: string): Promise<void> {
-  const started = await http(`${controlUrl()}/v1/control/moves`, post({ prefix, to }));
-  assert.equal(started.status, 200, `move ${prefix} to ${to}: ${JSON.stringify(started.body)}`);
-  const id = started.body.move.id as number;
-  await until(`the move of ${prefix} to ${to} released and cleaned`, async () => {
-    const moves = (await http(`${controlUrl()}/v1/control/moves`)).body.moves as { id: number; phase: string; cleaned?: boolean; error?: string }[];
-    const now = moves.find((m) => m.id === id);
-    assert.notEqual(now?.phase, 'aborted', `move aborted: ${now?.error}`);
-    return now?.phase === 'released' && now.cleaned !== false;
-  }, 30_000);
-}
-
 test('a namespace moves there and back without the namespaces nested in it, on either side', { timeout: 120_000 }, async () => {
   await create('/tree/', 'cell-1');
   await create('/tree/keep/', 'cell-1'); // nested, on the source
@@ -68,7 +50,7 @@ test('a namespace moves there and back without the namespaces nested in it, on e
   const farRevision = await put('cell-2', '/tree/far/1', 'stays on cell-2');
 
   for (const [to, from] of [['cell-2', 'cell-1'], ['cell-1', 'cell-2']] as const) {
-    await move('/tree/', to);
+    await moveAndWait(controlUrl(), '/tree/', to);
     for (const [key, revision] of revisions) {
       assert.deepEqual(await read(to, key), { status: 200, value: `v${key}`, modRevision: revision }, `${key} moved to ${to} as it was`);
       assert.equal((await read(from, key)).code, 'wrong_cell', `${from} refuses ${key} now`);

@@ -5,15 +5,12 @@
 // A namespace that already holds keys is refused (it is moved, not created).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { http, sleep, startTwoCells, type TestCell } from './harness.js';
+import { http, postJson as post, sleep, startTwoCells, type TestCell } from './harness.js';
 
 let control: TestCell;
 let cell1: TestCell;
 let cell2: TestCell;
 
-const post = (body: unknown): RequestInit & { timeoutMs: number } => ({
-  method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, timeoutMs: 20_000,
-});
 const controlUrl = (): string => control.cell.clientUrls()[0] as string;
 const url1 = (): string => cell1.cell.clientUrls()[0] as string;
 const url2 = (): string => cell2.cell.clientUrls()[0] as string;

@@ -12,7 +12,7 @@ import { CellRefusedError, type CellCalls, type NamespaceRead, type WireRequest 
 import type { CellMap, MapCell } from '../../control/cell-map.js';
 import { Mover, type MoverControl, type MoverFeed, type MoverIo } from '../../control/mover.js';
 import type { FenceAnswer } from '../../control/control-service.js';
-import type { FeedChanges } from '../../control/source-feed.js';
+import type { FeedChanges } from '../../control/feed-state.js';
 import { withMoveStarted, movesToDrive } from '../../control/moves.js';
 import type { Random } from '../../base/random.js';
 import { pick, randomInt } from '../../base/random.js';

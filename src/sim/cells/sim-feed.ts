@@ -5,11 +5,12 @@
 // then run under the nemesis like the rest of the move, instead of the fallback reads only.
 // Like the node's feed: a watch refused at creation, or ended for any reason but the fence, fails
 // the feed (the mover reads instead); a member gone before the end is replaced by another member,
-// from where the feed stands (no gap), as the node's feed tries the next endpoint.
-import type { ImportedKey } from '../../base/namespace-import.js';
+// from where the feed stands (no gap), as the node's feed tries the next endpoint. What the feed
+// holds and how it ends is the node's own code (src/control/feed-state.ts): only the transport
+// differs.
 import type { Random } from '../../base/random.js';
 import { pick } from '../../base/random.js';
-import type { FeedChanges } from '../../control/source-feed.js';
+import { FeedState } from '../../control/feed-state.js';
 import type { MoverFeed } from '../../control/mover.js';
 import type { WatchConnection, Watcher } from '../../watch/index.js';
 import type { SimNode } from '../sim-node.js';
@@ -22,13 +23,7 @@ const pullMs = 5;
 /** Members tried before the feed fails (the node's feed tries each endpoint once). */
 const membersMax = 3;
 
-export class SimSourceFeed implements MoverFeed {
-  private pending = new Map<string, ImportedKey | null>();
-  private through: number;
-  private createdAt = Number.POSITIVE_INFINITY;
-  private ended: { fenceRevision: number } | null = null;
-  private failure: string | null = null;
-  private waiters: (() => void)[] = [];
+export class SimSourceFeed extends FeedState implements MoverFeed {
   private binding: { node: SimNode; incarnation: number; connection: WatchConnection<number>; watcher: Watcher<number> } | null = null;
   private tries = 0;
   private progressAtMs = 0;
@@ -40,56 +35,17 @@ export class SimSourceFeed implements MoverFeed {
     startRevision: number,
     private readonly random: Random,
   ) {
-    this.through = startRevision - 1;
+    super(startRevision, { nowMs: () => loop.nowMs, after: (ms, run) => loop.at(loop.nowMs + Math.ceil(ms), run) });
     this.open();
   }
 
-  get fenceRevision(): number | null {
-    return this.ended?.fenceRevision ?? null;
-  }
-
-  get failed(): string | null {
-    return this.failure;
-  }
-
-  get live(): boolean {
-    return this.through >= this.createdAt;
-  }
-
-  take(): FeedChanges {
-    const taken = { changes: this.pending, through: this.through };
-    this.pending = new Map();
-    return taken;
-  }
-
-  wait(ms: number): Promise<void> {
-    if (this.ended !== null || this.failure !== null) return Promise.resolve();
-    return new Promise((resolve) => {
-      let done = false;
-      const once = (): void => {
-        if (done) return;
-        done = true;
-        resolve();
-      };
-      this.waiters.push(once);
-      this.loop.at(this.loop.nowMs + Math.max(0, Math.ceil(ms)), once);
-    });
-  }
-
-  async untilFenced(ms: number): Promise<boolean> {
-    const until = this.loop.nowMs + ms;
-    while (this.ended === null && this.failure === null && this.loop.nowMs < until) await this.wait(until - this.loop.nowMs);
-    return this.ended !== null;
-  }
-
-  close(why = 'closed'): void {
-    if (this.failure === null && this.ended === null) this.failure = why;
+  protected override fail(why: string): void {
     this.unbind();
-    this.wake();
+    super.fail(why);
   }
 
   private open(): void {
-    if (this.failure !== null || this.ended !== null) return;
+    if (this.over) return;
     if (this.tries++ >= membersMax) return this.fail('no member of the source kept the watch');
     const candidates = this.cell.world.runningNodes().filter((node) => node.serverDriver?.watches?.serving === true);
     if (candidates.length === 0) return this.fail('no member of the source serves watches');
@@ -104,15 +60,15 @@ export class SimSourceFeed implements MoverFeed {
     let watcher: Watcher<number>;
     try {
       watcher = watches.hub.create(connection, 1, {
-        key: this.prefix, prefix: true, startRevision: this.through + 1, prevKv: false, filter: 'all', encoding: 'sim',
+        key: this.prefix, prefix: true, startRevision: this.nextRevision, prevKv: false, filter: 'all', encoding: 'sim',
       });
     } catch (error) {
       connection.close();
       return this.fail(`the source refused the watch: ${(error as Error).message}`);
     }
-    this.createdAt = Math.min(this.createdAt, store.revision);
+    this.opened(store.revision);
     this.binding = { node, incarnation: node.incarnation, connection, watcher };
-    this.loop.note(`feed ${this.prefix}: on ${this.cell.id} n${node.id} from ${this.through + 1}`);
+    this.loop.note(`feed ${this.prefix}: on ${this.cell.id} n${node.id} from ${this.nextRevision}`);
     this.schedule();
   }
 
@@ -123,7 +79,7 @@ export class SimSourceFeed implements MoverFeed {
   }
 
   private pull(binding: NonNullable<SimSourceFeed['binding']>): void {
-    if (this.binding !== binding || this.failure !== null || this.ended !== null) return;
+    if (this.binding !== binding || this.over) return;
     const { node } = binding;
     if (node.incarnation !== binding.incarnation || node.state === 'crashed' || node.state === 'removed' || node.serverDriver?.watches?.hub === undefined) {
       // The member is gone (its connection with it): another one, from where the feed stands.
@@ -138,24 +94,17 @@ export class SimSourceFeed implements MoverFeed {
       }
       for (let output = binding.connection.next(); output !== null; output = binding.connection.next()) {
         if (output.type === 'batch') {
-          for (const event of output.batch.events) {
-            const kv = event.kv;
-            this.pending.set(kv.key, event.type === 'delete' ? null : {
-              key: kv.key, value: kv.value, version: kv.version, createRevision: kv.createRevision, modRevision: kv.modRevision, lease: kv.lease,
-            });
-          }
-          this.through = Math.max(this.through, output.batch.revision);
-          this.wake();
+          this.batch(output.batch.events.map(({ type, kv }) => ({
+            type, kv: { key: kv.key, value: kv.value, version: kv.version, createRevision: kv.createRevision, modRevision: kv.modRevision, lease: kv.lease },
+          })), output.batch.revision);
           continue;
         }
         if (output.reason === 'wrong_cell') {
-          this.through = Math.max(this.through, output.lastRevision);
-          this.ended = { fenceRevision: output.lastRevision };
           this.unbind();
+          this.endedAt(output.lastRevision);
         } else {
           this.fail(`the source ended the watch: ${output.reason}`);
         }
-        this.wake();
         return;
       }
     }
@@ -166,17 +115,5 @@ export class SimSourceFeed implements MoverFeed {
     const binding = this.binding;
     this.binding = null;
     if (binding !== null && binding.node.incarnation === binding.incarnation) binding.connection.close();
-  }
-
-  private fail(why: string): void {
-    if (this.failure === null && this.ended === null) this.failure = why;
-    this.unbind();
-    this.wake();
-  }
-
-  private wake(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const waiter of waiters) waiter();
   }
 }
