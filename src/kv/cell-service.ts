@@ -306,7 +306,9 @@ export class CellService implements api.CellApi, CommandProposer {
     // table and would refuse for certain with wrong_cell naming the namespace's former owner, which
     // the mover took as the source's refusal and aborted a move (fault run across cells, seed 3).
     if (options.fenced === true || options.exclude !== undefined) this.guard.checkAdmin(principal);
-    if (options.consistency !== 'linearizable') for (const part of ownParts(request, options)) this.checkOwned(part, false);
+    // The ranges the read covers, once (a namespace's own keys with `exclude`; its argument errors before any wait).
+    const parts = ownParts(request, options);
+    if (options.consistency !== 'linearizable') for (const part of parts) this.checkOwned(part, false);
     const entered = this.tenanted() ? this.enter([request.key], 'read', this.rangeWork(request), null, principal) : null;
     const admitted = entered instanceof Promise ? await entered : entered;
     let release: () => void;
@@ -318,7 +320,7 @@ export class CellService implements api.CellApi, CommandProposer {
       throw error;
     }
     try {
-      return await this.rangeAdmitted(request, options, principal);
+      return await this.rangeAdmitted(request, parts, options, principal);
     } finally {
       release();
       admitted?.();
@@ -375,7 +377,7 @@ export class CellService implements api.CellApi, CommandProposer {
     return Number.isFinite(mayReturn) ? { kind: 'list', mayReturn } : { kind: 'list' };
   }
 
-  private async rangeAdmitted(request: api.RangeRequest, options: api.ReadOptions, principal: string): Promise<api.RangeResult> {
+  private async rangeAdmitted(request: api.RangeRequest, parts: readonly api.RangeRequest[], options: api.ReadOptions, principal: string): Promise<api.RangeResult> {
     if (options.consistency === 'linearizable') {
       const started = performance.now();
       await this.driver.linearizableRead();
@@ -387,7 +389,6 @@ export class CellService implements api.CellApi, CommandProposer {
     if (options.minRevision !== undefined) await this.waitForRevision(options.minRevision);
     this.guard.check(principal, () => readAccesses(request));
     // Again on the state read: a read must not answer for a namespace this cell gave up meanwhile.
-    const parts = ownParts(request, options);
     for (const part of parts) this.checkOwned(part, options.consistency === 'linearizable', options.fenced === true);
     if (parts.length === 1) {
       const result = this.store.range({ type: 'get', ...(parts[0] as api.RangeRequest) });

@@ -12,6 +12,7 @@
 // the cells, from revision 1, resumed after wrong_cell ends and dropped connections; checked
 // against the run's history, since revisions are per cell (cells-watch-check.ts).
 // Not yet here: the lease workload (its keys would need the same namespaced leases).
+import { isOwnKey, nestedNamespaces } from '../../src/base/namespaces.js';
 import { performance } from 'node:perf_hooks';
 import { SeededRandom } from '../../src/base/random.js';
 import type { BatonClient } from '../../src/client/index.js';
@@ -65,13 +66,13 @@ export interface CellsRunSummary {
 
 /** The namespaces, as key names under the kv workload's prefix (/faults/); `nested` adds a/n/ in a/. */
 const flatNamespaces = ['a/', 'b/'] as const;
-const nestedNamespaces = ['a/', 'a/n/', 'b/'] as const;
+const withNested = ['a/', 'a/n/', 'b/'] as const;
 
 export async function runCellsFaults(options: CellsRunOptions): Promise<CellsRunSummary> {
   const cellCount = options.cellCount ?? 2;
-  const namespaces: readonly string[] = options.nested === true ? nestedNamespaces : flatNamespaces;
+  const namespaces: readonly string[] = options.nested === true ? withNested : flatNamespaces;
   // A watch of a prefix with a namespace nested in it on another cell is refused (cross_cell): watchers watch the others.
-  const leaves = namespaces.filter((ns) => !namespaces.some((other) => other !== ns && other.startsWith(ns)));
+  const leaves = namespaces.filter((ns) => nestedNamespaces(namespaces, ns).length === 0);
   const keys = namespaces.flatMap((ns) => Array.from({ length: options.keys ?? 3 }, (_, i) => `${ns}k${i}`));
   const lockPrefix = `/locks/${lockName}/`;
   const prefixes = [...namespaces.map((ns) => `/faults/${ns}`), lockPrefix];
@@ -160,7 +161,8 @@ function checkNamespace(
   finalValues: ReadonlyMap<string, string | null>,
 ): { lines: string[]; verdicts: Verdict[]; violations: number } {
   // A key is the longest namespace's that starts it (a/n/k0 is a/n/'s, not a/'s).
-  const owns = (key: string): boolean => key.startsWith(ns) && !all.some((other) => other.length > ns.length && other.startsWith(ns) && key.startsWith(other));
+  const nested = nestedNamespaces(all, ns);
+  const owns = (key: string): boolean => isOwnKey(ns, nested, key);
   const mine = records.filter((r) => owns(r.operation.key));
   const finals = new Map([...finalValues].filter(([key]) => owns(key)));
   const linear = checkLinearizable(mine, { stepsMax: 20_000_000 });
