@@ -35,6 +35,8 @@ function canListen(port: number): Promise<boolean> {
 /** A TCP relay that can be cut: while blocked it drops every connection, new and existing. */
 export class FaultProxy {
   private blocked = false;
+  /** Sockets a blackhole holds (null: none in force). */
+  private held: Set<Socket> | null = null;
   private readonly sockets = new Set<Socket>();
   private constructor(private readonly server: Server) {}
 
@@ -49,6 +51,10 @@ export class FaultProxy {
   private relay(client: Socket, targetPort: number): void {
     if (this.blocked) {
       client.destroy();
+      return;
+    }
+    if (this.held !== null) {
+      this.hold(client);
       return;
     }
     const upstream = connect(targetPort, '127.0.0.1');
@@ -73,8 +79,27 @@ export class FaultProxy {
     for (const socket of this.sockets) socket.destroy();
   }
 
+  /**
+   * Drops every byte both ways without closing anything, as a partition that loses packets does:
+   * connections stay open and silent (new ones too), so the callers' own timeouts must fire.
+   */
+  blackhole(): void {
+    this.held ??= new Set();
+    for (const socket of this.sockets) this.hold(socket);
+  }
+
   unblock(): void {
     this.blocked = false;
+    // What a partition held dies with it (the peer's TCP gives up on it in the end); callers reconnect.
+    for (const socket of this.held ?? []) socket.destroy();
+    this.held = null;
+  }
+
+  private hold(socket: Socket): void {
+    socket.unpipe();
+    socket.pause();
+    socket.on('error', () => {});
+    this.held?.add(socket);
   }
 
   async close(): Promise<void> {

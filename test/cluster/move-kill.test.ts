@@ -9,6 +9,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { findLeader, http, sleep, startTestCell, type TestCell, registerCells } from './harness.js';
+import { checkOneOwner, startMoveWriter } from './move-writer.js';
 
 let control: TestCell;
 const cells: Record<string, TestCell> = {};
@@ -33,40 +34,6 @@ after(async () => {
   await Promise.all([control, ...Object.values(cells)].map((cell) => cell?.cell.stopAll()));
 });
 
-interface Ack { key: string; value: string; cell: string; revision: number }
-
-/** One writer: new keys under /kill/, to the cell it believes owns them, following wrong_cell. */
-function startWriter(firstCell: string): { acks: Ack[]; stop(): Promise<void> } {
-  const acks: Ack[] = [];
-  let running = true;
-  let cell = firstCell;
-  const done = (async () => {
-    for (let i = 0; running && i < 100_000; i++) {
-      const key = `/kill/w${Date.now()}-${i}`;
-      for (let attempt = 0; running && attempt < 2_000; attempt++) {
-        const urls = (cells[cell] as TestCell).cell.clientUrls();
-        const url = urls[attempt % urls.length] as string;
-        let answer;
-        try {
-          answer = await http(`${url}/v1/kv${key}`, { method: 'PUT', body: `v${i}`, timeoutMs: 3_000 });
-        } catch {
-          await sleep(20);
-          continue; // a killed member, or a timeout: the next member
-        }
-        if (answer.status === 200 || answer.status === 201) {
-          acks.push({ key, value: `v${i}`, cell, revision: answer.body.revision });
-          break;
-        }
-        if (answer.status === 421 && typeof answer.body.error?.cell === 'string' && answer.body.error.cell in cells) {
-          cell = answer.body.error.cell;
-        }
-        await sleep(10);
-      }
-    }
-  })();
-  return { acks, stop: async () => { running = false; await done; } };
-}
-
 async function leaderUrl(id: string): Promise<string> {
   const cell = cells[id] as TestCell;
   return cell.cell.clientUrl(await findLeader(cell));
@@ -85,7 +52,7 @@ async function moveWhileKilling(to: string, victim: string): Promise<void> {
     const seeded = await http(`${await leaderUrl(from)}/v1/txn`, json({ compare: [], success: seed, failure: [] }));
     assert.equal(seeded.status, 200, JSON.stringify(seeded.body));
   }
-  const writer = startWriter(from);
+  const writer = startMoveWriter(cells, '/kill/', from);
   await sleep(500);
   const leader = await findLeader(cells[victim] as TestCell);
   const started = await controlCall('/v1/control/moves', json({ prefix: '/kill/', to }));
@@ -114,47 +81,7 @@ async function moveWhileKilling(to: string, victim: string): Promise<void> {
   }
   await writer.stop();
   assert.ok(move.phase === 'released' || move.phase === 'aborted', `the move ended (phases: ${[...phases].join(',')}): ${JSON.stringify(move)}`);
-  const owner = move.phase === 'released' ? to : from;
-  const other = owner === to ? from : to;
-
-  // Exactly one cell takes writes to /kill/; the other says wrong_cell naming it.
-  let ownerWrite;
-  for (let attempt = 0; attempt < 100; attempt++) {
-    ownerWrite = await http(`${(cells[owner] as TestCell).cell.clientUrls()[attempt % 3]}/v1/kv/kill/probe`, { method: 'PUT', body: 'p', timeoutMs: 3_000 }).catch(() => null);
-    if (ownerWrite !== null && ownerWrite.status < 300) break;
-    await sleep(100);
-  }
-  assert.ok(ownerWrite !== null && ownerWrite !== undefined && ownerWrite.status < 300, `the owner ${owner} takes writes: ${JSON.stringify(ownerWrite?.body)}`);
-  for (const url of (cells[other] as TestCell).cell.clientUrls()) {
-    const refused = await http(`${url}/v1/kv/kill/probe2`, { method: 'PUT', body: 'p', timeoutMs: 5_000 }).catch(() => null);
-    if (refused === null) continue;
-    assert.equal(refused.status, 421, `${other} refuses /kill/ writes: ${JSON.stringify(refused.body)}`);
-    assert.equal(refused.body.error.cell, owner);
-  }
-
-  // Every acknowledged write is on the owner with its value.
-  const stored = new Map<string, string>();
-  let read;
-  for (let attempt = 0; attempt < 60 && read === undefined; attempt++) {
-    const url = (cells[owner] as TestCell).cell.clientUrls()[attempt % 3];
-    read = await http(`${url}/v1/kv/kill/?prefix=true&consistency=linearizable`).then((r) => (r.status === 200 ? r : undefined), () => undefined);
-    if (read === undefined) await sleep(200);
-  }
-  assert.ok(read !== undefined, `the owner ${owner} answers a read`);
-  for (const kv of read.body.kvs as { key: string; value: string }[]) stored.set(kv.key, kv.value);
-  const lost = writer.acks.filter((a) => stored.get(a.key) !== a.value);
-  assert.deepEqual(lost.slice(0, 5), [], `${lost.length} of ${writer.acks.length} acknowledged writes lost`);
-
-  // One writer at a time.
-  if (move.phase === 'released') {
-    const fence = move.fenceRevision as number;
-    const misplaced = writer.acks.filter((a) => (a.cell === from ? a.revision > fence : a.revision <= fence));
-    assert.deepEqual(misplaced.slice(0, 5), [], `acks on the wrong side of the fence ${fence}`);
-  } else {
-    assert.deepEqual(writer.acks.filter((a) => a.cell === to).slice(0, 5), [], 'an aborted move: the destination acknowledged nothing');
-    assert.match(move.error ?? '', /./, 'an aborted move says why');
-  }
-  assert.ok(writer.acks.length > 0);
+  await checkOneOwner(cells, '/kill/', move, from, to, writer.acks);
   console.log(`kill -9 of ${victim}'s leader ${leader} (move ${killedIn} at the start): ${move.phase}, phases seen ${[...phases].join(' -> ')}, `
     + `${writer.acks.length} acks (${writer.acks.filter((a) => a.cell === from).length} on ${from}, ${writer.acks.filter((a) => a.cell === to).length} on ${to})`);
 }
