@@ -3,7 +3,8 @@
 // 16, src/mvcc/import-keys.ts applies it). Shared here so the control plane builds exactly what
 // the state machine parses. JSON: {prefix, clear, floor, epoch, puts: [{key, value (base64), version,
 // createRevision, modRevision, lease}], deletes: [key], leases: [{id, ttlMs, remainingMs}],
-// requests: [{id, record} (both base64): Request-ID and its dedup record], own?: the landing
+// requests: [{id, record (both base64), ageMs?}: Request-ID, its dedup record and the record's age
+// on the source's dedup clock], own?: the landing
 // table's JSON text (a move's last import: the cell takes the namespace in the same command)}.
 
 /**
@@ -71,8 +72,15 @@ export interface ImportRecord {
   readonly leases: readonly ImportLease[];
   /** The cell the record is for (move protocol 3): a lease it holds without an origin was granted there. */
   readonly destination?: string;
-  /** Dedup records of the namespace's requests (Request-ID and record bytes), written if unknown here. */
-  readonly requests?: readonly { readonly id: Uint8Array; readonly record: Uint8Array }[];
+  /**
+   * Dedup records of the namespace's requests (Request-ID and record bytes), written if unknown
+   * here. `ageMs`: how far the source's dedup clock was past the record's stamp when it was listed.
+   * Cells' dedup clocks are their own and drift apart (each advances with its own entries), so the
+   * member taking the import re-stamps the record into its own clock before proposing it
+   * (src/mvcc/namespace-requests.ts restampImportRequests): the record then expires here when it
+   * would have there, and a later move's listing from a stamp (the source's clock) misses none.
+   */
+  readonly requests?: readonly { readonly id: Uint8Array; readonly record: Uint8Array; readonly ageMs?: number }[];
   /**
    * A move's landing (its last import, after the flip): this cell's ownership table of the flip's
    * map, giving it the namespace. Applied in the same command as the keys, after them, so the
@@ -98,6 +106,8 @@ export function encodeImportRecord(record: ImportRecord): Uint8Array {
   return new TextEncoder().encode(JSON.stringify({
     ...record,
     puts: record.puts.map((kv) => ({ ...kv, value: Buffer.from(kv.value).toString('base64') })),
-    requests: (record.requests ?? []).map((r) => ({ id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64') })),
+    requests: (record.requests ?? []).map((r) => ({
+      id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64'), ...(r.ageMs === undefined ? {} : { ageMs: r.ageMs }),
+    })),
   }));
 }

@@ -114,6 +114,8 @@ export interface WireRequest {
   readonly id: string;
   readonly record: string;
   readonly stampMs: number;
+  /** How far the source's dedup clock was past the stamp (absent from older sources): the destination re-stamps by it. */
+  readonly ageMs?: number;
 }
 
 /** Every dedup record of the namespace's requests stamped at `sinceMs` or later (all pages). */

@@ -665,8 +665,9 @@ export class Mover {
   }
 }
 
-function wireToRequest(request: WireRequest): { id: Uint8Array; record: Uint8Array } {
-  return { id: new Uint8Array(Buffer.from(request.id, 'base64')), record: new Uint8Array(Buffer.from(request.record, 'base64')) };
+function wireToRequest(request: WireRequest): { id: Uint8Array; record: Uint8Array; ageMs?: number } {
+  const bytes = { id: new Uint8Array(Buffer.from(request.id, 'base64')), record: new Uint8Array(Buffer.from(request.record, 'base64')) };
+  return typeof request.ageMs === 'number' ? { ...bytes, ageMs: request.ageMs } : bytes;
 }
 
 function cellOf(map: CellMap, id: string): MapCell {

@@ -1,7 +1,7 @@
 // The cell as the API sees it: mutations become commands in the Raft log (with the Request-ID
 // and the proposer's clock inside, so dedup is replicated state), linearizable reads wait for a
 // ReadIndex confirmation, serializable reads are answered from local state and say so.
-import { encodeTenants, isLeasesOnly, leasesOnlyImportBytesMax, parseImportRecord, type StoredPolicy } from '../mvcc/index.js';
+import { encodeTenants, isLeasesOnly, leasesOnlyImportBytesMax, parseImportRecord, restampImportRequests, type StoredPolicy } from '../mvcc/index.js';
 import type { TenantRecord, TenantUsage } from '../base/tenants.js';
 import { InvalidArgumentError, UnavailableError } from '../base/errors.js';
 import { namespaceProblem, namespacesMax, ownSpans } from '../base/namespaces.js';
@@ -246,12 +246,14 @@ export class CellService implements api.CellApi, CommandProposer {
       epoch: result.epoch, revision: result.revision,
       appliedInMs: Math.round(appliedAt - proposedAt), requestsInMs: Math.round(performance.now() - appliedAt),
       watchFence: this.store.watchBounds({ key: requestsOf.prefix, prefix: true }).fence?.revision ?? null,
-      requests: page.next !== null ? null : page.requests.map((r) => ({ id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64'), stampMs: r.stampMs })),
+      requests: page.next !== null ? null : page.requests.map(wireRequest),
     };
   }
 
   /** A move's import into this cell (src/mvcc/import-keys.ts), through the log. */
-  async importKeys(record: Uint8Array, principal: string): Promise<{ imported: number; revision: number }> {
+  async importKeys(received: Uint8Array, principal: string): Promise<{ imported: number; revision: number }> {
+    // Request-ID records into this cell's dedup clock, before the log (every replica applies these bytes).
+    const record = restampImportRequests(received, this.store.dedupClockMs());
     // Renewals carried to a moved namespace's leases are not shed by a slow leader (ProposeOptions).
     const urgent = record.byteLength <= leasesOnlyImportBytesMax && isLeasesOnly(parseImportRecord(record));
     const { result } = await this.propose({ type: 'importKeys', record }, undefined, principal, { urgent });
@@ -263,13 +265,13 @@ export class CellService implements api.CellApi, CommandProposer {
    * anywhere, every record of the namespace is in what this member reads). Administration.
    */
   async namespaceRequests(prefix: string, options: { sinceMs: number; after: Uint8Array | null }, principal: string): Promise<{
-    requests: { id: string; record: string; stampMs: number }[]; next: string | null;
+    requests: { id: string; record: string; stampMs: number; ageMs: number }[]; next: string | null;
   }> {
     this.guard.checkAdmin(principal);
     await this.driver.linearizableRead();
     const page = this.store.namespaceRequests(prefix, { ...options, scanMax: 20_000 });
     return {
-      requests: page.requests.map((r) => ({ id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64'), stampMs: r.stampMs })),
+      requests: page.requests.map(wireRequest),
       next: page.next === null ? null : Buffer.from(page.next).toString('base64'),
     };
   }
@@ -573,4 +575,9 @@ function ownParts(request: api.RangeRequest, options: api.ReadOptions): api.Rang
   }
   const { prefix: _prefix, ...rest } = request;
   return ownSpans(request.key, exclude).map((span) => ({ ...rest, key: span.start, rangeEnd: span.end as Uint8Array }));
+}
+
+/** A listed Request-ID record as the mover takes it (base64; its stamp and age on this cell's dedup clock). */
+function wireRequest(r: { id: Uint8Array; record: Uint8Array; stampMs: number; ageMs: number }): { id: string; record: string; stampMs: number; ageMs: number } {
+  return { id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64'), stampMs: r.stampMs, ageMs: r.ageMs };
 }

@@ -81,6 +81,28 @@ export function decodeDedupRecord(bytes: Uint8Array): DedupRecord {
   return isCompact(bytes) ? decodeDedupRecordCompact(bytes) : decodeDedupRecordJson(bytes);
 }
 
+/**
+ * The same record with another stamp, every other byte as it was (either format). A namespace
+ * move re-stamps the records it imports into the destination's dedup clock (namespace-requests.ts).
+ */
+export function restampDedupRecord(bytes: Uint8Array, stampMs: number): Uint8Array {
+  assert(Number.isSafeInteger(stampMs) && stampMs >= 0, `a dedup stamp is a non-negative integer: ${stampMs}`);
+  if (!isCompact(bytes)) {
+    const copy = bytes.slice();
+    copy.set(new ByteWriter(8).u64(stampMs).finish(), 0);
+    return copy;
+  }
+  const reader = new ByteReader(bytes, 'stored', 'dedup record');
+  reader.u8();
+  reader.varint();
+  const rest = bytes.subarray(reader.position);
+  const head = new ByteWriter(16).u8(bytes[0] as number).varint(stampMs).finish();
+  const out = new Uint8Array(head.byteLength + rest.byteLength);
+  out.set(head, 0);
+  out.set(rest, head.byteLength);
+  return out;
+}
+
 /** The record as format 2 stores it (a format-2 record is already): the content hash's form. */
 export function canonicalDedupRecord(bytes: Uint8Array): Uint8Array {
   return isCompact(bytes) ? bytes : encodeDedupRecordCompact(decodeDedupRecordJson(bytes));

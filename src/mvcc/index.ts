@@ -76,3 +76,4 @@ export type {
 } from './types.js';
 export { currentKey, tablesWithData } from './layout.js';
 export { isLeasesOnly, leasesOnlyImportBytesMax, parseImportRecord } from './import-keys.js';
+export { restampImportRequests } from './namespace-requests.js';

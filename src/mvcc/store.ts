@@ -345,7 +345,12 @@ export class MvccStore {
 
   /** Dedup records of a namespace's requests, a page at a time (src/mvcc/namespace-requests.ts). */
   namespaceRequests(prefix: string, options: { sinceMs: number; after: Uint8Array | null; scanMax: number }): NamespaceRequestPage {
-    return namespaceRequests(this.engine, prefix, options);
+    return namespaceRequests(this.engine, prefix, { ...options, clockMs: this.meta.dedupClockMs });
+  }
+
+  /** The dedup clock as applied here (replicated state; src/mvcc/dedup.ts). */
+  dedupClockMs(): number {
+    return this.meta.dedupClockMs;
   }
 
   keysOfLease(lease: number): string[] {

@@ -9,10 +9,12 @@
 //   POST /v1/cluster/import      a move's import record (src/mvcc/import-keys.ts): keys of a
 //                               namespace this cell does not own yet, with their revisions, and
 //                               a revision floor. The control plane's mover sends it. Administration.
+//                               Request-ID records with `ageMs` are re-stamped into this cell's
+//                               dedup clock before the record is proposed.
 //   GET /v1/cluster/namespace-requests?prefix=P&sinceMs=T[&after=CURSOR]
 //                               the dedup records of requests that named a key under P, stamped
-//                               at T or later, a page at a time ({requests: [{id, record}] in
-//                               base64, next: the cursor or null}): moved with the namespace.
+//                               at T or later, a page at a time ({requests: [{id, record, stampMs,
+//                               ageMs}] in base64, next: the cursor or null}): moved with the namespace.
 import { InvalidArgumentError } from '../../base/errors.js';
 import { namespaceProblem } from '../../base/namespaces.js';
 import { readBody } from './body.js';

@@ -16,7 +16,7 @@ import type { FeedChanges } from '../../control/feed-state.js';
 import { withMoveStarted, movesToDrive } from '../../control/moves.js';
 import type { Random } from '../../base/random.js';
 import { pick, randomInt } from '../../base/random.js';
-import { fromUtf8, utf8 } from '../../mvcc/index.js';
+import { fromUtf8, restampImportRequests, utf8 } from '../../mvcc/index.js';
 import type { CellsLoop } from './cells-loop.js';
 import type { SimCell } from './sim-cell.js';
 import { SimSourceFeed } from './sim-feed.js';
@@ -174,9 +174,10 @@ class SimCellCalls implements CellCalls {
     return lease === null ? null : { id, ttlMs: lease.ttlMs, remainingMs: Math.max(1, lease.remainingMs), origin: cell.id };
   }
 
-  async sendImport(cell: MapCell, record: Uint8Array): Promise<{ imported: number; revision: number }> {
-    const bytes = this.bugs.skipFloor === true ? utf8(JSON.stringify({ ...(JSON.parse(fromUtf8(record)) as object), floor: 0, fence: undefined })) : record;
-    const answer = await this.cell(cell).propose({ type: 'importKeys', record: bytes }, undefined);
+  async sendImport(cell: MapCell, sent: Uint8Array): Promise<{ imported: number; revision: number }> {
+    const bytes = this.bugs.skipFloor === true ? utf8(JSON.stringify({ ...(JSON.parse(fromUtf8(sent)) as object), floor: 0, fence: undefined })) : sent;
+    // As a node's import route does: the member taking it re-stamps its Request-ID records into its dedup clock.
+    const answer = await this.cell(cell).propose((store) => ({ type: 'importKeys', record: restampImportRequests(bytes, store.dedupClockMs()) }), undefined);
     if (answer.kind === 'applied' && answer.outcome.result.type === 'importKeys') {
       return { imported: answer.outcome.result.imported, revision: answer.outcome.result.revision };
     }
@@ -194,7 +195,7 @@ class SimCellCalls implements CellCalls {
       let after: Uint8Array | null = null;
       for (let page = 0; page < requestPagesMax; page++) {
         const read = store.namespaceRequests(prefix, { sinceMs, after, scanMax: 10_000 });
-        for (const r of read.requests) requests.push({ id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64'), stampMs: r.stampMs });
+        for (const r of read.requests) requests.push({ id: Buffer.from(r.id).toString('base64'), record: Buffer.from(r.record).toString('base64'), stampMs: r.stampMs, ageMs: r.ageMs });
         if (read.next === null) return requests;
         after = read.next;
       }

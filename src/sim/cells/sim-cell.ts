@@ -48,10 +48,14 @@ export class SimCell {
   }
 
   /** Proposes `op` once (`requestId`: the client's, kept across its retries). */
-  async propose(op: Command, requestId: string | undefined): Promise<CallOutcome> {
+  async propose(command: Command | ((store: MvccStore) => Command), requestId: string | undefined): Promise<CallOutcome> {
     const node = this.member();
     const binding = node?.serverDriver ?? null;
     if (node === null || binding === null) return { kind: 'notSent' };
+    // A command built from the receiving member's own applied state, as a node's route builds it.
+    const store = binding.mvccStore;
+    if (typeof command === 'function' && store === null) return { kind: 'notSent' };
+    const op = typeof command === 'function' ? command(store as MvccStore) : command;
     const envelope = { proposedAtMs: this.loop.nowMs, source: node.id, ...(requestId === undefined ? {} : { requestId }), op };
     const bytes = encodeCommand(envelope, defaultMvccLimits);
     const commandId = this.loop.nextCommandId++;

@@ -9,17 +9,20 @@ import { EntryType } from '../../../src/raft/types.js';
 import { MemoryEngine, MvccStore, defaultMvccLimits, encodeCommand } from '../../../src/mvcc/index.js';
 import type { ApplyOutcome, Command } from '../../../src/mvcc/index.js';
 import { encodeImportRecord } from '../../../src/mvcc/import-keys.js';
+import { restampImportRequests } from '../../../src/mvcc/namespace-requests.js';
+import { decodeDedupRecord, encodeDedupRecord, restampDedupRecord } from '../../../src/mvcc/dedup-record.js';
 
 const text = (s: string): Uint8Array => new TextEncoder().encode(s);
 
-function cell(): { store: MvccStore; apply(op: Command, requestId?: string): ApplyOutcome } {
+/** A one-member cell; its dedup clock starts at its first entry's proposal time (1,000 ms + `clockMs`). */
+function cell(clockMs = 0): { store: MvccStore; apply(op: Command, requestId?: string, proposedAtMs?: number): ApplyOutcome } {
   const store = new MvccStore(new MemoryEngine());
   let index = 0;
   return {
     store,
-    apply(op, requestId) {
+    apply(op, requestId, proposedAtMs = clockMs + 1_000 + index + 1) {
       index++;
-      const data = encodeCommand({ proposedAtMs: 1_000 + index, source: 1, op, ...(requestId === undefined ? {} : { requestId }) }, defaultMvccLimits);
+      const data = encodeCommand({ proposedAtMs, source: 1, op, ...(requestId === undefined ? {} : { requestId }) }, defaultMvccLimits);
       return store.applyBatch([{ index, term: 1, type: EntryType.normal, data }])[0] as ApplyOutcome;
     },
   };
@@ -126,4 +129,98 @@ test('records are stamped with the cell\'s dedup clock at apply: one applied lat
   const ids = again.requests.map((r) => Buffer.from(r.id).toString());
   assert.ok(ids.includes('late-1') && ids.includes('late-2'), `listed from stamp ${newest}: ${ids.join(', ')}`);
   assert.ok(again.requests.every((r) => r.stampMs >= newest), 'every record applied after the listing is stamped at or above it');
+});
+
+test('a record re-stamped keeps every other byte: the same outcome and fingerprint, in both store formats', () => {
+  const record = { stampMs: 1_234_567, outcome: { ok: true as const, result: { type: 'put' as const, created: false, revision: 9, version: 2, fencingToken: 4 } }, request: { kind: 'put' as const, key: '/pay/a', digest: '0a0b0c0d' } };
+  for (const format of [1, 2] as const) {
+    const bytes = encodeDedupRecord(record, format);
+    for (const stampMs of [0, 5, 1_234_567 + 3_600_000, 2 ** 40]) {
+      const again = restampDedupRecord(bytes, stampMs);
+      assert.deepEqual(decodeDedupRecord(again), { ...decodeDedupRecord(bytes), stampMs }, `format ${format}, stamp ${stampMs}`);
+    }
+  }
+});
+
+/**
+ * /pay/ with one request applied on a cell whose dedup clock is `sourceClockMs` on, moved with
+ * its record to a cell whose clock is `destinationClockMs` on, the import re-stamped by the
+ * destination (`restamp`) or taken as listed; then `idleMs` of the destination's clock pass.
+ */
+function moveAcrossClocks(sourceClockMs: number, destinationClockMs: number, restamp: boolean, idleMs = 0): { source: ReturnType<typeof cell>; destination: ReturnType<typeof cell> } {
+  const source = cell(sourceClockMs);
+  source.apply(table(2, 'cell-1', 'cell-1'));
+  source.apply(put('/pay/a', 'A'), 'req-pay-1');
+  const listed = source.store.namespaceRequests('/pay/', { sinceMs: 0, after: null, scanMax: 100 }).requests;
+  assert.equal(listed.length, 1);
+  const destination = cell(destinationClockMs);
+  destination.apply(table(2, 'cell-2', 'cell-1'));
+  const kv = source.store.range({ type: 'get', key: '/pay/a' }).kvs[0];
+  assert.ok(kv !== undefined);
+  const sent = encodeImportRecord({
+    prefix: '/pay/', clear: true, floor: source.store.revision, puts: [kv], deletes: [], leases: [],
+    requests: listed.map((r) => ({ id: r.id, record: r.record, ageMs: r.ageMs })),
+  });
+  const imported = destination.apply({ type: 'importKeys', record: restamp ? restampImportRequests(sent, destination.store.dedupClockMs()) : sent });
+  assert.equal(imported.type, 'applied', JSON.stringify(imported));
+  destination.apply(table(3, 'cell-2', 'cell-2'));
+  // The destination's clock moves on by its own entries (steps of at most window / 60 each).
+  for (let passed = 5_000; passed <= idleMs; passed += 5_000) destination.apply(put('/other', 'o'), undefined, destinationClockMs + 2_000 + passed);
+  return { source, destination };
+}
+
+const hour = 3_600_000;
+
+test('cells\' dedup clocks differ: a moved record is re-stamped into the destination\'s clock and answers a retry there', () => {
+  // The destination's clock an hour ahead of the source's (it started an hour later, or the source
+  // sat idle: each clock advances only with its own cell's entries). Taken as listed, the record's
+  // stamp is an hour old there, past the 10-minute window: the retry applies a second time.
+  for (const restamp of [true, false]) {
+    const { destination } = moveAcrossClocks(0, hour, restamp);
+    const retried = destination.apply(put('/pay/a', 'A'), 'req-pay-1');
+    assert.equal(retried.type === 'applied' && retried.duplicate, restamp, `restamp ${restamp}: ${JSON.stringify(retried)}`);
+    assert.equal(destination.store.range({ type: 'get', key: '/pay/a' }).kvs[0]?.version, restamp ? 1 : 2);
+  }
+});
+
+test('a re-stamped record expires on the destination when it would have on the source, not an hour later', () => {
+  const window = defaultMvccLimits.dedupWindowMs;
+  // Destination an hour behind: kept as listed, the record would outlive the window by an hour.
+  const kept = moveAcrossClocks(hour, 0, true, window + 30_000).destination;
+  const retried = kept.apply(put('/pay/a', 'A'), 'req-pay-1');
+  assert.ok(retried.type === 'applied' && !retried.duplicate, 'past the window, the retry is a new request');
+  const outlived = moveAcrossClocks(hour, 0, false, window + 30_000).destination.apply(put('/pay/a', 'A'), 'req-pay-1');
+  assert.ok(outlived.type === 'applied' && outlived.duplicate, 'taken as listed, it outlives the window (what the re-stamp prevents)');
+  const early = moveAcrossClocks(hour, 0, true, window - 60_000).destination;
+  const within = early.apply(put('/pay/a', 'A'), 'req-pay-1');
+  assert.ok(within.type === 'applied' && within.duplicate, 'within the window, the first outcome');
+});
+
+test('records imported from a cell whose clock runs ahead do not hide later ones from a listing from the newest stamp', () => {
+  // /pay/ arrives on cell-2 from cell-1, whose clock is an hour ahead, then takes requests of its
+  // own; the next move lists from 0, then again from the newest stamp it copied. Taken as listed,
+  // the imported stamp (an hour ahead) was the newest, and the records cell-2 applied after the
+  // first listing (stamped by its own clock, behind) were never listed: lost with the move.
+  for (const restamp of [true, false]) {
+    const { destination } = moveAcrossClocks(hour, 0, restamp);
+    destination.apply(put('/pay/b', 'B'), 'req-pay-2');
+    const first = destination.store.namespaceRequests('/pay/', { sinceMs: 0, after: null, scanMax: 100 }).requests;
+    assert.equal(first.length, 2);
+    const newest = Math.max(...first.map((r) => r.stampMs));
+    destination.apply(put('/pay/c', 'C'), 'req-pay-3');
+    const again = destination.store.namespaceRequests('/pay/', { sinceMs: newest, after: null, scanMax: 100 }).requests.map((r) => Buffer.from(r.id).toString());
+    assert.equal(again.includes('req-pay-3'), restamp, `restamp ${restamp}: listed from ${newest}: ${again.join(', ')}`);
+  }
+});
+
+test('an import record\'s ageMs is checked at the boundary: a bad one is refused, never proposed', () => {
+  const sent = (ageMs: unknown, record = encodeDedupRecord({ stampMs: 5, outcome: { ok: true, result: { type: 'put', created: true, revision: 2, version: 1, fencingToken: 2 } } }, 2)) =>
+    new TextEncoder().encode(JSON.stringify({ prefix: '/pay/', clear: false, floor: 0, puts: [], deletes: [], leases: [], requests: [{ id: 'aWQ=', record: Buffer.from(record).toString('base64'), ageMs }] }));
+  for (const bad of [-1, 1.5, '7', null]) assert.throws(() => restampImportRequests(sent(bad), 10_000), /ageMs/);
+  assert.throws(() => restampImportRequests(sent(3, Uint8Array.of(0xff, 0xff)), 10_000), /does not decode/);
+  const good = JSON.parse(new TextDecoder().decode(restampImportRequests(sent(3), 10_000))) as { requests: { record: string; ageMs?: number }[] };
+  assert.equal(good.requests[0]?.ageMs, undefined);
+  assert.equal(decodeDedupRecord(new Uint8Array(Buffer.from(good.requests[0]?.record as string, 'base64'))).stampMs, 9_997);
+  const plain = new TextEncoder().encode(JSON.stringify({ prefix: '/pay/', requests: [] }));
+  assert.equal(restampImportRequests(plain, 10_000), plain, 'nothing to re-stamp: the same bytes');
 });
