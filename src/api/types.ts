@@ -61,6 +61,13 @@ export interface ReadOptions {
    * namespace alone, wherever the nested ones are (docs/design/cells.md "Nested namespaces").
    */
   readonly exclude?: readonly string[];
+  /**
+   * A page of a namespace's prefix read (administration: a move's copy, which would otherwise read
+   * a large namespace in one answer): the keys strictly after `after` (null: from the first), at
+   * most the request's limit; `count` is the keys returned and `more` whether another follows, so
+   * a page costs its own keys, not a count of the whole namespace.
+   */
+  readonly page?: { readonly after: string | null };
 }
 
 export interface MemberStatus {

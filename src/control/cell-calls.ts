@@ -56,16 +56,37 @@ function keyPath(prefix: string): string {
 export async function readNamespace(cell: MapCell, prefix: string, nested: readonly string[] = []): Promise<NamespaceRead> {
   // `fenced`: after a move's fence the source serves this read to the mover (administration) only.
   const body = (await call(cell, `/v1/kv${keyPath(prefix)}?prefix=true&encoding=base64&fenced=true${excludeQuery(nested)}`)) as {
-    revision: number; more: boolean; kvs: { key: string; value: string; version: number; createRevision: number; modRevision: number; lease: number }[];
+    revision: number; more: boolean; kvs: WireKeyValue[];
   };
   if (body.more) throw new UnavailableError(`namespace ${prefix} on ${cell.id} did not fit one read: too large to move in this version`);
+  return { revision: body.revision, kvs: body.kvs.map(fromWire) };
+}
+
+export interface NamespacePage extends NamespaceRead {
+  /** Another key of the namespace follows the page's last. */
+  readonly more: boolean;
+}
+
+/**
+ * At most `limit` of the namespace's own keys after `after` (null: from its first), read at the
+ * cell's current revision (administration, as readNamespace). A source of an older build refuses
+ * the parameters (400 unknown query parameter): the caller reads it whole instead.
+ */
+export async function readNamespacePage(cell: MapCell, prefix: string, nested: readonly string[], after: string | null, limit: number): Promise<NamespacePage> {
+  const from = after === null ? '' : `&after=${encodeURIComponent(after)}`;
+  const body = (await call(cell, `/v1/kv${keyPath(prefix)}?prefix=true&encoding=base64&fenced=true&paged=true&limit=${limit}${from}${excludeQuery(nested)}`)) as {
+    revision: number; more: boolean; kvs: WireKeyValue[];
+  };
+  return { revision: body.revision, more: body.more, kvs: body.kvs.map(fromWire) };
+}
+
+type WireKeyValue = { key: string; value: string; version: number; createRevision: number; modRevision: number; lease: number };
+
+function fromWire(kv: WireKeyValue): KeyValue {
   return {
-    revision: body.revision,
-    kvs: body.kvs.map((kv) => ({
-      key: Buffer.from(kv.key, 'base64').toString('utf8'),
-      value: new Uint8Array(Buffer.from(kv.value, 'base64')),
-      version: kv.version, createRevision: kv.createRevision, modRevision: kv.modRevision, lease: kv.lease,
-    })),
+    key: Buffer.from(kv.key, 'base64').toString('utf8'),
+    value: new Uint8Array(Buffer.from(kv.value, 'base64')),
+    version: kv.version, createRevision: kv.createRevision, modRevision: kv.modRevision, lease: kv.lease,
   };
 }
 
@@ -146,7 +167,9 @@ export async function readOwnershipTable(cell: MapCell): Promise<{
  * same Mover.
  */
 export interface CellCalls {
+  /** The whole namespace in one answer (a source of a build without pages). */
   readNamespace(cell: MapCell, prefix: string, nested?: readonly string[]): Promise<NamespaceRead>;
+  readNamespacePage(cell: MapCell, prefix: string, nested: readonly string[], after: string | null, limit: number): Promise<NamespacePage>;
   readLease(cell: MapCell, id: number): Promise<{ id: number; ttlMs: number; remainingMs: number; origin: string } | null>;
   sendImport(cell: MapCell, record: Uint8Array): Promise<{ imported: number; revision: number }>;
   leaderFirst(cell: MapCell): Promise<MapCell>;
@@ -154,4 +177,4 @@ export interface CellCalls {
   readOwnershipTable(cell: MapCell): ReturnType<typeof readOwnershipTable>;
 }
 
-export const httpCellCalls: CellCalls = { readNamespace, readLease, sendImport, leaderFirst, readNamespaceRequests, readOwnershipTable };
+export const httpCellCalls: CellCalls = { readNamespace, readNamespacePage, readLease, sendImport, leaderFirst, readNamespaceRequests, readOwnershipTable };

@@ -23,7 +23,7 @@
 import { encodeImportRecord, importKeysPerCommandMax, type ImportedKey as KeyValue, type ImportLease } from '../base/namespace-import.js';
 import { nestedIn, ownershipTableOf, type CellMap, type MapCell } from './cell-map.js';
 import { isOwnKey } from '../base/namespaces.js';
-import { CellRefusedError, httpCellCalls, type CellCalls, type NamespaceRead, type WireRequest } from './cell-calls.js';
+import { CellRefusedError, httpCellCalls, type CellCalls, type NamespacePage, type NamespaceRead, type WireRequest } from './cell-calls.js';
 import type { ControlService, FenceAnswer } from './control-service.js';
 import { SourceFeed, type FeedChanges } from './source-feed.js';
 import { LeaseFollowers } from './lease-followers.js';
@@ -53,6 +53,12 @@ const requestsPerImport = 1_000;
 /** Catch-up rounds of Request-ID records before fencing anyway, and the count under which it fences. */
 const requestRoundsMax = 5;
 const requestsSmallEnough = 256;
+/**
+ * Keys per page of a namespace read: a page is one import (importKeysPerCommandMax) and, at a few
+ * hundred bytes a key, well under a request's size; a namespace of a million keys is a thousand
+ * pages, none of which holds the source's event loop long (one answer used to hold all of them).
+ */
+const namespacePageKeys = importKeysPerCommandMax;
 /** Import records stay well under a request's size (src/base/limits.ts). */
 const importBatchBytes = 768 * 1024;
 const pushRetryMs = 20;
@@ -148,6 +154,8 @@ export class Mover {
     private readonly buildsCheck: (cells: readonly MapCell[], needed: number) => Promise<BatonError | null> =
       async (cells, needed) => buildsProblem(await Promise.all(cells.map(cellBuilds)), 'allow', needed),
     private readonly io: MoverIo = httpMoverIo,
+    /** Keys per page of a namespace read (the simulator reads small namespaces in many pages). */
+    private readonly pageKeys = namespacePageKeys,
   ) {
     this.leaseFollowers = new LeaseFollowers(control, clock, log, io.calls);
   }
@@ -187,12 +195,10 @@ export class Mover {
     let destination = cellOf(map, move.to);
     switch (move.phase) {
       case 'copying': {
-        const read = await this.io.calls.readNamespace(source, move.prefix, this.nested(move.prefix));
-        const progress: Progress = { copied: new Map(), through: read.revision, requestIds: new Set(), requestsStampMs: -1 };
-        await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, map.epoch);
+        const progress = await this.copy(source, destination, move.prefix, map.epoch);
         this.forget(move.id);
         this.progress.set(move.id, progress);
-        await this.advance(move, 'copying', { copyRevision: read.revision });
+        await this.advance(move, 'copying', { copyRevision: progress.through });
         return false;
       }
       case 'catching-up': {
@@ -330,8 +336,9 @@ export class Mover {
       if (feed !== undefined && feed.fenceRevision === null) this.log.warn(`move ${move.id} of ${move.prefix}: the source's feed did not end at the fence (${feed.failed ?? 'timed out'}): reading the namespace instead`);
       feed?.close();
       progress.feed = undefined;
-      // Read after the fence applied: every write the source accepted for the namespace is in it.
-      const read = await this.io.calls.readNamespace(source, move.prefix, this.nested(move.prefix));
+      // Read after the fence applied: every write the source accepted for the namespace is in it
+      // (and no page differs from another: nothing is written there any more).
+      const read = await this.readWhole(source, move.prefix);
       fenceRevision = read.revision;
       last = this.differenceOf(read, progress);
     }
@@ -401,7 +408,7 @@ export class Mover {
     known?.feed?.close();
     if (known !== undefined) known.feed = undefined;
     const progress: Progress = known ?? { copied: new Map(), through: 0, requestIds: new Set(), requestsStampMs: -1 };
-    const read = await this.io.calls.readNamespace(source, move.prefix, this.nested(move.prefix));
+    const read = await this.readWhole(source, move.prefix); // fenced: every page at the same state
     const requests = await this.sendRequests(destination, move.prefix, await this.newRequests(source, move.prefix, progress), progress, map.epoch, requestsPerImport);
     const floor = Math.max(read.revision, move.fenceRevision ?? 0);
     if (known === undefined) {
@@ -553,11 +560,66 @@ export class Mover {
   private async progressOf(move: MoveRecord, source: MapCell, destination: MapCell, epoch: number): Promise<Progress> {
     const known = this.progress.get(move.id);
     if (known !== undefined) return known;
-    const read = await this.io.calls.readNamespace(source, move.prefix, this.nested(move.prefix));
-    const progress: Progress = { copied: new Map(), through: read.revision, requestIds: new Set(), requestsStampMs: -1 };
-    await this.importAll(source, destination, move.prefix, read.kvs, [], true, read.revision, progress, epoch);
+    const progress = await this.copy(source, destination, move.prefix, epoch);
     this.progress.set(move.id, progress);
     return progress;
+  }
+
+  /**
+   * The copy: the namespace read on the source a page at a time, each page imported as read (the
+   * first clearing the range on the destination), each with its page's revision as the floor. The
+   * pages are read at different revisions, so the copy is complete through the first page's
+   * revision only: the catch-up goes on from there, and brings every later change of every page's
+   * keys (an import sets a key as the source has it, so replaying a change a later page already
+   * holds is undone by the changes after it).
+   */
+  private async copy(source: MapCell, destination: MapCell, prefix: string, epoch: number): Promise<Progress> {
+    const progress: Progress = { copied: new Map(), through: 0, requestIds: new Set(), requestsStampMs: -1 };
+    let first = true;
+    const read = await this.readPages(source, prefix, async (page) => {
+      await this.importAll(source, destination, prefix, page.kvs, [], first, page.revision, progress, epoch);
+      first = false;
+    });
+    progress.through = read.revision;
+    return progress;
+  }
+
+  /**
+   * The namespace's own keys on `cell`, a page at a time (a large namespace is never one answer,
+   * and never one long read holding the source's event loop), each to `onPage` as read. Returns
+   * the first page's revision (what was read is complete through it) and the last's (at or above
+   * every key's modRevision).
+   */
+  private async readPages(cell: MapCell, prefix: string, onPage: (page: NamespaceRead) => Promise<void>): Promise<{ revision: number; latest: number }> {
+    const nested = this.nested(prefix);
+    let after: string | null = null;
+    let first: number | null = null;
+    for (;;) {
+      let page: NamespacePage;
+      try {
+        page = await this.io.calls.readNamespacePage(cell, prefix, nested, after, this.pageKeys);
+      } catch (error) {
+        if (after !== null || !(error instanceof CellRefusedError) || error.status !== 400 || !error.message.includes('unknown query parameter')) throw error;
+        // A source of a build without pages: the namespace in one answer, as before.
+        const whole = await this.io.calls.readNamespace(cell, prefix, nested);
+        await onPage(whole);
+        return { revision: whole.revision, latest: whole.revision };
+      }
+      first ??= page.revision;
+      await onPage(page);
+      const last = page.kvs[page.kvs.length - 1];
+      if (!page.more || last === undefined) return { revision: first, latest: page.revision };
+      after = last.key;
+    }
+  }
+
+  /** The whole namespace from pages (revision: the first page's; latest: the last page's). */
+  private async readWhole(cell: MapCell, prefix: string): Promise<NamespaceRead & { latest: number }> {
+    const kvs: KeyValue[] = [];
+    const { revision, latest } = await this.readPages(cell, prefix, async (page) => {
+      kvs.push(...page.kvs);
+    });
+    return { revision, latest, kvs };
   }
 
   /**
@@ -565,9 +627,12 @@ export class Mover {
    * read's revision). Returns the number of changes.
    */
   private async catchUp(move: MoveRecord, source: MapCell, destination: MapCell, progress: Progress, epoch: number): Promise<number> {
-    const read = await this.io.calls.readNamespace(source, move.prefix, this.nested(move.prefix));
+    const read = await this.readWhole(source, move.prefix);
     const { puts, deletes } = this.differenceOf(read, progress);
-    await this.importAll(source, destination, move.prefix, puts, deletes, false, read.revision, progress, epoch);
+    const through = progress.through;
+    await this.importAll(source, destination, move.prefix, puts, deletes, false, read.latest, progress, epoch);
+    // Complete through the first page's revision only (a feed opened later starts after it).
+    progress.through = Math.max(through, read.revision);
     return puts.length + deletes.length;
   }
 

@@ -316,10 +316,11 @@ export class CellService implements api.CellApi, CommandProposer {
     // it, a member behind its cell (cut off, or replaying its log after a restart) holds an older
     // table and would refuse for certain with wrong_cell naming the namespace's former owner, which
     // the mover took as the source's refusal and aborted a move (fault run across cells, seed 3).
-    if (options.fenced === true || options.exclude !== undefined) this.guard.checkAdmin(principal);
-    // The ranges the read covers, once (a namespace's own keys with `exclude`; its argument errors before any wait).
-    const parts = ownParts(request, options);
-    if (options.consistency !== 'linearizable') for (const part of parts) this.checkOwned(part, false);
+    if (options.fenced === true || options.exclude !== undefined || options.page !== undefined) this.guard.checkAdmin(principal);
+    // The ranges the read covers, once (a namespace's own keys with `exclude`, from a page's start; its argument errors before any wait).
+    const owned = ownParts(request, options);
+    const parts = pageParts(request, options, owned);
+    if (options.consistency !== 'linearizable') for (const part of owned) this.checkOwned(part, false);
     const entered = this.tenanted() ? this.enter([request.key], 'read', this.rangeWork(request), null, principal) : null;
     const admitted = entered instanceof Promise ? await entered : entered;
     let release: () => void;
@@ -331,7 +332,7 @@ export class CellService implements api.CellApi, CommandProposer {
       throw error;
     }
     try {
-      return await this.rangeAdmitted(request, parts, options, principal);
+      return await this.rangeAdmitted(request, parts, options, principal, owned);
     } finally {
       release();
       admitted?.();
@@ -388,7 +389,9 @@ export class CellService implements api.CellApi, CommandProposer {
     return Number.isFinite(mayReturn) ? { kind: 'list', mayReturn } : { kind: 'list' };
   }
 
-  private async rangeAdmitted(request: api.RangeRequest, parts: readonly api.RangeRequest[], options: api.ReadOptions, principal: string): Promise<api.RangeResult> {
+  private async rangeAdmitted(
+    request: api.RangeRequest, parts: readonly api.RangeRequest[], options: api.ReadOptions, principal: string, owned: readonly api.RangeRequest[] = parts,
+  ): Promise<api.RangeResult> {
     if (options.consistency === 'linearizable') {
       const started = performance.now();
       await this.driver.linearizableRead();
@@ -400,23 +403,32 @@ export class CellService implements api.CellApi, CommandProposer {
     if (options.minRevision !== undefined) await this.waitForRevision(options.minRevision);
     this.guard.check(principal, () => readAccesses(request));
     // Again on the state read: a read must not answer for a namespace this cell gave up meanwhile.
-    for (const part of parts) this.checkOwned(part, options.consistency === 'linearizable', options.fenced === true);
+    for (const part of owned) this.checkOwned(part, options.consistency === 'linearizable', options.fenced === true);
+    // A page counts only its own keys (not the whole namespace behind it).
+    const paged = options.page !== undefined ? { skipCount: true } : {};
     if (parts.length === 1) {
-      const result = this.store.range({ type: 'get', ...(parts[0] as api.RangeRequest) });
+      const result = this.store.range({ type: 'get', ...(parts[0] as api.RangeRequest), ...paged });
       return { revision: result.revision, count: result.count, more: result.more, kvs: result.kvs };
     }
     // A namespace's own ranges, read back to back (no await between them: one state), the limit
     // counted across them.
-    const combined: { revision: number; count: number; more: boolean; kvs: api.RangeResult['kvs'][number][] } = { revision: 0, count: 0, more: false, kvs: [] };
+    // (No part at all: a page past the namespace's last key.)
+    const combined: { revision: number; count: number; more: boolean; kvs: api.RangeResult['kvs'][number][] } = { revision: this.store.revision, count: 0, more: false, kvs: [] };
     for (const part of parts) {
       const left = request.limit !== undefined && request.limit > 0 ? request.limit - combined.kvs.length : 0;
       if (request.limit !== undefined && request.limit > 0 && left <= 0) {
-        const rest = this.store.range({ type: 'get', ...part, countOnly: true });
+        const rest = options.page !== undefined
+          ? this.store.range({ type: 'get', ...part, limit: 1, skipCount: true })
+          : this.store.range({ type: 'get', ...part, countOnly: true });
+        if (options.page !== undefined) {
+          combined.more ||= rest.kvs.length > 0;
+          continue;
+        }
         combined.count += rest.count;
         combined.more ||= rest.count > 0;
         continue;
       }
-      const result = this.store.range({ type: 'get', ...part, ...(left > 0 ? { limit: left } : {}) });
+      const result = this.store.range({ type: 'get', ...part, ...(left > 0 ? { limit: left, ...paged } : {}) });
       combined.revision = result.revision;
       combined.count += result.count;
       combined.more ||= result.more;
@@ -584,6 +596,31 @@ function ownParts(request: api.RangeRequest, options: api.ReadOptions): api.Rang
   }
   const { prefix: _prefix, ...rest } = request;
   return ownSpans(request.key, exclude).map((span) => ({ ...rest, key: span.start, rangeEnd: span.end as Uint8Array }));
+}
+
+/**
+ * A page of a namespace's read (ReadOptions.page): its ranges from just after `after` on. Only a
+ * prefix read of a namespace with a limit; `after` one of its keys' (or any key under it).
+ */
+function pageParts(request: api.RangeRequest, options: api.ReadOptions, parts: api.RangeRequest[]): api.RangeRequest[] {
+  const page = options.page;
+  if (page === undefined) return parts;
+  if (request.prefix !== true || namespaceProblem(request.key) !== null || request.revision !== undefined && request.revision !== 0) {
+    throw new InvalidArgumentError('paged reads a namespace\'s current keys a page at a time: the read must be a prefix read of a namespace (a prefix ending in /)');
+  }
+  if (request.limit === undefined || request.limit <= 0) throw new InvalidArgumentError('paged needs a limit (the keys of one page)');
+  if (page.after === null) return parts;
+  if (!page.after.startsWith(request.key)) throw new InvalidArgumentError(`after is a key under ${request.key}`);
+  // The smallest key after `after` in byte order: `after` with a 0 byte appended.
+  const from = Buffer.from(`${page.after}\u0000`, 'utf8');
+  const spans = ownSpans(request.key, options.exclude ?? []);
+  const { prefix: _prefix, ...rest } = request;
+  return spans
+    .filter((span) => span.end === null || Buffer.compare(Buffer.from(span.end), from) > 0)
+    .map((span) => {
+      const start = Buffer.compare(Buffer.from(span.start, 'utf8'), from) >= 0 ? span.start : from.toString('utf8');
+      return { ...rest, key: start, rangeEnd: span.end as Uint8Array };
+    });
 }
 
 /** A listed Request-ID record as the mover takes it (base64; its stamp and age on this cell's dedup clock). */

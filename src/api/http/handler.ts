@@ -269,7 +269,10 @@ async function getKey(
   const countOnly = query.flag('countOnly');
   const fenced = query.flag('fenced');
   const exclude = query.strings('exclude');
+  const paged = query.flag('paged');
+  const after = query.string('after');
   query.rejectUnknown();
+  if (after !== undefined && !paged) throw new InvalidArgumentError('after pages a namespace read: it needs paged=true');
   const result = await readKeys(cell, 
     {
       key,
@@ -279,7 +282,10 @@ async function getKey(
       ...(limit !== undefined ? { limit } : {}),
       ...(revision !== undefined ? { revision } : {}),
     },
-    { consistency, ...(minRevision !== undefined ? { minRevision } : {}), ...(fenced ? { fenced } : {}), ...(exclude.length > 0 ? { exclude } : {}) },
+    {
+      consistency, ...(minRevision !== undefined ? { minRevision } : {}), ...(fenced ? { fenced } : {}), ...(exclude.length > 0 ? { exclude } : {}),
+      ...(paged ? { page: { after: after ?? null } } : {}),
+    },
     principal,
   );
   sendJson(res, context, 200, { ...rangeJson(result, encoding), consistency }, result.revision);

@@ -8,7 +8,7 @@
 // doors: skipFence through the tables (sim-control.ts), skipFloor by zeroing each import's floor.
 import { BatonError, UnavailableError } from '../../base/errors.js';
 import type { ImportedKey } from '../../base/namespace-import.js';
-import { CellRefusedError, type CellCalls, type NamespaceRead, type WireRequest } from '../../control/cell-calls.js';
+import { CellRefusedError, type CellCalls, type NamespacePage, type NamespaceRead, type WireRequest } from '../../control/cell-calls.js';
 import type { CellMap, MapCell } from '../../control/cell-map.js';
 import { Mover, type MoverControl, type MoverFeed, type MoverIo } from '../../control/mover.js';
 import type { FenceAnswer } from '../../control/control-service.js';
@@ -61,7 +61,9 @@ export class RealMoverDriver {
       left: () => {},
       finished: () => {},
     };
-    this.mover = new Mover(new SimMoverControl(control), { nowMs: () => loop.nowMs }, log, observer, async () => null, io);
+    // Pages of 2 keys: the simulated namespaces are small (4 keys of its clients, and lock queues),
+    // and a copy or read should span pages.
+    this.mover = new Mover(new SimMoverControl(control), { nowMs: () => loop.nowMs }, log, observer, async () => null, io, 2);
   }
 
   /** Starts a move whenever none is open, and runs the mover's rounds, until `untilMs`; then finishes the open one. */
@@ -166,6 +168,15 @@ class SimCellCalls implements CellCalls {
     const read = await this.cell(cell).readNamespace(prefix, nested);
     if (read === null) throw new UnavailableError(`cell ${cell.id} served no read of ${prefix}`, { cell: cell.id });
     return { revision: read.revision, kvs: read.kvs.map((kv): ImportedKey => ({ ...kv })) };
+  }
+
+  /** As the node's paged read: its own linearizable read per page, so pages are read at different revisions. */
+  async readNamespacePage(cell: MapCell, prefix: string, nested: readonly string[], after: string | null, limit: number): Promise<NamespacePage> {
+    const read = await this.cell(cell).readNamespace(prefix, nested);
+    if (read === null) throw new UnavailableError(`cell ${cell.id} served no read of ${prefix}`, { cell: cell.id });
+    const from = after === null ? null : Buffer.from(after, 'utf8');
+    const following = from === null ? read.kvs : read.kvs.filter((kv) => Buffer.compare(Buffer.from(kv.key, 'utf8'), from) > 0);
+    return { revision: read.revision, more: following.length > limit, kvs: following.slice(0, limit).map((kv): ImportedKey => ({ ...kv })) };
   }
 
   async readLease(cell: MapCell, id: number): Promise<{ id: number; ttlMs: number; remainingMs: number; origin: string } | null> {
