@@ -417,13 +417,12 @@ export class CellService implements api.CellApi, CommandProposer {
     for (const part of parts) {
       const left = request.limit !== undefined && request.limit > 0 ? request.limit - combined.kvs.length : 0;
       if (request.limit !== undefined && request.limit > 0 && left <= 0) {
-        const rest = options.page !== undefined
-          ? this.store.range({ type: 'get', ...part, limit: 1, skipCount: true })
-          : this.store.range({ type: 'get', ...part, countOnly: true });
         if (options.page !== undefined) {
-          combined.more ||= rest.kvs.length > 0;
+          // A page counts only its own keys: whether one more follows is enough.
+          combined.more ||= this.store.range({ type: 'get', ...part, limit: 1, skipCount: true }).kvs.length > 0;
           continue;
         }
+        const rest = this.store.range({ type: 'get', ...part, countOnly: true });
         combined.count += rest.count;
         combined.more ||= rest.count > 0;
         continue;
