@@ -162,6 +162,15 @@ export async function readOwnershipTable(cell: MapCell): Promise<{
 }
 
 /**
+ * The cell's dedup clock as of a linearizable read (Request-ID records it stamps after are at or
+ * above it), or null from a build that does not say.
+ */
+export async function readDedupClock(cell: MapCell): Promise<number | null> {
+  const body = (await call(cell, '/v1/cluster/ownership')) as { dedupClockMs?: unknown };
+  return typeof body.dedupClockMs === 'number' && Number.isSafeInteger(body.dedupClockMs) && body.dedupClockMs >= 0 ? body.dedupClockMs : null;
+}
+
+/**
  * Everything the mover asks of the data cells, as one interface: these HTTP calls in a node, and
  * calls into simulated cells in the simulator's cells world (src/sim/cells), which drives the
  * same Mover.
@@ -175,6 +184,7 @@ export interface CellCalls {
   leaderFirst(cell: MapCell): Promise<MapCell>;
   readNamespaceRequests(cell: MapCell, prefix: string, sinceMs: number): Promise<WireRequest[]>;
   readOwnershipTable(cell: MapCell): ReturnType<typeof readOwnershipTable>;
+  readDedupClock(cell: MapCell): Promise<number | null>;
 }
 
-export const httpCellCalls: CellCalls = { readNamespace, readNamespacePage, readLease, sendImport, leaderFirst, readNamespaceRequests, readOwnershipTable };
+export const httpCellCalls: CellCalls = { readNamespace, readNamespacePage, readLease, sendImport, leaderFirst, readNamespaceRequests, readOwnershipTable, readDedupClock };

@@ -19,6 +19,13 @@ export interface MapNamespace {
   readonly epoch: number;
   /** 'active': assigned and serving; 'moving': a move to another cell is open (moves.ts). */
   readonly state: 'active' | 'moving';
+  /**
+   * Set by a move's flip (moves.ts): the cell it came from, and this cell's dedup clock read before
+   * the fence. Every Request-ID record of the namespace this cell stamped earlier, the cell it came
+   * from holds too (or let expire), so a move back there lists only those stamped from it on
+   * (docs/design/cells.md, "Request-IDs across a move"). Any other change of the assignment drops it.
+   */
+  readonly arrivedFrom?: { readonly cell: string; readonly requestsFromMs: number };
 }
 
 export interface CellMap {
@@ -157,9 +164,15 @@ export function parseCellMap(json: unknown): CellMap {
     id: String(c['id']),
     endpoints: Array.isArray(c['endpoints']) ? (c['endpoints'] as unknown[]).map(String) : [],
   }));
-  const namespaces = (raw['namespaces'] as Record<string, unknown>[]).map((n) => ({
-    prefix: String(n['prefix']), cell: String(n['cell']), epoch: Number(n['epoch']), state: n['state'] === 'moving' ? 'moving' as const : 'active' as const,
-  }));
+  const namespaces = (raw['namespaces'] as Record<string, unknown>[]).map((n): MapNamespace => {
+    const entry: MapNamespace = {
+      prefix: String(n['prefix']), cell: String(n['cell']), epoch: Number(n['epoch']), state: n['state'] === 'moving' ? 'moving' as const : 'active' as const,
+    };
+    const arrived = n['arrivedFrom'] as Record<string, unknown> | undefined;
+    const fromMs = arrived?.['requestsFromMs'];
+    if (typeof arrived?.['cell'] !== 'string' || typeof fromMs !== 'number' || !Number.isSafeInteger(fromMs) || fromMs < 0) return entry;
+    return { ...entry, arrivedFrom: { cell: arrived['cell'], requestsFromMs: fromMs } };
+  });
   const moves = parseMoves(raw['moves']);
   return moves.length === 0 ? { epoch, cells, namespaces } : { epoch, cells, namespaces, moves };
 }

@@ -195,7 +195,7 @@ export class Mover {
     let destination = cellOf(map, move.to);
     switch (move.phase) {
       case 'copying': {
-        const progress = await this.copy(source, destination, move.prefix, map.epoch);
+        const progress = await this.copy(source, destination, move, map.epoch);
         this.forget(move.id);
         this.progress.set(move.id, progress);
         await this.advance(move, 'copying', { copyRevision: progress.through });
@@ -229,7 +229,11 @@ export class Mover {
         // No fence while a member of either cell runs a build without landing imports (replaced
         // since the start): the move waits here, the source writable, the catch-up going on.
         if (!(await this.buildsAllowFence(move, progress, source, destination))) return true;
-        const fenced = await this.control.changeFrom(moverPrincipal, known, (current) => withMoveAdvanced(current, move.id, 'catching-up', {}, this.clock.nowMs()));
+        // The destination's dedup clock before the fence: every record of the namespace it stamps
+        // later is listed by a move back (the flip keeps it in the namespace's entry; cell-map.ts).
+        const clockMs = await this.io.calls.readDedupClock(destination);
+        const clock = clockMs === null ? {} : { destinationClockMs: clockMs };
+        const fenced = await this.control.changeFrom(moverPrincipal, known, (current) => withMoveAdvanced(current, move.id, 'catching-up', clock, this.clock.nowMs()));
         this.left(move, 'catching-up');
         await this.fenceAndFlip(fenced, move, source, destination, progress);
         return false;
@@ -407,7 +411,7 @@ export class Mover {
     const known = this.progress.get(move.id);
     known?.feed?.close();
     if (known !== undefined) known.feed = undefined;
-    const progress: Progress = known ?? { copied: new Map(), through: 0, requestIds: new Set(), requestsStampMs: -1 };
+    const progress: Progress = known ?? freshProgress(move);
     const read = await this.readWhole(source, move.prefix); // fenced: every page at the same state
     const requests = await this.sendRequests(destination, move.prefix, await this.newRequests(source, move.prefix, progress), progress, map.epoch, requestsPerImport);
     const floor = Math.max(read.revision, move.fenceRevision ?? 0);
@@ -560,7 +564,7 @@ export class Mover {
   private async progressOf(move: MoveRecord, source: MapCell, destination: MapCell, epoch: number): Promise<Progress> {
     const known = this.progress.get(move.id);
     if (known !== undefined) return known;
-    const progress = await this.copy(source, destination, move.prefix, epoch);
+    const progress = await this.copy(source, destination, move, epoch);
     this.progress.set(move.id, progress);
     return progress;
   }
@@ -573,8 +577,9 @@ export class Mover {
    * keys (an import sets a key as the source has it, so replaying a change a later page already
    * holds is undone by the changes after it).
    */
-  private async copy(source: MapCell, destination: MapCell, prefix: string, epoch: number): Promise<Progress> {
-    const progress: Progress = { copied: new Map(), through: 0, requestIds: new Set(), requestsStampMs: -1 };
+  private async copy(source: MapCell, destination: MapCell, move: MoveRecord, epoch: number): Promise<Progress> {
+    const prefix = move.prefix;
+    const progress = freshProgress(move);
     let first = true;
     const read = await this.readPages(source, prefix, async (page) => {
       await this.importAll(source, destination, prefix, page.kvs, [], first, page.revision, progress, epoch);
@@ -733,6 +738,15 @@ export class Mover {
       this.log.warn(`move ${move.id}: abort after refusal failed: ${(abortError as Error).message}`);
     }
   }
+}
+
+/**
+ * A move's progress before anything is copied. Request-ID records are listed from the move
+ * record's `requestsFromMs` (a move back to where the namespace came from: that cell holds every
+ * record the source stamped before; moves.ts), or from the start.
+ */
+function freshProgress(move: MoveRecord): Progress {
+  return { copied: new Map(), through: 0, requestIds: new Set(), requestsStampMs: move.requestsFromMs ?? -1 };
 }
 
 function wireToRequest(request: WireRequest): { id: Uint8Array; record: Uint8Array; ageMs?: number } {

@@ -41,6 +41,17 @@ export interface MoveRecord {
    * build); cleared when it fences. The source stays writable and the catch-up goes on meanwhile.
    */
   readonly blocked?: string;
+  /**
+   * The destination's dedup clock read before the fence (the mover, mover.ts): the flip gives it
+   * to the namespace's entry as `arrivedFrom` (cell-map.ts).
+   */
+  readonly destinationClockMs?: number;
+  /**
+   * Set at the start when the namespace last arrived on its source from this move's destination:
+   * the source's Request-ID records are listed from this stamp on (the destination holds every
+   * earlier one already). Absent: all of them.
+   */
+  readonly requestsFromMs?: number;
 }
 
 /** Finished records kept in the map (for `ns show`); older ones are dropped. */
@@ -54,7 +65,7 @@ export function parseMoves(raw: unknown): MoveRecord[] {
       id: Number(m['id']), prefix: String(m['prefix']), from: String(m['from']), to: String(m['to']), phase,
       startedAtMs: Number(m['startedAtMs']), updatedAtMs: Number(m['updatedAtMs']),
     };
-    for (const field of ['copyRevision', 'fenceRevision', 'windowMs']) if (typeof m[field] === 'number') record[field] = m[field];
+    for (const field of ['copyRevision', 'fenceRevision', 'windowMs', 'destinationClockMs', 'requestsFromMs']) if (typeof m[field] === 'number') record[field] = m[field];
     if (typeof m['cleaned'] === 'boolean') record['cleaned'] = m['cleaned'];
     const parts = m['windowParts'];
     if (parts !== null && typeof parts === 'object' && !Array.isArray(parts)) {
@@ -92,7 +103,9 @@ export function withMoveStarted(map: CellMap, prefix: string, to: string, nowMs:
   // (ownSpans), and none may be created or moved while it moves (the open-move check above,
   // cell-map.ts withNamespace).
   const epoch = map.epoch + 1;
-  const move: MoveRecord = { id: epoch, prefix, from: entry.cell, to, phase: 'copying', startedAtMs: nowMs, updatedAtMs: nowMs };
+  // Back to where it came from: that cell holds every Request-ID record stamped here before its arrival.
+  const requestsFrom = entry.arrivedFrom?.cell === to ? { requestsFromMs: entry.arrivedFrom.requestsFromMs } : {};
+  const move: MoveRecord = { id: epoch, prefix, from: entry.cell, to, phase: 'copying', startedAtMs: nowMs, updatedAtMs: nowMs, ...requestsFrom };
   return {
     ...map,
     epoch,
@@ -117,8 +130,10 @@ export function withMoveAdvanced(map: CellMap, id: number, from: MovePhase, fiel
   const epoch = map.epoch + 1;
   const { blocked: _, ...unblocked } = move;
   const updated: MoveRecord = { ...unblocked, ...(phase === 'released' ? { cleaned: false } : {}), ...fields, phase, updatedAtMs: nowMs };
+  const clockMs = updated.destinationClockMs;
+  const arrivedFrom = clockMs === undefined ? {} : { arrivedFrom: { cell: move.from, requestsFromMs: clockMs } };
   const namespaces = phase !== 'flipped' ? map.namespaces : map.namespaces.map((n): MapNamespace => (
-    n.prefix === move.prefix ? { prefix: n.prefix, cell: move.to, epoch, state: 'active' } : n
+    n.prefix === move.prefix ? { prefix: n.prefix, cell: move.to, epoch, state: 'active', ...arrivedFrom } : n
   ));
   return { ...map, epoch, namespaces, moves: (map.moves ?? []).map((m) => (m.id === id ? updated : m)) };
 }

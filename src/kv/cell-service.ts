@@ -292,6 +292,10 @@ export class CellService implements api.CellApi, CommandProposer {
     return this.store.ownership()?.table ?? null;
   }
 
+  dedupClockMs(): number {
+    return this.store.dedupClockMs();
+  }
+
   readBarrier(): Promise<void> {
     return this.driver.linearizableRead();
   }

@@ -79,3 +79,34 @@ test('a retry of a write applied before the move gets the first answer from the 
   assert.equal((await putWith(destination, '/rq/k', 'twice', 'rq-put-1')).body.error?.code, 'request_id_reused');
   assert.equal((await http(`${destination}/v1/kv/rq/k`)).body.kvs[0]?.version, 1);
 });
+
+test('moved there and back: the move back lists only the records stamped since the arrival, and every retry still gets its first answer', { timeout: 120_000 }, async () => {
+  const controlUrl = control.cell.clientUrls()[0] as string;
+  const first = cell1.cell.clientUrls()[0] as string;
+  const second = cell2.cell.clientUrls()[0] as string;
+  assert.equal((await http(`${controlUrl}/v1/control/namespaces`, json({ prefix: '/rb/', cell: 'cell-1' }))).status, 200);
+  const before = await putWith(first, '/rb/a', 'one', 'rb-before');
+  assert.equal(before.status, 201, JSON.stringify(before.body));
+
+  await moveAndWait(controlUrl, '/rb/', 'cell-2');
+  const there = (await http(`${controlUrl}/v1/control/namespaces/rb/`)).body;
+  const arrival = there.arrivedFrom as { cell: string; requestsFromMs: number };
+  assert.equal(arrival.cell, 'cell-1', JSON.stringify(there));
+  // Written on cell-2 after its arrival: stamped at or after the clock read before the fence.
+  const between = await putWith(second, '/rb/b', 'two', 'rb-between');
+  assert.equal(between.status, 201, JSON.stringify(between.body));
+
+  await moveAndWait(controlUrl, '/rb/', 'cell-1');
+  const back = (await http(`${controlUrl}/v1/control/namespaces/rb/`)).body;
+  assert.equal(back.move.requestsFromMs, arrival.requestsFromMs, 'the move back listed from the arrival');
+  assert.equal(back.arrivedFrom.cell, 'cell-2');
+
+  // cell-1 answers both retries with their first outcomes: its own record and the one moved back.
+  for (const [key, value, id, answer] of [['/rb/a', 'one', 'rb-before', before], ['/rb/b', 'two', 'rb-between', between]] as const) {
+    const retried = await putWith(first, key, value, id);
+    assert.equal(retried.status, answer.status, JSON.stringify(retried.body));
+    assert.deepEqual(retried.body, answer.body, `${id}: the first answer, not a second write`);
+  }
+  const kvs = (await http(`${first}/v1/kv/rb/?prefix=true`)).body.kvs as { key: string; version: number }[];
+  assert.deepEqual(kvs.map((kv) => [kv.key, kv.version]), [['/rb/a', 1], ['/rb/b', 1]]);
+});

@@ -81,9 +81,11 @@ test('teeth: the clients\' own checkers catch both broken moves', async () => {
   // did not within 40 seeds. Without it they do at seed 1.
   const fence = await firstCaught({ bugs: { skipFence: true }, ownerChecks: false, feed: false }, clientChecks, 8);
   assert.ok(fence !== null, 'without the fence, a client sees a lost write or a token going back');
-  // Without the feed too: since the mover reads pages (2 keys in the simulator), the first seed
-  // whose clients see it with the feed is 27 (then 28, 54); without it 6 (then 20, 24).
-  const floor = await firstCaught({ bugs: { skipFloor: true }, ownerChecks: false, feed: false }, ['tokens grow per namespace'], 8);
+  // Calm cells, without the feed: a client sees a revision go back only when it writes on both
+  // sides of a move that landed, and each schedule shift moves which seeds do. Under drawn faults
+  // 3 seeds of 60 showed it (36, 54, 56; session 30, after the mover's one more read before the
+  // fence moved them from 6, 20, 24); calm, 10 of 40 (3, 4, 6, 7, 8, ...).
+  const floor = await firstCaught({ bugs: { skipFloor: true }, ownerChecks: false, feed: false, profile: 'calm' }, ['tokens grow per namespace'], 12);
   assert.ok(floor !== null, 'without the floor, a client is acknowledged a revision below one it saw before');
 });
 

@@ -1,6 +1,8 @@
 // The cell's namespace-ownership table (docs/design/cells.md), replicated state changed through
 // the log; the control plane pushes it, nothing else needs to:
-//   GET /v1/cluster/ownership   the table as applied here (linearizable), or {"table": null}
+//   GET /v1/cluster/ownership   the table as applied here (linearizable), or {"table": null}, and
+//                               the cell's dedup clock then ({"dedupClockMs"}: a move reads it
+//                               before its fence, src/control/mover.ts)
 //   PUT /v1/cluster/ownership   a table for this cell (its "cell" must be this cell's id); a table
 //                               of an older epoch is 412 precondition_failed (details: current),
 //                               the same table again changes nothing. Administration. With
@@ -31,6 +33,8 @@ export interface OwnershipApi {
   checkAdmin(principal: string): void;
   setOwnership(record: Uint8Array, principal: string, requestsOf?: { prefix: string; sinceMs: number }): Promise<unknown>;
   ownership(principal: string): Promise<unknown>;
+  /** The dedup clock of the state applied here (src/mvcc/dedup.ts). */
+  dedupClockMs(): number;
   importKeys(record: Uint8Array, principal: string): Promise<{ imported: number; revision: number }>;
   namespaceRequests(prefix: string, options: { sinceMs: number; after: Uint8Array | null }, principal: string): Promise<unknown>;
 }
@@ -63,7 +67,8 @@ export function createOwnershipRoutes(cell: OwnershipApi): RouteGroup {
     const requestsProblem = requestsPrefix === undefined ? null : namespaceProblem(requestsPrefix);
     if (requestsProblem !== null) throw new InvalidArgumentError(`requestsOf: ${requestsProblem}`);
     if (request.method === 'GET') {
-      sendJson(request.res, request.context, 200, { table: await cell.ownership(request.principal) });
+      const table = await cell.ownership(request.principal);
+      sendJson(request.res, request.context, 200, { table, dedupClockMs: cell.dedupClockMs() });
       return true;
     }
     if (request.method !== 'PUT') throw new InvalidArgumentError(`no such endpoint: ${request.method} ${ownershipPath}`);

@@ -221,6 +221,12 @@ class SimCellCalls implements CellCalls {
     if (table === undefined) throw new UnavailableError(`cell ${cell.id} served no read of its table`);
     return table as Awaited<ReturnType<CellCalls['readOwnershipTable']>>;
   }
+
+  async readDedupClock(cell: MapCell): Promise<number | null> {
+    const clockMs = await this.cell(cell).readStore((store) => store.dedupClockMs());
+    if (clockMs === undefined) throw new UnavailableError(`cell ${cell.id} served no read of its dedup clock`);
+    return clockMs;
+  }
 }
 
 /** A cell's definite refusal as the HTTP edge reports it (a 4xx but 429 is final). */

@@ -89,3 +89,40 @@ test('moves are refused for the root, a second open move, an unknown cell; one w
   assert.throws(() => withNamespace(done, '/pay/eu/', 'cell-2'), /is moving/);
   assert.equal(withNamespace(withMoveCleaned(done, id, 4), '/pay/eu/', 'cell-2').namespaces.some((n) => n.prefix === '/pay/eu/'), true);
 });
+
+/** Moves `/pay/` to `to` through every phase, the destination's dedup clock read as `clockMs`. */
+function moved(map: CellMap, to: string, clockMs: number | undefined, nowMs: number): CellMap {
+  let next = withMoveStarted(map, '/pay/', to, nowMs);
+  const id = next.epoch;
+  next = withMoveAdvanced(next, id, 'copying', {}, nowMs);
+  next = withMoveAdvanced(next, id, 'catching-up', clockMs === undefined ? {} : { destinationClockMs: clockMs }, nowMs);
+  next = withMoveAdvanced(next, id, 'fenced', { fenceRevision: 10 }, nowMs);
+  next = withMoveAdvanced(next, id, 'flipped', {}, nowMs);
+  return withMoveCleaned(next, id, nowMs);
+}
+
+test('a move back to the cell a namespace came from lists its Request-ID records from the clock read before the fence; any other does not', () => {
+  let map = withCell(twoCells(), { id: 'cell-3', endpoints: ['http://c:1'] });
+  map = moved(map, 'cell-2', 5_000, 1);
+  const pay = () => map.namespaces.find((n) => n.prefix === '/pay/');
+  assert.deepEqual(pay()?.arrivedFrom, { cell: 'cell-1', requestsFromMs: 5_000 });
+  // It survives the map's JSON, and the ownership tables do not carry it.
+  assert.deepEqual(parseCellMap(JSON.parse(JSON.stringify(map))), map);
+  assert.deepEqual(payOf(map, 'cell-2'), { prefix: '/pay/', cell: 'cell-2', epoch: pay()?.epoch });
+  // An aborted move leaves the assignment, so the arrival stays.
+  map = withMoveStarted(map, '/pay/', 'cell-3', 2);
+  map = withMoveAborted(map, '/pay/', 'by request', 3);
+  assert.deepEqual(pay()?.arrivedFrom, { cell: 'cell-1', requestsFromMs: 5_000 });
+  // Back to cell-1: from the stamp; to cell-3: every record.
+  const back = withMoveStarted(map, '/pay/', 'cell-1', 4);
+  assert.equal(back.moves?.at(-1)?.requestsFromMs, 5_000);
+  assert.equal(withMoveStarted(map, '/pay/', 'cell-3', 4).moves?.at(-1)?.requestsFromMs, undefined);
+  // A move with no clock read (an older destination build) leaves none: the next move lists all.
+  map = moved(map, 'cell-3', undefined, 5);
+  assert.equal(pay()?.arrivedFrom, undefined);
+  assert.equal(withMoveStarted(map, '/pay/', 'cell-2', 6).moves?.at(-1)?.requestsFromMs, undefined);
+  // A bad arrival off the wire is dropped, not trusted.
+  const raw = JSON.parse(JSON.stringify(moved(map, 'cell-1', 7_000, 7))) as { namespaces: { prefix: string; arrivedFrom?: unknown }[] };
+  for (const n of raw.namespaces) if (n.prefix === '/pay/') n.arrivedFrom = { cell: 'cell-3', requestsFromMs: -1 };
+  assert.equal(parseCellMap(raw).namespaces.find((n) => n.prefix === '/pay/')?.arrivedFrom, undefined);
+});
