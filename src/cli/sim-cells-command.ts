@@ -23,10 +23,13 @@ export interface SimCellsFlags {
 const flatNamespaces = ['/a/', '/b/', '/c/'];
 const nestedNamespaces = ['/a/', '/a/n/', '/b/', '/c/'];
 
-export const cellsBugNames = ['skip-fence', 'skip-floor'] as const;
+export const cellsBugNames = ['skip-fence', 'skip-floor', 'skip-restamp', 'late-dedup-clock'] as const;
 
 export async function simCellsCommand(flags: SimCellsFlags): Promise<number> {
-  const bugs: CellsBugs = { skipFence: flags.bugs.includes('skip-fence'), skipFloor: flags.bugs.includes('skip-floor') };
+  const bugs: CellsBugs = {
+    skipFence: flags.bugs.includes('skip-fence'), skipFloor: flags.bugs.includes('skip-floor'),
+    skipRestamp: flags.bugs.includes('skip-restamp'), lateDedupClock: flags.bugs.includes('late-dedup-clock'),
+  };
   const extra = [
     ...(flags.cells === 2 ? [] : [`--cells ${flags.cells}`]),
     ...(flags.profile === undefined ? [] : [`--profile ${flags.profile}`]),

@@ -272,6 +272,10 @@ export class MvccStore {
         this.ownershipCache = undefined;
         this.boundsCache = null;
       }
+      // Imported Request-ID records may be older than the oldest one here (re-stamped to their
+      // age): the cached oldest stamp is read again, as a restarted replica reads it, or replicas
+      // prune them at different entries and their states differ (namespace-requests.test.ts).
+      if (envelope.op.type === 'importKeys') this.dedupOldestMs = null;
       const tenants = (this.tenantsCache ??= tenantsOf(writer));
       let applied;
       try {

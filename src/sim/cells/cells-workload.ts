@@ -7,16 +7,25 @@
 //  (3) no acknowledged write lost: a compare-and-set that fails finds a value its client wrote
 //      (the last acknowledged one, or one whose outcome was unknown), and so does the final read
 //      of every key on the namespace's owner after the run.
+// A write whose outcome is unknown is sent again with the same Request-ID a little later, as a
+// real client retries, and so is a share of applied puts (an answer lost on its way; often across
+// a move): a put sent again must answer its first revision; a compare-and-set retried that way must answer its
+// first outcome: failing on the value it wrote itself means it applied before and its record was
+// not found (checked here; the cells' own check is that a Request-ID writes once).
 import { isOwnKey } from '../../base/namespaces.js';
 import type { Random } from '../../base/random.js';
 import { chance, randomInt } from '../../base/random.js';
-import { fromUtf8, utf8, type KeyValue, type TxnResult } from '../../mvcc/index.js';
+import { fromUtf8, utf8, type Command, type KeyValue, type TxnResult } from '../../mvcc/index.js';
 import type { CellsLoop } from './cells-loop.js';
-import type { SimRouter } from './sim-router.js';
+import type { RoutedOutcome, SimRouter } from './sim-router.js';
 import type { CellsStats } from './types.js';
 
 const clientsPerNamespace = 2;
 const keysPerClient = 2;
+/** Sends of a write of unknown outcome again (same Request-ID), each after 50-600 ms. */
+const retriesMax = 3;
+/** Applied puts sent again with their Request-ID (a lost answer, from the client's side). */
+const resendShare = 0.3;
 
 interface KeyState {
   /** What the key holds if every write with an unknown outcome failed (null: absent). */
@@ -39,6 +48,11 @@ export class CellsWorkload {
     private readonly random: Random,
     readonly prefixes: readonly string[],
     private readonly stats: CellsStats,
+    /**
+     * Whether a write of unknown outcome is sent again. Not with the simulator's own move driver
+     * (sim-mover.ts), which moves no Request-ID records: a retry there applies twice (seed 4).
+     */
+    private readonly retries = true,
   ) {}
 
   start(stopAtMs: number): void {
@@ -87,11 +101,12 @@ export class CellsWorkload {
   private async put(prefix: string, key: string): Promise<void> {
     const value = this.nextValue();
     const floor = this.acknowledged.get(prefix) ?? 0;
-    const answer = await this.router.send(prefix, { type: 'put', key, value: utf8(value) }, `w-${value}`);
+    const answer = await this.sendRetrying(prefix, { type: 'put', key, value: utf8(value) }, `w-${value}`);
     const state = this.stateOf(key);
     if (answer.kind === 'applied' && answer.outcome.result.type === 'put') {
       this.acknowledge(prefix, floor, answer.outcome.result.revision, `put ${key}=${value} on ${answer.cell}`);
       state.expected = value;
+      if (this.retries && chance(this.random, resendShare)) await this.resend(prefix, { type: 'put', key, value: utf8(value) }, `w-${value}`, answer);
     } else if (answer.kind === 'unknown') {
       this.stats.writesUnknown++;
       state.unknown.add(value);
@@ -105,7 +120,7 @@ export class CellsWorkload {
     const compare = state.expected === null
       ? { key, target: 'version' as const, op: '==' as const, value: 0 }
       : { key, target: 'value' as const, op: '==' as const, value: utf8(state.expected) };
-    const answer = await this.router.send(prefix, {
+    const answer = await this.sendRetrying(prefix, {
       type: 'txn', compare: [compare], success: [{ type: 'put', key, value: utf8(value) }], failure: [{ type: 'get', key }],
     }, `w-${value}`);
     if (answer.kind === 'unknown') {
@@ -125,7 +140,44 @@ export class CellsWorkload {
     }
     this.stats.casFailed++;
     const found = result.results[0]?.type === 'get' ? (result.results[0].kvs[0] ?? null) : null;
+    if (found !== null && fromUtf8(found.value) === value) {
+      this.loop.report('a retry gets the first outcome', `compare-and-set w-${value} on ${answer.cell} failed on ${key}=${value}, its own value: it applied before and its retry did not find its record`);
+    }
     this.judgeFound(key, found === null ? null : fromUtf8(found.value), `a compare-and-set on ${answer.cell} at revision ${result.revision}`);
+  }
+
+  /**
+   * Sends an applied put again with its Request-ID a little later, as a client whose answer was
+   * lost does (often across a move): the answer must be the first one, and nothing applies again.
+   */
+  private async resend(prefix: string, op: Command, requestId: string, first: RoutedOutcome & { kind: 'applied' }): Promise<void> {
+    await this.loop.sleep(randomInt(this.random, 50, 1_500));
+    this.stats.writesRetried++;
+    const again = await this.router.send(prefix, op, requestId);
+    if (again.kind !== 'applied') return;
+    this.stats.retriesAnswered++;
+    const before = first.outcome.result.type === 'put' ? first.outcome.result.revision : null;
+    const now = again.outcome.result.type === 'put' ? again.outcome.result.revision : null;
+    if (before !== now) {
+      this.loop.report('a retry gets the first outcome', `${requestId} applied at revision ${before} on ${first.cell}, sent again answered revision ${now} on ${again.cell}`);
+    }
+  }
+
+  /** Sends `op`; while its outcome is unknown, again with the same Request-ID a little later. */
+  private async sendRetrying(prefix: string, op: Command, requestId: string): Promise<RoutedOutcome> {
+    const first = await this.router.send(prefix, op, requestId);
+    if (first.kind !== 'unknown' || !this.retries) return first;
+    for (let retry = 0; retry < retriesMax; retry++) {
+      await this.loop.sleep(randomInt(this.random, 50, 600));
+      this.stats.writesRetried++;
+      const answer = await this.router.send(prefix, op, requestId);
+      if (answer.kind === 'applied') {
+        this.stats.retriesAnswered++;
+        return answer;
+      }
+      // Anything else says nothing of the first send, which may have applied: still unknown.
+    }
+    return first;
   }
 
   /** Try-lock, hold a while, release: the acquire's revision is the holder's fencing token. */

@@ -7,6 +7,9 @@
 //  (2) revisions only grow across cells: every write a cell applies for the namespace has a
 //      revision above every revision any cell applied for it before, and a cell that starts
 //      accepting it is already at or above them (the move's revision floor).
+//  (5) a Request-ID writes once, in whichever cell: a retry that reaches another cell after a
+//      move finds the record moved with the namespace (re-stamped into that cell's dedup clock).
+//      (Checker 3 and 4 are the clients' and the watchers'.)
 import { assert } from '../../base/assert.js';
 import { namespaceOf } from '../../base/namespaces.js';
 import { decodeCommand, defaultMvccLimits, type Command, type MvccEvent, type MvccStore } from '../../mvcc/index.js';
@@ -29,6 +32,8 @@ export class OwnerChecker {
   private readonly highest = new Map<string, { revision: number; cell: string }>();
   /** Per namespace: its events by revision, as the cells that took its writes applied them (checker 4's reference). */
   readonly history = new Map<string, Map<number, readonly MvccEvent[]>>();
+  /** Request-IDs that wrote, and where (checker 5). */
+  private readonly requestWrites = new Map<string, string>();
   /** Off until every cell applied its first table (before, a cell owns every key). */
   armed = false;
 
@@ -104,8 +109,13 @@ export class OwnerChecker {
     const revision = store.revision;
     // The driver hands the state machine its entries unframed: this is the command itself.
     if (entry.data.byteLength === 0) return;
-    const op = decodeCommand(entry.data, defaultMvccLimits).op;
+    const { op, requestId } = decodeCommand(entry.data, defaultMvccLimits);
     if (op.type === 'importKeys' || op.type === 'ownershipSet') return;
+    if (requestId !== undefined) {
+      const first = this.requestWrites.get(requestId);
+      if (first !== undefined) this.loop.report('a Request-ID writes once', `${requestId} wrote on ${cellId} at revision ${revision} (entry ${entry.index}), and before on ${first}`);
+      else this.requestWrites.set(requestId, `${cellId} at revision ${revision}`);
+    }
     for (const prefix of this.namespacesOf(op)) {
       if (this.armed) {
         const accepting = this.acceptingCells(prefix);

@@ -5,7 +5,8 @@
 // store's own listing. The source feed (an SSE watch in a node) is a watch on a source member's
 // hub with `feed` (sim-feed.ts); without it the feed fails at once, so the mover takes its
 // documented fallback, rounds of reads and a read after the fence. Not simulated: the build gate (every simulated member runs this build). The planted bugs act at these
-// doors: skipFence through the tables (sim-control.ts), skipFloor by zeroing each import's floor.
+// doors: skipFence through the tables (sim-control.ts), skipFloor by zeroing each import's floor,
+// skipRestamp by proposing imports as sent, lateDedupClock by adding a minute to the clock read.
 import { BatonError, UnavailableError } from '../../base/errors.js';
 import type { ImportedKey } from '../../base/namespace-import.js';
 import { CellRefusedError, type CellCalls, type NamespacePage, type NamespaceRead, type WireRequest } from '../../control/cell-calls.js';
@@ -16,7 +17,7 @@ import type { FeedChanges } from '../../control/feed-state.js';
 import { withMoveStarted, movesToDrive } from '../../control/moves.js';
 import type { Random } from '../../base/random.js';
 import { pick, randomInt } from '../../base/random.js';
-import { fromUtf8, restampImportRequests, utf8 } from '../../mvcc/index.js';
+import { fromUtf8, restampImportRequests, utf8, type MvccStore } from '../../mvcc/index.js';
 import type { CellsLoop } from './cells-loop.js';
 import type { SimCell } from './sim-cell.js';
 import { SimSourceFeed } from './sim-feed.js';
@@ -26,6 +27,8 @@ import type { CellsBugs, CellsStats } from './types.js';
 /** The node runs the mover's round every 100 ms on the control leader (src/node). */
 const stepEveryMs = 100;
 const requestPagesMax = 100;
+/** The lateDedupClock bug's lateness. */
+const lateClockMs = 60_000;
 /** A move open this long after the last one could start is a liveness failure (the faults are over by then). */
 const finishBudgetMs = 15_000;
 
@@ -188,7 +191,8 @@ class SimCellCalls implements CellCalls {
   async sendImport(cell: MapCell, sent: Uint8Array): Promise<{ imported: number; revision: number }> {
     const bytes = this.bugs.skipFloor === true ? utf8(JSON.stringify({ ...(JSON.parse(fromUtf8(sent)) as object), floor: 0, fence: undefined })) : sent;
     // As a node's import route does: the member taking it re-stamps its Request-ID records into its dedup clock.
-    const answer = await this.cell(cell).propose((store) => ({ type: 'importKeys', record: restampImportRequests(bytes, store.dedupClockMs()) }), undefined);
+    const restamp = (store: MvccStore) => (this.bugs.skipRestamp === true ? bytes : restampImportRequests(bytes, store.dedupClockMs()));
+    const answer = await this.cell(cell).propose((store) => ({ type: 'importKeys', record: restamp(store) }), undefined);
     if (answer.kind === 'applied' && answer.outcome.result.type === 'importKeys') {
       return { imported: answer.outcome.result.imported, revision: answer.outcome.result.revision };
     }
@@ -225,7 +229,7 @@ class SimCellCalls implements CellCalls {
   async readDedupClock(cell: MapCell): Promise<number | null> {
     const clockMs = await this.cell(cell).readStore((store) => store.dedupClockMs());
     if (clockMs === undefined) throw new UnavailableError(`cell ${cell.id} served no read of its dedup clock`);
-    return clockMs;
+    return this.bugs.lateDedupClock === true ? clockMs + lateClockMs : clockMs;
   }
 }
 

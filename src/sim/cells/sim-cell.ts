@@ -36,6 +36,12 @@ export class SimCell {
     private readonly loop: CellsLoop,
     /** Which member a call goes to when the leader is not known (the cell's own fork). */
     private readonly random: Random,
+    /**
+     * How far this cell's members' wall clocks run ahead of the simulation's (the stamp of every
+     * command it proposes): each cell's dedup clock then runs apart from the others', as real
+     * cells' do, so Request-ID records moved between them must be re-stamped.
+     */
+    private readonly clockOffsetMs = 0,
   ) {}
 
   /** The member a call goes to: mostly the leader, now and then another (which forwards). */
@@ -56,7 +62,7 @@ export class SimCell {
     const store = binding.mvccStore;
     if (typeof command === 'function' && store === null) return { kind: 'notSent' };
     const op = typeof command === 'function' ? command(store as MvccStore) : command;
-    const envelope = { proposedAtMs: this.loop.nowMs, source: node.id, ...(requestId === undefined ? {} : { requestId }), op };
+    const envelope = { proposedAtMs: this.loop.nowMs + this.clockOffsetMs, source: node.id, ...(requestId === undefined ? {} : { requestId }), op };
     const bytes = encodeCommand(envelope, defaultMvccLimits);
     const commandId = this.loop.nextCommandId++;
     const answer = binding.propose(commandId, bytes).then(

@@ -37,6 +37,8 @@ const settleBudgetMs = 20_000;
 const movesAfterFaultsMs = 1_500;
 const clientsAfterFaultsMs = 2_000;
 const stepsMaxDefault = 4_000_000;
+/** Cells' clocks run up to this far apart (Request-ID records moved between them are re-stamped). */
+const clockSpreadMs = 2 * 3_600_000;
 
 export async function simulateCells(options: CellsOptions): Promise<CellsResult> {
   const root = new SeededRandom(options.seed);
@@ -59,7 +61,7 @@ export async function simulateCells(options: CellsOptions): Promise<CellsResult>
   const router = new SimRouter(control, loop, stats);
   const parts: Actors = {
     options, loop, prefixes, faultPhaseMs, stats, checker, control, router, cells: started.cells,
-    workload: new CellsWorkload(loop, router, root.fork(2), prefixes, stats),
+    workload: new CellsWorkload(loop, router, root.fork(2), prefixes, stats, options.mover !== 'sim'),
     mover: options.mover === 'sim' ? new SimMover(control, loop, root.fork(3), stats, bugs) : new RealMoverDriver(control, loop, root.fork(3), stats, bugs, options.feed !== false ? root.fork(9) : null),
     watchers: new CellsWatchers(loop, control, router, checker, root.fork(4)),
   };
@@ -138,7 +140,8 @@ function startCells(
     world.onLeaderElected = (node) => nemesis.onLeaderElected(node);
     scheduleFaults(world, nemesis, nemesisRandom);
     nemeses.push(nemesis);
-    const cell = new SimCell(id, world, loop, random.fork(5));
+    // Clocks up to two hours apart (a fork of its own: the other draws stay as they were).
+    const cell = new SimCell(id, world, loop, random.fork(5), randomInt(random.fork(11), 0, clockSpreadMs));
     if (!data) {
       controlCell = cell;
       continue;

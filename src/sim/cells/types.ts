@@ -6,11 +6,19 @@ import type { Scenario, Violation } from '../types.js';
  * Deliberately broken move steps (teeth): each must make a checker fail within a small sweep.
  * skipFence: the source is never given a table that fences or gives away the namespace until the
  * move's release (it keeps taking writes while the destination lands it). skipFloor: no import
- * of the move raises the destination's revision (floor 0 throughout).
+ * of the move raises the destination's revision (floor 0 throughout). skipRestamp, lateDedupClock:
+ * Request-ID records moved wrongly (below), so a retried request applies twice.
  */
 export interface CellsBugs {
   readonly skipFence?: boolean;
   readonly skipFloor?: boolean;
+  /** Imported Request-ID records keep the source's stamps (not re-stamped into the destination's dedup clock). */
+  readonly skipRestamp?: boolean;
+  /**
+   * The destination's dedup clock read a minute late for a move (as if read after its landing): a
+   * move back lists the records from there, missing those stamped in between.
+   */
+  readonly lateDedupClock?: boolean;
 }
 
 export interface CellsOptions {
@@ -73,6 +81,9 @@ export interface CellsStats {
   watchesEndedByMoves: number;
   /** Watches a new owner refused at its floor (compacted: the source holds those events), read again. */
   watchRereads: number;
+  /** Writes of unknown outcome sent again with the same Request-ID, and those answered. */
+  writesRetried: number;
+  retriesAnswered: number;
 }
 
 export interface CellsResult {
@@ -90,5 +101,6 @@ export function emptyCellsStats(): CellsStats {
   return {
     movesStarted: 0, movesReleased: 0, movesAborted: 0, writesAcknowledged: 0, writesUnknown: 0, writesRefused: 0,
     casFailed: 0, lockGrants: 0, wrongCellFollowed: 0, landingRetries: 0, crashes: 0, elections: 0, watchesEndedByMoves: 0, watchRereads: 0,
+    writesRetried: 0, retriesAnswered: 0,
   };
 }

@@ -224,3 +224,35 @@ test('an import record\'s ageMs is checked at the boundary: a bad one is refused
   const plain = new TextEncoder().encode(JSON.stringify({ prefix: '/pay/', requests: [] }));
   assert.equal(restampImportRequests(plain, 10_000), plain, 'nothing to re-stamp: the same bytes');
 });
+
+test('records imported older than the oldest one here are pruned at the same entry on every replica, restarted or not', () => {
+  // The store caches the oldest stamp of its expiry index and prunes once the clock is a window
+  // past it. A re-stamped import may hold records older than that (a record 500 s old moving to
+  // a cell whose records are all younger): a replica that kept its cache pruned them later than
+  // one that restarted (its cache read afresh), and their states differed (the cells simulator,
+  // seed 3 with imports not re-stamped: "state machine safety").
+  const windowMs = defaultMvccLimits.dedupWindowMs;
+  const engines = [new MemoryEngine(), new MemoryEngine()];
+  let stores = engines.map((engine) => new MvccStore(engine));
+  let index = 0;
+  const applyAll = (op: Command, proposedAtMs: number, requestId?: string) => {
+    index++;
+    const data = encodeCommand({ proposedAtMs, source: 1, op, ...(requestId === undefined ? {} : { requestId }) }, defaultMvccLimits);
+    for (const store of stores) store.applyBatch([{ index, term: 1, type: EntryType.normal, data }]);
+  };
+  const startMs = 10_000_000;
+  applyAll(table(2, 'cell-1', 'cell-2'), startMs); // this cell owns / and takes /pay/ in imports
+  applyAll(put('/own', 'x'), startMs + 1, 'req-own');
+  applyAll(put('/own', 'y'), startMs + 2, 'req-own-2'); // every replica has cached the oldest stamp by now
+  // An import of a record 500 s older than anything here (re-stamped: clock less its age).
+  const old = encodeDedupRecord({ stampMs: startMs, outcome: { ok: true, result: { type: 'put', created: true, revision: 2, version: 1, fencingToken: 2 } } }, 2);
+  const record = restampDedupRecord(old, startMs - 500_000);
+  applyAll({ type: 'importKeys', record: encodeImportRecord({ prefix: '/pay/', clear: false, floor: 0, puts: [], deletes: [], leases: [], requests: [{ id: text('req-old'), record }] }) }, startMs + 3);
+  // The second replica restarts: a new store over its engine.
+  stores = [stores[0] as MvccStore, new MvccStore(engines[1] as MemoryEngine)];
+  // The clock moves a window past the imported record, not past the others (steps of 10 s).
+  for (let t = startMs + 10_000; t <= startMs + windowMs - 400_000; t += 10_000) applyAll(put('/tick', String(t)), t);
+  const [kept, restarted] = stores as [MvccStore, MvccStore];
+  assert.ok(kept.dedupClockMs() - (startMs - 500_000) > windowMs, 'the clock is a window past the imported record');
+  assert.equal(kept.hash(), restarted.hash(), 'both replicas hold the same dedup table');
+});
