@@ -50,6 +50,8 @@ interface MoveFigures {
   parts: Record<string, number>;
   clientPauseMs: number;
   refused: number;
+  /** The whole move, started -> released and cleaned (the copy's listing of Request-ID records is in it). */
+  totalMs: number;
 }
 
 interface RunFigures {
@@ -171,8 +173,8 @@ async function runBuild(build: string, cli: string, moveCount: number): Promise<
         last = at;
       }
       const parts = (move['windowParts'] as Record<string, number> | undefined) ?? partsFromLog(dev.log[m]);
-      moves.push({ windowMs: Number(move['windowMs']), parts, clientPauseMs: Math.round(pause), refused: refused - refusedBefore });
-      if (!values.json) process.stderr.write(`${build} move ${m + 1}/${moveCount}: window ${move['windowMs']} ms ${JSON.stringify(parts)}, client pause ${Math.round(pause)} ms ${/fence \d+ (\[[^\]]*\])/.exec(dev.log[m] ?? '')?.[1] ?? ''} ${/last changes \d+ (\[[^\]]*\])/.exec(dev.log[m] ?? '')?.[1] ?? ''}\n`);
+      moves.push({ windowMs: Number(move['windowMs']), parts, clientPauseMs: Math.round(pause), refused: refused - refusedBefore, totalMs: Math.round(until - from) });
+      if (!values.json) process.stderr.write(`${build} move ${m + 1}/${moveCount} (${Math.round(until - from)} ms in all): window ${move['windowMs']} ms ${JSON.stringify(parts)}, client pause ${Math.round(pause)} ms ${/fence \d+ (\[[^\]]*\])/.exec(dev.log[m] ?? '')?.[1] ?? ''} ${/last changes \d+ (\[[^\]]*\])/.exec(dev.log[m] ?? '')?.[1] ?? ''}\n`);
       await sleep(500);
     }
     loading = false;
@@ -222,6 +224,7 @@ if (values.json) {
     const partNames = [...new Set(run.moves.flatMap((m) => Object.keys(m.parts)))];
     for (const part of partNames) figure(`  ${part}`, run.moves.map((m) => m.parts[part] ?? NaN));
     figure('client-seen pause (longest ack gap)', run.moves.map((m) => m.clientPauseMs));
+    figure('move, started -> released', run.moves.map((m) => m.totalMs));
     rows.push([run.build, `moves ${run.moves.length}, writes acked ${run.writesPerSecond}/s`, '', '', '']);
   }
   process.stdout.write(`${table(['build', 'ms', 'p50', 'p99', 'max'], rows)}\n`);
