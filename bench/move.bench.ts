@@ -58,6 +58,8 @@ interface RunFigures {
   build: string;
   moves: MoveFigures[];
   writesPerSecond: number;
+  /** The load client's CPU over the run, in cores. */
+  clientCores: number;
 }
 
 /** Starts `baton dev --cells 2` with `cli`: the ready line, the child, and the mover's "flipped to" lines. */
@@ -143,6 +145,7 @@ async function runBuild(build: string, cli: string, moveCount: number): Promise<
       }
     };
     const startedAt = performance.now();
+    const cpuAtStart = process.cpuUsage();
     const workers = Array.from({ length: workerCount }, (_, w) => worker(w));
     await sleep(3_000);
     const moves: MoveFigures[] = [];
@@ -181,7 +184,10 @@ async function runBuild(build: string, cli: string, moveCount: number): Promise<
     await Promise.all(workers);
     agent.destroy();
     const seconds = (performance.now() - startedAt) / 1000;
-    return { build, moves, writesPerSecond: Math.round(acks.length / seconds) };
+    // The load client's own CPU (this process: the writers and the polling), in cores: on 2
+    // cores a busy client takes from the cells it measures.
+    const cpu = process.cpuUsage(cpuAtStart);
+    return { build, moves, writesPerSecond: Math.round(acks.length / seconds), clientCores: Math.round(((cpu.user + cpu.system) / 1e6 / seconds) * 100) / 100 };
   } finally {
     await stopDevCells(dev);
     rmSync(scratch, { recursive: true, force: true });
@@ -209,6 +215,7 @@ for (let round = 0; round < rounds; round++) {
 }
 const runs: RunFigures[] = [...byBuild.entries()].map(([build, all]) => ({
   build, moves: all.flatMap((r) => r.moves), writesPerSecond: Math.round(all.reduce((sum, r) => sum + r.writesPerSecond, 0) / all.length),
+  clientCores: Math.round((all.reduce((sum, r) => sum + r.clientCores, 0) / all.length) * 100) / 100,
 }));
 if (values.json) {
   process.stdout.write(`${JSON.stringify(runs)}\n`);
@@ -225,7 +232,7 @@ if (values.json) {
     for (const part of partNames) figure(`  ${part}`, run.moves.map((m) => m.parts[part] ?? NaN));
     figure('client-seen pause (longest ack gap)', run.moves.map((m) => m.clientPauseMs));
     figure('move, started -> released', run.moves.map((m) => m.totalMs));
-    rows.push([run.build, `moves ${run.moves.length}, writes acked ${run.writesPerSecond}/s`, '', '', '']);
+    rows.push([run.build, `moves ${run.moves.length}, writes acked ${run.writesPerSecond}/s, load client ${run.clientCores} cores`, '', '', '']);
   }
   process.stdout.write(`${table(['build', 'ms', 'p50', 'p99', 'max'], rows)}\n`);
 }
