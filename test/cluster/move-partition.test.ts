@@ -91,6 +91,19 @@ async function moveAndCutMidCopy(): Promise<number> {
   return Date.now();
 }
 
+/** Heals the relays and waits until the (aborted) move says the destination's copy is removed. */
+async function healUntilCleaned(): Promise<{ healAt: number; move: ShownMove | null }> {
+  const healAt = Date.now();
+  for (const relay of relays) relay.unblock();
+  let move: ShownMove | null = null;
+  for (let poll = 0; poll < 300 && move?.cleaned !== true; poll++) {
+    await sleep(100);
+    move = await shownMove();
+  }
+  assert.equal(move?.cleaned, true, `cleaned once reachable: ${JSON.stringify(move)}`);
+  return { healAt, move };
+}
+
 /** Phases the move shows over `ms`, polled every 200 ms. */
 async function phasesOver(ms: number): Promise<Set<string>> {
   const phases = new Set<string>();
@@ -127,14 +140,7 @@ test('destination partitioned mid-copy, move aborted: the source keeps the names
   // The destination's copy cannot be removed while it is cut off: the move does not claim it is.
   await sleep(2_000);
   assert.equal((await shownMove())?.cleaned, false, 'not cleaned while the destination is unreachable');
-  const healAt = Date.now();
-  for (const relay of relays) relay.unblock();
-  let move: ShownMove | null = null;
-  for (let poll = 0; poll < 300 && move?.cleaned !== true; poll++) {
-    await sleep(100);
-    move = await shownMove();
-  }
-  assert.equal(move?.cleaned, true, `cleaned once reachable: ${JSON.stringify(move)}`);
+  const { healAt, move } = await healUntilCleaned();
   await writer.stop();
   const pause = longestPause(writer.acks, cutAt, healAt);
   assert.ok(pause < 2_000, `the source took writes throughout the partition (longest pause ${pause} ms)`);
@@ -176,14 +182,7 @@ async function cutAtTheFence(writer: ReturnType<typeof startMoveWriter>): Promis
   assert.equal(move?.phase, 'aborted', JSON.stringify(move));
   assert.match(move?.error ?? '', /did not take the fence's table/);
   await sleep(2_000);
-  const healAt = Date.now();
-  for (const r of relays) r.unblock();
-  let cleaned: ShownMove | null = null;
-  for (let poll = 0; poll < 300 && cleaned?.cleaned !== true; poll++) {
-    await sleep(100);
-    cleaned = await shownMove();
-  }
-  assert.equal(cleaned?.cleaned, true, `cleaned once reachable: ${JSON.stringify(cleaned)}`);
+  const { healAt, move: cleaned } = await healUntilCleaned();
   // The source was fenced from just before the cut until the abort unfenced it: bounded by the
   // flip's wait, not by the partition (without the wait: flipped, unwritable until the heal).
   const pause = longestPause(writer.acks, (cutAt as number) - 1_000, healAt);
