@@ -9,9 +9,9 @@
 //      of every key on the namespace's owner after the run.
 // A write whose outcome is unknown is sent again with the same Request-ID a little later, as a
 // real client retries, and so is a share of applied puts (an answer lost on its way; often across
-// a move): a put sent again must answer its first revision; a compare-and-set retried that way must answer its
-// first outcome: failing on the value it wrote itself means it applied before and its record was
-// not found (checked here; the cells' own check is that a Request-ID writes once).
+// a move). A put sent again must answer its first revision; a compare-and-set retried must answer
+// its first outcome (failing on the value it wrote itself means it applied before and its record
+// was not found). Checked here; the cells' own check is that a Request-ID writes once.
 import { isOwnKey } from '../../base/namespaces.js';
 import type { Random } from '../../base/random.js';
 import { chance, randomInt } from '../../base/random.js';
@@ -49,8 +49,9 @@ export class CellsWorkload {
     readonly prefixes: readonly string[],
     private readonly stats: CellsStats,
     /**
-     * Whether a write of unknown outcome is sent again. Not with the simulator's own move driver
-     * (sim-mover.ts), which moves no Request-ID records: a retry there applies twice (seed 4).
+     * Whether writes are sent again (unknown outcomes, and a share of applied puts). Not with the
+     * simulator's own move driver (sim-mover.ts), which moves no Request-ID records: a write sent
+     * again there applies twice (seed 4).
      */
     private readonly retries = true,
   ) {}
@@ -101,12 +102,13 @@ export class CellsWorkload {
   private async put(prefix: string, key: string): Promise<void> {
     const value = this.nextValue();
     const floor = this.acknowledged.get(prefix) ?? 0;
-    const answer = await this.sendRetrying(prefix, { type: 'put', key, value: utf8(value) }, `w-${value}`);
+    const op: Command = { type: 'put', key, value: utf8(value) };
+    const answer = await this.sendRetrying(prefix, op, `w-${value}`);
     const state = this.stateOf(key);
     if (answer.kind === 'applied' && answer.outcome.result.type === 'put') {
       this.acknowledge(prefix, floor, answer.outcome.result.revision, `put ${key}=${value} on ${answer.cell}`);
       state.expected = value;
-      if (this.retries && chance(this.random, resendShare)) await this.resend(prefix, { type: 'put', key, value: utf8(value) }, `w-${value}`, answer);
+      if (this.retries && chance(this.random, resendShare)) await this.resend(prefix, op, `w-${value}`, answer);
     } else if (answer.kind === 'unknown') {
       this.stats.writesUnknown++;
       state.unknown.add(value);
