@@ -42,13 +42,6 @@ const streamImportEveryMs = 25;
 /** After the fence: how long the source's watch may take to end at it before a full read instead. */
 const feedFenceWaitMs = 2_000;
 /**
- * How long the flip waits for the destination to take the fence's table before the move is
- * aborted instead (the source unfenced): a destination cut off then could not land it. As long
- * as the mover's calls to a cell may take (cell-calls.ts): a destination with a slow disk (1.5 s
- * per fsync in move-leases.test) is not taken for a cut-off one (2 s aborted that move).
- */
-const destinationFenceWaitMs = 5_000;
-/**
  * Dedup records are listed by stamp, and a record's stamp is the source's replicated dedup clock
  * when it applied (src/mvcc/dedup.ts), which only moves forward: every record applied after a
  * listing is stamped at or above the newest stamp that listing returned. So each later listing
@@ -308,15 +301,6 @@ export class Mover {
     // owned from its entry on) refuses them as well, so whichever applies first ends that risk.
     const destinationFenced = this.pushUntil(fenced.map, move.to, destination);
     destinationFenced.catch(() => {});
-    // The flip also waits for it (bounded): flipped to a destination cut off just now, the
-    // namespace would stay unwritable until it is back (a move only rolls forward from its flip);
-    // not flipped, the move is aborted and the source unfenced. Its push starts with the source's
-    // fence, so it is there as soon (the move bench's log: "destination fenced" 0-8 ms after the
-    // fence applied).
-    const destinationReady = Promise.race([
-      destinationFenced.then(() => true, () => false),
-      this.io.sleep(destinationFenceWaitMs).then(() => false),
-    ]);
     // The fence's answer carries the namespace's Request-ID records as of its apply (no read in
     // the window); if not (another push was first, or too many), they are read after it.
     const fence = await this.control.pushFence(fenced.map, source, { prefix: move.prefix, sinceMs: this.requestsSince(progress) });
@@ -329,10 +313,7 @@ export class Mover {
     // and the destination takes writes only with the landing, after it). The answer's revision is
     // the fence's (or above it, had another push fenced first): the record's fence revision.
     const flip = (fenceRevision: number): Promise<{ map: CellMap; modRevision: number }> => {
-      const flipping = destinationReady.then((ready) => {
-        if (!ready) throw new DestinationUnfencedError(move.to);
-        return this.control.changeFrom(moverPrincipal, fenced, (current) => withMoveAdvanced(current, move.id, 'fenced', { fenceRevision }, this.clock.nowMs()));
-      });
+      const flipping = this.control.changeFrom(moverPrincipal, fenced, (current) => withMoveAdvanced(current, move.id, 'fenced', { fenceRevision }, this.clock.nowMs()));
       flipping.then(mark('flipped'), () => {});
       return flipping;
     };
@@ -379,15 +360,7 @@ export class Mover {
     // Changes taken from the feed left it: if the flip or the landing fails, the next attempt
     // reads the fenced source instead (the cells simulator with --feed, seed 29090: a flip whose
     // compare-and-set was lost, retried with the feed's last changes gone, landed without them).
-    let flipped: { map: CellMap; modRevision: number };
-    try {
-      flipped = await (fromFeed ? this.importFromFeed(progress, flipAndLand) : flipAndLand());
-    } catch (error) {
-      if (!(error instanceof DestinationUnfencedError)) throw error;
-      this.log.warn(`move ${move.id} of ${move.prefix}: aborted at its fence: ${error.message}`);
-      await this.control.change(moverPrincipal, (current) => withMoveAborted(current, move.prefix, error.message, this.clock.nowMs()));
-      return; // the next round unfences the source (the aborted phase)
-    }
+    const flipped = await (fromFeed ? this.importFromFeed(progress, flipAndLand) : flipAndLand());
     progress.landed = true;
     steps.push(this.clock.nowMs());
     // The source stops serving reads of it now (they would miss the destination's writes), not
@@ -764,13 +737,6 @@ export class Mover {
     } catch (abortError) {
       this.log.warn(`move ${move.id}: abort after refusal failed: ${(abortError as Error).message}`);
     }
-  }
-}
-
-/** The destination did not take the fence's table in time: the move is aborted, not flipped. */
-class DestinationUnfencedError extends Error {
-  constructor(cell: string) {
-    super(`the destination ${cell} did not take the fence's table within ${destinationFenceWaitMs} ms`);
   }
 }
 

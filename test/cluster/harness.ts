@@ -38,10 +38,6 @@ export class FaultProxy {
   /** Sockets a blackhole holds (null: none in force). */
   private held: Set<Socket> | null = null;
   private readonly sockets = new Set<Socket>();
-  /** Bytes whose first sight on the way in starts a blackhole (blackholeOn), or null. */
-  private trigger: Buffer | null = null;
-  /** When an armed trigger went off (Date.now()), or null. */
-  triggeredAtMs: number | null = null;
   private constructor(private readonly server: Server) {}
 
   static async start(listenPort: number, targetPort: number): Promise<FaultProxy> {
@@ -70,32 +66,8 @@ export class FaultProxy {
         upstream.destroy();
       });
     }
-    // By hand rather than pipe: an armed trigger is looked for in each chunk before it is passed on.
-    client.on('data', (chunk: Buffer) => {
-      if (this.trigger !== null && chunk.includes(this.trigger)) {
-        this.trigger = null;
-        this.triggeredAtMs = Date.now();
-        this.blackhole(); // this chunk included: it never arrives
-        return;
-      }
-      if (!upstream.write(chunk)) {
-        client.pause();
-        upstream.once('drain', () => {
-          if (this.held === null || !this.held.has(client)) client.resume();
-        });
-      }
-    });
-    client.on('end', () => upstream.end());
+    client.pipe(upstream);
     upstream.pipe(client);
-  }
-
-  /**
-   * Arms a blackhole (below) that starts with the first chunk sent in that contains `bytes`: that
-   * chunk and everything after it is dropped. A cut at one exact request (e.g. one table push).
-   */
-  blackholeOn(bytes: string): void {
-    this.trigger = Buffer.from(bytes);
-    this.triggeredAtMs = null;
   }
 
   get port(): number {
@@ -118,7 +90,6 @@ export class FaultProxy {
 
   unblock(): void {
     this.blocked = false;
-    this.trigger = null;
     // What a partition held dies with it (the peer's TCP gives up on it in the end); callers reconnect.
     for (const socket of this.held ?? []) socket.destroy();
     this.held = null;
