@@ -293,6 +293,13 @@ export class NodeDriver<Outcome> {
     this.maybeCheckpoint();
   }
 
+  /** At boot (RaftApi.advanceElectionClock): the first election starts sooner; nothing is sent now. */
+  advanceElectionClock(): void {
+    if (this.stopped) return;
+    this.assertStarted();
+    this.core.advanceElectionClock();
+  }
+
   receive(messages: readonly RaftMessage[]): void {
     if (this.stopped) return;
     this.assertStarted();

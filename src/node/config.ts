@@ -45,6 +45,12 @@ export interface NodeConfig {
   readonly clusterId: string;
   readonly tickMs: number;
   readonly electionTicks: number;
+  /**
+   * At boot, once a peer is connected, move the election clock forward so that a starting cell
+   * elects its first leader within the timeout's random part (etcd's --initial-election-tick-advance,
+   * on by default there too).
+   */
+  readonly initialElectionTickAdvance: boolean;
   /** How often the store checkpoints (makes its deferred commits durable) while it applies entries. */
   readonly checkpointMs: number;
   /** The leader's corruption check interval (node/corruption-check.ts); 0 = off. */
@@ -132,6 +138,7 @@ const options = {
   cell: { type: 'string' },
   'tick-ms': { type: 'string' },
   'election-ticks': { type: 'string' },
+  'initial-election-tick-advance': { type: 'string' },
   'checkpoint-ms': { type: 'string' },
   'corrupt-check-ms': { type: 'string' },
   'audit-log': { type: 'string' },
@@ -337,6 +344,8 @@ function resolve(raw: Raw): Omit<NodeConfig, 'tuning'> {
     clusterId: createHash('sha256').update(identity).digest('hex').slice(0, 16),
     tickMs: integer(raw, 'tick-ms', 100, 10, 10_000),
     electionTicks: integer(raw, 'election-ticks', 10, 3, 1000),
+    initialElectionTickAdvance: raw['initial-election-tick-advance'] === undefined
+      ? true : booleanFlag(raw['initial-election-tick-advance'], 'initial-election-tick-advance'),
     // One fdatasync of the store's file per interval, off the event loop: it bounds the log an OS
     // crash replays and how long freed pages wait for reuse (storage/checkpointer.ts).
     checkpointMs: integer(raw, 'checkpoint-ms', 100, 10, 60_000),

@@ -2,6 +2,7 @@
 // peer transport, the HTTP, stream and gRPC APIs and real timers. This is the only place that
 // wires them, in four steps: open the durable state, start the peers, build the services (each
 // from the ones before it), start the APIs. Everything below is written against interfaces.
+import { bootElectionAdvance } from './boot-election.js';
 import { LedgerFileKeeper, readLedgerFile } from './ledger-file.js';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -153,7 +154,9 @@ export async function startNode(
   });
   canary?.start();
   state.recordRewriter?.start(onFatal);
+  const advanceElection = bootElectionAdvance(config, () => [...peers.transport.stats().peers.values()].some((peer) => peer.connected));
   const ticker = setInterval(() => {
+    if (advanceElection()) services.driver.advanceElectionClock();
     services.driver.tick();
     services.leases.tick();
   }, config.tickMs);

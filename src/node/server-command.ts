@@ -17,7 +17,7 @@ const usage =
   'usage: baton server --name NAME --data-dir DIR --listen-client URL --listen-peer URL\n' +
   '                    --initial-cluster n1=URL,n2=URL,... [--initial-cluster-clients n1=URL,...]\n' +
   '                    [--initial-cluster-state new|existing] (existing: join a running cell, docs/api/members.md)\n' +
-  '                    [--cell ID] [--tick-ms N] [--election-ticks N] [--checkpoint-ms N] [--log-catchup-entries N]\n' +
+  '                    [--cell ID] [--tick-ms N] [--election-ticks N] [--initial-election-tick-advance true|false] [--checkpoint-ms N] [--log-catchup-entries N]\n' +
   '                    [--request-timeout-ms N] [--value-bytes-max N] [--log-level L] [--log-format text|json] [--config FILE]\n' +
   '                    [--listen-grpc URL] [--initial-cluster-grpc n1=URL,...] (etcd v3 gRPC, docs/etcd-compat.md)\n' +
   '                    [--corrupt-check-ms N] (the leader compares members\' HashKV every N ms, raising CORRUPT; 0 = off)\n' +

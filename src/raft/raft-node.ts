@@ -110,6 +110,13 @@ export class RaftNode implements RaftApi {
     hup(this.node, false);
   }
 
+  advanceElectionClock(): void {
+    const node = this.node;
+    if (node.role !== Role.follower || node.leader !== noMember || node.recovery !== null || node.regressed !== null) return;
+    node.electionElapsed = Math.max(node.electionElapsed, node.config.electionTicks - 1);
+    assert(node.electionElapsed < node.randomizedElectionTicks, 'the advanced clock leaves at least one tick before the election');
+  }
+
   reportUnreachable(to: MemberId): void {
     const progress = this.node.progress.get(to);
     if (this.node.role !== Role.leader || progress === undefined) return;

@@ -412,6 +412,13 @@ export interface RaftApi {
   transferLeadership(to: MemberId): void;
   /** Start an election now (tests, operator tools). */
   campaign(): void;
+  /**
+   * At boot: a follower that knows no leader moves its election clock to one tick short of the
+   * shortest election timeout, so a starting cell's first election begins within the timeout's
+   * random part instead of after a whole timeout (etcd's initial election tick advance). Timing
+   * never decides safety, and pre-vote keeps a restarted member from unseating a live leader.
+   */
+  advanceElectionClock(): void;
   /** The transport could not reach `to`: fall back to probing it. */
   reportUnreachable(to: MemberId): void;
   /** The transport finished (ok) or gave up on (failed) sending a snapshot to `to`. */

@@ -313,6 +313,7 @@ function observed(core: RaftApi, node: SimNode, fileData: (index: number) => Uin
     readIndex: (context: number) => core.readIndex(context),
     transferLeadership: (to) => core.transferLeadership(to),
     campaign: () => core.campaign(),
+    advanceElectionClock: () => core.advanceElectionClock(),
     reportUnreachable: (to) => core.reportUnreachable(to),
     reportSnapshot: (to, ok) => core.reportSnapshot(to, ok),
     hasReady: () => core.hasReady(),

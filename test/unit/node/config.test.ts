@@ -178,3 +178,11 @@ test('--store-upgrade: auto unless off is given (flag or BATON_STORE_UPGRADE); a
   assert.equal(parseNodeConfig(base, { BATON_STORE_UPGRADE: 'off' }).storeUpgrade, 'off');
   assert.throws(() => parseNodeConfig([...base, '--store-upgrade', 'later'], {}), (e: Error) => e instanceof ConfigError && /--store-upgrade/.test(e.message));
 });
+
+test('--initial-election-tick-advance: on by default, as in etcd; true/false from a flag or the environment; anything else refused', () => {
+  assert.equal(parseNodeConfig(base, {}).initialElectionTickAdvance, true);
+  assert.equal(parseNodeConfig([...base, '--initial-election-tick-advance', 'false'], {}).initialElectionTickAdvance, false);
+  assert.equal(parseNodeConfig(base, { BATON_INITIAL_ELECTION_TICK_ADVANCE: 'false' }).initialElectionTickAdvance, false);
+  assert.throws(() => parseNodeConfig([...base, '--initial-election-tick-advance', 'soon'], {}),
+    (e: Error) => e instanceof ConfigError && /--initial-election-tick-advance/.test(e.message));
+});
