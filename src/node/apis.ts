@@ -27,7 +27,9 @@ import { isOpen } from '../control/moves.js';
 import { addMoveMetrics } from './move-metrics.js';
 import { createControlRoutes } from '../control/control-routes.js';
 import { healthChecks } from '../api/health.js';
-import { EtcdGrpcServer } from '../api/grpc/server.js';
+// The facade (grpc-js, the protos, the JSON gateway: a fifth of a node's start-up) is loaded only
+// when it is served (below).
+import type { EtcdGrpcServer } from '../api/grpc/server.js';
 import { keepaliveFrameHandler } from '../api/stream/lease-frames.js';
 import { lockFrameHandlers } from '../api/stream/lock-frames.js';
 import { StreamServer } from '../api/stream/index.js';
@@ -161,7 +163,7 @@ export async function startApis(
   });
   corruptionCheck.start();
   const regressionWatch = watchForRegression(config, driver, alarms, log);
-  const grpc = config.listenGrpc === null ? null : await EtcdGrpcServer.start(
+  const grpc = config.listenGrpc === null ? null : await (await import('../api/grpc/server.js')).EtcdGrpcServer.start(
     {
       cell, leases, watches, logError, locks: locks.locks, elections: locks.elections, tokens, health, audit,
       meterOf: (service, method, kind) => state.metrics.grpc.meterOf(service, method, kind),

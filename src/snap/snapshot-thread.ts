@@ -49,20 +49,33 @@ export class SnapshotThread {
   private closing: Promise<void> | null = null;
   private closedHeard: () => void = () => {};
 
-  private constructor(private readonly worker: Worker) {
+  /** Started at the first snapshot (see start). */
+  private worker: Worker | null = null;
+
+  private constructor(private readonly data: SnapshotThreadData) {}
+
+  /**
+   * The thread itself starts with the first snapshot: loading its modules and opening the store
+   * costs a member about a third of a second of CPU at boot, and a member whose store is the
+   * durable state (checkpoints) writes a snapshot only for a follower that needs one, often never.
+   */
+  static start(data: SnapshotThreadData): SnapshotThread {
+    return new SnapshotThread(data);
+  }
+
+  private started(): Worker {
+    if (this.worker !== null) return this.worker;
+    const worker = new Worker(new URL('./snapshot-thread-entry.js', import.meta.url), { workerData: this.data });
+    // An idle thread must not keep a stopping process alive.
+    worker.unref();
     worker.on('message', (message: FromSnapshotThread) => this.onMessage(message));
     worker.on('error', (error) => this.onFailure(error));
     worker.on('exit', (code) => {
       if (this.closing === null) this.onFailure(new Error(`the snapshot thread exited (code ${code})`));
       this.closedHeard();
     });
-  }
-
-  static start(data: SnapshotThreadData): SnapshotThread {
-    const worker = new Worker(new URL('./snapshot-thread-entry.js', import.meta.url), { workerData: data });
-    // An idle thread must not keep a stopping process alive.
-    worker.unref();
-    return new SnapshotThread(worker);
+    this.worker = worker;
+    return worker;
   }
 
   /**
@@ -83,15 +96,20 @@ export class SnapshotThread {
 
   /** Stops the thread; a snapshot being written is abandoned (its temp file removed, or left for the next start). */
   close(): Promise<void> {
+    if (this.worker === null) {
+      this.closing ??= Promise.resolve();
+      return this.closing;
+    }
+    const worker = this.worker;
     this.closing ??= new Promise<void>((resolve) => {
-      const timer = setTimeout(() => void this.worker.terminate(), closeWaitMs);
+      const timer = setTimeout(() => void worker.terminate(), closeWaitMs);
       this.closedHeard = () => {
         clearTimeout(timer);
         resolve();
       };
       this.post({ type: 'close' });
     }).then(async () => {
-      await this.worker.terminate();
+      await worker.terminate();
       this.take?.reject(new Error('the snapshot thread closed'));
       this.take = null;
     });
@@ -137,6 +155,6 @@ export class SnapshotThread {
   }
 
   private post(message: ToSnapshotThread): void {
-    this.worker.postMessage(message);
+    this.started().postMessage(message);
   }
 }
