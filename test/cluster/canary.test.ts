@@ -48,8 +48,8 @@ test('the canary passes on a healthy cell and serves its SLIs', { timeout: 120_0
   const cell = await startTestCell();
   try {
     let scraped = '';
-    const run = await runCanary(cell, ['--duration-s', '14', '--interval-ms', '500', '--metrics-port', '0'], async (lines) => {
-      await sleep(8000);
+    const run = await runCanary(cell, ['--duration-s', '9', '--interval-ms', '500', '--metrics-port', '0'], async (lines) => {
+      await sleep(5000);
       const url = lines.find((line) => line.event === 'metrics')?.['url'] as string;
       scraped = await (await fetch(url)).text();
     });
@@ -74,10 +74,10 @@ test('kill -9 the leader under the canary: leader loss reported within 3 s, ever
   const cell = await startTestCell();
   try {
     let killedAt = 0;
-    const run = await runCanary(cell, ['--duration-s', '26', '--interval-ms', '500'], async (lines) => {
-      const deadline = Date.now() + 20_000;
+    const run = await runCanary(cell, ['--duration-s', '19', '--interval-ms', '500'], async (lines) => {
+      const deadline = Date.now() + 15_000;
       while (!lines.some((line) => line.event === 'leader_elected') && Date.now() < deadline) await sleep(100);
-      await sleep(4000);
+      await sleep(2000);
       const leader = await findLeader(cell);
       killedAt = Date.now();
       await cell.cell.kill9(leader);
@@ -116,7 +116,7 @@ test('a stuck apply on a real member (its WAL fsync made 6 s slow by the fault h
   try {
     let stalledAt = 0;
     let stalled = '';
-    const run = await runCanary(cell, ['--duration-s', '22', '--interval-ms', '300'], async (lines) => {
+    const run = await runCanary(cell, ['--duration-s', '18', '--interval-ms', '300'], async (lines) => {
       const deadline = Date.now() + 20_000;
       while (!lines.some((line) => line.event === 'leader_elected') && Date.now() < deadline) await sleep(100);
       await sleep(2000);
@@ -124,7 +124,7 @@ test('a stuck apply on a real member (its WAL fsync made 6 s slow by the fault h
       stalled = cell.names.find((name) => name !== leader) as string;
       controls.set(stalled, { fsyncDelayMs: 6000 });
       stalledAt = Date.now();
-      await sleep(9000);
+      await sleep(7000);
       controls.set(stalled, { fsyncDelayMs: 0 });
     }, true);
     const stuck = run.lines.find((line) => line.event === 'apply_stuck' && Date.parse(line.t) >= stalledAt);
@@ -164,7 +164,7 @@ test('a guard that accepts a stale token is reported as a violation and the cana
   await new Promise<void>((resolve) => resource.listen(0, '127.0.0.1', () => resolve()));
   const port = (resource.address() as { port: number }).port;
   try {
-    const run = await runCanary(cell, ['--duration-s', '13', '--interval-ms', '500', '--resource-url', `http://127.0.0.1:${port}/write`]);
+    const run = await runCanary(cell, ['--duration-s', '9', '--interval-ms', '500', '--resource-url', `http://127.0.0.1:${port}/write`]);
     const violation = run.lines.find((line) => line.event === 'violation');
     assert.ok(violation !== undefined, 'the violation was reported');
     assert.equal(violation['probe'], 'stale_owner');
@@ -185,7 +185,7 @@ test('on a TLS cell: https endpoints with --cacert, --cert and --key pass; witho
   try {
     const tls = cell.cell.tls as NonNullable<TestCell['cell']['tls']>;
     assert.ok(cell.cell.clientUrl('n1').startsWith('https://'));
-    const run = await runCanary(cell, ['--duration-s', '10', '--interval-ms', '500', '--cacert', tls.ca.cert, '--cert', tls.root.cert, '--key', tls.root.key]);
+    const run = await runCanary(cell, ['--duration-s', '7', '--interval-ms', '500', '--cacert', tls.ca.cert, '--cert', tls.root.cert, '--key', tls.root.key]);
     const summary = summaryOf(run);
     assert.equal(run.code, 0, JSON.stringify(run.lines.filter((line) => line.event !== 'metrics')));
     assert.equal(summary.violations, 0);

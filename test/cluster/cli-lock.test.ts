@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FaultProxy, freePorts, sleep, startTestCell, type TestCell } from './harness.js';
+import { FaultProxy, freePorts, sleep, startTestCell, type TestCell, within } from './harness.js';
 import { baton, cliPath } from './cli-run.js';
 import { BatonClient } from '../../src/client/index.js';
 
@@ -79,7 +79,7 @@ test('baton lock kills CMD when its session is lost, before another process gets
     await sleep(500);
     const cutAtMs = Date.now();
     proxy.block();
-    const code = await Promise.race([exited, sleep(30_000).then(() => 'timeout')]);
+    const code = await within(exited, 30_000, () => 'timeout');
     assert.equal(code, 4, `baton lock exit ${code}; stderr: ${stderr}`);
     assert.match(stderr, /session_lost/);
     const termAtMs = Number(/term (\d+)/.exec(readFileSync(marks, 'utf8'))?.[1]);

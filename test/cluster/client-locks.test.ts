@@ -7,7 +7,7 @@
 // one stream connection (no HTTP), and a wait the caller abandons leaves the queue at once.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findLeader, sleep, startTestCell, type TestCell } from './harness.js';
+import { findLeader, sleep, startTestCell, type TestCell, within } from './harness.js';
 import {
   BatonClient,
   BatonError,
@@ -80,7 +80,7 @@ test('a lock whose key an operator deletes: its signal aborts at once (not at th
     const aborted = new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)));
     const startMs = monotonicNowMs();
     await operator.delete(lock.key);
-    const reason = await Promise.race([aborted, sleep(5_000).then(() => 'not aborted')]);
+    const reason = await within(aborted, 5_000, () => 'not aborted');
     assert.equal((reason as { code?: string }).code, 'lock_not_held', String(reason));
     assert.ok(monotonicNowMs() - startMs < 5_000);
     assert.equal(lock.isSafe(), false);
@@ -179,7 +179,7 @@ test('elections: campaign, observe with terms, proclaim, resign hands over with 
     assert.ok(leadA.signal.aborted);
     const leadB = await campaignB;
     assert.ok(leadB.term > leadA.term);
-    await Promise.race([reading, sleep(10_000).then(() => assert.fail(`observer saw ${JSON.stringify(seen)}`))]);
+    await within(reading, 10_000, () => assert.fail(`observer saw ${JSON.stringify(seen)}`));
     const values = seen.map((change) => change.leader?.value ?? null);
     // Between A's resignation and B's election there may or may not be a "no leader" moment.
     assert.deepEqual(values.filter((value) => value !== null), ['http://a:1', 'http://a:2', 'http://b:1']);

@@ -10,7 +10,7 @@
 //   properties the docs promise are there (headless peers service, anti-affinity, PDB
 //   maxUnavailable 1, /readyz readiness, volumes, a grace period above the stop bound, no hook
 //   that removes a member on stop).
-import { after, test } from 'node:test';
+import { after, afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { BatonClient } from '../../src/client/index.js';
 import { stopBoundMs } from '../../src/base/limits.js';
 import { cliPath } from './cli-run.js';
-import { freePorts, http, sleep } from './harness.js';
+import { freePorts, http, sleep, within } from './harness.js';
 import { checkStatefulCell, yamlDocuments, yamlUnavailable } from './k8s-checks.js';
 
 const root = join(cliPath, '..', '..', '..', '..');
@@ -27,9 +27,18 @@ const deploy = join(root, 'deploy');
 const scratch = mkdtempSync(join(tmpdir(), 'baton-deploy-'));
 const children: ChildProcess[] = [];
 
+/** Kills the members a test started, at its end: left running, they keep this file alive. */
+async function killChildren(): Promise<void> {
+  const running = children.splice(0).filter((child) => child.exitCode === null && child.signalCode === null);
+  await Promise.all(running.map((child) => new Promise((resolve) => {
+    child.once('exit', resolve);
+    child.kill('SIGKILL');
+  })));
+}
+
+afterEach(killChildren);
 after(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await sleep(200);
+  await killChildren();
   rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -112,7 +121,7 @@ test('systemd: READY=1 only once the member serves (not without a quorum), STOPP
     const exited = new Promise((resolve) => n1.child.once('exit', (code) => resolve(code)));
     n1.child.kill('SIGTERM');
     await waitFor('STOPPING=1', () => messages.some((m) => m.includes('STOPPING=1')), 10_000);
-    assert.equal(await Promise.race([exited, sleep(35_000).then(() => 'still running')]), 0);
+    assert.equal(await within(exited, 35_000, () => 'still running'), 0);
   });
 
 function existsSocket(path: string): boolean {

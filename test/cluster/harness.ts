@@ -284,7 +284,7 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
       for (const proxy of proxies.values()) proxy.unblock();
     },
     async close() {
-      await cell.stopAll();
+      await cell.killAll();
       await Promise.all([...proxies.values()].map((p) => p.close()));
       rmSync(dataDir, { recursive: true, force: true });
     },
@@ -354,6 +354,29 @@ export async function findLeader(cell: TestCell, among = cell.names, timeoutMs =
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * `promise`, or what `late` gives once `ms` have passed; the timer is cleared either way. (A race
+ * against sleep(ms) leaves its timer pending, and a pending timer keeps the test file running
+ * until it fires: up to 35 s per file.)
+ */
+export async function within<T, L>(promise: Promise<T>, ms: number, late: () => L): Promise<T | L> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<L>((resolve, reject) => {
+    timer = setTimeout(() => {
+      try {
+        resolve(late());
+      } catch (error) {
+        reject(error);
+      }
+    }, ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** A JSON POST for `http`, answered within `timeoutMs` (the control plane's calls wait on moves). */
 export const postJson = (body: unknown, timeoutMs = 20_000): RequestInit & { timeoutMs: number } => ({

@@ -7,6 +7,7 @@ import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
+import { within } from './harness.js';
 
 /** The browser binary: $CHROMIUM when set (only it), else the first of the usual names on PATH; null when none. */
 export function findChromium(): string | null {
@@ -190,7 +191,7 @@ export class HeadlessBrowser {
 
   async close(): Promise<void> {
     try {
-      await Promise.race([this.send('Browser.close', {}, ''), new Promise((resolve) => setTimeout(resolve, 2000))]);
+      await within(this.send('Browser.close', {}, ''), 2000, () => undefined);
     } catch {
       // already going
     }

@@ -9,7 +9,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
-import { http, sleep, startRouter, startTestCell, type TestCell } from './harness.js';
+import { http, sleep, startRouter, startTestCell, type TestCell, within } from './harness.js';
 import type { Router } from '../../src/router/router.js';
 import { BatonClient } from '../../src/client/index.js';
 
@@ -207,7 +207,7 @@ test('the client library, pointed at the router, watches a namespace of cell-2 o
     while (!(watch.resumeRevision > 0) && Date.now() < until) await sleep(20);
     assert.ok(watch.resumeRevision > 0, `the watch was created (resume revision ${watch.resumeRevision})`);
     const put = await client.put('/payments/lib/a', 'lib');
-    const batch = await Promise.race([iterator.next(), sleep(10_000).then(() => assert.fail('no batch'))]);
+    const batch = await within(iterator.next(), 10_000, () => assert.fail('no batch'));
     assert.equal((batch as IteratorResult<{ events: { kv: { key: string; modRevision: number } }[] }>).value.events[0]?.kv.key, '/payments/lib/a');
     assert.equal((batch as IteratorResult<{ events: { kv: { modRevision: number } }[] }>).value.events[0]?.kv.modRevision, put.revision);
     watch.cancel();

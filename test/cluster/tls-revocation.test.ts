@@ -11,7 +11,7 @@ import { Agent, request } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { httpsRequest } from '../../src/node/testing/cell-tls.js';
 import { issueClientCert, revokeCert, writeCrl, type CertFiles } from '../../src/security/certs.js';
-import { sleep, startTestCell, type TestCell } from './harness.js';
+import { sleep, startTestCell, type TestCell, within } from './harness.js';
 
 let cell: TestCell;
 let crlFile = '';
@@ -42,7 +42,7 @@ function closedAt(subscribe: (onClose: () => void) => void): Promise<number> {
 }
 
 function within5s(closed: Promise<number>): Promise<number> {
-  return Promise.race([closed, sleep(5000).then(() => Number.POSITIVE_INFINITY)]);
+  return within(closed, 5000, () => Number.POSITIVE_INFINITY);
 }
 
 test('a revoked client certificate loses its open connections and is refused by every member within 1 s', async () => {

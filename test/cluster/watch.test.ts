@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { findLeader, http, startTestCell, sleep, type TestCell } from './harness.js';
+import { findLeader, http, startTestCell, sleep, type TestCell, within } from './harness.js';
 import { SseClient } from '../unit/watch/clients.js';
 
 let cell: TestCell;
@@ -213,7 +213,7 @@ test('a member that comes back alone, knowing no leader, ends its watches instea
     await sleep(100);
   }
   const watch = new SseClient(`${url(alone)}/v1/watch?key=/&prefix=true&startRevision=1`);
-  const ended = await Promise.race([watch.done.then(() => true, () => true), sleep(15_000).then(() => false)]);
+  const ended = await within(watch.done.then(() => true, () => true), 15_000, () => false);
   watch.close();
   assert.ok(ended, 'the watch ended within 15 s (the node ends watches 5 s after it knows no leader)');
   if (watch.status === 200) {

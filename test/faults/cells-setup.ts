@@ -5,7 +5,7 @@
 // lands in each one.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cliPath } from '../cluster/cli-run.js';
-import { freePorts, http, registerCells, sleep, startTestCell, type TestCell } from '../cluster/harness.js';
+import { freePorts, http, registerCells, sleep, startTestCell, type TestCell, within } from '../cluster/harness.js';
 
 export interface CellsSetup {
   readonly control: TestCell;
@@ -49,7 +49,7 @@ export class RouterProcess {
     if (child === null || !this.isRunning()) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
-    await Promise.race([exited, sleep(5_000).then(() => child.kill('SIGKILL'))]);
+    await within(exited, 5_000, () => child.kill('SIGKILL'));
   }
 }
 
