@@ -12,6 +12,8 @@ import type { PeerSender } from '../transport/types.js';
 export interface PeerDialer {
   addPeer(id: number, address: { host: string; port: number }): void;
   removePeer(id: number): void;
+  /** Is a connection to `id` open now (absent: assumed open)? */
+  isConnected?(id: number): boolean;
 }
 
 export interface MemberPeersOptions {
@@ -47,6 +49,11 @@ export class MemberPeers {
     private readonly onSelfRemoved: () => void,
   ) {
     this.lastConf = initialConf;
+  }
+
+  /** Is this member's connection to `id` open (as far as the transport knows)? */
+  isConnected(id: number): boolean {
+    return this.transport.isConnected?.(id) ?? true;
   }
 
   get removed(): boolean {

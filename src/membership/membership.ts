@@ -301,7 +301,10 @@ export class Membership {
     this.driver.transferLeadership(best.id);
     this.driver.flush();
     try {
-      await this.leaderOtherThan(self, 'stopping anyway');
+      // Every member stopped at once (a whole cell shut down): the one chosen closes its
+      // connection on its way out, and waiting out the transfer would only delay the stop.
+      await this.leaderOtherThan(self, 'stopping anyway',
+        () => (this.peers.isConnected(best.id) ? null : `member ${best.id} went away before taking over; stopping anyway`));
       return `member ${this.driver.leaderId} leads`;
     } catch (error) {
       return (error as Error).message;
@@ -330,13 +333,15 @@ export class Membership {
   }
 
   /** Resolves once a member other than `self` leads; UnavailableError after two election timeouts. */
-  private async leaderOtherThan(self: number, advice: string): Promise<void> {
+  private async leaderOtherThan(self: number, advice: string, hopeless: () => string | null = () => null): Promise<void> {
     const timeoutMs = 2 * this.config.electionTicks * this.config.tickMs;
     const deadline = this.timers.monotonicMs() + timeoutMs;
     while (this.driver.isLeader || this.driver.leaderId === 0 || this.driver.leaderId === self) {
       if (this.timers.monotonicMs() > deadline) {
         throw new UnavailableError(`no member took over leadership within ${timeoutMs} ms; ${advice}`, { reason: 'transfer_timeout' });
       }
+      const why = hopeless();
+      if (why !== null) throw new UnavailableError(why, { reason: 'transfer_failed' });
       await new Promise<void>((resolve) => this.timers.setTimeout(resolve, 20));
     }
   }

@@ -165,6 +165,10 @@ export class PeerTransport {
     return true;
   }
 
+  isConnected(id: MemberId): boolean {
+    return this.peers.get(id)?.stats().connected ?? false;
+  }
+
   /** Membership changed: a new member, or a member's new address. */
   addPeer(id: MemberId, address: PeerAddress): void {
     assert(Number.isSafeInteger(id) && id > 0, 'member ids are positive integers');

@@ -102,3 +102,15 @@ test('SIGTERM to a follower stops it without an election', async () => {
   cell.cell.start(follower);
   await cell.cell.waitReady(30_000);
 });
+
+test('SIGTERM to every member at once (a whole cell shut down): the leader does not wait out a hand-off to a member that is stopping too', async () => {
+  const leader = await findLeader(cell);
+  const startedAt = Date.now();
+  for (const name of cell.names) cell.cell.signal(name, 'SIGTERM');
+  for (const name of cell.names) assert.equal(await cell.cell.waitExit(name, 20_000), 0, `${name} exits 0`);
+  const tookMs = Date.now() - startedAt;
+  const said = cell.cell.tail(leader, 40);
+  assert.doesNotMatch(said, /no member took over leadership within/, 'the leader waited out the transfer');
+  assert.match(said, /went away before taking over|member \d+ leads|no other voter in contact/);
+  console.log(`every member exited ${tookMs} ms after SIGTERM; the leader said: ${said.split('\n').filter((line) => line.includes('stopping')).join(' | ')}`);
+});
