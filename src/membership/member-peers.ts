@@ -12,8 +12,8 @@ import type { PeerSender } from '../transport/types.js';
 export interface PeerDialer {
   addPeer(id: number, address: { host: string; port: number }): void;
   removePeer(id: number): void;
-  /** Is a connection to `id` open now (absent: assumed open)? */
-  isConnected?(id: number): boolean;
+  /** Is a connection to `id` open now? */
+  isConnected(id: number): boolean;
 }
 
 export interface MemberPeersOptions {
@@ -53,7 +53,7 @@ export class MemberPeers {
 
   /** Is this member's connection to `id` open (as far as the transport knows)? */
   isConnected(id: number): boolean {
-    return this.transport.isConnected?.(id) ?? true;
+    return this.transport.isConnected(id);
   }
 
   get removed(): boolean {

@@ -37,8 +37,7 @@ async function killChildren(): Promise<void> {
 }
 
 afterEach(killChildren);
-after(async () => {
-  await killChildren();
+after(() => {
   rmSync(scratch, { recursive: true, force: true });
 });
 

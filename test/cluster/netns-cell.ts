@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RollCell } from '../faults/roll.js';
-import { http, sleep } from './harness.js';
+import { http, sleep, within } from './harness.js';
 import { createTestNetwork, type TestHost } from './netns.js';
 
 export function netnsRollCell(count: number): (cliFor: (name: string) => string) => Promise<RollCell> {
@@ -45,15 +45,9 @@ export function netnsRollCell(count: number): (cliFor: (name: string) => string)
       async waitExit(name, timeoutMs) {
         const running = processes.get(name);
         if (running === undefined) return -1;
-        let timer: NodeJS.Timeout | undefined;
-        const late = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`${name} still running after ${timeoutMs} ms`)), timeoutMs);
+        return within(running.exited, timeoutMs, () => {
+          throw new Error(`${name} still running after ${timeoutMs} ms`);
         });
-        try {
-          return await Promise.race([running.exited, late]);
-        } finally {
-          clearTimeout(timer);
-        }
       },
       start,
       async waitReady(timeoutMs, among) {

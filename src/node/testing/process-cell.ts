@@ -214,11 +214,7 @@ export class ProcessCell {
     await this.waitExit(name);
   }
 
-  /**
-   * Kill -9 every member: a test's teardown, where nothing is kept. (A graceful stop of every
-   * member at once costs a second: each leader hands leadership to a member that is stopping too
-   * and waits for it.)
-   */
+  /** Kill -9 every member: a test's teardown, where nothing is kept and no stop needs to be graceful. */
   async killAll(): Promise<void> {
     await Promise.all([...this.processes.keys()].filter((name) => this.isRunning(name)).map((name) => this.kill9(name)));
   }
