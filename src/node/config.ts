@@ -109,6 +109,11 @@ export interface NodeTuning {
   /** Revision-mode auto compaction checks this often (BATON_AUTO_COMPACTION_CHECK_MS; etcd: 5 min). */
   readonly autoCompactionCheckMs: number;
   /**
+   * The store holds applied writes this long (ms) and commits them to LMDB together
+   * (BATON_STORE_WRITE_BEHIND_MS, default 30; 0: a commit per apply). storage/write-behind.ts.
+   */
+  readonly storeWriteBehindMs: number;
+  /**
    * The pace of the rewrite that retires an old data key (keys/record-rewrite.ts): records per
    * transaction (BATON_REWRITE_SLICE_RECORDS, default 256) and the least pause between two
    * (BATON_REWRITE_PAUSE_MS, default 20).
@@ -259,6 +264,7 @@ export function tuningFromEnv(env: Readonly<Record<string, string | undefined>>)
       catchUpReadsPerStepMax: defaultWatchLimits.catchUpReadsPerStepMax,
     },
     autoCompactionCheckMs: envInteger(env, 'BATON_AUTO_COMPACTION_CHECK_MS', revisionCheckMsDefault, 10),
+    storeWriteBehindMs: Math.min(1_000, envInteger(env, 'BATON_STORE_WRITE_BEHIND_MS', 30, 0)),
     recordRewrite: {
       sliceRecords: envInteger(env, 'BATON_REWRITE_SLICE_RECORDS', 256, 1),
       pauseMs: envInteger(env, 'BATON_REWRITE_PAUSE_MS', 20, 1),

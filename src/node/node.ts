@@ -222,6 +222,9 @@ function openStoreEncryption(keyring: Keyring | null, cipher: StoreCipher, dbDir
   return key;
 }
 
+/** How much the store may hold back before it commits at once (a move's import, a compaction). */
+const storeWriteBehindBounds = { maxKeys: 4_096, maxBytes: 8 * 1024 * 1024 } as const;
+
 /** Step 1: who this member is, its log and snapshots, the LMDB store at their index, the core. */
 async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: NodeTestHooks) {
   mkdirSync(initial.dataDir, { recursive: true });
@@ -238,6 +241,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   const cipher = storeKey === null ? {} : { encryptionKey: storeKey.lmdbKey };
   const engine = LmdbEngine.open({
     directory: dbDirectory, commits: 'deferred', logger: log, onCheckpoint: hooks.onCheckpoint?.(dbDirectory), ...cipher,
+    ...(config.tuning.storeWriteBehindMs === 0 ? {} : { writeBehind: { delayMs: config.tuning.storeWriteBehindMs, ...storeWriteBehindBounds } }),
   });
   const sealer = recordKeys === null ? null : new RecordSealer(recordKeys, join(dbDirectory, dataFileName));
   const sealed = sealer === null ? engine : new SealedEngine(engine, sealer);

@@ -24,6 +24,18 @@ export interface LmdbEngineOptions {
    * but the meta pages with it. Undefined: a plaintext store.
    */
   readonly encryptionKey?: string;
+  /**
+   * Deferred commits only: writes wait in memory (reads see them) and reach LMDB together, at
+   * most `delayMs` after the first of them, or at once past `maxKeys` or `maxBytes`
+   * (write-behind.ts says why). Undefined: every write() commits before it returns.
+   */
+  readonly writeBehind?: WriteBehindOptions;
+}
+
+export interface WriteBehindOptions {
+  readonly delayMs: number;
+  readonly maxKeys: number;
+  readonly maxBytes: number;
 }
 
 export type CommitMode = 'synced' | 'deferred';
