@@ -43,7 +43,7 @@ before(async () => {
 
 after(async () => {
   await router?.stop();
-  await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));
+  await Promise.all([control, cell1, cell2].map((cell) => cell?.close()));
 });
 
 test('namespaces on different cells: the router sends each request to its owner', { timeout: 60_000 }, async () => {

@@ -151,6 +151,25 @@ export interface TestCellOptions {
 }
 
 /**
+ * Cells not closed by the time the test file's process exits (a teardown that only stopped them,
+ * a test that failed before its finally): their members are killed and their data directories
+ * removed here, so a run leaves no cell's ~250 MB behind in the temp directory (a suite run used
+ * to leave about 40).
+ */
+const leftBehind = new Map<string, () => ProcessCell | undefined>();
+process.once('exit', () => {
+  for (const [dataDir, cellOf] of leftBehind) {
+    try {
+      const cell = cellOf();
+      for (const name of cell?.memberNames() ?? []) cell?.signal(name, 'SIGKILL');
+    } catch {
+      // the cell was never made (its constructor threw): nothing runs
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+/**
  * Starts a cell on free ports. A port found free can be taken by another test running at the same
  * time before a node binds it (EADDRINUSE): then the cell starts again on other ports.
  */
@@ -217,6 +236,7 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
   }
   let lastNumber = size + spareNames.length;
   const dataDir = mkdtempSync(join(tmpdir(), 'baton-cell-'));
+  leftBehind.set(dataDir, () => cell);
   if (options.tls === true && options.tlsCa !== undefined) {
     // CellTls (ensureCa) takes the CA it finds in its directory.
     mkdirSync(join(dataDir, 'certs'), { recursive: true, mode: 0o700 });
@@ -241,6 +261,7 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
     await cell.stopAll();
     await Promise.all([...proxies.values()].map((p) => p.close()));
     rmSync(dataDir, { recursive: true, force: true });
+    leftBehind.delete(dataDir);
     throw error;
   }
   return {
@@ -287,6 +308,7 @@ async function startTestCellOnce(options: TestCellOptions): Promise<TestCell> {
       await cell.killAll();
       await Promise.all([...proxies.values()].map((p) => p.close()));
       rmSync(dataDir, { recursive: true, force: true });
+      leftBehind.delete(dataDir);
     },
   };
 }

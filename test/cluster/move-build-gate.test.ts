@@ -54,7 +54,7 @@ before(async () => {
 }, { timeout: 300_000 });
 
 after(async () => {
-  await Promise.all([control, ...Object.values(cells)].map((cell) => cell?.cell.stopAll()));
+  await Promise.all([control, ...Object.values(cells)].map((cell) => cell?.close()));
   if (typeof build !== 'string') build.cleanup();
 });
 

@@ -31,7 +31,7 @@ before(async () => {
 const anyControl = (path: string, init?: RequestInit) => anyMember(control, path, init);
 
 after(async () => {
-  await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));
+  await Promise.all([control, cell1, cell2].map((cell) => cell?.close()));
   destinationDisk.close();
 });
 

@@ -31,7 +31,7 @@ before(async () => {
 }, { timeout: 180_000 });
 
 after(async () => {
-  await Promise.all([control, ...Object.values(cells)].map((cell) => cell?.cell.stopAll()));
+  await Promise.all([control, ...Object.values(cells)].map((cell) => cell?.close()));
 });
 
 async function leaderUrl(id: string): Promise<string> {

@@ -18,7 +18,7 @@ before(async () => {
 }, { timeout: 120_000 });
 
 after(async () => {
-  await Promise.all((cells ?? []).map((cell) => cell.cell.stopAll()));
+  await Promise.all((cells ?? []).map((cell) => cell.close()));
 });
 
 async function create(prefix: string, cell: string): Promise<void> {

@@ -64,7 +64,7 @@ before(async () => {
 }, { timeout: 180_000 });
 
 after(async () => {
-  await Promise.all([control, ...Object.values(cells)].map((cell) => cell?.cell.stopAll()));
+  await Promise.all([control, ...Object.values(cells)].map((cell) => cell?.close()));
   await Promise.all(relays.map((relay) => relay.close()));
   destinationDisk.close();
 });

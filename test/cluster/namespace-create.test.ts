@@ -20,7 +20,7 @@ before(async () => {
 }, { timeout: 120_000 });
 
 after(async () => {
-  await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));
+  await Promise.all([control, cell1, cell2].map((cell) => cell?.close()));
 });
 
 test('a namespace created on another cell arrives there by a move; the parent cell refuses it', { timeout: 60_000 }, async () => {

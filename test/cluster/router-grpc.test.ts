@@ -136,7 +136,7 @@ before(async () => {
 
 after(async () => {
   await router?.stop(); // stops the gRPC relay attached to it too
-  await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));
+  await Promise.all([control, cell1, cell2].map((cell) => cell?.close()));
 });
 
 test('etcdctl put/get/del through the router: each namespace on its own cell', { skip: noEtcdctl, timeout: 30_000 }, async () => {

@@ -118,7 +118,7 @@ before(async () => {
 
 after(async () => {
   await router?.stop();
-  await Promise.all([control, cell1, cell2].map((cell) => cell?.cell.stopAll()));
+  await Promise.all([control, cell1, cell2].map((cell) => cell?.close()));
 });
 
 test('one stream: put, get and txn reach namespaces on two cells and land on the owners', { timeout: 30_000 }, async () => {

@@ -22,7 +22,7 @@ before(async () => {
 
 after(async () => {
   await router?.stop();
-  await Promise.all([control, cell1, cell2].map((c) => c?.cell.stopAll()));
+  await Promise.all([control, cell1, cell2].map((c) => c?.close()));
 });
 
 test('a watch through the router ends when its upstream member is killed', { timeout: 60_000 }, async () => {

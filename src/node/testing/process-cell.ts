@@ -190,6 +190,11 @@ export class ProcessCell {
     return child !== undefined && child.exitCode === null && child.signalCode === null;
   }
 
+  /** The members started so far (running or not). */
+  memberNames(): string[] {
+    return [...this.processes.keys()];
+  }
+
   signal(name: string, signal: NodeJS.Signals): void {
     this.processes.get(name)?.kill(signal);
   }
