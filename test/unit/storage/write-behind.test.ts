@@ -1,13 +1,12 @@
 // Write-behind (src/storage/write-behind.ts): an LMDB engine holding its writes in memory for a
-// few milliseconds reads, ranges, counts and rolls back exactly like the memory engine, the
-// state machine on it hashes like the reference, and what it holds reaches the file by the delay,
-// a checkpoint, a snapshot or close.
+// few milliseconds reads, ranges, counts and rolls back exactly like the memory engine, and what
+// it holds reaches the file by the delay, a checkpoint, the size bound or close (the state machine
+// on it against the reference model: lmdb-model.test.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SeededRandom, chance, randomInt, type Random } from '../../../src/base/random.js';
 import { MemoryEngine, compareBytes } from '../../../src/mvcc/index.js';
 import { LmdbEngine, inlineKeyBytesMax } from '../../../src/storage/index.js';
-import { runModelCheck } from '../mvcc/model-check.js';
 import { withTempDir } from './temp-dir.js';
 import { dump, randomWrites, writeToEach } from './engine-writes.js';
 
@@ -74,21 +73,6 @@ test('with writes held back, the LMDB engine reads, ranges, counts and rolls bac
         assert.deepEqual(snapshot, [...memory.snapshotEntries()].map((e) => Buffer.from(e.key).toString('hex')));
       } finally {
         await lmdb.close();
-      }
-    });
-  }
-});
-
-test('the state machine on a write-behind LMDB engine answers like the reference model', async () => {
-  for (const seed of [31n, 32n]) {
-    await withTempDir(async (dir) => {
-      const engine = LmdbEngine.open({ directory: dir, commits: 'deferred', writeBehind: { delayMs: 10_000, maxKeys: 64, maxBytes: 1 << 20 } });
-      try {
-        const store = runModelCheck({ seed, entryCount: 300, batchSizeMax: 24, engine });
-        const memory = runModelCheck({ seed, entryCount: 300, batchSizeMax: 7, engine: new MemoryEngine() });
-        assert.equal(store.hash({ includeAppliedIndex: true }), memory.hash({ includeAppliedIndex: true }));
-      } finally {
-        await engine.close();
       }
     });
   }
