@@ -24,6 +24,18 @@ export function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return a.length - b.length;
 }
 
+/** In `sorted` (ascending by key bytes), the first index whose key is >= `key`. */
+export function lowerBoundByKey(sorted: readonly { readonly key: Uint8Array }[], key: Uint8Array): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (compareBytes((sorted[middle] as { key: Uint8Array }).key, key) < 0) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
 export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   return compareBytes(a, b) === 0;
 }

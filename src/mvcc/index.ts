@@ -12,7 +12,7 @@ export { ContentHasher } from './content-hash.js';
 export { hashKeySpace, hashKeySpaceSteps } from './kv-hash.js';
 export type { HashableStore, KvHash } from './kv-hash.js';
 export { encodeSnapshot, decodeSnapshot } from './snapshot-stream.js';
-export { compareBytes, prefixEnd, utf8, fromUtf8 } from './bytes.js';
+export { compareBytes, lowerBoundByKey, prefixEnd, utf8, fromUtf8 } from './bytes.js';
 export { validateLeaseTtl } from './lease-state.js';
 export { compactEventHead, storeFormatGrantBatch, storeFormatLatest, storeFormatRevokeBatch } from './records.js';
 export type { LeaseRecord } from './lease-state.js';

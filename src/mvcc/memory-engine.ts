@@ -3,7 +3,7 @@
 // reads, splice for writes); a write transaction keeps an undo log so a throwing body leaves
 // nothing behind, like LMDB's abort.
 import { assert } from '../base/assert.js';
-import { compareBytes } from './bytes.js';
+import { compareBytes, lowerBoundByKey } from './bytes.js';
 import type { KvEngine, KvEntry, KvRange, KvWriter } from './types.js';
 
 type Undo = { readonly key: Uint8Array; readonly value: Uint8Array | undefined };
@@ -111,13 +111,6 @@ export class MemoryEngine implements KvEngine {
   }
 
   private lowerBound(key: Uint8Array): number {
-    let low = 0;
-    let high = this.entries.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (compareBytes((this.entries[middle] as KvEntry).key, key) < 0) low = middle + 1;
-      else high = middle;
-    }
-    return low;
+    return lowerBoundByKey(this.entries, key);
   }
 }

@@ -9,7 +9,7 @@
 // them back if it throws). Kept in key order (binary insertion) so a range read finds its part
 // with two searches, whatever the write pattern (a lock queue reads a range after each put).
 import { assert } from '../base/assert.js';
-import { compareBytes } from '../mvcc/index.js';
+import { compareBytes, lowerBoundByKey } from '../mvcc/index.js';
 import type { KvEntry, KvRange } from '../mvcc/index.js';
 
 /** Never changed once made (a later write replaces it), so a range taken earlier keeps its values. */
@@ -65,7 +65,7 @@ export class PendingWrites {
     if (entry !== undefined) {
       this.undo.push({ name, before: entry });
       const replaced: Pending = { key: entry.key, value: copy };
-      this.replace(entry, replaced);
+      this.replace(name, entry, replaced);
       this.bytesHeld += (copy?.length ?? 0) - (entry.value?.length ?? 0);
       return;
     }
@@ -93,7 +93,7 @@ export class PendingWrites {
         this.sorted.splice(this.indexOf(entry), 1);
         this.bytesHeld -= entry.key.length + (entry.value?.length ?? 0);
       } else {
-        this.replace(entry, before);
+        this.replace(name, entry, before);
         this.bytesHeld += (before.value?.length ?? 0) - (entry.value?.length ?? 0);
       }
     }
@@ -116,10 +116,10 @@ export class PendingWrites {
     return all;
   }
 
-  /** Puts `next` where `entry` is (the same key). */
-  private replace(entry: Pending, next: Pending): void {
+  /** Puts `next` where `entry` is (the same key, named `name`). */
+  private replace(name: string, entry: Pending, next: Pending): void {
     this.sorted[this.indexOf(entry)] = next;
-    this.byName.set(nameOf(entry.key), next);
+    this.byName.set(name, next);
   }
 
   private indexOf(entry: Pending): number {
@@ -128,16 +128,8 @@ export class PendingWrites {
     return at;
   }
 
-  /** First index whose key is >= key. */
   private lowerBound(key: Uint8Array): number {
-    let low = 0;
-    let high = this.sorted.length;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      if (compareBytes((this.sorted[mid] as Pending).key, key) < 0) low = mid + 1;
-      else high = mid;
-    }
-    return low;
+    return lowerBoundByKey(this.sorted, key);
   }
 }
 
