@@ -91,6 +91,19 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 
+// CPU of the processes this runner reaped (each file's process, and with it the members it
+// reaped): /proc/self/stat's cutime + cstime, in clock ticks (100 a second on Linux). Read at each
+// file's exit, the growth since the last read is that file's (one reap between two reads).
+function reapedCpuSeconds() {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+let lastReapedCpu = reapedCpuSeconds();
+
 function runFile(file) {
   return new Promise((resolve) => {
     const begin = Date.now();
@@ -109,6 +122,9 @@ function runFile(file) {
       clearTimeout(timer);
       running.delete(child);
       const seconds = (Date.now() - begin) / 1000;
+      const reaped = reapedCpuSeconds();
+      const cpu = reaped - lastReapedCpu;
+      lastReapedCpu = reaped;
       const output = Buffer.concat(chunks).toString('utf8');
       const counts = summaryCounts(output);
       for (const key of Object.keys(totals)) totals[key] += counts[key] ?? 0;
@@ -118,9 +134,9 @@ function runFile(file) {
         // A file that died or hung before its summary still counts as one failure.
         if (!counts.fail) totals.fail += 1;
       }
-      timings.push({ file, seconds });
+      timings.push({ file, seconds, cpu });
       const why = timedOut ? `, killed after ${fileTimeoutMs / 1000} s` : !ok ? `, exit ${code ?? signal}` : '';
-      process.stdout.write(`# file ${file} (${seconds.toFixed(1)} s${why})\n${output}${output.endsWith('\n') ? '' : '\n'}`);
+      process.stdout.write(`# file ${file} (${seconds.toFixed(1)} s, cpu ${cpu.toFixed(1)} s${why})\n${output}${output.endsWith('\n') ? '' : '\n'}`);
       resolve();
     });
   });
@@ -142,7 +158,11 @@ async function worker() {
 await Promise.all(Array.from({ length: Math.min(concurrency, chosen.length) }, worker));
 
 const slowest = [...timings].sort((a, b) => b.seconds - a.seconds).slice(0, 15);
-process.stdout.write(`# slowest files:\n${slowest.map((t) => `#   ${t.seconds.toFixed(1).padStart(6)} s  ${t.file}`).join('\n')}\n`);
+process.stdout.write(`# slowest files (wall, and CPU of the file's processes):\n${slowest.map((t) => `#   ${t.seconds.toFixed(1).padStart(6)} s  cpu ${t.cpu.toFixed(1).padStart(6)} s  ${t.file}`).join('\n')}\n`);
+const hungriest = [...timings].sort((a, b) => b.cpu - a.cpu).slice(0, 15);
+process.stdout.write(`# most CPU:\n${hungriest.map((t) => `#   cpu ${t.cpu.toFixed(1).padStart(6)} s  ${t.seconds.toFixed(1).padStart(6)} s  ${t.file}`).join('\n')}\n`);
+const cpuTotal = timings.reduce((sum, t) => sum + t.cpu, 0);
+process.stdout.write(`# cpu_s ${cpuTotal.toFixed(0)} (${(cpuTotal / ((Date.now() - started) / 1000)).toFixed(2)} cores on average)\n`);
 if (failedFiles.length > 0) process.stdout.write(`# failed files:\n${failedFiles.map((f) => `#   ${f}`).join('\n')}\n`);
 for (const [key, value] of Object.entries(totals)) process.stdout.write(`# ${key} ${value}\n`);
 process.stdout.write(`# files ${chosen.length}\n# duration_ms ${Date.now() - started}\n`);
