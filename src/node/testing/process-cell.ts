@@ -1,8 +1,8 @@
 // A cell of real node processes on this machine: used by `baton dev` (npm start) and by the
 // multi-process tests, which kill (-9), pause (SIGSTOP) and restart single members.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CellTls, httpsRequest } from './cell-tls.js';
 
@@ -52,7 +52,19 @@ export interface ProcessCellOptions {
   readonly cliPathFor?: (name: string) => string;
 }
 
-const cliPath = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'cli', 'main.js');
+/**
+ * This build's CLI, dist/src/cli/main.js, found from this module whether it runs from tsc's output
+ * (dist/src/node/testing: `npm test`) or bundled into the CLI itself (dist/src/cli: `baton dev`).
+ */
+function thisBuildsCli(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); dirname(dir) !== dir; dir = dirname(dir)) {
+    const candidate = join(dir, 'cli', 'main.js');
+    if (basename(dir) === 'src' && existsSync(candidate)) return candidate;
+  }
+  throw new Error(`no src/cli/main.js above ${fileURLToPath(import.meta.url)}`);
+}
+
+const cliPath = thisBuildsCli();
 
 export class ProcessCell {
   private readonly processes = new Map<string, ChildProcess>();
