@@ -13,8 +13,7 @@ if (!text.startsWith('#!/usr/bin/env node\n')) {
 
 // Why a bundle: Node 20's ESM loader resolves, reads and links each of the ~320 modules a member
 // loads one by one, which was 60% of a member's main-thread CPU before it is ready (~0.9 s of CPU
-// per member, ~600 member starts per `npm test`). One file (with chunks for the lazy imports)
-// starts in ~0.6 s. The bundle replaces dist/src/cli/main.js in place, with the worker and child
+// per member). One file (with chunks for the lazy imports) is ready after ~0.6 s of CPU. The bundle replaces dist/src/cli/main.js in place, with the worker and child
 // scripts the code starts by path (`new URL('./sync-worker.js', import.meta.url)`, ...) beside it
 // under the same names, and at the same depth below dist/ as every other module, so paths
 // relative to the package (../../ui/, ../../../package.json) mean the same. Dependencies stay in

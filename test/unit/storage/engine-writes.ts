@@ -1,5 +1,6 @@
 // The random write rounds the LMDB engine tests give LMDB and the memory engine alike, and the dump
 // they compare the two engines' contents by.
+import assert from 'node:assert/strict';
 import { chance, randomInt, type Random } from '../../../src/base/random.js';
 import type { KvEngine, KvRange } from '../../../src/mvcc/index.js';
 
@@ -33,3 +34,11 @@ export const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('h
 
 /** The entries in `range` as `key=value` in hex, in the engine's order. */
 export const dump = (engine: KvEngine, range: KvRange): string[] => [...engine.range(range)].map((e) => `${hex(e.key)}=${hex(e.value)}`);
+
+/** `actual` holds what `expected` holds: every entry (keys up to `keyBytesMax` bytes), and a snapshot's keys in the same order. */
+export function assertSameContents(actual: KvEngine, expected: KvEngine, keyBytesMax: number): void {
+  const all = { start: new Uint8Array(0), end: new Uint8Array(keyBytesMax).fill(0xff) };
+  assert.deepEqual(dump(actual, all), dump(expected, all));
+  const snapshotKeys = (engine: KvEngine): string[] => [...engine.snapshotEntries()].map((e) => hex(e.key));
+  assert.deepEqual(snapshotKeys(actual), snapshotKeys(expected));
+}
