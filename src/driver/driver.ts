@@ -60,6 +60,12 @@ export interface DriverOptions {
    */
   readonly readysInFlightMax?: number;
   /**
+   * With the core's deferCommitNotices: how long followers may wait for a commit index that no
+   * append has carried to them yet, ms (default 2). Under load the next append comes sooner and
+   * carries it, so each round costs a follower one message and one wake-up instead of two.
+   */
+  readonly commitNoticeDelayMs?: number;
+  /**
    * A leader whose oldest uncommitted entry has waited this long refuses new proposals (its own:
    * 429 overloaded; forwarded ones go back refused, and their followers answer 429 at once). Default
    * requestTimeoutMs / 2. Without it an overloaded leader queues more than it can commit within
@@ -177,6 +183,8 @@ export class NodeDriver<Outcome> {
   applyBatches = 0;
   /** Set when the log store checkpoints the state machine instead of snapshotting it. */
   private readonly checkpoints: CheckpointPolicy | null;
+  /** The deferred commit notices' delay is running (see DriverOptions.commitNoticeDelayMs). */
+  private commitNoticeTimer: { cancel(): void } | null = null;
   /** A pump is scheduled through timers.soon (cleared by any pump). */
   private pumpSoon = false;
   /** Set by start(): who hears applied batches, restores and leader changes. */
@@ -458,6 +466,8 @@ export class NodeDriver<Outcome> {
 
   stop(): void {
     this.stopped = true;
+    this.commitNoticeTimer?.cancel();
+    this.commitNoticeTimer = null;
     const error = new UnavailableError('the node is stopping');
     for (const waiter of this.proposals.values()) {
       waiter.cancelTimer();
@@ -499,6 +509,14 @@ export class NodeDriver<Outcome> {
   private pump(flushNow: boolean): void {
     this.pumpSoon = false;
     this.pumpReadys();
+    if (this.commitNoticeTimer === null && this.core.hasOwedCommitNotices()) {
+      this.commitNoticeTimer = this.timers.setTimeout(() => {
+        this.commitNoticeTimer = null;
+        if (this.stopped) return;
+        this.core.sendOwedCommitNotices();
+        this.pump(true);
+      }, this.options.commitNoticeDelayMs ?? 2);
+    }
     // Acknowledgements and commit notices queued while handling the Readys leave now, not one
     // event-loop turn later (see PeerSender.flush); from a disk completion, once every completion
     // of the same group commit has run (they resolve together: see PeerSender.flushSoon).

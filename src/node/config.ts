@@ -114,6 +114,12 @@ export interface NodeTuning {
    */
   readonly storeWriteBehindMs: number;
   /**
+   * A leader's commit notice that no follower's client waits for waits up to this long (ms) for
+   * the next append to carry it (BATON_COMMIT_NOTICE_DELAY_MS, default 2; 0: sent at once, as
+   * etcd does). driver.ts DriverOptions.commitNoticeDelayMs.
+   */
+  readonly commitNoticeDelayMs: number;
+  /**
    * The pace of the rewrite that retires an old data key (keys/record-rewrite.ts): records per
    * transaction (BATON_REWRITE_SLICE_RECORDS, default 256) and the least pause between two
    * (BATON_REWRITE_PAUSE_MS, default 20).
@@ -265,6 +271,7 @@ export function tuningFromEnv(env: Readonly<Record<string, string | undefined>>)
     },
     autoCompactionCheckMs: envInteger(env, 'BATON_AUTO_COMPACTION_CHECK_MS', revisionCheckMsDefault, 10),
     storeWriteBehindMs: Math.min(1_000, envInteger(env, 'BATON_STORE_WRITE_BEHIND_MS', 30, 0)),
+    commitNoticeDelayMs: Math.min(50, envInteger(env, 'BATON_COMMIT_NOTICE_DELAY_MS', 2, 0)),
     recordRewrite: {
       sliceRecords: envInteger(env, 'BATON_REWRITE_SLICE_RECORDS', 256, 1),
       pauseMs: envInteger(env, 'BATON_REWRITE_PAUSE_MS', 20, 1),

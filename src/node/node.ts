@@ -272,7 +272,7 @@ async function openDurableState(initial: NodeConfig, log: NodeLogger, hooks: Nod
   const core = createRaftNode(
     // ledgerCheck: after a restart, ask the peers what this member promised them before voting or
     // acknowledging (src/raft/peer-ledger.ts): a data directory restored from an older copy is found.
-    { ...defaultRaftConfig, id: config.memberId, electionTicks: config.electionTicks, ledgerCheck: true },
+    { ...defaultRaftConfig, id: config.memberId, electionTicks: config.electionTicks, ledgerCheck: true, deferCommitNotices: config.tuning.commitNoticeDelayMs > 0 },
     {
       hardState: recovered.hardState,
       snapshot,
@@ -406,6 +406,7 @@ function buildServices(config: NodeConfig, state: DurableState, peers: Peers, lo
         keepBytes: snapshotLogBytes,
       },
       readysInFlightMax,
+      commitNoticeDelayMs: config.tuning.commitNoticeDelayMs,
     },
     { onFatal },
   );

@@ -69,8 +69,18 @@ export class NodeState {
   proposalsToForward: Uint8Array[] = [];
   /** Follower side: reads to forward to the leader with the next batch. */
   readsToForward: number[] = [];
-  /** Leader: new entries or a new commit index to send to followers with the next batch. */
+  /** Leader: new entries (or, without deferred commit notices, a new commit index) for every follower with the next batch. */
   broadcastPending = false;
+  /**
+   * Leader, deferred commit notices (RaftConfig.deferCommitNotices): followers told of the
+   * latest commit index by nothing yet. The next append to one carries it; else the driver asks
+   * for the notices after a short delay (RaftNode.sendOwedCommitNotices).
+   */
+  readonly commitOwed = new Set<MemberId>();
+  /** Leader: followers to send the commit index to with the next batch (their clients wait for it). */
+  readonly commitNoticeTo = new Set<MemberId>();
+  /** Leader: per follower, the index of the last entry appended from its forwarded proposals. */
+  readonly forwardedUpTo = new Map<MemberId, number>();
   /**
    * Follower side: the leader's view of who is in contact, from its latest heartbeat (members
    * null: that heartbeat carried none, from a leader of peer protocol 2).

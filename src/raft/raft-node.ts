@@ -12,7 +12,7 @@ import { peerCannotAnswer, startRecovery, tickRecovery } from './peer-ledger.js'
 import { ProgressState } from './progress.js';
 import { flushForwardedReads, requestRead } from './reads.js';
 import { flushForwardedProposals } from './replication-follower.js';
-import { appendProposal, flushBroadcast, maybeCommit, sendAppend } from './replication-leader.js';
+import { announceCommit, appendProposal, flushBroadcast, maybeCommit, sendAppend, sendOwedCommitNotices } from './replication-leader.js';
 import { stepMessage } from './step.js';
 import {
   EntryType,
@@ -106,6 +106,16 @@ export class RaftNode implements RaftApi {
     else sendAppend(node, to, true);
   }
 
+  /** Followers are owed the commit index (deferred notices): the driver calls sendOwedCommitNotices after a short delay. */
+  hasOwedCommitNotices(): boolean {
+    return this.node.role === Role.leader && this.node.commitOwed.size > 0;
+  }
+
+  /** The owed commit notices leave with the next Ready (to followers no append has told since). */
+  sendOwedCommitNotices(): void {
+    sendOwedCommitNotices(this.node);
+  }
+
   campaign(): void {
     hup(this.node, false);
   }
@@ -139,6 +149,7 @@ export class RaftNode implements RaftApi {
       node.appendMessages.length > 0 ||
       node.messages.length > 0 ||
       node.broadcastPending ||
+      node.commitNoticeTo.size > 0 ||
       node.readsToForward.length > 0 ||
       node.proposalsToForward.length > 0 ||
       node.log.hasUnstable() ||
@@ -223,7 +234,8 @@ export class RaftNode implements RaftApi {
       assert(self.match <= node.log.durableIndex, 'the leader counts only its durable entries');
       // When the leader's own write is the last of a quorum to finish, followers learn the new
       // commit index now, not at the next heartbeat (up to a tick of latency per request).
-      if (maybeCommit(node)) node.broadcastPending = true;
+      const previous = node.log.committedIndex;
+      if (maybeCommit(node)) announceCommit(node, previous);
     }
   }
 

@@ -32,7 +32,10 @@ export function appendForwarded(node: NodeState, from: MemberId, commands: reado
   let refused: Map<ForwardRefusal, Uint8Array[]> | null = null;
   for (const command of commands) {
     const result = appendProposal(node, EntryType.normal, command);
-    if (result.ok) continue;
+    if (result.ok) {
+      node.forwardedUpTo.set(from, result.index);
+      continue;
+    }
     assert(result.reason === 'notLeader' || result.reason === 'transferring' || result.reason === 'tooLarge',
       'a normal proposal is refused for leadership or room only');
     refused ??= new Map();
@@ -47,13 +50,46 @@ export function refuseForwarded(node: NodeState, to: MemberId, commands: readonl
   if (commands.length > 0) node.send({ type: 'proposeRefused', to, reason, commands });
 }
 
-/** New entries or a new commit index: every follower hears of them with this Ready. */
+/** New entries or a new commit index: every follower (or those waiting for the commit) hears of them with this Ready. */
 export function flushBroadcast(node: NodeState): void {
-  if (!node.broadcastPending || node.role !== Role.leader) return;
-  node.broadcastPending = false;
-  for (const id of node.progress.keys()) {
-    if (id !== node.id) sendAppend(node, id, true);
+  if (node.role !== Role.leader) return;
+  if (node.broadcastPending) {
+    node.broadcastPending = false;
+    for (const id of node.progress.keys()) {
+      if (id !== node.id) sendAppend(node, id, true);
+    }
   }
+  for (const id of node.commitNoticeTo) {
+    if (node.progress.has(id)) sendAppend(node, id, true);
+  }
+  node.commitNoticeTo.clear();
+}
+
+/**
+ * The commit index moved from `previous`. Without deferred notices every follower hears of it
+ * with this Ready. With them, a follower hears at once only if entries it forwarded are among
+ * those committed (its clients wait for them); the others are owed the notice.
+ */
+export function announceCommit(node: NodeState, previous: number): void {
+  if (node.config.deferCommitNotices !== true) {
+    node.broadcastPending = true;
+    return;
+  }
+  for (const id of node.progress.keys()) {
+    if (id === node.id) continue;
+    if ((node.forwardedUpTo.get(id) ?? 0) > previous) node.commitNoticeTo.add(id);
+    else node.commitOwed.add(id);
+  }
+}
+
+/** The deferred commit notices go out with the next Ready (the driver's delay ran out). */
+export function sendOwedCommitNotices(node: NodeState): void {
+  if (node.role !== Role.leader) {
+    node.commitOwed.clear();
+    return;
+  }
+  for (const id of node.commitOwed) node.commitNoticeTo.add(id);
+  node.commitOwed.clear();
 }
 
 /** Send `to` what it lacks (entries, or a snapshot if they are compacted away). */
@@ -68,6 +104,9 @@ export function sendAppend(node: NodeState, to: MemberId, sendIfEmpty: boolean):
   if (entries.length === 0 && !sendIfEmpty) return false;
   node.send({ type: 'append', to, prevIndex, prevTerm, entries, commit: node.log.committedIndex });
   pr.sentAppend(prevIndex + entries.length, entries.length);
+  // It carries the commit index: nothing more is owed to this follower.
+  node.commitOwed.delete(to);
+  node.commitNoticeTo.delete(to);
   return true;
 }
 
@@ -89,6 +128,7 @@ export function broadcastHeartbeat(node: NodeState, readRound: number): void {
     // Only what the follower is known to match: it may not hold the leader's later entries yet.
     const commit = Math.min(pr.match, node.log.committedIndex);
     node.send({ type: 'heartbeat', to: id, commit, readRound, contact });
+    if (commit === node.log.committedIndex) node.commitOwed.delete(id);
   }
 }
 
@@ -126,7 +166,8 @@ export function handleAppendResponse(node: NodeState, m: MessageOf<'appendRespon
       pr.becomeProbe();
       pr.becomeReplicate();
     }
-    if (maybeCommit(node)) node.broadcastPending = true;
+    const previous = node.log.committedIndex;
+    if (maybeCommit(node)) announceCommit(node, previous);
     while (sendAppend(node, m.from, false)) {
       // Fill the pipelining window.
     }

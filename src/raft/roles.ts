@@ -72,4 +72,7 @@ export function leaveLeadership(node: NodeState): void {
   node.readsAwaitingCommit = [];
   node.leadTransferee = noMember;
   node.broadcastPending = false;
+  node.commitOwed.clear();
+  node.commitNoticeTo.clear();
+  node.forwardedUpTo.clear();
 }

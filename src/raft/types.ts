@@ -288,6 +288,14 @@ export interface RaftConfig {
    * directory finds out, and stays out (`regressed`) instead of breaking its promises.
    */
   readonly ledgerCheck?: boolean;
+  /**
+   * A commit index that moved with no new entry reaches only the followers that wait for it (they
+   * forwarded entries it commits) at once; the others learn it from the next append or heartbeat,
+   * or from the notices the driver asks for after a short delay (RaftNode.sendOwedCommitNotices).
+   * Under a steady write load the next append follows within that delay, so a round costs each
+   * follower one message instead of two.
+   */
+  readonly deferCommitNotices?: boolean;
   /** Test-only: deliberately broken behaviours that prove the simulator catches them. */
   readonly bugs?: RaftBugs;
 }
@@ -425,6 +433,10 @@ export interface RaftApi {
   reportSnapshot(to: MemberId, ok: boolean): void;
   /** Whether ready() has anything: messages, entries, commits, state changes or read results. */
   hasReady(): boolean;
+  /** Leader, deferred commit notices: some follower has not been told the commit index yet. */
+  hasOwedCommitNotices(): boolean;
+  /** The owed commit notices leave with the next Ready (the driver's short delay ran out). */
+  sendOwedCommitNotices(): void;
   /** The next batch of I/O (see Ready for what the caller must do, and in which order). */
   ready(): Ready;
   /**

@@ -86,7 +86,7 @@ export class ServerDriverBinding implements MemberDriver {
     // still need snapshots; the interval varies per member without drawing randomness.
     const checkpoint = { everyTicks: 1 + (node.id % 3), everyEntries: snapshotEntries, keepEntries: Math.max(1, Math.floor(snapshotEntries / 4)), keepBytes: 1 << 20 };
     const options = {
-      requestTimeoutMs, snapshotEntries, readysInFlightMax: 8, readContextStart,
+      requestTimeoutMs, snapshotEntries, readysInFlightMax: 8, commitNoticeDelayMs: 2, readContextStart,
       ...(world.checkpointSnapshots ? { checkpoint } : {}),
     };
     const events = { onFatal: (error: Error) => world.report('driver failed', error.message) };
@@ -317,6 +317,8 @@ function observed(core: RaftApi, node: SimNode, fileData: (index: number) => Uin
     reportUnreachable: (to) => core.reportUnreachable(to),
     reportSnapshot: (to, ok) => core.reportSnapshot(to, ok),
     hasReady: () => core.hasReady(),
+    hasOwedCommitNotices: () => core.hasOwedCommitNotices(),
+    sendOwedCommitNotices: () => core.sendOwedCommitNotices(),
     ready: () => {
       const ready = core.ready();
       node.observe(ready);

@@ -142,6 +142,13 @@ export interface Scenario {
    * the snapshot and the log.
    */
   readonly durableStateMachine: boolean;
+  /**
+   * RaftConfig.deferCommitNotices: commit notices no follower's client waits for wait for the
+   * next append (the simulator's own driver sends the owed ones at the member's next tick, the
+   * server driver after its delay). Not drawn: odd seeds on, even off (simulate.ts), so every
+   * other draw stays as it was.
+   */
+  readonly deferCommitNotices?: boolean;
 }
 
 export interface FaultWeights {

@@ -170,6 +170,7 @@ export class World implements NodeWorld {
       heartbeatTicks: this.scenario.heartbeatTicks,
       preVote: this.scenario.preVote,
       checkQuorum: this.scenario.checkQuorum,
+      deferCommitNotices: this.scenario.deferCommitNotices === true,
       ledgerCheck: this.options.ledgerCheck === true || this.options.olderCopy === true,
       ...(this.options.bugs === undefined ? {} : { bugs: this.options.bugs }),
     };
@@ -343,7 +344,11 @@ export class World implements NodeWorld {
     const nextMs = this.nowMs + (this.tickMsByMember.get(member) as number);
     this.schedule(nextMs, { type: 'tick', member, incarnation });
     if (node.state === 'paused') return; // a stopped process does not notice time passing
-    (node.core as RaftApi).tick();
+    const core = node.core as RaftApi;
+    // Deferred commit notices go out by the next tick at the latest (the server driver sends
+    // them sooner, on a timer of its own).
+    if (core.hasOwedCommitNotices()) core.sendOwedCommitNotices();
+    core.tick();
     node.pump();
     node.onTick();
   }

@@ -127,9 +127,10 @@ test('a store checkpointed instead of snapshotted (crash to the last checkpoint,
     for (const v of result.violations) failures.push(`${label}: ${v.invariant}: ${v.detail.split('\n')[0]}`);
   }
   assert.deepEqual(failures, []);
-  // The runs above do checkpoint, release the log and send made snapshots: seed 3's trace shows them.
+  // The runs above do checkpoint, release the log and send made snapshots: seed 9's trace shows
+  // them (seed 3's did until odd seeds deferred commit notices: its trace now has 3 checkpoints).
   const lines: string[] = [];
-  await simulateAsync({ seed: 3n, driver: 'server', snapshots: 'checkpoint', trace: (line) => lines.push(line) });
+  await simulateAsync({ seed: 9n, driver: 'server', snapshots: 'checkpoint', trace: (line) => lines.push(line) });
   assert.ok(lines.filter((line) => line.includes('checkpoint at')).length >= 5);
   assert.ok(lines.some((line) => line.includes('install snapshot')), 'a follower installed a snapshot made for it');
 });
