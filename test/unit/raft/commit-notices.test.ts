@@ -5,40 +5,34 @@
 // follower hears of every commit at once, as in etcd.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { MemberId, RaftMessage } from '../../../src/raft/index.js';
+import type { MemberId } from '../../../src/raft/index.js';
 import { TestCluster, encode } from './harness.js';
 
-/** Delivers everything until quiet; returns the commit-only appends (no entries) sent, by receiver. */
+/** Delivers everything until quiet (the harness's stabilize); returns the commit-only appends (no entries) sent, by receiver. */
 function settle(cluster: TestCluster): Map<MemberId, number> {
+  const from = cluster.sent.length;
+  cluster.stabilize();
   const notices = new Map<MemberId, number>();
-  for (let round = 0; round < 1_000; round++) {
-    const out: RaftMessage[] = [];
-    for (const member of cluster.members.values()) {
-      while (member.raft.hasReady()) {
-        const ready = member.raft.ready();
-        member.applied.push(...ready.committed);
-        out.push(...ready.appendMessages, ...ready.messages);
-        member.raft.advance(ready);
-      }
-    }
-    if (out.length === 0) return notices;
-    for (const message of out) {
-      if (message.type === 'append' && message.entries.length === 0) notices.set(message.to, (notices.get(message.to) ?? 0) + 1);
-      cluster.members.get(message.to)?.raft.step(message);
-    }
+  for (const message of cluster.sent.slice(from)) {
+    if (message.type === 'append' && message.entries.length === 0) notices.set(message.to, (notices.get(message.to) ?? 0) + 1);
   }
-  throw new Error('did not settle');
+  return notices;
+}
+
+/** A 3-member cell led by 1, with one write of 1's own committed and everything delivered. */
+function cellWithOneWrite(deferCommitNotices: boolean): { cluster: TestCluster; notices: Map<MemberId, number> } {
+  const cluster = new TestCluster([1, 2, 3], { config: { deferCommitNotices } });
+  cluster.electLeader(1);
+  cluster.tickAll(2);
+  assert.ok(cluster.member(1).raft.propose(encode('a')).ok);
+  return { cluster, notices: settle(cluster) };
 }
 
 const commitOf = (cluster: TestCluster, id: MemberId): number => cluster.member(id).raft.status().commitIndex;
 
 for (const deferred of [false, true]) {
   test(`a leader's own write: followers ${deferred ? 'are owed the commit until the driver asks' : 'hear the commit at once'}`, () => {
-    const cluster = new TestCluster([1, 2, 3], { config: { deferCommitNotices: deferred } });
-    cluster.electLeader(1);
-    cluster.tickAll(2);
-    assert.ok(cluster.member(1).raft.propose(encode('a')).ok);
-    const notices = settle(cluster);
+    const { cluster, notices } = cellWithOneWrite(deferred);
     const leaderCommit = commitOf(cluster, 1);
     if (!deferred) {
       assert.equal(commitOf(cluster, 2), leaderCommit);
@@ -63,11 +57,7 @@ for (const deferred of [false, true]) {
 }
 
 test('deferred: the next append carries the owed commit, and no notice follows it', () => {
-  const cluster = new TestCluster([1, 2, 3], { config: { deferCommitNotices: true } });
-  cluster.electLeader(1);
-  cluster.tickAll(2);
-  assert.ok(cluster.member(1).raft.propose(encode('a')).ok);
-  settle(cluster);
+  const { cluster } = cellWithOneWrite(true);
   const firstCommit = commitOf(cluster, 1);
   assert.ok(cluster.member(1).raft.propose(encode('b')).ok);
   // Deliver only until the followers hold 'b': its append carried the commit of 'a'.
@@ -77,6 +67,7 @@ test('deferred: the next append carries the owed commit, and no notice follows i
   for (const message of ready.appendMessages) cluster.members.get(message.to)?.raft.step(message);
   assert.equal(commitOf(cluster, 2), firstCommit);
   assert.equal(commitOf(cluster, 3), firstCommit);
+  assert.equal(leader.hasOwedCommitNotices(), false, 'the append carried the commit: nothing owed');
   settle(cluster);
   // 'b' committed in turn: owed again, until the driver asks or the next append.
   assert.equal(leader.hasOwedCommitNotices(), true);
@@ -99,11 +90,7 @@ test('deferred: a follower whose forwarded write commits hears at once; the othe
 });
 
 test('deferred: a heartbeat tells a caught-up follower the commit, so nothing is owed after it', () => {
-  const cluster = new TestCluster([1, 2, 3], { config: { deferCommitNotices: true } });
-  cluster.electLeader(1);
-  cluster.tickAll(2);
-  assert.ok(cluster.member(1).raft.propose(encode('a')).ok);
-  settle(cluster);
+  const { cluster } = cellWithOneWrite(true);
   assert.equal(cluster.member(1).raft.hasOwedCommitNotices(), true);
   cluster.member(1).raft.tick(); // heartbeatTicks 1: the leader's heartbeat round
   settle(cluster);
@@ -113,11 +100,7 @@ test('deferred: a heartbeat tells a caught-up follower the commit, so nothing is
 });
 
 test('deferred: a leader that steps down owes nothing', () => {
-  const cluster = new TestCluster([1, 2, 3], { config: { deferCommitNotices: true } });
-  cluster.electLeader(1);
-  cluster.tickAll(2);
-  assert.ok(cluster.member(1).raft.propose(encode('a')).ok);
-  settle(cluster);
+  const { cluster } = cellWithOneWrite(true);
   assert.equal(cluster.member(1).raft.hasOwedCommitNotices(), true);
   cluster.member(1).raft.transferLeadership(2);
   settle(cluster);
