@@ -12,7 +12,7 @@ import { peerCannotAnswer, startRecovery, tickRecovery } from './peer-ledger.js'
 import { ProgressState } from './progress.js';
 import { flushForwardedReads, requestRead } from './reads.js';
 import { flushForwardedProposals } from './replication-follower.js';
-import { announceCommit, appendProposal, flushBroadcast, maybeCommit, sendAppend, sendOwedCommitNotices } from './replication-leader.js';
+import { appendProposal, commitAndAnnounce, flushBroadcast, sendAppend, sendOwedCommitNotices } from './replication-leader.js';
 import { stepMessage } from './step.js';
 import {
   EntryType,
@@ -108,7 +108,7 @@ export class RaftNode implements RaftApi {
 
   /** Followers are owed the commit index (deferred notices): the driver calls sendOwedCommitNotices after a short delay. */
   hasOwedCommitNotices(): boolean {
-    return this.node.role === Role.leader && this.node.commitOwed.size > 0;
+    return this.node.commitOwed.size > 0;
   }
 
   /** The owed commit notices leave with the next Ready (to followers no append has told since). */
@@ -234,8 +234,7 @@ export class RaftNode implements RaftApi {
       assert(self.match <= node.log.durableIndex, 'the leader counts only its durable entries');
       // When the leader's own write is the last of a quorum to finish, followers learn the new
       // commit index now, not at the next heartbeat (up to a tick of latency per request).
-      const previous = node.log.committedIndex;
-      if (maybeCommit(node)) announceCommit(node, previous);
+      commitAndAnnounce(node);
     }
   }
 

@@ -70,7 +70,7 @@ export function flushBroadcast(node: NodeState): void {
  * with this Ready. With them, a follower hears at once only if entries it forwarded are among
  * those committed (its clients wait for them); the others are owed the notice.
  */
-export function announceCommit(node: NodeState, previous: number): void {
+function announceCommit(node: NodeState, previous: number): void {
   if (node.config.deferCommitNotices !== true) {
     node.broadcastPending = true;
     return;
@@ -82,14 +82,16 @@ export function announceCommit(node: NodeState, previous: number): void {
   }
 }
 
-/** The deferred commit notices go out with the next Ready (the driver's delay ran out). */
+/** The deferred commit notices go out with the next Ready (the driver's delay ran out). Nothing is owed off leadership (leaveLeadership clears it). */
 export function sendOwedCommitNotices(node: NodeState): void {
-  if (node.role !== Role.leader) {
-    node.commitOwed.clear();
-    return;
-  }
   for (const id of node.commitOwed) node.commitNoticeTo.add(id);
   node.commitOwed.clear();
+}
+
+/** Advances the commit index if a quorum allows, and tells the followers as announceCommit decides. */
+export function commitAndAnnounce(node: NodeState): void {
+  const previous = node.log.committedIndex;
+  if (maybeCommit(node)) announceCommit(node, previous);
 }
 
 /** Send `to` what it lacks (entries, or a snapshot if they are compacted away). */
@@ -166,8 +168,7 @@ export function handleAppendResponse(node: NodeState, m: MessageOf<'appendRespon
       pr.becomeProbe();
       pr.becomeReplicate();
     }
-    const previous = node.log.committedIndex;
-    if (maybeCommit(node)) announceCommit(node, previous);
+    commitAndAnnounce(node);
     while (sendAppend(node, m.from, false)) {
       // Fill the pipelining window.
     }

@@ -76,9 +76,9 @@ function prepareRun(options: SimOptions, coreFactory: CoreFactory): PreparedRun 
   const scenario: Scenario = {
     ...drawn,
     ...(progressNotes === null ? {} : { faultPhaseMs: Math.max(drawn.faultPhaseMs, progressNotes.faultPhaseMsMin) }),
+    deferCommitNotices: options.seed % 2n === 1n,
     // Lease runs apply real MVCC commands, whose snapshots and hashes cost a pass over the
     // store: fewer kv writes and compactions keep a seed fast while leases get the faults.
-    deferCommitNotices: options.seed % 2n === 1n,
     ...(options.workload === 'leases' || options.workload === 'locks'
       ? {
           proposeIntervalMs: drawn.proposeIntervalMs * 3,
